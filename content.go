@@ -1,0 +1,208 @@
+package agentctx
+
+import (
+	"unicode/utf8"
+
+	"github.com/agentctx/agentctx/internal/rawjson"
+)
+
+// ContentKind tells which JSON form a Content has.
+type ContentKind uint8
+
+const (
+	// ContentNone is the zero value: the content member is absent.
+	ContentNone ContentKind = iota
+	// ContentText is a JSON string.
+	ContentText
+	// ContentBlocks is a JSON array of blocks (Anthropic blocks or OpenAI
+	// content parts).
+	ContentBlocks
+	// ContentNull is JSON null (OpenAI assistant messages with tool calls).
+	ContentNull
+	// ContentOther is any other JSON value, kept as written.
+	ContentOther
+)
+
+// String returns the kind's name.
+func (k ContentKind) String() string {
+	switch k {
+	case ContentNone:
+		return "none"
+	case ContentText:
+		return "text"
+	case ContentBlocks:
+		return "blocks"
+	case ContentNull:
+		return "null"
+	case ContentOther:
+		return "other"
+	}
+	return "invalid"
+}
+
+// Content is the content of a message or of a tool_result block: a string, a
+// list of blocks, null, or absent. The zero value is absent content.
+//
+// Content is a value; the slice returned by Blocks is shared with copies and
+// must be treated as read-only. Build new content with Text, BlockList or
+// Null.
+type Content struct {
+	kind   ContentKind
+	text   string
+	blocks []Block
+	raw    []byte // ContentOther
+}
+
+// Text returns string content.
+func Text(s string) Content { return Content{kind: ContentText, text: s} }
+
+// BlockList returns block-array content. A nil or empty list is written as [].
+func BlockList(blocks ...Block) Content {
+	if blocks == nil {
+		blocks = []Block{}
+	}
+	return Content{kind: ContentBlocks, blocks: blocks}
+}
+
+// Null returns JSON null content.
+func Null() Content { return Content{kind: ContentNull} }
+
+// Kind returns the content's form.
+func (c Content) Kind() ContentKind { return c.kind }
+
+// IsText reports whether the content is a string.
+func (c Content) IsText() bool { return c.kind == ContentText }
+
+// Text returns the string of string content, and "" for any other form.
+func (c Content) Text() string { return c.text }
+
+// Blocks returns the blocks of block-array content (read-only), and nil for
+// any other form.
+func (c Content) Blocks() []Block { return c.blocks }
+
+// Raw returns the JSON of ContentOther as written; nil for other forms.
+func (c Content) Raw() []byte { return c.raw }
+
+// IsEmpty reports whether the content has nothing in it: absent, null, "" or
+// an empty block list.
+func (c Content) IsEmpty() bool {
+	switch c.kind {
+	case ContentText:
+		return c.text == ""
+	case ContentBlocks:
+		return len(c.blocks) == 0
+	case ContentOther:
+		return false
+	}
+	return true
+}
+
+// AsText returns the content as one string: the string itself for string
+// content, and for any other form its compact JSON exactly as JavaScript's
+// JSON.stringify would write it (no HTML escaping, members in order). Absent
+// content is "". This is the form that is counted and offloaded.
+func (c Content) AsText() string {
+	switch c.kind {
+	case ContentNone:
+		return ""
+	case ContentText:
+		return c.text
+	}
+	e := encoder{mode: modeCanonical}
+	c.encode(&e, nil)
+	return string(e.buf)
+}
+
+// Chars returns the number of characters of the content as SPEC §1 defines
+// them: Unicode code points of AsText.
+func (c Content) Chars() int {
+	if c.kind == ContentText {
+		return utf8.RuneCountInString(c.text)
+	}
+	switch c.kind {
+	case ContentNone:
+		return 0
+	case ContentNull:
+		return 4
+	}
+	e := encoder{mode: modeCanonical}
+	c.encode(&e, nil)
+	return utf8.RuneCount(e.buf)
+}
+
+// Equal reports whether two contents hold the same JSON value in the same
+// form (compared in canonical form).
+func (c Content) Equal(d Content) bool {
+	if c.kind != d.kind {
+		return false
+	}
+	if c.kind == ContentText {
+		return c.text == d.text
+	}
+	return c.AsText() == d.AsText()
+}
+
+// clone returns a deep copy.
+func (c Content) clone() Content {
+	if c.blocks != nil {
+		bs := make([]Block, len(c.blocks))
+		for i := range c.blocks {
+			bs[i] = c.blocks[i].Clone()
+		}
+		c.blocks = bs
+	}
+	return c
+}
+
+// decodeContent decodes a content value. It never fails: JSON that does not
+// fit the string/blocks/null forms is kept as ContentOther.
+func decodeContent(m *member) Content {
+	switch rawjson.Kind(m.raw) {
+	case '"':
+		s, _ := decodeString(m)
+		return Content{kind: ContentText, text: s}
+	case 'n':
+		return Content{kind: ContentNull}
+	case '[':
+		elems, err := rawjson.Elements(m.raw)
+		if err == nil {
+			blocks := make([]Block, len(elems))
+			ok := true
+			for i, el := range elems {
+				if rawjson.Kind(el) != '{' {
+					ok = false
+					break
+				}
+				if err := blocks[i].decode(el); err != nil {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				return Content{kind: ContentBlocks, blocks: blocks}
+			}
+		}
+	}
+	return Content{kind: ContentOther, raw: m.raw}
+}
+
+// encode writes the content value. m is the original member, if any.
+func (c Content) encode(e *encoder, m *member) {
+	switch c.kind {
+	case ContentText:
+		e.str(m, c.text)
+	case ContentBlocks:
+		e.buf = append(e.buf, '[')
+		for i := range c.blocks {
+			if i > 0 {
+				e.buf = append(e.buf, ',')
+			}
+			c.blocks[i].encode(e)
+		}
+		e.buf = append(e.buf, ']')
+	case ContentOther:
+		e.raw(c.raw)
+	default:
+		e.buf = append(e.buf, "null"...)
+	}
+}

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"errors"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctx/agentctx"
+)
+
+type validateOutput struct {
+	Format string `json:"format"`
+	agentctx.PairingReport
+	Skipped int `json:"skipped_records,omitempty"`
+	Merged  int `json:"merged_records,omitempty"`
+}
+
+type repairOutput struct {
+	Messages []agentctx.Message     `json:"messages"`
+	Repairs  []agentctx.Repair      `json:"repairs"`
+	Before   validateOutput         `json:"before"`
+	After    agentctx.PairingReport `json:"after"`
+}
+
+func newValidateCmd(e *env) *cobra.Command {
+	var repair, strict bool
+	cmd := &cobra.Command{
+		Use:   "validate [FILE]",
+		Short: "Check that every tool call is answered and every tool result answers a call",
+		Long: `validate prints the pairing report of a conversation: every tool call
+without a result in the next message (or run of "tool" messages), every
+result that answers no call, duplicates, and results placed after text.
+
+With --repair it prints the repaired messages instead: a synthetic error
+result for each unanswered call, orphan results dropped.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			doc, err := e.readInput(cmd.Context(), args)
+			if err != nil {
+				return err
+			}
+			rep := agentctx.ValidatePairing(doc.Messages)
+			out := validateOutput{Format: string(doc.Format), PairingReport: rep, Skipped: doc.Skipped, Merged: doc.Merged}
+			if repair {
+				msgs, repairs := agentctx.RepairPairing(doc.Messages)
+				after := agentctx.ValidatePairing(msgs)
+				if err := e.writeJSON(repairOutput{Messages: msgs, Repairs: repairs, Before: out, After: after}); err != nil {
+					return err
+				}
+				if strict && !after.Valid {
+					return errors.New("history is still unpaired after repair")
+				}
+				return nil
+			}
+			if err := e.writeJSON(out); err != nil {
+				return err
+			}
+			if strict && !rep.Valid {
+				return errors.New("history has unpaired tool calls or results")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&repair, "repair", false, "print the repaired messages and what was changed")
+	cmd.Flags().BoolVar(&strict, "strict", false, "exit 1 when the history is (still) unpaired")
+	return cmd
+}
+
+func newVersionCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the agentctx version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v := struct {
+				Version string `json:"version"`
+				Go      string `json:"go"`
+				Commit  string `json:"commit,omitempty"`
+			}{Version: agentctx.Version, Go: runtime.Version()}
+			if bi, ok := debug.ReadBuildInfo(); ok {
+				for _, s := range bi.Settings {
+					if s.Key == "vcs.revision" {
+						v.Commit = s.Value
+					}
+				}
+			}
+			return e.writeJSON(v)
+		},
+	}
+}

@@ -1,0 +1,200 @@
+package rawjson
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+)
+
+// Unquote decodes a raw JSON string token (quotes included) that has already
+// been validated. Invalid UTF-8 and lone surrogates become U+FFFD, as in
+// encoding/json. A raw value that is not a valid string yields "".
+func Unquote(raw []byte) string {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return ""
+	}
+	body := raw[1 : len(raw)-1]
+	simple := true
+	for _, c := range body {
+		if c == '\\' || c >= utf8.RuneSelf {
+			simple = false
+			break
+		}
+	}
+	if simple || (!containsByte(body, '\\') && utf8.Valid(body)) {
+		return string(body)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return ""
+	}
+	return s
+}
+
+func containsByte(b []byte, c byte) bool {
+	for _, x := range b {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendString appends s as a JSON string the way JavaScript's
+// JSON.stringify writes it: only '"', '\\' and control characters are
+// escaped (\b \f \n \r \t by name, others as \u00xx); '<', '>', '&', U+2028
+// and U+2029 are written as is. Invalid UTF-8 is written as U+FFFD.
+func AppendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, "\uFFFD"...)
+				i++
+				start = i
+				continue
+			}
+			i += size
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		}
+		i++
+		start = i
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// AppendCompact appends a valid raw JSON value with insignificant whitespace
+// removed. Strings and numbers are copied byte for byte.
+func AppendCompact(dst, raw []byte) []byte {
+	inString := false
+	start := 0
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case ' ', '\t', '\n', '\r':
+			dst = append(dst, raw[start:i]...)
+			start = i + 1
+		}
+	}
+	return append(dst, raw[start:]...)
+}
+
+// AppendCanonical appends a valid raw JSON value in the form
+// JSON.stringify(JSON.parse(raw)) gives: compact, strings re-escaped by
+// AppendString, member order kept. Numbers are copied as written (JavaScript
+// would also normalize them, e.g. 1.0 to 1; that difference is accepted).
+func AppendCanonical(dst, raw []byte) []byte {
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		switch {
+		case isSpace(c):
+			i++
+		case c == '"':
+			end, err := stringEnd(raw, i)
+			if err != nil {
+				return append(dst, raw[i:]...)
+			}
+			tok := raw[i:end]
+			if needsReescape(tok) {
+				dst = AppendString(dst, Unquote(tok))
+			} else {
+				dst = append(dst, tok...)
+			}
+			i = end
+		default:
+			j := i + 1
+			for j < len(raw) && raw[j] != '"' && !isSpace(raw[j]) {
+				j++
+			}
+			dst = append(dst, raw[i:j]...)
+			i = j
+		}
+	}
+	return dst
+}
+
+// needsReescape reports whether a string token differs from what
+// AppendString would write for its value: it has an escape other than the
+// ones AppendString writes, or invalid UTF-8.
+func needsReescape(tok []byte) bool {
+	body := tok[1 : len(tok)-1]
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if c == '\\' {
+			if i+1 < len(body) {
+				switch body[i+1] {
+				case '"', '\\', 'b', 'f', 'n', 'r', 't':
+					i++
+					continue
+				case 'u':
+					// \u00xx for a control character other than the named ones
+					// is what AppendString writes; anything else is not.
+					if i+5 < len(body) && body[i+2] == '0' && body[i+3] == '0' && (body[i+4] == '0' || body[i+4] == '1') &&
+						isLowerHex(body[i+5]) {
+						v := unhex(body[i+4])<<4 | unhex(body[i+5])
+						if v != '\b' && v != '\f' && v != '\n' && v != '\r' && v != '\t' {
+							i += 5
+							continue
+						}
+					}
+				}
+			}
+			return true
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRune(body[i:])
+			if r == utf8.RuneError && size == 1 {
+				return true
+			}
+			i += size - 1
+		}
+	}
+	return false
+}
+
+func isLowerHex(c byte) bool { return isDigit(c) || (c >= 'a' && c <= 'f') }
+
+func unhex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c - 'a' + 10
+}

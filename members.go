@@ -1,0 +1,166 @@
+package agentctx
+
+import (
+	"fmt"
+
+	"github.com/agentctx/agentctx/internal/rawjson"
+)
+
+// member is one JSON object member as it was decoded. Known members are
+// mirrored by a typed field of the owning struct; the typed field is the
+// truth, and raw is reused on output only while the typed value still equals
+// what was decoded. Unknown members are written back exactly as they came.
+type member struct {
+	key    string
+	rawKey []byte // key token as written; nil for members added by code
+	raw    []byte // value as written (or as set by code)
+	str    string // decoded original value of a known string member
+	flags  memberFlags
+}
+
+type memberFlags uint8
+
+const (
+	known    memberFlags = 1 << iota // mirrored by a typed field
+	isString                         // raw is a string token and str holds its value
+	injected                         // added by a reader (Claude Code record timestamp)
+)
+
+// encMode selects how values are written.
+type encMode uint8
+
+const (
+	// modePreserve writes every unchanged value byte for byte (compacted).
+	modePreserve encMode = iota
+	// modeCanonical writes what JavaScript's JSON.stringify would write for
+	// the decoded value: this is the form characters are counted on.
+	modeCanonical
+)
+
+// encoder accumulates JSON output and the first error.
+type encoder struct {
+	buf          []byte
+	mode         encMode
+	skipInjected bool // leave out members injected by a reader
+	err          error
+}
+
+func (e *encoder) fail(format string, args ...any) {
+	if e.err == nil {
+		e.err = fmt.Errorf(format, args...)
+	}
+}
+
+// key writes a separator (unless first) and a member key.
+func (e *encoder) key(first *bool, m *member, key string) {
+	if !*first {
+		e.buf = append(e.buf, ',')
+	}
+	*first = false
+	if m != nil && m.rawKey != nil && e.mode == modePreserve {
+		e.buf = append(e.buf, m.rawKey...)
+	} else {
+		e.buf = rawjson.AppendString(e.buf, key)
+	}
+	e.buf = append(e.buf, ':')
+}
+
+// str writes a string value, reusing the original token while unchanged.
+func (e *encoder) str(m *member, cur string) {
+	if e.mode == modePreserve && m != nil && m.flags&isString != 0 && m.str == cur {
+		e.buf = append(e.buf, m.raw...)
+		return
+	}
+	e.buf = rawjson.AppendString(e.buf, cur)
+}
+
+// raw writes a raw JSON value: compacted in preserve mode, canonical otherwise.
+func (e *encoder) raw(v []byte) {
+	if e.mode == modePreserve {
+		e.buf = rawjson.AppendCompact(e.buf, v)
+	} else {
+		e.buf = rawjson.AppendCanonical(e.buf, v)
+	}
+}
+
+func (e *encoder) boolean(v bool) {
+	if v {
+		e.buf = append(e.buf, "true"...)
+	} else {
+		e.buf = append(e.buf, "false"...)
+	}
+}
+
+// decodeMembers splits raw into members and marks the ones whose key is
+// claimed by decodeKnown, which returns false when the value has a type the
+// typed field cannot hold (the member then stays opaque and is written back
+// as it came).
+func decodeMembers(raw []byte, decodeKnown func(m *member) bool) ([]member, error) {
+	ms, err := rawjson.Members(raw)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]member, len(ms))
+	for i, m := range ms {
+		out[i] = member{key: m.Key, rawKey: m.RawKey, raw: m.Value}
+		if decodeKnown(&out[i]) {
+			out[i].flags |= known
+		}
+	}
+	return out, nil
+}
+
+// decodeString fills m.str when m.raw is a string token.
+func decodeString(m *member) (string, bool) {
+	if rawjson.Kind(m.raw) != '"' {
+		return "", false
+	}
+	m.str = rawjson.Unquote(m.raw)
+	m.flags |= isString
+	return m.str, true
+}
+
+// findMember returns the last member with the key, or nil.
+func findMember(ms []member, key string) *member {
+	for i := len(ms) - 1; i >= 0; i-- {
+		if ms[i].key == key {
+			return &ms[i]
+		}
+	}
+	return nil
+}
+
+// hasKnown reports whether a known member with the key exists.
+func hasKnown(ms []member, key string) bool {
+	m := findMember(ms, key)
+	return m != nil && m.flags&known != 0
+}
+
+// withMember returns a copy of ms with the member for key set to raw
+// (replacing the last one with that key, else appended). ms is not modified.
+func withMember(ms []member, key string, raw []byte) []member {
+	out := make([]member, len(ms), len(ms)+1)
+	copy(out, ms)
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i].key == key {
+			out[i] = member{key: key, rawKey: out[i].rawKey, raw: raw}
+			return out
+		}
+	}
+	return append(out, member{key: key, raw: raw})
+}
+
+// withoutMembers returns a copy of ms without the members whose key is in keys.
+func withoutMembers(ms []member, keys ...string) []member {
+	out := make([]member, 0, len(ms))
+next:
+	for _, m := range ms {
+		for _, k := range keys {
+			if m.key == k {
+				continue next
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}

@@ -1,0 +1,382 @@
+package agentctx
+
+import (
+	"fmt"
+	"slices"
+)
+
+// IssueKind names a way in which tool calls and results fail to pair.
+type IssueKind string
+
+// The pairing rules. Model APIs answer a history that breaks any of them
+// with HTTP 400.
+const (
+	// IssueUnansweredCall: a tool call has no result in its response window
+	// (the next message for an Anthropic tool_use; the run of role "tool"
+	// messages right after the assistant message for OpenAI tool_calls).
+	IssueUnansweredCall IssueKind = "unanswered_call"
+	// IssueOrphanResult: a tool result does not answer a call of the
+	// assistant message right before its window.
+	IssueOrphanResult IssueKind = "orphan_result"
+	// IssueDuplicateResult: a second result for a call already answered.
+	IssueDuplicateResult IssueKind = "duplicate_result"
+	// IssueDuplicateCallID: two tool calls share an id.
+	IssueDuplicateCallID IssueKind = "duplicate_call_id"
+	// IssueMissingID: a tool call or result has an empty id.
+	IssueMissingID IssueKind = "missing_id"
+	// IssueResultNotFirst: in a message answering tool_use blocks, a
+	// tool_result block comes after another kind of block (Anthropic
+	// requires the results first).
+	IssueResultNotFirst IssueKind = "result_not_first"
+)
+
+// PairingIssue is one broken pairing rule.
+type PairingIssue struct {
+	Kind    IssueKind `json:"kind"`
+	Message int       `json:"message_index"` // index of the message holding the call or result
+	Block   int       `json:"block_index"`   // block or tool_calls index; -1 for a role "tool" message
+	ID      string    `json:"id"`
+	Detail  string    `json:"detail"`
+}
+
+func (p PairingIssue) String() string {
+	return fmt.Sprintf("message %d block %d: %s %q: %s", p.Message, p.Block, p.Kind, p.ID, p.Detail)
+}
+
+// PairingReport is the result of ValidatePairing.
+type PairingReport struct {
+	Valid       bool           `json:"valid"`
+	Messages    int            `json:"messages"`
+	ToolUses    int            `json:"tool_uses"`
+	ToolResults int            `json:"tool_results"`
+	Issues      []PairingIssue `json:"issues"`
+}
+
+// Err returns nil for a valid report, else an *PairingError listing the
+// issues.
+func (r PairingReport) Err() error {
+	if r.Valid {
+		return nil
+	}
+	return &PairingError{Issues: r.Issues}
+}
+
+// PairingError is returned for a history whose tool calls and results do not
+// pair. It matches ErrUnpaired with errors.Is.
+type PairingError struct {
+	Issues []PairingIssue
+}
+
+func (e *PairingError) Error() string {
+	if len(e.Issues) == 1 {
+		return "agentctx: unpaired tool call/result: " + e.Issues[0].String()
+	}
+	return fmt.Sprintf("agentctx: %d pairing issues, first: %s", len(e.Issues), e.Issues[0])
+}
+
+// Is makes errors.Is(err, ErrUnpaired) true.
+func (e *PairingError) Is(target error) bool { return target == ErrUnpaired }
+
+// window is the set of calls a response window may answer.
+type window struct {
+	owner    int
+	anthro   map[string]int // tool_use id -> block index, not yet answered
+	openai   map[string]int // tool_calls id -> element index, not yet answered
+	answered map[string]bool
+}
+
+func (w *window) open() bool { return w.owner >= 0 }
+
+// ValidatePairing checks every tool call and tool result in msgs against the
+// pairing rules of both wire shapes and reports every issue it finds, in
+// message order. Thinking and other blocks are ignored; parallel calls are
+// answered in any order.
+func ValidatePairing(msgs []Message) PairingReport {
+	rep := PairingReport{Messages: len(msgs), Issues: []PairingIssue{}}
+	callAt := map[string]int{} // call id -> message index of its first call
+	for u := range ToolUses(msgs) {
+		rep.ToolUses++
+		blk := u.Index
+		if u.ID == "" {
+			rep.Issues = append(rep.Issues, PairingIssue{Kind: IssueMissingID, Message: u.Message, Block: blk,
+				Detail: fmt.Sprintf("tool call %q has no id", u.Name)})
+			continue
+		}
+		if first, dup := callAt[u.ID]; dup {
+			rep.Issues = append(rep.Issues, PairingIssue{Kind: IssueDuplicateCallID, Message: u.Message, Block: blk, ID: u.ID,
+				Detail: fmt.Sprintf("id already used by a call in message %d", first)})
+			continue
+		}
+		callAt[u.ID] = u.Message
+	}
+
+	w := window{owner: -1}
+	closeWindow := func() {
+		if !w.open() {
+			return
+		}
+		var late []PairingIssue
+		for id, blk := range w.anthro {
+			late = append(late, PairingIssue{Kind: IssueUnansweredCall, Message: w.owner, Block: blk, ID: id,
+				Detail: "tool_use has no tool_result in the next message"})
+		}
+		for id, blk := range w.openai {
+			late = append(late, PairingIssue{Kind: IssueUnansweredCall, Message: w.owner, Block: blk, ID: id,
+				Detail: "tool call has no role \"tool\" message after its assistant message"})
+		}
+		slices.SortFunc(late, func(a, b PairingIssue) int { return a.Block - b.Block })
+		rep.Issues = append(rep.Issues, late...)
+		w = window{owner: -1}
+	}
+	match := func(i, blk int, id string, inWindow bool) {
+		rep.ToolResults++
+		switch {
+		case id == "":
+			rep.Issues = append(rep.Issues, PairingIssue{Kind: IssueMissingID, Message: i, Block: blk,
+				Detail: "tool result has no id"})
+		case inWindow && w.answered[id]:
+			rep.Issues = append(rep.Issues, PairingIssue{Kind: IssueDuplicateResult, Message: i, Block: blk, ID: id,
+				Detail: fmt.Sprintf("call in message %d is already answered", w.owner)})
+		case inWindow && hasKey(w.anthro, id) && blk >= 0:
+			delete(w.anthro, id)
+			w.answered[id] = true
+		case inWindow && hasKey(w.openai, id) && blk < 0:
+			delete(w.openai, id)
+			w.answered[id] = true
+		default:
+			detail := "no tool call has this id"
+			if at, ok := callAt[id]; ok {
+				detail = fmt.Sprintf("its call is in message %d, not in the assistant message right before", at)
+			}
+			rep.Issues = append(rep.Issues, PairingIssue{Kind: IssueOrphanResult, Message: i, Block: blk, ID: id, Detail: detail})
+		}
+	}
+
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Role == RoleTool {
+			match(i, -1, m.ToolCallID, w.open())
+			continue
+		}
+		inWindow := w.open() && i == w.owner+1 && m.Role != RoleAssistant && len(w.anthro)+len(w.answered) > 0
+		seenOther := false
+		for j := range m.Content.blocks {
+			b := &m.Content.blocks[j]
+			if b.Type != BlockToolResult {
+				seenOther = true
+				continue
+			}
+			if seenOther && inWindow {
+				rep.Issues = append(rep.Issues, PairingIssue{Kind: IssueResultNotFirst, Message: i, Block: j, ID: b.ToolUseID,
+					Detail: "tool_result blocks must come before any other block"})
+			}
+			match(i, j, b.ToolUseID, inWindow)
+		}
+		closeWindow()
+		if hasCalls(m) {
+			w = window{owner: i, anthro: map[string]int{}, openai: map[string]int{}, answered: map[string]bool{}}
+			for j := range m.Content.blocks {
+				if b := &m.Content.blocks[j]; b.Type == BlockToolUse && b.ID != "" && callAt[b.ID] == i {
+					if _, dup := w.anthro[b.ID]; !dup {
+						w.anthro[b.ID] = j
+					}
+				}
+			}
+			for j := range m.ToolCalls {
+				if tc := &m.ToolCalls[j]; tc.ID != "" && callAt[tc.ID] == i {
+					if _, dup := w.openai[tc.ID]; !dup {
+						w.openai[tc.ID] = j
+					}
+				}
+			}
+		}
+	}
+	closeWindow()
+	rep.Valid = len(rep.Issues) == 0
+	return rep
+}
+
+func hasKey(m map[string]int, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+func hasCalls(m *Message) bool {
+	if len(m.ToolCalls) > 0 {
+		return true
+	}
+	for j := range m.Content.blocks {
+		if m.Content.blocks[j].Type == BlockToolUse {
+			return true
+		}
+	}
+	return false
+}
+
+// RepairAction names what RepairPairing did.
+type RepairAction string
+
+// Repair actions.
+const (
+	RepairAddedResult      RepairAction = "added_result"       // a synthetic error result for an unanswered call
+	RepairDroppedResult    RepairAction = "dropped_result"     // an orphan or duplicate result removed
+	RepairDroppedMessage   RepairAction = "dropped_message"    // a message left empty by dropped results removed
+	RepairMovedResultFirst RepairAction = "moved_result_first" // tool_result blocks moved before other blocks
+)
+
+// Repair is one change RepairPairing made. Message and Block refer to the
+// input list.
+type Repair struct {
+	Action  RepairAction `json:"action"`
+	Message int          `json:"message_index"`
+	Block   int          `json:"block_index"`
+	ID      string       `json:"id,omitempty"`
+}
+
+// MissingResultText is the content of the synthetic result RepairPairing
+// adds for a call that was never answered.
+const MissingResultText = "Error: no result was recorded for this tool call."
+
+// RepairPairing returns a copy of msgs in which every tool call is answered
+// and every tool result answers a call: an unanswered call gets a synthetic
+// error result (a tool_result block with is_error for Anthropic calls, a
+// role "tool" message for OpenAI calls), an orphan or duplicate result is
+// dropped (and a message left with no content is dropped with it), and
+// tool_result blocks are moved before other blocks where a message put them
+// after. Thinking blocks and everything else are kept. Duplicate call ids
+// and missing ids are reported by ValidatePairing but cannot be repaired
+// here. msgs is not modified; untouched messages are shared.
+func RepairPairing(msgs []Message) ([]Message, []Repair) {
+	rep := ValidatePairing(msgs)
+	repairs := []Repair{}
+	if rep.Valid {
+		return slices.Clone(msgs), repairs
+	}
+	type pos struct{ msg, blk int }
+	drop := map[pos]bool{}
+	dropIn := map[int]bool{} // messages with a dropped block
+	reorder := map[int]bool{}
+	missingAnthro := map[int][]Block{}   // owner message -> results to add
+	missingOpenAI := map[int][]Message{} // owner message -> tool messages to add
+	for _, is := range rep.Issues {
+		switch is.Kind {
+		case IssueOrphanResult, IssueDuplicateResult:
+			drop[pos{is.Message, is.Block}] = true
+			dropIn[is.Message] = true
+			repairs = append(repairs, Repair{Action: RepairDroppedResult, Message: is.Message, Block: is.Block, ID: is.ID})
+		case IssueMissingID:
+			if isResultAt(msgs, is.Message, is.Block) {
+				drop[pos{is.Message, is.Block}] = true
+				dropIn[is.Message] = true
+				repairs = append(repairs, Repair{Action: RepairDroppedResult, Message: is.Message, Block: is.Block})
+			}
+		case IssueResultNotFirst:
+			if !reorder[is.Message] {
+				reorder[is.Message] = true
+				repairs = append(repairs, Repair{Action: RepairMovedResultFirst, Message: is.Message, Block: is.Block, ID: is.ID})
+			}
+		case IssueUnansweredCall:
+			owner := &msgs[is.Message]
+			if is.Block < len(owner.ToolCalls) && owner.ToolCalls[is.Block].ID == is.ID {
+				missingOpenAI[is.Message] = append(missingOpenAI[is.Message],
+					Message{Role: RoleTool, ToolCallID: is.ID, Content: Text(MissingResultText)})
+			} else {
+				missingAnthro[is.Message] = append(missingAnthro[is.Message], ToolResultBlock(is.ID, Text(MissingResultText), true))
+			}
+			repairs = append(repairs, Repair{Action: RepairAddedResult, Message: is.Message, Block: is.Block, ID: is.ID})
+		}
+	}
+
+	out := make([]Message, 0, len(msgs)+len(missingAnthro)+len(missingOpenAI))
+	var pendingOpenAI []Message // tool messages to place after the current run
+	var pendingAnthro []Block   // tool_result blocks to place in the next message
+	flushOpenAI := func() {
+		out = append(out, pendingOpenAI...)
+		pendingOpenAI = nil
+	}
+	for i := range msgs {
+		m := msgs[i]
+		if m.Role != RoleTool {
+			flushOpenAI()
+		}
+		if m.Role == RoleTool && drop[pos{i, -1}] {
+			repairs = append(repairs, Repair{Action: RepairDroppedMessage, Message: i, Block: -1, ID: m.ToolCallID})
+			continue
+		}
+		if pendingAnthro != nil {
+			switch {
+			case m.Role == RoleUser && m.Content.kind == ContentBlocks:
+				m = m.WithContent(BlockList(insertResults(m.Content.blocks, pendingAnthro)...))
+			case m.Role == RoleUser && m.Content.kind == ContentText:
+				blocks := pendingAnthro
+				if m.Content.text != "" {
+					blocks = append(blocks, TextBlock(m.Content.text))
+				}
+				m = m.WithContent(BlockList(blocks...))
+			default:
+				out = append(out, Message{Role: RoleUser, Content: BlockList(pendingAnthro...)})
+			}
+			pendingAnthro = nil
+		}
+		if m.Content.kind == ContentBlocks && (reorder[i] || dropIn[i]) {
+			var results, others []Block
+			for j, b := range m.Content.blocks {
+				switch {
+				case drop[pos{i, j}]:
+				case b.Type == BlockToolResult:
+					results = append(results, b)
+				default:
+					others = append(others, b)
+				}
+			}
+			var blocks []Block
+			if reorder[i] {
+				blocks = append(results, others...)
+			} else {
+				for j, b := range m.Content.blocks {
+					if !drop[pos{i, j}] {
+						blocks = append(blocks, b)
+					}
+				}
+			}
+			if len(blocks) == 0 {
+				repairs = append(repairs, Repair{Action: RepairDroppedMessage, Message: i, Block: -1})
+				continue
+			}
+			m = m.WithContent(BlockList(blocks...))
+		}
+		out = append(out, m)
+		if add, ok := missingAnthro[i]; ok {
+			pendingAnthro = add
+		}
+		if add, ok := missingOpenAI[i]; ok {
+			pendingOpenAI = add
+		}
+	}
+	flushOpenAI()
+	if pendingAnthro != nil {
+		out = append(out, Message{Role: RoleUser, Content: BlockList(pendingAnthro...)})
+	}
+	return out, repairs
+}
+
+// insertResults returns blocks with results inserted after the leading
+// tool_result blocks.
+func insertResults(blocks, results []Block) []Block {
+	k := 0
+	for k < len(blocks) && blocks[k].Type == BlockToolResult {
+		k++
+	}
+	out := make([]Block, 0, len(blocks)+len(results))
+	out = append(out, blocks[:k]...)
+	out = append(out, results...)
+	return append(out, blocks[k:]...)
+}
+
+func isResultAt(msgs []Message, i, blk int) bool {
+	if blk < 0 {
+		return msgs[i].Role == RoleTool
+	}
+	bs := msgs[i].Content.blocks
+	return blk < len(bs) && bs[blk].Type == BlockToolResult
+}

@@ -1,0 +1,129 @@
+package agentctx
+
+import (
+	"encoding/json"
+	"iter"
+)
+
+// ToolUse is one tool call found in a message list: an Anthropic tool_use
+// block or an element of an OpenAI assistant message's tool_calls.
+type ToolUse struct {
+	Message int    // index of the message in the list
+	Index   int    // index of the block, or of the element of tool_calls
+	OpenAI  bool   // true for a tool_calls element
+	ID      string // tool_use id / tool call id
+	Name    string // tool name
+	// Input is the call's arguments as JSON: the tool_use input as given, or
+	// the bytes of an OpenAI function's arguments string.
+	Input json.RawMessage
+}
+
+// ToolResult is one tool result found in a message list: a tool_result
+// block, or a whole role "tool" message (Block is then -1 and ID is its
+// tool_call_id). Every part of agentctx treats the two alike.
+type ToolResult struct {
+	Message int     // index of the message in the list
+	Block   int     // index of the tool_result block, or -1 for a role "tool" message
+	ID      string  // the id of the call it answers
+	Content Content // the result's content
+	IsError bool    // the block's is_error (always false for role "tool" messages)
+}
+
+// IsMessage reports whether the result is a whole role "tool" message.
+func (r ToolResult) IsMessage() bool { return r.Block < 0 }
+
+// ToolUses yields every tool call in msgs, oldest first, blocks in order.
+func ToolUses(msgs []Message) iter.Seq[ToolUse] {
+	return func(yield func(ToolUse) bool) {
+		for i := range msgs {
+			m := &msgs[i]
+			for j := range m.Content.blocks {
+				b := &m.Content.blocks[j]
+				if b.Type == BlockToolUse {
+					if !yield(ToolUse{Message: i, Index: j, ID: b.ID, Name: b.Name, Input: b.Input}) {
+						return
+					}
+				}
+			}
+			for j := range m.ToolCalls {
+				tc := &m.ToolCalls[j]
+				if !yield(ToolUse{Message: i, Index: j, OpenAI: true, ID: tc.ID, Name: tc.Function.Name,
+					Input: json.RawMessage(tc.Function.Arguments)}) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// ToolResults yields every tool result in msgs, oldest first, blocks in
+// order.
+func ToolResults(msgs []Message) iter.Seq[ToolResult] {
+	return func(yield func(ToolResult) bool) {
+		for i := range msgs {
+			m := &msgs[i]
+			if m.Role == RoleTool {
+				if !yield(ToolResult{Message: i, Block: -1, ID: m.ToolCallID, Content: m.Content}) {
+					return
+				}
+				continue
+			}
+			for j := range m.Content.blocks {
+				b := &m.Content.blocks[j]
+				if b.Type == BlockToolResult {
+					if !yield(ToolResult{Message: i, Block: j, ID: b.ToolUseID, Content: b.Content, IsError: b.IsError}) {
+						return
+					}
+				}
+			}
+		}
+	}
+}
+
+// ToolNames maps each tool call id in msgs to its tool name.
+func ToolNames(msgs []Message) map[string]string {
+	names := make(map[string]string)
+	for u := range ToolUses(msgs) {
+		if _, dup := names[u.ID]; !dup {
+			names[u.ID] = u.Name
+		}
+	}
+	return names
+}
+
+// MapToolResults returns a new list in which the content of every tool
+// result for which fn returns (content, true) is replaced. msgs is never
+// modified: changed messages are copies (only the changed blocks are new),
+// unchanged messages are shared.
+func MapToolResults(msgs []Message, fn func(ToolResult) (Content, bool)) []Message {
+	out := make([]Message, len(msgs))
+	copy(out, msgs)
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Role == RoleTool {
+			if c, ok := fn(ToolResult{Message: i, Block: -1, ID: m.ToolCallID, Content: m.Content}); ok {
+				out[i] = m.WithContent(c)
+			}
+			continue
+		}
+		var blocks []Block
+		for j := range m.Content.blocks {
+			b := &m.Content.blocks[j]
+			if b.Type != BlockToolResult {
+				continue
+			}
+			c, ok := fn(ToolResult{Message: i, Block: j, ID: b.ToolUseID, Content: b.Content, IsError: b.IsError})
+			if !ok {
+				continue
+			}
+			if blocks == nil {
+				blocks = append([]Block(nil), m.Content.blocks...)
+			}
+			blocks[j].Content = c
+		}
+		if blocks != nil {
+			out[i] = m.WithContent(Content{kind: ContentBlocks, blocks: blocks})
+		}
+	}
+	return out
+}
