@@ -1,0 +1,151 @@
+// Package fsutil holds the file-system primitives every part of agentctx
+// writes through: atomic writes (temp file + rename, so a crash never leaves
+// a partial file), exclusive creation for no-overwrite rules, and a
+// reversible encoding of ids into safe file names.
+package fsutil
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrEmptyName is returned by SafeName for an empty id.
+var ErrEmptyName = errors.New("empty id")
+
+// maxName is the longest encoded name kept whole; longer ones are shortened
+// with a hash (file systems limit names to 255 bytes, and callers add
+// prefixes and suffixes).
+const maxName = 200
+
+// SafeName encodes an id as one file name component that cannot leave its
+// directory: bytes outside [A-Za-z0-9._-] and the '%' sign are written as
+// %XX, and a leading '.' is written as %2E (so ".", ".." and hidden names
+// never appear). Ids that are already safe are kept as they are. The
+// encoding is reversible (see UnsafeName) and two different ids never give
+// the same name, except for ids whose encoding is longer than 200 bytes:
+// those keep a 150-byte prefix and add a SHA-256 of the whole id.
+//
+// On case-insensitive file systems ids that differ only in case share a
+// name; tool call ids in the wild are case-sensitive, so use a
+// case-sensitive file system for offload directories.
+func SafeName(id string) (string, error) {
+	if id == "" {
+		return "", ErrEmptyName
+	}
+	var b strings.Builder
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if isSafe(c) && (c != '.' || i > 0) {
+			b.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&b, "%%%02X", c)
+	}
+	name := b.String()
+	if len(name) > maxName {
+		sum := sha256.Sum256([]byte(id))
+		name = name[:150] + "~" + hex.EncodeToString(sum[:16])
+	}
+	return name, nil
+}
+
+func isSafe(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
+// UnsafeName decodes a name made by SafeName. Hashed (shortened) names
+// cannot be decoded and return ok false.
+func UnsafeName(name string) (id string, ok bool) {
+	if strings.Contains(name, "~") {
+		return "", false
+	}
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		if name[i] != '%' {
+			b.WriteByte(name[i])
+			continue
+		}
+		if i+2 >= len(name) {
+			return "", false
+		}
+		var v byte
+		if _, err := fmt.Sscanf(name[i+1:i+3], "%02X", &v); err != nil {
+			return "", false
+		}
+		b.WriteByte(v)
+		i += 2
+	}
+	return b.String(), true
+}
+
+// Options control how a file is written.
+type Options struct {
+	Perm fs.FileMode // file mode; zero means 0o644
+	Sync bool        // fsync the file before it becomes visible
+}
+
+// writeTemp writes data to a new temp file in dir and returns its path.
+func writeTemp(dir string, data []byte, o Options) (string, error) {
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	name := f.Name()
+	_, err = f.Write(data)
+	if err == nil && o.Sync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	perm := o.Perm
+	if perm == 0 {
+		perm = 0o644
+	}
+	if err == nil {
+		err = os.Chmod(name, perm)
+	}
+	if err != nil {
+		os.Remove(name)
+		return "", err
+	}
+	return name, nil
+}
+
+// WriteFile writes data to path atomically: readers see the old file or
+// the whole new one, never part of it. An existing file is replaced.
+func WriteFile(path string, data []byte, o Options) error {
+	tmp, err := writeTemp(filepath.Dir(path), data, o)
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// CreateFile writes data to path atomically only if path does not exist;
+// otherwise it returns an error matching fs.ErrExist and leaves the existing
+// file alone. Concurrent calls for one path: exactly one succeeds.
+func CreateFile(path string, data []byte, o Options) error {
+	tmp, err := writeTemp(filepath.Dir(path), data, o)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return &fs.PathError{Op: "create", Path: path, Err: fs.ErrExist}
+		}
+		return err
+	}
+	return nil
+}
