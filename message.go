@@ -249,6 +249,11 @@ func (m *Message) encode(e *encoder) {
 	e.buf = append(e.buf, '{')
 	first := true
 	var seenRole, seenContent, seenCalls, seenCallID bool
+	if m.builtInCode() {
+		// A message made by code: typed fields first, then added members.
+		m.encodeUnseenTyped(e, &first, false, false, false, false)
+		seenRole, seenContent, seenCalls, seenCallID = true, true, true, true
+	}
 	for i := range m.members {
 		mb := &m.members[i]
 		if mb.flags&injected != 0 && e.skipInjected {
@@ -306,23 +311,39 @@ func (m *Message) encode(e *encoder) {
 			}
 		}
 	}
+	m.encodeUnseenTyped(e, &first, seenRole, seenContent, seenCalls, seenCallID)
+	e.buf = append(e.buf, '}')
+}
+
+// builtInCode reports whether no member of m came from decoded input.
+func (m *Message) builtInCode() bool {
+	for i := range m.members {
+		if m.members[i].rawKey != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// encodeUnseenTyped writes the typed fields that have no member yet and
+// hold a value.
+func (m *Message) encodeUnseenTyped(e *encoder, first *bool, seenRole, seenContent, seenCalls, seenCallID bool) {
 	if !seenRole && m.Role != "" {
-		e.key(&first, nil, "role")
+		e.key(first, nil, "role")
 		e.str(nil, m.Role)
 	}
 	if !seenContent && m.Content.kind != ContentNone {
-		e.key(&first, nil, "content")
+		e.key(first, nil, "content")
 		m.Content.encode(e, nil)
 	}
 	if !seenCalls && len(m.ToolCalls) > 0 {
-		e.key(&first, nil, "tool_calls")
+		e.key(first, nil, "tool_calls")
 		encodeToolCalls(e, m.ToolCalls, nil)
 	}
 	if !seenCallID && m.ToolCallID != "" {
-		e.key(&first, nil, "tool_call_id")
+		e.key(first, nil, "tool_call_id")
 		e.str(nil, m.ToolCallID)
 	}
-	e.buf = append(e.buf, '}')
 }
 
 // encodeToolCalls writes tool_calls; nil is written as null when the input

@@ -192,6 +192,12 @@ func ValidatePairing(msgs []Message) PairingReport {
 		}
 	}
 	closeWindow()
+	slices.SortStableFunc(rep.Issues, func(a, b PairingIssue) int {
+		if a.Message != b.Message {
+			return a.Message - b.Message
+		}
+		return a.Block - b.Block
+	})
 	rep.Valid = len(rep.Issues) == 0
 	return rep
 }
@@ -303,6 +309,29 @@ func RepairPairing(msgs []Message) ([]Message, []Repair) {
 			repairs = append(repairs, Repair{Action: RepairDroppedMessage, Message: i, Block: -1, ID: m.ToolCallID})
 			continue
 		}
+		if m.Content.kind == ContentBlocks && (reorder[i] || dropIn[i]) {
+			var kept, results, others []Block
+			for j, b := range m.Content.blocks {
+				if drop[pos{i, j}] {
+					continue
+				}
+				kept = append(kept, b)
+				if b.Type == BlockToolResult {
+					results = append(results, b)
+				} else {
+					others = append(others, b)
+				}
+			}
+			blocks := kept
+			if reorder[i] {
+				blocks = append(results, others...)
+			}
+			if len(blocks) == 0 && pendingAnthro == nil {
+				repairs = append(repairs, Repair{Action: RepairDroppedMessage, Message: i, Block: -1})
+				continue
+			}
+			m = m.WithContent(BlockList(blocks...))
+		}
 		if pendingAnthro != nil {
 			switch {
 			case m.Role == RoleUser && m.Content.kind == ContentBlocks:
@@ -317,33 +346,6 @@ func RepairPairing(msgs []Message) ([]Message, []Repair) {
 				out = append(out, Message{Role: RoleUser, Content: BlockList(pendingAnthro...)})
 			}
 			pendingAnthro = nil
-		}
-		if m.Content.kind == ContentBlocks && (reorder[i] || dropIn[i]) {
-			var results, others []Block
-			for j, b := range m.Content.blocks {
-				switch {
-				case drop[pos{i, j}]:
-				case b.Type == BlockToolResult:
-					results = append(results, b)
-				default:
-					others = append(others, b)
-				}
-			}
-			var blocks []Block
-			if reorder[i] {
-				blocks = append(results, others...)
-			} else {
-				for j, b := range m.Content.blocks {
-					if !drop[pos{i, j}] {
-						blocks = append(blocks, b)
-					}
-				}
-			}
-			if len(blocks) == 0 {
-				repairs = append(repairs, Repair{Action: RepairDroppedMessage, Message: i, Block: -1})
-				continue
-			}
-			m = m.WithContent(BlockList(blocks...))
 		}
 		out = append(out, m)
 		if add, ok := missingAnthro[i]; ok {

@@ -1,0 +1,68 @@
+package agentctx_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentctx/agentctx"
+)
+
+// FuzzParseDocument: no input makes the reader panic; whatever it accepts
+// encodes to output that reads back to the same output (round-trip stable),
+// and pairing validation and repair never panic on it.
+func FuzzParseDocument(f *testing.F) {
+	files, _ := filepath.Glob("testdata/*")
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	for _, s := range []string{`[]`, `{}`, `{"messages":[]}`, `[{"role":"user","content":[{"type":"tool_result"}]}]`,
+		`{"type":"assistant","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"a"}]}}` + "\n" +
+			`{"type":"assistant","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"b"}]}}`,
+		"\"\\ud800\"", `[{"role":"tool","content":"\u00e9\ud83d"}]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		doc, err := agentctx.ParseDocument(context.Background(), append([]byte(nil), data...))
+		if err != nil {
+			return
+		}
+		out, err := doc.AppendJSON(nil)
+		if err != nil {
+			t.Fatalf("encode: %v", err)
+		}
+		if len(doc.Messages) == 0 && (doc.Format == agentctx.FormatJSONL || doc.Format == agentctx.FormatClaudeCode) {
+			if len(out) != 0 {
+				t.Fatalf("empty %s document encoded as %q", doc.Format, out)
+			}
+			return // JSON Lines with no message is empty output
+		}
+		again, err := agentctx.ParseDocument(context.Background(), append([]byte(nil), out...))
+		if err != nil {
+			t.Fatalf("output does not parse: %v\n%s", err, out)
+		}
+		out2, err := again.AppendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out, out2) {
+			t.Fatalf("not stable:\n%s\n%s", out, out2)
+		}
+		for _, m := range doc.Messages {
+			m.Content.Chars()
+			m.Timestamp()
+		}
+		rep := agentctx.ValidatePairing(doc.Messages)
+		fixed, _ := agentctx.RepairPairing(doc.Messages)
+		if _, err := agentctx.MarshalMessages(fixed); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Valid && len(fixed) != len(doc.Messages) {
+			t.Fatal("repair changed a valid history")
+		}
+	})
+}

@@ -1,0 +1,227 @@
+package agentctx_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentctx/agentctx"
+)
+
+func parseMsgs(t *testing.T, s string) []agentctx.Message {
+	t.Helper()
+	msgs, err := agentctx.UnmarshalMessages([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msgs
+}
+
+func issueList(rep agentctx.PairingReport) string {
+	var out []string
+	for _, is := range rep.Issues {
+		out = append(out, fmt.Sprintf("%s@%d.%d", is.Kind, is.Message, is.Block))
+	}
+	return strings.Join(out, " ")
+}
+
+const (
+	use  = `{"type":"tool_use","id":"%s","name":"bash","input":{}}`
+	res  = `{"type":"tool_result","tool_use_id":"%s","content":"ok"}`
+	call = `{"id":"%s","type":"function","function":{"name":"bash","arguments":"{}"}}`
+)
+
+func asst(blocks ...string) string {
+	return `{"role":"assistant","content":[` + strings.Join(blocks, ",") + `]}`
+}
+func user(blocks ...string) string {
+	return `{"role":"user","content":[` + strings.Join(blocks, ",") + `]}`
+}
+func oaCalls(ids ...string) string {
+	var cs []string
+	for _, id := range ids {
+		cs = append(cs, fmt.Sprintf(call, id))
+	}
+	return `{"role":"assistant","content":null,"tool_calls":[` + strings.Join(cs, ",") + `]}`
+}
+func oaTool(id string) string { return `{"role":"tool","tool_call_id":"` + id + `","content":"ok"}` }
+func list(ms ...string) string { return "[" + strings.Join(ms, ",") + "]" }
+func u(id string) string       { return fmt.Sprintf(use, id) }
+func r(id string) string       { return fmt.Sprintf(res, id) }
+
+const think = `{"type":"thinking","thinking":"hmm","signature":"sig"}`
+const txt = `{"type":"text","text":"note"}`
+const plainUser = `{"role":"user","content":"go on"}`
+
+var pairingCases = []struct {
+	name   string
+	msgs   string
+	issues string
+}{
+	{"empty", list(), ""},
+	{"no tools", list(plainUser, `{"role":"assistant","content":"hi"}`), ""},
+	{"anthropic pair", list(plainUser, asst(u("a")), user(r("a"))), ""},
+	{"parallel calls answered out of order", list(asst(think, u("a"), u("b")), user(r("b"), r("a"))), ""},
+	{"thinking and text around calls", list(asst(think, txt, u("a")), user(r("a"), txt)), ""},
+	{"unanswered: no next message", list(plainUser, asst(u("a"))), "unanswered_call@1.0"},
+	{"unanswered: next is assistant", list(asst(u("a")), `{"role":"assistant","content":"x"}`), "unanswered_call@0.0"},
+	{"one of two parallel unanswered", list(asst(think, u("a"), u("b")), user(r("a"))), "unanswered_call@0.2"},
+	{"result two messages late", list(asst(u("a")), plainUser, user(r("a"))), "unanswered_call@0.0 orphan_result@2.0"},
+	{"orphan result", list(plainUser, user(r("zzz"))), "orphan_result@1.0"},
+	{"duplicate result", list(asst(u("a")), user(r("a"), r("a"))), "duplicate_result@1.1"},
+	{"duplicate call id", list(asst(u("a")), user(r("a")), asst(u("a")), user(r("a"))), "duplicate_call_id@2.0 orphan_result@3.0"},
+	{"missing call id", list(asst(u("")), plainUser), "missing_id@0.0"},
+	{"result after text", list(asst(u("a")), user(txt, r("a"))), "result_not_first@1.1"},
+	{"openai pair", list(plainUser, oaCalls("c1", "c2"), oaTool("c2"), oaTool("c1"), `{"role":"assistant","content":"done"}`), ""},
+	{"openai unanswered", list(oaCalls("c1", "c2"), oaTool("c1"), plainUser), "unanswered_call@0.1"},
+	{"openai tool after user", list(oaCalls("c1"), plainUser, oaTool("c1")), "unanswered_call@0.0 orphan_result@2.-1"},
+	{"openai orphan tool message", list(plainUser, oaTool("x")), "orphan_result@1.-1"},
+	{"openai result in a block is not an answer", list(oaCalls("c1"), user(r("c1"))), "unanswered_call@0.0 orphan_result@1.0"},
+}
+
+func TestValidatePairing(t *testing.T) {
+	for _, tt := range pairingCases {
+		t.Run(tt.name, func(t *testing.T) {
+			rep := agentctx.ValidatePairing(parseMsgs(t, tt.msgs))
+			if got := issueList(rep); got != tt.issues {
+				t.Errorf("issues = %q, want %q", got, tt.issues)
+			}
+			if rep.Valid != (tt.issues == "") {
+				t.Errorf("valid = %v", rep.Valid)
+			}
+		})
+	}
+}
+
+func TestRepairPairing(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"valid unchanged", list(asst(u("a")), user(r("a"))), list(asst(u("a")), user(r("a")))},
+		{"synthetic result in next user message",
+			list(asst(think, u("a"), u("b")), user(r("a"), txt)),
+			list(asst(think, u("a"), u("b")), user(r("a"), `{"type":"tool_result","tool_use_id":"b","content":"`+agentctx.MissingResultText+`","is_error":true}`, txt))},
+		{"synthetic result message at the end",
+			list(plainUser, asst(u("a"))),
+			list(plainUser, asst(u("a")), user(`{"type":"tool_result","tool_use_id":"a","content":"`+agentctx.MissingResultText+`","is_error":true}`))},
+		{"string user message gets results first",
+			list(asst(u("a")), plainUser),
+			list(asst(u("a")), user(`{"type":"tool_result","tool_use_id":"a","content":"`+agentctx.MissingResultText+`","is_error":true}`, `{"type":"text","text":"go on"}`))},
+		{"orphan dropped with its empty message",
+			list(plainUser, user(r("x")), `{"role":"assistant","content":"y"}`),
+			list(plainUser, `{"role":"assistant","content":"y"}`)},
+		{"orphan dropped, text kept",
+			list(plainUser, user(r("x"), txt)),
+			list(plainUser, user(txt))},
+		{"results moved first", list(asst(u("a")), user(txt, r("a"))), list(asst(u("a")), user(r("a"), txt))},
+		{"openai synthetic tool message after the run",
+			list(oaCalls("c1", "c2"), oaTool("c1"), plainUser),
+			list(oaCalls("c1", "c2"), oaTool("c1"), `{"role":"tool","content":"`+agentctx.MissingResultText+`","tool_call_id":"c2"}`, plainUser)},
+		{"openai orphan tool message dropped", list(plainUser, oaTool("x")), list(plainUser)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := parseMsgs(t, tt.in)
+			before, _ := agentctx.MarshalMessages(in)
+			out, repairs := agentctx.RepairPairing(in)
+			got, err := agentctx.MarshalMessages(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Errorf("repaired\n got: %s\nwant: %s\nrepairs: %+v", got, tt.want, repairs)
+			}
+			if rep := agentctx.ValidatePairing(out); !rep.Valid {
+				t.Errorf("repair left issues: %s", issueList(rep))
+			}
+			if after, _ := agentctx.MarshalMessages(in); string(after) != string(before) {
+				t.Error("RepairPairing modified its input")
+			}
+			if (tt.in == tt.want) != (len(repairs) == 0) {
+				t.Errorf("repairs = %+v", repairs)
+			}
+		})
+	}
+}
+
+// TestRepairProperty: for random histories of both shapes with random
+// damage, the repaired history is valid whenever its call ids are unique.
+func TestRepairProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for iter := range 2000 {
+		msgs := randomHistory(rng, iter)
+		in := parseMsgs(t, list(msgs...))
+		out, _ := agentctx.RepairPairing(in)
+		rep := agentctx.ValidatePairing(out)
+		var left []agentctx.PairingIssue
+		for _, is := range rep.Issues {
+			if is.Kind != agentctx.IssueDuplicateCallID && is.Kind != agentctx.IssueMissingID {
+				left = append(left, is)
+			}
+		}
+		if len(left) > 0 {
+			b, _ := agentctx.MarshalMessages(in)
+			o, _ := agentctx.MarshalMessages(out)
+			t.Fatalf("case %d: repair left %v\n in: %s\nout: %s", iter, left, b, o)
+		}
+	}
+}
+
+func randomHistory(rng *rand.Rand, seed int) []string {
+	var msgs []string
+	id := 0
+	next := func() string { id++; return fmt.Sprintf("t%d_%d", seed, id) }
+	for range rng.IntN(8) + 1 {
+		switch rng.IntN(6) {
+		case 0:
+			msgs = append(msgs, plainUser)
+		case 1, 2: // anthropic turn
+			var calls, results []string
+			var ids []string
+			for range rng.IntN(3) + 1 {
+				x := next()
+				ids = append(ids, x)
+				calls = append(calls, u(x))
+			}
+			if rng.IntN(2) == 0 {
+				calls = append([]string{think}, calls...)
+			}
+			msgs = append(msgs, asst(calls...))
+			for _, x := range ids {
+				if rng.IntN(5) > 0 {
+					results = append(results, r(x))
+				}
+			}
+			rng.Shuffle(len(results), func(i, j int) { results[i], results[j] = results[j], results[i] })
+			if rng.IntN(4) == 0 {
+				results = append([]string{txt}, results...)
+			}
+			if rng.IntN(6) == 0 {
+				results = append(results, r("orphan"+next()))
+			}
+			if len(results) > 0 {
+				msgs = append(msgs, user(results...))
+			}
+		case 3, 4: // openai turn
+			var ids []string
+			for range rng.IntN(3) + 1 {
+				ids = append(ids, next())
+			}
+			msgs = append(msgs, oaCalls(ids...))
+			for _, x := range ids {
+				if rng.IntN(5) > 0 {
+					msgs = append(msgs, oaTool(x))
+				}
+			}
+		case 5:
+			msgs = append(msgs, oaTool("stray"+next()))
+		}
+	}
+	if rng.IntN(5) == 0 && len(msgs) > 1 {
+		i := rng.IntN(len(msgs))
+		msgs = slices.Delete(msgs, i, i+1)
+	}
+	return msgs
+}
