@@ -46,7 +46,7 @@ func oaCalls(ids ...string) string {
 	}
 	return `{"role":"assistant","content":null,"tool_calls":[` + strings.Join(cs, ",") + `]}`
 }
-func oaTool(id string) string { return `{"role":"tool","tool_call_id":"` + id + `","content":"ok"}` }
+func oaTool(id string) string  { return `{"role":"tool","tool_call_id":"` + id + `","content":"ok"}` }
 func list(ms ...string) string { return "[" + strings.Join(ms, ",") + "]" }
 func u(id string) string       { return fmt.Sprintf(use, id) }
 func r(id string) string       { return fmt.Sprintf(res, id) }
