@@ -1,0 +1,149 @@
+package rawjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestValidAgreesWithEncodingJSON(t *testing.T) {
+	inputs := []string{
+		`{}`, `[]`, `""`, `0`, `-0`, `1.5e-3`, `true`, `null`, ` {"a" : [1, "x", {"b":null}] } `,
+		`{`, `[1,]`, `{"a":1,}`, `01`, `1.`, `.5`, `-`, `1e`, `"\x"`, `"\u12"`, "\"\x01\"", `tru`, `nul`, `{"a"}`,
+		`{"a":1 "b":2}`, `[1 2]`, `"abc`, `[] []`, `"\ud800"`, "\"\xff\"", `{"\u00e9":1}`, `[` + strings.Repeat(`[`, 50) + strings.Repeat(`]`, 51),
+	}
+	for _, in := range inputs {
+		err := Valid([]byte(in))
+		if (err == nil) != json.Valid([]byte(in)) {
+			t.Errorf("Valid(%q) = %v, encoding/json says %v", in, err, json.Valid([]byte(in)))
+		}
+	}
+}
+
+func TestSyntaxErrorOffset(t *testing.T) {
+	err := Valid([]byte(`{"a": [1, 2,, 3]}`))
+	var se *SyntaxError
+	if !errors.As(err, &se) || se.Offset != 12 {
+		t.Fatalf("error = %v, want offset 12", err)
+	}
+}
+
+func TestMembersKeepOrderAndBytes(t *testing.T) {
+	ms, err := Members([]byte(` { "b" : 1.50 , "a":{"x": [ 1 ]}, "\u0063":"\u00e9" } `))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range ms {
+		got = append(got, m.Key+"|"+string(m.RawKey)+"|"+string(m.Value))
+	}
+	want := `b|"b"|1.50 a|"a"|{"x": [ 1 ]} c|"\u0063"|"\u00e9"`
+	if strings.Join(got, " ") != want {
+		t.Errorf("members = %s\nwant %s", strings.Join(got, " "), want)
+	}
+	if _, err := Members([]byte(`[1]`)); !errors.Is(err, ErrNotObject) {
+		t.Errorf("array: %v", err)
+	}
+	els, err := Elements([]byte(`[1, "a" ,{}]`))
+	if err != nil || len(els) != 3 || string(els[1]) != `"a"` {
+		t.Errorf("elements = %q, %v", els, err)
+	}
+}
+
+func TestAppendString(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain", `"plain"`},
+		{`q"b\`, `"q\"b\\"`},
+		{"\b\f\n\r\t", `"\b\f\n\r\t"`},
+		{"\x00\x1f\x7f", `"\u0000\u001f` + "\x7f" + `"`},
+		{"<a&b>", `"<a&b>"`},
+		{"\u2028\u2029", "\"\u2028\u2029\""},
+		{"é🚀", `"é🚀"`},
+		{"bad\xffutf8", "\"bad\uFFFDutf8\""},
+	}
+	for _, tt := range tests {
+		if got := string(AppendString(nil, tt.in)); got != tt.want {
+			t.Errorf("AppendString(%q) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestAppendCompactAndCanonical(t *testing.T) {
+	in := "{ \"a\" : [ 1 , 2.50 ] ,\n \"s\" : \"x y\\n\\u00e9\\/\\u001f\" }"
+	if got, want := string(AppendCompact(nil, []byte(in))), `{"a":[1,2.50],"s":"x y\n\u00e9\/\u001f"}`; got != want {
+		t.Errorf("compact = %s, want %s", got, want)
+	}
+	if got, want := string(AppendCanonical(nil, []byte(in))), `{"a":[1,2.50],"s":"x y\né/\u001f"}`; got != want {
+		t.Errorf("canonical = %s, want %s", got, want)
+	}
+	var c bytes.Buffer
+	_ = json.Compact(&c, []byte(in))
+	if c.String() != string(AppendCompact(nil, []byte(in))) {
+		t.Error("AppendCompact disagrees with json.Compact")
+	}
+}
+
+func TestUnquote(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`"abc"`, "abc"},
+		{`"\u00e9\n"`, "é\n"},
+		{`"\ud83d\ude80"`, "🚀"},
+		{`"\ud800"`, "\uFFFD"},
+		{"\"\xff\"", "\uFFFD"},
+		{`x`, ""},
+	}
+	for _, tt := range tests {
+		if got := Unquote([]byte(tt.in)); got != tt.want {
+			t.Errorf("Unquote(%s) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// FuzzScan: the scanner agrees with encoding/json on validity, never panics,
+// and its compact and canonical forms are valid JSON with the same value.
+func FuzzScan(f *testing.F) {
+	for _, s := range []string{`{"a":[1,{"b":"\u00e9"}]}`, `[]`, `"x"`, `{"a":1,}`, "\"\xff\"", `[1e5,-0.5]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		err := Valid(data)
+		if (err == nil) != json.Valid(data) {
+			t.Fatalf("Valid = %v, encoding/json = %v", err, json.Valid(data))
+		}
+		Members(data)
+		Elements(data)
+		if err != nil {
+			return
+		}
+		trimmed := bytes.TrimSpace(data)
+		compact := AppendCompact(nil, trimmed)
+		var want bytes.Buffer
+		if err := json.Compact(&want, trimmed); err != nil || !bytes.Equal(compact, want.Bytes()) {
+			t.Fatalf("compact %s, want %s", compact, want.Bytes())
+		}
+		canon := AppendCanonical(nil, trimmed)
+		a, err := decodeNumbers(canon)
+		if err != nil {
+			t.Fatalf("canonical form invalid: %v: %s", err, canon)
+		}
+		b, _ := decodeNumbers(trimmed)
+		ja, _ := json.Marshal(a)
+		jb, _ := json.Marshal(b)
+		if !bytes.Equal(ja, jb) {
+			t.Fatalf("canonical form changed the value: %s vs %s", canon, trimmed)
+		}
+		if !bytes.Equal(AppendCanonical(nil, canon), canon) {
+			t.Fatalf("canonical form not stable: %s", canon)
+		}
+	})
+}
+
+func decodeNumbers(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	return v, err
+}
