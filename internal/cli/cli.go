@@ -63,7 +63,12 @@ func ExitCode(err error) int {
 func Run(ctx context.Context, args []string, s Streams) int {
 	root := newRoot(&s)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && cmd == root {
+		// The root runs nothing itself: any error there is cobra rejecting
+		// the command line (an unknown command).
+		err = &usageError{err}
+	}
 	if err != nil {
 		fmt.Fprintf(s.Err, "agentctx: %s\n", oneLine(err.Error()))
 	}

@@ -1,0 +1,113 @@
+package agentctx_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/rawjson"
+)
+
+// sharedTranscripts is where the project's development transcripts live
+// (outside the repository). Tests that use them skip when it is absent.
+const sharedTranscripts = "../shared/transcripts"
+
+// TestSharedTranscriptsRoundTrip reads every shared transcript this reader
+// supports and checks that encoding gives back the input (compacted) for the
+// array/object/JSON Lines shapes, and a stable, pairing-valid rewrite for
+// Claude Code sessions.
+func TestSharedTranscriptsRoundTrip(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(sharedTranscripts, "*.json*"))
+	if len(files) == 0 {
+		t.Skip("shared transcripts not present")
+	}
+	for _, path := range files {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			doc, err := agentctx.ParseDocument(context.Background(), append([]byte(nil), data...))
+			if err != nil {
+				t.Skipf("not a supported conversation document: %v", err)
+			}
+			out, err := doc.AppendJSON(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			results := 0
+			for range agentctx.ToolResults(doc.Messages) {
+				results++
+			}
+			rep := agentctx.ValidatePairing(doc.Messages)
+			t.Logf("%s: %d messages, %d tool results, %d skipped, %d merged records, pairing issues %d",
+				doc.Format, len(doc.Messages), results, doc.Skipped, doc.Merged, len(rep.Issues))
+			if doc.Format != agentctx.FormatClaudeCode {
+				if want := compactLines(data, doc.Format == agentctx.FormatJSONL); !bytes.Equal(out, want) {
+					t.Errorf("round trip differs from the input (%d vs %d bytes)", len(out), len(want))
+				}
+				return
+			}
+			again, err := agentctx.ParseDocument(context.Background(), append([]byte(nil), out...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out2, _ := again.AppendJSON(nil)
+			if !bytes.Equal(out, out2) || len(again.Messages) != len(doc.Messages) {
+				t.Error("Claude Code rewrite is not stable")
+			}
+			if !rep.Valid {
+				t.Errorf("pairing: %v", rep.Issues)
+			}
+			// Merging moves blocks between messages but never changes one:
+			// the multiset of content blocks (and string contents) is the
+			// same, byte for byte, in the input records and the output.
+			in, outBlocks := recordBlocks(t, data), recordBlocks(t, out)
+			if len(in) != len(outBlocks) {
+				t.Fatalf("%d blocks in, %d out", len(in), len(outBlocks))
+			}
+			for k := range in {
+				if in[k] != outBlocks[k] {
+					t.Fatalf("block differs:\n in: %.300s\nout: %.300s", in[k], outBlocks[k])
+				}
+			}
+			t.Logf("%d content blocks identical", len(in))
+		})
+	}
+}
+
+// recordBlocks returns the compacted content blocks of the user and
+// assistant records of a Claude Code session, sorted.
+func recordBlocks(t *testing.T, data []byte) []string {
+	var out []string
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var rec struct {
+			Type        string
+			IsSidechain bool
+			Message     struct{ Content json.RawMessage }
+		}
+		if err := json.Unmarshal(line, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if (rec.Type != "user" && rec.Type != "assistant") || rec.IsSidechain || rec.Message.Content == nil {
+			continue
+		}
+		var blocks []json.RawMessage
+		if json.Unmarshal(rec.Message.Content, &blocks) != nil {
+			blocks = []json.RawMessage{rec.Message.Content}
+		}
+		for _, b := range blocks {
+			out = append(out, string(rawjson.AppendCompact(nil, b)))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
