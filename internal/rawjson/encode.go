@@ -1,33 +1,105 @@
 package rawjson
 
 import (
-	"encoding/json"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
 // Unquote decodes a raw JSON string token (quotes included) that has already
-// been validated. Invalid UTF-8 and lone surrogates become U+FFFD, as in
-// encoding/json. A raw value that is not a valid string yields "".
+// been validated. Invalid UTF-8 and lone surrogates become U+FFFD, exactly as
+// encoding/json decodes them. A raw value that is not a string yields "".
 func Unquote(raw []byte) string {
 	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
 		return ""
 	}
 	body := raw[1 : len(raw)-1]
-	simple := true
-	for _, c := range body {
-		if c == '\\' || c >= utf8.RuneSelf {
-			simple = false
-			break
-		}
+	i := 0
+	for i < len(body) && body[i] != '\\' && body[i] < utf8.RuneSelf {
+		i++
 	}
-	if simple || (!containsByte(body, '\\') && utf8.Valid(body)) {
+	if i == len(body) || (!containsByte(body[i:], '\\') && utf8.Valid(body[i:])) {
 		return string(body)
 	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return ""
+	out := make([]byte, 0, len(body)+utf8.UTFMax)
+	out = append(out, body[:i]...)
+	for i < len(body) {
+		c := body[i]
+		switch {
+		case c == '\\':
+			if i+1 >= len(body) {
+				return string(out)
+			}
+			switch e := body[i+1]; e {
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				r := hex4(body[i+2:])
+				i += 6
+				if utf16.IsSurrogate(r) {
+					r2 := rune(-1)
+					if i+1 < len(body) && body[i] == '\\' && body[i+1] == 'u' {
+						r2 = hex4(body[i+2:])
+					}
+					if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+						i += 6
+						r = dec
+					} else {
+						r = utf8.RuneError
+					}
+				}
+				if r < 0 {
+					r = utf8.RuneError
+				}
+				out = utf8.AppendRune(out, r)
+				continue
+			default: // '"', '\\', '/'
+				out = append(out, e)
+			}
+			i += 2
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(body[i:])
+			if r == utf8.RuneError && size == 1 {
+				out = append(out, "\uFFFD"...)
+			} else {
+				out = append(out, body[i:i+size]...)
+			}
+			i += size
+		}
 	}
-	return s
+	return string(out)
+}
+
+// hex4 decodes four hex digits, or returns -1.
+func hex4(b []byte) rune {
+	if len(b) < 4 {
+		return -1
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
 
 func containsByte(b []byte, c byte) bool {

@@ -147,3 +147,24 @@ func decodeNumbers(data []byte) (any, error) {
 	err := dec.Decode(&v)
 	return v, err
 }
+
+// FuzzUnquote: Unquote decodes every valid string token exactly as
+// encoding/json does.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`"a\u00e9\n"`, `"\ud83d\ude80"`, `"\ud800x"`, `"\udc00\ud800"`, "\"\xff\xfe\"", `"\/\b"`, `"\ud800\u0041"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		end, err := ValueEnd(data, 0)
+		if err != nil || end != len(data) || data[0] != '"' {
+			return
+		}
+		var want string
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatalf("encoding/json rejects a string the scanner accepts: %v", err)
+		}
+		if got := Unquote(data); got != want {
+			t.Fatalf("Unquote(%q) = %q, want %q", data, got, want)
+		}
+	})
+}

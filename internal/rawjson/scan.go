@@ -10,6 +10,7 @@
 package rawjson
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -196,6 +197,10 @@ func isHex(c byte) bool {
 func stringEnd(data []byte, i int) (int, error) {
 	i++
 	for i < len(data) {
+		i = plainRun(data, i)
+		if i >= len(data) {
+			break
+		}
 		c := data[i]
 		switch {
 		case c == '"':
@@ -340,4 +345,38 @@ func Kind(raw []byte) byte {
 		return 0
 	}
 	return raw[i]
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// hasLess returns a word whose high bits mark the bytes of x below n (n <= 128).
+func hasLess(x, n uint64) uint64 { return (x - lsb*n) &^ x & msb }
+
+// hasByte returns a word whose high bits mark the bytes of x equal to b.
+func hasByte(x uint64, b byte) uint64 {
+	y := x ^ (lsb * uint64(b))
+	return (y - lsb) &^ y & msb
+}
+
+// plainRun returns the index of the first byte at or after i that is '"',
+// '\\' or a control character, or len(data). It looks at eight bytes at a
+// time: string bodies are most of a transcript.
+func plainRun(data []byte, i int) int {
+	for i+8 <= len(data) {
+		x := binary.LittleEndian.Uint64(data[i:])
+		if hasLess(x, 0x20)|hasByte(x, '"')|hasByte(x, '\\') != 0 {
+			break
+		}
+		i += 8
+	}
+	for i < len(data) {
+		if c := data[i]; c < 0x20 || c == '"' || c == '\\' {
+			return i
+		}
+		i++
+	}
+	return i
 }

@@ -1,0 +1,52 @@
+package agentctx_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agentctx/agentctx"
+)
+
+// BenchmarkParseDocument measures reading the largest shared transcript (a
+// Claude Code session), or the Claude Code fixture when the shared folder is
+// absent.
+func BenchmarkParseDocument(b *testing.B) {
+	path := filepath.Join(sharedTranscripts, "spotter__fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if data, err = os.ReadFile("testdata/claude_code.jsonl"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := agentctx.ParseDocument(context.Background(), data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEncodeDocument measures writing it back.
+func BenchmarkEncodeDocument(b *testing.B) {
+	data, err := os.ReadFile(filepath.Join(sharedTranscripts, "mini-swe-agent_pr854__astropy__astropy-12907.traj.json"))
+	if err != nil {
+		if data, err = os.ReadFile("testdata/swe_traj.json"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	doc, err := agentctx.ParseDocument(context.Background(), data)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	var buf []byte
+	for b.Loop() {
+		if buf, err = doc.AppendJSON(buf[:0]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
