@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/offload"
+)
+
+type offloadOutput struct {
+	Messages       []agentctx.Message `json:"messages"`
+	OffloadedCount int                `json:"offloaded_count"`
+	FreedChars     int                `json:"freed_chars"`
+	Files          []string           `json:"files"`
+}
+
+type offloadOneOutput struct {
+	Message    agentctx.Message `json:"message"`
+	FreedChars int              `json:"freed_chars"`
+	File       string           `json:"file"`
+	Files      []string         `json:"files"`
+}
+
+func newOffloadCmd(e *env) *cobra.Command {
+	var (
+		dir      string
+		minChars int
+	)
+	cmd := &cobra.Command{
+		Use:   "offload [FILE]",
+		Short: "Move large tool results to files and leave a reference",
+		Long: `offload writes every tool result of at least --min-chars characters to
+<dir>/tool-result-<id>.md and replaces its content with
+"[Content offloaded to: ./tool-result-<id>.md]".
+
+Block arrays are written as their compact JSON. A repeated id takes the
+suffix -1, -2, ...; an existing file is never overwritten (identical
+content reuses it). It prints the new messages, offloaded_count,
+freed_chars and files (absolute paths).`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if minChars < 1 {
+				return usagef("--min-chars must be at least 1, got %d", minChars)
+			}
+			doc, err := e.readInput(cmd.Context(), args)
+			if err != nil {
+				return err
+			}
+			res, err := offload.Batch(cmd.Context(), doc.Messages, offload.BatchOptions{
+				Dir:      dir,
+				MinChars: minChars,
+				Logger:   e.logger,
+			})
+			if err != nil {
+				return err
+			}
+			return e.writeJSON(offloadOutput{
+				Messages:       res.Messages,
+				OffloadedCount: res.OffloadedCount,
+				FreedChars:     res.FreedChars,
+				Files:          res.Files,
+			})
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", offload.DefaultDir, "directory for the offloaded files (created if missing)")
+	cmd.Flags().IntVar(&minChars, "min-chars", offload.DefaultMinChars, "offload tool results of at least this many characters")
+	return cmd
+}
+
+func newOffloadOneCmd(e *env) *cobra.Command {
+	var dir, session string
+	cmd := &cobra.Command{
+		Use:   "offload-one --session ID [FILE]",
+		Short: "Move the tool results of one message to files",
+		Long: `offload-one reads one message (a JSON object, or a document holding one
+message) and writes each of its tool results, whatever its size, to
+<dir>/<session>/<id>.md, replacing the content with
+"[Tool result offloaded to file: <absolute path>]". A file written before
+for the same id in the session is replaced.
+
+It prints the new message, freed_chars (original characters minus the
+reference's), file (the first path) and files (all paths).`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if session == "" {
+				return usagef("--session is required")
+			}
+			doc, err := e.readInput(cmd.Context(), args)
+			if err != nil {
+				return err
+			}
+			if len(doc.Messages) != 1 {
+				return usagef("offload-one takes one message, the input holds %d (use offload for a history)", len(doc.Messages))
+			}
+			res, err := offload.Message(cmd.Context(), doc.Messages[0], offload.MessageOptions{
+				Dir:       dir,
+				SessionID: session,
+				Logger:    e.logger,
+			})
+			if err != nil {
+				return err
+			}
+			return e.writeJSON(offloadOneOutput{
+				Message:    res.Message,
+				FreedChars: res.FreedChars,
+				File:       res.File,
+				Files:      res.Files,
+			})
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", offload.DefaultDir, "root directory for the offloaded files")
+	cmd.Flags().StringVar(&session, "session", "", "session id; files go to <dir>/<session>/ (required)")
+	return cmd
+}
