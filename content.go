@@ -206,3 +206,21 @@ func (c Content) encode(e *encoder, m *member) {
 		e.buf = append(e.buf, "null"...)
 	}
 }
+
+// MarshalJSON writes the content value losslessly (absent content is null).
+func (c Content) MarshalJSON() ([]byte, error) {
+	e := encoder{mode: modePreserve}
+	c.encode(&e, nil)
+	return e.buf, e.err
+}
+
+// UnmarshalJSON decodes a content value: a string, a block array, null, or
+// any other JSON value (kept as ContentOther).
+func (c *Content) UnmarshalJSON(data []byte) error {
+	raw := append([]byte(nil), data...)
+	if err := rawjson.Valid(raw); err != nil {
+		return err
+	}
+	*c = decodeContent(&member{raw: raw})
+	return nil
+}
