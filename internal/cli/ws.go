@@ -1,0 +1,359 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/dirstore"
+	"github.com/agentctx/agentctx/workspace/memstore"
+	"github.com/agentctx/agentctx/workspace/sqlitestore"
+)
+
+// wsFlags are the flags every ws command shares.
+type wsFlags struct {
+	path      string
+	namespace string
+}
+
+type wsOffloadOutput struct {
+	Messages  []agentctx.Message    `json:"messages"`
+	Artifacts []workspace.Offloaded `json:"artifacts"`
+	Inlined   int                   `json:"inlined"`
+	Indexed   int                   `json:"indexed"`
+}
+
+func newWSCmd(e *env) *cobra.Command {
+	f := &wsFlags{}
+	cmd := &cobra.Command{
+		Use:   "ws",
+		Short: "Store tool results whole as artifacts and read them back",
+		Long: `ws keeps every tool result whole as an artifact in a workspace and reads
+it back the way an agent's tools do (SPEC §5).
+
+The workspace (--workspace) is a directory of plain files, readable with
+ls and cat; a path ending in .db, .sqlite or .sqlite3 is an indexed SQLite
+file instead. Namespaces (--namespace) keep workspaces apart.
+
+get, lines and grep print what the agent tool returns, capped at
+--max-chars characters (0 lifts the cap).`,
+		Args: wrapArgs(cobra.NoArgs), // an unknown subcommand is a usage error
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	cmd.PersistentFlags().StringVar(&f.path, "workspace", ".agentctx", "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
+	cmd.PersistentFlags().StringVar(&f.namespace, "namespace", workspace.DefaultNamespace, "namespace inside the workspace")
+	for _, c := range []*cobra.Command{newWSOffloadCmd(e, f), newWSGetCmd(e, f), newWSLinesCmd(e, f), newWSGrepCmd(e, f), newWSLsCmd(e, f)} {
+		c.Args = wrapArgs(c.Args)
+		cmd.AddCommand(c)
+	}
+	return cmd
+}
+
+// isSQLitePath reports whether a workspace path names a SQLite file.
+func isSQLitePath(p string) bool {
+	switch strings.ToLower(filepath.Ext(p)) {
+	case ".db", ".sqlite", ".sqlite3":
+		return true
+	}
+	return false
+}
+
+// open opens the workspace. A read-only command on a workspace that does
+// not exist sees an empty one, and creates nothing.
+func (f *wsFlags) open(ctx context.Context, e *env, write bool, opts workspace.Options) (*workspace.Workspace, func(), error) {
+	if f.namespace == "" {
+		return nil, nil, usagef("--namespace must not be empty")
+	}
+	if f.path == "" {
+		return nil, nil, usagef("--workspace must not be empty")
+	}
+	var (
+		store workspace.Store
+		err   error
+	)
+	switch {
+	case !isSQLitePath(f.path):
+		store, err = dirstore.Open(f.path, nil)
+	case !write && !exists(f.path):
+		store = memstore.New()
+	default:
+		if write {
+			if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+				return nil, nil, fmt.Errorf("workspace: %w", err)
+			}
+		}
+		store, err = sqlitestore.Open(ctx, f.path, nil)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.Namespace = f.namespace
+	opts.Logger = e.logger
+	return workspace.New(store, &opts), func() { store.Close() }, nil
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
+// wsError makes what the user got wrong (an unknown id, a bad range or
+// pattern) a usage error, exit 2; store failures stay runtime failures.
+func wsError(err error) error {
+	for _, target := range []error{workspace.ErrNotFound, workspace.ErrInvalidRange, workspace.ErrInvalidPattern,
+		workspace.ErrInvalidID, workspace.ErrInvalidNamespace, workspace.ErrInvalidMetadata} {
+		if errors.Is(err, target) {
+			return &usageError{err}
+		}
+	}
+	return err
+}
+
+// maxCharsOption maps --max-chars (0 lifts the cap) to Options.MaxChars.
+func maxCharsOption(n int) (int, error) {
+	switch {
+	case n < 0:
+		return 0, usagef("--max-chars must be 0 (no cap) or more, got %d", n)
+	case n == 0:
+		return workspace.NoLimit, nil
+	}
+	return n, nil
+}
+
+func (e *env) writeText(s string) error {
+	if _, err := io.WriteString(e.s.Out, s); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
+}
+
+func newWSOffloadCmd(e *env, f *wsFlags) *cobra.Command {
+	var session, task, agent string
+	cmd := &cobra.Command{
+		Use:   "offload [FILE]",
+		Short: "Store every tool result as an artifact; index the large ones",
+		Long: `offload stores every tool result of a conversation whole as the artifact
+tool_result_<tool_call_id>, with the metadata context_type=tool_result,
+biz_id (the tool call id), agent_id, task_id, session_id, tool_name and
+action_name. A result of fewer than 40,000 characters stays as it is; a
+larger one is replaced by a <knowledge_list> entry that names the artifact
+and the tools that read it back (get_knowledge_by_id,
+get_knowledge_by_lines, grep_knowledge).
+
+It prints the new messages, the stored artifacts, and how many results
+were inlined and indexed. Results already stored unchanged are not written
+again.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			doc, err := e.readInput(cmd.Context(), args)
+			if err != nil {
+				return err
+			}
+			for r := range agentctx.ToolResults(doc.Messages) {
+				if r.ID == "" {
+					return usagef("tool result %d of message %d has no tool call id", max(r.Block, 0), r.Message)
+				}
+			}
+			ws, closeStore, err := f.open(cmd.Context(), e, true, workspace.Options{SessionID: session, TaskID: task, AgentID: agent})
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			res, err := ws.Offload(cmd.Context(), doc.Messages)
+			if err != nil {
+				return wsError(err)
+			}
+			return e.writeJSON(wsOffloadOutput{Messages: res.Messages, Artifacts: res.Artifacts, Inlined: res.Inlined, Indexed: res.Indexed})
+		},
+	}
+	cmd.Flags().StringVar(&session, "session", "", "session_id written on every artifact")
+	cmd.Flags().StringVar(&task, "task", "", "task_id written on every artifact")
+	cmd.Flags().StringVar(&agent, "agent", "", "agent_id written on every artifact")
+	return cmd
+}
+
+func newWSGetCmd(e *env, f *wsFlags) *cobra.Command {
+	var maxChars, offset int
+	cmd := &cobra.Command{
+		Use:   "get ID",
+		Short: "Print an artifact (get_knowledge_by_id)",
+		Long: `get prints an artifact's content as the get_knowledge_by_id tool returns
+it: exactly the stored bytes when it is under --max-chars characters;
+otherwise the first part and a notice telling how to read on.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			mc, err := maxCharsOption(maxChars)
+			if err != nil {
+				return err
+			}
+			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{MaxChars: mc})
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			text, err := ws.GetKnowledgeByID(cmd.Context(), args[0], offset)
+			if err != nil {
+				return wsError(err)
+			}
+			return e.writeText(text)
+		},
+	}
+	cmd.Flags().IntVar(&maxChars, "max-chars", workspace.DefaultMaxChars, "cap on the characters printed; 0 lifts it")
+	cmd.Flags().IntVar(&offset, "offset", 0, "characters to skip from the start")
+	return cmd
+}
+
+func newWSLinesCmd(e *env, f *wsFlags) *cobra.Command {
+	var maxChars int
+	cmd := &cobra.Command{
+		Use:   "lines ID START END",
+		Short: "Print lines START..END of an artifact (get_knowledge_by_lines)",
+		Long: `lines prints lines START to END of an artifact (1-based, inclusive; an END
+past the last line is clamped) after the header "Lines a-b of N".`,
+		Args: cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			start, err1 := strconv.Atoi(args[1])
+			end, err2 := strconv.Atoi(args[2])
+			if err1 != nil || err2 != nil {
+				return usagef("START and END must be line numbers, got %q and %q", args[1], args[2])
+			}
+			mc, err := maxCharsOption(maxChars)
+			if err != nil {
+				return err
+			}
+			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{MaxChars: mc})
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			text, err := ws.GetKnowledgeByLines(cmd.Context(), args[0], start, end)
+			if err != nil {
+				return wsError(err)
+			}
+			return e.writeText(text + "\n")
+		},
+	}
+	cmd.Flags().IntVar(&maxChars, "max-chars", workspace.DefaultMaxChars, "cap on the characters printed; 0 lifts it")
+	return cmd
+}
+
+func newWSGrepCmd(e *env, f *wsFlags) *cobra.Command {
+	var (
+		maxChars, maxResults int
+		o                    workspace.SessionGrepOptions
+	)
+	cmd := &cobra.Command{
+		Use:   "grep [ID] PATTERN",
+		Short: "Search an artifact's lines, or every tool result (grep_knowledge)",
+		Long: `grep searches the lines of artifact ID for PATTERN, an RE2 regular
+expression, and prints "N:line" for matches, "N-line" for context lines
+and "--" between groups. At most --max-results matching lines are shown
+(0: all), with a warning when more match.
+
+Without ID it searches every stored tool result of the namespace (of one
+session with --session, one task with --task) and prints "ID:N:line".`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			mc, err := maxCharsOption(maxChars)
+			if err != nil {
+				return err
+			}
+			if o.Context < 0 {
+				return usagef("-C must be 0 or more, got %d", o.Context)
+			}
+			if len(args) == 2 && (o.SessionID != "" || o.TaskID != "") {
+				return usagef("--session and --task select tool results to search when no ID is given")
+			}
+			o.MaxResults = maxResults
+			if maxResults <= 0 {
+				o.MaxResults = -1
+			}
+			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{MaxChars: mc})
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			var text string
+			if len(args) == 2 {
+				text, err = ws.GrepKnowledge(cmd.Context(), args[0], args[1], o.GrepOptions)
+			} else {
+				text, err = ws.GrepSession(cmd.Context(), args[0], o)
+			}
+			if err != nil {
+				return wsError(err)
+			}
+			return e.writeText(text + "\n")
+		},
+	}
+	cmd.Flags().BoolVarP(&o.IgnoreCase, "ignore-case", "i", false, "match letters in any case")
+	cmd.Flags().IntVarP(&o.Context, "context", "C", 0, "lines of context before and after each match")
+	cmd.Flags().IntVar(&maxResults, "max-results", workspace.DefaultMaxResults, "most matching lines shown; 0 shows all")
+	cmd.Flags().IntVar(&maxChars, "max-chars", workspace.DefaultMaxChars, "cap on the characters printed; 0 lifts it")
+	cmd.Flags().StringVar(&o.SessionID, "session", "", "without ID: search only this session's tool results")
+	cmd.Flags().StringVar(&o.TaskID, "task", "", "without ID: search only this task's tool results")
+	return cmd
+}
+
+func newWSLsCmd(e *env, f *wsFlags) *cobra.Command {
+	var (
+		contextType, session, task, bizID string
+		meta                              []string
+		limit                             int
+	)
+	cmd := &cobra.Command{
+		Use:   "ls",
+		Short: "List artifacts by metadata (query_artifacts)",
+		Long: `ls prints the artifacts whose metadata matches every filter given, as a
+JSON list ordered by creation time: id, type, metadata, created_at, and
+sizes (chars, lines, bytes, sha256). A filter given as "" matches
+artifacts that lack the key.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			filter := workspace.Filter{Metadata: workspace.Metadata{}, Limit: limit}
+			if limit < 0 {
+				return usagef("--limit must be 0 (no limit) or more, got %d", limit)
+			}
+			for flag, key := range map[string]string{"context-type": workspace.KeyContextType, "session": workspace.KeySessionID,
+				"task": workspace.KeyTaskID, "biz-id": workspace.KeyBizID} {
+				if cmd.Flags().Changed(flag) {
+					v, _ := cmd.Flags().GetString(flag)
+					filter.Metadata[key] = v
+				}
+			}
+			for _, kv := range meta {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok || k == "" {
+					return usagef("--meta wants KEY=VALUE, got %q", kv)
+				}
+				filter.Metadata[k] = v
+			}
+			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{})
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			list, err := ws.Query(cmd.Context(), filter)
+			if err != nil {
+				return wsError(err)
+			}
+			return e.writeJSON(list)
+		},
+	}
+	cmd.Flags().StringVar(&contextType, "context-type", "", "match metadata context_type (tool_result for offloaded tool results)")
+	cmd.Flags().StringVar(&session, "session", "", "match metadata session_id")
+	cmd.Flags().StringVar(&task, "task", "", "match metadata task_id")
+	cmd.Flags().StringVar(&bizID, "biz-id", "", "match metadata biz_id (the tool call id)")
+	cmd.Flags().StringArrayVar(&meta, "meta", nil, "match any metadata key: KEY=VALUE (repeatable)")
+	cmd.Flags().IntVar(&limit, "limit", 0, "most artifacts listed; 0 lists all")
+	return cmd
+}

@@ -1,0 +1,460 @@
+// Package dirstore is the embedded default workspace.Store: artifacts kept
+// as plain files in a directory, readable with ls and cat.
+//
+// Layout, one directory per namespace (names made safe and reversible by
+// the same encoding as the offload files, so an id like "../x" or "a/b"
+// stays inside its directory):
+//
+//	<root>/<namespace>/<id>.txt         the content, byte for byte
+//	<root>/<namespace>/<id>.meta.json   id, type, created_at, sizes, sha256, metadata
+//	<root>/<namespace>/.lock            taken by writers (flock, on Unix)
+//
+// Every file is written atomically (temp file, then rename), content first
+// and description second: the description is the commit point, so a crash
+// leaves either the old artifact or the new one. Writers to a namespace take
+// a lock that also holds across processes (flock on Unix); readers take no
+// lock and check the content against the description's SHA-256, waiting
+// for a writer only when they catch one between its two renames.
+package dirstore
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentctx/agentctx/internal/fsutil"
+	"github.com/agentctx/agentctx/workspace"
+)
+
+const (
+	contentExt = ".txt"
+	metaExt    = ".meta.json"
+	lockName   = ".lock"
+)
+
+// Options configure a Store. The zero value is the default.
+type Options struct {
+	// Sync makes every write fsync its file before it becomes visible, so
+	// stored artifacts survive a power loss (slower).
+	Sync bool
+}
+
+// Store is a workspace.Store in a directory. It is safe for concurrent use,
+// also by several processes sharing the directory.
+type Store struct {
+	root   string
+	opts   Options
+	closed atomic.Bool
+
+	mu    sync.Mutex
+	locks map[string]*sync.RWMutex // per namespace directory
+}
+
+var _ workspace.Store = (*Store)(nil)
+
+// Open returns a store kept in the directory root. Nothing is created until
+// the first Put; reading a store whose directory does not exist finds no
+// artifacts. A root that exists and is not a directory is an error.
+func Open(root string, opts *Options) (*Store, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("dirstore: %w", err)
+	}
+	if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
+		return nil, fmt.Errorf("dirstore: %s is not a directory", abs)
+	}
+	s := &Store{root: abs, locks: make(map[string]*sync.RWMutex)}
+	if opts != nil {
+		s.opts = *opts
+	}
+	return s, nil
+}
+
+// Root returns the store's directory.
+func (s *Store) Root() string { return s.root }
+
+// Path returns the path of an artifact's content file, for people and tools
+// that read the store directly. The file may not exist.
+func (s *Store) Path(namespace, id string) (string, error) {
+	dir, name, err := s.names(namespace, id)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, name+contentExt), nil
+}
+
+func (s *Store) nsDir(ns string) (string, error) {
+	name, err := fsutil.SafeName(ns)
+	if err != nil {
+		return "", workspace.ErrInvalidNamespace
+	}
+	return filepath.Join(s.root, name), nil
+}
+
+func (s *Store) names(ns, id string) (dir, name string, err error) {
+	if dir, err = s.nsDir(ns); err != nil {
+		return "", "", err
+	}
+	if name, err = fsutil.SafeName(id); err != nil {
+		return "", "", workspace.ErrInvalidID
+	}
+	return dir, name, nil
+}
+
+func (s *Store) check(ctx context.Context, op, ns, id string, needID bool) error {
+	if err := workspace.Check(ctx, op, ns, id, needID); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return &workspace.Error{Op: op, Namespace: ns, ID: id, Err: workspace.ErrClosed}
+	}
+	return nil
+}
+
+func (s *Store) nsLock(dir string) *sync.RWMutex {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.locks[dir]
+	if l == nil {
+		l = new(sync.RWMutex)
+		s.locks[dir] = l
+	}
+	return l
+}
+
+// lockWrite takes the namespace's write lock, in this process and across
+// processes. create makes the namespace directory first.
+func (s *Store) lockWrite(dir string, create bool) (unlock func(), err error) {
+	if create {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	l := s.nsLock(dir)
+	l.Lock()
+	f, err := lockFile(filepath.Join(dir, lockName), true)
+	if err != nil && !(errors.Is(err, fs.ErrNotExist) && !create) {
+		l.Unlock()
+		return nil, err
+	}
+	return func() {
+		unlockFile(f)
+		l.Unlock()
+	}, nil
+}
+
+// lockRead takes the namespace's read lock: it waits for a writer.
+func (s *Store) lockRead(dir string) (unlock func()) {
+	l := s.nsLock(dir)
+	l.RLock()
+	f, _ := lockFile(filepath.Join(dir, lockName), false)
+	return func() {
+		unlockFile(f)
+		l.RUnlock()
+	}
+}
+
+// metaFile is the JSON description next to each content file.
+type metaFile struct {
+	ID          string             `json:"id"`
+	Namespace   string             `json:"namespace"`
+	Type        string             `json:"type"`
+	Created     *time.Time         `json:"created_at,omitempty"`
+	Chars       int                `json:"chars"`
+	Lines       int                `json:"lines"`
+	Bytes       int                `json:"bytes"`
+	SHA256      string             `json:"sha256"`
+	ContentFile string             `json:"content_file"`
+	Metadata    workspace.Metadata `json:"metadata"`
+}
+
+func (m *metaFile) info() workspace.Info {
+	info := workspace.Info{ID: m.ID, Type: workspace.ArtifactType(m.Type), Metadata: m.Metadata,
+		Chars: m.Chars, Lines: m.Lines, Bytes: m.Bytes, SHA256: m.SHA256}
+	if m.Created != nil {
+		info.Created = m.Created.UTC()
+	}
+	if info.Metadata == nil {
+		info.Metadata = workspace.Metadata{}
+	}
+	return info
+}
+
+func readMeta(path string) (*metaFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m metaFile
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &m, nil
+}
+
+// Put implements workspace.Store.
+func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
+	fail := func(err error) (workspace.Info, error) {
+		return workspace.Info{}, &workspace.Error{Op: "put", Namespace: ns, ID: a.ID, Err: err}
+	}
+	if err := s.check(ctx, "put", ns, a.ID, true); err != nil {
+		return workspace.Info{}, err
+	}
+	if err := workspace.ValidateArtifact(&a); err != nil {
+		return fail(err)
+	}
+	dir, name, err := s.names(ns, a.ID)
+	if err != nil {
+		return fail(err)
+	}
+	m := workspace.Measure(a)
+	mf := metaFile{ID: m.ID, Namespace: ns, Type: string(m.Type), Chars: m.Chars, Lines: m.Lines, Bytes: m.Bytes,
+		SHA256: m.SHA256, ContentFile: name + contentExt, Metadata: m.Metadata}
+	if !m.Created.IsZero() {
+		mf.Created = &m.Created
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(mf); err != nil {
+		return fail(err)
+	}
+	unlock, err := s.lockWrite(dir, true)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	o := fsutil.Options{Sync: s.opts.Sync}
+	if err := fsutil.WriteFile(filepath.Join(dir, name+contentExt), []byte(m.Content), o); err != nil {
+		return fail(err)
+	}
+	if err := fsutil.WriteFile(filepath.Join(dir, name+metaExt), buf.Bytes(), o); err != nil {
+		return fail(err)
+	}
+	return m.Info.Clone(), nil
+}
+
+// read returns an artifact whose content matches its description. It reads
+// without a lock, and again under the read lock when it caught a writer
+// between its two renames; a mismatch that stays (a crash between them)
+// is resolved in favour of the content, whose sizes are then recomputed.
+func (s *Store) read(ctx context.Context, op, ns, id string) (*workspace.Artifact, error) {
+	fail := func(err error) (*workspace.Artifact, error) {
+		return nil, &workspace.Error{Op: op, Namespace: ns, ID: id, Err: err}
+	}
+	if err := s.check(ctx, op, ns, id, true); err != nil {
+		return nil, err
+	}
+	dir, name, err := s.names(ns, id)
+	if err != nil {
+		return fail(err)
+	}
+	a, ok, err := s.readOnce(dir, name)
+	if err == nil && !ok {
+		unlock := s.lockRead(dir)
+		a, ok, err = s.readOnce(dir, name)
+		unlock()
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return fail(workspace.ErrNotFound)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if !ok {
+		m := workspace.Measure(*a)
+		return &m, nil
+	}
+	return a, nil
+}
+
+func (s *Store) readOnce(dir, name string) (*workspace.Artifact, bool, error) {
+	mf, err := readMeta(filepath.Join(dir, name+metaExt))
+	if err != nil {
+		return nil, false, err
+	}
+	content, err := os.ReadFile(filepath.Join(dir, name+contentExt))
+	if err != nil {
+		return nil, false, err
+	}
+	a := &workspace.Artifact{Info: mf.info(), Content: string(content)}
+	sum := sha256.Sum256(content)
+	return a, hex.EncodeToString(sum[:]) == mf.SHA256, nil
+}
+
+// Get implements workspace.Store.
+func (s *Store) Get(ctx context.Context, ns, id string) (*workspace.Artifact, error) {
+	return s.read(ctx, "get", ns, id)
+}
+
+// Lines implements workspace.Store.
+func (s *Store) Lines(ctx context.Context, ns, id string, start, end int) (*workspace.LineRange, error) {
+	a, err := s.read(ctx, "lines", ns, id)
+	if err != nil {
+		return nil, err
+	}
+	lr, err := workspace.LinesOf(id, a.Content, start, end)
+	if err != nil {
+		return nil, &workspace.Error{Op: "lines", Namespace: ns, ID: id, Err: err}
+	}
+	return lr, nil
+}
+
+// Grep implements workspace.Store.
+func (s *Store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*workspace.GrepResult, error) {
+	if err := s.check(ctx, "grep", ns, q.ID, q.ID != ""); err != nil {
+		return nil, err
+	}
+	g, err := workspace.NewGrepper(q)
+	if err != nil {
+		return nil, &workspace.Error{Op: "grep", Namespace: ns, ID: q.ID, Err: err}
+	}
+	if q.ID != "" {
+		a, err := s.read(ctx, "grep", ns, q.ID)
+		if err != nil {
+			return nil, err
+		}
+		g.Add(a.ID, a.Content)
+		return g.Result(), nil
+	}
+	list, err := s.query(ctx, "grep", ns, q.Filter)
+	if err != nil {
+		return nil, err
+	}
+	dir, _ := s.nsDir(ns)
+	for i, info := range list {
+		if i%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, &workspace.Error{Op: "grep", Namespace: ns, Err: err}
+			}
+		}
+		// The listing has just read the description: read only the
+		// content, and the whole artifact again if a writer changed it.
+		name, _ := fsutil.SafeName(info.ID)
+		content, err := os.ReadFile(filepath.Join(dir, name+contentExt))
+		if err == nil {
+			sum := sha256.Sum256(content)
+			if hex.EncodeToString(sum[:]) == info.SHA256 {
+				g.Add(info.ID, string(content))
+				continue
+			}
+		}
+		a, err := s.read(ctx, "grep", ns, info.ID)
+		if errors.Is(err, workspace.ErrNotFound) {
+			continue // deleted since the listing
+		}
+		if err != nil {
+			return nil, err
+		}
+		g.Add(a.ID, a.Content)
+	}
+	return g.Result(), nil
+}
+
+func (s *Store) query(ctx context.Context, op, ns string, f workspace.Filter) ([]workspace.Info, error) {
+	fail := func(err error) ([]workspace.Info, error) {
+		return nil, &workspace.Error{Op: op, Namespace: ns, Err: err}
+	}
+	dir, err := s.nsDir(ns)
+	if err != nil {
+		return fail(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []workspace.Info{}, nil
+	}
+	if err != nil {
+		return fail(err)
+	}
+	list := []workspace.Info{}
+	for i, e := range entries {
+		if i%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return fail(err)
+			}
+		}
+		n := e.Name()
+		if !strings.HasSuffix(n, metaExt) || strings.HasPrefix(n, ".") || !e.Type().IsRegular() {
+			continue
+		}
+		mf, err := readMeta(filepath.Join(dir, n))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted since the listing
+		}
+		if err != nil {
+			return fail(err)
+		}
+		if mf.Namespace != ns {
+			continue // a file placed by hand; never another namespace's
+		}
+		info := mf.info()
+		if f.Match(info.Metadata) {
+			list = append(list, info)
+		}
+	}
+	workspace.SortInfos(list)
+	return list, nil
+}
+
+// Query implements workspace.Store. It reads every description in the
+// namespace: use sqlitestore for large workspaces queried often.
+func (s *Store) Query(ctx context.Context, ns string, f workspace.Filter) ([]workspace.Info, error) {
+	if err := s.check(ctx, "query", ns, "", false); err != nil {
+		return nil, err
+	}
+	list, err := s.query(ctx, "query", ns, f)
+	if err != nil {
+		return nil, err
+	}
+	return workspace.Page(list, f), nil
+}
+
+// Delete implements workspace.Store.
+func (s *Store) Delete(ctx context.Context, ns, id string) error {
+	fail := func(err error) error { return &workspace.Error{Op: "delete", Namespace: ns, ID: id, Err: err} }
+	if err := s.check(ctx, "delete", ns, id, true); err != nil {
+		return err
+	}
+	dir, name, err := s.names(ns, id)
+	if err != nil {
+		return fail(err)
+	}
+	unlock, err := s.lockWrite(dir, false)
+	if err != nil {
+		return fail(err)
+	}
+	defer unlock()
+	err = os.Remove(filepath.Join(dir, name+metaExt))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fail(workspace.ErrNotFound)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if err := os.Remove(filepath.Join(dir, name+contentExt)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fail(err)
+	}
+	return nil
+}
+
+// Close implements workspace.Store. A Store holds no open files between
+// calls; Close only makes later calls fail.
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	return nil
+}

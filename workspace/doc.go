@@ -1,0 +1,58 @@
+// Package workspace stores every tool result of an agent whole, as an
+// artifact with metadata, and reads it back by id, by lines, by grep and by
+// metadata query: the part that makes offloading large tool results safe
+// (SPEC §5, seed 003).
+//
+// # Offloading
+//
+// A Workspace is one namespace of a Store, with the identity of the agent,
+// task and session that write to it. Before each model request, pass the
+// history through Offload:
+//
+//	store, err := dirstore.Open(".agentctx", nil)
+//	...
+//	ws := workspace.New(store, &workspace.Options{SessionID: "s1", TaskID: "t1", AgentID: "coder"})
+//	res, err := ws.Offload(ctx, msgs)
+//	// send res.Messages
+//
+// Every tool result (a tool_result block or a role "tool" message) is
+// stored whole as the artifact "tool_result_<tool_call_id>" with the
+// metadata context_type = "tool_result", biz_id = the tool call id,
+// agent_id, task_id, session_id, tool_name and action_name, plus its created
+// time and sizes. A result of fewer than 40,000 characters stays in the
+// context as it is; a larger one is replaced by a <knowledge_list> entry
+// with the artifact id, the tool name, the size, a short head and tail
+// preview, and the names of the tools that read it back. Offload never
+// modifies its input, and offloading the same history again writes nothing
+// new. OffloadToolResult does the same for one result as it arrives.
+//
+// # Reading back
+//
+// GetKnowledgeByID, GetKnowledgeByLines, GrepKnowledge, GrepSession,
+// QueryArtifacts and ToolResultOffloadInfo return the text a model reads.
+// Every read is capped (Options.MaxChars, 40,000 characters by default):
+// under the cap it is exactly the content; over it, the first part and a
+// notice naming the call that reads on. Get and Query return the artifacts
+// themselves, uncapped.
+//
+// # Agent tools
+//
+// Tools returns the same reads as tool definitions (name, description,
+// JSON Schema) for the Anthropic Messages API (marshal them as they are)
+// or OpenAI Chat Completions (ToolDefinition.OpenAI); Execute runs a call
+// and returns the text for the model, with a clear error message for bad
+// arguments:
+//
+//	text, err := ws.Execute(ctx, call.Name, call.Input)
+//	// answer the call with text; is_error = err != nil
+//
+// # Stores
+//
+// Store is a small interface (Put, Get, Lines, Grep, Query, Delete, Close)
+// whose contract every backend proves by running the storetest conformance
+// suite: dirstore keeps plain files in a directory (the embedded default,
+// readable with ls and cat), sqlitestore keeps an indexed SQLite file
+// (pure Go) with a trigram index that speeds up grep over many artifacts,
+// and memstore keeps memory for tests. Namespaces keep workspaces apart
+// within one store.
+package workspace

@@ -1,0 +1,167 @@
+// Package memstore is a workspace.Store that keeps artifacts in memory:
+// for tests, examples and short-lived agents. It passes the storetest
+// conformance suite like the persistent backends.
+package memstore
+
+import (
+	"context"
+	"sync"
+
+	"github.com/agentctx/agentctx/workspace"
+)
+
+// Store is an in-memory workspace.Store. The zero value is not usable;
+// call New.
+type Store struct {
+	mu     sync.RWMutex
+	ns     map[string]map[string]*workspace.Artifact
+	closed bool
+}
+
+var _ workspace.Store = (*Store)(nil)
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{ns: make(map[string]map[string]*workspace.Artifact)}
+}
+
+func (s *Store) check(ctx context.Context, op, ns, id string, needID bool) error {
+	if err := workspace.Check(ctx, op, ns, id, needID); err != nil {
+		return err
+	}
+	if s.closed {
+		return &workspace.Error{Op: op, Namespace: ns, ID: id, Err: workspace.ErrClosed}
+	}
+	return nil
+}
+
+// Put implements workspace.Store.
+func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx, "put", ns, a.ID, true); err != nil {
+		return workspace.Info{}, err
+	}
+	if err := workspace.ValidateArtifact(&a); err != nil {
+		return workspace.Info{}, &workspace.Error{Op: "put", Namespace: ns, ID: a.ID, Err: err}
+	}
+	m := workspace.Measure(a)
+	if s.ns[ns] == nil {
+		s.ns[ns] = make(map[string]*workspace.Artifact)
+	}
+	s.ns[ns][a.ID] = &m
+	return m.Info.Clone(), nil
+}
+
+func (s *Store) get(ctx context.Context, op, ns, id string) (*workspace.Artifact, error) {
+	if err := s.check(ctx, op, ns, id, true); err != nil {
+		return nil, err
+	}
+	a := s.ns[ns][id]
+	if a == nil {
+		return nil, &workspace.Error{Op: op, Namespace: ns, ID: id, Err: workspace.ErrNotFound}
+	}
+	return a, nil
+}
+
+// Get implements workspace.Store.
+func (s *Store) Get(ctx context.Context, ns, id string) (*workspace.Artifact, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	a, err := s.get(ctx, "get", ns, id)
+	if err != nil {
+		return nil, err
+	}
+	return &workspace.Artifact{Info: a.Info.Clone(), Content: a.Content}, nil
+}
+
+// Lines implements workspace.Store.
+func (s *Store) Lines(ctx context.Context, ns, id string, start, end int) (*workspace.LineRange, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	a, err := s.get(ctx, "lines", ns, id)
+	if err != nil {
+		return nil, err
+	}
+	lr, err := workspace.LinesOf(id, a.Content, start, end)
+	if err != nil {
+		return nil, &workspace.Error{Op: "lines", Namespace: ns, ID: id, Err: err}
+	}
+	return lr, nil
+}
+
+// Grep implements workspace.Store.
+func (s *Store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*workspace.GrepResult, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if err := s.check(ctx, "grep", ns, q.ID, q.ID != ""); err != nil {
+		return nil, err
+	}
+	g, err := workspace.NewGrepper(q)
+	if err != nil {
+		return nil, &workspace.Error{Op: "grep", Namespace: ns, ID: q.ID, Err: err}
+	}
+	if q.ID != "" {
+		a, err := s.get(ctx, "grep", ns, q.ID)
+		if err != nil {
+			return nil, err
+		}
+		g.Add(a.ID, a.Content)
+		return g.Result(), nil
+	}
+	for i, info := range s.query(ns, q.Filter) {
+		if i%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, &workspace.Error{Op: "grep", Namespace: ns, Err: err}
+			}
+		}
+		g.Add(info.ID, s.ns[ns][info.ID].Content)
+	}
+	return g.Result(), nil
+}
+
+func (s *Store) query(ns string, f workspace.Filter) []workspace.Info {
+	var list []workspace.Info
+	for _, a := range s.ns[ns] {
+		if f.Match(a.Metadata) {
+			list = append(list, a.Info)
+		}
+	}
+	workspace.SortInfos(list)
+	return list
+}
+
+// Query implements workspace.Store.
+func (s *Store) Query(ctx context.Context, ns string, f workspace.Filter) ([]workspace.Info, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if err := s.check(ctx, "query", ns, "", false); err != nil {
+		return nil, err
+	}
+	list := workspace.Page(s.query(ns, f), f)
+	out := make([]workspace.Info, len(list))
+	for i, info := range list {
+		out[i] = info.Clone()
+	}
+	return out, nil
+}
+
+// Delete implements workspace.Store.
+func (s *Store) Delete(ctx context.Context, ns, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.get(ctx, "delete", ns, id); err != nil {
+		return err
+	}
+	delete(s.ns[ns], id)
+	return nil
+}
+
+// Close implements workspace.Store. The artifacts are dropped.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.ns = nil
+	return nil
+}

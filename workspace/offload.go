@@ -1,0 +1,338 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentctx/agentctx"
+)
+
+// ToolCall identifies the call a tool result answers.
+type ToolCall struct {
+	ID     string // the tool call id (tool_use id / tool_call_id); required
+	Name   string // the tool's name
+	Action string // the tool's action, when it has several (see DefaultActionName)
+}
+
+// Offloaded describes one tool result stored by an offload.
+type Offloaded struct {
+	Info
+	// Message and Block locate the result in the offloaded list (Block is
+	// -1 for a role "tool" message); both are -1 for OffloadToolResult.
+	Message int `json:"message_index"`
+	Block   int `json:"block_index"`
+	// Indexed reports that the result was replaced by a <knowledge_list>
+	// entry; otherwise it stayed in the context whole.
+	Indexed bool `json:"indexed"`
+	// Unchanged reports that the store already held this result with the
+	// same content and metadata, so nothing was written.
+	Unchanged bool `json:"unchanged"`
+}
+
+// OffloadResult is the result of Offload.
+type OffloadResult struct {
+	// Messages is the new list: results of DefaultInlineLimit characters
+	// or more are replaced by a <knowledge_list> entry; every other message
+	// is shared with the input.
+	Messages  []agentctx.Message `json:"messages"`
+	Artifacts []Offloaded        `json:"artifacts"` // every stored result, in order
+	Inlined   int                `json:"inlined"`   // results kept whole in the context
+	Indexed   int                `json:"indexed"`   // results replaced by a <knowledge_list> entry
+}
+
+// Offload stores every tool result in msgs whole as the artifact
+// tool_result_<tool_call_id> (SPEC §5, seed 003) and returns the list to
+// send: a result under the inline limit (40,000 characters) keeps its
+// content; a larger one is replaced by a <knowledge_list> entry naming the
+// artifact, with a short preview and the tools that read it back.
+//
+// Results are walked oldest first, blocks in order; the tool name and
+// action come from the call with the same id. A result that already is a
+// <knowledge_list> entry for its own artifact (an earlier Offload of the
+// same history) is left alone, and a result the store already holds
+// unchanged is not written again, so offloading a growing history before
+// every model request only writes the new results. msgs is never modified.
+//
+// A second result with the id of an earlier one (a history whose pairing is
+// broken) is left in place, so the first is never overwritten. A result
+// without an id is an error matching ErrInvalidID, before anything is
+// stored. When the store fails, Offload stops and returns the error; what
+// was stored stays.
+func (w *Workspace) Offload(ctx context.Context, msgs []agentctx.Message) (*OffloadResult, error) {
+	calls := make(map[string]agentctx.ToolUse)
+	for u := range agentctx.ToolUses(msgs) {
+		if _, dup := calls[u.ID]; !dup {
+			calls[u.ID] = u
+		}
+	}
+	for r := range agentctx.ToolResults(msgs) {
+		if r.ID == "" { // checked first, so that nothing is written
+			return nil, fmt.Errorf("workspace: offload: tool result %d of message %d has no tool call id: %w", max(r.Block, 0), r.Message, ErrInvalidID)
+		}
+	}
+	res := &OffloadResult{Artifacts: []Offloaded{}}
+	seen := make(map[string]bool)
+	var err error
+	res.Messages = agentctx.MapToolResults(msgs, func(r agentctx.ToolResult) (agentctx.Content, bool) {
+		if err != nil {
+			return agentctx.Content{}, false
+		}
+		if w.isOwnReference(r) {
+			w.log.DebugContext(ctx, "workspace: tool result is already a reference",
+				KeyContextType, ContextToolResult, KeyBizID, r.ID)
+			return agentctx.Content{}, false
+		}
+		if seen[r.ID] {
+			// A second result for one call (an unpaired history): storing it
+			// would overwrite the first, so it stays in the context as it is.
+			w.log.WarnContext(ctx, "workspace: duplicate tool result left in place",
+				KeyContextType, ContextToolResult, KeyBizID, r.ID)
+			return agentctx.Content{}, false
+		}
+		seen[r.ID] = true
+		call := ToolCall{ID: r.ID}
+		if u, ok := calls[r.ID]; ok {
+			call.Name, call.Action = u.Name, w.opts.ActionName(u)
+		}
+		var (
+			c   agentctx.Content
+			off Offloaded
+		)
+		c, off, err = w.OffloadToolResult(ctx, call, r.Content)
+		if err != nil {
+			err = fmt.Errorf("tool result %d of message %d: %w", max(r.Block, 0), r.Message, err)
+			return agentctx.Content{}, false
+		}
+		off.Message, off.Block = r.Message, r.Block
+		res.Artifacts = append(res.Artifacts, off)
+		if off.Indexed {
+			res.Indexed++
+			return c, true
+		}
+		res.Inlined++
+		return agentctx.Content{}, false
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (w *Workspace) isOwnReference(r agentctx.ToolResult) bool {
+	return r.Content.IsText() && r.ID != "" &&
+		strings.HasPrefix(r.Content.Text(), referencePrefix(ArtifactID(r.ID)))
+}
+
+// OffloadToolResult stores one tool result whole and returns the content to
+// put in the context in its place: content itself under the inline limit,
+// else a <knowledge_list> entry (a string). Content that is not a string
+// is stored as its compact JSON, with type json.
+func (w *Workspace) OffloadToolResult(ctx context.Context, call ToolCall, content agentctx.Content) (agentctx.Content, Offloaded, error) {
+	off := Offloaded{Message: -1, Block: -1}
+	if call.ID == "" {
+		return content, off, fmt.Errorf("workspace: offload: tool result without a tool call id: %w", ErrInvalidID)
+	}
+	a := Artifact{Info: Info{ID: ArtifactID(call.ID), Type: TypeText, Created: w.opts.Now()}, Content: content.AsText()}
+	if !content.IsText() && content.Kind() != agentctx.ContentNone {
+		a.Type = TypeJSON
+	}
+	md := cloneMetadata(w.opts.Metadata)
+	maps.Copy(md, Metadata{
+		KeyContextType: ContextToolResult,
+		KeyBizID:       call.ID,
+		KeyAgentID:     w.opts.AgentID,
+		KeyTaskID:      w.opts.TaskID,
+		KeySessionID:   w.opts.SessionID,
+		KeyToolName:    call.Name,
+		KeyActionName:  call.Action,
+	})
+	a.Metadata = md
+	ns := w.opts.Namespace
+	logAttrs := []any{KeyContextType, ContextToolResult, KeyBizID, call.ID, "artifact_id", a.ID, "namespace", ns}
+
+	m := Measure(a)
+	off.Info = m.Info
+	off.Indexed = m.Chars >= w.opts.InlineLimit
+	prev, err := w.store.Get(ctx, ns, a.ID)
+	switch {
+	case err == nil && prev.SHA256 == m.SHA256 && prev.Type == m.Type && maps.Equal(prev.Metadata, m.Metadata):
+		off.Info, off.Unchanged = prev.Info, true
+	case err == nil || errors.Is(err, ErrNotFound):
+		info, err := w.store.Put(ctx, ns, a)
+		if err != nil {
+			w.log.ErrorContext(ctx, "workspace: storing a tool result failed", append(logAttrs, "error", err)...)
+			return content, off, err
+		}
+		off.Info = info
+	default:
+		w.log.ErrorContext(ctx, "workspace: storing a tool result failed", append(logAttrs, "error", err)...)
+		return content, off, err
+	}
+	w.log.InfoContext(ctx, "workspace: tool result offloaded", append(logAttrs,
+		KeyToolName, call.Name, "chars", off.Chars, "lines", off.Lines, "indexed", off.Indexed, "unchanged", off.Unchanged)...)
+	if !off.Indexed {
+		return content, off, nil
+	}
+	return agentctx.Text(w.knowledgeList(off.Info, m.Content)), off, nil
+}
+
+// referencePrefix is how a <knowledge_list> entry for id starts.
+func referencePrefix(id string) string {
+	return "<knowledge_list>\n<knowledge id=\"" + attr(id) + "\""
+}
+
+var attrEscaper = strings.NewReplacer(`&`, "&amp;", `"`, "&quot;", `<`, "&lt;", `>`, "&gt;", "\n", "&#10;", "\r", "&#13;")
+
+func attr(s string) string { return attrEscaper.Replace(s) }
+
+// knowledgeList renders the replacement of a large tool result.
+func (w *Workspace) knowledgeList(info Info, content string) string {
+	var b strings.Builder
+	b.WriteString(referencePrefix(info.ID))
+	fmt.Fprintf(&b, " tool_name=\"%s\" action_name=\"%s\" type=\"%s\" chars=\"%d\" lines=\"%d\">\n",
+		attr(info.Metadata[KeyToolName]), attr(info.Metadata[KeyActionName]), attr(string(info.Type)), info.Chars, info.Lines)
+	head, tail, omitted := preview(content, w.opts.PreviewHeadLines, w.opts.PreviewTailLines, w.opts.PreviewChars)
+	b.WriteString("<head>\n")
+	for _, l := range head {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	b.WriteString("</head>\n")
+	if len(tail) > 0 {
+		if omitted > 0 {
+			fmt.Fprintf(&b, "[... %s lines not shown ...]\n", commas(omitted))
+		}
+		b.WriteString("<tail>\n")
+		for _, l := range tail {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+		b.WriteString("</tail>\n")
+	}
+	q := quote(info.ID)
+	fmt.Fprintf(&b, "<note>This tool result is too large for the context (%s characters, %s lines) and is stored whole as artifact %s. "+
+		"Read what you need with get_knowledge_by_id(artifact_id=%s), get_knowledge_by_lines(artifact_id=%s, start_line, end_line) "+
+		"or grep_knowledge(artifact_id=%s, pattern).</note>\n",
+		commas(info.Chars), commas(info.Lines), q, q, q, q)
+	b.WriteString("</knowledge>\n</knowledge_list>")
+	return b.String()
+}
+
+// preview returns up to headN lines from the start and tailN lines from the
+// end of content (not overlapping), each side within its share of budget
+// characters (two thirds for the head), long lines cut with "…", and the
+// number of lines between them.
+func preview(content string, headN, tailN, budget int) (head, tail []string, omitted int) {
+	total := CountLines(content)
+	headBudget := budget * 2 / 3
+	tailBudget := budget - headBudget
+	rest := content
+	for len(head) < headN && rest != "" {
+		line := rest
+		if i := strings.IndexByte(rest, '\n'); i >= 0 {
+			line, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
+		}
+		line = strings.TrimSuffix(line, "\r")
+		n := utf8.RuneCountInString(line)
+		if n > headBudget {
+			line, n = cut(line, headBudget), headBudget
+		}
+		head = append(head, line)
+		headBudget -= n
+		if headBudget <= 0 {
+			break
+		}
+	}
+	tailN = min(tailN, total-len(head))
+	if tailN <= 0 {
+		return head, nil, 0
+	}
+	// The last tailN lines, read from the end.
+	end := strings.TrimSuffix(content, "\n")
+	var lines []string
+	for range tailN {
+		i := strings.LastIndexByte(end, '\n')
+		lines = append(lines, strings.TrimSuffix(end[i+1:], "\r"))
+		if i < 0 {
+			break
+		}
+		end = end[:i]
+	}
+	for i := 0; i < len(lines) && tailBudget > 0; i++ { // last line first: the end matters most
+		line := lines[i]
+		n := utf8.RuneCountInString(line)
+		if n > tailBudget {
+			// Keep the end of the line: that is where a log's last words are.
+			line, n = cutFront(line, tailBudget), tailBudget
+		}
+		tail = append([]string{line}, tail...)
+		tailBudget -= n
+	}
+	return head, tail, total - len(head) - len(tail)
+}
+
+// cut keeps the first n characters of s (n counts the "…" added).
+func cut(s string, n int) string {
+	if n <= 1 {
+		return "…"
+	}
+	i, k := 0, 0
+	for i < len(s) && k < n-1 {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		k++
+	}
+	return s[:i] + "…"
+}
+
+// cutFront keeps the last n characters of s (n counts the "…" added).
+func cutFront(s string, n int) string {
+	if n <= 1 {
+		return "…"
+	}
+	i, k := len(s), 0
+	for i > 0 && k < n-1 {
+		_, size := utf8.DecodeLastRuneInString(s[:i])
+		i -= size
+		k++
+	}
+	return "…" + s[i:]
+}
+
+// commas writes n with thousands separators: 40000 → "40,000".
+func commas(n int) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return "-" + commas(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// quote writes a string argument as a tool call would: in double quotes,
+// JSON-escaped.
+func quote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

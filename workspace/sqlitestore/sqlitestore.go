@@ -1,0 +1,433 @@
+// Package sqlitestore is the indexed workspace.Store: every namespace in
+// one embedded SQLite file (pure Go, modernc.org/sqlite, no cgo).
+//
+// Metadata is indexed by key and value, so Query and the offload overview
+// stay fast with hundreds of thousands of artifacts. Content is indexed by
+// an FTS5 trigram index that Grep uses only as a prefilter: it skips the
+// artifacts that cannot contain the literal parts of the pattern (see
+// workspace.GrepQuery.Substrings), and every candidate is then searched
+// with the RE2 expression itself, so results are exactly those of the other
+// backends. Content is stored as a BLOB, byte for byte.
+//
+// The file uses WAL mode: readers do not wait for a writer, and several
+// processes may share it (writers wait for each other up to a timeout).
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/agentctx/agentctx/workspace"
+)
+
+// Options configure a Store. The zero value is the default.
+type Options struct {
+	// Sync makes every commit wait for the disk (PRAGMA synchronous=FULL):
+	// the last commits survive a power loss too. By default a crash of the
+	// process loses nothing, a power loss may lose the last commits.
+	Sync bool
+	// BusyTimeout is how long a writer waits for another process's write
+	// transaction; 0 means 10 seconds.
+	BusyTimeout time.Duration
+}
+
+// Store is a workspace.Store in a SQLite file. It is safe for concurrent
+// use, also by several processes sharing the file.
+type Store struct {
+	db     *sql.DB
+	path   string
+	closed atomic.Bool
+	wmu    sync.Mutex // one write transaction at a time in this process
+}
+
+var _ workspace.Store = (*Store)(nil)
+
+const schema = `
+CREATE TABLE IF NOT EXISTS artifacts (
+	rid        INTEGER PRIMARY KEY,
+	ns         TEXT NOT NULL,
+	id         TEXT NOT NULL,
+	type       TEXT NOT NULL,
+	created_s  INTEGER NOT NULL,
+	created_ns INTEGER NOT NULL,
+	chars      INTEGER NOT NULL,
+	lines      INTEGER NOT NULL,
+	bytes      INTEGER NOT NULL,
+	sha256     TEXT NOT NULL,
+	metadata   TEXT NOT NULL,
+	indexed    INTEGER NOT NULL,
+	content    BLOB NOT NULL,
+	UNIQUE (ns, id)
+);
+CREATE INDEX IF NOT EXISTS artifacts_order ON artifacts (ns, created_s, created_ns, id);
+CREATE INDEX IF NOT EXISTS artifacts_unindexed ON artifacts (rid) WHERE indexed = 0;
+CREATE TABLE IF NOT EXISTS meta (
+	rid   INTEGER NOT NULL,
+	key   TEXT NOT NULL,
+	ns    TEXT NOT NULL,
+	value TEXT NOT NULL,
+	PRIMARY KEY (rid, key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS meta_kv ON meta (ns, key, value);
+CREATE VIRTUAL TABLE IF NOT EXISTS artifacts_fts USING fts5 (
+	content, content='', contentless_delete=1, tokenize='trigram'
+);
+`
+
+// Open opens (creating it when needed) the SQLite file at path.
+func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 10 * time.Second
+	}
+	sync := "NORMAL"
+	if o.Sync {
+		sync = "FULL"
+	}
+	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(%s)",
+		escapePath(path), o.BusyTimeout.Milliseconds(), sync)
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	if _, err := db.ExecContext(ctx, schema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	return &Store{db: db, path: path}, nil
+}
+
+// escapePath makes a file path safe inside a file: URI.
+func escapePath(p string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(p)
+}
+
+// Path returns the path of the SQLite file.
+func (s *Store) Path() string { return s.path }
+
+func (s *Store) check(ctx context.Context, op, ns, id string, needID bool) error {
+	if err := workspace.Check(ctx, op, ns, id, needID); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return &workspace.Error{Op: op, Namespace: ns, ID: id, Err: workspace.ErrClosed}
+	}
+	return nil
+}
+
+// wrap returns err as a *workspace.Error, reporting a context error when
+// ctx ended (the driver reports an interrupt in its own words).
+func wrap(ctx context.Context, op, ns, id string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		err = cerr
+	}
+	return &workspace.Error{Op: op, Namespace: ns, ID: id, Err: err}
+}
+
+// Put implements workspace.Store.
+func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
+	if err := s.check(ctx, "put", ns, a.ID, true); err != nil {
+		return workspace.Info{}, err
+	}
+	if err := workspace.ValidateArtifact(&a); err != nil {
+		return workspace.Info{}, &workspace.Error{Op: "put", Namespace: ns, ID: a.ID, Err: err}
+	}
+	m := workspace.Measure(a)
+	md, err := json.Marshal(m.Metadata)
+	if err != nil {
+		return workspace.Info{}, &workspace.Error{Op: "put", Namespace: ns, ID: a.ID, Err: err}
+	}
+	indexed := utf8.ValidString(m.Content)
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		// Writes first: the transaction takes the write lock before it
+		// reads anything, so it never fails on a stale snapshot.
+		var old int64
+		err := tx.QueryRowContext(ctx, `DELETE FROM artifacts WHERE ns = ? AND id = ? RETURNING rid`, ns, m.ID).Scan(&old)
+		switch {
+		case err == nil:
+			if _, err := tx.ExecContext(ctx, `DELETE FROM meta WHERE rid = ?`, old); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM artifacts_fts WHERE rowid = ?`, old); err != nil {
+				return err
+			}
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		var rid int64
+		err = tx.QueryRowContext(ctx, `INSERT INTO artifacts
+			(ns, id, type, created_s, created_ns, chars, lines, bytes, sha256, metadata, indexed, content)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING rid`,
+			ns, m.ID, string(m.Type), m.Created.Unix(), m.Created.Nanosecond(), m.Chars, m.Lines, m.Bytes,
+			m.SHA256, string(md), indexed, []byte(m.Content)).Scan(&rid)
+		if err != nil {
+			return err
+		}
+		for k, v := range m.Metadata {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO meta (rid, key, ns, value) VALUES (?, ?, ?, ?)`, rid, k, ns, v); err != nil {
+				return err
+			}
+		}
+		if indexed {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO artifacts_fts (rowid, content) VALUES (?, ?)`, rid, m.Content); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return workspace.Info{}, wrap(ctx, "put", ns, a.ID, err)
+	}
+	return m.Info.Clone(), nil
+}
+
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+const infoColumns = `a.id, a.type, a.created_s, a.created_ns, a.chars, a.lines, a.bytes, a.sha256, a.metadata`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanInfo(row scanner, extra ...any) (workspace.Info, error) {
+	var (
+		info     workspace.Info
+		typ, md  string
+		sec, nan int64
+	)
+	dest := append([]any{&info.ID, &typ, &sec, &nan, &info.Chars, &info.Lines, &info.Bytes, &info.SHA256, &md}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return info, err
+	}
+	info.Type = workspace.ArtifactType(typ)
+	info.Created = time.Unix(sec, nan).UTC()
+	if info.Created.IsZero() {
+		info.Created = time.Time{}
+	}
+	info.Metadata = workspace.Metadata{}
+	if err := json.Unmarshal([]byte(md), &info.Metadata); err != nil {
+		return info, fmt.Errorf("metadata of %q: %w", info.ID, err)
+	}
+	return info, nil
+}
+
+func (s *Store) get(ctx context.Context, op, ns, id string) (*workspace.Artifact, error) {
+	if err := s.check(ctx, op, ns, id, true); err != nil {
+		return nil, err
+	}
+	var content []byte
+	info, err := scanInfo(s.db.QueryRowContext(ctx,
+		`SELECT `+infoColumns+`, a.content FROM artifacts a WHERE a.ns = ? AND a.id = ?`, ns, id), &content)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, &workspace.Error{Op: op, Namespace: ns, ID: id, Err: workspace.ErrNotFound}
+	}
+	if err != nil {
+		return nil, wrap(ctx, op, ns, id, err)
+	}
+	return &workspace.Artifact{Info: info, Content: string(content)}, nil
+}
+
+// Get implements workspace.Store.
+func (s *Store) Get(ctx context.Context, ns, id string) (*workspace.Artifact, error) {
+	return s.get(ctx, "get", ns, id)
+}
+
+// Lines implements workspace.Store.
+func (s *Store) Lines(ctx context.Context, ns, id string, start, end int) (*workspace.LineRange, error) {
+	a, err := s.get(ctx, "lines", ns, id)
+	if err != nil {
+		return nil, err
+	}
+	lr, err := workspace.LinesOf(id, a.Content, start, end)
+	if err != nil {
+		return nil, &workspace.Error{Op: "lines", Namespace: ns, ID: id, Err: err}
+	}
+	return lr, nil
+}
+
+// where returns the WHERE clause and arguments selecting the artifacts of
+// ns that match f.
+func where(ns string, f workspace.Filter) (string, []any) {
+	var b strings.Builder
+	args := []any{ns}
+	b.WriteString(`a.ns = ?`)
+	for k, v := range f.Metadata {
+		if v == "" {
+			b.WriteString(` AND a.rid NOT IN (SELECT rid FROM meta WHERE ns = ? AND key = ? AND value <> '')`)
+		} else {
+			b.WriteString(` AND a.rid IN (SELECT rid FROM meta WHERE ns = ? AND key = ? AND value = ?)`)
+			args = append(args, ns, k, v)
+			continue
+		}
+		args = append(args, ns, k)
+	}
+	return b.String(), args
+}
+
+const orderBy = ` ORDER BY a.created_s, a.created_ns, a.id`
+
+// Grep implements workspace.Store. Over a filter, the FTS5 trigram index
+// narrows the candidates when the pattern has literal parts of three or
+// more characters; content that is not valid UTF-8 is not indexed and is
+// always searched.
+func (s *Store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*workspace.GrepResult, error) {
+	if err := s.check(ctx, "grep", ns, q.ID, q.ID != ""); err != nil {
+		return nil, err
+	}
+	g, err := workspace.NewGrepper(q)
+	if err != nil {
+		return nil, &workspace.Error{Op: "grep", Namespace: ns, ID: q.ID, Err: err}
+	}
+	if q.ID != "" {
+		a, err := s.get(ctx, "grep", ns, q.ID)
+		if err != nil {
+			return nil, err
+		}
+		g.Add(a.ID, a.Content)
+		return g.Result(), nil
+	}
+	cond, args := where(ns, q.Filter)
+	subs := q.Substrings()
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // one snapshot for count and scan
+	if err != nil {
+		return nil, wrap(ctx, "grep", ns, "", err)
+	}
+	defer tx.Rollback()
+	scanCond, scanArgs := cond, args
+	if len(subs) > 0 {
+		quoted := make([]string, len(subs))
+		for i, sub := range subs {
+			quoted[i] = `"` + strings.ReplaceAll(sub, `"`, `""`) + `"`
+		}
+		// Candidates: what the index matches, and content it does not hold.
+		scanCond += ` AND a.rid IN (SELECT rowid FROM artifacts_fts WHERE artifacts_fts MATCH ?
+			UNION ALL SELECT rid FROM artifacts WHERE indexed = 0)`
+		scanArgs = append(append([]any(nil), args...), strings.Join(quoted, " AND "))
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT a.id, a.content FROM artifacts a WHERE `+scanCond+orderBy, scanArgs...)
+	if err != nil {
+		return nil, wrap(ctx, "grep", ns, "", err)
+	}
+	defer rows.Close()
+	scanned := 0
+	for rows.Next() {
+		var (
+			id      string
+			content []byte
+		)
+		if err := rows.Scan(&id, &content); err != nil {
+			return nil, wrap(ctx, "grep", ns, "", err)
+		}
+		g.Add(id, string(content))
+		scanned++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(ctx, "grep", ns, "", err)
+	}
+	if len(subs) > 0 {
+		var inScope int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM artifacts a WHERE `+cond, args...).Scan(&inScope); err != nil {
+			return nil, wrap(ctx, "grep", ns, "", err)
+		}
+		g.Skipped(inScope - scanned)
+	}
+	return g.Result(), nil
+}
+
+// Query implements workspace.Store.
+func (s *Store) Query(ctx context.Context, ns string, f workspace.Filter) ([]workspace.Info, error) {
+	if err := s.check(ctx, "query", ns, "", false); err != nil {
+		return nil, err
+	}
+	cond, args := where(ns, f)
+	query := `SELECT ` + infoColumns + ` FROM artifacts a WHERE ` + cond + orderBy
+	if f.Limit > 0 || f.Offset > 0 {
+		limit := int64(f.Limit)
+		if limit <= 0 {
+			limit = -1
+		}
+		query += ` LIMIT ? OFFSET ?`
+		args = append(args, limit, max(f.Offset, 0))
+	}
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, wrap(ctx, "query", ns, "", err)
+	}
+	defer rows.Close()
+	list := []workspace.Info{}
+	for rows.Next() {
+		info, err := scanInfo(rows)
+		if err != nil {
+			return nil, wrap(ctx, "query", ns, "", err)
+		}
+		list = append(list, info)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(ctx, "query", ns, "", err)
+	}
+	return list, nil
+}
+
+// Delete implements workspace.Store.
+func (s *Store) Delete(ctx context.Context, ns, id string) error {
+	if err := s.check(ctx, "delete", ns, id, true); err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	found := false
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var rid int64
+		err := tx.QueryRowContext(ctx, `DELETE FROM artifacts WHERE ns = ? AND id = ? RETURNING rid`, ns, id).Scan(&rid)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		found = true
+		if _, err := tx.ExecContext(ctx, `DELETE FROM meta WHERE rid = ?`, rid); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM artifacts_fts WHERE rowid = ?`, rid)
+		return err
+	})
+	if err != nil {
+		return wrap(ctx, "delete", ns, id, err)
+	}
+	if !found {
+		return &workspace.Error{Op: "delete", Namespace: ns, ID: id, Err: workspace.ErrNotFound}
+	}
+	return nil
+}
+
+// Close implements workspace.Store: it closes the database.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	return s.db.Close()
+}
