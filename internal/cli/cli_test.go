@@ -87,3 +87,28 @@ func TestHelp(t *testing.T) {
 		t.Errorf("help: exit %d, %s", code, out)
 	}
 }
+
+func TestCountCommand(t *testing.T) {
+	conv := `[{"role":"user","content":"Hello, world!"},{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"bash","input":{"command":"ls"}}]}]`
+	tests := []struct {
+		name, stdin string
+		args        []string
+		code        int
+		out, err    string
+	}{
+		{"default o200k", conv, []string{"count"}, 0, `{"tokens":10,"messages":2,"encoding":"o200k_base"}`, ""},
+		{"cl100k", conv, []string{"count", "--encoding", "cl100k_base"}, 0, `"encoding":"cl100k_base"`, ""},
+		{"empty list", `[]`, []string{"count"}, 0, `{"tokens":0,"messages":0,"encoding":"o200k_base"}`, ""},
+		{"request body with system", `{"system":"be brief","messages":[{"role":"user","content":"hi"}]}`, []string{"count"}, 0, `"messages":1`, ""},
+		{"unknown encoding", conv, []string{"count", "--encoding", "p50k"}, 2, "", "unknown encoding"},
+		{"malformed", `[{`, []string{"count"}, 2, "", "line 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := run(t, tt.stdin, tt.args...)
+			if code != tt.code || !strings.Contains(out, tt.out) || !strings.Contains(errOut, tt.err) {
+				t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+			}
+		})
+	}
+}

@@ -1,0 +1,65 @@
+package tokens
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestMergeAgree checks that the two merge algorithms give the same tokens on
+// random pieces, for both encodings.
+func TestMergeAgree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []string{"a", "b", "e", "in", "er", " ", "  ", "\n", "é", "日", "本", "😀", "\u0301", "1", "!", "'", "the", "ing", "\xff"}
+	for _, enc := range []*Encoding{O200kBase(), Cl100kBase()} {
+		v := enc.voc
+		sc := new(scratch)
+		for i := 0; i < 3000; i++ {
+			var b strings.Builder
+			for b.Len() < 2+rng.IntN(smallPiece-1) {
+				b.WriteString(alphabet[rng.IntN(len(alphabet))])
+			}
+			piece := b.String()
+			if len(piece) > smallPiece {
+				piece = piece[:smallPiece]
+			}
+			var small, large []int
+			ns := v.mergeSmall(piece, 0, len(piece), &small)
+			nl := v.mergeLarge(piece, 0, len(piece), sc, &large)
+			if ns != nl || !slices.Equal(small, large) || ns != len(small) {
+				t.Fatalf("%s: piece %q: mergeSmall %d %v, mergeLarge %d %v", enc.Name(), piece, ns, small, nl, large)
+			}
+			if got := enc.decode(small); got != piece {
+				t.Fatalf("%s: piece %q decodes to %q", enc.Name(), piece, got)
+			}
+		}
+	}
+}
+
+func TestHeap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for n := 0; n < 200; n++ {
+		var h, want []uint64
+		for i := 0; i < n; i++ {
+			x := rng.Uint64N(50)
+			h = append(h, x)
+			want = append(want, x)
+		}
+		heapify(h)
+		for i := 0; i < n/2; i++ {
+			x := rng.Uint64N(50)
+			h = heapPush(h, x)
+			want = append(want, x)
+		}
+		slices.Sort(want)
+		var got []uint64
+		for len(h) > 0 {
+			got = append(got, h[0])
+			h = heapPop(h)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("n=%d: popped %v, want %v", n, got, want)
+		}
+	}
+}
