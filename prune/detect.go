@@ -1,0 +1,131 @@
+package prune
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/rawjson"
+)
+
+// terminalFeatures are the substrings that mark command output (seed 004
+// §3.3): the members of a serialized command result.
+var terminalFeatures = [...]string{`"stdout":`, `"stderr":`, `"exitCode":`}
+
+// errorPrefix starts the content of a failed tool call (seed 004 §3.4).
+const errorPrefix = "Error:"
+
+// eachText calls fn with every piece of text of a result's content that the
+// detection rules look at, until fn returns false: the string itself; for a
+// block list, the text of each text block; for any other JSON value, its
+// JSON. Absent and null content have no text.
+func eachText(c agentctx.Content, fn func(string) bool) {
+	switch c.Kind() {
+	case agentctx.ContentText:
+		fn(c.Text())
+	case agentctx.ContentBlocks:
+		for _, b := range c.Blocks() {
+			if b.Type == agentctx.BlockText && !fn(b.Text) {
+				return
+			}
+		}
+	case agentctx.ContentOther:
+		fn(c.AsText())
+	}
+}
+
+// hasTerminalFeatures reports whether the content looks like serialized
+// command output: it contains "stdout":, "stderr": or "exitCode":.
+func hasTerminalFeatures(c agentctx.Content) bool {
+	found := false
+	eachText(c, func(s string) bool {
+		found = textHasTerminalFeatures(s)
+		return !found
+	})
+	return found
+}
+
+func textHasTerminalFeatures(s string) bool {
+	for _, f := range terminalFeatures {
+		if strings.Contains(s, f) {
+			return true
+		}
+	}
+	return false
+}
+
+// contentIsError reports whether the content itself says the call failed:
+// it starts with "Error:" (after leading white space), or it is command
+// output whose parsed JSON has a non-empty stderr or an exitCode other than
+// 0. The caller checks messageStatus and is_error.
+func contentIsError(c agentctx.Content) bool {
+	failed := false
+	eachText(c, func(s string) bool {
+		failed = textIsError(s)
+		return !failed
+	})
+	return failed
+}
+
+func textIsError(s string) bool {
+	if strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), errorPrefix) {
+		return true
+	}
+	if !textHasTerminalFeatures(s) {
+		return false
+	}
+	return commandFailed(s)
+}
+
+// commandFailed parses s as a JSON object and reports whether it records a
+// failed command: a non-empty "stderr" (a string or an array), or an
+// "exitCode" that is present and not 0. Text that is not a JSON object
+// records nothing. With duplicate keys the last one counts, as in
+// JavaScript's JSON.parse.
+func commandFailed(s string) bool {
+	if !strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), "{") {
+		return false
+	}
+	members, err := rawjson.Members([]byte(s))
+	if err != nil {
+		return false
+	}
+	var stderr, exitCode []byte
+	for _, m := range members {
+		switch m.Key {
+		case "stderr":
+			stderr = m.Value
+		case "exitCode":
+			exitCode = m.Value
+		}
+	}
+	return stderrNonEmpty(stderr) || exitCodeFailed(exitCode)
+}
+
+// stderrNonEmpty reports whether a raw "stderr" value holds something: a
+// non-empty string or a non-empty array (JavaScript's stderr.length > 0).
+func stderrNonEmpty(raw []byte) bool {
+	switch rawjson.Kind(raw) {
+	case '"':
+		return rawjson.Unquote(raw) != ""
+	case '[':
+		elems, err := rawjson.Elements(raw)
+		return err == nil && len(elems) > 0
+	}
+	return false
+}
+
+// exitCodeFailed reports whether a raw "exitCode" value is present and not
+// zero. Zero is a JSON number equal to 0 or a string holding one; anything
+// else (1, -1, null for a killed process, "ENOENT") is a failure.
+func exitCodeFailed(raw []byte) bool {
+	if raw == nil {
+		return false
+	}
+	s := string(raw)
+	if rawjson.Kind(raw) == '"' {
+		s = strings.TrimSpace(rawjson.Unquote(raw))
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return err != nil || f != 0
+}

@@ -1,0 +1,101 @@
+package prune
+
+import (
+	"testing"
+
+	"github.com/agentctx/agentctx"
+)
+
+// TestTerminalDetection is the table of seed 004 §3.3, plus other content
+// forms.
+func TestTerminalDetection(t *testing.T) {
+	cases := []struct {
+		name    string
+		content agentctx.Content
+		want    bool
+	}{
+		// Seed 004 §3.3.
+		{"seed: all fields", agentctx.Text(`{"stdout":"hello","stderr":"","exitCode":0}`), true},
+		{"seed: some fields", agentctx.Text(`{"stdout":"Build completed"}`), true},
+		{"seed: file content", agentctx.Text("File content: ..."), false},
+		{"seed: path JSON", agentctx.Text(`{"path":"/path/to/file"}`), false},
+		// Each feature alone.
+		{"stderr only", agentctx.Text(`{"stderr":""}`), true},
+		{"exitCode only", agentctx.Text(`{"exitCode":0}`), true},
+		{"pretty printed", agentctx.Text("{\n  \"stdout\": \"x\"\n}"), true},
+		{"key without colon", agentctx.Text(`the "stdout" stream`), false},
+		{"other case", agentctx.Text(`{"Stdout":"x","exit_code":0}`), false},
+		{"empty", agentctx.Text(""), false},
+		{"absent", agentctx.Content{}, false},
+		{"null", agentctx.Null(), false},
+		// Block lists: the text of text blocks counts, not its JSON escaping.
+		{"text block", agentctx.BlockList(agentctx.TextBlock(`{"stdout":"x"}`)), true},
+		{"second text block", agentctx.BlockList(agentctx.TextBlock("ran:"), agentctx.TextBlock(`{"exitCode":0}`)), true},
+		{"plain text block", agentctx.BlockList(agentctx.TextBlock("hello")), false},
+		{"empty list", agentctx.BlockList(), false},
+	}
+	for _, tc := range cases {
+		if got := hasTerminalFeatures(tc.content); got != tc.want {
+			t.Errorf("%s: hasTerminalFeatures(%s) = %v, want %v", tc.name, tc.content.AsText(), got, tc.want)
+		}
+	}
+}
+
+// TestErrorContent is the table of seed 004 §3.4 for what the content says
+// (messageStatus and is_error are checked in prune_test.go), plus SPEC §4's
+// exitCode rule.
+func TestErrorContent(t *testing.T) {
+	cases := []struct {
+		name    string
+		content string
+		want    bool
+	}{
+		// Seed 004 §3.4.
+		{"seed: Error: prefix", "Error: Command failed with exit code 1", true},
+		{"seed: stderr not empty", `{"stdout":"","stderr":"Connection refused","exitCode":1}`, true},
+		// Seed 004 §3.1 examples.
+		{"seed ex1: success", `{"stdout":"Building project...\nDone in 3.2s","stderr":"","exitCode":0}`, false},
+		{"seed ex3: failure", `{"stdout":"","stderr":"Error: Cannot find module 'xxx'","exitCode":1}`, true},
+		// Error: prefix.
+		{"Error: after white space", "\n  Error: x", true},
+		{"error: lower case", "error: x", false},
+		{"Error: not at start", "Build Error: x", false},
+		{"Error without colon", "Errors: 0", false},
+		// stderr.
+		{"stderr only", `{"stderr":"warning"}`, true},
+		{"stderr empty", `{"stdout":"x","stderr":""}`, false},
+		{"stderr null", `{"stdout":"x","stderr":null}`, false},
+		{"stderr array", `{"stdout":"x","stderr":["a"]}`, true},
+		{"stderr empty array", `{"stdout":"x","stderr":[]}`, false},
+		{"stderr escaped", `{"stderr":"\u0041"}`, true},
+		{"duplicate stderr: last wins", `{"stderr":"x","stderr":""}`, false},
+		// exitCode.
+		{"exitCode 0", `{"stdout":"x","exitCode":0}`, false},
+		{"exitCode 0.0", `{"stdout":"x","exitCode":0.0}`, false},
+		{"exitCode \"0\"", `{"stdout":"x","exitCode":"0"}`, false},
+		{"exitCode 1", `{"stdout":"x","exitCode":1}`, true},
+		{"exitCode -1", `{"stdout":"x","exitCode":-1}`, true},
+		{"exitCode 127", `{"exitCode":127}`, true},
+		{"exitCode null", `{"stdout":"x","exitCode":null}`, true},
+		{"exitCode string", `{"stdout":"x","exitCode":"ENOENT"}`, true},
+		{"exitCode absent", `{"stdout":"x"}`, false},
+		// Not a JSON object: only the prefix rule applies.
+		{"invalid JSON", `{"stdout":"x","stderr":"boom"`, false},
+		{"JSON array", `[{"stderr":"boom"}]`, false},
+		{"text mentioning stderr", `see "stderr": boom`, false},
+		{"not terminal output", `{"path":"/x","stderr_log":"y"}`, false},
+		{"empty", "", false},
+	}
+	for _, tc := range cases {
+		if got := contentIsError(agentctx.Text(tc.content)); got != tc.want {
+			t.Errorf("%s: contentIsError(%s) = %v, want %v", tc.name, tc.content, got, tc.want)
+		}
+	}
+	// Block lists: any text block.
+	if !contentIsError(agentctx.BlockList(agentctx.TextBlock("ok"), agentctx.TextBlock("Error: x"))) {
+		t.Error("Error: in a second text block not detected")
+	}
+	if !contentIsError(agentctx.BlockList(agentctx.TextBlock(`{"stdout":"","exitCode":2}`))) {
+		t.Error("exitCode in a text block not detected")
+	}
+}

@@ -1,0 +1,410 @@
+package prune
+
+import (
+	"cmp"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/tokens"
+)
+
+// Defaults of [Options] (seed 004).
+const (
+	// DefaultPlaceholder replaces the content of a pruned result: "this
+	// command's output is out of date".
+	DefaultPlaceholder = "此命令返回内容已过时"
+	// DefaultMaxAge is the age a result must exceed to be pruned.
+	DefaultMaxAge = 15 * time.Minute
+	// DefaultKeepRecent is the number of most recent results that are
+	// always kept.
+	DefaultKeepRecent = 5
+)
+
+// DefaultToolNames returns the tool names whose results are terminal output
+// by default, whatever their content: "terminal-execute" (seed 004) and
+// "Bash" (Claude Code, which marks failed commands with is_error). Each call
+// returns a new slice.
+func DefaultToolNames() []string {
+	return []string{"terminal-execute", "Bash"}
+}
+
+// Options configure [Prune]. The zero value gives the seed's behaviour: the
+// placeholder "此命令返回内容已过时", results older than 15 minutes pruned,
+// the 5 most recent non-error results kept, the default tool names, the
+// system clock, o200k_base token counts, no logging.
+type Options struct {
+	// Now returns the current time. nil means time.Now.
+	Now func() time.Time
+
+	// MaxAge is the age a result must strictly exceed to be pruned
+	// (now − timestamp > MaxAge). 0 means DefaultMaxAge (15 minutes); a
+	// negative value means no age limit.
+	MaxAge time.Duration
+
+	// KeepRecent is the number of most recent tool results that are always
+	// kept. 0 means DefaultKeepRecent (5); a negative value keeps none.
+	KeepRecent int
+
+	// CountErrors makes error results take slots in the KeepRecent window.
+	// By default (false) only results that are not errors are counted: the
+	// reading under which seed 004's example 5 prunes items 7 and 8 (SPEC
+	// §4). Errors are never pruned either way.
+	CountErrors bool
+
+	// Placeholder replaces the content of a pruned result. "" means
+	// DefaultPlaceholder.
+	Placeholder string
+
+	// PlaceholderFunc, if set, returns the placeholder for one result, for
+	// example one that names the command and where its output is kept. It
+	// is called once per pruned result, oldest first; returning "" uses
+	// Placeholder. It must not modify what it is given.
+	PlaceholderFunc func(Stale) string
+
+	// ToolNames lists the tools whose results are terminal output whatever
+	// their content (results of other tools are terminal output when their
+	// content has "stdout":, "stderr": or "exitCode":). Names match exactly.
+	// nil means DefaultToolNames(); an empty non-nil slice means none, so
+	// that only the content decides.
+	ToolNames []string
+
+	// Counter counts the tokens reported as freed. nil means
+	// tokens.O200kBase().
+	Counter tokens.Counter
+
+	// Logger receives one Info line when anything was pruned, and a Debug
+	// line per pruned result. nil means no logging.
+	Logger *slog.Logger
+}
+
+// Stale describes a result that is about to be pruned. It is what
+// [Options.PlaceholderFunc] receives.
+type Stale struct {
+	// Result is the tool result: where it is (Result.Message, Result.Block),
+	// the id of the call it answers (Result.ID) and its original content.
+	Result agentctx.ToolResult
+	// ToolName is the name of the tool that was called, "" when the call
+	// is not in the history.
+	ToolName string
+	// Input is the call's arguments as JSON (see [agentctx.ToolUse]), nil
+	// when the call is not in the history.
+	Input json.RawMessage
+	// Time is the result's timestamp, and Age how old it is at the time of
+	// the call to Prune.
+	Time time.Time
+	Age  time.Duration
+}
+
+// Command returns the command line of the call, read from its input: the
+// "command" or "cmd" member, a string or an array of strings (joined with
+// spaces). It returns "" when the input has neither.
+func (s Stale) Command() string {
+	if rawjson.Kind(s.Input) != '{' {
+		return ""
+	}
+	members, err := rawjson.Members(s.Input)
+	if err != nil {
+		return ""
+	}
+	for _, key := range [...]string{"command", "cmd"} {
+		if cmd, ok := commandMember(members, key); ok {
+			return cmd
+		}
+	}
+	return ""
+}
+
+// commandMember reads the last member named key as a command line: a string,
+// or an array of strings joined with spaces.
+func commandMember(members []rawjson.Member, key string) (string, bool) {
+	for i := len(members) - 1; i >= 0; i-- {
+		if members[i].Key != key {
+			continue
+		}
+		switch v := members[i].Value; rawjson.Kind(v) {
+		case '"':
+			return rawjson.Unquote(v), true
+		case '[':
+			elems, err := rawjson.Elements(v)
+			if err != nil {
+				return "", false
+			}
+			parts := make([]string, 0, len(elems))
+			for _, el := range elems {
+				if rawjson.Kind(el) == '"' {
+					parts = append(parts, rawjson.Unquote(el))
+				}
+			}
+			return strings.Join(parts, " "), true
+		}
+		return "", false
+	}
+	return "", false
+}
+
+// Pruned reports one pruned result.
+type Pruned struct {
+	MessageIndex int       `json:"message_index"` // index of the message in the list
+	BlockIndex   int       `json:"block_index"`   // index of the tool_result block; -1 for a role "tool" message
+	ID           string    `json:"id"`            // the id of the call the result answers
+	ToolName     string    `json:"tool_name"`     // the tool called; "" when the call is not in the history
+	Timestamp    time.Time `json:"timestamp"`     // the result's timestamp
+
+	// Chars and Tokens measure the original content: characters as SPEC §1
+	// defines them, tokens of its text.
+	Chars  int `json:"chars"`
+	Tokens int `json:"tokens"`
+	// FreedChars and FreedTokens are what replacing it saved: the original
+	// minus the placeholder (negative for a result shorter than its
+	// placeholder).
+	FreedChars  int `json:"freed_chars"`
+	FreedTokens int `json:"freed_tokens"`
+}
+
+// Result is what [Prune] returns.
+type Result struct {
+	// Messages is the view to send: a new list, in which pruned results
+	// hold the placeholder. Changed messages are deep copies; the others
+	// are shared with the input.
+	Messages []agentctx.Message `json:"messages"`
+	// Pruned lists the pruned results in history order (never nil).
+	Pruned []Pruned `json:"pruned"`
+	// PrunedCount is len(Pruned).
+	PrunedCount int `json:"pruned_count"`
+	// FreedChars and FreedTokens are the sums over Pruned.
+	FreedChars  int `json:"freed_chars"`
+	FreedTokens int `json:"freed_tokens"`
+	// SkippedNoTimestamp counts the tool results that were kept because
+	// their message has no readable timestamp.
+	SkippedNoTimestamp int `json:"skipped_no_timestamp"`
+}
+
+// candidate is a tool result with a timestamp, as the ranking sees it.
+type candidate struct {
+	res      agentctx.ToolResult
+	use      int // index into uses of the call it answers, or -1
+	ts       time.Time
+	isError  bool
+	terminal bool
+	prune    bool
+}
+
+// Prune returns the view of msgs to send to the model, with stale successful
+// terminal output replaced by a placeholder, and a report of what was
+// replaced. See the package documentation for the rules.
+//
+// msgs is never modified. Prune is pure apart from reading opts.Now and
+// logging: the same history, options and time give the same result.
+func Prune(msgs []agentctx.Message, opts Options) Result {
+	o := opts.resolve()
+	now := o.now()
+
+	res := Result{Messages: slices.Clone(msgs), Pruned: []Pruned{}}
+	if res.Messages == nil {
+		res.Messages = []agentctx.Message{}
+	}
+
+	cands, uses, skipped := o.collect(msgs)
+	res.SkippedNoTimestamp = skipped
+
+	// Rank newest first; results at the same instant rank by position,
+	// later first. cands is in history order, so the index is the position.
+	order := make([]int, len(cands))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if c := cands[b].ts.Compare(cands[a].ts); c != 0 {
+			return c
+		}
+		return cmp.Compare(b, a)
+	})
+	slots := 0
+	for _, k := range order {
+		c := &cands[k]
+		if c.isError {
+			if o.CountErrors {
+				slots++
+			}
+			continue // errors are always kept
+		}
+		if slots < o.KeepRecent {
+			slots++
+			continue // among the most recent
+		}
+		if c.terminal && (o.MaxAge < 0 || now.Sub(c.ts) > o.MaxAge) {
+			c.prune = true
+		}
+	}
+
+	// Replace, oldest first. Each changed message is cloned once.
+	cloned := -1
+	for i := range cands {
+		c := &cands[i]
+		if !c.prune {
+			continue
+		}
+		st := Stale{Result: c.res, Time: c.ts, Age: now.Sub(c.ts)}
+		if c.use >= 0 {
+			st.ToolName, st.Input = uses[c.use].Name, uses[c.use].Input
+		}
+		ph := o.Placeholder
+		if o.PlaceholderFunc != nil {
+			if s := o.PlaceholderFunc(st); s != "" {
+				ph = s
+			}
+		}
+
+		mi := c.res.Message
+		if cloned != mi {
+			res.Messages[mi] = msgs[mi].Clone()
+			cloned = mi
+		}
+		if c.res.IsMessage() {
+			res.Messages[mi] = res.Messages[mi].WithContent(agentctx.Text(ph))
+		} else {
+			b := res.Messages[mi].Content.Blocks()[c.res.Block]
+			b.Content = agentctx.Text(ph)
+			res.Messages[mi] = res.Messages[mi].WithBlock(c.res.Block, b)
+		}
+
+		chars, toks := c.res.Content.Chars(), countContent(o.Counter, c.res.Content)
+		p := Pruned{
+			MessageIndex: mi,
+			BlockIndex:   c.res.Block,
+			ID:           c.res.ID,
+			ToolName:     st.ToolName,
+			Timestamp:    c.ts,
+			Chars:        chars,
+			Tokens:       toks,
+			FreedChars:   chars - utf8.RuneCountInString(ph),
+			FreedTokens:  toks - o.Counter.Count(ph),
+		}
+		res.Pruned = append(res.Pruned, p)
+		res.FreedChars += p.FreedChars
+		res.FreedTokens += p.FreedTokens
+		o.Logger.Debug("prune: replaced stale terminal output",
+			"message_index", p.MessageIndex, "block_index", p.BlockIndex, "id", p.ID,
+			"tool_name", p.ToolName, "age", st.Age, "freed_chars", p.FreedChars)
+	}
+	res.PrunedCount = len(res.Pruned)
+	if res.PrunedCount > 0 {
+		o.Logger.Info("prune: replaced stale terminal output in the API view",
+			"pruned_count", res.PrunedCount, "freed_chars", res.FreedChars,
+			"freed_tokens", res.FreedTokens, "skipped_no_timestamp", res.SkippedNoTimestamp)
+	}
+	return res
+}
+
+// resolved is Options with the defaults filled in.
+type resolved struct {
+	Options
+	now   func() time.Time
+	tools map[string]bool
+}
+
+func (opts Options) resolve() resolved {
+	o := resolved{Options: opts, now: opts.Now}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	if o.MaxAge == 0 {
+		o.MaxAge = DefaultMaxAge
+	}
+	switch {
+	case o.KeepRecent == 0:
+		o.KeepRecent = DefaultKeepRecent
+	case o.KeepRecent < 0:
+		o.KeepRecent = 0
+	}
+	if o.Placeholder == "" {
+		o.Placeholder = DefaultPlaceholder
+	}
+	names := opts.ToolNames
+	if names == nil {
+		names = DefaultToolNames()
+	}
+	o.tools = make(map[string]bool, len(names))
+	for _, n := range names {
+		o.tools[n] = true
+	}
+	if o.Counter == nil {
+		o.Counter = tokens.O200kBase()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// collect returns the tool results that have a timestamp, classified, in
+// history order; the tool calls of msgs; and the number of results without
+// a readable timestamp (one in years 0–9999). Each result is matched with
+// the latest call with its id before it.
+func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, uses []agentctx.ToolUse, skipped int) {
+	uses = slices.Collect(agentctx.ToolUses(msgs))
+	callByID := make(map[string]int, len(uses))
+	next := 0
+
+	lastMsg := -1
+	var ts time.Time
+	var hasTS, msgError bool
+	for r := range agentctx.ToolResults(msgs) {
+		for next < len(uses) && uses[next].Message < r.Message {
+			callByID[uses[next].ID] = next
+			next++
+		}
+		if r.Message != lastMsg {
+			lastMsg = r.Message
+			m := &msgs[r.Message]
+			ts, hasTS = m.Timestamp()
+			// RFC 3339 (and the report's JSON) can only write years 0–9999.
+			hasTS = hasTS && ts.Year() >= 0 && ts.Year() <= 9999
+			msgError = m.Status() == "error"
+		}
+		if !hasTS {
+			skipped++
+			continue
+		}
+		use, ok := callByID[r.ID]
+		if !ok || r.ID == "" {
+			use = -1
+		}
+		c := candidate{res: r, use: use, ts: ts}
+		c.isError = msgError || r.IsError || contentIsError(r.Content)
+		c.terminal = (use >= 0 && o.tools[uses[use].Name]) || hasTerminalFeatures(r.Content)
+		cands = append(cands, c)
+	}
+	return cands, uses, skipped
+}
+
+// countContent counts the tokens of a result's content: the text of a
+// string, and of the text (and nested tool_result) blocks of a list; other
+// blocks (images, documents) count nothing here. Any other JSON value is
+// counted as its JSON.
+func countContent(tc tokens.Counter, c agentctx.Content) int {
+	switch c.Kind() {
+	case agentctx.ContentText:
+		return tc.Count(c.Text())
+	case agentctx.ContentBlocks:
+		n := 0
+		for _, b := range c.Blocks() {
+			switch b.Type {
+			case agentctx.BlockText:
+				n += tc.Count(b.Text)
+			case agentctx.BlockToolResult:
+				n += countContent(tc, b.Content)
+			}
+		}
+		return n
+	case agentctx.ContentOther:
+		return tc.Count(c.AsText())
+	}
+	return 0
+}
