@@ -1,0 +1,264 @@
+package compact
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/fsutil"
+)
+
+// Archive file names: ArchivePrefix + timestamp + "-" + seq + ArchiveExt,
+// the timestamp in ISO 8601 basic format, UTC, to the second
+// (compact-20261122T071400Z-1.json).
+const (
+	ArchivePrefix     = "compact-"
+	ArchiveExt        = ".json"
+	ArchiveTimeLayout = "20060102T150405Z"
+)
+
+// claimPrefix and claimExt name the empty files that reserve a sequence
+// number in an archive directory (.compact-<seq>.seq).
+const (
+	claimPrefix = ".compact-"
+	claimExt    = ".seq"
+)
+
+// maxClaims bounds the search for a free sequence number; it is only
+// reached when something keeps taking the numbers WriteArchive tries.
+const maxClaims = 10_000
+
+// ArchiveOptions configure WriteArchive. The zero value means the defaults:
+// .offload/default, the system clock, no fsync.
+type ArchiveOptions struct {
+	// Dir is the archive directory. Empty means DefaultDir.
+	Dir string
+	// SessionID names the subdirectory, made safe with fsutil.SafeName
+	// (a name can never leave Dir). Empty means DefaultSessionID.
+	SessionID string
+	// Now is the clock for the file name. Nil means time.Now.
+	Now func() time.Time
+	// Sync fsyncs the file before it becomes visible.
+	Sync bool
+}
+
+// ArchiveError is a failure to write an archive.
+type ArchiveError struct {
+	Op   string // "mkdir", "read dir", "write", "encode"
+	Path string
+	Err  error
+}
+
+func (e *ArchiveError) Error() string {
+	return fmt.Sprintf("compact: archive: %s %s: %v", e.Op, e.Path, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *ArchiveError) Unwrap() error { return e.Err }
+
+// WriteArchive writes msgs as indented JSON (a JSON array, each message
+// exactly as it came, members in order) to
+// <Dir>/<SessionID>/compact-<timestamp>-<seq>.json and returns the file's
+// absolute path (seed 002 F-006). The directories are created. seq is 1 +
+// the highest sequence number in the directory, so archives made in the
+// same second are told apart, and concurrent calls (from any process) never
+// take the same number: each number is reserved by creating an empty
+// .compact-<seq>.seq file, which only one caller can do. The file is
+// written atomically; an existing file is never replaced.
+//
+// Errors are *ArchiveError values wrapping the cause.
+func WriteArchive(ctx context.Context, msgs []agentctx.Message, opts ArchiveOptions) (string, error) {
+	if opts.Dir == "" {
+		opts.Dir = DefaultDir
+	}
+	if opts.SessionID == "" {
+		opts.SessionID = DefaultSessionID
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	name, err := fsutil.SafeName(opts.SessionID)
+	if err != nil {
+		return "", &ArchiveError{Op: "name", Path: opts.SessionID, Err: err}
+	}
+	dir, err := filepath.Abs(filepath.Join(opts.Dir, name))
+	if err != nil {
+		return "", &ArchiveError{Op: "mkdir", Path: opts.Dir, Err: err}
+	}
+	data, err := indentMessages(msgs)
+	if err != nil {
+		return "", &ArchiveError{Op: "encode", Path: dir, Err: err}
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", &ArchiveError{Op: "mkdir", Path: dir, Err: err}
+	}
+	seq, err := highestSeq(dir)
+	if err != nil {
+		return "", &ArchiveError{Op: "read dir", Path: dir, Err: err}
+	}
+	stamp := opts.Now().UTC().Format(ArchiveTimeLayout)
+	fo := fsutil.Options{Sync: opts.Sync}
+	for range maxClaims {
+		seq++
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		claim := filepath.Join(dir, claimPrefix+strconv.Itoa(seq)+claimExt)
+		if err := fsutil.CreateFile(claim, nil, fo); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				continue
+			}
+			return "", &ArchiveError{Op: "write", Path: claim, Err: err}
+		}
+		path := filepath.Join(dir, ArchivePrefix+stamp+"-"+strconv.Itoa(seq)+ArchiveExt)
+		if err := fsutil.CreateFile(path, data, fo); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				continue
+			}
+			return "", &ArchiveError{Op: "write", Path: path, Err: err}
+		}
+		return path, nil
+	}
+	return "", &ArchiveError{Op: "write", Path: dir, Err: fmt.Errorf("no free sequence number after %d tries", maxClaims)}
+}
+
+// ArchiveSeq returns the sequence number of an archive or claim file name,
+// and whether the name is one.
+func ArchiveSeq(name string) (int, bool) {
+	var rest string
+	switch {
+	case strings.HasPrefix(name, ArchivePrefix) && strings.HasSuffix(name, ArchiveExt):
+		rest = strings.TrimSuffix(name, ArchiveExt)
+		i := strings.LastIndexByte(rest, '-')
+		if i <= len(ArchivePrefix) || rest[i-1] == '-' {
+			return 0, false // no timestamp part
+		}
+		rest = rest[i+1:]
+	case strings.HasPrefix(name, claimPrefix) && strings.HasSuffix(name, claimExt):
+		rest = strings.TrimSuffix(strings.TrimPrefix(name, claimPrefix), claimExt)
+	default:
+		return 0, false
+	}
+	if rest == "" || rest[0] == '+' || rest[0] == '-' {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 1 {
+		return 0, false
+	}
+	return n, true
+}
+
+// highestSeq returns the highest sequence number of the archives and claims
+// in dir (0 when there are none).
+func highestSeq(dir string) (int, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, err
+	}
+	high := 0
+	for _, e := range entries {
+		if n, ok := ArchiveSeq(e.Name()); ok && n > high {
+			high = n
+		}
+	}
+	return high, nil
+}
+
+// indentMessages returns msgs as an indented JSON array with a final
+// newline. Message bytes are kept as they are (no HTML escaping). The
+// output is sized in a first pass, so the only large allocation is the
+// result itself.
+func indentMessages(msgs []agentctx.Message) ([]byte, error) {
+	var scratch []byte
+	size, largest := len("[\n]\n"), 0
+	for i, m := range msgs {
+		var err error
+		if scratch, err = m.AppendJSON(scratch[:0]); err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		n := indentedSize(scratch, 2, 2)
+		size += len(",\n  ") + n
+		largest = max(largest, len(scratch), n)
+	}
+	// json.Indent grows its buffer by twice the input, so indent each
+	// message into one reused buffer and copy it into the sized output.
+	out := bytes.NewBuffer(make([]byte, 0, size))
+	tmp := bytes.NewBuffer(make([]byte, 0, 2*largest+64))
+	out.WriteString("[")
+	for i, m := range msgs {
+		var err error
+		if scratch, err = m.AppendJSON(scratch[:0]); err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		out.WriteString("\n  ")
+		tmp.Reset()
+		if err := json.Indent(tmp, scratch, "  ", "  "); err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		out.Write(tmp.Bytes())
+	}
+	if len(msgs) > 0 {
+		out.WriteByte('\n')
+	}
+	out.WriteString("]\n")
+	return out.Bytes(), nil
+}
+
+// indentedSize returns the length of what json.Indent writes for the
+// compact JSON src with the given prefix and indent lengths. It only sizes
+// a buffer: a wrong answer costs an allocation, nothing else.
+func indentedSize(src []byte, prefix, indent int) int {
+	n, depth := 0, 0
+	inString, escaped := false, false
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		n++
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			if i+1 < len(src) && (src[i+1] == '}' || src[i+1] == ']') {
+				i++
+				n++
+				continue
+			}
+			depth++
+			n += 1 + prefix + depth*indent
+		case '}', ']':
+			depth--
+			n += 1 + prefix + depth*indent
+		case ',':
+			n += 1 + prefix + depth*indent
+		case ':':
+			n++
+		}
+	}
+	return n
+}

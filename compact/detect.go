@@ -1,0 +1,361 @@
+package compact
+
+import (
+	"encoding/json"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/agentctx/agentctx"
+)
+
+// resultFailed reports whether a tool result is a failure: is_error, a
+// messageStatus of "error", or content that says so: it begins with
+// "Error:" or "<tool_use_error>", its first line is "Exit code N" (Claude
+// Code) or "<returncode>N</returncode>" (mini-swe-agent) with N ≠ 0, or it
+// is a JSON object whose exitCode (exit_code, returncode) is not 0.
+func resultFailed(c agentctx.Content, isError bool, status string) bool {
+	if isError || status == "error" {
+		return true
+	}
+	text := strings.TrimSpace(resultText(c))
+	for _, p := range []string{"Error:", "error:", "ERROR:", "<tool_use_error>"} {
+		if strings.HasPrefix(text, p) {
+			return true
+		}
+	}
+	if m := exitLine.FindStringSubmatch(firstLine(text)); m != nil {
+		n := m[1] + m[2]
+		return n != "0"
+	}
+	if strings.HasPrefix(text, "{") && len(text) < 1<<20 && (strings.Contains(text, "xit") || strings.Contains(text, "returncode")) {
+		var v struct {
+			ExitCode   *json.Number `json:"exitCode"`
+			ExitCode2  *json.Number `json:"exit_code"`
+			ReturnCode *json.Number `json:"returncode"`
+		}
+		if json.Unmarshal([]byte(text), &v) == nil {
+			for _, n := range []*json.Number{v.ExitCode, v.ExitCode2, v.ReturnCode} {
+				if n != nil {
+					if f, err := n.Float64(); err == nil && f != 0 {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+var exitLine = regexp.MustCompile(`^(?:Exit code (-?\d+)|<returncode>(-?\d+)</returncode>)`)
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// keyLine picks the most telling line of a tool result: for a failure the
+// first line that mentions an error, else the first line with content,
+// skipping exit-code and output wrappers.
+func keyLine(text string, failed bool, max int) string {
+	var first string
+	for i := 0; i < 200 && text != ""; i++ {
+		var line string
+		line, text, _ = strings.Cut(text, "\n")
+		line = strings.TrimSpace(line)
+		if line == "" || noise(line) {
+			continue
+		}
+		if first == "" {
+			first = line
+			if !failed {
+				break
+			}
+		}
+		if failed && mentionsError(line) {
+			return clip(line, max)
+		}
+	}
+	return clip(first, max)
+}
+
+func noise(line string) bool {
+	if exitLine.MatchString(line) && len(exitLine.FindString(line)) == len(line) {
+		return true
+	}
+	switch line {
+	case "<output>", "</output>", "```", "<tool_use_error>", "</tool_use_error>":
+		return true
+	}
+	return strings.Trim(line, "-=*_#|┃─━ ") == ""
+}
+
+func mentionsError(line string) bool {
+	l := strings.ToLower(line[:min(len(line), 500)])
+	for _, w := range []string{"error", "fail", "fatal", "exception", "traceback", "cannot", "not found", "denied", "panic", "undefined"} {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// toolInput is what the extractive summarizer reads from a tool call's
+// input. Unknown members are skipped without being copied.
+type toolInput struct {
+	Command      json.RawMessage `json:"command"`
+	Cmd          json.RawMessage `json:"cmd"`
+	FilePath     string          `json:"file_path"`
+	Path         string          `json:"path"`
+	NotebookPath string          `json:"notebook_path"`
+	Filename     string          `json:"filename"`
+	TargetFile   string          `json:"target_file"`
+	Pattern      string          `json:"pattern"`
+	Query        string          `json:"query"`
+	URL          string          `json:"url"`
+	Description  string          `json:"description"`
+	Prompt       string          `json:"prompt"`
+	Todos        []struct {
+		Content string `json:"content"`
+		Status  string `json:"status"`
+	} `json:"todos"`
+
+	cmd string // Command or Cmd as a string
+}
+
+func parseInput(raw json.RawMessage) (in toolInput, ok bool) {
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &in) != nil {
+		return toolInput{}, false
+	}
+	in.cmd = commandOf(in.Command, in.Cmd)
+	in.Command, in.Cmd = nil, nil
+	return in, true
+}
+
+// commandOf returns the command of a shell-like call (a string, or an argv
+// array joined with spaces).
+func commandOf(raws ...json.RawMessage) string {
+	for _, raw := range raws {
+		if len(raw) == 0 {
+			continue
+		}
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+		var argv []string
+		if json.Unmarshal(raw, &argv) == nil {
+			return strings.Join(argv, " ")
+		}
+	}
+	return ""
+}
+
+// command returns the command of a shell-like call.
+func (in *toolInput) command() string { return in.cmd }
+
+func (in *toolInput) path() string {
+	for _, p := range []string{in.FilePath, in.NotebookPath, in.TargetFile, in.Filename, in.Path} {
+		if p != "" {
+			return p
+		}
+	}
+	return ""
+}
+
+// File operation kinds, in the order the summary lists them.
+const (
+	opRead = iota
+	opCreated
+	opModified
+	opDeleted
+	numOps
+)
+
+var opNames = [numOps]string{"Read", "Created", "Modified", "Deleted"}
+
+// fileOp is one file operation found in a tool call.
+type fileOp struct {
+	kind int
+	path string
+}
+
+// fileOps classifies a successful tool call by its name and input.
+// known reports whether the path was seen before (a write to a known file
+// is a modification, not a creation).
+func fileOps(name string, in *toolInput, known func(string) bool) []fileOp {
+	lname := strings.ToLower(name)
+	path := in.path()
+	cmd := in.command()
+
+	// Editor tools with a sub-command (OpenHands str_replace_editor).
+	if path != "" {
+		switch cmd {
+		case "view":
+			return []fileOp{{opRead, path}}
+		case "create":
+			return []fileOp{{writeKind(path, known), path}}
+		case "str_replace", "insert", "undo_edit", "append":
+			return []fileOp{{opModified, path}}
+		}
+	}
+	if path != "" {
+		switch {
+		case hasAny(lname, "grep", "glob", "search", "find", "list", "ls", "tree"):
+			return nil
+		case hasAny(lname, "delete", "remove", "unlink"):
+			return []fileOp{{opDeleted, path}}
+		case hasAny(lname, "edit", "replace", "patch", "insert", "update", "apply", "append"):
+			return []fileOp{{opModified, path}}
+		case hasAny(lname, "write", "create", "save"):
+			return []fileOp{{writeKind(path, known), path}}
+		case hasAny(lname, "read", "view", "cat", "open", "get", "show"):
+			return []fileOp{{opRead, path}}
+		}
+	}
+	if cmd != "" && hasAny(lname, "bash", "shell", "terminal", "exec", "run", "command", "sh") {
+		return shellOps(cmd, known)
+	}
+	return nil
+}
+
+func writeKind(path string, known func(string) bool) int {
+	if known(path) {
+		return opModified
+	}
+	return opCreated
+}
+
+func hasAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// shellOps reads file operations from simple shell commands: rm (deleted),
+// touch and output redirections (created or modified), sed -i (modified),
+// cat, head, tail, less (read). Anything else is not guessed at.
+func shellOps(cmd string, known func(string) bool) []fileOp {
+	var ops []fileOp
+	for _, seg := range shellSplit.Split(cmd, -1) {
+		f := strings.Fields(seg)
+		if len(f) == 0 {
+			continue
+		}
+		for i := 0; i+1 < len(f); i++ {
+			if (f[i] == ">" || f[i] == ">>") && plausiblePath(f[i+1]) {
+				kind := writeKind(f[i+1], known)
+				if f[i] == ">>" {
+					kind = opModified
+				}
+				ops = append(ops, fileOp{kind, unquote(f[i+1])})
+			}
+		}
+		args := operands(f[1:])
+		switch f[0] {
+		case "rm", "unlink":
+			for _, a := range args {
+				ops = append(ops, fileOp{opDeleted, a})
+			}
+		case "touch":
+			for _, a := range args {
+				ops = append(ops, fileOp{writeKind(a, known), a})
+			}
+		case "sed":
+			if slicesContains(f[1:], "-i") || hasPrefixAny(f[1:], "-i") {
+				if len(args) > 1 {
+					ops = append(ops, fileOp{opModified, args[len(args)-1]})
+				}
+			}
+		case "cat", "head", "tail", "less", "more":
+			for _, a := range args {
+				ops = append(ops, fileOp{opRead, a})
+			}
+		}
+	}
+	return ops
+}
+
+var shellSplit = regexp.MustCompile(`&&|\|\||[;|\n]`)
+
+// operands returns the arguments that look like paths, up to the first
+// redirection.
+func operands(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if a == ">" || a == ">>" || a == "<" || strings.HasPrefix(a, "2>") || a == "<<" || strings.HasPrefix(a, "<<") {
+			break
+		}
+		if strings.HasPrefix(a, "-") || !plausiblePath(a) {
+			continue
+		}
+		out = append(out, unquote(a))
+	}
+	return out
+}
+
+func plausiblePath(a string) bool {
+	a = unquote(a)
+	if a == "" || len(a) > 512 || strings.ContainsAny(a, "$`*?{}()<>&") || a == "/dev/null" || strings.HasPrefix(a, "/dev/") {
+		return false
+	}
+	return true
+}
+
+func unquote(a string) string {
+	if len(a) >= 2 && (a[0] == '"' || a[0] == '\'') && a[len(a)-1] == a[0] {
+		return a[1 : len(a)-1]
+	}
+	return a
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func hasPrefixAny(s []string, p string) bool {
+	for _, x := range s {
+		if strings.HasPrefix(x, p) && !strings.HasPrefix(x, "--") {
+			return true
+		}
+	}
+	return false
+}
+
+// clip returns s on one line, white space collapsed, at most max
+// characters (an ellipsis marks a cut); max ≤ 0 means no limit.
+func clip(s string, max int) string {
+	var b strings.Builder
+	n, space := 0, false
+	for _, r := range s {
+		if unicode.IsSpace(r) {
+			space = n > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			n++
+			space = false
+		}
+		b.WriteRune(r)
+		n++
+		if max > 0 && n > max {
+			return strings.TrimRight(runePrefix(b.String(), max-1), " ") + "…"
+		}
+	}
+	return b.String()
+}
+
+// itoa is strconv.Itoa.
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,99 @@
+// Package compact keeps a long conversation inside the context window by
+// replacing the middle of its history with a summary, after archiving the
+// original messages to a file (SPEC §6, seed 002).
+//
+// # Quick start
+//
+// Call Compact before each model request; it does nothing until the history
+// reaches the threshold:
+//
+//	res, err := compact.Compact(ctx, msgs, compact.Options{SessionID: session})
+//	if err != nil {
+//		return err // invalid options, or ctx done
+//	}
+//	msgs = res.Messages
+//	if !res.BelowThreshold {
+//		// Compaction cannot help (see res.Reason): shrink the recent
+//		// messages (offload, prune) or stop; do not compact again.
+//	}
+//
+// The zero Options are the seed's defaults: a window of 200,000 tokens,
+// compaction at ≥ 92% of it (184,000), a tail of ≥ 10% (20,000) kept whole,
+// two retries, o200k_base counts, the offline Extractive summarizer, and
+// archives under .offload/default. ShouldCompact and Check answer the
+// question alone, without compacting.
+//
+// # Head, middle and tail
+//
+// Split divides the list: the head is the leading system messages; the
+// tail is the most recent messages, added whole from the end until they
+// reach the tail budget (the last one may overshoot); the middle is the
+// rest, and is what gets summarized. The cut never separates a tool call
+// from its result: when the tail would start with results whose call is in
+// the middle, the calling message joins the tail, so a history whose calls
+// and results pair (agentctx.ValidatePairing) still pairs after
+// compaction, parallel calls and thinking blocks included. The compacted
+// list is head + {role: "user", content: summary} + tail, a new slice; the
+// input is never modified.
+//
+// # Summaries
+//
+// A Summarizer turns the middle into structured text with five sections:
+// goals and key decisions; file operations; tool calls; current state;
+// errors and fixes. Extractive, the default, needs no model: it reads the
+// user's requests, the tool calls and their results, file paths, errors,
+// the todo list and the assistant's last words from the messages
+// themselves, deterministically and within a bounded size. ModelSummarizer
+// asks a language model through the Model interface; the subpackages
+// anthropicsum (Anthropic Messages API) and openaisum (OpenAI-compatible
+// Chat Completions, local servers included) provide one over the official
+// SDKs. The model's input is bounded: long tool results are shortened and
+// a middle larger than InputTokens is summarized in parts that are then
+// merged.
+//
+// A summary begins with SummaryTitle, and IsSummary recognises it: when the
+// middle holds an earlier summary it is carried into the new one, so a
+// conversation can be compacted any number of times.
+//
+// # Archive
+//
+// Before anything is summarized the middle is written, as indented JSON,
+// to <Dir>/<SessionID>/compact-<timestamp>-<seq>.json, the timestamp in ISO
+// 8601 basic format in UTC (compact-20261122T071400Z-1.json) from
+// Options.Now, and seq one more than the highest in the directory. Writes
+// are atomic and never replace a file; concurrent compactions never share a
+// sequence number. A failed archive is logged and compaction goes on;
+// Options.ArchiveRequired makes it an error. The summary names the archive,
+// so the agent knows where the originals are.
+//
+// # Failures
+//
+// A summarizer error or an empty summary is retried up to MaxRetries times
+// (default 2) with Backoff between attempts (1s, 2s, ...; a provider's
+// Retry-After is honoured, and answers that cannot change, such as 401, are
+// not retried). Every failed attempt is logged. When the last attempt
+// fails, Compact returns the original list with Compacted false and
+// ReasonSummarizerFailed; with Options.SummaryRequired it returns an error
+// instead. Cancelling ctx stops at once with ctx's error.
+//
+// # Statistics and progress
+//
+// Result.Stats holds the seed's statistics (original and compacted token
+// counts, their ratio, and the numbers of compacted and retained messages;
+// all zero when nothing was compacted), with snake_case JSON names.
+// Result.BelowThreshold says whether the new list is below the threshold.
+// When it is not, Result.Reason says why: ReasonRetainedOverThreshold means
+// the head and tail alone reach it, and ReasonNothingToCompact means there
+// was no middle to summarize. Either way, compacting again will not help,
+// and a caller should not loop.
+//
+// # Tokens
+//
+// Messages are counted by tokens.MessageCounter as SPEC §2 says: string
+// content; text blocks; a tool_use's name and the JSON of its input; a
+// tool_result's content, recursively; thinking text; an OpenAI tool call's
+// name and arguments; images and documents by estimate. Other block types
+// count nothing and are reported with a warning. Options.Counter picks the
+// encoding (o200k_base by default); Options.MessageCounter lets an agent
+// loop keep one counter, and its cache, across calls.
+package compact

@@ -1,0 +1,386 @@
+package compact
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/tokens"
+)
+
+// A Model answers one prompt: a system prompt and a user prompt in, text
+// out. The provider packages (compact/anthropicsum, compact/openaisum)
+// implement it over the official SDKs; anything else that can complete a
+// prompt will do.
+//
+// Complete must honour ctx, must make one attempt (Compact does the
+// retrying), and should return an *APIError for a provider's failure. An
+// empty answer may be returned as "" (ModelSummarizer turns it into
+// ErrEmptySummary). It may be called from several goroutines at once.
+type Model interface {
+	Complete(ctx context.Context, system, prompt string) (string, error)
+}
+
+// ModelFunc adapts a function to the Model interface.
+type ModelFunc func(ctx context.Context, system, prompt string) (string, error)
+
+// Complete calls f(ctx, system, prompt).
+func (f ModelFunc) Complete(ctx context.Context, system, prompt string) (string, error) {
+	return f(ctx, system, prompt)
+}
+
+// Defaults of ModelSummarizer.
+const (
+	// DefaultInputTokens is the most tokens of conversation sent in one
+	// model call; a larger middle is summarized in parts.
+	DefaultInputTokens = 100_000
+	// DefaultMaxResultChars is the longest tool result (and tool input, and
+	// thinking text) passed to the model whole; longer ones keep their
+	// beginning and end.
+	DefaultMaxResultChars = 4_000
+)
+
+// SystemPrompt is the system prompt of every summary call.
+const SystemPrompt = `You compact the history of a conversation between a user and an AI agent that uses tools. The agent will continue its work from your summary alone, without the original messages, so keep every fact it needs: exact file paths, names, commands, identifiers, numbers, error messages, and decisions with their reasons. Write plain structured text. Do not call tools, do not continue the task, do not address the user.`
+
+// SummaryPrompt introduces the conversation to summarize. The rendered
+// conversation follows it inside <conversation> tags.
+const SummaryPrompt = `Summarize the conversation below. Start with the line "` + SummaryTitle + `", then write these five sections, each as a Markdown heading followed by short bullet points:
+
+## Goals and key decisions
+What the user asked for (quote the requests), the goals, and the decisions taken, with their reasons.
+## File operations
+Files read, created, modified and deleted, with their paths and what changed.
+## Tool calls
+The tools called: name, key input, key result, and whether each succeeded or failed.
+## Current state
+The progress of the task, what is done, what is in progress, and what is left to do next.
+## Errors and fixes
+Each error met, its cause, and how it was fixed (or that it is still open).
+
+If the conversation begins with an earlier summary, carry its content into the new one; newer information overrides older.`
+
+// MergePrompt introduces the partial summaries of a conversation too long
+// for one call.
+const MergePrompt = `The conversation was too long to summarize at once; below are the summaries of its consecutive parts, oldest first. Merge them into one summary of the whole conversation. Start with the line "` + SummaryTitle + `" and keep the same five sections (Goals and key decisions; File operations; Tool calls; Current state; Errors and fixes). Keep every concrete fact; where parts disagree, the later part is right; the current state is the state at the end of the last part.`
+
+// ModelSummarizer is a Summarizer that asks a Model. It renders the messages
+// as readable text (see Render), with very long tool results shortened, and
+// when the text is larger than InputTokens it summarizes the conversation in
+// parts and merges their summaries with further calls. An empty answer to
+// any call is a failure (ErrEmptySummary).
+//
+// The zero value is not usable: Model is required. A ModelSummarizer is
+// safe for concurrent use.
+type ModelSummarizer struct {
+	// Model answers the prompts. Required.
+	Model Model
+	// Counter measures the prompts against InputTokens. Nil means
+	// tokens.O200kBase().
+	Counter tokens.Counter
+	// InputTokens is the most tokens of conversation per call. Zero means
+	// DefaultInputTokens. Set it below the model's context window minus
+	// its output.
+	InputTokens int
+	// MaxResultChars is the longest tool result, tool input or thinking
+	// text passed whole. Zero means DefaultMaxResultChars.
+	MaxResultChars int
+	// Logger receives a debug line per call. Nil discards.
+	Logger *slog.Logger
+}
+
+// minPartTokens keeps a tiny InputTokens from splitting a conversation into
+// absurdly many calls.
+const minPartTokens = 512
+
+// maxMergeRounds bounds the merging of partial summaries.
+const maxMergeRounds = 8
+
+// Summarize implements Summarizer.
+func (s *ModelSummarizer) Summarize(ctx context.Context, req Request) (string, error) {
+	if s == nil || s.Model == nil {
+		return "", fmt.Errorf("compact: ModelSummarizer has no Model")
+	}
+	tc := s.Counter
+	if tc == nil {
+		tc = tokens.O200kBase()
+	}
+	budget := s.InputTokens
+	if budget <= 0 {
+		budget = DefaultInputTokens
+	}
+	budget = max(budget-tc.Count(SystemPrompt)-tc.Count(SummaryPrompt)-64, minPartTokens)
+	maxChars := s.MaxResultChars
+	if maxChars <= 0 {
+		maxChars = DefaultMaxResultChars
+	}
+	log := s.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+
+	// Render message by message, then group consecutive messages into
+	// parts that fit the budget.
+	var parts []string
+	var cur strings.Builder
+	curTokens := 0
+	for i, m := range req.Messages {
+		text := renderMessage(i+1, m, maxChars)
+		n := tc.Count(text)
+		if n > budget {
+			text, n = fitTokens(tc, text, budget)
+		}
+		if curTokens > 0 && curTokens+n > budget {
+			parts = append(parts, cur.String())
+			cur.Reset()
+			curTokens = 0
+		}
+		cur.WriteString(text)
+		curTokens += n
+	}
+	if cur.Len() > 0 || len(parts) == 0 {
+		parts = append(parts, cur.String())
+	}
+
+	summaries := make([]string, len(parts))
+	for i, p := range parts {
+		prompt := SummaryPrompt
+		if len(parts) > 1 {
+			prompt += fmt.Sprintf("\n\nThis is part %d of %d of the conversation.", i+1, len(parts))
+		}
+		out, err := s.call(ctx, log, prompt+"\n\n<conversation>\n"+p+"</conversation>", fmt.Sprintf("part %d/%d", i+1, len(parts)))
+		if err != nil {
+			return "", err
+		}
+		summaries[i] = out
+	}
+	for round := 1; len(summaries) > 1; round++ {
+		if round > maxMergeRounds {
+			summaries = []string{strings.Join(summaries, "\n\n")}
+			break
+		}
+		merged, err := s.merge(ctx, log, tc, budget, summaries, round)
+		if err != nil {
+			return "", err
+		}
+		summaries = merged
+	}
+	return finish(summaries[0], req.Archive), nil
+}
+
+// merge merges groups of consecutive summaries that fit the budget with
+// one call per group, and returns the merged summaries. Every summary is
+// first held to a third of the budget, so each group holds at least two and
+// every round makes progress; a last summary left alone passes through.
+func (s *ModelSummarizer) merge(ctx context.Context, log *slog.Logger, tc tokens.Counter, budget int, in []string, round int) ([]string, error) {
+	var out []string
+	for i := 0; i < len(in); {
+		var b strings.Builder
+		n, j := 0, i
+		for ; j < len(in); j++ {
+			part := fmt.Sprintf("<summary part=\"%d\">\n%s\n</summary>\n", j+1, in[j])
+			k := tc.Count(part)
+			if k > budget/3 {
+				part, k = fitTokens(tc, part, budget/3)
+			}
+			if j > i && n+k > budget {
+				break
+			}
+			b.WriteString(part)
+			n += k
+		}
+		if j-i == 1 {
+			out = append(out, in[i])
+			i = j
+			continue
+		}
+		merged, err := s.call(ctx, log, MergePrompt+"\n\n"+b.String(), fmt.Sprintf("merge round %d", round))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, merged)
+		i = j
+	}
+	return out, nil
+}
+
+func (s *ModelSummarizer) call(ctx context.Context, log *slog.Logger, prompt, what string) (string, error) {
+	log.Debug("compact: summary call", "call", what, "prompt_chars", utf8.RuneCountInString(prompt))
+	out, err := s.Model.Complete(ctx, SystemPrompt, prompt)
+	if err != nil {
+		return "", err
+	}
+	out = strings.TrimSpace(out)
+	if out == "" {
+		return "", fmt.Errorf("%w (%s)", ErrEmptySummary, what)
+	}
+	return out, nil
+}
+
+// finish makes sure the summary starts with SummaryTitle and names the
+// archive.
+func finish(summary, archive string) string {
+	summary = strings.TrimSpace(summary)
+	if !strings.HasPrefix(summary, SummaryTitle) {
+		summary = SummaryTitle + "\n\n" + summary
+	}
+	if archive != "" && !strings.Contains(summary, archive) {
+		summary += "\n\nThe original messages are archived in " + archive + "."
+	}
+	return summary
+}
+
+// Render writes msgs as readable text for a summarizer, one numbered
+// section per message:
+//
+//	[3] assistant
+//	I'll run the tests.
+//	<tool_use id="toolu_1" name="Bash">{"command":"go test ./..."}</tool_use>
+//
+// Tool results show their call's id and tool name and whether they failed.
+// Tool results, tool inputs and thinking longer than maxChars characters
+// keep their beginning and end around a note of what was left out (maxChars
+// ≤ 0 means DefaultMaxResultChars). Images and documents appear as a note.
+func Render(msgs []agentctx.Message, maxChars int) string {
+	if maxChars <= 0 {
+		maxChars = DefaultMaxResultChars
+	}
+	var b strings.Builder
+	for i, m := range msgs {
+		b.WriteString(renderMessage(i+1, m, maxChars))
+	}
+	return b.String()
+}
+
+func renderMessage(n int, m agentctx.Message, maxChars int) string {
+	var b strings.Builder
+	role := m.Role
+	if role == "" {
+		role = "unknown"
+	}
+	if IsSummary(m) {
+		role += " (earlier summary)"
+	}
+	fmt.Fprintf(&b, "[%d] %s\n", n, role)
+	if m.Role == agentctx.RoleTool {
+		status := ""
+		if resultFailed(m.Content, false, m.Status()) {
+			status = ` status="error"`
+		}
+		fmt.Fprintf(&b, "<tool_result id=%q%s>%s</tool_result>\n", m.ToolCallID, status, shorten(m.Content.AsText(), maxChars))
+	} else {
+		renderContent(&b, m, m.Content, maxChars)
+	}
+	for _, tc := range m.ToolCalls {
+		fmt.Fprintf(&b, "<tool_use id=%q name=%q>%s</tool_use>\n", tc.ID, tc.Function.Name, shorten(tc.Function.Arguments, maxChars))
+	}
+	b.WriteByte('\n')
+	return b.String()
+}
+
+func renderContent(b *strings.Builder, m agentctx.Message, c agentctx.Content, maxChars int) {
+	switch c.Kind() {
+	case agentctx.ContentText:
+		b.WriteString(c.Text())
+		b.WriteByte('\n')
+		return
+	case agentctx.ContentBlocks:
+	case agentctx.ContentOther:
+		b.WriteString(shorten(c.AsText(), maxChars))
+		b.WriteByte('\n')
+		return
+	default:
+		return
+	}
+	for _, bl := range c.Blocks() {
+		switch bl.Type {
+		case agentctx.BlockText:
+			b.WriteString(bl.Text)
+			b.WriteByte('\n')
+		case agentctx.BlockThinking:
+			fmt.Fprintf(b, "<thinking>%s</thinking>\n", shorten(bl.Thinking, maxChars))
+		case agentctx.BlockToolUse:
+			fmt.Fprintf(b, "<tool_use id=%q name=%q>%s</tool_use>\n", bl.ID, bl.Name, shorten(string(bl.Input), maxChars))
+		case agentctx.BlockToolResult:
+			status := ""
+			if resultFailed(bl.Content, bl.IsError, m.Status()) {
+				status = ` status="error"`
+			}
+			fmt.Fprintf(b, "<tool_result id=%q%s>%s</tool_result>\n", bl.ToolUseID, status, shorten(resultText(bl.Content), maxChars))
+		case agentctx.BlockRedactedThinking:
+			b.WriteString("<thinking>(redacted)</thinking>\n")
+		default:
+			fmt.Fprintf(b, "[%s]\n", bl.Type)
+		}
+	}
+}
+
+// resultText is the text of a tool result's content: a string as is, the
+// text blocks of a list joined (other blocks as a note), anything else as
+// JSON.
+func resultText(c agentctx.Content) string {
+	if c.Kind() != agentctx.ContentBlocks {
+		return c.AsText()
+	}
+	var parts []string
+	for _, b := range c.Blocks() {
+		switch b.Type {
+		case agentctx.BlockText:
+			parts = append(parts, b.Text)
+		default:
+			parts = append(parts, "["+b.Type+"]")
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// shorten keeps s whole up to max characters; a longer s keeps its first
+// two thirds and last third of max around a note of what was left out.
+func shorten(s string, max int) string {
+	n := utf8.RuneCountInString(s)
+	if n <= max {
+		return s
+	}
+	head := max * 2 / 3
+	tail := max - head
+	return runePrefix(s, head) + fmt.Sprintf("\n[... %d characters omitted ...]\n", n-head-tail) + runeSuffix(s, tail)
+}
+
+// fitTokens shortens text until it has at most budget tokens.
+func fitTokens(tc tokens.Counter, text string, budget int) (string, int) {
+	n := tc.Count(text)
+	chars := utf8.RuneCountInString(text)
+	for i := 0; n > budget && chars > 16 && i < 20; i++ {
+		chars = int(float64(chars) * float64(budget) / float64(n) * 0.9)
+		text = shorten(text, chars)
+		n = tc.Count(text)
+	}
+	return text, n
+}
+
+func runePrefix(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
+		}
+		i++
+	}
+	return s
+}
+
+func runeSuffix(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	i := len(s)
+	for c := 0; c < n && i > 0; c++ {
+		_, size := utf8.DecodeLastRuneInString(s[:i])
+		i -= size
+	}
+	return s[i:]
+}

@@ -1,0 +1,194 @@
+package compact
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/agentctx/agentctx/tokens"
+)
+
+// Defaults of seed 002 (SPEC §6 and §8).
+const (
+	DefaultLimit      = 200_000    // context window, tokens
+	DefaultThreshold  = 0.92       // compact at ≥ 92% of the limit
+	DefaultTailRatio  = 0.10       // keep ≥ 10% of the limit as the tail
+	DefaultMaxRetries = 2          // retries after a failed summary
+	DefaultDir        = ".offload" // archive directory
+	DefaultSessionID  = "default"  // archive subdirectory
+)
+
+// DefaultBackoff is the wait before retry n (1-based): 1s, 2s, 4s, ...,
+// at most 30s.
+func DefaultBackoff(retry int) time.Duration {
+	if retry < 1 {
+		retry = 1
+	}
+	if retry > 5 {
+		return 30 * time.Second
+	}
+	return time.Second << (retry - 1)
+}
+
+// maxWait bounds any wait between attempts, whatever a provider's
+// Retry-After asks for.
+const maxWait = time.Minute
+
+// ErrInvalidOption is matched (errors.Is) by the error for an option out of
+// its range.
+var ErrInvalidOption = errors.New("compact: invalid option")
+
+// Options configure ShouldCompact, Check, Split and Compact. The zero value
+// means the defaults of seed 002: a 200,000-token window, compaction at 92%,
+// a tail of 10%, two retries, the extractive summarizer, o200k_base counts,
+// and archives under .offload/default.
+type Options struct {
+	// Limit is the context window in tokens. Zero means DefaultLimit.
+	Limit int
+	// Threshold is the trigger ratio: compaction is due when the tokens
+	// reach Limit × Threshold (≥). Zero means DefaultThreshold.
+	Threshold float64
+	// ReservedTokens are tokens sent with every request besides the
+	// messages (a top-level system prompt, tool definitions). They count
+	// toward the threshold, not toward the tail budget or Stats.
+	ReservedTokens int
+	// TailRatio sets the tail budget, Limit × TailRatio tokens. Zero means
+	// DefaultTailRatio; a negative value means a budget of zero (the tail is
+	// then the last message, plus what tool pairing adds).
+	TailRatio float64
+
+	// Counter counts the tokens of text. Nil means tokens.O200kBase().
+	Counter tokens.Counter
+	// MessageCounter counts messages (SPEC §2). Nil means a new one over
+	// Counter for each call. An agent loop that compacts before every
+	// request can keep one here: its cache then spares re-tokenizing the
+	// messages counted in earlier calls. Counter is not used when it is set.
+	MessageCounter *tokens.MessageCounter
+	// Summarizer writes the summary. Nil means Extractive{} (offline,
+	// deterministic).
+	Summarizer Summarizer
+
+	// MaxRetries is the number of retries after a failed summary (an error
+	// or an empty answer). Zero means DefaultMaxRetries; a negative value
+	// means none (one attempt).
+	MaxRetries int
+	// Backoff returns the wait before retry n (1-based). Nil means
+	// DefaultBackoff. A provider's Retry-After (see APIError) is honoured
+	// when longer, up to one minute.
+	Backoff func(retry int) time.Duration
+	// AttemptTimeout bounds each summarizer call. Zero means no bound other
+	// than the context's.
+	AttemptTimeout time.Duration
+	// SummaryRequired makes a summary that still fails after the retries an
+	// error (wrapping the last failure) instead of an uncompacted result.
+	SummaryRequired bool
+
+	// Force compacts even below the threshold (the middle must still be
+	// non-empty).
+	Force bool
+
+	// Dir is the archive directory. Empty means DefaultDir.
+	Dir string
+	// SessionID names the archive subdirectory (made safe with
+	// fsutil.SafeName). Empty means DefaultSessionID.
+	SessionID string
+	// NoArchive skips writing the archive.
+	NoArchive bool
+	// ArchiveRequired makes a failed archive an error that stops compaction
+	// before anything is summarized. By default (seed 002 F-006) the
+	// failure is logged and compaction goes on.
+	ArchiveRequired bool
+	// SyncArchive fsyncs the archive before it becomes visible.
+	SyncArchive bool
+
+	// Now is the clock for archive names. Nil means time.Now.
+	Now func() time.Time
+	// Logger receives a line per failed attempt, per archive and per
+	// compaction. Nil discards.
+	Logger *slog.Logger
+}
+
+// Validate reports an option out of range, wrapping ErrInvalidOption.
+func (o Options) Validate() error {
+	switch {
+	case o.Limit < 0:
+		return fmt.Errorf("%w: Limit %d is negative", ErrInvalidOption, o.Limit)
+	case o.ReservedTokens < 0:
+		return fmt.Errorf("%w: ReservedTokens %d is negative", ErrInvalidOption, o.ReservedTokens)
+	case math.IsNaN(o.Threshold) || math.IsInf(o.Threshold, 0) || o.Threshold < 0:
+		return fmt.Errorf("%w: Threshold %v must be a positive ratio", ErrInvalidOption, o.Threshold)
+	case math.IsNaN(o.TailRatio) || math.IsInf(o.TailRatio, 0):
+		return fmt.Errorf("%w: TailRatio %v is not a number", ErrInvalidOption, o.TailRatio)
+	case o.AttemptTimeout < 0:
+		return fmt.Errorf("%w: AttemptTimeout %s is negative", ErrInvalidOption, o.AttemptTimeout)
+	}
+	return nil
+}
+
+// resolved returns o with every default filled in. Out-of-range values fall
+// back to their defaults (Validate reports them).
+func (o Options) resolved() Options {
+	if o.Limit <= 0 {
+		o.Limit = DefaultLimit
+	}
+	if !(o.Threshold > 0) || math.IsInf(o.Threshold, 0) {
+		o.Threshold = DefaultThreshold
+	}
+	switch {
+	case math.IsNaN(o.TailRatio) || math.IsInf(o.TailRatio, 0) || o.TailRatio == 0:
+		o.TailRatio = DefaultTailRatio
+	case o.TailRatio < 0:
+		o.TailRatio = 0
+	}
+	if o.Counter == nil {
+		o.Counter = tokens.O200kBase()
+	}
+	if o.Summarizer == nil {
+		o.Summarizer = Extractive{}
+	}
+	switch {
+	case o.MaxRetries == 0:
+		o.MaxRetries = DefaultMaxRetries
+	case o.MaxRetries < 0:
+		o.MaxRetries = 0
+	}
+	if o.Backoff == nil {
+		o.Backoff = DefaultBackoff
+	}
+	if o.Dir == "" {
+		o.Dir = DefaultDir
+	}
+	if o.SessionID == "" {
+		o.SessionID = DefaultSessionID
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return o
+}
+
+// thresholdTokens is Limit × Threshold rounded up: a count is due when it
+// reaches it. Products that are integers up to floating-point noise
+// (200,000 × 0.92) are taken as those integers.
+func (o Options) thresholdTokens() int { return ceilRatio(o.Limit, o.Threshold) }
+
+// tailTokens is the tail budget, Limit × TailRatio rounded up.
+func (o Options) tailTokens() int { return ceilRatio(o.Limit, o.TailRatio) }
+
+func ceilRatio(limit int, ratio float64) int {
+	x := float64(limit) * ratio
+	if r := math.Round(x); math.Abs(x-r) < 1e-9*math.Max(1, r) {
+		x = r
+	}
+	x = math.Ceil(x)
+	if x >= math.MaxInt64 {
+		return math.MaxInt
+	}
+	return int(x)
+}
