@@ -10,8 +10,10 @@ import (
 	"image/png"
 	"log/slog"
 	"math"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/rawjson"
@@ -54,6 +56,11 @@ type MessageOptions struct {
 	// Logger receives a warning for each block of an unknown type (once per
 	// type per counter). nil means no logging.
 	Logger *slog.Logger
+	// Parallelism is the number of goroutines Count uses on a long list
+	// (messages are handed out one at a time, so the work stays balanced).
+	// 0 or 1 means Count runs on the caller's goroutine; a negative value
+	// means runtime.GOMAXPROCS(0).
+	Parallelism int
 }
 
 // A MessageCounter counts the tokens of messages as SPEC §2 defines them:
@@ -77,6 +84,7 @@ type MessageCounter struct {
 	minCached int
 	logger    *slog.Logger
 	seed      maphash.Seed
+	workers   int
 
 	mu     sync.Mutex
 	limit  int // 0: no cache
@@ -98,6 +106,14 @@ func NewMessageCounter(opts MessageOptions) *MessageCounter {
 		mc.minCached = 256
 	}
 	switch {
+	case opts.Parallelism < 0:
+		mc.workers = runtime.GOMAXPROCS(0)
+	case opts.Parallelism > 1:
+		mc.workers = opts.Parallelism
+	default:
+		mc.workers = 1
+	}
+	switch {
 	case opts.CacheSize == 0:
 		mc.limit = 1 << 16
 	case opts.CacheSize > 0:
@@ -116,11 +132,29 @@ func CountMessages(c Counter, msgs []agentctx.Message) int {
 
 // Count returns the tokens of all messages. An empty list is 0.
 func (mc *MessageCounter) Count(msgs []agentctx.Message) int {
-	n := 0
-	for i := range msgs {
-		n += mc.CountMessage(msgs[i])
+	workers := min(mc.workers, len(msgs)/8)
+	if workers <= 1 {
+		n := 0
+		for i := range msgs {
+			n += mc.CountMessage(msgs[i])
+		}
+		return n
 	}
-	return n
+	var next, total atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := 0
+			for i := int(next.Add(1) - 1); i < len(msgs); i = int(next.Add(1) - 1) {
+				n += mc.CountMessage(msgs[i])
+			}
+			total.Add(int64(n))
+		}()
+	}
+	wg.Wait()
+	return int(total.Load())
 }
 
 // CountMessage returns the tokens of one message.

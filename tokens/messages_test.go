@@ -176,3 +176,17 @@ func TestUnknownBlockWarnsOnce(t *testing.T) {
 		t.Errorf("%d warnings, want 2 (one per type):\n%s", n, buf.String())
 	}
 }
+
+func TestCountParallelEqualsSequential(t *testing.T) {
+	var conv []agentctx.Message
+	for i := range 300 {
+		conv = append(conv, agentctx.NewMessage("user", agentctx.Text(fmt.Sprintf("message %d %s", i, strings.Repeat("ab ", i)))))
+	}
+	want := tokens.CountMessages(nil, conv)
+	for _, p := range []int{-1, 0, 1, 2, 7} {
+		mc := tokens.NewMessageCounter(tokens.MessageOptions{Parallelism: p})
+		if got := mc.Count(conv); got != want {
+			t.Errorf("Parallelism %d: %d, want %d", p, got, want)
+		}
+	}
+}

@@ -7,12 +7,16 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/agentctx/agentctx/internal/cli"
 )
 
 func main() {
+	// A short-lived process: trade memory for fewer collections while a
+	// transcript is parsed (the library itself never changes GC settings).
+	debug.SetGCPercent(400)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Run(ctx, os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrIsTerminal: isTerminal(os.Stderr)})
 	stop()

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"errors"
-
 	"github.com/spf13/cobra"
 
 	"github.com/agentctx/agentctx/tokens"
@@ -25,18 +23,22 @@ Counts are exact for OpenAI's o200k_base (default) and cl100k_base; for
 Claude models they are an estimate.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			enc, err := tokens.Get(encoding)
-			if err != nil {
-				if errors.Is(err, tokens.ErrUnknownEncoding) {
-					return usagef("--encoding: %v", err)
-				}
-				return err
+			if encoding != tokens.O200kBaseName && encoding != tokens.Cl100kBaseName {
+				_, err := tokens.Get(encoding)
+				return usagef("--encoding: %v", err)
 			}
+			// Build the encoding's tables while the input is read and parsed.
+			ready := make(chan *tokens.Encoding, 1)
+			go func() {
+				enc, _ := tokens.Get(encoding)
+				ready <- enc
+			}()
 			doc, err := e.readInput(cmd.Context(), args)
 			if err != nil {
 				return err
 			}
-			mc := tokens.NewMessageCounter(tokens.MessageOptions{Counter: enc, CacheSize: -1, Logger: e.logger})
+			enc := <-ready
+			mc := tokens.NewMessageCounter(tokens.MessageOptions{Counter: enc, CacheSize: -1, Logger: e.logger, Parallelism: -1})
 			n := mc.Count(doc.Messages)
 			if sys, ok := doc.System(); ok {
 				n += mc.CountContent(sys)
