@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/bench/mixtext"
 	"github.com/agentctx/agentctx/tokens"
 )
 
@@ -189,4 +190,40 @@ func TestCountParallelEqualsSequential(t *testing.T) {
 			t.Errorf("Parallelism %d: %d, want %d", p, got, want)
 		}
 	}
+}
+
+// growingConversation is a 400-message conversation of about 1 MiB built
+// from the benchmark corpus.
+func growingConversation() []agentctx.Message {
+	text := mixtext.Build(mixtext.DefaultSize)
+	var conv []agentctx.Message
+	for i := 0; i+2600 <= len(text) && len(conv) < 400; i += 2600 {
+		role := "user"
+		if len(conv)%2 == 1 {
+			role = "assistant"
+		}
+		conv = append(conv, agentctx.NewMessage(role, agentctx.Text(strings.ToValidUTF8(text[i:i+2600], "?"))))
+	}
+	return conv
+}
+
+// BenchmarkCountConversation/cold counts a 1 MiB, 400-message conversation
+// with a new counter; /grown counts it again after one message was appended,
+// as an agent loop does before each request (only the new message is
+// tokenized).
+func BenchmarkCountConversation(b *testing.B) {
+	conv := growingConversation()
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			tokens.NewMessageCounter(tokens.MessageOptions{}).Count(conv)
+		}
+	})
+	b.Run("grown", func(b *testing.B) {
+		mc := tokens.NewMessageCounter(tokens.MessageOptions{})
+		mc.Count(conv[:len(conv)-1])
+		b.ReportAllocs()
+		for b.Loop() {
+			mc.Count(conv)
+		}
+	})
 }
