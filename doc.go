@@ -41,7 +41,10 @@
 // JSON Lines of messages, or a Claude Code session (assistant records that
 // share a message id become one message, and the tool results written
 // between them are gathered into the next message). [Document.Encode] writes
-// the document back in the same shape.
+// the document back in the same shape. OpenHands evaluation output
+// (output.jsonl, whose records hold events rather than messages) is imported
+// as OpenAI chat messages, one conversation per record
+// ([Document.Conversations]), and written back as JSON Lines of messages.
 //
 // # Tool results
 //

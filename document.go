@@ -3,6 +3,7 @@ package agentctx
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,12 @@ const (
 	// records that share message.id are one message; other records are
 	// skipped.
 	FormatClaudeCode Format = "claude-code"
+	// FormatOpenHands is an OpenHands evaluation output (output.jsonl: one
+	// record per instance, its events in "history"), or a JSON array of
+	// OpenHands events. The events are imported as OpenAI chat messages,
+	// one conversation per record (see Document.Conversations). Encode
+	// writes the messages as JSON Lines: events cannot be written back.
+	FormatOpenHands Format = "openhands"
 )
 
 // Document is a conversation read from one input document. Encode writes it
@@ -46,7 +53,28 @@ type Document struct {
 	// them).
 	Merged int
 
-	members []member // FormatObject: the members of the top-level object
+	// Name names the conversation when the format gives it one (the
+	// instance_id of an OpenHands record).
+	Name string
+
+	members []member    // FormatObject: the members of the top-level object
+	convs   []*Document // the conversations of a document that holds several
+}
+
+// Conversations returns the conversations the document holds, each as a
+// document of its own: one per record of an OpenHands output.jsonl, in
+// order. Every other document holds one conversation, itself. Messages of
+// a document with several conversations is all of them, one after another.
+func (d *Document) Conversations() []*Document {
+	if len(d.convs) == 0 {
+		return []*Document{d}
+	}
+	out := make([]*Document, len(d.convs))
+	for i, c := range d.convs {
+		cp := *c
+		out[i] = &cp
+	}
+	return out
 }
 
 // envelope is the Claude Code record a message was read from, minus the
@@ -70,6 +98,7 @@ func (d *Document) System() (Content, bool) {
 func (d *Document) WithMessages(msgs []Message) *Document {
 	c := *d
 	c.Messages = msgs
+	c.convs = nil
 	return &c
 }
 
@@ -88,7 +117,8 @@ func ReadFile(ctx context.Context, path string, stdin io.Reader) (*Document, err
 
 // ReadDocument reads a whole document from r and detects its format: a JSON
 // array of messages, a JSON object with "messages", JSON Lines of messages,
-// or a Claude Code session. Malformed input returns an *InputError naming
+// a Claude Code session, or an OpenHands evaluation output (see
+// FormatOpenHands). Malformed input returns an *InputError naming
 // the line, column and byte offset (errors.Is(err, ErrInvalidInput)). Reading
 // stops early if ctx is cancelled.
 func ReadDocument(ctx context.Context, r io.Reader) (*Document, error) {
@@ -161,6 +191,13 @@ func parseArray(data []byte, i int) (*Document, error) {
 	if err != nil {
 		return nil, syntaxError(data, err)
 	}
+	if len(elems) > 0 && isOpenHandsEvent(elems[0]) {
+		events := make([]json.RawMessage, len(elems))
+		for k, el := range elems {
+			events[k] = el
+		}
+		return importOpenHands(data, events, func(k int) int64 { return offsetIn(data, elems[k]) })
+	}
 	msgs, err := decodeMessages(data, elems)
 	if err != nil {
 		return nil, err
@@ -219,6 +256,9 @@ func parseLines(ctx context.Context, data []byte) (*Document, error) {
 	first, err := rawjson.Members(values[0])
 	if err != nil {
 		return nil, syntaxError(data, err)
+	}
+	if isOpenHandsRecord(first) {
+		return parseOpenHands(data, values)
 	}
 	if findRaw(first, "role") == nil && findRaw(first, "type") != nil {
 		return parseClaudeCode(data, values)
@@ -370,7 +410,7 @@ func (d *Document) Encode(w io.Writer) error {
 func (d *Document) AppendJSON(dst []byte) ([]byte, error) {
 	e := encoder{buf: dst, mode: modePreserve}
 	switch d.Format {
-	case FormatJSONL:
+	case FormatJSONL, FormatOpenHands:
 		for k := range d.Messages {
 			d.Messages[k].encode(&e)
 			e.buf = append(e.buf, '\n')

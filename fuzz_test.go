@@ -23,7 +23,8 @@ func FuzzParseDocument(f *testing.F) {
 	for _, s := range []string{`[]`, `{}`, `{"messages":[]}`, `[{"role":"user","content":[{"type":"tool_result"}]}]`,
 		`{"type":"assistant","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"a"}]}}` + "\n" +
 			`{"type":"assistant","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"b"}]}}`,
-		"\"\\ud800\"", `[{"role":"tool","content":"\u00e9\ud83d"}]`} {
+		"\"\\ud800\"", `[{"role":"tool","content":"\u00e9\ud83d"}]`, `{"history":[]}`,
+		`[{"source":"agent","observation":"run","content":"x","tool_call_metadata":{"tool_call_id":"a"}}]`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -35,7 +36,7 @@ func FuzzParseDocument(f *testing.F) {
 		if err != nil {
 			t.Fatalf("encode: %v", err)
 		}
-		if len(doc.Messages) == 0 && (doc.Format == agentctx.FormatJSONL || doc.Format == agentctx.FormatClaudeCode) {
+		if len(doc.Messages) == 0 && (doc.Format == agentctx.FormatJSONL || doc.Format == agentctx.FormatClaudeCode || doc.Format == agentctx.FormatOpenHands) {
 			if len(out) != 0 {
 				t.Fatalf("empty %s document encoded as %q", doc.Format, out)
 			}

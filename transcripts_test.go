@@ -47,6 +47,10 @@ func TestSharedTranscriptsRoundTrip(t *testing.T) {
 			rep := agentctx.ValidatePairing(doc.Messages)
 			t.Logf("%s: %d messages, %d tool results, %d skipped, %d merged records, pairing issues %d",
 				doc.Format, len(doc.Messages), results, doc.Skipped, doc.Merged, len(rep.Issues))
+			if doc.Format == agentctx.FormatOpenHands {
+				checkOpenHandsImport(t, doc, out)
+				return
+			}
 			if doc.Format != agentctx.FormatClaudeCode {
 				if want := compactLines(data, doc.Format == agentctx.FormatJSONL); !bytes.Equal(out, want) {
 					t.Errorf("round trip differs from the input (%d vs %d bytes)", len(out), len(want))
@@ -110,4 +114,33 @@ func recordBlocks(t *testing.T, data []byte) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// checkOpenHandsImport checks an imported OpenHands output: events cannot be
+// written back, so the messages are written as JSON Lines, which read back
+// as the same messages; every conversation pairs up once repaired (a run
+// cut short leaves its last call unanswered).
+func checkOpenHandsImport(t *testing.T, doc *agentctx.Document, out []byte) {
+	t.Helper()
+	again, err := agentctx.ParseDocument(context.Background(), append([]byte(nil), out...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := agentctx.MarshalMessages(doc.Messages)
+	b, _ := agentctx.MarshalMessages(again.Messages)
+	if again.Format != agentctx.FormatJSONL || !bytes.Equal(a, b) {
+		t.Errorf("JSON Lines rewrite reads back as %s with different messages", again.Format)
+	}
+	total := 0
+	for _, c := range doc.Conversations() {
+		total += len(c.Messages)
+		fixed, repairs := agentctx.RepairPairing(c.Messages)
+		if rep := agentctx.ValidatePairing(fixed); !rep.Valid {
+			t.Errorf("%s: unpaired after %d repairs: %v", c.Name, len(repairs), rep.Issues)
+		}
+		t.Logf("%s: %d messages, %d repairs", c.Name, len(c.Messages), len(repairs))
+	}
+	if total != len(doc.Messages) {
+		t.Errorf("conversations hold %d messages, the document %d", total, len(doc.Messages))
+	}
 }

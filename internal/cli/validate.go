@@ -11,6 +11,7 @@ import (
 )
 
 type validateOutput struct {
+	Name   string `json:"name,omitempty"` // the conversation's name, in a document that holds several
 	Format string `json:"format"`
 	agentctx.PairingReport
 	Skipped int `json:"skipped_records,omitempty"`
@@ -41,23 +42,30 @@ result for each unanswered call, orphan results dropped.`,
 			if err != nil {
 				return err
 			}
-			rep := agentctx.ValidatePairing(doc.Messages)
-			out := validateOutput{Format: string(doc.Format), PairingReport: rep, Skipped: doc.Skipped, Merged: doc.Merged}
-			if repair {
-				msgs, repairs := agentctx.RepairPairing(doc.Messages)
+			// A document may hold several conversations (an OpenHands
+			// output.jsonl): each is checked on its own, one line each.
+			unpaired := false
+			for _, conv := range doc.Conversations() {
+				rep := agentctx.ValidatePairing(conv.Messages)
+				out := validateOutput{Name: conv.Name, Format: string(doc.Format), PairingReport: rep, Skipped: conv.Skipped, Merged: conv.Merged}
+				if !repair {
+					unpaired = unpaired || !rep.Valid
+					if err := e.writeJSON(out); err != nil {
+						return err
+					}
+					continue
+				}
+				msgs, repairs := agentctx.RepairPairing(conv.Messages)
 				after := agentctx.ValidatePairing(msgs)
+				unpaired = unpaired || !after.Valid
 				if err := e.writeJSON(repairOutput{Messages: msgs, Repairs: repairs, Before: out, After: after}); err != nil {
 					return err
 				}
-				if strict && !after.Valid {
+			}
+			if strict && unpaired {
+				if repair {
 					return errors.New("history is still unpaired after repair")
 				}
-				return nil
-			}
-			if err := e.writeJSON(out); err != nil {
-				return err
-			}
-			if strict && !rep.Valid {
 				return errors.New("history has unpaired tool calls or results")
 			}
 			return nil

@@ -1,0 +1,275 @@
+package agentctx
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agentctx/agentctx/internal/rawjson"
+)
+
+// OpenHands keeps a run as a list of events, not messages: actions (the
+// agent runs a command, reads or edits a file, thinks, finishes; the user
+// sends a message) and observations (what an action produced). Its
+// evaluation output (output.jsonl) holds one record per benchmark instance,
+// with the events in "history". importOpenHands turns the events into the
+// OpenAI chat messages OpenHands sends to the model:
+//
+//   - the "system" action is a system message; a user "message" action is a
+//     user message; an agent "message" action (and a "finish" without tool
+//     call) is an assistant message;
+//   - an action with tool_call_metadata is a call: the assistant message of
+//     its model response (the response's text, and one tool_calls entry per
+//     call of that response, with the arguments as the model sent them);
+//   - an observation with tool_call_metadata is the role "tool" message
+//     answering its call: its content (with the command's prefix and suffix
+//     for command output), the tool's "name", and messageStatus "error" for
+//     a failure (success false, a non-zero exit code, an "error"
+//     observation, content starting with "ERROR:");
+//   - an observation without a call (an error the agent caused without a
+//     valid call, output of a command the user ran) is a user message;
+//   - recall actions and observations, state changes and empty events are
+//     skipped (Document.Skipped counts them).
+//
+// Every message keeps its event's "timestamp".
+
+// isOpenHandsRecord reports whether the members are an OpenHands
+// evaluation record (an object with a "history" of events) rather than a
+// message or a Claude Code record.
+func isOpenHandsRecord(ms []rawjson.Member) bool {
+	h := findRaw(ms, "history")
+	return findRaw(ms, "role") == nil && findRaw(ms, "type") == nil && rawjson.Kind(h) == '['
+}
+
+// isOpenHandsEvent reports whether an object is an OpenHands event.
+func isOpenHandsEvent(v []byte) bool {
+	ms, err := rawjson.Members(v)
+	if err != nil || findRaw(ms, "role") != nil {
+		return false
+	}
+	return findRaw(ms, "source") != nil && (findRaw(ms, "action") != nil || findRaw(ms, "observation") != nil)
+}
+
+type ohEvent struct {
+	ID          json.RawMessage `json:"id"`
+	Timestamp   string          `json:"timestamp"`
+	Source      string          `json:"source"`
+	Message     string          `json:"message"`
+	Action      string          `json:"action"`
+	Observation string          `json:"observation"`
+	Content     string          `json:"content"`
+	Success     *bool           `json:"success"`
+	Args        struct {
+		Content      string `json:"content"`
+		Thought      string `json:"thought"`
+		FinalThought string `json:"final_thought"`
+	} `json:"args"`
+	Extras struct {
+		Metadata *struct {
+			ExitCode *int   `json:"exit_code"`
+			Prefix   string `json:"prefix"`
+			Suffix   string `json:"suffix"`
+		} `json:"metadata"`
+	} `json:"extras"`
+	ToolCallMetadata *struct {
+		FunctionName  string `json:"function_name"`
+		ToolCallID    string `json:"tool_call_id"`
+		ModelResponse *struct {
+			ID      string `json:"id"`
+			Choices []struct {
+				Message struct {
+					Content   json.RawMessage `json:"content"`
+					ToolCalls []struct {
+						ID       string `json:"id"`
+						Function struct {
+							Name      string `json:"name"`
+							Arguments string `json:"arguments"`
+						} `json:"function"`
+					} `json:"tool_calls"`
+				} `json:"message"`
+			} `json:"choices"`
+		} `json:"model_response"`
+	} `json:"tool_call_metadata"`
+}
+
+// ohMessage is the JSON of an imported message, members in wire order.
+type ohMessage struct {
+	Role          string       `json:"role"`
+	Content       *string      `json:"content"`
+	ToolCalls     []ohToolCall `json:"tool_calls,omitempty"`
+	ToolCallID    string       `json:"tool_call_id,omitempty"`
+	Name          string       `json:"name,omitempty"`
+	Timestamp     string       `json:"timestamp,omitempty"`
+	MessageStatus string       `json:"messageStatus,omitempty"`
+}
+
+type ohToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// parseOpenHands reads OpenHands evaluation records (JSON Lines, or one
+// object) into one conversation per record.
+func parseOpenHands(data []byte, values [][]byte) (*Document, error) {
+	doc := &Document{Format: FormatOpenHands}
+	for k, v := range values {
+		var rec struct {
+			InstanceID json.RawMessage   `json:"instance_id"`
+			History    []json.RawMessage `json:"history"`
+		}
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return nil, inputErrorAt(data, offsetIn(data, v), fmt.Sprintf("OpenHands record %d: %v", k+1, err))
+		}
+		recordAt := offsetIn(data, v)
+		conv, err := importOpenHands(data, rec.History, func(int) int64 { return recordAt })
+		if err != nil {
+			return nil, err
+		}
+		conv.Name = fmt.Sprintf("record-%d", k+1)
+		var id string
+		if json.Unmarshal(rec.InstanceID, &id) == nil && id != "" {
+			conv.Name = id
+		} else if k := rawjson.Kind(rec.InstanceID); k == '-' || k >= '0' && k <= '9' {
+			conv.Name = string(rec.InstanceID)
+		}
+		doc.convs = append(doc.convs, conv)
+		doc.Messages = append(doc.Messages, conv.Messages...)
+		doc.Skipped += conv.Skipped
+	}
+	if len(doc.convs) == 1 {
+		doc.Name, doc.convs = doc.convs[0].Name, nil
+	}
+	return doc, nil
+}
+
+// importOpenHands turns one list of events into a conversation. at gives
+// the offset in data to report for a bad event k.
+func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64) (*Document, error) {
+	doc := &Document{Format: FormatOpenHands, Messages: []Message{}}
+	var (
+		msgs       []ohMessage
+		lastResp   string // model response id of the last assistant message with calls
+		lastCallAt = -1   // its index in msgs
+	)
+	text := func(s string) *string { return &s }
+	for k, raw := range events {
+		var ev ohEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, inputErrorAt(data, at(k), fmt.Sprintf("OpenHands event %d: %v", k, err))
+		}
+		tcm := ev.ToolCallMetadata
+		switch {
+		case ev.Action == "system":
+			msgs = append(msgs, ohMessage{Role: RoleSystem, Content: text(firstNonEmpty(ev.Args.Content, ev.Message)), Timestamp: ev.Timestamp})
+		case ev.Action == "recall" || ev.Observation == "recall":
+			doc.Skipped++
+		case ev.Action != "" && tcm != nil && tcm.ToolCallID != "":
+			call := ohToolCall{ID: tcm.ToolCallID, Type: "function"}
+			call.Function.Name = tcm.FunctionName
+			thought, respID := ev.Args.Thought, ""
+			if mr := tcm.ModelResponse; mr != nil && len(mr.Choices) > 0 {
+				respID = mr.ID
+				m := mr.Choices[0].Message
+				var s string
+				if json.Unmarshal(m.Content, &s) == nil {
+					thought = s
+				}
+				for _, tc := range m.ToolCalls {
+					if tc.ID == tcm.ToolCallID {
+						call.Function.Arguments = tc.Function.Arguments
+						if call.Function.Name == "" {
+							call.Function.Name = tc.Function.Name
+						}
+					}
+				}
+			}
+			if call.Function.Arguments == "" {
+				call.Function.Arguments = argumentsOf(raw)
+			}
+			if respID != "" && respID == lastResp && lastCallAt == len(msgs)-1 {
+				msgs[lastCallAt].ToolCalls = append(msgs[lastCallAt].ToolCalls, call)
+				break
+			}
+			m := ohMessage{Role: RoleAssistant, ToolCalls: []ohToolCall{call}, Timestamp: ev.Timestamp}
+			if thought != "" {
+				m.Content = text(thought)
+			}
+			msgs = append(msgs, m)
+			lastResp, lastCallAt = respID, len(msgs)-1
+		case ev.Observation != "" && tcm != nil && tcm.ToolCallID != "":
+			content := ev.Content
+			failed := ev.Observation == "error" || ev.Success != nil && !*ev.Success || strings.HasPrefix(content, "ERROR:")
+			if md := ev.Extras.Metadata; md != nil {
+				content = md.Prefix + content + md.Suffix
+				if md.ExitCode != nil && *md.ExitCode != 0 {
+					failed = true
+				}
+			}
+			m := ohMessage{Role: RoleTool, Content: text(content), ToolCallID: tcm.ToolCallID, Name: tcm.FunctionName, Timestamp: ev.Timestamp}
+			if failed {
+				m.MessageStatus = "error"
+			}
+			msgs = append(msgs, m)
+		case ev.Action == "message" && ev.Source == "user":
+			msgs = append(msgs, ohMessage{Role: RoleUser, Content: text(firstNonEmpty(ev.Args.Content, ev.Message)), Timestamp: ev.Timestamp})
+		case ev.Action == "message" || ev.Action == "finish":
+			s := firstNonEmpty(ev.Args.Content, ev.Args.FinalThought, ev.Args.Thought, ev.Message)
+			if s == "" {
+				doc.Skipped++
+				break
+			}
+			msgs = append(msgs, ohMessage{Role: RoleAssistant, Content: text(s), Timestamp: ev.Timestamp})
+		case ev.Observation != "" && ev.Observation != "null" && ev.Observation != "agent_state_changed" && firstNonEmpty(ev.Content, ev.Message) != "":
+			m := ohMessage{Role: RoleUser, Content: text(firstNonEmpty(ev.Content, ev.Message)), Timestamp: ev.Timestamp}
+			if ev.Observation == "error" {
+				m.MessageStatus = "error"
+			}
+			msgs = append(msgs, m)
+		default:
+			doc.Skipped++
+		}
+	}
+	for _, m := range msgs {
+		raw, err := marshalNoEscape(m)
+		if err != nil {
+			return nil, fmt.Errorf("OpenHands import: %w", err)
+		}
+		msg, err := DecodeMessage(raw)
+		if err != nil {
+			return nil, fmt.Errorf("OpenHands import: %w", err)
+		}
+		doc.Messages = append(doc.Messages, msg)
+	}
+	return doc, nil
+}
+
+// argumentsOf returns an action's "args" without its "thought", as JSON
+// text: the arguments of a call whose model response is not recorded.
+func argumentsOf(raw json.RawMessage) string {
+	var ev struct {
+		Args map[string]json.RawMessage `json:"args"`
+	}
+	if json.Unmarshal(raw, &ev) != nil || ev.Args == nil {
+		return "{}"
+	}
+	delete(ev.Args, "thought")
+	b, err := marshalNoEscape(ev.Args)
+	if err != nil {
+		return "{}"
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
