@@ -1,0 +1,616 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/compact/anthropicsum"
+	"github.com/agentctx/agentctx/compact/openaisum"
+	"github.com/agentctx/agentctx/internal/fsutil"
+	"github.com/agentctx/agentctx/offload"
+	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/prune"
+	"github.com/agentctx/agentctx/tokens"
+	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/dirstore"
+	"github.com/agentctx/agentctx/workspace/sqlitestore"
+)
+
+// prepareFlags are the flags of every step, shared by prepare and eval.
+type prepareFlags struct {
+	encoding string
+
+	noRepair bool
+
+	noPrune     bool
+	nowFlag     string
+	maxAge      time.Duration
+	keepRecent  int
+	placeholder string
+	countErrors bool
+	tools       []string
+
+	offloadMode string
+	workspace   string
+	namespace   string
+	session     string
+	task, agent string
+	inlineLimit int
+	dir         string
+	minChars    int
+
+	noCompact            bool
+	limit                int
+	threshold, tailRatio float64
+	maxRetries           int
+	summarizer, model    string
+	apiKey, baseURL      string
+	timeout, backoff     time.Duration
+	inputTokens          int
+	force, strict        bool
+	noArchive            bool
+
+	verify bool
+}
+
+// register adds the flags; eval leaves out those that name where output
+// goes (it writes to a scratch directory) and the session.
+func (f *prepareFlags) register(fs *pflag.FlagSet, eval bool) {
+	fs.StringVar(&f.encoding, "encoding", tokens.O200kBaseName, "tokenizer: o200k_base or cl100k_base")
+	fs.BoolVar(&f.noRepair, "no-repair", false, "do not repair tool pairing (the output is still validated)")
+
+	fs.BoolVar(&f.noPrune, "no-prune", false, "do not prune stale terminal output")
+	fs.StringVar(&f.nowFlag, "now", "", "the current time for prune, RFC 3339 or epoch milliseconds (default the system clock)")
+	fs.DurationVar(&f.maxAge, "max-age", prune.DefaultMaxAge, "prune results strictly older than this")
+	fs.IntVar(&f.keepRecent, "keep-recent", prune.DefaultKeepRecent, "always keep this many most recent non-error results")
+	fs.StringVar(&f.placeholder, "placeholder", prune.DefaultPlaceholder, "the content that replaces a pruned result")
+	fs.BoolVar(&f.countErrors, "count-errors", false, "let error results take places among the --keep-recent most recent")
+	fs.StringSliceVar(&f.tools, "tool", prune.DefaultToolNames(), "a tool whose results are terminal output (repeatable; --tool= for none)")
+
+	fs.StringVar(&f.offloadMode, "offload", string(pipeline.OffloadWorkspace), "offload mode: workspace (store every result, index the large ones), files (--dir, --min-chars) or none")
+	fs.IntVar(&f.inlineLimit, "inline-limit", workspace.DefaultInlineLimit, "with --offload workspace: replace results of at least this many characters by a reference")
+	fs.IntVar(&f.minChars, "min-chars", offload.DefaultMinChars, "with --offload files: offload results of at least this many characters")
+	fs.StringVar(&f.task, "task", "", "task_id written on every artifact")
+	fs.StringVar(&f.agent, "agent", "", "agent_id written on every artifact")
+
+	fs.BoolVar(&f.noCompact, "no-compact", false, "do not compact")
+	fs.IntVar(&f.limit, "limit", compact.DefaultLimit, "context window, in tokens")
+	fs.Float64Var(&f.threshold, "threshold", compact.DefaultThreshold, "compact when the tokens reach this ratio of --limit")
+	fs.Float64Var(&f.tailRatio, "tail-ratio", compact.DefaultTailRatio, "keep the most recent messages worth this ratio of --limit")
+	fs.IntVar(&f.maxRetries, "max-retries", compact.DefaultMaxRetries, "retries after a failed summary (0: none)")
+	fs.StringVar(&f.summarizer, "summarizer", summarizerExtractive, "extractive, anthropic or openai")
+	fs.StringVar(&f.model, "model", "", "model for --summarizer anthropic or openai (default "+anthropicsum.DefaultModel+" / "+openaisum.DefaultModel+")")
+	fs.StringVar(&f.apiKey, "api-key", "", "API key for the summarizer (default $ANTHROPIC_API_KEY / $OPENAI_API_KEY)")
+	fs.StringVar(&f.baseURL, "base-url", "", "API base URL for the summarizer (default $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL)")
+	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "bound on each summarizer attempt (0: none)")
+	fs.DurationVar(&f.backoff, "backoff", time.Second, "wait before the first retry, doubled for each next one (up to 30s)")
+	fs.IntVar(&f.inputTokens, "input-tokens", compact.DefaultInputTokens, "most tokens of conversation per model call; larger middles are summarized in parts")
+	fs.BoolVar(&f.force, "force", false, "compact even below the threshold")
+	fs.BoolVar(&f.strict, "strict", false, "fail (exit 1) when the archive or the summary fails")
+	fs.BoolVar(&f.noArchive, "no-archive", false, "do not archive the compacted messages")
+
+	if eval {
+		return
+	}
+	fs.StringVar(&f.workspace, "workspace", pipeline.DefaultWorkspaceDir, "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
+	fs.StringVar(&f.namespace, "namespace", workspace.DefaultNamespace, "namespace inside the workspace")
+	fs.StringVar(&f.session, "session", compact.DefaultSessionID, "session id: session_id of the artifacts and the archive subdirectory")
+	fs.StringVar(&f.dir, "dir", offload.DefaultDir, "directory of the archives (<dir>/<session>/) and of --offload files")
+	fs.BoolVar(&f.verify, "verify", false, "read back every artifact, file and archive written and compare it with the original")
+}
+
+// options checks the flags and returns the pipeline options they make
+// (without store, directories and session, which depend on the input).
+func (f *prepareFlags) options(e *env, changed func(string) bool) (pipeline.Options, error) {
+	var o pipeline.Options
+	switch {
+	case f.encoding != tokens.O200kBaseName && f.encoding != tokens.Cl100kBaseName:
+		_, err := tokens.Get(f.encoding)
+		return o, usagef("--encoding: %v", err)
+	case f.maxAge < 0:
+		return o, usagef("invalid --max-age %s: must not be negative", f.maxAge)
+	case f.keepRecent < 0:
+		return o, usagef("invalid --keep-recent %d: must not be negative", f.keepRecent)
+	case f.placeholder == "":
+		return o, usagef("invalid --placeholder: must not be empty")
+	case f.inlineLimit < 1:
+		return o, usagef("invalid --inline-limit %d: must be at least 1", f.inlineLimit)
+	case f.minChars < 1:
+		return o, usagef("invalid --min-chars %d: must be at least 1", f.minChars)
+	case f.limit < 1:
+		return o, usagef("invalid --limit %d: must be at least 1", f.limit)
+	case !(f.threshold > 0) || math.IsInf(f.threshold, 0):
+		return o, usagef("invalid --threshold %v: must be a positive ratio", f.threshold)
+	case !(f.tailRatio >= 0) || math.IsInf(f.tailRatio, 0):
+		return o, usagef("invalid --tail-ratio %v: must be a ratio of at least 0", f.tailRatio)
+	case f.maxRetries < 0:
+		return o, usagef("invalid --max-retries %d: must not be negative", f.maxRetries)
+	case f.timeout < 0:
+		return o, usagef("invalid --timeout %s: must not be negative", f.timeout)
+	case f.backoff < 0:
+		return o, usagef("invalid --backoff %s: must not be negative", f.backoff)
+	case f.inputTokens < 0:
+		return o, usagef("invalid --input-tokens %d: must not be negative", f.inputTokens)
+	}
+	switch pipeline.OffloadMode(f.offloadMode) {
+	case pipeline.OffloadWorkspace, pipeline.OffloadFiles, pipeline.OffloadNone:
+		o.Offload = pipeline.OffloadMode(f.offloadMode)
+	default:
+		return o, usagef("invalid --offload %q: want workspace, files or none", f.offloadMode)
+	}
+	now := time.Now
+	if changed("now") {
+		t, ok := agentctx.ParseTime(f.nowFlag)
+		if !ok {
+			return o, usagef("invalid --now %q: want an RFC 3339 time or epoch milliseconds", f.nowFlag)
+		}
+		now = func() time.Time { return t }
+	}
+	enc, err := tokens.Get(f.encoding)
+	if err != nil {
+		return o, usagef("--encoding: %v", err)
+	}
+	o.Counter = enc
+	o.Now = now
+	o.Logger = e.logger
+	o.NoRepair = f.noRepair
+	o.Verify = f.verify
+
+	o.NoPrune = f.noPrune
+	o.Prune = prune.Options{MaxAge: f.maxAge, KeepRecent: f.keepRecent, CountErrors: f.countErrors, Placeholder: f.placeholder}
+	// On the command line 0 is literal; in Options it means the default.
+	if f.maxAge == 0 {
+		o.Prune.MaxAge = -1
+	}
+	if f.keepRecent == 0 {
+		o.Prune.KeepRecent = -1
+	}
+	if changed("tool") {
+		o.Prune.ToolNames = append([]string{}, f.tools...)
+	}
+
+	o.Workspace = workspace.Options{TaskID: f.task, AgentID: f.agent, InlineLimit: f.inlineLimit}
+	o.Files = offload.BatchOptions{MinChars: f.minChars}
+
+	o.NoCompact = f.noCompact
+	o.Compact = compact.Options{
+		Limit:           f.limit,
+		Threshold:       f.threshold,
+		TailRatio:       f.tailRatio,
+		MaxRetries:      f.maxRetries,
+		AttemptTimeout:  f.timeout,
+		Backoff:         doubling(f.backoff),
+		Force:           f.force,
+		NoArchive:       f.noArchive,
+		ArchiveRequired: f.strict,
+		SummaryRequired: f.strict,
+	}
+	if f.tailRatio == 0 {
+		o.Compact.TailRatio = -1
+	}
+	if f.maxRetries == 0 {
+		o.Compact.MaxRetries = -1
+	}
+	if !f.noCompact {
+		s, err := newSummarizer(e, f.summarizer, f.model, f.apiKey, f.baseURL, f.inputTokens)
+		if err != nil {
+			return o, err
+		}
+		o.Compact.Summarizer = s
+	}
+	o.MessageCounter = tokens.NewMessageCounter(tokens.MessageOptions{Counter: enc, Logger: e.logger, Parallelism: -1})
+	if err := o.Validate(); err != nil {
+		return o, usagef("%v", err)
+	}
+	return o, nil
+}
+
+// openStore opens the workspace store named by --workspace: a directory,
+// or a SQLite file for a path ending in .db, .sqlite or .sqlite3.
+func openStore(ctx context.Context, path string) (workspace.Store, error) {
+	if !isSQLitePath(path) {
+		s, err := dirstore.Open(path, nil)
+		if err != nil {
+			return nil, fmt.Errorf("workspace: %w", err)
+		}
+		return s, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	return sqlitestore.Open(ctx, path, nil)
+}
+
+// conversation is one conversation to prepare and where it came from.
+type conversation struct {
+	file string             // the input file ("" for stdin)
+	name string             // the conversation's name in a document that holds several
+	key  string             // what keeps its workspace namespace and session apart; "" for the only one
+	doc  *agentctx.Document // the conversation itself
+}
+
+// conversationsOf splits a document into its conversations. key names each
+// when there are several, or when prefix says the input is one of several.
+func conversationsOf(file, prefix string, doc *agentctx.Document) []conversation {
+	docs := doc.Conversations()
+	out := make([]conversation, len(docs))
+	for i, d := range docs {
+		c := conversation{file: file, doc: d, key: prefix}
+		if len(docs) > 1 {
+			c.name = d.Name
+			if c.name == "" {
+				c.name = fmt.Sprintf("conversation-%d", i+1)
+			}
+			c.key = strings.TrimPrefix(prefix+"/"+c.name, "/")
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// prepareRun holds what the conversations of one prepare run share.
+type prepareRun struct {
+	e     *env
+	f     *prepareFlags
+	base  pipeline.Options
+	store workspace.Store
+}
+
+// pipelineFor builds the pipeline of one conversation: its own namespace,
+// session, files directory and archive directory when it is one of several.
+func (r *prepareRun) pipelineFor(c conversation) (*pipeline.Pipeline, error) {
+	o := r.base
+	o.Store = r.store
+	o.SessionID = r.f.session
+	o.Workspace.Namespace = r.f.namespace
+	o.Files.Dir = r.f.dir
+	o.Compact.Dir = r.f.dir
+	if c.key != "" {
+		o.SessionID = strings.TrimPrefix(r.f.session+"/"+c.key, compact.DefaultSessionID+"/")
+		o.Workspace.Namespace = r.f.namespace + "/" + c.key
+		if safe, err := fsutil.SafeName(c.key); err == nil {
+			o.Files.Dir = filepath.Join(r.f.dir, safe)
+		}
+	}
+	return pipeline.New(o)
+}
+
+// prepareOutput is what prepare prints for one conversation.
+type prepareOutput struct {
+	Conversation string             `json:"conversation,omitempty"` // in a document holding several
+	Messages     []agentctx.Message `json:"messages"`
+	Report       pipeline.Report    `json:"report"`
+}
+
+// prepareFileOutput is what prepare --out prints for one conversation: the
+// messages are in the output file.
+type prepareFileOutput struct {
+	File         string          `json:"file"`
+	Conversation string          `json:"conversation,omitempty"`
+	Output       string          `json:"output"`
+	Report       pipeline.Report `json:"report"`
+}
+
+func newPrepareCmd(e *env) *cobra.Command {
+	f := &prepareFlags{}
+	var out, summary string
+	cmd := &cobra.Command{
+		Use:   "prepare [FILE] | prepare --out DIR FILE...",
+		Short: "Prepare a conversation for the next model request: repair, prune, offload, count, compact, validate",
+		Long: `prepare is the one call an agent loop makes before every model request,
+run on a saved transcript. In order:
+
+  repair    answer unanswered tool calls with a synthetic error result and
+            drop results that answer no call;
+  prune     replace stale successful terminal output with a placeholder
+            (older than --max-age, not among the --keep-recent most recent);
+  offload   store every tool result whole in the workspace (--workspace,
+            artifact tool_result_<id>) and replace those of --inline-limit
+            characters or more by a reference the agent reads back;
+            --offload files writes results of --min-chars or more to
+            <dir>/tool-result-<id>.md instead;
+  count     count the tokens (plus a request body's top-level system);
+  compact   at --limit × --threshold tokens or more, archive the middle of
+            the conversation to <dir>/<session>/compact-*.json and replace it
+            with a summary (once: a result still over the trigger is reported,
+            not compacted again);
+  validate  check that every tool call and result pair up.
+
+It prints {"messages", "report"}: the messages to send and, per step, what
+changed, characters and tokens saved, artifacts and files written, and time.
+The input file is never modified. When stderr is a terminal a short summary
+is printed there too (--summary always|never to choose).
+
+With --out DIR it prepares each FILE and writes the messages to DIR under
+the file's name, in the input's shape, printing one report per line; a
+progress bar is shown on a terminal. A file holding several conversations
+(an OpenHands output.jsonl) is prepared one conversation at a time; several
+conversations keep apart in the workspace under <namespace>/<name>, and
+their sessions are named after them.`,
+		Example: `  agentctx prepare --limit 100000 session.jsonl > prepared.json
+  agentctx prepare --limit 14000 examples/session.json
+  agentctx prepare --out prepared/ --limit 100000 transcripts/*.jsonl
+  agentctx prepare --summarizer openai --base-url http://localhost:11434/v1 --model qwen3:8b session.jsonl`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if out == "" {
+				return cobra.MaximumNArgs(1)(cmd, args)
+			}
+			return cobra.MinimumNArgs(1)(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			showSummary, err := summaryMode(summary, e.s.ErrIsTerminal)
+			if err != nil {
+				return err
+			}
+			switch {
+			case f.session == "":
+				return usagef("invalid --session: must not be empty")
+			case f.namespace == "":
+				return usagef("invalid --namespace: must not be empty")
+			case f.workspace == "" && f.offloadMode == string(pipeline.OffloadWorkspace):
+				return usagef("invalid --workspace: must not be empty")
+			case f.dir == "":
+				return usagef("invalid --dir: must not be empty")
+			}
+			base, err := f.options(e, cmd.Flags().Changed)
+			if err != nil {
+				return err
+			}
+			run := &prepareRun{e: e, f: f, base: base}
+			if out != "" {
+				return run.prepareFiles(ctx, out, args, showSummary)
+			}
+			doc, err := e.readInput(ctx, args)
+			if err != nil {
+				return err
+			}
+			file := ""
+			if len(args) > 0 && args[0] != "-" {
+				file = args[0]
+			}
+			if err := run.openStore(ctx); err != nil {
+				return err
+			}
+			defer run.closeStore()
+			convs := conversationsOf(file, "", doc)
+			var outs []prepareOutput
+			for _, c := range convs {
+				res, err := run.prepareOne(ctx, c)
+				if err != nil {
+					return err
+				}
+				outs = append(outs, prepareOutput{Conversation: c.name, Messages: res.Messages, Report: res.Report})
+			}
+			for _, o := range outs {
+				if err := e.writeJSON(o); err != nil {
+					return err
+				}
+			}
+			if showSummary {
+				for _, o := range outs {
+					e.printSummary(file, o.Conversation, "", o.Report)
+				}
+			}
+			return nil
+		},
+	}
+	f.register(cmd.Flags(), false)
+	cmd.Flags().StringVarP(&out, "out", "o", "", "write each FILE's prepared messages to this directory, in the input's shape")
+	cmd.Flags().StringVar(&summary, "summary", "auto", "human summary on stderr: auto (when it is a terminal), always or never")
+	return cmd
+}
+
+func summaryMode(s string, terminal bool) (bool, error) {
+	switch s {
+	case "auto":
+		return terminal, nil
+	case "always":
+		return true, nil
+	case "never":
+		return false, nil
+	}
+	return false, usagef("invalid --summary %q: want auto, always or never", s)
+}
+
+func (r *prepareRun) openStore(ctx context.Context) error {
+	if r.base.Offload != pipeline.OffloadWorkspace {
+		return nil
+	}
+	s, err := openStore(ctx, r.f.workspace)
+	if err != nil {
+		return err
+	}
+	r.store = s
+	return nil
+}
+
+func (r *prepareRun) closeStore() {
+	if r.store != nil {
+		r.store.Close()
+	}
+}
+
+// prepareOne prepares one conversation with its own pipeline.
+func (r *prepareRun) prepareOne(ctx context.Context, c conversation) (*pipeline.Result, error) {
+	p, err := r.pipelineFor(c)
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	defer p.Close()
+	res, err := p.PrepareDocument(ctx, c.doc)
+	if err != nil {
+		where := c.file
+		if c.name != "" {
+			where = strings.TrimPrefix(where+": "+c.name, ": ")
+		}
+		if where != "" {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+// prepareFiles is prepare --out DIR FILE...: every input is read and checked
+// first, so that bad input writes nothing; then each is prepared and written
+// to DIR under its own name.
+func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []string, showSummary bool) error {
+	e := r.e
+	outputs := make([]string, len(files))
+	seen := make(map[string]string)
+	for i, file := range files {
+		if file == "-" {
+			return usagef("--out takes files, not stdin")
+		}
+		out := filepath.Join(outDir, filepath.Base(file))
+		if prev, dup := seen[out]; dup {
+			return usagef("%s and %s would both be written to %s", prev, file, out)
+		}
+		seen[out] = file
+		if same(out, file) {
+			return usagef("%s would be overwritten by its own output: choose another --out", file)
+		}
+		outputs[i] = out
+		if _, err := e.readInput(ctx, []string{file}); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if err := r.openStore(ctx); err != nil {
+		return err
+	}
+	defer r.closeStore()
+
+	bar := newProgress(e.s.Err, e.s.ErrIsTerminal && len(files) > 1, len(files))
+	type done struct {
+		file, name, out string
+		rep             pipeline.Report
+	}
+	var summaries []done
+	for i, file := range files {
+		if err := ctx.Err(); err != nil {
+			bar.finish()
+			return err
+		}
+		bar.update(i, filepath.Base(file))
+		doc, err := e.readInput(ctx, []string{file})
+		if err != nil {
+			bar.finish()
+			return err
+		}
+		prefix := ""
+		if len(files) > 1 {
+			prefix = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+		}
+		var msgs []agentctx.Message
+		for _, c := range conversationsOf(file, prefix, doc) {
+			res, err := r.prepareOne(ctx, c)
+			if err != nil {
+				bar.finish()
+				return err
+			}
+			msgs = append(msgs, res.Messages...)
+			if err := e.writeJSON(prepareFileOutput{File: file, Conversation: c.name, Output: outputs[i], Report: res.Report}); err != nil {
+				bar.finish()
+				return err
+			}
+			summaries = append(summaries, done{file, c.name, outputs[i], res.Report})
+		}
+		var buf bytes.Buffer
+		if err := doc.WithMessages(msgs).Encode(&buf); err != nil {
+			bar.finish()
+			return fmt.Errorf("%s: encode: %w", file, err)
+		}
+		if err := fsutil.WriteFile(outputs[i], buf.Bytes(), fsutil.Options{}); err != nil {
+			bar.finish()
+			return fmt.Errorf("write %s: %w", outputs[i], err)
+		}
+	}
+	bar.update(len(files), "")
+	bar.finish()
+	if showSummary {
+		for _, d := range summaries {
+			e.printSummary(d.file, d.name, d.out, d.rep)
+		}
+	}
+	return nil
+}
+
+// same reports whether two paths name one file.
+func same(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	if err1 == nil && err2 == nil {
+		return os.SameFile(fa, fb)
+	}
+	aa, _ := filepath.Abs(a)
+	ab, _ := filepath.Abs(b)
+	return aa == ab
+}
+
+// printSummary writes the human summary of one prepared conversation.
+func (e *env) printSummary(file, name, out string, rep pipeline.Report) {
+	title := file
+	if title == "" {
+		title = "stdin"
+	}
+	if name != "" {
+		title += " · " + name
+	}
+	if out != "" {
+		title += " → " + out
+	}
+	fmt.Fprintf(e.s.Err, "agentctx prepare: %s\n", title)
+	for _, line := range strings.SplitAfter(strings.TrimRight(rep.String(), "\n"), "\n") {
+		fmt.Fprintf(e.s.Err, "  %s", line)
+	}
+	fmt.Fprintln(e.s.Err)
+}
+
+// progress draws a progress bar on a terminal, rewriting one line.
+type progress struct {
+	w       io.Writer
+	on      bool
+	total   int
+	started time.Time
+}
+
+func newProgress(w io.Writer, on bool, total int) *progress {
+	return &progress{w: w, on: on, total: total, started: time.Now()}
+}
+
+const progressWidth = 30
+
+func (p *progress) update(done int, label string) {
+	if !p.on || p.total == 0 {
+		return
+	}
+	filled := done * progressWidth / p.total
+	if len(label) > 40 {
+		label = label[:37] + "..."
+	}
+	fmt.Fprintf(p.w, "\r\x1b[K[%s%s] %d/%d %s %s", strings.Repeat("#", filled), strings.Repeat(".", progressWidth-filled),
+		done, p.total, time.Since(p.started).Round(100*time.Millisecond), label)
+}
+
+func (p *progress) finish() {
+	if p.on && p.total > 0 {
+		fmt.Fprintln(p.w)
+		p.on = false
+	}
+}

@@ -1,0 +1,92 @@
+// Package pipeline is the one call an agent loop makes before every model
+// request (SPEC §7): it takes the stored history of a conversation and
+// returns the list to send, inside the context window, with nothing lost.
+//
+// # Quick start
+//
+//	p, err := pipeline.New(pipeline.Options{SessionID: "s1"})
+//	if err != nil {
+//		return err
+//	}
+//	defer p.Close()
+//	for {
+//		res, err := p.Prepare(ctx, history) // history is never modified
+//		if err != nil {
+//			return err
+//		}
+//		reply := callModel(ctx, res.Messages) // send what Prepare returned
+//		history = append(history, reply)
+//		if !hasToolCalls(reply) {
+//			break
+//		}
+//		history = append(history, runTools(reply)) // the results, in one message
+//	}
+//
+// The zero Options are the embedded defaults: no API key, no server, no
+// download. Tool results are stored in a directory workspace under
+// .agentctx, tokens are counted with o200k_base, and compaction uses the
+// offline extractive summarizer with archives under .offload/default.
+//
+// # Steps
+//
+// Prepare runs six steps and reports each (Report.Steps):
+//
+//  1. repair: tool calls without a result get a synthetic error result and
+//     results without a call are dropped, so the request is never rejected
+//     for its pairing (agentctx.RepairPairing).
+//  2. prune: successful terminal output older than 15 minutes and not among
+//     the 5 most recent results becomes "此命令返回内容已过时" (package prune,
+//     seed 004).
+//  3. offload: every tool result is stored whole as the workspace artifact
+//     tool_result_<id>, and a result of 40,000 characters or more is
+//     replaced by a <knowledge_list> reference that the agent reads back
+//     with the workspace tools (package workspace, seed 003). Results are
+//     stored before pruning, so the workspace holds the originals of pruned
+//     output too. Options.Offload selects file offload (package offload,
+//     seed 000) instead, or none.
+//  4. count: the tokens of the list, plus Options.ReservedTokens (a system
+//     prompt, tool definitions), against the trigger: 92% of the window.
+//  5. compact: at or over the trigger, the middle of the list is archived
+//     to a file and replaced by a summary (package compact, seed 002).
+//  6. validate: the list to send is checked for pairing.
+//
+// Each step's entry says what it changed, the characters and tokens it
+// saved, the artifacts and files it wrote, and how long it took. The report
+// also has the tokens before and after, whether the result is below the
+// trigger, and Report.String renders a few lines for a person.
+//
+// # Compaction, once
+//
+// A compaction that cannot bring the list below the trigger (the most recent
+// messages alone are too large, or the summary failed) is reported in
+// Report.BelowThreshold and Report.Warnings; Prepare does not compact again
+// in a loop.
+//
+// A Pipeline also remembers its last compaction. When the next call is given
+// the same history grown by new messages (the usual agent loop, which keeps
+// its full history and prepares it before each request), the summarized
+// messages are replaced by the same summary instead of being summarized and
+// archived again: the list sent keeps a stable beginning, which keeps
+// provider prompt caches valid, and compaction runs again only when the list
+// reaches the trigger again, with the earlier summary carried into the new
+// one. The summary is reused only when those messages are byte for byte the
+// ones summarized. Build one Pipeline per conversation; set Options.Stateless
+// to make every call independent.
+//
+// # Where the originals are
+//
+// Prepare never modifies the history it is given. What it takes out of the
+// list sent is kept: tool results in the workspace (read them back with
+// Workspace().Execute or "agentctx ws get"), offloaded files under their
+// directory, summarized messages in the archive named in the report and in
+// the summary itself. Options.Verify reads all of it back and compares it
+// with the originals byte for byte.
+//
+// # Evaluation
+//
+// Evaluate runs Prepare over every transcript in a directory, each
+// conversation with its own Pipeline and a fresh workspace, and reports per
+// conversation the format, messages, tokens before and after, pairing,
+// bytes offloaded and archived, whether everything read back identical, and
+// the time taken ("agentctx eval DIR").
+package pipeline

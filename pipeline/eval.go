@@ -1,0 +1,356 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/internal/fsutil"
+	"github.com/agentctx/agentctx/tokens"
+)
+
+// EvalOptions configure Evaluate.
+type EvalOptions struct {
+	// Options are those of every conversation's Pipeline. Evaluate sets
+	// Verify, and gives each conversation its own workspace, files and
+	// archive directories under WorkDir and its own session; Store,
+	// WorkspaceDir, Files.Dir, Compact.Dir and SessionID are ignored.
+	Options
+	// WorkDir is where the workspaces and archives are written, one
+	// subdirectory per conversation. Empty means a temporary directory,
+	// removed when Evaluate returns.
+	WorkDir string
+	// Progress, if set, is called before each file and once at the end
+	// (file ""), with the number of files done and the total.
+	Progress func(done, total int, file string)
+}
+
+// Evaluation is the result of Evaluate: one row per conversation.
+type Evaluation struct {
+	Dir             string    `json:"dir"`
+	Limit           int       `json:"limit"`
+	ThresholdTokens int       `json:"threshold_tokens"`
+	Rows            []EvalRow `json:"rows"`
+	// Files is the number of transcripts read, Conversations the number
+	// of rows, Passed those that met every target (see EvalRow.OK).
+	Files         int `json:"files"`
+	Conversations int `json:"conversations"`
+	Passed        int `json:"passed"`
+	// Duration is the time of the whole run.
+	Duration time.Duration `json:"-"`
+}
+
+// EvalRow is the evaluation of one conversation.
+type EvalRow struct {
+	File         string          `json:"file"`                   // base name of the transcript
+	Conversation string          `json:"conversation,omitempty"` // its name, in a file holding several
+	Format       agentctx.Format `json:"format"`
+	// Messages before and after, tokens before and after (a request
+	// body's system prompt included).
+	Messages      int `json:"messages"`
+	MessagesAfter int `json:"messages_after"`
+	TokensBefore  int `json:"tokens_before"`
+	TokensAfter   int `json:"tokens_after"`
+	// BelowThreshold: the output is below the compaction trigger.
+	BelowThreshold bool `json:"below_threshold"`
+	// InputValid: the input's calls and results paired up; Repairs is what
+	// the repair step changed. Valid: the output's pair up.
+	InputValid bool `json:"input_valid"`
+	Repairs    int  `json:"repairs"`
+	Valid      bool `json:"valid"`
+	// Pruned results, results stored whole in the workspace (and their
+	// bytes), results replaced by a reference (and their bytes), messages
+	// summarized (and the archive's bytes).
+	Pruned         int `json:"pruned"`
+	Stored         int `json:"stored"`
+	StoredBytes    int `json:"stored_bytes"`
+	Replaced       int `json:"replaced"`
+	ReplacedBytes  int `json:"replaced_bytes"`
+	Compacted      int `json:"compacted"`
+	ArchivedBytes  int `json:"archived_bytes"`
+	OffloadedBytes int `json:"offloaded_bytes"` // StoredBytes + ArchivedBytes: everything written out of the context
+	// Checked is the number of artifacts, files and archives read back,
+	// Identical whether all of them matched their originals byte for byte.
+	Checked   int      `json:"checked"`
+	Identical bool     `json:"identical"`
+	Failures  []string `json:"failures,omitempty"`
+	// Read is the time to read and parse the file (shared by its
+	// conversations), Prepare the time of Prepare, verification included.
+	Read    time.Duration `json:"-"`
+	Prepare time.Duration `json:"-"`
+	// Error is the failure that stopped this file or conversation.
+	Error string `json:"error,omitempty"`
+
+	threshold int
+}
+
+// OK reports whether the row met every target: prepared without error,
+// output paired and below the trigger, everything read back identical.
+func (r *EvalRow) OK() bool {
+	return r.Error == "" && r.Valid && r.BelowThreshold && r.Identical
+}
+
+// OK reports whether every row met every target.
+func (e *Evaluation) OK() bool { return e.Passed == len(e.Rows) && len(e.Rows) > 0 }
+
+// transcriptExts are the file name endings Evaluate reads.
+var transcriptExts = []string{".json", ".jsonl"}
+
+// Evaluate runs Prepare over every transcript in dir (the files ending in
+// .json or .jsonl, in name order; subdirectories are not entered): each
+// conversation with a new Pipeline, a fresh workspace and Options.Verify
+// set. It reports per conversation the format, messages, tokens before and
+// after, pairing, what was pruned, stored, replaced and archived, whether
+// all of it read back identical, and the time taken. A file that cannot be
+// read or prepared gets a row with its Error; Evaluate itself fails only
+// for a directory it cannot list, a work directory it cannot make, invalid
+// options, or a done ctx.
+func Evaluate(ctx context.Context, dir string, opts EvalOptions) (*Evaluation, error) {
+	start := time.Now()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: evaluate: %w", err)
+	}
+	var files []string
+	for _, e := range entries {
+		name := e.Name()
+		if e.Type().IsRegular() && slices.ContainsFunc(transcriptExts, func(ext string) bool {
+			return strings.EqualFold(filepath.Ext(name), ext)
+		}) {
+			files = append(files, name)
+		}
+	}
+	slices.Sort(files)
+
+	work := opts.WorkDir
+	if work == "" {
+		work, err = os.MkdirTemp("", "agentctx-eval-")
+		if err != nil {
+			return nil, fmt.Errorf("pipeline: evaluate: %w", err)
+		}
+		defer os.RemoveAll(work)
+	} else if err := os.MkdirAll(work, 0o755); err != nil {
+		return nil, fmt.Errorf("pipeline: evaluate: %w", err)
+	}
+
+	ev := &Evaluation{Dir: dir, Files: len(files), Rows: []EvalRow{}}
+	base := opts.Options
+	base.Verify = true
+	if base.MessageCounter == nil {
+		// One counter for the run: its cache and encoding are shared.
+		base.MessageCounter = tokens.NewMessageCounter(tokens.MessageOptions{Counter: base.Counter, Logger: base.Logger, Parallelism: -1})
+	}
+	for i, name := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if opts.Progress != nil {
+			opts.Progress(i, len(files), name)
+		}
+		rows, err := evaluateFile(ctx, filepath.Join(dir, name), filepath.Join(work, safe(name)), base)
+		if err != nil {
+			return nil, err
+		}
+		ev.Rows = append(ev.Rows, rows...)
+	}
+	if opts.Progress != nil {
+		opts.Progress(len(files), len(files), "")
+	}
+	for i := range ev.Rows {
+		if ev.Rows[i].OK() {
+			ev.Passed++
+		}
+	}
+	ev.Conversations = len(ev.Rows)
+	ev.Limit = base.Compact.Limit
+	if ev.Limit <= 0 {
+		ev.Limit = compact.DefaultLimit
+	}
+	for _, r := range ev.Rows {
+		if r.Error == "" {
+			ev.ThresholdTokens = r.threshold
+			break
+		}
+	}
+	ev.Duration = time.Since(start)
+	return ev, nil
+}
+
+// evaluateFile evaluates every conversation of one transcript. Only a done
+// ctx is an error; other failures are recorded in the rows.
+func evaluateFile(ctx context.Context, path, work string, base Options) ([]EvalRow, error) {
+	name := filepath.Base(path)
+	t0 := time.Now()
+	doc, err := agentctx.ReadFile(ctx, path, nil)
+	read := time.Since(t0)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return []EvalRow{{File: name, Read: read, Error: oneLine(err)}}, nil
+	}
+	convs := doc.Conversations()
+	rows := make([]EvalRow, 0, len(convs))
+	for k, conv := range convs {
+		row := EvalRow{File: name, Format: doc.Format, Read: read, Messages: len(conv.Messages)}
+		sub := work
+		if len(convs) > 1 {
+			row.Conversation = conv.Name
+			if row.Conversation == "" {
+				row.Conversation = fmt.Sprintf("conversation-%d", k+1)
+			}
+			sub = filepath.Join(work, safe(row.Conversation))
+		}
+		row.InputValid = agentctx.ValidatePairing(conv.Messages).Valid
+		o := base
+		o.Store = nil
+		o.WorkspaceDir = filepath.Join(sub, "workspace")
+		o.Files.Dir = filepath.Join(sub, "files")
+		o.Compact.Dir = filepath.Join(sub, "archive")
+		o.SessionID = strings.TrimSuffix(name, filepath.Ext(name))
+		if row.Conversation != "" {
+			o.SessionID += "/" + row.Conversation
+		}
+		p, err := New(o)
+		if err != nil {
+			return nil, err
+		}
+		t1 := time.Now()
+		res, err := p.PrepareDocument(ctx, conv)
+		row.Prepare = time.Since(t1)
+		p.Close()
+		if err != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if res != nil {
+			row.fill(&res.Report)
+		}
+		if err != nil {
+			row.Error = oneLine(err)
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// fill copies the figures of a report into the row.
+func (r *EvalRow) fill(rep *Report) {
+	r.MessagesAfter = rep.MessagesAfter
+	r.TokensBefore, r.TokensAfter = rep.TokensBefore, rep.TokensAfter
+	r.BelowThreshold, r.Valid = rep.BelowThreshold, rep.Valid
+	r.threshold = rep.ThresholdTokens
+	r.Identical = true
+	verified := func(v *Verification) {
+		if v == nil {
+			return
+		}
+		r.Checked += v.Checked
+		r.Failures = append(r.Failures, v.Failures...)
+		if !v.OK() {
+			r.Identical = false
+		}
+	}
+	if s := rep.Step(StepRepair); s != nil {
+		r.Repairs = s.Changed
+	}
+	if s := rep.Step(StepPrune); s != nil {
+		r.Pruned = s.Changed
+	}
+	if s := rep.Step(StepOffload); s != nil && s.Offload != nil {
+		o := s.Offload
+		r.Stored, r.StoredBytes, r.Replaced, r.ReplacedBytes = o.Stored, o.StoredBytes, o.Replaced, o.ReplacedBytes
+		verified(o.Verified)
+	}
+	if s := rep.Step(StepCompact); s != nil && s.Compact != nil {
+		c := s.Compact
+		if c.Compacted {
+			r.Compacted = c.Stats.CompactedMessageCount
+		}
+		r.ArchivedBytes = c.ArchivedBytes
+		verified(c.Verified)
+	}
+	r.OffloadedBytes = r.StoredBytes + r.ArchivedBytes
+}
+
+// MarshalJSON writes the evaluation with its duration as "duration_ms".
+func (e Evaluation) MarshalJSON() ([]byte, error) {
+	type plain Evaluation
+	return marshalNoEscape(struct {
+		plain
+		OK         bool    `json:"ok"`
+		DurationMS float64 `json:"duration_ms"`
+	}{plain(e), e.OK(), millis(e.Duration)})
+}
+
+// MarshalJSON writes the row with its times as "read_ms" and "prepare_ms".
+func (r EvalRow) MarshalJSON() ([]byte, error) {
+	type plain EvalRow
+	return marshalNoEscape(struct {
+		plain
+		OK        bool    `json:"ok"`
+		ReadMS    float64 `json:"read_ms"`
+		PrepareMS float64 `json:"prepare_ms"`
+	}{plain(r), r.OK(), millis(r.Read), millis(r.Prepare)})
+}
+
+// WriteMarkdown writes the evaluation as a Markdown table, one row per
+// conversation, and a line of totals.
+func (e *Evaluation) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("| transcript | format | messages | tokens before | tokens after | below trigger | pairing valid | pruned | stored (bytes) | replaced (bytes) | compacted msgs (archive bytes) | read back identical | read ms | prepare ms |\n")
+	b.WriteString("|---|---|---:|---:|---:|:-:|:-:|---:|---:|---:|---:|:-:|---:|---:|\n")
+	yes := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "**no**"
+	}
+	for i := range e.Rows {
+		r := &e.Rows[i]
+		name := r.File
+		if r.Conversation != "" {
+			name += " · " + r.Conversation
+		}
+		if r.Error != "" {
+			fmt.Fprintf(&b, "| %s | %s | %d | | | | | | | | | | %.1f | %.1f |\n", mdEscape(name), r.Format, r.Messages, millis(r.Read), millis(r.Prepare))
+			fmt.Fprintf(&b, "| ↳ error: %s |||||||||||||\n", mdEscape(r.Error))
+			continue
+		}
+		pairing := yes(r.Valid)
+		if !r.InputValid {
+			pairing += fmt.Sprintf(" (%d repaired)", r.Repairs)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d → %d | %s | %s | %s | %s | %d | %d (%s) | %d (%s) | %d (%s) | %s (%d/%d) | %.1f | %.1f |\n",
+			mdEscape(name), r.Format, r.Messages, r.MessagesAfter, num(r.TokensBefore), num(r.TokensAfter),
+			yes(r.BelowThreshold), pairing, r.Pruned, r.Stored, num(r.StoredBytes), r.Replaced, num(r.ReplacedBytes),
+			r.Compacted, num(r.ArchivedBytes), yes(r.Identical), r.Checked, r.Checked, millis(r.Read), millis(r.Prepare))
+	}
+	fmt.Fprintf(&b, "\n%d file(s), %d conversation(s), %d met every target; limit %s tokens, trigger %s; total %s.\n",
+		e.Files, e.Conversations, e.Passed, num(e.Limit), num(e.ThresholdTokens), e.Duration.Round(time.Millisecond))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+func safe(name string) string {
+	s, err := fsutil.SafeName(name)
+	if err != nil {
+		return "_"
+	}
+	return s
+}
+
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}

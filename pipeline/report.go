@@ -1,0 +1,443 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/prune"
+)
+
+// Step names a step of the pipeline.
+type Step string
+
+// The steps, in the order Prepare runs them (SPEC §7).
+const (
+	StepRepair   Step = "repair"   // answer unanswered tool calls, drop orphan results
+	StepPrune    Step = "prune"    // replace stale terminal output with a placeholder (SPEC §4)
+	StepOffload  Step = "offload"  // store tool results, replace large ones by a reference (SPEC §5 or §3.1)
+	StepCount    Step = "count"    // count the tokens of what would be sent (SPEC §2)
+	StepCompact  Step = "compact"  // summarize the middle when over the trigger (SPEC §6)
+	StepValidate Step = "validate" // check that every call and result pair up
+)
+
+// Steps returns the steps in the order Prepare runs them.
+func Steps() []Step {
+	return []Step{StepRepair, StepPrune, StepOffload, StepCount, StepCompact, StepValidate}
+}
+
+// Report says what one call to Prepare did.
+type Report struct {
+	// MessagesBefore and MessagesAfter are the lengths of the input and of
+	// the list to send.
+	MessagesBefore int `json:"messages_before"`
+	MessagesAfter  int `json:"messages_after"`
+	// TokensBefore and TokensAfter are the tokens of the input and of the
+	// list to send, both including ReservedTokens.
+	TokensBefore int `json:"tokens_before"`
+	TokensAfter  int `json:"tokens_after"`
+	// ReservedTokens are tokens sent besides the messages (a top-level
+	// system prompt, tool definitions), counted toward the trigger.
+	ReservedTokens int `json:"reserved_tokens"`
+	// Limit is the context window, and ThresholdTokens the count at which
+	// compaction is due (Limit × Threshold).
+	Limit           int `json:"limit"`
+	ThresholdTokens int `json:"threshold_tokens"`
+	// BelowThreshold reports whether the list to send is below the
+	// trigger. When it is not, Warnings says why; compacting again would
+	// not help, and Prepare does not try.
+	BelowThreshold bool `json:"below_threshold"`
+	// Valid reports whether every tool call and result of the list to send
+	// pair up (agentctx.ValidatePairing).
+	Valid bool `json:"valid"`
+	// CharsSaved and TokensSaved are the sums over the steps.
+	CharsSaved  int `json:"chars_saved"`
+	TokensSaved int `json:"tokens_saved"`
+	// Steps has one entry per step, in order, also for steps turned off.
+	Steps []StepReport `json:"steps"`
+	// Warnings are one-line notes for a person: a list still over the
+	// trigger, a failed summary, an archive that could not be written.
+	Warnings []string `json:"warnings"`
+	// Duration is the time Prepare took.
+	Duration time.Duration `json:"-"`
+}
+
+// StepReport says what one step did.
+type StepReport struct {
+	Step Step `json:"step"`
+	// Skipped reports that the options turned the step off.
+	Skipped bool `json:"skipped"`
+	// Changed counts what the step changed: repairs made, results pruned,
+	// results replaced by a reference, messages summarized (or replaced by
+	// a remembered summary). It is 0 for count and validate.
+	Changed int `json:"changed"`
+	// CharsSaved and TokensSaved are what the step took out of the list
+	// (negative when it added more than it removed, as a synthetic result
+	// does). Characters are those of SPEC §1.
+	CharsSaved  int `json:"chars_saved"`
+	TokensSaved int `json:"tokens_saved"`
+	// Tokens is the count of the list after the step, ReservedTokens
+	// included.
+	Tokens int `json:"tokens"`
+	// Artifacts are the ids of the workspace artifacts the step wrote
+	// (results already stored unchanged are not written again).
+	Artifacts []string `json:"artifacts,omitempty"`
+	// Files are the absolute paths of the files the step wrote: offloaded
+	// results, artifact contents of a directory workspace, archives.
+	Files []string `json:"files,omitempty"`
+	// Duration is the time the step took.
+	Duration time.Duration `json:"-"`
+
+	// Repairs lists what the repair step changed; indices refer to the
+	// input list.
+	Repairs []agentctx.Repair `json:"repairs,omitempty"`
+	// Pruned lists the results the prune step replaced; indices refer to
+	// the list the step was given (the repaired input, with a remembered
+	// summary in place of the messages it covers).
+	Pruned []prune.Pruned `json:"pruned,omitempty"`
+	// Offload details the offload step.
+	Offload *OffloadReport `json:"offload,omitempty"`
+	// Count details the count step.
+	Count *compact.CheckResult `json:"count,omitempty"`
+	// Compact details the compact step.
+	Compact *CompactReport `json:"compact,omitempty"`
+	// Pairing is the validate step's report on the list to send.
+	Pairing *agentctx.PairingReport `json:"pairing,omitempty"`
+}
+
+// OffloadReport details the offload step.
+type OffloadReport struct {
+	// Mode is how results were offloaded.
+	Mode OffloadMode `json:"mode"`
+	// Workspace and Namespace say where the artifacts are (mode
+	// workspace); Workspace is empty for a store that is not a directory
+	// or a file. Dir is the directory of the files (mode files).
+	Workspace string `json:"workspace,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Dir       string `json:"dir,omitempty"`
+	// Stored is the number of tool results kept whole in the workspace
+	// (each as the artifact tool_result_<id>), Written how many of them
+	// were written by this call, and StoredBytes their size in bytes.
+	// Results already stored unchanged by an earlier call are not written
+	// again.
+	Stored      int `json:"stored"`
+	Written     int `json:"written"`
+	StoredBytes int `json:"stored_bytes"`
+	// Replaced is the number of results whose content was replaced by a
+	// reference (a <knowledge_list> entry or an offload file reference),
+	// and ReplacedBytes the bytes of their original content.
+	Replaced      int `json:"replaced"`
+	ReplacedBytes int `json:"replaced_bytes"`
+	// Verified is the read-back check of every stored artifact or written
+	// file (Options.Verify); nil when not asked for.
+	Verified *Verification `json:"verified,omitempty"`
+}
+
+// CompactReport details the compact step.
+type CompactReport struct {
+	// Compacted reports that the middle of the list was summarized by this
+	// call.
+	Compacted bool `json:"compacted"`
+	// Reused is the number of messages replaced by the summary of an
+	// earlier call to the same Pipeline (see Options.Stateless), and
+	// ReusedArchive the archive that holds them.
+	Reused        int    `json:"reused"`
+	ReusedArchive string `json:"reused_archive,omitempty"`
+	// Stats are the statistics of compact.Compact (zero when nothing was
+	// compacted).
+	Stats compact.Stats `json:"stats"`
+	// Archive is the file holding the summarized messages, ArchivedBytes
+	// its size.
+	Archive       string `json:"archive,omitempty"`
+	ArchivedBytes int    `json:"archived_bytes"`
+	// Reason is compact.Compact's reason for not compacting, or for a
+	// result still over the trigger; empty when it compacted to below it.
+	Reason compact.Reason `json:"reason,omitempty"`
+	// Attempts is the number of summarizer calls.
+	Attempts int `json:"attempts"`
+	// Verified is the read-back check of the archive (Options.Verify); nil
+	// when not asked for or when nothing was archived.
+	Verified *Verification `json:"verified,omitempty"`
+}
+
+// Verification is the result of reading back what a step wrote and
+// comparing it with the original, byte for byte.
+type Verification struct {
+	Checked   int      `json:"checked"`
+	Identical int      `json:"identical"`
+	Failures  []string `json:"failures,omitempty"`
+}
+
+// OK reports whether everything checked read back identical.
+func (v *Verification) OK() bool { return v == nil || v.Identical == v.Checked }
+
+func (v *Verification) check(what string, ok bool, detail string) {
+	v.Checked++
+	if ok {
+		v.Identical++
+		return
+	}
+	v.Failures = append(v.Failures, what+": "+detail)
+}
+
+// Step returns the report of step s, or nil when there is none.
+func (r *Report) Step(s Step) *StepReport {
+	for i := range r.Steps {
+		if r.Steps[i].Step == s {
+			return &r.Steps[i]
+		}
+	}
+	return nil
+}
+
+// Verified reports whether everything the call wrote and was asked to
+// verify read back identical (true when nothing was verified).
+func (r *Report) Verified() bool {
+	for i := range r.Steps {
+		s := &r.Steps[i]
+		if s.Offload != nil && !s.Offload.Verified.OK() || s.Compact != nil && !s.Compact.Verified.OK() {
+			return false
+		}
+	}
+	return true
+}
+
+func millis(d time.Duration) float64 {
+	return math.Round(float64(d)/1e3) / 1e3
+}
+
+// MarshalJSON writes the report with its duration as "duration_ms".
+func (r Report) MarshalJSON() ([]byte, error) {
+	type plain Report
+	return marshalNoEscape(struct {
+		plain
+		DurationMS float64 `json:"duration_ms"`
+	}{plain(r), millis(r.Duration)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (r *Report) UnmarshalJSON(data []byte) error {
+	type plain Report
+	var v struct {
+		plain
+		DurationMS float64 `json:"duration_ms"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*r = Report(v.plain)
+	r.Duration = time.Duration(v.DurationMS * 1e6)
+	return nil
+}
+
+// MarshalJSON writes the step report with its duration as "duration_ms".
+func (s StepReport) MarshalJSON() ([]byte, error) {
+	type plain StepReport
+	return marshalNoEscape(struct {
+		plain
+		DurationMS float64 `json:"duration_ms"`
+	}{plain(s), millis(s.Duration)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *StepReport) UnmarshalJSON(data []byte) error {
+	type plain StepReport
+	var v struct {
+		plain
+		DurationMS float64 `json:"duration_ms"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*s = StepReport(v.plain)
+	s.Duration = time.Duration(v.DurationMS * 1e6)
+	return nil
+}
+
+// String returns a short summary for a person, a few lines: tokens before
+// and after, what was repaired, pruned, offloaded and compacted, and where
+// the originals are.
+func (r *Report) String() string {
+	var b strings.Builder
+	state := "below the trigger"
+	if !r.BelowThreshold {
+		state = "STILL OVER the trigger"
+	}
+	fmt.Fprintf(&b, "tokens    %s → %s (limit %s, trigger %s: %s)\n",
+		num(r.TokensBefore), num(r.TokensAfter), num(r.Limit), num(r.ThresholdTokens), state)
+	fmt.Fprintf(&b, "messages  %s → %s\n", num(r.MessagesBefore), num(r.MessagesAfter))
+	for i := range r.Steps {
+		s := &r.Steps[i]
+		if line := s.summary(); line != "" {
+			fmt.Fprintf(&b, "%-9s %s\n", s.Step, line)
+		}
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "warning   %s\n", w)
+	}
+	fmt.Fprintf(&b, "time      %s\n", r.Duration.Round(time.Millisecond))
+	return b.String()
+}
+
+func (s *StepReport) summary() string {
+	if s.Skipped {
+		return "off"
+	}
+	saved := func() string {
+		if s.CharsSaved == 0 && s.TokensSaved == 0 {
+			return ""
+		}
+		return fmt.Sprintf(" (%s chars, %s tokens)", signed(-s.CharsSaved), signed(-s.TokensSaved))
+	}
+	switch s.Step {
+	case StepRepair:
+		if s.Changed == 0 {
+			return "tool calls and results already pair up"
+		}
+		return fmt.Sprintf("%d pairing repair(s): %s%s", s.Changed, repairKinds(s.Repairs), saved())
+	case StepPrune:
+		if s.Changed == 0 {
+			return "no stale terminal output"
+		}
+		return fmt.Sprintf("%d stale terminal output(s) replaced by a placeholder%s", s.Changed, saved())
+	case StepOffload:
+		o := s.Offload
+		if o == nil {
+			return ""
+		}
+		switch o.Mode {
+		case OffloadFiles:
+			if o.Replaced == 0 {
+				return "no result large enough to offload"
+			}
+			return fmt.Sprintf("%d result(s) moved to files in %s%s", o.Replaced, o.Dir, saved())
+		case OffloadWorkspace:
+			where := "the workspace"
+			if o.Workspace != "" {
+				where = o.Workspace
+			}
+			line := fmt.Sprintf("%d result(s) kept whole in %s (namespace %s, %d written now)", o.Stored, where, o.Namespace, o.Written)
+			if o.Replaced > 0 {
+				line += fmt.Sprintf("; %d large one(s) replaced by a reference%s", o.Replaced, saved())
+			}
+			if o.Verified != nil {
+				line += fmt.Sprintf("; %d/%d read back identical", o.Verified.Identical, o.Verified.Checked)
+			}
+			return line
+		}
+		return ""
+	case StepCount:
+		if s.Count == nil {
+			return ""
+		}
+		if s.Count.ShouldCompact {
+			return fmt.Sprintf("%s tokens: at or over the trigger", num(s.Count.Tokens))
+		}
+		return fmt.Sprintf("%s tokens: below the trigger", num(s.Count.Tokens))
+	case StepCompact:
+		c := s.Compact
+		if c == nil {
+			return ""
+		}
+		var parts []string
+		if c.Reused > 0 {
+			parts = append(parts, fmt.Sprintf("%d message(s) replaced by the earlier summary", c.Reused))
+		}
+		if c.Compacted {
+			parts = append(parts, fmt.Sprintf("%d message(s) summarized", c.Stats.CompactedMessageCount))
+		}
+		if len(parts) == 0 {
+			if c.Reason == compact.ReasonBelowThreshold {
+				return "not needed"
+			}
+			return "nothing compacted (" + string(c.Reason) + ")"
+		}
+		line := strings.Join(parts, ", ") + saved()
+		if c.Archive != "" {
+			line += "; originals in " + relPath(c.Archive)
+		} else if c.ReusedArchive != "" {
+			line += "; originals in " + relPath(c.ReusedArchive)
+		}
+		return line
+	case StepValidate:
+		if s.Pairing == nil {
+			return ""
+		}
+		if s.Pairing.Valid {
+			return "tool calls and results pair up"
+		}
+		return fmt.Sprintf("UNPAIRED: %d issue(s), first: %s", len(s.Pairing.Issues), s.Pairing.Issues[0])
+	}
+	return ""
+}
+
+func repairKinds(rs []agentctx.Repair) string {
+	counts := map[agentctx.RepairAction]int{}
+	var order []agentctx.RepairAction
+	for _, r := range rs {
+		if counts[r.Action] == 0 {
+			order = append(order, r.Action)
+		}
+		counts[r.Action]++
+	}
+	parts := make([]string, len(order))
+	for i, a := range order {
+		parts[i] = fmt.Sprintf("%d %s", counts[a], strings.ReplaceAll(string(a), "_", " "))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// relPath shortens an absolute path below the working directory.
+func relPath(p string) string {
+	if wd, err := filepath.Abs("."); err == nil {
+		if rel, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(rel, "..") {
+			return rel
+		}
+	}
+	return p
+}
+
+// num writes n with thousands separators.
+func num(n int) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func signed(n int) string {
+	if n > 0 {
+		return "+" + num(n)
+	}
+	if n == 0 {
+		return "±0"
+	}
+	return num(n)
+}
+
+// marshalNoEscape marshals v without escaping <, > and & in strings.
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
