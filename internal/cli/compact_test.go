@@ -20,31 +20,6 @@ import (
 	"github.com/agentctx/agentctx/tokens"
 )
 
-func compactRun(t *testing.T, stdin string, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := cli.Run(t.Context(), args, cli.Streams{In: strings.NewReader(stdin), Out: &out, Err: &errb})
-	return code, out.String(), errb.String()
-}
-
-func compactKeys(t *testing.T, s string, keys ...string) map[string]json.RawMessage {
-	t.Helper()
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		t.Fatalf("stdout is not a JSON object: %v\n%s", err, s)
-	}
-	var got []string
-	for k := range m {
-		got = append(got, k)
-	}
-	slices.Sort(got)
-	slices.Sort(keys)
-	if !slices.Equal(got, keys) {
-		t.Errorf("keys = %q, want %q", got, keys)
-	}
-	return m
-}
-
 var compactResultKeys = []string{"messages", "compacted", "stats", "archive", "summary",
 	"tokens", "threshold_tokens", "below_threshold", "reason", "attempts"}
 
@@ -93,11 +68,11 @@ func TestCompactCheck(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errs := compactRun(t, tc.input, append([]string{"compact", "--check"}, tc.args...)...)
+			code, out, errs := runCLI(t, tc.input, append([]string{"compact", "--check"}, tc.args...)...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
-			m := compactKeys(t, out, "should_compact", "tokens", "threshold_tokens")
+			m := jsonKeys(t, out, "should_compact", "tokens", "threshold_tokens")
 			var should bool
 			var tokens, thresh int
 			json.Unmarshal(m["should_compact"], &should)
@@ -140,11 +115,11 @@ func TestCompactCommand(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "nested", "archive")
 	n := compactTokens(t, in)
-	code, out, errs := compactRun(t, "", "compact", "--dir", dir, "--session", "s/1", "--limit", strconv.Itoa(n), file)
+	code, out, errs := runCLI(t, "", "compact", "--dir", dir, "--session", "s/1", "--limit", strconv.Itoa(n), file)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	compactKeys(t, out, compactResultKeys...)
+	jsonKeys(t, out, compactResultKeys...)
 	o := decodeCompact(t, out)
 	if !o.Compacted || !o.BelowThreshold || o.Reason != "" || o.Attempts != 1 {
 		t.Fatalf("compacted %v below %v reason %q attempts %d", o.Compacted, o.BelowThreshold, o.Reason, o.Attempts)
@@ -196,7 +171,7 @@ func TestCompactCommand(t *testing.T) {
 	}
 
 	// A second run takes the next sequence number.
-	code, out, _ = compactRun(t, in, "compact", "--dir", dir, "--session", "s/1", "--limit", strconv.Itoa(n))
+	code, out, _ = runCLI(t, in, "compact", "--dir", dir, "--session", "s/1", "--limit", strconv.Itoa(n))
 	if o2 := decodeCompact(t, out); code != 0 || !strings.HasSuffix(o2.Archive, "-2.json") {
 		t.Errorf("second archive = %s (exit %d)", o2.Archive, code)
 	}
@@ -225,7 +200,7 @@ func TestCompactNotNeeded(t *testing.T) {
 		{"--force with a tail of everything (default limit)", []string{"--force"}, false, "nothing_to_compact"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errs := compactRun(t, in, append([]string{"compact", "--dir", dir}, tc.args...)...)
+			code, out, errs := runCLI(t, in, append([]string{"compact", "--dir", dir}, tc.args...)...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errs)
 			}
@@ -272,7 +247,7 @@ func TestCompactUsageErrors(t *testing.T) {
 		{"missing file", "", []string{filepath.Join(t.TempDir(), "nope.json")}, "nope.json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, out, errs := compactRun(t, tc.input, append([]string{"compact"}, tc.args...)...)
+			code, out, errs := runCLI(t, tc.input, append([]string{"compact"}, tc.args...)...)
 			if code != cli.ExitUsage || out != "" {
 				t.Errorf("exit %d, stdout %q; want 2 and nothing written", code, out)
 			}
@@ -347,7 +322,7 @@ func TestCompactModelSummarizers(t *testing.T) {
 				base += "/v1"
 			}
 			args := append([]string{"compact", "-v", "--no-archive", "--backoff", "1ms", "--limit", strconv.Itoa(n), "--base-url", base}, tc.args...)
-			code, out, errs := compactRun(t, in, args...)
+			code, out, errs := runCLI(t, in, args...)
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d: %s", code, tc.code, errs)
 			}
@@ -398,12 +373,12 @@ func TestCompactStrictArchive(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Not strict: logged, compaction goes on.
-	code, out, errs := compactRun(t, in, "compact", "--dir", blocker, "--limit", strconv.Itoa(n))
+	code, out, errs := runCLI(t, in, "compact", "--dir", blocker, "--limit", strconv.Itoa(n))
 	if o := decodeCompact(t, out); code != 0 || !o.Compacted || o.Archive != "" || !strings.Contains(errs, "archive failed") {
 		t.Errorf("exit %d compacted %v archive %q stderr %q", code, o.Compacted, o.Archive, errs)
 	}
 	// Strict: exit 1 with the cause, nothing written.
-	code, out, errs = compactRun(t, in, "compact", "--strict", "--dir", blocker, "--limit", strconv.Itoa(n))
+	code, out, errs = runCLI(t, in, "compact", "--strict", "--dir", blocker, "--limit", strconv.Itoa(n))
 	if code != cli.ExitFailure || out != "" || !strings.Contains(errs, blocker) {
 		t.Errorf("exit %d stdout %q stderr %q", code, out, errs)
 	}

@@ -1,44 +1,13 @@
 package cli_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/agentctx/agentctx/internal/cli"
 )
-
-// runOffloadCLI runs one command line in-process with stdin and returns the exit
-// code, stdout and stderr.
-func runOffloadCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code := cli.Run(t.Context(), args, cli.Streams{In: strings.NewReader(stdin), Out: &out, Err: &errb})
-	return code, out.String(), errb.String()
-}
-
-// offloadDecodeKeys decodes a JSON object and checks that it has exactly keys.
-func offloadDecodeKeys(t *testing.T, s string, keys ...string) map[string]json.RawMessage {
-	t.Helper()
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(s), &m); err != nil {
-		t.Fatalf("stdout is not a JSON object: %v\n%s", err, s)
-	}
-	var got []string
-	for k := range m {
-		got = append(got, k)
-	}
-	slices.Sort(got)
-	slices.Sort(keys)
-	if !slices.Equal(got, keys) {
-		t.Errorf("keys = %q, want %q", got, keys)
-	}
-	return m
-}
 
 const offloadHistory = `[
 {"role":"assistant","content":[{"type":"tool_use","id":"toolu_01abc","name":"bash","input":{"cmd":"cat big.txt"}},{"type":"tool_use","id":"toolu_02def","name":"bash","input":{"cmd":"echo hi"}}]},
@@ -67,14 +36,14 @@ func TestOffloadCommand(t *testing.T) {
 		{"stdin dash", offloadInput(), []string{"offload", "--dir", dir, "--min-chars", "100", "-"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runOffloadCLI(t, tt.stdin, tt.args...)
+			code, stdout, stderr := runCLI(t, tt.stdin, tt.args...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
 			if strings.Count(stdout, "\n") != 1 || !strings.Contains(stdout, `"hi <&>"`) {
 				t.Errorf("stdout is not one line of unescaped JSON: %s", stdout)
 			}
-			m := offloadDecodeKeys(t, stdout, "messages", "offloaded_count", "freed_chars", "files")
+			m := jsonKeys(t, stdout, "messages", "offloaded_count", "freed_chars", "files")
 			var count, freed int
 			var files []string
 			json.Unmarshal(m["offloaded_count"], &count)
@@ -113,11 +82,11 @@ func TestOffloadCommand(t *testing.T) {
 func TestOffloadCommandDefaults(t *testing.T) {
 	t.Chdir(t.TempDir())
 	wd, _ := os.Getwd()
-	code, stdout, stderr := runOffloadCLI(t, `[{"role":"tool","tool_call_id":"a","content":"`+strings.Repeat("x", 99)+`"},{"role":"tool","tool_call_id":"b","content":"`+strings.Repeat("x", 100)+`"}]`, "offload")
+	code, stdout, stderr := runCLI(t, `[{"role":"tool","tool_call_id":"a","content":"`+strings.Repeat("x", 99)+`"},{"role":"tool","tool_call_id":"b","content":"`+strings.Repeat("x", 100)+`"}]`, "offload")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	m := offloadDecodeKeys(t, stdout, "messages", "offloaded_count", "freed_chars", "files")
+	m := jsonKeys(t, stdout, "messages", "offloaded_count", "freed_chars", "files")
 	if string(m["files"]) != `["`+filepath.Join(wd, ".offload", "tool-result-b.md")+`"]` || string(m["freed_chars"]) != "100" {
 		t.Errorf("files = %s, freed_chars = %s", m["files"], m["freed_chars"])
 	}
@@ -125,7 +94,7 @@ func TestOffloadCommandDefaults(t *testing.T) {
 
 func TestOffloadCommandEmpty(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
-	code, stdout, stderr := runOffloadCLI(t, `[]`, "offload", "--dir", dir)
+	code, stdout, stderr := runCLI(t, `[]`, "offload", "--dir", dir)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -169,7 +138,7 @@ func TestOffloadCommandErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
 			t.Chdir(root) // the default --dir would land here
-			code, stdout, stderr := runOffloadCLI(t, tt.stdin, tt.args...)
+			code, stdout, stderr := runCLI(t, tt.stdin, tt.args...)
 			if code != tt.wantCode {
 				t.Errorf("exit %d, want %d (stderr %q)", code, tt.wantCode, stderr)
 			}
@@ -210,11 +179,11 @@ func TestOffloadOneCommand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runOffloadCLI(t, tt.stdin, "offload-one", "--session", "session-abc123", "--dir", dir)
+			code, stdout, stderr := runCLI(t, tt.stdin, "offload-one", "--session", "session-abc123", "--dir", dir)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
-			m := offloadDecodeKeys(t, stdout, "message", "freed_chars", "file", "files")
+			m := jsonKeys(t, stdout, "message", "freed_chars", "file", "files")
 			var file string
 			var files []string
 			var freed int
