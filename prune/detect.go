@@ -51,7 +51,34 @@ func textHasTerminalFeatures(s string) bool {
 			return true
 		}
 	}
-	return false
+	_, ok := harnessExitCode(s)
+	return ok
+}
+
+// harnessExitCode reads the exit status that agent harnesses write in plain
+// text around command output (beyond the seed): mini-swe-agent starts with
+// "<returncode>N</returncode>", OpenHands ends with "[The command completed
+// with exit code N.]". ok is false when s has neither.
+func harnessExitCode(s string) (code int, ok bool) {
+	t := strings.TrimLeft(s, " \t\r\n")
+	if rest, found := strings.CutPrefix(t, "<returncode>"); found {
+		num, _, found := strings.Cut(rest, "</returncode>")
+		if n, err := strconv.Atoi(strings.TrimSpace(num)); found && err == nil {
+			return n, true
+		}
+		return 0, false
+	}
+	t = strings.TrimRight(s, " \t\r\n")
+	const head, tail = "[The command completed with exit code ", ".]"
+	if !strings.HasSuffix(t, tail) {
+		return 0, false
+	}
+	i := strings.LastIndex(t, head)
+	if i < 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(t[i+len(head) : len(t)-len(tail)])
+	return n, err == nil
 }
 
 // contentIsError reports whether the content itself says the call failed:
@@ -69,6 +96,9 @@ func contentIsError(c agentctx.Content) bool {
 
 func textIsError(s string) bool {
 	if strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), errorPrefix) {
+		return true
+	}
+	if code, ok := harnessExitCode(s); ok && code != 0 {
 		return true
 	}
 	if !textHasTerminalFeatures(s) {

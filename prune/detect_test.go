@@ -33,6 +33,11 @@ func TestTerminalDetection(t *testing.T) {
 		{"second text block", agentctx.BlockList(agentctx.TextBlock("ran:"), agentctx.TextBlock(`{"exitCode":0}`)), true},
 		{"plain text block", agentctx.BlockList(agentctx.TextBlock("hello")), false},
 		{"empty list", agentctx.BlockList(), false},
+		// Agent harnesses that write the exit status as text.
+		{"mini-swe-agent", agentctx.Text("<returncode>0</returncode>\n<output>\nok\n</output>"), true},
+		{"mini-swe-agent, bad number", agentctx.Text("<returncode>x</returncode>"), false},
+		{"openhands", agentctx.Text("total 8\n[The command completed with exit code 0.]"), true},
+		{"openhands, mid-text", agentctx.Text("[The command completed with exit code 0.] and more"), false},
 	}
 	for _, tc := range cases {
 		if got := hasTerminalFeatures(tc.content); got != tc.want {
@@ -58,6 +63,11 @@ func TestErrorContent(t *testing.T) {
 		{"seed ex3: failure", `{"stdout":"","stderr":"Error: Cannot find module 'xxx'","exitCode":1}`, true},
 		// Error: prefix.
 		{"Error: after white space", "\n  Error: x", true},
+		// Agent harnesses that write the exit status as text.
+		{"mini-swe-agent success", "<returncode>0</returncode>\n<output>\nok\n</output>", false},
+		{"mini-swe-agent failure", "<returncode>2</returncode>\n<output>\nno such file\n</output>", true},
+		{"openhands success", "ok\n[The command completed with exit code 0.]\n", false},
+		{"openhands failure", "boom\n[The command completed with exit code 127.]", true},
 		{"error: lower case", "error: x", false},
 		{"Error: not at start", "Build Error: x", false},
 		{"Error without colon", "Errors: 0", false},

@@ -131,38 +131,41 @@ func TestTranscripts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			msgs := doc.Messages
-			var last time.Time
-			for _, m := range msgs {
-				if ts, ok := m.Timestamp(); ok && ts.After(last) {
-					last = ts
+			// Each conversation on its own (an OpenHands file holds several).
+			for _, conv := range doc.Conversations() {
+				msgs := conv.Messages
+				var last time.Time
+				for _, m := range msgs {
+					if ts, ok := m.Timestamp(); ok && ts.After(last) {
+						last = ts
+					}
 				}
-			}
-			before := encode(t, msgs)
-			pairedBefore := agentctx.ValidatePairing(msgs).Valid
-			got := prune.Prune(msgs, prune.Options{Now: clock(last.Add(time.Hour))})
-			if encode(t, msgs) != before {
-				t.Fatal("input modified")
-			}
-			checkView(t, msgs, got)
-			if pairedBefore && !agentctx.ValidatePairing(got.Messages).Valid {
-				t.Error("pruning broke tool pairing")
-			}
-			names := agentctx.ToolNames(msgs)
-			for _, p := range got.Pruned {
-				m := msgs[p.MessageIndex]
-				isErr := m.Status() == "error"
-				if p.BlockIndex >= 0 {
-					isErr = isErr || m.Content.Blocks()[p.BlockIndex].IsError
+				before := encode(t, msgs)
+				pairedBefore := agentctx.ValidatePairing(msgs).Valid
+				got := prune.Prune(msgs, prune.Options{Now: clock(last.Add(time.Hour))})
+				if encode(t, msgs) != before {
+					t.Fatal("input modified")
 				}
-				if isErr || p.ToolName != names[p.ID] {
-					t.Errorf("pruned %+v (error %v, tool %q)", p, isErr, names[p.ID])
+				checkView(t, msgs, got)
+				if pairedBefore && !agentctx.ValidatePairing(got.Messages).Valid {
+					t.Error("pruning broke tool pairing")
 				}
-			}
-			t.Logf("%d messages, pruned %d results, freed %d chars / %d tokens, %d without timestamp",
-				len(msgs), got.PrunedCount, got.FreedChars, got.FreedTokens, got.SkippedNoTimestamp)
-			if doc.Format == agentctx.FormatClaudeCode && got.PrunedCount == 0 {
-				t.Error("no Bash output pruned from a Claude Code session")
+				names := agentctx.ToolNames(msgs)
+				for _, p := range got.Pruned {
+					m := msgs[p.MessageIndex]
+					isErr := m.Status() == "error"
+					if p.BlockIndex >= 0 {
+						isErr = isErr || m.Content.Blocks()[p.BlockIndex].IsError
+					}
+					if isErr || p.ToolName != names[p.ID] {
+						t.Errorf("pruned %+v (error %v, tool %q)", p, isErr, names[p.ID])
+					}
+				}
+				t.Logf("%d messages, pruned %d results, freed %d chars / %d tokens, %d without timestamp",
+					len(msgs), got.PrunedCount, got.FreedChars, got.FreedTokens, got.SkippedNoTimestamp)
+				if doc.Format == agentctx.FormatClaudeCode && got.PrunedCount == 0 {
+					t.Error("no Bash output pruned from a Claude Code session")
+				}
 			}
 		})
 	}
