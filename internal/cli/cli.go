@@ -156,6 +156,21 @@ func (e *env) readInput(ctx context.Context, args []string) (*agentctx.Document,
 	return doc, nil
 }
 
+// readConversation reads the input like readInput and requires it to hold
+// one conversation: commands whose output is one history cannot merge the
+// several conversations of an OpenHands output.jsonl (prepare, eval and
+// validate handle each of them).
+func (e *env) readConversation(ctx context.Context, cmd string, args []string) (*agentctx.Document, error) {
+	doc, err := e.readInput(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(doc.Conversations()); n > 1 {
+		return nil, usagef("the input holds %d conversations (%s); %s works on one: use prepare, or split the file", n, doc.Format, cmd)
+	}
+	return doc, nil
+}
+
 // writeJSON writes v as one line of JSON without HTML escaping.
 func (e *env) writeJSON(v any) error {
 	enc := json.NewEncoder(e.s.Out)

@@ -112,3 +112,19 @@ func TestCountCommand(t *testing.T) {
 		})
 	}
 }
+
+func TestMultiConversationInput(t *testing.T) {
+	data, err := os.ReadFile("../../testdata/openhands_output.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"prune"}, {"compact"}, {"offload"}, {"offload-one", "--session", "s"}} {
+		out, errOut, code := run(t, string(data), args...)
+		if n := strings.Count(string(data), "\n"); n > 1 && (code != 2 || out != "" || !strings.Contains(errOut, "conversations")) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+	if _, _, code := run(t, string(data), "validate"); code != 0 {
+		t.Errorf("validate: exit %d", code)
+	}
+}

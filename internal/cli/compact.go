@@ -112,7 +112,7 @@ logged and compaction goes on, unless --strict.`,
 				opts.Summarizer = s
 			}
 
-			doc, err := e.readInput(cmd.Context(), args)
+			doc, err := e.readConversation(cmd.Context(), "compact", args)
 			if err != nil {
 				return err
 			}

@@ -42,7 +42,7 @@ freed_chars and files (absolute paths).`,
 			if minChars < 1 {
 				return usagef("--min-chars must be at least 1, got %d", minChars)
 			}
-			doc, err := e.readInput(cmd.Context(), args)
+			doc, err := e.readConversation(cmd.Context(), "offload", args)
 			if err != nil {
 				return err
 			}
@@ -85,7 +85,7 @@ reference's), file (the first path) and files (all paths).`,
 			if session == "" {
 				return usagef("--session is required")
 			}
-			doc, err := e.readInput(cmd.Context(), args)
+			doc, err := e.readConversation(cmd.Context(), "offload-one", args)
 			if err != nil {
 				return err
 			}

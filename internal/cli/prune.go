@@ -72,7 +72,7 @@ recent.`,
 				opts.ToolNames = append([]string{}, tools...)
 			}
 
-			doc, err := e.readInput(cmd.Context(), args)
+			doc, err := e.readConversation(cmd.Context(), "prune", args)
 			if err != nil {
 				return err
 			}

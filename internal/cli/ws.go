@@ -155,7 +155,7 @@ were inlined and indexed. Results already stored unchanged are not written
 again.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			doc, err := e.readInput(cmd.Context(), args)
+			doc, err := e.readConversation(cmd.Context(), "ws offload", args)
 			if err != nil {
 				return err
 			}
