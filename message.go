@@ -135,7 +135,7 @@ func marshalValue(v any) ([]byte, error) {
 		}
 		return append([]byte(nil), raw...), nil
 	}
-	return marshalNoEscape(v)
+	return rawjson.Marshal(v)
 }
 
 // MarshalJSON writes the message losslessly: members in their original

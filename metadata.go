@@ -2,8 +2,6 @@ package agentctx
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -106,15 +104,4 @@ func ParseTime(s string) (time.Time, bool) {
 		return t, true
 	}
 	return time.Time{}, false
-}
-
-// marshalNoEscape marshals v with encoding/json without HTML escaping.
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("marshal: %w", err)
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

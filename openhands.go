@@ -235,7 +235,7 @@ func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64
 		}
 	}
 	for _, m := range msgs {
-		raw, err := marshalNoEscape(m)
+		raw, err := rawjson.Marshal(m)
 		if err != nil {
 			return nil, fmt.Errorf("OpenHands import: %w", err)
 		}
@@ -258,7 +258,7 @@ func argumentsOf(raw json.RawMessage) string {
 		return "{}"
 	}
 	delete(ev.Args, "thought")
-	b, err := marshalNoEscape(ev.Args)
+	b, err := rawjson.Marshal(ev.Args)
 	if err != nil {
 		return "{}"
 	}

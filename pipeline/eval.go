@@ -13,6 +13,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/internal/fsutil"
+	"github.com/agentctx/agentctx/internal/rawjson"
 	"github.com/agentctx/agentctx/tokens"
 )
 
@@ -285,7 +286,7 @@ func (r *EvalRow) fill(rep *Report) {
 // MarshalJSON writes the evaluation with its duration as "duration_ms".
 func (e Evaluation) MarshalJSON() ([]byte, error) {
 	type plain Evaluation
-	return marshalNoEscape(struct {
+	return rawjson.Marshal(struct {
 		plain
 		OK         bool    `json:"ok"`
 		DurationMS float64 `json:"duration_ms"`
@@ -295,7 +296,7 @@ func (e Evaluation) MarshalJSON() ([]byte, error) {
 // MarshalJSON writes the row with its times as "read_ms" and "prepare_ms".
 func (r EvalRow) MarshalJSON() ([]byte, error) {
 	type plain EvalRow
-	return marshalNoEscape(struct {
+	return rawjson.Marshal(struct {
 		plain
 		OK        bool    `json:"ok"`
 		ReadMS    float64 `json:"read_ms"`

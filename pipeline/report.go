@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/internal/rawjson"
 	"github.com/agentctx/agentctx/prune"
 )
 
@@ -215,7 +215,7 @@ func millis(d time.Duration) float64 {
 // MarshalJSON writes the report with its duration as "duration_ms".
 func (r Report) MarshalJSON() ([]byte, error) {
 	type plain Report
-	return marshalNoEscape(struct {
+	return rawjson.Marshal(struct {
 		plain
 		DurationMS float64 `json:"duration_ms"`
 	}{plain(r), millis(r.Duration)})
@@ -239,7 +239,7 @@ func (r *Report) UnmarshalJSON(data []byte) error {
 // MarshalJSON writes the step report with its duration as "duration_ms".
 func (s StepReport) MarshalJSON() ([]byte, error) {
 	type plain StepReport
-	return marshalNoEscape(struct {
+	return rawjson.Marshal(struct {
 		plain
 		DurationMS float64 `json:"duration_ms"`
 	}{plain(s), millis(s.Duration)})
@@ -429,15 +429,4 @@ func signed(n int) string {
 		return "±0"
 	}
 	return num(n)
-}
-
-// marshalNoEscape marshals v without escaping <, > and & in strings.
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

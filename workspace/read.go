@@ -2,12 +2,13 @@ package workspace
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentctx/agentctx/internal/rawjson"
 )
 
 // The reads below return the text an agent tool returns (see Tools and
@@ -311,11 +312,8 @@ func (w *Workspace) ToolResultOffloadInfo(ctx context.Context, taskID, sessionID
 func (w *Workspace) renderList(items []any, hint string) string {
 	lines := make([]string, len(items))
 	for i, it := range items {
-		var b strings.Builder
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		enc.Encode(it) // values of plain struct types: cannot fail
-		lines[i] = strings.TrimSuffix(b.String(), "\n")
+		b, _ := rawjson.Marshal(it) // values of plain struct types: cannot fail
+		lines[i] = string(b)
 		if i < len(items)-1 {
 			lines[i] += ","
 		}

@@ -1,6 +1,8 @@
 package rawjson
 
 import (
+	"bytes"
+	"encoding/json"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -269,4 +271,16 @@ func unhex(c byte) byte {
 		return c - '0'
 	}
 	return c - 'a' + 10
+}
+
+// Marshal is json.Marshal without HTML escaping: '<', '>' and '&' stay as
+// they are, as JSON.stringify writes them. There is no trailing newline.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
