@@ -48,11 +48,19 @@
 //
 // # Stores
 //
-// Store is a small interface (Put, Get, Lines, Grep, Query, Delete, Close)
-// whose contract every backend proves by running the storetest conformance
+// Store is a small interface (Put, Get, Stat, Query, Delete, Close) whose
+// contract every backend proves by running the storetest conformance
 // suite: dirstore keeps plain files in a directory (the embedded default,
 // readable with ls and cat), sqlitestore keeps an indexed SQLite file
 // (pure Go) with a trigram index that speeds up grep over many artifacts,
-// and memstore keeps memory for tests. Namespaces keep workspaces apart
-// within one store.
+// pgstore keeps a PostgreSQL database that a fleet of agents or proxies
+// shares, and memstore keeps memory for tests. Namespaces keep workspaces
+// apart within one store.
+//
+// Lines and Grep work over any Store (with Get and Query); a backend that
+// can do better implements the optional LineReader or Searcher interface
+// and is used through the same functions, as io.Copy uses an io.WriterTo.
+// Stat describes an artifact (sizes, SHA-256) without reading its content.
+// Locator and Pather name the other optional abilities: saying where the
+// data is kept, and giving each artifact's content file.
 package workspace

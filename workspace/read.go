@@ -68,7 +68,7 @@ func (w *Workspace) GetKnowledgeByID(ctx context.Context, id string, offset int)
 // "Lines a-b of N". A start below 1, after end, or past the last line is
 // ErrInvalidRange.
 func (w *Workspace) GetKnowledgeByLines(ctx context.Context, id string, start, end int) (string, error) {
-	lr, err := w.store.Lines(ctx, w.opts.Namespace, id, start, end)
+	lr, err := Lines(ctx, w.store, w.opts.Namespace, id, start, end)
 	if err != nil {
 		return "", err
 	}
@@ -137,7 +137,7 @@ func (w *Workspace) grepQuery(pattern string, o GrepOptions) GrepQuery {
 func (w *Workspace) GrepKnowledge(ctx context.Context, id, pattern string, o GrepOptions) (string, error) {
 	q := w.grepQuery(pattern, o)
 	q.ID = id
-	res, err := w.store.Grep(ctx, w.opts.Namespace, q)
+	res, err := Grep(ctx, w.store, w.opts.Namespace, q)
 	if err != nil {
 		return "", err
 	}
@@ -172,7 +172,7 @@ func (w *Workspace) GrepSession(ctx context.Context, pattern string, o SessionGr
 	if o.TaskID != "" {
 		q.Filter.Metadata[KeyTaskID] = o.TaskID
 	}
-	res, err := w.store.Grep(ctx, w.opts.Namespace, q)
+	res, err := Grep(ctx, w.store, w.opts.Namespace, q)
 	if err != nil {
 		return "", err
 	}

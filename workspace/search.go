@@ -16,7 +16,8 @@ const DefaultMaxResults = 100
 // LinesOf returns lines start..end of content (1-based, inclusive). An end
 // beyond the last line is clamped to it. A start below 1, a start after the
 // end, and a start beyond the last line are ErrInvalidRange (so an empty
-// content has no line to read). Backends implement Store.Lines with it.
+// content has no line to read). Lines uses it for every Store that is not
+// a LineReader.
 func LinesOf(id, content string, start, end int) (*LineRange, error) {
 	total := CountLines(content)
 	switch {
@@ -119,7 +120,7 @@ func (q GrepQuery) Limit() int {
 }
 
 // Grepper searches artifacts one after another and collects a GrepResult
-// under the query's cap. Backends implement Store.Grep with it: NewGrepper,
+// under the query's cap. Grep uses it, and so can a Searcher: NewGrepper,
 // then Add for every candidate artifact in order, then Result.
 type Grepper struct {
 	re      *regexp.Regexp

@@ -17,8 +17,8 @@ import (
 //     returns an error matching ctx.Err() and changes nothing. Long
 //     listings and searches stop when ctx ends.
 //   - Errors wrap sentinels for errors.Is: a missing artifact is
-//     ErrNotFound (Get, Lines, Grep with an ID, Delete); a bad id is
-//     ErrInvalidID, a bad namespace ErrInvalidNamespace, bad metadata
+//     ErrNotFound (Get, Stat, Delete, and Lines and Grep with an ID); a bad
+//     id is ErrInvalidID, a bad namespace ErrInvalidNamespace, bad metadata
 //     ErrInvalidMetadata, a bad line range ErrInvalidRange, a pattern that
 //     does not compile ErrInvalidPattern, use after Close ErrClosed.
 //     Backends return them inside an *Error naming the operation and key.
@@ -30,23 +30,27 @@ import (
 //     keeps no reference to the argument's map, and callers may modify
 //     what a method returns.
 //   - Content is kept byte for byte, whatever its size.
-//   - Query and Grep over many artifacts return them ordered by Created,
-//     then by ID.
+//   - Query returns artifacts ordered by Created, then by ID.
+//
+// Reading lines and searching are not methods: the functions Lines and
+// Grep do them for every Store over Get and Query, and use a backend's
+// own LineReader or Searcher when it has one (as io.Copy uses an
+// io.WriterTo). Other optional abilities are named too: Locator and
+// Pather.
 //
 // Backends: dirstore (a directory, the embedded default), sqlitestore (an
-// embedded SQLite file, indexed), memstore (memory, for tests).
+// embedded SQLite file, indexed), pgstore (a PostgreSQL database shared by
+// a fleet), memstore (memory, for tests).
 type Store interface {
 	// Put stores a, replacing any artifact with the same id in namespace,
 	// and returns its description as stored.
 	Put(ctx context.Context, namespace string, a Artifact) (Info, error)
 	// Get returns an artifact with its whole content.
 	Get(ctx context.Context, namespace, id string) (*Artifact, error)
-	// Lines returns lines start..end (1-based, inclusive) of an artifact;
-	// see LinesOf for the rules.
-	Lines(ctx context.Context, namespace, id string, start, end int) (*LineRange, error)
-	// Grep searches the lines of one artifact (q.ID) or of every artifact
-	// that matches q.Filter; see GrepQuery.
-	Grep(ctx context.Context, namespace string, q GrepQuery) (*GrepResult, error)
+	// Stat returns an artifact's description (sizes and SHA256 included)
+	// without reading its content: the cheap way to learn whether an
+	// artifact exists or changed. It equals the Info of Get.
+	Stat(ctx context.Context, namespace, id string) (Info, error)
 	// Query lists the artifacts whose metadata matches f, without content.
 	Query(ctx context.Context, namespace string, f Filter) ([]Info, error)
 	// Delete removes an artifact.
@@ -54,6 +58,39 @@ type Store interface {
 	// Close releases the store's resources. Other methods fail with
 	// ErrClosed afterwards; Close itself may be called again.
 	Close() error
+}
+
+// LineReader is a Store that reads a range of lines itself, without
+// loading the whole content (see Lines). Its Lines follows LinesOf's rules
+// and the Store contract, with errors for the operation "lines".
+type LineReader interface {
+	Store
+	Lines(ctx context.Context, namespace, id string, start, end int) (*LineRange, error)
+}
+
+// Searcher is a Store that searches itself (see Grep), for instance with
+// an index or on a database server. Its Grep must return exactly what the
+// generic search returns: the same hits, counts and order, with errors for
+// the operation "grep".
+type Searcher interface {
+	Store
+	Grep(ctx context.Context, namespace string, q GrepQuery) (*GrepResult, error)
+}
+
+// Locator is a Store that can say where it keeps its data, for people: a
+// directory, a file, a database address without its password.
+type Locator interface {
+	Store
+	Location() string
+}
+
+// Pather is a Store that keeps each artifact's content in a file of its
+// own, which people and tools may read directly.
+type Pather interface {
+	Store
+	// Path returns the path of an artifact's content file. The file may
+	// not exist.
+	Path(namespace, id string) (string, error)
 }
 
 // Filter selects artifacts by metadata.
@@ -90,7 +127,7 @@ type LineRange struct {
 // Error is the error a Store returns: the operation, the key, and the
 // cause (a sentinel, a context error, or an I/O error).
 type Error struct {
-	Op        string // "put", "get", "lines", "grep", "query", "delete"
+	Op        string // "put", "get", "stat", "lines", "grep", "query", "delete"
 	Namespace string
 	ID        string // empty for operations on a whole namespace
 	Err       error

@@ -61,7 +61,11 @@ type Store struct {
 	locks map[string]*sync.RWMutex // per namespace directory
 }
 
-var _ workspace.Store = (*Store)(nil)
+var (
+	_ workspace.Store   = (*Store)(nil)
+	_ workspace.Locator = (*Store)(nil)
+	_ workspace.Pather  = (*Store)(nil)
+)
 
 // Open returns a store kept in the directory root. Nothing is created until
 // the first Put; reading a store whose directory does not exist finds no
@@ -84,8 +88,12 @@ func Open(root string, opts *Options) (*Store, error) {
 // Root returns the store's directory.
 func (s *Store) Root() string { return s.root }
 
-// Path returns the path of an artifact's content file, for people and tools
-// that read the store directly. The file may not exist.
+// Location implements workspace.Locator: the store's directory.
+func (s *Store) Location() string { return s.root }
+
+// Path implements workspace.Pather: the path of an artifact's content
+// file, for people and tools that read the store directly. The file may
+// not exist.
 func (s *Store) Path(namespace, id string) (string, error) {
 	dir, name, err := s.names(namespace, id)
 	if err != nil {
@@ -302,68 +310,35 @@ func (s *Store) Get(ctx context.Context, ns, id string) (*workspace.Artifact, er
 	return s.read(ctx, "get", ns, id)
 }
 
-// Lines implements workspace.Store.
-func (s *Store) Lines(ctx context.Context, ns, id string, start, end int) (*workspace.LineRange, error) {
-	a, err := s.read(ctx, "lines", ns, id)
+// Stat implements workspace.Store. It reads the description only, and
+// the whole artifact when the content file's size shows a writer caught
+// between its two renames (or a crash there).
+func (s *Store) Stat(ctx context.Context, ns, id string) (workspace.Info, error) {
+	fail := func(err error) (workspace.Info, error) {
+		return workspace.Info{}, &workspace.Error{Op: "stat", Namespace: ns, ID: id, Err: err}
+	}
+	if err := s.check(ctx, "stat", ns, id, true); err != nil {
+		return workspace.Info{}, err
+	}
+	dir, name, err := s.names(ns, id)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
-	lr, err := workspace.LinesOf(id, a.Content, start, end)
+	mf, err := readMeta(filepath.Join(dir, name+metaExt))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fail(workspace.ErrNotFound)
+	}
 	if err != nil {
-		return nil, &workspace.Error{Op: "lines", Namespace: ns, ID: id, Err: err}
+		return fail(err)
 	}
-	return lr, nil
-}
-
-// Grep implements workspace.Store.
-func (s *Store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*workspace.GrepResult, error) {
-	if err := s.check(ctx, "grep", ns, q.ID, q.ID != ""); err != nil {
-		return nil, err
+	if fi, err := os.Stat(filepath.Join(dir, name+contentExt)); err == nil && fi.Size() == int64(mf.Bytes) {
+		return mf.info(), nil
 	}
-	g, err := workspace.NewGrepper(q)
+	a, err := s.read(ctx, "stat", ns, id)
 	if err != nil {
-		return nil, &workspace.Error{Op: "grep", Namespace: ns, ID: q.ID, Err: err}
+		return workspace.Info{}, err
 	}
-	if q.ID != "" {
-		a, err := s.read(ctx, "grep", ns, q.ID)
-		if err != nil {
-			return nil, err
-		}
-		g.Add(a.ID, a.Content)
-		return g.Result(), nil
-	}
-	list, err := s.query(ctx, "grep", ns, q.Filter)
-	if err != nil {
-		return nil, err
-	}
-	dir, _ := s.nsDir(ns)
-	for i, info := range list {
-		if i%64 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, &workspace.Error{Op: "grep", Namespace: ns, Err: err}
-			}
-		}
-		// The listing has just read the description: read only the
-		// content, and the whole artifact again if a writer changed it.
-		name, _ := fsutil.SafeName(info.ID)
-		content, err := os.ReadFile(filepath.Join(dir, name+contentExt))
-		if err == nil {
-			sum := sha256.Sum256(content)
-			if hex.EncodeToString(sum[:]) == info.SHA256 {
-				g.Add(info.ID, string(content))
-				continue
-			}
-		}
-		a, err := s.read(ctx, "grep", ns, info.ID)
-		if errors.Is(err, workspace.ErrNotFound) {
-			continue // deleted since the listing
-		}
-		if err != nil {
-			return nil, err
-		}
-		g.Add(a.ID, a.Content)
-	}
-	return g.Result(), nil
+	return a.Info, nil
 }
 
 func (s *Store) query(ctx context.Context, op, ns string, f workspace.Filter) ([]workspace.Info, error) {

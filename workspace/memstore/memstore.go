@@ -75,49 +75,15 @@ func (s *Store) Get(ctx context.Context, ns, id string) (*workspace.Artifact, er
 	return &workspace.Artifact{Info: a.Info.Clone(), Content: a.Content}, nil
 }
 
-// Lines implements workspace.Store.
-func (s *Store) Lines(ctx context.Context, ns, id string, start, end int) (*workspace.LineRange, error) {
+// Stat implements workspace.Store.
+func (s *Store) Stat(ctx context.Context, ns, id string) (workspace.Info, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	a, err := s.get(ctx, "lines", ns, id)
+	a, err := s.get(ctx, "stat", ns, id)
 	if err != nil {
-		return nil, err
+		return workspace.Info{}, err
 	}
-	lr, err := workspace.LinesOf(id, a.Content, start, end)
-	if err != nil {
-		return nil, &workspace.Error{Op: "lines", Namespace: ns, ID: id, Err: err}
-	}
-	return lr, nil
-}
-
-// Grep implements workspace.Store.
-func (s *Store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*workspace.GrepResult, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if err := s.check(ctx, "grep", ns, q.ID, q.ID != ""); err != nil {
-		return nil, err
-	}
-	g, err := workspace.NewGrepper(q)
-	if err != nil {
-		return nil, &workspace.Error{Op: "grep", Namespace: ns, ID: q.ID, Err: err}
-	}
-	if q.ID != "" {
-		a, err := s.get(ctx, "grep", ns, q.ID)
-		if err != nil {
-			return nil, err
-		}
-		g.Add(a.ID, a.Content)
-		return g.Result(), nil
-	}
-	for i, info := range s.query(ns, q.Filter) {
-		if i%64 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, &workspace.Error{Op: "grep", Namespace: ns, Err: err}
-			}
-		}
-		g.Add(info.ID, s.ns[ns][info.ID].Content)
-	}
-	return g.Result(), nil
+	return a.Info.Clone(), nil
 }
 
 func (s *Store) query(ns string, f workspace.Filter) []workspace.Info {

@@ -60,7 +60,7 @@ func TestTrigramIndex(t *testing.T) {
 	if got := match(`"eplac"`); !slices.Equal(got, []string{"c"}) {
 		t.Errorf("substring: %v", got)
 	}
-	res, err := s.Grep(ctx, "ns", workspace.GrepQuery{Pattern: "needle"})
+	res, err := workspace.Grep(ctx, s, "ns", workspace.GrepQuery{Pattern: "needle"})
 	if err != nil || res.Total != 1 || res.Searched != 3 || res.Hits[0].ID != "bad" {
 		t.Errorf("grep: %+v %v", res, err)
 	}

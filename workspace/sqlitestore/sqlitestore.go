@@ -50,7 +50,11 @@ type Store struct {
 	wmu    sync.Mutex // one write transaction at a time in this process
 }
 
-var _ workspace.Store = (*Store)(nil)
+var (
+	_ workspace.Store    = (*Store)(nil)
+	_ workspace.Searcher = (*Store)(nil)
+	_ workspace.Locator  = (*Store)(nil)
+)
 
 const schema = `
 CREATE TABLE IF NOT EXISTS artifacts (
@@ -117,6 +121,9 @@ func escapePath(p string) string {
 
 // Path returns the path of the SQLite file.
 func (s *Store) Path() string { return s.path }
+
+// Location implements workspace.Locator: the path of the SQLite file.
+func (s *Store) Location() string { return s.path }
 
 func (s *Store) check(ctx context.Context, op, ns, id string, needID bool) error {
 	if err := workspace.Check(ctx, op, ns, id, needID); err != nil {
@@ -255,17 +262,19 @@ func (s *Store) Get(ctx context.Context, ns, id string) (*workspace.Artifact, er
 	return s.get(ctx, "get", ns, id)
 }
 
-// Lines implements workspace.Store.
-func (s *Store) Lines(ctx context.Context, ns, id string, start, end int) (*workspace.LineRange, error) {
-	a, err := s.get(ctx, "lines", ns, id)
-	if err != nil {
-		return nil, err
+// Stat implements workspace.Store.
+func (s *Store) Stat(ctx context.Context, ns, id string) (workspace.Info, error) {
+	if err := s.check(ctx, "stat", ns, id, true); err != nil {
+		return workspace.Info{}, err
 	}
-	lr, err := workspace.LinesOf(id, a.Content, start, end)
-	if err != nil {
-		return nil, &workspace.Error{Op: "lines", Namespace: ns, ID: id, Err: err}
+	info, err := scanInfo(s.db.QueryRowContext(ctx, `SELECT `+infoColumns+` FROM artifacts a WHERE a.ns = ? AND a.id = ?`, ns, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return workspace.Info{}, &workspace.Error{Op: "stat", Namespace: ns, ID: id, Err: workspace.ErrNotFound}
 	}
-	return lr, nil
+	if err != nil {
+		return workspace.Info{}, wrap(ctx, "stat", ns, id, err)
+	}
+	return info, nil
 }
 
 // where returns the WHERE clause and arguments selecting the artifacts of
@@ -289,7 +298,7 @@ func where(ns string, f workspace.Filter) (string, []any) {
 
 const orderBy = ` ORDER BY a.created_s, a.created_ns, a.id`
 
-// Grep implements workspace.Store. Over a filter, the FTS5 trigram index
+// Grep implements workspace.Searcher. Over a filter, the FTS5 trigram index
 // narrows the candidates when the pattern has literal parts of three or
 // more characters; content that is not valid UTF-8 is not indexed and is
 // always searched.

@@ -78,7 +78,7 @@ func Benchmark(b *testing.B, open Opener) {
 	grep := func(name string, q workspace.GrepQuery, wantTotal int) {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
-				res, err := s.Grep(bg, "bench", q)
+				res, err := workspace.Grep(bg, s, "bench", q)
 				if err != nil {
 					b.Fatal(err)
 				}

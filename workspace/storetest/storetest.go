@@ -168,8 +168,9 @@ func wantErr(t testing.TB, err, target error, op string) {
 var rules = []rule{
 	{"PutGet", "Get returns what Put stored, byte for byte, with sizes computed by the store", rulePutGet},
 	{"Defaults", "an empty Type is text; a zero Created stays zero; nil metadata reads as empty", ruleDefaults},
-	{"Missing", "a missing artifact is ErrNotFound from Get, Lines, Grep and Delete, in a *workspace.Error", ruleMissing},
+	{"Missing", "a missing artifact is ErrNotFound from Get, Stat, Lines, Grep and Delete, in a *workspace.Error", ruleMissing},
 	{"Overwrite", "Put replaces an artifact whole", ruleOverwrite},
+	{"Stat", "Stat describes an artifact exactly as Put and Get do, and follows overwrites and deletes", ruleStat},
 	{"OddIDs", "any non-empty UTF-8 id is its own artifact and never leaves the store's directory", ruleOddIDs},
 	{"InvalidKeys", "empty or non-UTF-8 ids and namespaces, and bad metadata, are rejected with their sentinel", ruleInvalidKeys},
 	{"Namespaces", "namespaces never see each other's artifacts", ruleNamespaces},
@@ -244,9 +245,13 @@ func ruleMissing(t *testing.T, s workspace.Store, _ string) {
 	if errors.As(err, &we) && (we.ID != "absent" || we.Namespace != "default") {
 		t.Errorf("get: *workspace.Error = %+v, want id and namespace", we)
 	}
-	_, err = s.Lines(bg, "default", "absent", 1, 1)
+	_, err = s.Stat(bg, "default", "absent")
+	wantErr(t, err, workspace.ErrNotFound, "stat")
+	_, err = s.Stat(bg, "other", "present")
+	wantErr(t, err, workspace.ErrNotFound, "stat")
+	_, err = workspace.Lines(bg, s, "default", "absent", 1, 1)
 	wantErr(t, err, workspace.ErrNotFound, "lines")
-	_, err = s.Grep(bg, "default", workspace.GrepQuery{ID: "absent", Pattern: "x"})
+	_, err = workspace.Grep(bg, s, "default", workspace.GrepQuery{ID: "absent", Pattern: "x"})
 	wantErr(t, err, workspace.ErrNotFound, "grep")
 	wantErr(t, s.Delete(bg, "default", "absent"), workspace.ErrNotFound, "delete")
 	_, err = s.Get(bg, "other", "present")
@@ -254,7 +259,7 @@ func ruleMissing(t *testing.T, s workspace.Store, _ string) {
 	if list := mustQuery(t, s, "empty-namespace", workspace.Filter{}); len(list) != 0 {
 		t.Errorf("Query of an unused namespace = %v", ids(list))
 	}
-	res, err := s.Grep(bg, "empty-namespace", workspace.GrepQuery{Pattern: "x"})
+	res, err := workspace.Grep(bg, s, "empty-namespace", workspace.GrepQuery{Pattern: "x"})
 	if err != nil || res.Searched != 0 || len(res.Hits) != 0 {
 		t.Errorf("Grep of an unused namespace = %+v, %v", res, err)
 	}
@@ -276,11 +281,11 @@ func ruleOverwrite(t *testing.T, s workspace.Store, _ string) {
 	if list := mustQuery(t, s, "default", workspace.Filter{Metadata: workspace.Metadata{"a": "1"}}); len(list) != 0 {
 		t.Errorf("old metadata still matches: %v", ids(list))
 	}
-	res, err := s.Grep(bg, "default", workspace.GrepQuery{Pattern: "first"})
+	res, err := workspace.Grep(bg, s, "default", workspace.GrepQuery{Pattern: "first"})
 	if err != nil || res.Total != 0 {
 		t.Errorf("grep finds old content: %+v, %v", res, err)
 	}
-	res, err = s.Grep(bg, "default", workspace.GrepQuery{Pattern: "second"})
+	res, err = workspace.Grep(bg, s, "default", workspace.GrepQuery{Pattern: "second"})
 	if err != nil || res.Total != 1 {
 		t.Errorf("grep misses new content: %+v, %v", res, err)
 	}
@@ -294,6 +299,48 @@ var oddIDs = []string{
 	"*?[glob]", strings.Repeat("x", 300), strings.Repeat("é/", 200), strings.Repeat("y", 300) + "1",
 }
 
+func ruleStat(t *testing.T, s workspace.Store, _ string) {
+	stat := func(id string) workspace.Info {
+		t.Helper()
+		info, err := s.Stat(bg, "default", id)
+		if err != nil {
+			t.Fatalf("Stat(%q): %v", id, err)
+		}
+		return info
+	}
+	contents := map[string]string{"empty": "", "text": "a\nwörld ✓\n", "bytes": "\xff\x00 not UTF-8", "big": strings.Repeat("0123456789abcdef\n", 1<<16)}
+	for id, content := range contents {
+		md := workspace.Metadata{"context_type": "tool_result", "id": id}
+		info := mustPut(t, s, "default", art(id, content, md, t0.Add(time.Duration(len(content)))))
+		got := stat(id)
+		if !infoEqual(got, info) {
+			t.Errorf("Stat(%q) = %+v, Put returned %+v", id, got, info)
+		}
+		if want := workspace.Measure(art(id, content, md, t0)); got.SHA256 != want.SHA256 || got.Bytes != len(content) {
+			t.Errorf("Stat(%q): sha256 %s bytes %d, want %s %d", id, got.SHA256, got.Bytes, want.SHA256, len(content))
+		}
+		if a := mustGet(t, s, "default", id); !infoEqual(a.Info, got) {
+			t.Errorf("Stat(%q) = %+v, Get says %+v", id, got, a.Info)
+		}
+		if got.Created.Location() != time.UTC {
+			t.Errorf("Stat(%q): Created %v is not UTC", id, got.Created)
+		}
+	}
+	v2 := workspace.Artifact{Info: workspace.Info{ID: "text", Type: workspace.TypeJSON, Metadata: workspace.Metadata{"b": "2"}}, Content: `{"v":2}`}
+	info := mustPut(t, s, "default", v2)
+	if got := stat("text"); !infoEqual(got, info) || !got.Created.IsZero() {
+		t.Errorf("Stat after overwrite = %+v, want %+v", got, info)
+	}
+	if err := s.Delete(bg, "default", "text"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Stat(bg, "default", "text")
+	wantErr(t, err, workspace.ErrNotFound, "stat")
+	if got := stat("big"); got.Lines != 1<<16 || got.Bytes != 17<<16 {
+		t.Errorf("Stat(big) = %+v", got)
+	}
+}
+
 func ruleOddIDs(t *testing.T, s workspace.Store, dir string) {
 	parent := filepath.Dir(dir)
 	for i, id := range oddIDs {
@@ -304,6 +351,9 @@ func ruleOddIDs(t *testing.T, s workspace.Store, dir string) {
 		if got.ID != id || got.Content != "content of "+strconv.Quote(id) || got.Metadata["n"] != strconv.Itoa(i) {
 			t.Errorf("id %q: got id %q content %q metadata %v", id, got.ID, got.Content, got.Metadata)
 		}
+		if info, err := s.Stat(bg, "default", id); err != nil || !infoEqual(info, got.Info) {
+			t.Errorf("Stat(%q) = %+v, %v; Get says %+v", id, info, err, got.Info)
+		}
 	}
 	list := mustQuery(t, s, "default", workspace.Filter{})
 	got := ids(list)
@@ -312,7 +362,7 @@ func ruleOddIDs(t *testing.T, s workspace.Store, dir string) {
 	if !slices.Equal(got, want) {
 		t.Errorf("Query ids:\n got %q\nwant %q", got, want)
 	}
-	res, err := s.Grep(bg, "default", workspace.GrepQuery{Pattern: "content of", MaxResults: -1})
+	res, err := workspace.Grep(bg, s, "default", workspace.GrepQuery{Pattern: "content of", MaxResults: -1})
 	if err != nil || res.Total != len(oddIDs) {
 		t.Errorf("Grep over odd ids: total %d, err %v", res.Total, err)
 	}
@@ -341,7 +391,9 @@ func ruleInvalidKeys(t *testing.T, s workspace.Store, _ string) {
 		wantErr(t, err, workspace.ErrInvalidID, "put")
 		_, err = s.Get(bg, "default", id)
 		wantErr(t, err, workspace.ErrInvalidID, "get")
-		_, err = s.Lines(bg, "default", id, 1, 1)
+		_, err = s.Stat(bg, "default", id)
+		wantErr(t, err, workspace.ErrInvalidID, "stat")
+		_, err = workspace.Lines(bg, s, "default", id, 1, 1)
 		wantErr(t, err, workspace.ErrInvalidID, "lines")
 		wantErr(t, s.Delete(bg, "default", id), workspace.ErrInvalidID, "delete")
 	}
@@ -350,7 +402,9 @@ func ruleInvalidKeys(t *testing.T, s workspace.Store, _ string) {
 		wantErr(t, err, workspace.ErrInvalidNamespace, "put")
 		_, err = s.Query(bg, ns, workspace.Filter{})
 		wantErr(t, err, workspace.ErrInvalidNamespace, "query")
-		_, err = s.Grep(bg, ns, workspace.GrepQuery{Pattern: "x"})
+		_, err = s.Stat(bg, ns, "x")
+		wantErr(t, err, workspace.ErrInvalidNamespace, "stat")
+		_, err = workspace.Grep(bg, s, ns, workspace.GrepQuery{Pattern: "x"})
 		wantErr(t, err, workspace.ErrInvalidNamespace, "grep")
 	}
 	for _, md := range []workspace.Metadata{{"": "v"}, {"k": "\xff"}, {"\xfe": "v"}} {
@@ -375,7 +429,7 @@ func ruleNamespaces(t *testing.T, s workspace.Store, _ string) {
 		if got := ids(mustQuery(t, s, ns, workspace.Filter{})); !slices.Equal(got, []string{"only-" + ns, "shared"}) {
 			t.Errorf("namespace %q lists %q", ns, got)
 		}
-		res, err := s.Grep(bg, ns, workspace.GrepQuery{Pattern: "^in "})
+		res, err := workspace.Grep(bg, s, ns, workspace.GrepQuery{Pattern: "^in "})
 		if err != nil || res.Total != 1 || res.Hits[0].Lines[0].Text != "in "+ns {
 			t.Errorf("namespace %q grep: %+v %v", ns, res, err)
 		}
@@ -431,11 +485,11 @@ func ruleLargeContent(t *testing.T, s workspace.Store, _ string) {
 	if got.Content != big {
 		t.Errorf("big content changed (%d bytes, want %d)", len(got.Content), len(big))
 	}
-	lr, err := s.Lines(bg, "default", "big", 49_999, 300_000)
+	lr, err := workspace.Lines(bg, s, "default", "big", 49_999, 300_000)
 	if err != nil || lr.End != 50_000 || len(lr.Lines) != 2 || !strings.HasPrefix(lr.Lines[1], "line 050000 ") {
 		t.Errorf("Lines of big: %+v %v", lr, err)
 	}
-	res, err := s.Grep(bg, "default", workspace.GrepQuery{ID: "big", Pattern: `^line 0[2-4]\d{4} `, MaxResults: 5})
+	res, err := workspace.Grep(bg, s, "default", workspace.GrepQuery{ID: "big", Pattern: `^line 0[2-4]\d{4} `, MaxResults: 5})
 	if err != nil || res.Matches != 5 || res.Total != 30_000 || res.Hits[0].Lines[0].Number != 20_000 {
 		t.Errorf("Grep of big: matches %d total %d err %v", res.Matches, res.Total, err)
 	}
@@ -444,7 +498,7 @@ func ruleLargeContent(t *testing.T, s workspace.Store, _ string) {
 	if info.Lines != 1 || info.Chars != len(oneLine) {
 		t.Errorf("one-line: %+v", info)
 	}
-	res, err = s.Grep(bg, "default", workspace.GrepQuery{ID: "one-line", Pattern: "9$"})
+	res, err = workspace.Grep(bg, s, "default", workspace.GrepQuery{ID: "one-line", Pattern: "9$"})
 	if err != nil || res.Total != 1 {
 		t.Errorf("Grep of one long line: %+v %v", res, err)
 	}
@@ -469,7 +523,7 @@ func ruleLines(t *testing.T, s workspace.Store, _ string) {
 		{"noeol", 1, 1 << 40, 2, 2, []string{"a", "b"}},
 	}
 	for _, c := range ok {
-		lr, err := s.Lines(bg, "default", c.id, c.start, c.end)
+		lr, err := workspace.Lines(bg, s, "default", c.id, c.start, c.end)
 		if err != nil {
 			t.Errorf("Lines(%s, %d, %d): %v", c.id, c.start, c.end, err)
 			continue
@@ -485,7 +539,7 @@ func ruleLines(t *testing.T, s workspace.Store, _ string) {
 		{"f", 0, 1}, {"f", -1, 3}, {"f", 3, 2}, {"f", 6, 6}, {"f", 6, 10}, {"noeol", 3, 3}, {"empty", 1, 1},
 	}
 	for _, c := range bad {
-		_, err := s.Lines(bg, "default", c.id, c.start, c.end)
+		_, err := workspace.Lines(bg, s, "default", c.id, c.start, c.end)
 		if !errors.Is(err, workspace.ErrInvalidRange) {
 			t.Errorf("Lines(%s, %d, %d): got %v, want ErrInvalidRange", c.id, c.start, c.end, err)
 		}
@@ -546,7 +600,7 @@ func ruleGrep(t *testing.T, s workspace.Store, _ string) {
 		{workspace.GrepQuery{ID: "many", Pattern: "^match 1[0-9]*$", MaxResults: 2}, "1:match 1|19:match 10|", 2, 62},
 	}
 	for _, c := range cases {
-		res, err := s.Grep(bg, "default", c.q)
+		res, err := workspace.Grep(bg, s, "default", c.q)
 		if err != nil {
 			t.Errorf("Grep(%+v): %v", c.q, err)
 			continue
@@ -563,9 +617,9 @@ func ruleGrep(t *testing.T, s workspace.Store, _ string) {
 		}
 	}
 	for _, p := range []string{"(", "a**", `\p{Nope}`, "(?<name"} {
-		_, err := s.Grep(bg, "default", workspace.GrepQuery{ID: "log", Pattern: p})
+		_, err := workspace.Grep(bg, s, "default", workspace.GrepQuery{ID: "log", Pattern: p})
 		wantErr(t, err, workspace.ErrInvalidPattern, "grep")
-		_, err = s.Grep(bg, "default", workspace.GrepQuery{Pattern: p})
+		_, err = workspace.Grep(bg, s, "default", workspace.GrepQuery{Pattern: p})
 		wantErr(t, err, workspace.ErrInvalidPattern, "grep")
 	}
 }
@@ -599,7 +653,7 @@ func ruleGrepFilter(t *testing.T, s workspace.Store, _ string) {
 		{"absent literal", false, nil, 0},
 	}
 	for _, c := range cases {
-		res, err := s.Grep(bg, "default", workspace.GrepQuery{Filter: f, Pattern: c.pattern, IgnoreCase: c.fold})
+		res, err := workspace.Grep(bg, s, "default", workspace.GrepQuery{Filter: f, Pattern: c.pattern, IgnoreCase: c.fold})
 		if err != nil {
 			t.Errorf("Grep(%q): %v", c.pattern, err)
 			continue
@@ -615,11 +669,11 @@ func ruleGrepFilter(t *testing.T, s workspace.Store, _ string) {
 			t.Errorf("Grep(%q): searched %d artifacts, want the 4 that match the filter", c.pattern, res.Searched)
 		}
 	}
-	res, err := s.Grep(bg, "default", workspace.GrepQuery{Filter: f, Pattern: "needle", MaxResults: 1})
+	res, err := workspace.Grep(bg, s, "default", workspace.GrepQuery{Filter: f, Pattern: "needle", MaxResults: 1})
 	if err != nil || res.Matches != 1 || res.Total != 2 || len(res.Hits) != 1 || res.Hits[0].ID != "c" {
 		t.Errorf("Grep over a filter with MaxResults 1: %+v %v", res, err)
 	}
-	res, err = s.Grep(bg, "default", workspace.GrepQuery{Pattern: "needle"})
+	res, err = workspace.Grep(bg, s, "default", workspace.GrepQuery{Pattern: "needle"})
 	if err != nil || res.Total != 4 || res.Searched != 6 {
 		t.Errorf("Grep over a namespace: %+v %v", res, err)
 	}
@@ -680,7 +734,7 @@ func ruleDelete(t *testing.T, s workspace.Store, _ string) {
 	if got := ids(mustQuery(t, s, "default", workspace.Filter{Metadata: workspace.Metadata{"k": "v"}})); !slices.Equal(got, []string{"stays"}) {
 		t.Errorf("Query after Delete = %q", got)
 	}
-	if res, err := s.Grep(bg, "default", workspace.GrepQuery{Pattern: "x"}); err != nil || res.Total != 0 {
+	if res, err := workspace.Grep(bg, s, "default", workspace.GrepQuery{Pattern: "x"}); err != nil || res.Total != 0 {
 		t.Errorf("Grep finds deleted content: %+v %v", res, err)
 	}
 	wantErr(t, s.Delete(bg, "default", "gone"), workspace.ErrNotFound, "delete")
@@ -703,6 +757,11 @@ func ruleNoAliasing(t *testing.T, s workspace.Store, _ string) {
 	got.Metadata["k"] = "changed by reader"
 	list := mustQuery(t, s, "default", workspace.Filter{})
 	list[0].Metadata["k"] = "changed by lister"
+	if info, err := s.Stat(bg, "default", "x"); err != nil {
+		t.Fatalf("Stat: %v", err)
+	} else {
+		info.Metadata["k"] = "changed by stat"
+	}
 	if got := mustGet(t, s, "default", "x"); got.Metadata["k"] != "v" {
 		t.Errorf("stored metadata follows a returned map: %v", got.Metadata)
 	}
@@ -724,11 +783,13 @@ func ruleCancelled(t *testing.T, s workspace.Store, _ string) {
 	check("Put over", err)
 	_, err = s.Get(ctx, "default", "kept")
 	check("Get", err)
-	_, err = s.Lines(ctx, "default", "kept", 1, 1)
+	_, err = s.Stat(ctx, "default", "kept")
+	check("Stat", err)
+	_, err = workspace.Lines(ctx, s, "default", "kept", 1, 1)
 	check("Lines", err)
-	_, err = s.Grep(ctx, "default", workspace.GrepQuery{Pattern: "x"})
+	_, err = workspace.Grep(ctx, s, "default", workspace.GrepQuery{Pattern: "x"})
 	check("Grep", err)
-	_, err = s.Grep(ctx, "default", workspace.GrepQuery{ID: "kept", Pattern: "x"})
+	_, err = workspace.Grep(ctx, s, "default", workspace.GrepQuery{ID: "kept", Pattern: "x"})
 	check("Grep one", err)
 	_, err = s.Query(ctx, "default", workspace.Filter{})
 	check("Query", err)
@@ -810,7 +871,7 @@ func ruleConcurrent(t *testing.T, s workspace.Store, _ string) {
 					if _, err := s.Query(bg, "default", workspace.Filter{Metadata: workspace.Metadata{"w": "1"}}); err != nil {
 						report(fmt.Errorf("Query: %w", err))
 					}
-					if _, err := s.Grep(bg, "default", workspace.GrepQuery{Pattern: "version 1[0-9]$"}); err != nil {
+					if _, err := workspace.Grep(bg, s, "default", workspace.GrepQuery{Pattern: "version 1[0-9]$"}); err != nil {
 						report(fmt.Errorf("Grep: %w", err))
 					}
 				}
@@ -848,10 +909,12 @@ func ruleClosed(t *testing.T, s workspace.Store, _ string) {
 	wantErr(t, err, workspace.ErrClosed, "put")
 	_, err = s.Query(bg, "default", workspace.Filter{})
 	wantErr(t, err, workspace.ErrClosed, "query")
-	_, err = s.Grep(bg, "default", workspace.GrepQuery{Pattern: "x"})
+	_, err = workspace.Grep(bg, s, "default", workspace.GrepQuery{Pattern: "x"})
 	wantErr(t, err, workspace.ErrClosed, "grep")
-	_, err = s.Lines(bg, "default", "x", 1, 1)
+	_, err = workspace.Lines(bg, s, "default", "x", 1, 1)
 	wantErr(t, err, workspace.ErrClosed, "lines")
+	_, err = s.Stat(bg, "default", "x")
+	wantErr(t, err, workspace.ErrClosed, "stat")
 	wantErr(t, s.Delete(bg, "default", "x"), workspace.ErrClosed, "delete")
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
