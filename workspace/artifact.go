@@ -82,9 +82,21 @@ func Measure(a Artifact) Artifact {
 	a.Chars = utf8.RuneCountInString(a.Content)
 	a.Lines = CountLines(a.Content)
 	a.Bytes = len(a.Content)
-	sum := sha256.Sum256([]byte(a.Content))
-	a.SHA256 = hex.EncodeToString(sum[:])
+	a.SHA256 = sha256Hex(a.Content)
 	return a
+}
+
+// sha256Hex hashes s through a small buffer, so that a large content is
+// not copied whole.
+func sha256Hex(s string) string {
+	h := sha256.New()
+	var buf [32 << 10]byte
+	for s != "" {
+		n := copy(buf[:], s)
+		h.Write(buf[:n])
+		s = s[n:]
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Clone returns a copy of the description that shares no map with i.

@@ -20,15 +20,10 @@ const DefaultMaxResults = 100
 // a LineReader.
 func LinesOf(id, content string, start, end int) (*LineRange, error) {
 	total := CountLines(content)
-	switch {
-	case start < 1:
-		return nil, fmt.Errorf("%w: start line %d: lines are numbered from 1", ErrInvalidRange, start)
-	case start > end:
-		return nil, fmt.Errorf("%w: start line %d is after end line %d", ErrInvalidRange, start, end)
-	case start > total:
-		return nil, fmt.Errorf("%w: start line %d is beyond the end (%d lines)", ErrInvalidRange, start, total)
+	end, err := CheckRange(start, end, total)
+	if err != nil {
+		return nil, err
 	}
-	end = min(end, total)
 	// Skip to line start without splitting the whole content.
 	s := content
 	for range start - 1 {
@@ -45,6 +40,21 @@ func LinesOf(id, content string, start, end int) (*LineRange, error) {
 		lines = append(lines, strings.TrimSuffix(line, "\r"))
 	}
 	return &LineRange{ID: id, Start: start, End: end, Total: total, Lines: lines}, nil
+}
+
+// CheckRange checks a line range start..end of an artifact of total
+// lines by the rules of LinesOf and returns the end clamped to total. A
+// LineReader uses it to report the same errors.
+func CheckRange(start, end, total int) (int, error) {
+	switch {
+	case start < 1:
+		return 0, fmt.Errorf("%w: start line %d: lines are numbered from 1", ErrInvalidRange, start)
+	case start > end:
+		return 0, fmt.Errorf("%w: start line %d is after end line %d", ErrInvalidRange, start, end)
+	case start > total:
+		return 0, fmt.Errorf("%w: start line %d is beyond the end (%d lines)", ErrInvalidRange, start, total)
+	}
+	return min(end, total), nil
 }
 
 // GrepQuery is a line search.
@@ -232,6 +242,14 @@ func (g *Grepper) Add(id, content string) {
 // Skipped counts n artifacts in scope that an index showed cannot match,
 // so they were not read (see GrepQuery.Substrings).
 func (g *Grepper) Skipped(n int) { g.res.Searched += n }
+
+// SearchedElsewhere counts an artifact of the given number of lines that
+// was searched without Add (by a database server) and has no matching
+// line.
+func (g *Grepper) SearchedElsewhere(lines int) {
+	g.res.Searched++
+	g.res.Lines += lines
+}
 
 // Result returns what was found so far.
 func (g *Grepper) Result() *GrepResult {
