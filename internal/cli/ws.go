@@ -17,12 +17,14 @@ import (
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/dirstore"
 	"github.com/agentctx/agentctx/workspace/memstore"
+	"github.com/agentctx/agentctx/workspace/pgstore"
 	"github.com/agentctx/agentctx/workspace/sqlitestore"
 )
 
 // wsFlags are the flags every ws command shares.
 type wsFlags struct {
 	path      string
+	store     string
 	namespace string
 }
 
@@ -43,7 +45,9 @@ it back the way an agent's tools do (SPEC §5).
 
 The workspace (--workspace) is a directory of plain files, readable with
 ls and cat; a path ending in .db, .sqlite or .sqlite3 is an indexed SQLite
-file instead. Namespaces (--namespace) keep workspaces apart.
+file instead. --store postgres://... (or AGENTCTX_STORE) keeps the workspace
+in a PostgreSQL database shared by a fleet, and overrides --workspace.
+Namespaces (--namespace) keep workspaces apart.
 
 get, lines and grep print what the agent tool returns, capped at
 --max-chars characters (0 lifts the cap).`,
@@ -51,6 +55,7 @@ get, lines and grep print what the agent tool returns, capped at
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.PersistentFlags().StringVar(&f.path, "workspace", ".agentctx", "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
+	cmd.PersistentFlags().StringVar(&f.store, "store", "", "PostgreSQL store URL (postgres://...); default $AGENTCTX_STORE; overrides --workspace")
 	cmd.PersistentFlags().StringVar(&f.namespace, "namespace", workspace.DefaultNamespace, "namespace inside the workspace")
 	for _, c := range []*cobra.Command{newWSOffloadCmd(e, f), newWSGetCmd(e, f), newWSLinesCmd(e, f), newWSGrepCmd(e, f), newWSLsCmd(e, f)} {
 		c.Args = wrapArgs(c.Args)
@@ -81,7 +86,16 @@ func (f *wsFlags) open(ctx context.Context, e *env, write bool, opts workspace.O
 		store workspace.Store
 		err   error
 	)
+	url := f.store
+	if url == "" {
+		url = os.Getenv("AGENTCTX_STORE")
+	}
 	switch {
+	case url != "":
+		if !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") {
+			return nil, nil, usagef("--store must be a postgres:// URL")
+		}
+		store, err = pgstore.Open(ctx, url, nil)
 	case !isSQLitePath(f.path):
 		store, err = dirstore.Open(f.path, nil)
 	case !write && !exists(f.path):

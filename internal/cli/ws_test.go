@@ -40,8 +40,11 @@ func wsHistory(t *testing.T) string {
 }
 
 func TestWSCommands(t *testing.T) {
-	for _, backend := range []string{"dir", "ws.db"} {
+	for _, backend := range []string{"dir", "ws.db", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
+			if backend == "postgres" { // --store overrides every --workspace below
+				t.Setenv("AGENTCTX_STORE", pgURL(t))
+			}
 			ws := filepath.Join(t.TempDir(), "work", backend)
 			history := wsHistory(t)
 			in := filepath.Join(t.TempDir(), "history.json")

@@ -1,0 +1,305 @@
+// Package pgtest starts a throwaway PostgreSQL server for tests: initdb in
+// a temporary directory, then the postgres server on a free loopback port,
+// stopped and removed by Close (and killed with the test process, so none
+// is left behind).
+//
+// The binaries come from Options.BinDir, else from PATH, else from the
+// Debian postgresql package's /usr/lib/postgresql/<version>/bin. When none
+// is found, Start returns an error matching ErrUnavailable that says how to
+// install it; Skip turns that into a skip, or a failure under CI.
+//
+// PostgreSQL refuses to run as root: when the test runs as root, the server
+// runs as the "postgres" user (created by the Debian package), else as
+// "nobody", and its directory is handed to that user.
+//
+// With AGENTCTX_TEST_POSTGRES set to a URL, Start starts nothing and uses
+// that server (it must let its user create databases).
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrUnavailable is returned by Start when PostgreSQL is not installed.
+var ErrUnavailable = errors.New("pgtest: PostgreSQL is not installed (initdb not found on PATH or in /usr/lib/postgresql/*/bin); install it with: apt-get install -y postgresql")
+
+// EnvURL names the environment variable that points Start at an existing
+// server instead of starting one.
+const EnvURL = "AGENTCTX_TEST_POSTGRES"
+
+// Options configure Start. The zero value is the default.
+type Options struct {
+	// BinDir holds initdb and postgres; "" means search PATH, then
+	// /usr/lib/postgresql/*/bin (the newest version).
+	BinDir string
+	// Timeout bounds initdb and the server's start; 0 means 60 seconds.
+	Timeout time.Duration
+}
+
+// Server is a running PostgreSQL server.
+type Server struct {
+	// URL connects to the server's "postgres" database as its superuser.
+	URL string
+
+	dir  string    // removed by Close; "" for a server given by EnvURL
+	cmd  *exec.Cmd // the postgres process
+	done chan struct{}
+
+	mu sync.Mutex
+	n  int
+}
+
+// Start starts a server (or connects to the one named by EnvURL).
+func Start(ctx context.Context, opts *Options) (*Server, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 60 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	if u := os.Getenv(EnvURL); u != "" {
+		s := &Server{URL: u}
+		if err := s.ping(ctx); err != nil {
+			return nil, fmt.Errorf("pgtest: %s=%s: %w", EnvURL, redact(u), err)
+		}
+		return s, nil
+	}
+	bin, err := findBin(o.BinDir)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "agentctx-pgtest-")
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: %w", err)
+	}
+	s := &Server{dir: dir}
+	ok := false
+	defer func() {
+		if !ok {
+			s.Close()
+		}
+	}()
+	cred, err := serverUser(dir)
+	if err != nil {
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "agentctx",
+		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync")
+	initdb.Dir = dir
+	setCred(initdb, cred)
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("pgtest: initdb: %w\n%s", err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	logf, err := os.Create(filepath.Join(dir, "postgres.log"))
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: %w", err)
+	}
+	defer logf.Close()
+	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
+		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", "-c", "max_connections=200",
+		"-F", "-c", "full_page_writes=off", "-c", "synchronous_commit=off")
+	s.cmd.Dir = dir
+	s.cmd.Stdout, s.cmd.Stderr = logf, logf
+	setCred(s.cmd, cred)
+	killWithParent(s.cmd)
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("pgtest: start postgres: %w", err)
+	}
+	s.done = make(chan struct{})
+	go func() { s.cmd.Wait(); close(s.done) }()
+	s.URL = fmt.Sprintf("postgres://agentctx@127.0.0.1:%d/postgres?sslmode=disable", port)
+	for {
+		if err := s.ping(ctx); err == nil {
+			break
+		}
+		select {
+		case <-s.done:
+			log, _ := os.ReadFile(logf.Name())
+			return nil, fmt.Errorf("pgtest: postgres exited: %s\n%s", s.cmd.ProcessState, log)
+		case <-ctx.Done():
+			log, _ := os.ReadFile(logf.Name())
+			return nil, fmt.Errorf("pgtest: postgres did not start: %w\n%s", ctx.Err(), log)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	ok = true
+	return s, nil
+}
+
+func (s *Server) ping(ctx context.Context) error {
+	c, err := pgx.Connect(ctx, s.URL)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	return c.Ping(ctx)
+}
+
+// NewDatabase creates an empty database and returns its URL.
+func (s *Server) NewDatabase(ctx context.Context) (string, error) {
+	var b [6]byte
+	rand.Read(b[:])
+	s.mu.Lock()
+	s.n++
+	name := fmt.Sprintf("test_%d_%s", s.n, hex.EncodeToString(b[:]))
+	s.mu.Unlock()
+	c, err := pgx.Connect(ctx, s.URL)
+	if err != nil {
+		return "", fmt.Errorf("pgtest: %w", err)
+	}
+	defer c.Close(context.Background())
+	if _, err := c.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", fmt.Errorf("pgtest: create database: %w", err)
+	}
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return "", fmt.Errorf("pgtest: %w", err)
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
+// Close stops the server (fast shutdown) and removes its directory.
+func (s *Server) Close() error {
+	if s.cmd != nil && s.cmd.Process != nil && s.done != nil {
+		s.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-s.done:
+		case <-time.After(20 * time.Second):
+			s.cmd.Process.Kill()
+			<-s.done
+		}
+	}
+	if s.dir != "" {
+		return os.RemoveAll(s.dir)
+	}
+	return nil
+}
+
+// InCI reports whether the tests run in CI (CI set to anything but
+// "false" or "0"), where a test must not skip for want of PostgreSQL.
+func InCI() bool {
+	v := strings.ToLower(os.Getenv("CI"))
+	return v != "" && v != "false" && v != "0"
+}
+
+// Skip skips the test because the server could not start (err), or fails
+// it under CI.
+func Skip(t testing.TB, err error) {
+	t.Helper()
+	if InCI() {
+		t.Fatalf("PostgreSQL is required in CI: %v", err)
+	}
+	t.Skipf("no PostgreSQL: %v", err)
+}
+
+// findBin returns the directory that holds initdb and postgres.
+func findBin(dir string) (string, error) {
+	has := func(d string) bool {
+		for _, name := range []string{"initdb", "postgres"} {
+			if fi, err := os.Stat(filepath.Join(d, name)); err != nil || fi.IsDir() {
+				return false
+			}
+		}
+		return true
+	}
+	if dir != "" {
+		if has(dir) {
+			return dir, nil
+		}
+		return "", fmt.Errorf("%w (no initdb and postgres in %s)", ErrUnavailable, dir)
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil && has(filepath.Dir(real)) {
+			return filepath.Dir(real), nil
+		}
+		if has(filepath.Dir(p)) {
+			return filepath.Dir(p), nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	slices.SortFunc(dirs, func(a, b string) int { return version(b) - version(a) })
+	for _, d := range dirs {
+		if has(d) {
+			return d, nil
+		}
+	}
+	return "", ErrUnavailable
+}
+
+// version returns the major version in /usr/lib/postgresql/<v>/bin.
+func version(binDir string) int {
+	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
+	return v
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("pgtest: free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// credential is the user the server runs as; nil means the current one.
+type credential struct{ uid, gid uint32 }
+
+// serverUser returns the user to run the server as: nil unless the test
+// runs as root, then "postgres" or "nobody", owner of dir.
+func serverUser(dir string) (*credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	var u *user.User
+	var err error
+	for _, name := range []string{"postgres", "nobody"} {
+		if u, err = user.Lookup(name); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pgtest: running as root, and PostgreSQL refuses root: no postgres or nobody user: %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.Chown(dir, uid, gid); err != nil {
+		return nil, fmt.Errorf("pgtest: %w", err)
+	}
+	return &credential{uint32(uid), uint32(gid)}, nil
+}
+
+// redact hides the password of a URL.
+func redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,107 @@
+package pgstore
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/agentctx/agentctx/workspace"
+)
+
+// Grep implements workspace.Searcher. The server selects the artifacts
+// that may match (see pgRegex); each is then searched with the RE2
+// expression, so the result is exactly the generic one. Artifacts the
+// server rules out are counted as searched, with their lines.
+func (s *Store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*workspace.GrepResult, error) {
+	if err := s.check(ctx, "grep", ns, q.ID, q.ID != ""); err != nil {
+		return nil, err
+	}
+	g, err := workspace.NewGrepper(q)
+	if err != nil {
+		return nil, &workspace.Error{Op: "grep", Namespace: ns, ID: q.ID, Err: err}
+	}
+	re, ok := "", false
+	if s.regex {
+		re, ok = pgRegex(q.Pattern, q.IgnoreCase)
+	}
+	res, err := s.grep(ctx, ns, q, g, re, ok)
+	if ok && err != nil && regexFailed(err) && ctx.Err() == nil {
+		g, _ = workspace.NewGrepper(q)
+		res, err = s.grep(ctx, ns, q, g, "", false)
+	}
+	return res, err
+}
+
+func (s *Store) grep(ctx context.Context, ns string, q workspace.GrepQuery, g *workspace.Grepper, re string, useRe bool) (*workspace.GrepResult, error) {
+	cond, args := `a.ns = $1 AND a.id = $2`, []any{[]byte(ns), []byte(q.ID)}
+	if q.ID == "" {
+		cond, args = where(ns, q.Filter, 0)
+	}
+	may := `true`
+	if useRe {
+		args = append(args, re)
+		may = `(NOT a.searchable OR EXISTS (SELECT 1 FROM agentctx_artifact_chunks m
+			WHERE m.rid = a.rid AND m.txt ~ $` + strconv.Itoa(len(args)) + `))`
+	}
+	// One snapshot for the candidates and their content.
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, wrap(ctx, "grep", ns, q.ID, err)
+	}
+	defer tx.Rollback(context.Background())
+	rows, err := tx.Query(ctx, `SELECT x.id, x.lines, x.may, c.txt, c.bin
+		FROM (SELECT a.rid, a.id, a.lines, a.created_s, a.created_ns, `+may+` AS may
+			FROM agentctx_artifacts a WHERE `+cond+`) x
+		LEFT JOIN agentctx_artifact_chunks c ON c.rid = x.rid AND x.may
+		ORDER BY x.created_s, x.created_ns, x.id, c.seq`, args...)
+	if err != nil {
+		return nil, wrap(ctx, "grep", ns, q.ID, err)
+	}
+	defer rows.Close()
+	var (
+		cur     []byte
+		have    bool
+		content strings.Builder
+	)
+	flush := func() {
+		if have {
+			g.Add(string(cur), content.String())
+			content.Reset()
+			have = false
+		}
+	}
+	found := false
+	for rows.Next() {
+		var (
+			id    []byte
+			lines int64
+			m     bool
+		)
+		if err := rows.Scan(&id, &lines, &m, nil, nil); err != nil {
+			return nil, wrap(ctx, "grep", ns, q.ID, err)
+		}
+		found = true
+		if !m {
+			flush()
+			g.SearchedElsewhere(int(lines))
+			continue
+		}
+		if !have || string(id) != string(cur) {
+			flush()
+			cur, have = append(cur[:0], id...), true
+		}
+		raw := rows.RawValues()
+		content.Write(raw[3])
+		content.Write(raw[4])
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(ctx, "grep", ns, q.ID, err)
+	}
+	flush()
+	if q.ID != "" && !found {
+		return nil, &workspace.Error{Op: "grep", Namespace: ns, ID: q.ID, Err: workspace.ErrNotFound}
+	}
+	return g.Result(), nil
+}

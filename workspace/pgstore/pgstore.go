@@ -1,0 +1,575 @@
+// Package pgstore is the workspace.Store for fleets: every namespace in a
+// PostgreSQL database that many agents, processes and machines share
+// (github.com/jackc/pgx/v5).
+//
+//	store, err := pgstore.Open(ctx, "postgres://agentctx@db.internal/agentctx", nil)
+//
+// Open creates the schema, and upgrades it, by itself: versioned
+// migrations recorded in the table agentctx_migrations, applied once under
+// an advisory lock however many replicas start together. The tables are
+// prefixed agentctx_, so the database may hold other things.
+//
+// Content is stored in chunks of at most a megabyte (Options.ChunkBytes),
+// cut at line ends: Put sends a large content chunk by chunk and Get
+// assembles it from a stream of rows, so a 50 MB artifact is never held
+// twice in memory. A chunk that is valid UTF-8 without NUL is stored as
+// text, which lets the server search it.
+//
+// Grep runs on the server where it is exact: the RE2 pattern is translated
+// to a PostgreSQL regular expression that matches every line the pattern
+// matches (see the package's regex.go), the server returns only the
+// artifacts that may match, and those are then searched with the RE2
+// expression itself, so results are exactly those of the other backends.
+// Lines reads only the chunks that hold the lines asked for.
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentctx/agentctx/internal/pgmigrate"
+	"github.com/agentctx/agentctx/workspace"
+)
+
+// DefaultChunkBytes is the largest chunk of content stored in one row.
+const DefaultChunkBytes = 1 << 20
+
+// Options configure a Store. The zero value is the default.
+type Options struct {
+	// ChunkBytes is the largest chunk of content stored in one row (and
+	// sent or received in one message); 0 means DefaultChunkBytes. Chunks
+	// end at a line end when the line fits.
+	ChunkBytes int
+	// MaxConns caps the connections to the server; 0 means pgxpool's
+	// default (4, or the number of CPUs when more).
+	MaxConns int32
+	// Logger receives a record when Open migrates the schema; nil discards.
+	Logger *slog.Logger
+}
+
+// Store is a workspace.Store in a PostgreSQL database. It is safe for
+// concurrent use, also by many processes sharing the database.
+type Store struct {
+	pool   *pgxpool.Pool
+	loc    string
+	chunk  int
+	regex  bool // the server encoding is UTF8: the regex prefilter is usable
+	closed atomic.Bool
+}
+
+var (
+	_ workspace.Store      = (*Store)(nil)
+	_ workspace.LineReader = (*Store)(nil)
+	_ workspace.Searcher   = (*Store)(nil)
+	_ workspace.Locator    = (*Store)(nil)
+)
+
+// Component is the name of the workspace schema in agentctx_migrations.
+const Component = "workspace"
+
+// Migrations is the workspace schema, in order. Ids, namespaces, types and
+// metadata are bytea: any UTF-8 (NUL included) is kept, and they order
+// byte for byte, as Go compares strings.
+var migrations = []pgmigrate.Migration{
+	{Version: 1, Name: "artifacts, chunks and metadata", SQL: `
+CREATE TABLE agentctx_artifacts (
+	rid        bigserial PRIMARY KEY,
+	ns         bytea NOT NULL,
+	id         bytea NOT NULL,
+	type       bytea NOT NULL,
+	created_s  bigint NOT NULL,
+	created_ns integer NOT NULL,
+	chars      bigint NOT NULL,
+	lines      bigint NOT NULL,
+	bytes      bigint NOT NULL,
+	sha256     text NOT NULL,
+	metadata   bytea NOT NULL,
+	searchable boolean NOT NULL,
+	UNIQUE (ns, id)
+);
+CREATE INDEX agentctx_artifacts_order ON agentctx_artifacts (ns, created_s, created_ns, id);
+CREATE TABLE agentctx_artifact_chunks (
+	rid   bigint NOT NULL REFERENCES agentctx_artifacts (rid) ON DELETE CASCADE,
+	seq   integer NOT NULL,
+	line0 bigint NOT NULL,
+	line1 bigint NOT NULL,
+	cont  boolean NOT NULL,
+	txt   text,
+	bin   bytea,
+	PRIMARY KEY (rid, seq)
+);
+ALTER TABLE agentctx_artifact_chunks ALTER COLUMN txt SET STORAGE EXTERNAL;
+ALTER TABLE agentctx_artifact_chunks ALTER COLUMN bin SET STORAGE EXTERNAL;
+CREATE TABLE agentctx_artifact_meta (
+	rid   bigint NOT NULL REFERENCES agentctx_artifacts (rid) ON DELETE CASCADE,
+	ns    bytea NOT NULL,
+	key   bytea NOT NULL,
+	value bytea NOT NULL,
+	PRIMARY KEY (rid, key)
+);
+CREATE INDEX agentctx_artifact_meta_kv ON agentctx_artifact_meta (ns, key, value);
+`},
+}
+
+// Open connects to the database at url (a postgres:// URL or a libpq
+// key=value string), creating or migrating the schema when needed.
+func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.ChunkBytes <= 0 {
+		o.ChunkBytes = DefaultChunkBytes
+	}
+	o.ChunkBytes = max(o.ChunkBytes, 8)
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	loc := redact(url)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open %s: %w", loc, err)
+	}
+	if o.MaxConns > 0 {
+		cfg.MaxConns = o.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: open %s: %w", loc, err)
+	}
+	s := &Store{pool: pool, loc: loc, chunk: o.ChunkBytes}
+	v, err := pgmigrate.Apply(ctx, pool, Component, migrations)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: open %s: %w", loc, err)
+	}
+	log.DebugContext(ctx, "pgstore: schema ready", "location", loc, "version", v)
+	var enc string
+	if err := pool.QueryRow(ctx, `SELECT current_setting('server_encoding')`).Scan(&enc); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: open %s: %w", loc, err)
+	}
+	s.regex = enc == "UTF8"
+	return s, nil
+}
+
+// redact returns a URL without its password; a key=value string is
+// reduced to its host and database.
+func redact(s string) string {
+	if u, err := url.Parse(s); err == nil && u.Scheme != "" {
+		return u.Redacted()
+	}
+	var keep []string
+	for _, f := range strings.Fields(s) {
+		if k, _, ok := strings.Cut(f, "="); ok && (k == "host" || k == "port" || k == "dbname" || k == "user") {
+			keep = append(keep, f)
+		}
+	}
+	return strings.Join(keep, " ")
+}
+
+// Location implements workspace.Locator: the database URL without its
+// password.
+func (s *Store) Location() string { return s.loc }
+
+func (s *Store) check(ctx context.Context, op, ns, id string, needID bool) error {
+	if err := workspace.Check(ctx, op, ns, id, needID); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return &workspace.Error{Op: op, Namespace: ns, ID: id, Err: workspace.ErrClosed}
+	}
+	return nil
+}
+
+// wrap returns err as a *workspace.Error, reporting a context error when
+// ctx ended (the driver reports it in its own words).
+func wrap(ctx context.Context, op, ns, id string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		err = cerr
+	}
+	return &workspace.Error{Op: op, Namespace: ns, ID: id, Err: err}
+}
+
+// chunk is a part of a content: bytes [start, end), lines line0..line1
+// (1-based; the first may have begun in the previous chunk, cont).
+type chunk struct {
+	start, end   int
+	line0, line1 int64
+	cont         bool
+	text         bool // valid UTF-8 without NUL: stored as text
+}
+
+// split cuts content into chunks of at most size bytes, at a line end when
+// the line fits, else at a character boundary. searchable reports that
+// every chunk is text and no line spans two chunks.
+func split(content string, size int) (chunks []chunk, searchable bool) {
+	searchable = true
+	line := int64(1)
+	cont := false
+	for start := 0; start < len(content); {
+		end := min(start+size, len(content))
+		if end < len(content) {
+			if i := strings.LastIndexByte(content[start:end], '\n'); i >= 0 {
+				end = start + i + 1
+			} else {
+				for end > start+1 && !utf8.RuneStart(content[end]) {
+					end--
+				}
+			}
+		}
+		part := content[start:end]
+		c := chunk{start: start, end: end, line0: line, cont: cont,
+			text: utf8.ValidString(part) && strings.IndexByte(part, 0) < 0}
+		n := int64(strings.Count(part, "\n"))
+		cont = part[len(part)-1] != '\n'
+		c.line1 = line + n
+		if !cont {
+			c.line1--
+		}
+		line += n
+		if !c.text || cont && end < len(content) {
+			searchable = false
+		}
+		chunks = append(chunks, c)
+		start = end
+	}
+	return chunks, searchable
+}
+
+// Put implements workspace.Store. The content is sent chunk by chunk in
+// one transaction: readers see the old artifact or the new one whole.
+func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
+	if err := s.check(ctx, "put", ns, a.ID, true); err != nil {
+		return workspace.Info{}, err
+	}
+	if err := workspace.ValidateArtifact(&a); err != nil {
+		return workspace.Info{}, &workspace.Error{Op: "put", Namespace: ns, ID: a.ID, Err: err}
+	}
+	m := workspace.Measure(a)
+	md, err := json.Marshal(m.Metadata)
+	if err != nil {
+		return workspace.Info{}, &workspace.Error{Op: "put", Namespace: ns, ID: a.ID, Err: err}
+	}
+	chunks, searchable := split(m.Content, s.chunk)
+	keys := make([][]byte, 0, len(m.Metadata))
+	values := make([][]byte, 0, len(m.Metadata))
+	for k, v := range m.Metadata {
+		keys, values = append(keys, []byte(k)), append(values, []byte(v))
+	}
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var rid int64
+		err := tx.QueryRow(ctx, `INSERT INTO agentctx_artifacts
+			(ns, id, type, created_s, created_ns, chars, lines, bytes, sha256, metadata, searchable)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+			ON CONFLICT (ns, id) DO UPDATE SET type = EXCLUDED.type, created_s = EXCLUDED.created_s,
+				created_ns = EXCLUDED.created_ns, chars = EXCLUDED.chars, lines = EXCLUDED.lines,
+				bytes = EXCLUDED.bytes, sha256 = EXCLUDED.sha256, metadata = EXCLUDED.metadata,
+				searchable = EXCLUDED.searchable
+			RETURNING rid`,
+			[]byte(ns), []byte(m.ID), []byte(m.Type), m.Created.Unix(), m.Created.Nanosecond(),
+			m.Chars, m.Lines, m.Bytes, m.SHA256, md, searchable).Scan(&rid)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM agentctx_artifact_chunks WHERE rid = $1`, rid); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM agentctx_artifact_meta WHERE rid = $1`, rid); err != nil {
+			return err
+		}
+		for i, c := range chunks {
+			part := m.Content[c.start:c.end]
+			var txt, bin any
+			if c.text {
+				txt = part
+			} else {
+				bin = []byte(part)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO agentctx_artifact_chunks (rid, seq, line0, line1, cont, txt, bin)
+				VALUES ($1, $2, $3, $4, $5, $6, $7)`, rid, i, c.line0, c.line1, c.cont, txt, bin); err != nil {
+				return err
+			}
+		}
+		if len(keys) > 0 {
+			_, err := tx.Exec(ctx, `INSERT INTO agentctx_artifact_meta (rid, ns, key, value)
+				SELECT $1, $2, k, v FROM unnest($3::bytea[], $4::bytea[]) AS t (k, v)`, rid, []byte(ns), keys, values)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return workspace.Info{}, wrap(ctx, "put", ns, a.ID, err)
+	}
+	return m.Info.Clone(), nil
+}
+
+const infoColumns = `a.id, a.type, a.created_s, a.created_ns, a.chars, a.lines, a.bytes, a.sha256, a.metadata`
+
+// infoDest returns the scan targets of infoColumns and a function that
+// builds the Info from them.
+func infoDest() ([]any, func() (workspace.Info, error)) {
+	var (
+		id, typ, md []byte
+		sec         int64
+		nsec        int32
+		info        workspace.Info
+		chars       int64
+		lines       int64
+		bytes       int64
+	)
+	dest := []any{&id, &typ, &sec, &nsec, &chars, &lines, &bytes, &info.SHA256, &md}
+	return dest, func() (workspace.Info, error) {
+		info.ID, info.Type = string(id), workspace.ArtifactType(typ)
+		info.Chars, info.Lines, info.Bytes = int(chars), int(lines), int(bytes)
+		info.Created = time.Unix(sec, int64(nsec)).UTC()
+		if info.Created.IsZero() {
+			info.Created = time.Time{}
+		}
+		info.Metadata = workspace.Metadata{}
+		if err := json.Unmarshal(md, &info.Metadata); err != nil {
+			return info, fmt.Errorf("metadata of %q: %w", info.ID, err)
+		}
+		return info, nil
+	}
+}
+
+// Stat implements workspace.Store.
+func (s *Store) Stat(ctx context.Context, ns, id string) (workspace.Info, error) {
+	if err := s.check(ctx, "stat", ns, id, true); err != nil {
+		return workspace.Info{}, err
+	}
+	dest, build := infoDest()
+	err := s.pool.QueryRow(ctx, `SELECT `+infoColumns+` FROM agentctx_artifacts a WHERE a.ns = $1 AND a.id = $2`,
+		[]byte(ns), []byte(id)).Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return workspace.Info{}, &workspace.Error{Op: "stat", Namespace: ns, ID: id, Err: workspace.ErrNotFound}
+	}
+	if err != nil {
+		return workspace.Info{}, wrap(ctx, "stat", ns, id, err)
+	}
+	info, err := build()
+	if err != nil {
+		return workspace.Info{}, wrap(ctx, "stat", ns, id, err)
+	}
+	return info, nil
+}
+
+// Get implements workspace.Store. The content arrives as a stream of
+// chunks, appended to a buffer of its final size.
+func (s *Store) Get(ctx context.Context, ns, id string) (*workspace.Artifact, error) {
+	return s.get(ctx, "get", ns, id)
+}
+
+func (s *Store) get(ctx context.Context, op, ns, id string) (*workspace.Artifact, error) {
+	if err := s.check(ctx, op, ns, id, true); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+infoColumns+`, c.txt, c.bin
+		FROM agentctx_artifacts a LEFT JOIN agentctx_artifact_chunks c ON c.rid = a.rid
+		WHERE a.ns = $1 AND a.id = $2 ORDER BY c.seq`, []byte(ns), []byte(id))
+	if err != nil {
+		return nil, wrap(ctx, op, ns, id, err)
+	}
+	defer rows.Close()
+	var (
+		a       *workspace.Artifact
+		content strings.Builder
+	)
+	for rows.Next() {
+		if a == nil {
+			dest, build := infoDest()
+			if err := rows.Scan(append(dest, nil, nil)...); err != nil {
+				return nil, wrap(ctx, op, ns, id, err)
+			}
+			info, err := build()
+			if err != nil {
+				return nil, wrap(ctx, op, ns, id, err)
+			}
+			a = &workspace.Artifact{Info: info}
+			content.Grow(info.Bytes)
+		}
+		raw := rows.RawValues()
+		content.Write(raw[len(raw)-2])
+		content.Write(raw[len(raw)-1])
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(ctx, op, ns, id, err)
+	}
+	if a == nil {
+		return nil, &workspace.Error{Op: op, Namespace: ns, ID: id, Err: workspace.ErrNotFound}
+	}
+	a.Content = content.String()
+	return a, nil
+}
+
+// Lines implements workspace.LineReader: it reads only the chunks that
+// hold lines start..end.
+func (s *Store) Lines(ctx context.Context, ns, id string, start, end int) (*workspace.LineRange, error) {
+	fail := func(err error) (*workspace.LineRange, error) {
+		return nil, &workspace.Error{Op: "lines", Namespace: ns, ID: id, Err: err}
+	}
+	if err := s.check(ctx, "lines", ns, id, true); err != nil {
+		return nil, err
+	}
+	// Clamp before the query: the bounds are bigint.
+	qstart, qend := int64(max(start, 0)), int64(min(max(end, 0), 1<<62))
+	rows, err := s.pool.Query(ctx, `SELECT a.lines, c.line0, c.cont, c.txt, c.bin
+		FROM agentctx_artifacts a LEFT JOIN agentctx_artifact_chunks c
+			ON c.rid = a.rid AND c.line0 <= $4 AND c.line1 >= $3
+		WHERE a.ns = $1 AND a.id = $2 ORDER BY c.seq`, []byte(ns), []byte(id), qstart, qend)
+	if err != nil {
+		return nil, wrap(ctx, "lines", ns, id, err)
+	}
+	defer rows.Close()
+	var (
+		found bool
+		total int64
+		first *int64
+		cont  *bool
+		text  strings.Builder
+	)
+	for rows.Next() {
+		var line0 *int64
+		var c *bool
+		if err := rows.Scan(&total, &line0, &c, nil, nil); err != nil {
+			return nil, wrap(ctx, "lines", ns, id, err)
+		}
+		found = true
+		if first == nil && line0 != nil {
+			first, cont = line0, c
+		}
+		raw := rows.RawValues()
+		text.Write(raw[3])
+		text.Write(raw[4])
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(ctx, "lines", ns, id, err)
+	}
+	if !found {
+		return fail(workspace.ErrNotFound)
+	}
+	end, err = workspace.CheckRange(start, end, int(total))
+	if err != nil {
+		return fail(err)
+	}
+	// The text starts at line *first, mid-line when *cont (then that line
+	// is before start: its beginning is not needed).
+	body, line := text.String(), int(*first)
+	if *cont {
+		i := strings.IndexByte(body, '\n')
+		body, line = body[i+1:], line+1
+	}
+	lr, err := workspace.LinesOf(id, body, start-line+1, end-line+1)
+	if err != nil {
+		return fail(fmt.Errorf("chunks of lines %d-%d: %w", start, end, err))
+	}
+	lr.Start, lr.End, lr.Total = start, end, int(total)
+	return lr, nil
+}
+
+// where returns the condition and arguments selecting the artifacts of ns
+// that match f; numbering of the arguments starts after n.
+func where(ns string, f workspace.Filter, n int) (string, []any) {
+	var b strings.Builder
+	args := []any{[]byte(ns)}
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", n+len(args))
+	}
+	fmt.Fprintf(&b, `a.ns = $%d`, n+1)
+	for k, v := range f.Metadata {
+		if v == "" {
+			fmt.Fprintf(&b, ` AND a.rid NOT IN (SELECT rid FROM agentctx_artifact_meta WHERE ns = $%d AND key = %s AND value <> ''::bytea)`,
+				n+1, arg([]byte(k)))
+			continue
+		}
+		fmt.Fprintf(&b, ` AND a.rid IN (SELECT rid FROM agentctx_artifact_meta WHERE ns = $%d AND key = %s AND value = %s)`,
+			n+1, arg([]byte(k)), arg([]byte(v)))
+	}
+	return b.String(), args
+}
+
+const orderBy = ` ORDER BY a.created_s, a.created_ns, a.id`
+
+// Query implements workspace.Store.
+func (s *Store) Query(ctx context.Context, ns string, f workspace.Filter) ([]workspace.Info, error) {
+	if err := s.check(ctx, "query", ns, "", false); err != nil {
+		return nil, err
+	}
+	cond, args := where(ns, f, 0)
+	query := `SELECT ` + infoColumns + ` FROM agentctx_artifacts a WHERE ` + cond + orderBy
+	if f.Offset > 0 {
+		args = append(args, int64(f.Offset))
+		query += fmt.Sprintf(` OFFSET $%d`, len(args))
+	}
+	if f.Limit > 0 {
+		args = append(args, int64(f.Limit))
+		query += fmt.Sprintf(` LIMIT $%d`, len(args))
+	}
+	rows, err := s.pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, wrap(ctx, "query", ns, "", err)
+	}
+	defer rows.Close()
+	list := []workspace.Info{}
+	for rows.Next() {
+		dest, build := infoDest()
+		if err := rows.Scan(dest...); err != nil {
+			return nil, wrap(ctx, "query", ns, "", err)
+		}
+		info, err := build()
+		if err != nil {
+			return nil, wrap(ctx, "query", ns, "", err)
+		}
+		list = append(list, info)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(ctx, "query", ns, "", err)
+	}
+	return list, nil
+}
+
+// Delete implements workspace.Store.
+func (s *Store) Delete(ctx context.Context, ns, id string) error {
+	if err := s.check(ctx, "delete", ns, id, true); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM agentctx_artifacts WHERE ns = $1 AND id = $2`, []byte(ns), []byte(id))
+	if err != nil {
+		return wrap(ctx, "delete", ns, id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return &workspace.Error{Op: "delete", Namespace: ns, ID: id, Err: workspace.ErrNotFound}
+	}
+	return nil
+}
+
+// Close implements workspace.Store: it closes the connections.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.pool.Close()
+	return nil
+}
+
+// regexFailed reports whether err is the server refusing a regular
+// expression (invalid, or too complex), so the search runs without it.
+func regexFailed(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "2201B" || strings.HasPrefix(pe.Code, "54"))
+}
