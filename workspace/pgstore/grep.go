@@ -51,9 +51,11 @@ func (s *Store) grep(ctx context.Context, ns string, q workspace.GrepQuery, g *w
 		return nil, wrap(ctx, "grep", ns, q.ID, err)
 	}
 	defer tx.Rollback(context.Background())
-	rows, err := tx.Query(ctx, `SELECT x.id, x.lines, x.may, c.txt, c.bin
-		FROM (SELECT a.rid, a.id, a.lines, a.created_s, a.created_ns, `+may+` AS may
-			FROM agentctx_artifacts a WHERE `+cond+`) x
+	// MATERIALIZED: the server decides once per artifact, not per chunk.
+	rows, err := tx.Query(ctx, `WITH x AS MATERIALIZED (
+			SELECT a.rid, a.id, a.lines, a.created_s, a.created_ns, `+may+` AS may
+			FROM agentctx_artifacts a WHERE `+cond+`)
+		SELECT x.id, x.lines, x.may, c.txt, c.bin FROM x
 		LEFT JOIN agentctx_artifact_chunks c ON c.rid = x.rid AND x.may
 		ORDER BY x.created_s, x.created_ns, x.id, c.seq`, args...)
 	if err != nil {
@@ -86,6 +88,7 @@ func (s *Store) grep(ctx context.Context, ns string, q workspace.GrepQuery, g *w
 		if !m {
 			flush()
 			g.SearchedElsewhere(int(lines))
+			s.ruledOut.Add(1)
 			continue
 		}
 		if !have || string(id) != string(cur) {

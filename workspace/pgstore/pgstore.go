@@ -24,10 +24,13 @@
 package pgstore
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"strings"
@@ -67,6 +70,9 @@ type Store struct {
 	chunk  int
 	regex  bool // the server encoding is UTF8: the regex prefilter is usable
 	closed atomic.Bool
+	// ruledOut counts the artifacts Grep did not read because the server
+	// showed they cannot match (the tests check that the prefilter works).
+	ruledOut atomic.Int64
 }
 
 var (
@@ -214,9 +220,11 @@ type chunk struct {
 }
 
 // split cuts content into chunks of at most size bytes, at a line end when
-// the line fits, else at a character boundary. searchable reports that
-// every chunk is text and no line spans two chunks.
-func split(content string, size int) (chunks []chunk, searchable bool) {
+// the line fits, else at a character boundary. A chunk is text when it is
+// valid UTF-8 without NUL and the server keeps text in UTF-8 (utf8Server).
+// searchable reports that every chunk is text and no line spans two
+// chunks.
+func split(content string, size int, utf8Server bool) (chunks []chunk, searchable bool) {
 	searchable = true
 	line := int64(1)
 	cont := false
@@ -233,7 +241,7 @@ func split(content string, size int) (chunks []chunk, searchable bool) {
 		}
 		part := content[start:end]
 		c := chunk{start: start, end: end, line0: line, cont: cont,
-			text: utf8.ValidString(part) && strings.IndexByte(part, 0) < 0}
+			text: utf8Server && utf8.ValidString(part) && strings.IndexByte(part, 0) < 0}
 		n := int64(strings.Count(part, "\n"))
 		cont = part[len(part)-1] != '\n'
 		c.line1 = line + n
@@ -250,8 +258,46 @@ func split(content string, size int) (chunks []chunk, searchable bool) {
 	return chunks, searchable
 }
 
-// Put implements workspace.Store. The content is sent chunk by chunk in
-// one transaction: readers see the old artifact or the new one whole.
+// copyReader streams chunks in PostgreSQL's binary COPY format, reading
+// the content in place: nothing of it is copied but through the driver's
+// small send buffer.
+func copyReader(rid int64, content string, chunks []chunk) io.Reader {
+	h := []byte("PGCOPY\n\xff\r\n\x00\x00\x00\x00\x00\x00\x00\x00\x00")
+	parts := make([]io.Reader, 0, 2*len(chunks)+2)
+	for i, c := range chunks {
+		h = binary.BigEndian.AppendUint16(h, 7)
+		h = binary.BigEndian.AppendUint32(h, 8)
+		h = binary.BigEndian.AppendUint64(h, uint64(rid))
+		h = binary.BigEndian.AppendUint32(h, 4)
+		h = binary.BigEndian.AppendUint32(h, uint32(i))
+		h = binary.BigEndian.AppendUint32(h, 8)
+		h = binary.BigEndian.AppendUint64(h, uint64(c.line0))
+		h = binary.BigEndian.AppendUint32(h, 8)
+		h = binary.BigEndian.AppendUint64(h, uint64(c.line1))
+		h = binary.BigEndian.AppendUint32(h, 1)
+		if c.cont {
+			h = append(h, 1)
+		} else {
+			h = append(h, 0)
+		}
+		null := binary.BigEndian.AppendUint32(nil, 0xFFFFFFFF)
+		if !c.text {
+			h = append(h, null...) // txt
+		}
+		h = binary.BigEndian.AppendUint32(h, uint32(c.end-c.start))
+		parts = append(parts, bytes.NewReader(h), strings.NewReader(content[c.start:c.end]))
+		h = nil
+		if c.text {
+			h = append(h, null...) // bin
+		}
+	}
+	h = binary.BigEndian.AppendUint16(h, 0xFFFF)
+	return io.MultiReader(append(parts, bytes.NewReader(h))...)
+}
+
+// Put implements workspace.Store. The content is streamed chunk by chunk
+// (COPY) in one transaction: readers see the old artifact or the new one
+// whole.
 func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
 	if err := s.check(ctx, "put", ns, a.ID, true); err != nil {
 		return workspace.Info{}, err
@@ -264,7 +310,7 @@ func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (works
 	if err != nil {
 		return workspace.Info{}, &workspace.Error{Op: "put", Namespace: ns, ID: a.ID, Err: err}
 	}
-	chunks, searchable := split(m.Content, s.chunk)
+	chunks, searchable := split(m.Content, s.chunk, s.regex)
 	keys := make([][]byte, 0, len(m.Metadata))
 	values := make([][]byte, 0, len(m.Metadata))
 	for k, v := range m.Metadata {
@@ -291,16 +337,9 @@ func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (works
 		if _, err := tx.Exec(ctx, `DELETE FROM agentctx_artifact_meta WHERE rid = $1`, rid); err != nil {
 			return err
 		}
-		for i, c := range chunks {
-			part := m.Content[c.start:c.end]
-			var txt, bin any
-			if c.text {
-				txt = part
-			} else {
-				bin = []byte(part)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO agentctx_artifact_chunks (rid, seq, line0, line1, cont, txt, bin)
-				VALUES ($1, $2, $3, $4, $5, $6, $7)`, rid, i, c.line0, c.line1, c.cont, txt, bin); err != nil {
+		if len(chunks) > 0 {
+			if _, err := tx.Conn().PgConn().CopyFrom(ctx, copyReader(rid, m.Content, chunks),
+				`COPY agentctx_artifact_chunks (rid, seq, line0, line1, cont, txt, bin) FROM STDIN (FORMAT binary)`); err != nil {
 				return err
 			}
 		}

@@ -3,45 +3,14 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
-	"os"
+	"runtime"
+	"strings"
 	"testing"
 
-	"github.com/agentctx/agentctx/internal/pgtest"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/pgstore"
 	"github.com/agentctx/agentctx/workspace/storetest"
 )
-
-// server is the PostgreSQL the tests share, started by TestMain; when it
-// could not start, startErr says why and every test skips (fails in CI).
-var (
-	server   *pgtest.Server
-	startErr error
-)
-
-func TestMain(m *testing.M) {
-	server, startErr = pgtest.Start(context.Background(), nil)
-	code := m.Run()
-	if server != nil {
-		if err := server.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}
-	os.Exit(code)
-}
-
-// newURL returns the URL of a fresh database, or skips the test.
-func newURL(t testing.TB) string {
-	t.Helper()
-	if startErr != nil {
-		pgtest.Skip(t, startErr)
-	}
-	u, err := server.NewDatabase(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u
-}
 
 // opener opens stores that share one database per dir, as the suite
 // expects of a persistent backend.
@@ -50,7 +19,7 @@ func opener(opts *pgstore.Options) storetest.Opener {
 	return func(t testing.TB, dir string) workspace.Store {
 		u, ok := urls[dir]
 		if !ok {
-			u = newURL(t)
+			u = pgstore.FreshURL(t)
 			urls[dir] = u
 		}
 		s, err := pgstore.Open(context.Background(), u, opts)
@@ -72,3 +41,68 @@ func TestConformanceSmallChunks(t *testing.T) {
 func TestReopen(t *testing.T) { storetest.TestReopen(t, opener(nil)) }
 
 func BenchmarkStore(b *testing.B) { storetest.Benchmark(b, opener(nil)) }
+
+// TestLargeArtifact round-trips a 50 MB artifact and checks that it is
+// streamed: Put allocates far less than the content (it is never copied
+// whole), Get little more than the content it returns.
+func TestLargeArtifact(t *testing.T) {
+	ctx := context.Background()
+	s, err := pgstore.Open(ctx, pgstore.FreshURL(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const size = 50 << 20
+	var b strings.Builder
+	b.Grow(size + 100)
+	for i := 1; b.Len() < size; i++ {
+		fmt.Fprintf(&b, "line %08d of a large tool result, padded to about sixty bytes\n", i)
+	}
+	content := b.String()
+	lines := workspace.CountLines(content)
+
+	allocated := func(f func()) uint64 {
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		f()
+		runtime.ReadMemStats(&m1)
+		return m1.TotalAlloc - m0.TotalAlloc
+	}
+	var info workspace.Info
+	putAlloc := allocated(func() {
+		info, err = s.Put(ctx, "ns", workspace.Artifact{Info: workspace.Info{ID: "big"}, Content: content})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Bytes != len(content) || info.Lines != lines {
+		t.Errorf("Put: %+v", info)
+	}
+	if putAlloc > uint64(len(content))/16 {
+		t.Errorf("Put allocated %d MB for %d MB of content: it was copied", putAlloc>>20, len(content)>>20)
+	}
+	var got *workspace.Artifact
+	getAlloc := allocated(func() { got, err = s.Get(ctx, "ns", "big") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Content != content {
+		t.Fatalf("Get: %d bytes differ from the %d stored", len(got.Content), len(content))
+	}
+	if getAlloc > uint64(len(content))*5/4 {
+		t.Errorf("Get allocated %d MB for %d MB of content: it was held twice", getAlloc>>20, len(content)>>20)
+	}
+	t.Logf("50 MB artifact: Put allocated %.1f MB, Get %.1f MB", float64(putAlloc)/(1<<20), float64(getAlloc)/(1<<20))
+	lr, err := workspace.Lines(ctx, s, "ns", "big", lines-1, lines+5)
+	if err != nil || len(lr.Lines) != 2 || lr.Lines[1] != strings.TrimSuffix(content[strings.LastIndexByte(content[:len(content)-1], '\n')+1:], "\n") {
+		t.Errorf("Lines at the end: %+v %v", lr, err)
+	}
+	res, err := workspace.Grep(ctx, s, "ns", workspace.GrepQuery{ID: "big", Pattern: `^line 00400000 `})
+	if err != nil || res.Total != 1 || res.Hits[0].Lines[0].Number != 400000 {
+		t.Errorf("Grep: %+v %v", res, err)
+	}
+	if st, err := s.Stat(ctx, "ns", "big"); err != nil || st.SHA256 != info.SHA256 {
+		t.Errorf("Stat: %+v %v", st, err)
+	}
+}

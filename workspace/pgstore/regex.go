@@ -35,7 +35,7 @@ func pgRegex(pattern string, ignoreCase bool) (re string, ok bool) {
 	}
 	var b strings.Builder
 	b.WriteString("(?n)") // newline-sensitive: ^ and $ at line ends, . never a newline
-	if !emit(&b, parsed.Simplify()) || b.Len() > maxRegex {
+	if !emit(&b, parsed) || b.Len() > maxRegex {
 		return "", false
 	}
 	return b.String(), true
