@@ -44,3 +44,28 @@ func TestMissingBinaries(t *testing.T) {
 		t.Errorf("Start without binaries: %v", err)
 	}
 }
+
+// recorder is a testing.TB that records whether the test was failed or
+// skipped.
+type recorder struct {
+	testing.TB
+	failed, skipped bool
+}
+
+func (r *recorder) Helper()               {}
+func (r *recorder) Fatalf(string, ...any) { r.failed = true }
+func (r *recorder) Skipf(string, ...any)  { r.skipped = true }
+
+func TestSkipFailsInCI(t *testing.T) {
+	for _, c := range []struct {
+		ci         string
+		fail, skip bool
+	}{{"true", true, false}, {"1", true, false}, {"", false, true}, {"false", false, true}} {
+		t.Setenv("CI", c.ci)
+		r := &recorder{TB: t}
+		Skip(r, ErrUnavailable)
+		if r.failed != c.fail || r.skipped != c.skip {
+			t.Errorf("CI=%q: failed %v skipped %v", c.ci, r.failed, r.skipped)
+		}
+	}
+}
