@@ -215,6 +215,7 @@ func Skip(t testing.TB, err error) {
 	t.Helper()
 	if InCI() {
 		t.Fatalf("PostgreSQL is required in CI: %v", err)
+		return
 	}
 	t.Skipf("no PostgreSQL: %v", err)
 }
