@@ -1,0 +1,181 @@
+// Package pgsession keeps session states in a PostgreSQL database that a
+// fleet of processes shares (github.com/jackc/pgx/v5): a request of session
+// S may be prepared by any replica, and two replicas racing on S never lose
+// an update, because Save is a compare-and-swap on a version column done by
+// the database (one conditional UPDATE, or an INSERT that does nothing when
+// the session exists).
+//
+// Open creates and migrates its table by itself (internal/pgmigrate,
+// component "session"); the database may be the one a workspace/pgstore
+// uses: the tables do not overlap.
+package pgsession
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/agentctx/agentctx/internal/pgmigrate"
+	"github.com/agentctx/agentctx/session"
+)
+
+// Component is the name of the session schema in agentctx_migrations.
+const Component = "session"
+
+var migrations = []pgmigrate.Migration{
+	{Version: 1, Name: "sessions", SQL: `
+CREATE TABLE agentctx_sessions (
+	ns      bytea NOT NULL,
+	id      bytea NOT NULL,
+	version bigint NOT NULL,
+	updated timestamptz NOT NULL DEFAULT now(),
+	data    bytea NOT NULL,
+	PRIMARY KEY (ns, id)
+);`},
+}
+
+// Options configure a Store. The zero value is the default.
+type Options struct {
+	// MaxConns caps the connections to the server; 0 means pgxpool's
+	// default.
+	MaxConns int32
+}
+
+// Store is a session.Store in a PostgreSQL database, safe for concurrent
+// use by goroutines and processes.
+type Store struct {
+	pool   *pgxpool.Pool
+	loc    string
+	closed atomic.Bool
+}
+
+var _ session.Store = (*Store)(nil)
+
+// Open connects to the database at url (postgres://...), creating or
+// migrating the sessions table when needed.
+func Open(ctx context.Context, dbURL string, opts *Options) (*Store, error) {
+	loc := dbURL
+	if u, err := url.Parse(dbURL); err == nil {
+		loc = u.Redacted()
+	}
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return nil, fmt.Errorf("pgsession: open %s: %w", loc, err)
+	}
+	if opts != nil && opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgsession: open %s: %w", loc, err)
+	}
+	if _, err := pgmigrate.Apply(ctx, pool, Component, migrations); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgsession: open %s: %w", loc, err)
+	}
+	return &Store{pool: pool, loc: loc}, nil
+}
+
+// Location returns the database URL without its password.
+func (s *Store) Location() string { return s.loc }
+
+func (s *Store) begin(ctx context.Context, op, ns, id string) error {
+	if err := session.Check(ctx, op, ns, id); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return &session.Error{Op: op, Namespace: ns, ID: id, Err: session.ErrClosed}
+	}
+	return nil
+}
+
+// fail wraps err, reporting a context error when ctx ended.
+func fail(ctx context.Context, op, ns, id string, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		err = cerr
+	}
+	return &session.Error{Op: op, Namespace: ns, ID: id, Err: err}
+}
+
+// Load implements session.Store.
+func (s *Store) Load(ctx context.Context, ns, id string) ([]byte, int64, error) {
+	if err := s.begin(ctx, "load", ns, id); err != nil {
+		return nil, 0, err
+	}
+	var (
+		data []byte
+		v    int64
+	)
+	err := s.pool.QueryRow(ctx, `SELECT data, version FROM agentctx_sessions WHERE ns = $1 AND id = $2`,
+		[]byte(ns), []byte(id)).Scan(&data, &v)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, 0, &session.Error{Op: "load", Namespace: ns, ID: id, Err: session.ErrNotFound}
+	case err != nil:
+		return nil, 0, fail(ctx, "load", ns, id, err)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, v, nil
+}
+
+// Save implements session.Store: version 0 inserts, any other version
+// updates only the row that still has it.
+func (s *Store) Save(ctx context.Context, ns, id string, data []byte, version int64) (int64, error) {
+	if err := s.begin(ctx, "save", ns, id); err != nil {
+		return 0, err
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	var (
+		sql  string
+		args []any
+	)
+	if version == 0 {
+		sql = `INSERT INTO agentctx_sessions (ns, id, version, data) VALUES ($1, $2, 1, $3) ON CONFLICT DO NOTHING`
+		args = []any{[]byte(ns), []byte(id), data}
+	} else {
+		sql = `UPDATE agentctx_sessions SET version = version + 1, updated = now(), data = $3
+			WHERE ns = $1 AND id = $2 AND version = $4`
+		args = []any{[]byte(ns), []byte(id), data, version}
+	}
+	tag, err := s.pool.Exec(ctx, sql, args...)
+	if err != nil {
+		return 0, fail(ctx, "save", ns, id, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return 0, &session.Error{Op: "save", Namespace: ns, ID: id, Err: session.ErrConflict}
+	}
+	return version + 1, nil
+}
+
+// Delete implements session.Store.
+func (s *Store) Delete(ctx context.Context, ns, id string) error {
+	if err := s.begin(ctx, "delete", ns, id); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM agentctx_sessions WHERE ns = $1 AND id = $2`, []byte(ns), []byte(id))
+	if err != nil {
+		return fail(ctx, "delete", ns, id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return &session.Error{Op: "delete", Namespace: ns, ID: id, Err: session.ErrNotFound}
+	}
+	return nil
+}
+
+// Close implements session.Store: it closes the connections.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.pool.Close()
+	return nil
+}
