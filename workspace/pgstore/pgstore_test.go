@@ -79,7 +79,7 @@ func TestLargeArtifact(t *testing.T) {
 	if info.Bytes != len(content) || info.Lines != lines {
 		t.Errorf("Put: %+v", info)
 	}
-	if putAlloc > uint64(len(content))/16 {
+	if !raceEnabled && putAlloc > uint64(len(content))/16 {
 		t.Errorf("Put allocated %d MB for %d MB of content: it was copied", putAlloc>>20, len(content)>>20)
 	}
 	var got *workspace.Artifact
@@ -90,7 +90,7 @@ func TestLargeArtifact(t *testing.T) {
 	if got.Content != content {
 		t.Fatalf("Get: %d bytes differ from the %d stored", len(got.Content), len(content))
 	}
-	if getAlloc > uint64(len(content))*5/4 {
+	if !raceEnabled && getAlloc > uint64(len(content))*5/4 {
 		t.Errorf("Get allocated %d MB for %d MB of content: it was held twice", getAlloc>>20, len(content)>>20)
 	}
 	t.Logf("50 MB artifact: Put allocated %.1f MB, Get %.1f MB", float64(putAlloc)/(1<<20), float64(getAlloc)/(1<<20))

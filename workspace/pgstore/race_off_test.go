@@ -1,0 +1,5 @@
+//go:build !race
+
+package pgstore_test
+
+const raceEnabled = false
