@@ -39,11 +39,18 @@ func (s *Store) grep(ctx context.Context, ns string, q workspace.GrepQuery, g *w
 	if q.ID == "" {
 		cond, args = where(ns, q.Filter, 0)
 	}
-	may := `true`
+	may, trgm := `true`, false
 	if useRe {
 		args = append(args, re)
-		may = `(NOT a.searchable OR EXISTS (SELECT 1 FROM agentctx_artifact_chunks m
-			WHERE m.rid = a.rid AND m.txt ~ $` + strconv.Itoa(len(args)) + `))`
+		n := strconv.Itoa(len(args))
+		if trgm = s.trgm && q.ID == "" && len(q.Substrings()) > 0; trgm {
+			// One set of candidate chunks, found by the trigram index
+			// (the pattern has literal parts it can use).
+			may = `(NOT a.searchable OR a.rid IN (SELECT m.rid FROM agentctx_artifact_chunks m WHERE m.txt ~ $` + n + `))`
+		} else {
+			may = `(NOT a.searchable OR EXISTS (SELECT 1 FROM agentctx_artifact_chunks m
+				WHERE m.rid = a.rid AND m.txt ~ $` + n + `))`
+		}
 	}
 	// One snapshot for the candidates and their content.
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
@@ -51,6 +58,14 @@ func (s *Store) grep(ctx context.Context, ns string, q workspace.GrepQuery, g *w
 		return nil, wrap(ctx, "grep", ns, q.ID, err)
 	}
 	defer tx.Rollback(context.Background())
+	if trgm {
+		// The planner prices a regular expression as cheap as an equality
+		// and would read every chunk rather than ask the trigram index:
+		// leave it only the index.
+		if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off`); err != nil {
+			return nil, wrap(ctx, "grep", ns, q.ID, err)
+		}
+	}
 	// MATERIALIZED: the server decides once per artifact, not per chunk.
 	rows, err := tx.Query(ctx, `WITH x AS MATERIALIZED (
 			SELECT a.rid, a.id, a.lines, a.created_s, a.created_ns, `+may+` AS may

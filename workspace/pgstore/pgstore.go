@@ -69,6 +69,7 @@ type Store struct {
 	loc    string
 	chunk  int
 	regex  bool // the server encoding is UTF8: the regex prefilter is usable
+	trgm   bool // the text chunks have a trigram index (pg_trgm)
 	closed atomic.Bool
 	// ruledOut counts the artifacts Grep did not read because the server
 	// showed they cannot match (the tests check that the prefilter works).
@@ -85,9 +86,11 @@ var (
 // Component is the name of the workspace schema in agentctx_migrations.
 const Component = "workspace"
 
-// Migrations is the workspace schema, in order. Ids, namespaces, types and
+// migrations is the workspace schema, in order. Ids, namespaces, types and
 // metadata are bytea: any UTF-8 (NUL included) is kept, and they order
-// byte for byte, as Go compares strings.
+// byte for byte, as Go compares strings. Metadata is kept whole (JSON) and
+// as arrays of keys and of key-value pairs (see pair) that a GIN index
+// serves to Query.
 var migrations = []pgmigrate.Migration{
 	{Version: 1, Name: "artifacts, chunks and metadata", SQL: `
 CREATE TABLE agentctx_artifacts (
@@ -102,10 +105,13 @@ CREATE TABLE agentctx_artifacts (
 	bytes      bigint NOT NULL,
 	sha256     text NOT NULL,
 	metadata   bytea NOT NULL,
+	meta_keys  bytea[] NOT NULL,
+	meta_pairs bytea[] NOT NULL,
 	searchable boolean NOT NULL,
 	UNIQUE (ns, id)
 );
 CREATE INDEX agentctx_artifacts_order ON agentctx_artifacts (ns, created_s, created_ns, id);
+CREATE INDEX agentctx_artifacts_meta ON agentctx_artifacts USING gin (meta_pairs);
 CREATE TABLE agentctx_artifact_chunks (
 	rid   bigint NOT NULL REFERENCES agentctx_artifacts (rid) ON DELETE CASCADE,
 	seq   integer NOT NULL,
@@ -118,14 +124,16 @@ CREATE TABLE agentctx_artifact_chunks (
 );
 ALTER TABLE agentctx_artifact_chunks ALTER COLUMN txt SET STORAGE EXTERNAL;
 ALTER TABLE agentctx_artifact_chunks ALTER COLUMN bin SET STORAGE EXTERNAL;
-CREATE TABLE agentctx_artifact_meta (
-	rid   bigint NOT NULL REFERENCES agentctx_artifacts (rid) ON DELETE CASCADE,
-	ns    bytea NOT NULL,
-	key   bytea NOT NULL,
-	value bytea NOT NULL,
-	PRIMARY KEY (rid, key)
-);
-CREATE INDEX agentctx_artifact_meta_kv ON agentctx_artifact_meta (ns, key, value);
+`},
+	{Version: 2, Name: "trigram index on text chunks, when pg_trgm is available", SQL: `
+DO $$
+BEGIN
+	CREATE EXTENSION IF NOT EXISTS pg_trgm;
+	CREATE INDEX agentctx_artifact_chunks_trgm ON agentctx_artifact_chunks USING gin (txt gin_trgm_ops);
+EXCEPTION WHEN OTHERS THEN
+	RAISE NOTICE 'agentctx: no pg_trgm (%): grep reads every text chunk of a namespace', SQLERRM;
+END
+$$;
 `},
 }
 
@@ -169,6 +177,14 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("pgstore: open %s: %w", loc, err)
 	}
 	s.regex = enc == "UTF8"
+	if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_indexes
+		WHERE schemaname = current_schema() AND indexname = 'agentctx_artifact_chunks_trgm')`).Scan(&s.trgm); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: open %s: %w", loc, err)
+	}
+	if !s.trgm {
+		log.InfoContext(ctx, "pgstore: no pg_trgm index: grep over many artifacts reads every text chunk", "location", loc)
+	}
 	return s, nil
 }
 
@@ -312,29 +328,26 @@ func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (works
 	}
 	chunks, searchable := split(m.Content, s.chunk, s.regex)
 	keys := make([][]byte, 0, len(m.Metadata))
-	values := make([][]byte, 0, len(m.Metadata))
+	pairs := make([][]byte, 0, len(m.Metadata))
 	for k, v := range m.Metadata {
-		keys, values = append(keys, []byte(k)), append(values, []byte(v))
+		keys, pairs = append(keys, []byte(k)), append(pairs, pair(k, v))
 	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var rid int64
 		err := tx.QueryRow(ctx, `INSERT INTO agentctx_artifacts
-			(ns, id, type, created_s, created_ns, chars, lines, bytes, sha256, metadata, searchable)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+			(ns, id, type, created_s, created_ns, chars, lines, bytes, sha256, metadata, meta_keys, meta_pairs, searchable)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 			ON CONFLICT (ns, id) DO UPDATE SET type = EXCLUDED.type, created_s = EXCLUDED.created_s,
 				created_ns = EXCLUDED.created_ns, chars = EXCLUDED.chars, lines = EXCLUDED.lines,
 				bytes = EXCLUDED.bytes, sha256 = EXCLUDED.sha256, metadata = EXCLUDED.metadata,
-				searchable = EXCLUDED.searchable
+				meta_keys = EXCLUDED.meta_keys, meta_pairs = EXCLUDED.meta_pairs, searchable = EXCLUDED.searchable
 			RETURNING rid`,
 			[]byte(ns), []byte(m.ID), []byte(m.Type), m.Created.Unix(), m.Created.Nanosecond(),
-			m.Chars, m.Lines, m.Bytes, m.SHA256, md, searchable).Scan(&rid)
+			m.Chars, m.Lines, m.Bytes, m.SHA256, md, keys, pairs, searchable).Scan(&rid)
 		if err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM agentctx_artifact_chunks WHERE rid = $1`, rid); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM agentctx_artifact_meta WHERE rid = $1`, rid); err != nil {
 			return err
 		}
 		if len(chunks) > 0 {
@@ -342,11 +355,6 @@ func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (works
 				`COPY agentctx_artifact_chunks (rid, seq, line0, line1, cont, txt, bin) FROM STDIN (FORMAT binary)`); err != nil {
 				return err
 			}
-		}
-		if len(keys) > 0 {
-			_, err := tx.Exec(ctx, `INSERT INTO agentctx_artifact_meta (rid, ns, key, value)
-				SELECT $1, $2, k, v FROM unnest($3::bytea[], $4::bytea[]) AS t (k, v)`, rid, []byte(ns), keys, values)
-			return err
 		}
 		return nil
 	})
@@ -520,6 +528,13 @@ func (s *Store) Lines(ctx context.Context, ns, id string, start, end int) (*work
 	return lr, nil
 }
 
+// pair encodes a metadata entry as one array element: the key's length,
+// the key, the value.
+func pair(k, v string) []byte {
+	b := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64+len(k)+len(v)), uint64(len(k)))
+	return append(append(b, k...), v...)
+}
+
 // where returns the condition and arguments selecting the artifacts of ns
 // that match f; numbering of the arguments starts after n.
 func where(ns string, f workspace.Filter, n int) (string, []any) {
@@ -527,17 +542,19 @@ func where(ns string, f workspace.Filter, n int) (string, []any) {
 	args := []any{[]byte(ns)}
 	arg := func(v any) string {
 		args = append(args, v)
-		return fmt.Sprintf("$%d", n+len(args))
+		return fmt.Sprintf("$%d::bytea[]", n+len(args))
 	}
 	fmt.Fprintf(&b, `a.ns = $%d`, n+1)
+	var want [][]byte
 	for k, v := range f.Metadata {
-		if v == "" {
-			fmt.Fprintf(&b, ` AND a.rid NOT IN (SELECT rid FROM agentctx_artifact_meta WHERE ns = $%d AND key = %s AND value <> ''::bytea)`,
-				n+1, arg([]byte(k)))
+		if v == "" { // a missing key reads as ""
+			fmt.Fprintf(&b, ` AND (NOT a.meta_keys @> %s OR a.meta_pairs @> %s)`, arg([][]byte{[]byte(k)}), arg([][]byte{pair(k, "")}))
 			continue
 		}
-		fmt.Fprintf(&b, ` AND a.rid IN (SELECT rid FROM agentctx_artifact_meta WHERE ns = $%d AND key = %s AND value = %s)`,
-			n+1, arg([]byte(k)), arg([]byte(v)))
+		want = append(want, pair(k, v))
+	}
+	if len(want) > 0 {
+		fmt.Fprintf(&b, ` AND a.meta_pairs @> %s`, arg(want))
 	}
 	return b.String(), args
 }
