@@ -243,11 +243,10 @@ func (g *Grepper) Add(id, content string) {
 // so they were not read (see GrepQuery.Substrings).
 func (g *Grepper) Skipped(n int) { g.res.Searched += n }
 
-// SearchedElsewhere counts an artifact of the given number of lines that
-// was searched without Add (by a database server) and has no matching
-// line.
-func (g *Grepper) SearchedElsewhere(lines int) {
-	g.res.Searched++
+// SearchedElsewhere counts n artifacts, of lines lines in all, that were
+// searched without Add (by a database server) and have no matching line.
+func (g *Grepper) SearchedElsewhere(n, lines int) {
+	g.res.Searched += n
 	g.res.Lines += lines
 }
 

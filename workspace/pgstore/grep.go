@@ -67,12 +67,18 @@ func (s *Store) grep(ctx context.Context, ns string, q workspace.GrepQuery, g *w
 		}
 	}
 	// MATERIALIZED: the server decides once per artifact, not per chunk.
+	// The artifacts that may match come with their chunks, in order; the
+	// others are one row at the end: how many, and their lines.
 	rows, err := tx.Query(ctx, `WITH x AS MATERIALIZED (
 			SELECT a.rid, a.id, a.lines, a.created_s, a.created_ns, `+may+` AS may
 			FROM agentctx_artifacts a WHERE `+cond+`)
-		SELECT x.id, x.lines, x.may, c.txt, c.bin FROM x
-		LEFT JOIN agentctx_artifact_chunks c ON c.rid = x.rid AND x.may
-		ORDER BY x.created_s, x.created_ns, x.id, c.seq`, args...)
+		SELECT id, lines, n, txt, bin FROM (
+			SELECT x.id, x.lines, 1::bigint AS n, c.txt, c.bin, x.created_s, x.created_ns, c.seq
+			FROM x LEFT JOIN agentctx_artifact_chunks c ON c.rid = x.rid WHERE x.may
+			UNION ALL
+			SELECT NULL, coalesce(sum(x.lines), 0)::bigint, count(*), NULL, NULL, NULL, NULL, NULL
+			FROM x WHERE NOT x.may) r
+		ORDER BY r.id IS NULL, r.created_s, r.created_ns, r.id, r.seq`, args...)
 	if err != nil {
 		return nil, wrap(ctx, "grep", ns, q.ID, err)
 	}
@@ -92,20 +98,20 @@ func (s *Store) grep(ctx context.Context, ns string, q workspace.GrepQuery, g *w
 	found := false
 	for rows.Next() {
 		var (
-			id    []byte
-			lines int64
-			m     bool
+			id       []byte
+			lines, n int64
 		)
-		if err := rows.Scan(&id, &lines, &m, nil, nil); err != nil {
+		if err := rows.Scan(&id, &lines, &n, nil, nil); err != nil {
 			return nil, wrap(ctx, "grep", ns, q.ID, err)
 		}
-		found = true
-		if !m {
+		if id == nil { // the artifacts ruled out
 			flush()
-			g.SearchedElsewhere(int(lines))
-			s.ruledOut.Add(1)
+			g.SearchedElsewhere(int(n), int(lines))
+			s.ruledOut.Add(n)
+			found = found || n > 0
 			continue
 		}
+		found = true
 		if !have || string(id) != string(cur) {
 			flush()
 			cur, have = append(cur[:0], id...), true
