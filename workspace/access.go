@@ -54,20 +54,43 @@ func Grep(ctx context.Context, s Store, namespace string, q GrepQuery) (*GrepRes
 	if err != nil {
 		return nil, relabel(err, "grep")
 	}
+	return GrepInfos(ctx, namespace, q, list, func(info Info) (string, error) {
+		a, err := s.Get(ctx, namespace, info.ID)
+		if err != nil {
+			return "", err
+		}
+		return a.Content, nil
+	})
+}
+
+// GrepInfos searches, in order, the artifacts that list describes (a Query
+// result), reading each content with read; an artifact that read reports
+// ErrNotFound for (deleted since the listing) is left out. It is Grep over
+// a filter once the candidates are listed: a Searcher that lists them its
+// own way, or reads contents more cheaply than Get, uses it.
+func GrepInfos(ctx context.Context, namespace string, q GrepQuery, list []Info, read func(Info) (string, error)) (*GrepResult, error) {
+	g, err := NewGrepper(q)
+	if err != nil {
+		return nil, &Error{Op: "grep", Namespace: namespace, ID: q.ID, Err: err}
+	}
 	for i, info := range list {
 		if i%64 == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, &Error{Op: "grep", Namespace: namespace, Err: err}
 			}
 		}
-		a, err := s.Get(ctx, namespace, info.ID)
+		content, err := read(info)
 		if errors.Is(err, ErrNotFound) {
-			continue // deleted since the listing
+			continue
 		}
 		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				err = &Error{Op: "grep", Namespace: namespace, ID: info.ID, Err: err}
+			}
 			return nil, relabel(err, "grep")
 		}
-		g.Add(a.ID, a.Content)
+		g.Add(info.ID, content)
 	}
 	return g.Result(), nil
 }

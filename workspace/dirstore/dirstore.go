@@ -62,9 +62,10 @@ type Store struct {
 }
 
 var (
-	_ workspace.Store   = (*Store)(nil)
-	_ workspace.Locator = (*Store)(nil)
-	_ workspace.Pather  = (*Store)(nil)
+	_ workspace.Store    = (*Store)(nil)
+	_ workspace.Searcher = (*Store)(nil)
+	_ workspace.Locator  = (*Store)(nil)
+	_ workspace.Pather   = (*Store)(nil)
 )
 
 // Open returns a store kept in the directory root. Nothing is created until
@@ -340,6 +341,44 @@ func (s *Store) Stat(ctx context.Context, ns, id string) (workspace.Info, error)
 	}
 	return a.Info, nil
 }
+
+// Grep implements workspace.Searcher: the generic search, but each
+// candidate's content is read without its description again (the listing
+// has just read it), and whole only if a writer changed it since.
+func (s *Store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*workspace.GrepResult, error) {
+	if q.ID != "" {
+		return workspace.Grep(ctx, plain{s}, ns, q)
+	}
+	if err := s.check(ctx, "grep", ns, "", false); err != nil {
+		return nil, err
+	}
+	if _, err := workspace.NewGrepper(q); err != nil {
+		return nil, &workspace.Error{Op: "grep", Namespace: ns, Err: err}
+	}
+	list, err := s.query(ctx, "grep", ns, q.Filter)
+	if err != nil {
+		return nil, err
+	}
+	dir, _ := s.nsDir(ns)
+	return workspace.GrepInfos(ctx, ns, q, list, func(info workspace.Info) (string, error) {
+		name, _ := fsutil.SafeName(info.ID)
+		content, err := os.ReadFile(filepath.Join(dir, name+contentExt))
+		if err == nil {
+			sum := sha256.Sum256(content)
+			if hex.EncodeToString(sum[:]) == info.SHA256 {
+				return string(content), nil
+			}
+		}
+		a, err := s.read(ctx, "grep", ns, info.ID)
+		if err != nil {
+			return "", err
+		}
+		return a.Content, nil
+	})
+}
+
+// plain hides the Store's own Grep, for the generic one.
+type plain struct{ workspace.Store }
 
 func (s *Store) query(ctx context.Context, op, ns string, f workspace.Filter) ([]workspace.Info, error) {
 	fail := func(err error) ([]workspace.Info, error) {
