@@ -43,3 +43,16 @@ func TestSplit(t *testing.T) {
 		t.Errorf("a server that does not keep UTF-8 gets text chunks: %+v", chunks)
 	}
 }
+
+func TestRedact(t *testing.T) {
+	cases := map[string]string{
+		"postgres://agentctx:s3cret@db:5432/ws?sslmode=disable":     "postgres://agentctx:xxxxx@db:5432/ws?sslmode=disable",
+		"host=db port=5432 user=agentctx password=s3cret dbname=ws": "host=db port=5432 user=agentctx dbname=ws",
+		"postgres://db/ws": "postgres://db/ws",
+	}
+	for in, want := range cases {
+		if got := redact(in); got != want || strings.Contains(got, "s3cret") {
+			t.Errorf("redact(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
