@@ -32,7 +32,7 @@ func exampleHistory(now time.Time) []agentctx.Message {
 	h := []agentctx.Message{
 		agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("Build the project and look at the logs.")).WithTimestamp(now.Add(-time.Hour)),
 		call("toolu_build", "Bash", "make", now.Add(-time.Hour)),
-		result("toolu_build", "cc -O2 -c main.c\ncc -o app main.o\nbuild ok", now.Add(-time.Hour)),
+		result("toolu_build", strings.Repeat("cc -O2 -c main.c\n", 40)+"cc -o app main.o\nbuild ok", now.Add(-time.Hour)),
 	}
 	for i := range 5 {
 		id := fmt.Sprintf("toolu_read%d", i)
@@ -74,7 +74,8 @@ func Example() {
 	for r := range agentctx.ToolResults(res.Messages) {
 		switch r.ID {
 		case "toolu_build", "toolu_lost":
-			fmt.Printf("%s: %s\n", r.ID, r.Content.Text())
+			first, _, _ := strings.Cut(r.Content.Text(), "\n")
+			fmt.Printf("%s: %s\n", r.ID, first)
 		case "toolu_log":
 			first, _, _ := strings.Cut(r.Content.Text(), "\n")
 			fmt.Printf("%s: %s (names its artifact: %v)\n", r.ID, first, strings.Contains(r.Content.Text(), `id="tool_result_toolu_log"`))

@@ -22,6 +22,7 @@ import (
 	"github.com/agentctx/agentctx/offload"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/prune"
+	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/tokens"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/dirstore"
@@ -106,7 +107,7 @@ func (f *prepareFlags) register(fs *pflag.FlagSet, eval bool) {
 	}
 	fs.StringVar(&f.workspace, "workspace", pipeline.DefaultWorkspaceDir, "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
 	fs.StringVar(&f.namespace, "namespace", workspace.DefaultNamespace, "namespace inside the workspace")
-	fs.StringVar(&f.session, "session", compact.DefaultSessionID, "session id: session_id of the artifacts and the archive subdirectory")
+	fs.StringVar(&f.session, "session", compact.DefaultSessionID, "the conversation's session: repeated calls with one session re-apply its earlier decisions (state in <workspace>/.sessions); its artifacts are read back with --session")
 	fs.StringVar(&f.dir, "dir", offload.DefaultDir, "directory of the archives (<dir>/<session>/) and of --offload files")
 	fs.BoolVar(&f.verify, "verify", false, "read back every artifact, file and archive written and compare it with the original")
 }
@@ -262,10 +263,11 @@ func conversationsOf(file, prefix string, doc *agentctx.Document) []conversation
 
 // prepareRun holds what the conversations of one prepare run share.
 type prepareRun struct {
-	e     *env
-	f     *prepareFlags
-	base  pipeline.Options
-	store workspace.Store
+	e        *env
+	f        *prepareFlags
+	base     pipeline.Options
+	store    workspace.Store
+	sessions session.Store
 }
 
 // pipelineFor builds the pipeline of one conversation: its own namespace,
@@ -273,13 +275,15 @@ type prepareRun struct {
 func (r *prepareRun) pipelineFor(c conversation) (*pipeline.Pipeline, error) {
 	o := r.base
 	o.Store = r.store
+	o.Sessions = r.sessions
 	o.SessionID = r.f.session
 	o.Workspace.Namespace = r.f.namespace
 	o.Files.Dir = r.f.dir
 	o.Compact.Dir = r.f.dir
 	if c.key != "" {
+		// Each conversation is a session of its own: its state and its
+		// artifacts are kept apart from the others'.
 		o.SessionID = strings.TrimPrefix(r.f.session+"/"+c.key, compact.DefaultSessionID+"/")
-		o.Workspace.Namespace = r.f.namespace + "/" + c.key
 		if safe, err := fsutil.SafeName(c.key); err == nil {
 			o.Files.Dir = filepath.Join(r.f.dir, safe)
 		}
@@ -426,6 +430,13 @@ func summaryMode(s string, terminal bool) (bool, error) {
 }
 
 func (r *prepareRun) openStore(ctx context.Context) error {
+	if !r.base.Stateless {
+		s, err := openSessions(ctx, r.f.workspace)
+		if err != nil {
+			return err
+		}
+		r.sessions = s
+	}
 	if r.base.Offload != pipeline.OffloadWorkspace {
 		return nil
 	}
@@ -440,6 +451,9 @@ func (r *prepareRun) openStore(ctx context.Context) error {
 func (r *prepareRun) closeStore() {
 	if r.store != nil {
 		r.store.Close()
+	}
+	if r.sessions != nil {
+		r.sessions.Close()
 	}
 }
 

@@ -184,6 +184,7 @@ again.`,
 
 func newWSGetCmd(e *env, f *wsFlags) *cobra.Command {
 	var maxChars, offset int
+	var session string
 	cmd := &cobra.Command{
 		Use:   "get ID",
 		Short: "Print an artifact (get_knowledge_by_id)",
@@ -196,7 +197,7 @@ otherwise the first part and a notice telling how to read on.`,
 			if err != nil {
 				return err
 			}
-			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{MaxChars: mc})
+			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{MaxChars: mc, SessionID: session})
 			if err != nil {
 				return err
 			}
@@ -210,11 +211,13 @@ otherwise the first part and a notice telling how to read on.`,
 	}
 	cmd.Flags().IntVar(&maxChars, "max-chars", workspace.DefaultMaxChars, "cap on the characters printed; 0 lifts it")
 	cmd.Flags().IntVar(&offset, "offset", 0, "characters to skip from the start")
+	cmd.Flags().StringVar(&session, "session", "", sessionFlagHelp)
 	return cmd
 }
 
 func newWSLinesCmd(e *env, f *wsFlags) *cobra.Command {
 	var maxChars int
+	var session string
 	cmd := &cobra.Command{
 		Use:   "lines ID START END",
 		Short: "Print lines START..END of an artifact (get_knowledge_by_lines)",
@@ -231,7 +234,7 @@ past the last line is clamped) after the header "Lines a-b of N".`,
 			if err != nil {
 				return err
 			}
-			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{MaxChars: mc})
+			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{MaxChars: mc, SessionID: session})
 			if err != nil {
 				return err
 			}
@@ -244,8 +247,13 @@ past the last line is clamped) after the header "Lines a-b of N".`,
 		},
 	}
 	cmd.Flags().IntVar(&maxChars, "max-chars", workspace.DefaultMaxChars, "cap on the characters printed; 0 lifts it")
+	cmd.Flags().StringVar(&session, "session", "", sessionFlagHelp)
 	return cmd
 }
+
+// sessionFlagHelp describes --session of the reading commands: artifacts
+// offloaded for a session live apart from other sessions' artifacts.
+const sessionFlagHelp = "the session whose artifacts to read (the --session they were offloaded with)"
 
 func newWSGrepCmd(e *env, f *wsFlags) *cobra.Command {
 	var (
@@ -271,14 +279,14 @@ session with --session, one task with --task) and prints "ID:N:line".`,
 			if o.Context < 0 {
 				return usagef("-C must be 0 or more, got %d", o.Context)
 			}
-			if len(args) == 2 && (o.SessionID != "" || o.TaskID != "") {
-				return usagef("--session and --task select tool results to search when no ID is given")
+			if len(args) == 2 && o.TaskID != "" {
+				return usagef("--task selects tool results to search when no ID is given")
 			}
 			o.MaxResults = maxResults
 			if maxResults <= 0 {
 				o.MaxResults = -1
 			}
-			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{MaxChars: mc})
+			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{MaxChars: mc, SessionID: o.SessionID})
 			if err != nil {
 				return err
 			}
@@ -299,7 +307,7 @@ session with --session, one task with --task) and prints "ID:N:line".`,
 	cmd.Flags().IntVarP(&o.Context, "context", "C", 0, "lines of context before and after each match")
 	cmd.Flags().IntVar(&maxResults, "max-results", workspace.DefaultMaxResults, "most matching lines shown; 0 shows all")
 	cmd.Flags().IntVar(&maxChars, "max-chars", workspace.DefaultMaxChars, "cap on the characters printed; 0 lifts it")
-	cmd.Flags().StringVar(&o.SessionID, "session", "", "without ID: search only this session's tool results")
+	cmd.Flags().StringVar(&o.SessionID, "session", "", sessionFlagHelp)
 	cmd.Flags().StringVar(&o.TaskID, "task", "", "without ID: search only this task's tool results")
 	return cmd
 }
@@ -337,7 +345,7 @@ artifacts that lack the key.`,
 				}
 				filter.Metadata[k] = v
 			}
-			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{})
+			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{SessionID: session})
 			if err != nil {
 				return err
 			}
@@ -350,7 +358,7 @@ artifacts that lack the key.`,
 		},
 	}
 	cmd.Flags().StringVar(&contextType, "context-type", "", "match metadata context_type (tool_result for offloaded tool results)")
-	cmd.Flags().StringVar(&session, "session", "", "match metadata session_id")
+	cmd.Flags().StringVar(&session, "session", "", "list the artifacts offloaded for this session")
 	cmd.Flags().StringVar(&task, "task", "", "match metadata task_id")
 	cmd.Flags().StringVar(&bizID, "biz-id", "", "match metadata biz_id (the tool call id)")
 	cmd.Flags().StringArrayVar(&meta, "meta", nil, "match any metadata key: KEY=VALUE (repeatable)")
