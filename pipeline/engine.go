@@ -115,7 +115,10 @@ func (p *Pipeline) run(ctx context.Context, st *state, in []agentctx.Message, ex
 	rep.EstimatedTokens = st.estimate(c.tokens, o.EstimateRatio)
 	if !o.Stateless {
 		rep.Session = &SessionReport{ID: p.sessionID, Namespace: p.namespace, Requests: st.Requests,
-			Compactions: st.Compactions, CacheBreaks: st.Breaks, PrefixChanged: c.broke, Calibrated: st.Usage != nil}
+			Compactions: st.Compactions, CacheBreaks: st.Breaks, PrefixChanged: c.broke, Calibrated: st.Usage != nil, Ratio: o.EstimateRatio}
+		if st.Usage != nil {
+			rep.Session.Ratio = st.Usage.Ratio
+		}
 	}
 	for i := range rep.Steps {
 		rep.CharsSaved += rep.Steps[i].CharsSaved
@@ -224,7 +227,7 @@ func (c *call) applyCompaction() {
 	view = append(view, c.hist[cs.N:]...)
 	c.view, c.head, c.live, c.base, c.compacted = view, cs.Head, cs.Head+1, cs.N, true
 	after := c.p.mc.Count(view) + c.reserved
-	c.reusedTokens, c.reusedChars = c.tokens-after, charsOf(c.hist[cs.Head:cs.N])-charsOf(view[cs.Head:cs.Head+1])
+	c.reusedTokens, c.reusedChars = c.tokens-after, cs.Chars-charsOf(view[cs.Head:cs.Head+1])
 	c.tokens = after
 }
 
@@ -237,13 +240,11 @@ func summaryMessage(text string) agentctx.Message {
 	return agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(text))
 }
 
-// original returns the message of the history that view[i] stands for, or
-// the view's message itself for the summary and kept head.
+// original returns the message of the history that view[i] stands for
+// (the summary and the kept head are their own originals), before prune or
+// offload replaced anything in it.
 func (c *call) original(i int) agentctx.Message {
-	if !c.compacted || i < c.live {
-		return c.view[i]
-	}
-	return c.hist[c.base+i-c.live]
+	return c.src[i]
 }
 
 // histIndex maps an index of the view after the summary to the history.
@@ -319,8 +320,11 @@ type newArtifact struct {
 // prune replaces stale successful terminal output by the seed's
 // placeholder, naming the artifact that keeps the original. Decisions are
 // sticky: a result pruned once is pruned in every later call, with the same
-// bytes. New ones wait until together they free ClearAtLeast tokens, then
-// are applied as one batch, so the provider's prompt cache breaks rarely.
+// bytes. A result no earlier call has sent is pruned at once (that costs no
+// cache); the others wait until the request nears the trigger (ClearTrigger)
+// and together they free ClearAtLeast tokens, then are applied as one
+// batch, so the provider's prompt cache breaks rarely, and only where
+// clearing may spare a compaction.
 func (c *call) prune() {
 	t0 := time.Now()
 	o := &c.p.opts
@@ -362,7 +366,8 @@ func (c *call) prune() {
 			}
 		}
 	}
-	if len(pending) > 0 && (o.Stateless || o.ClearAtLeast < 0 || freed >= o.ClearAtLeast) {
+	pressure := c.st.estimate(c.tokens, o.EstimateRatio) >= int(o.ClearTrigger*float64(c.threshold()))
+	if len(pending) > 0 && (o.Stateless || o.ClearAtLeast < 0 || freed >= o.ClearAtLeast && pressure) {
 		c.broke = true
 		c.p.log.Info("pipeline: pruned stale terminal output", "session", c.p.sessionID, "results", len(pending), "freed_tokens", freed)
 		now = append(now, pending...)
@@ -384,6 +389,14 @@ func (c *call) prune() {
 	s.Changed = len(s.Pruned)
 	c.view = next
 	c.finish(s, t0, next)
+}
+
+// threshold returns the compaction trigger in tokens.
+func (c *call) threshold() int {
+	copts := c.p.opts.Compact
+	copts.ReservedTokens += c.reserved
+	check, _ := compact.Check(nil, copts) // options were validated by New
+	return check.ThresholdTokens
 }
 
 // placeholder is what a pruned result says: the seed's placeholder and,
@@ -622,7 +635,8 @@ func (c *call) compact(ctx context.Context, over bool) error {
 	if !ok {
 		return fmt.Errorf("pipeline: compact: cannot hash the summarized history")
 	}
-	st.Compaction = &compactionState{Head: res.Head, N: n, Digest: hexDigest(d), Summary: res.Summary, Archive: res.ArchiveID, At: c.now.UTC()}
+	st.Compaction = &compactionState{Head: res.Head, N: n, Digest: hexDigest(d), Summary: res.Summary, Archive: res.ArchiveID, At: c.now.UTC(),
+		Chars: charsOf(c.hist[res.Head:n])}
 	st.Compactions++
 	c.broke = true
 	s.Changed = res.Stats.CompactedMessageCount

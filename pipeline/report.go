@@ -94,8 +94,11 @@ type SessionReport struct {
 	// sent (a new batch of pruned results, a compaction): the provider's
 	// prompt cache is rebuilt from the first change.
 	PrefixChanged bool `json:"prefix_changed"`
-	// Calibrated reports that the estimates rest on reported usage.
-	Calibrated bool `json:"calibrated"`
+	// Calibrated reports that the estimates rest on reported usage, and
+	// Ratio is the provider's tokens per counted token the session has
+	// fitted (Options.EstimateRatio until usage is reported).
+	Calibrated bool    `json:"calibrated"`
+	Ratio      float64 `json:"ratio"`
 }
 
 // StepReport says what one step did.

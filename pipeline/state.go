@@ -80,6 +80,7 @@ type compactionState struct {
 	Summary string    `json:"summary"`
 	Archive string    `json:"archive,omitempty"`
 	At      time.Time `json:"at"`
+	Chars   int       `json:"chars"` // of the summarized messages
 }
 
 // usageState is the last usage a provider reported and the calibration

@@ -64,6 +64,10 @@ type prepareFlags struct {
 	noArchive            bool
 
 	verify bool
+
+	clearAtLeast int
+	clearTrigger float64
+	estimate     string
 }
 
 // register adds the flags; eval leaves out those that name where output
@@ -79,6 +83,9 @@ func (f *prepareFlags) register(fs *pflag.FlagSet, eval bool) {
 	fs.StringVar(&f.placeholder, "placeholder", prune.DefaultPlaceholder, "the content that replaces a pruned result")
 	fs.BoolVar(&f.countErrors, "count-errors", false, "let error results take places among the --keep-recent most recent")
 	fs.StringSliceVar(&f.tools, "tool", prune.DefaultToolNames(), "a tool whose results are terminal output (repeatable; --tool= for none)")
+	fs.StringVar(&f.estimate, "estimate", "count", "how to estimate the provider's count before usage is known: count (our count as it is) or claude (scaled by Claude's measured ratio)")
+	fs.IntVar(&f.clearAtLeast, "clear-at-least", pipeline.DefaultClearAtLeast, "apply newly stale results of a session in batches freeing at least this many tokens (-1: every one at once)")
+	fs.Float64Var(&f.clearTrigger, "clear-trigger", pipeline.DefaultClearTrigger, "and only once the request reaches this ratio of the compaction trigger (-1: at any size)")
 
 	fs.StringVar(&f.offloadMode, "offload", string(pipeline.OffloadWorkspace), "offload mode: workspace (store every result, index the large ones), files (--dir, --min-chars) or none")
 	fs.IntVar(&f.inlineLimit, "inline-limit", workspace.DefaultInlineLimit, "with --offload workspace: replace results of at least this many characters by a reference")
@@ -180,6 +187,26 @@ func (f *prepareFlags) options(e *env, changed func(string) bool) (pipeline.Opti
 	}
 	if changed("tool") {
 		o.Prune.ToolNames = append([]string{}, f.tools...)
+	}
+	switch {
+	case f.clearAtLeast < -1:
+		return o, usagef("invalid --clear-at-least %d: want -1 (every stale result at once) or a number of tokens", f.clearAtLeast)
+	case f.clearTrigger > 1 || f.clearTrigger < 0 && f.clearTrigger != -1:
+		return o, usagef("invalid --clear-trigger %v: want a ratio from 0 to 1, or -1", f.clearTrigger)
+	}
+	switch f.estimate {
+	case "count":
+	case "claude":
+		o.EstimateRatio = pipeline.ClaudeRatio
+	default:
+		return o, usagef("invalid --estimate %q: want count or claude", f.estimate)
+	}
+	o.ClearAtLeast, o.ClearTrigger = f.clearAtLeast, f.clearTrigger
+	if f.clearAtLeast == 0 {
+		o.ClearAtLeast = -1 // 0 tokens: every stale result at once
+	}
+	if f.clearTrigger == 0 {
+		o.ClearTrigger = -1
 	}
 
 	o.Workspace = workspace.Options{TaskID: f.task, AgentID: f.agent, InlineLimit: f.inlineLimit}
