@@ -542,7 +542,7 @@ func (c *call) compact(ctx context.Context, over bool) error {
 	o := &c.p.opts
 	st := c.st
 	if !over {
-		st.Crossed = false
+		st.Crossed = 0
 	}
 	rep := c.rep
 	cr := &CompactReport{}
@@ -571,9 +571,9 @@ func (c *call) compact(ctx context.Context, over bool) error {
 		rep.BelowThreshold = true
 		finish(c.view)
 		return nil
-	case st.Crossed && !o.Stateless:
+	case st.Crossed > 0 && c.tokens < st.Crossed+c.growthToCompactAgain() && !o.Stateless:
 		rep.BelowThreshold = false
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens are still at or over the trigger of %s after this crossing was compacted; not compacting again until the list has been below it", num(c.tokens), num(rep.ThresholdTokens)))
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens are still at or over the trigger of %s after this crossing was compacted; not compacting again until the list has been below it or has grown by %s tokens", num(c.tokens), num(rep.ThresholdTokens), num(c.growthToCompactAgain())))
 		finish(c.view)
 		return nil
 	case st.RetryAt > st.Requests && !o.Stateless:
@@ -617,10 +617,9 @@ func (c *call) compact(ctx context.Context, over bool) error {
 		st.RetryAt = st.Requests + retryAfterFailure
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the summary failed after %d attempt(s); the messages are sent uncompacted", res.Attempts))
 	case compact.ReasonNothingToCompact:
-		st.Crossed = true
+		st.Crossed = c.tokens
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens reach the trigger of %s, but there is nothing left to summarize: the most recent messages alone are too large", num(c.tokens), num(rep.ThresholdTokens)))
 	default:
-		st.Crossed = true
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("compacted to %s tokens, still at or over the trigger of %s (%s); not compacting again", num(res.Tokens), num(rep.ThresholdTokens), res.Reason))
 	}
 	if !res.Compacted {
@@ -629,7 +628,10 @@ func (c *call) compact(ctx context.Context, over bool) error {
 	}
 	// The crossing is handled unless the estimate of the compacted list is
 	// below the trigger: then the next crossing is a new one.
-	st.Crossed = st.estimate(res.Tokens, o.EstimateRatio) >= rep.ThresholdTokens
+	st.Crossed = 0
+	if st.estimate(res.Tokens, o.EstimateRatio) >= rep.ThresholdTokens {
+		st.Crossed = res.Tokens
+	}
 	n := c.histIndex(res.End-1) + 1
 	d, ok := digestOf(c.hist[:n])
 	if !ok {
@@ -683,6 +685,21 @@ func (p *Pipeline) archivedSize(ctx context.Context, res *compact.Result) (int, 
 		}
 	}
 	return 0, errors.New("no archive")
+}
+
+// growthToCompactAgain is how many tokens a list still over the trigger
+// after a compaction must grow by before it is compacted again: the tail
+// budget (Limit × TailRatio), at least 1,000.
+func (c *call) growthToCompactAgain() int {
+	co := c.p.opts.Compact
+	limit, ratio := co.Limit, co.TailRatio
+	if limit <= 0 {
+		limit = compact.DefaultLimit
+	}
+	if ratio == 0 {
+		ratio = compact.DefaultTailRatio
+	}
+	return max(int(float64(limit)*ratio), 1_000)
 }
 
 // verifyArchive reads back the archive of a compaction and compares it

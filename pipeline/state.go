@@ -28,10 +28,13 @@ type state struct {
 	Results map[string]*resultState `json:"results"`
 	// Compaction is the summary that stands for the start of the history.
 	Compaction *compactionState `json:"compaction,omitempty"`
-	// Crossed reports that the history is over the trigger and that this
+	// Crossed is set when the history is over the trigger and this
 	// crossing was already handled (compacted, or found impossible to
-	// compact): no new compaction until it goes below the trigger again.
-	Crossed bool `json:"crossed,omitempty"`
+	// compact): it is our count of the list then. No new compaction until
+	// the list goes below the trigger, or grows from that count by a tail's
+	// worth of tokens (there is then something new to summarize). 0 when
+	// below the trigger.
+	Crossed int `json:"crossed,omitempty"`
 	// RetryAt is the request count from which a compaction whose summary
 	// failed may be tried again in the same crossing.
 	RetryAt int `json:"retry_at,omitempty"`
