@@ -143,3 +143,46 @@ func Example_agentLoop() {
 	// request 13: 9 messages sent for 25 stored (compacted false, reused summary of 17)
 	// request 14: 11 messages sent for 27 stored (compacted false, reused summary of 17)
 }
+
+// A Pipeline is a session engine: the second request re-applies what the
+// first decided, and the usage the provider reports calibrates the
+// estimates of the next request.
+func ExamplePipeline_Observe() {
+	dir, err := os.MkdirTemp("", "agentctx-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	p, err := pipeline.New(pipeline.Options{SessionID: "s1", WorkspaceDir: filepath.Join(dir, "ws")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+	ctx := context.Background()
+	history := []agentctx.Message{
+		agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("Summarize the design document.")),
+	}
+	first, err := p.Prepare(ctx, history)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The provider billed 1,500 input tokens for the request (its system
+	// prompt and tools included).
+	if err := p.Observe(ctx, pipeline.Usage{InputTokens: 1500}); err != nil {
+		log.Fatal(err)
+	}
+	history = append(history,
+		agentctx.NewMessage(agentctx.RoleAssistant, agentctx.Text("The design has three parts.")),
+		agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("Go on.")))
+	next, err := p.Prepare(ctx, history)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("first: counted", first.Report.TokensAfter, "estimated", first.Report.EstimatedTokens)
+	fmt.Println("next: counted", next.Report.TokensAfter, "estimated", next.Report.EstimatedTokens)
+	fmt.Println("requests in the session:", next.Report.Session.Requests, "calibrated:", next.Report.Session.Calibrated)
+	// Output:
+	// first: counted 7 estimated 7
+	// next: counted 16 estimated 1509
+	// requests in the session: 2 calibrated: true
+}
