@@ -43,6 +43,7 @@ body is counted too.`,
 			}
 			enc := <-ready
 			mc := tokens.NewMessageCounter(tokens.MessageOptions{Counter: enc, CacheSize: -1, Logger: e.logger, Parallelism: -1})
+			e.logger.Debug("counting", "messages", len(doc.Messages), "encoding", enc.Name())
 			n, err := mc.CountContext(ctx, doc.Messages)
 			if err != nil {
 				return err
