@@ -252,3 +252,41 @@ func TestPrepareOutOnATerminal(t *testing.T) {
 		t.Errorf("redirected: %v, stdout %q", err, stdout.String())
 	}
 }
+
+// TestCtrlCDuringPrepareOut interrupts prepare --out in the middle of a
+// batch: exit 130, and every file in the output directory is whole (no
+// temp file, each one a complete document).
+func TestCtrlCDuringPrepareOut(t *testing.T) {
+	bin := buildBinary(t)
+	session, err := os.ReadFile("../../examples/session.json")
+	if err != nil {
+		t.Skip("examples/session.json not found")
+	}
+	dir := t.TempDir()
+	var files []string
+	for i := range 40 {
+		f := filepath.Join(dir, fmt.Sprintf("s%02d.json", i))
+		os.WriteFile(f, session, 0o644)
+		files = append(files, f)
+	}
+	out := filepath.Join(dir, "out")
+	tm := startTerm(t, dir, bin, append([]string{"prepare", "--limit", "14000", "--out", out}, files...)...)
+	tm.waitFor("1/40")
+	if _, err := tm.tty.Write([]byte{3}); err != nil {
+		t.Fatal(err)
+	}
+	code, output := tm.wait()
+	if code != 130 || !strings.Contains(output, "agentctx: interrupted") {
+		t.Errorf("exit %d, output %q; want 130 and \"interrupted\"", code, output)
+	}
+	ents, _ := os.ReadDir(out)
+	if len(ents) == 0 || len(ents) == len(files) {
+		t.Logf("%d of %d files written before the interrupt", len(ents), len(files))
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(out, e.Name()))
+		if strings.HasPrefix(e.Name(), ".tmp-") || err != nil || !json.Valid(b) {
+			t.Errorf("%s is not a whole document (%v)", e.Name(), err)
+		}
+	}
+}

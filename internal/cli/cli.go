@@ -130,7 +130,7 @@ command line wins):
 ` + envHelp(),
 		Example: `  agentctx count session.jsonl
   agentctx prepare --limit 100000 session.jsonl > prepared.json
-  agentctx completion bash > /etc/bash_completion.d/agentctx`,
+  source <(agentctx completion bash)`,
 		Version:           agentctx.Version,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
@@ -143,6 +143,7 @@ command line wins):
 		},
 	}
 	root.SetVersionTemplate("agentctx {{.Version}}\n")
+	root.Flags().Bool("version", false, "print the agentctx version")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)

@@ -390,10 +390,10 @@ modified. When stderr is a terminal a short summary is printed there too
 With --out DIR it prepares each FILE and writes the messages to DIR under
 the file's name, in the input's shape, printing one JSON report per line
 (on a terminal only with --json: the progress bar and the summary are shown
-there instead). A file holding several conversations
-(an OpenHands output.jsonl) is prepared one conversation at a time; several
-conversations keep apart in the workspace under <namespace>/<name>, and
-their sessions are named after them.`,
+there instead). A file holding several conversations (an OpenHands
+output.jsonl) is prepared one conversation at a time; several conversations
+keep apart in the workspace under <namespace>/<name>, and their sessions are
+named after them.`,
 		Example: `  agentctx prepare --limit 100000 session.jsonl > prepared.json
   agentctx prepare --limit 14000 examples/session.json | jq .report
   agentctx prepare --messages-only --no-compact < request.json

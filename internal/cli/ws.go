@@ -156,7 +156,10 @@ func byID(arg string, read func(id string) (string, error)) (string, error) {
 	return text, err
 }
 
-func (e *env) writeText(s string) error {
+func (e *env) writeText(ctx context.Context, s string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if _, err := io.WriteString(e.s.Out, s); err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
@@ -240,7 +243,7 @@ otherwise the first part and a notice telling how to read on.`,
 			if err != nil {
 				return wsError(err)
 			}
-			return e.writeText(text)
+			return e.writeText(cmd.Context(), text)
 		},
 	}
 	cmd.Flags().IntVar(&maxChars, "max-chars", workspace.DefaultMaxChars, "cap on the characters printed; 0 lifts it")
@@ -276,7 +279,7 @@ past the last line is clamped) after the header "Lines a-b of N".`,
 			if err != nil {
 				return wsError(err)
 			}
-			return e.writeText(text + "\n")
+			return e.writeText(cmd.Context(), text+"\n")
 		},
 	}
 	cmd.Flags().IntVar(&maxChars, "max-chars", workspace.DefaultMaxChars, "cap on the characters printed; 0 lifts it")
@@ -330,7 +333,7 @@ session with --session, one task with --task) and prints "ID:N:line".`,
 			if err != nil {
 				return wsError(err)
 			}
-			return e.writeText(text + "\n")
+			return e.writeText(cmd.Context(), text+"\n")
 		},
 	}
 	cmd.Flags().BoolVarP(&o.IgnoreCase, "ignore-case", "i", false, "match letters in any case")
