@@ -127,7 +127,7 @@ input (nothing is written), 130 interrupted (Ctrl-C).
 
 Environment variables give defaults to common flags (a flag given on the
 command line wins):
-` + envHelp(),
+`,
 		Example: `  agentctx count session.jsonl
   agentctx prepare --limit 100000 session.jsonl > prepared.json
   source <(agentctx completion bash)`,
@@ -157,6 +157,7 @@ command line wins):
 	// Commands of this file; new commands register on the AddCommand line
 	// above.
 	root.AddCommand(newCompletionCmd(root))
+	root.Long += envHelp(root)
 	documentEnv(root)
 	return root
 }

@@ -12,17 +12,23 @@ import (
 // flags, in the order help lists them. A variable applies to every command
 // that has the flag, unless the flag is marked with noEnv (where the flag
 // means something else, such as a filter).
-var envFlags = []struct{ name, flag, what string }{
-	{"AGENTCTX_WORKSPACE", "workspace", "workspace directory or SQLite file"},
-	{"AGENTCTX_STORE", "store", "session store"},
-	{"AGENTCTX_NAMESPACE", "namespace", "namespace inside the workspace"},
-	{"AGENTCTX_SESSION", "session", "session id"},
-	{"AGENTCTX_DIR", "dir", "directory of archives and offloaded files"},
-	{"AGENTCTX_LIMIT", "limit", "context window, in tokens"},
-	{"AGENTCTX_ENCODING", "encoding", "tokenizer"},
-	{"AGENTCTX_SUMMARIZER", "summarizer", "extractive, anthropic or openai"},
-	{"AGENTCTX_MODEL", "model", "summarizer model"},
+func envFlags() []envVar {
+	return []envVar{
+		{"AGENTCTX_WORKSPACE", "workspace", "workspace directory or SQLite file"},
+		{"AGENTCTX_STORE", "store", "session store"},
+		{"AGENTCTX_NAMESPACE", "namespace", "namespace inside the workspace"},
+		{"AGENTCTX_SESSION", "session", "session id"},
+		{"AGENTCTX_DIR", "dir", "directory of archives and offloaded files"},
+		{"AGENTCTX_LIMIT", "limit", "context window, in tokens"},
+		{"AGENTCTX_ENCODING", "encoding", "tokenizer"},
+		{"AGENTCTX_SUMMARIZER", "summarizer", "extractive, anthropic or openai"},
+		{"AGENTCTX_MODEL", "model", "summarizer model"},
+	}
 }
+
+// envVar is an environment variable, the flag it gives a default to, and
+// what it is, for help.
+type envVar struct{ name, flag, what string }
 
 // noEnv is the flag annotation that keeps environment variables off a
 // flag.
@@ -39,7 +45,7 @@ func envFlag(f *pflag.Flag) (string, bool) {
 	if f == nil || f.Annotations[noEnv] != nil {
 		return "", false
 	}
-	for _, ef := range envFlags {
+	for _, ef := range envFlags() {
 		if ef.flag == f.Name {
 			return ef.name, true
 		}
@@ -73,11 +79,25 @@ func applyEnv(cmd *cobra.Command, lookup func(string) (string, bool)) error {
 	return err
 }
 
-// envHelp lists the environment variables for the root help.
-func envHelp() string {
+// envHelp lists the environment variables for the root help: those whose
+// flag some command of root has.
+func envHelp(root *cobra.Command) string {
+	have := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
+			fs.VisitAll(func(f *pflag.Flag) { have[f.Name] = true })
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
 	var b strings.Builder
-	for _, ef := range envFlags {
-		fmt.Fprintf(&b, "  %-20s --%s: %s\n", ef.name, ef.flag, ef.what)
+	for _, ef := range envFlags() {
+		if have[ef.flag] {
+			fmt.Fprintf(&b, "  %-20s --%s: %s\n", ef.name, ef.flag, ef.what)
+		}
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

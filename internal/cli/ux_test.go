@@ -332,7 +332,7 @@ func TestEnvironmentDefaults(t *testing.T) {
 		t.Errorf("compact help does not name the variables:\n%s", out)
 	}
 	_, out, _ = runCLI(t, "", "--help")
-	for _, v := range []string{"AGENTCTX_WORKSPACE", "AGENTCTX_STORE", "AGENTCTX_LIMIT", "AGENTCTX_NAMESPACE", "AGENTCTX_SESSION"} {
+	for _, v := range []string{"AGENTCTX_WORKSPACE", "AGENTCTX_LIMIT", "AGENTCTX_NAMESPACE", "AGENTCTX_SESSION", "AGENTCTX_DIR"} {
 		if !strings.Contains(out, v) {
 			t.Errorf("root help does not list %s", v)
 		}
