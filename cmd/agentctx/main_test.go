@@ -81,9 +81,15 @@ type term struct {
 // startTerm runs bin with args, stdin, stdout and stderr on a new pty.
 func startTerm(t *testing.T, dir, bin string, args ...string) *term {
 	t.Helper()
+	return startTermEnv(t, dir, nil, bin, args...)
+}
+
+// startTermEnv is startTerm with more environment variables.
+func startTermEnv(t *testing.T, dir string, env []string, bin string, args ...string) *term {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "TERM=xterm")
+	cmd.Env = append(append(os.Environ(), "TERM=xterm"), env...)
 	tty, err := pty.Start(cmd)
 	if err != nil {
 		t.Skipf("no pseudo-terminal: %v", err)
@@ -186,7 +192,9 @@ func TestCtrlCDuringALongCount(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "big.json")
 	writeBigConversation(t, file)
-	tm := startTerm(t, dir, bin, "count", "-v", file)
+	// One core, so that counting takes long on a fast machine too (about
+	// a second at 25 MB/s) and the interrupt lands while it counts.
+	tm := startTermEnv(t, dir, []string{"GOMAXPROCS=1"}, bin, "count", "-v", file)
 	tm.waitFor("counting")
 	if err := tm.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
