@@ -83,7 +83,7 @@ temporary one unless --workspace names one.`,
 			if !perRequest {
 				res.PerRequest = nil
 			}
-			return e.writeJSON(res)
+			return e.writeJSON(cmd.Context(), res)
 		},
 	}
 	f.register(cmd.Flags(), true)
