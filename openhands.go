@@ -2,6 +2,7 @@ package agentctx
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -30,7 +31,7 @@ import (
 //   - an observation without a call (an error the agent caused without a
 //     valid call, output of a command the user ran) is a user message;
 //   - recall actions and observations, state changes and empty events are
-//     skipped (Document.Skipped counts them).
+//     skipped (Document.SkippedKinds counts them by action or observation).
 //
 // Every message keeps its event's "timestamp".
 
@@ -139,7 +140,11 @@ func parseOpenHands(data []byte, values [][]byte) (*Document, error) {
 		}
 		doc.convs = append(doc.convs, conv)
 		doc.Messages = append(doc.Messages, conv.Messages...)
-		doc.Skipped += conv.Skipped
+		for kind, n := range conv.SkippedKinds {
+			for range n {
+				doc.skip(kind)
+			}
+		}
 	}
 	if len(doc.convs) == 1 {
 		doc.Name, doc.convs = doc.convs[0].Name, nil
@@ -167,7 +172,7 @@ func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64
 		case ev.Action == "system":
 			msgs = append(msgs, ohMessage{Role: RoleSystem, Content: text(firstNonEmpty(ev.Args.Content, ev.Message)), Timestamp: ev.Timestamp})
 		case ev.Action == "recall" || ev.Observation == "recall":
-			doc.Skipped++
+			doc.skip("openhands/recall")
 		case ev.Action != "" && tcm != nil && tcm.ToolCallID != "":
 			call := ohToolCall{ID: tcm.ToolCallID, Type: "function"}
 			call.Function.Name = tcm.FunctionName
@@ -220,7 +225,7 @@ func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64
 		case ev.Action == "message" || ev.Action == "finish":
 			s := firstNonEmpty(ev.Args.Content, ev.Args.FinalThought, ev.Args.Thought, ev.Message)
 			if s == "" {
-				doc.Skipped++
+				doc.skip("openhands/" + ev.Action + " without text")
 				break
 			}
 			msgs = append(msgs, ohMessage{Role: RoleAssistant, Content: text(s), Timestamp: ev.Timestamp})
@@ -231,7 +236,7 @@ func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64
 			}
 			msgs = append(msgs, m)
 		default:
-			doc.Skipped++
+			doc.skip("openhands/" + cmp.Or(ev.Action, ev.Observation, "event"))
 		}
 	}
 	for _, m := range msgs {
