@@ -85,9 +85,9 @@ type Document struct {
 
 	liveFrom int         // Claude Code: line of the last boundary when only the live context was read
 	members  []member    // the members of the top-level object (object, mini-swe-agent, swe-agent)
-	listKey string      // the member holding the messages: "messages" or "history"
-	held    []held      // messages of the file that are not model messages
-	convs   []*Document // the conversations of a document that holds several
+	listKey  string      // the member holding the messages: "messages" or "history"
+	held     []held      // messages of the file that are not model messages
+	convs    []*Document // the conversations of a document that holds several
 }
 
 // CompactBoundary is a compact_boundary record of a Claude Code session:
@@ -487,10 +487,10 @@ func parseObject(data []byte, i, end int, f Format) (*Document, error) {
 type lineKind int
 
 const (
-	lineOther    lineKind = iota
-	lineMessage           // has a role
-	lineRecord            // a Claude Code record: a type and no role
-	lineOpenHands         // an OpenHands record: a history of events
+	lineOther     lineKind = iota
+	lineMessage            // has a role
+	lineRecord             // a Claude Code record: a type and no role
+	lineOpenHands          // an OpenHands record: a history of events
 )
 
 func classifyLine(ms []rawjson.Member) lineKind {

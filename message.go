@@ -30,9 +30,9 @@ const (
 // between copies and must be treated as read-only: build changed messages
 // with the With methods or Clone, which never write to shared memory.
 type Message struct {
-	Role       string     // "role"
-	Content    Content    // "content"
-	ToolCalls  []ToolCall // "tool_calls": OpenAI assistant messages
+	Role      string     // "role"
+	Content   Content    // "content"
+	ToolCalls []ToolCall // "tool_calls": OpenAI assistant messages
 	// ToolCallID is "tool_call_id" of an OpenAI tool message. A message
 	// that has none but a "tool_call_ids" list holding one id (SWE-agent's
 	// history) answers that id: ToolCallID holds it and encoding writes it
