@@ -138,3 +138,38 @@ func TestDetectFormat(t *testing.T) {
 		})
 	}
 }
+
+// TestFormatsExamples: every listed format's example reads as that format,
+// holds messages that pair up, and writes back as documented.
+func TestFormatsExamples(t *testing.T) {
+	seen := map[agentctx.Format]bool{}
+	for _, f := range agentctx.Formats() {
+		t.Run(string(f.Format), func(t *testing.T) {
+			seen[f.Format] = true
+			doc, err := agentctx.ParseDocument(context.Background(), []byte(f.Example))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if doc.Format != f.Format || len(doc.Messages) < 2 {
+				t.Errorf("example reads as %s with %d messages", doc.Format, len(doc.Messages))
+			}
+			if rep := agentctx.ValidatePairing(doc.Messages); !rep.Valid {
+				t.Errorf("pairing: %v", rep.Issues)
+			}
+			if f.Name == "" || f.DetectedBy == "" || f.WrittenAs == "" {
+				t.Error("undocumented")
+			}
+			out, _ := doc.AppendJSON(nil)
+			switch f.Format {
+			case agentctx.FormatClaudeCode, agentctx.FormatOpenHands:
+			default:
+				if want := compactLines([]byte(f.Example), f.Format == agentctx.FormatJSONL); string(out) != string(want) {
+					t.Errorf("round trip\n got: %s\nwant: %s", out, want)
+				}
+			}
+		})
+	}
+	if len(seen) != 7 {
+		t.Errorf("%d formats listed", len(seen))
+	}
+}
