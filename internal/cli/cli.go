@@ -4,6 +4,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,7 +62,8 @@ func ExitCode(err error) int {
 // Run executes one agentctx command line and returns its exit code. Errors
 // are printed to s.Err as one line.
 func Run(ctx context.Context, args []string, s Streams) int {
-	root := newRoot(&s)
+	e := &env{s: &s}
+	root := newRoot(e)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil && cmd == root {
@@ -71,6 +73,8 @@ func Run(ctx context.Context, args []string, s Streams) int {
 	}
 	if err != nil {
 		fmt.Fprintf(s.Err, "agentctx: %s\n", oneLine(err.Error()))
+	} else {
+		e.printNotices()
 	}
 	return ExitCode(err)
 }
@@ -84,10 +88,13 @@ func oneLine(s string) string {
 type env struct {
 	s      *Streams
 	logger *slog.Logger
+	read    agentctx.ReadOptions // --whole-history
+	told    map[string]bool      // inputs whose reader notice was taken
+	notices []string             // printed after a successful run
 }
 
-func newRoot(s *Streams) *cobra.Command {
-	e := &env{s: s}
+func newRoot(e *env) *cobra.Command {
+	s := e.s
 	var verbose bool
 	root := &cobra.Command{
 		Use:   "agentctx",
@@ -115,7 +122,8 @@ Exit codes: 0 success, 1 runtime failure, 2 bad usage or bad input.`,
 	root.SetErr(s.Err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "log debug detail to stderr")
-	root.AddCommand(newValidateCmd(e), newVersionCmd(e), newCountCmd(e), newOffloadCmd(e), newOffloadOneCmd(e), newPruneCmd(e), newWSCmd(e), newCompactCmd(e), newPrepareCmd(e), newEvalCmd(e))
+	root.PersistentFlags().BoolVar(&e.read.WholeHistory, "whole-history", false, "read a compacted Claude Code session whole, not from its last compact boundary on")
+	root.AddCommand(newValidateCmd(e), newVersionCmd(e), newCountCmd(e), newOffloadCmd(e), newOffloadOneCmd(e), newPruneCmd(e), newWSCmd(e), newCompactCmd(e), newPrepareCmd(e), newEvalCmd(e), newFormatsCmd(e))
 	for _, c := range root.Commands() {
 		c.Args = wrapArgs(c.Args)
 	}
@@ -142,7 +150,10 @@ func (e *env) readInput(ctx context.Context, args []string) (*agentctx.Document,
 	if len(args) > 0 {
 		path = args[0]
 	}
-	doc, err := agentctx.ReadFile(ctx, path, e.s.In)
+	doc, err := e.read.ReadFile(ctx, path, e.s.In)
+	if err == nil {
+		e.notice(path, doc)
+	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 			return nil, &usageError{err}
@@ -154,6 +165,28 @@ func (e *env) readInput(ctx context.Context, args []string) (*agentctx.Document,
 		return nil, err
 	}
 	return doc, nil
+}
+
+// notice takes, once per input, what the reader left out or found (no
+// messages, records skipped by kind, compact boundaries): a document is
+// never read short in silence. The notices are printed to stderr when the
+// command succeeds (a failure prints its one-line error only).
+func (e *env) notice(path string, doc *agentctx.Document) {
+	n := doc.Notice()
+	if n == "" || e.told[path] {
+		return
+	}
+	if e.told == nil {
+		e.told = map[string]bool{}
+	}
+	e.told[path] = true
+	e.notices = append(e.notices, fmt.Sprintf("notice: %s: %s\n", cmp.Or(path, "-"), n))
+}
+
+func (e *env) printNotices() {
+	for _, n := range e.notices {
+		io.WriteString(e.s.Err, n)
+	}
 }
 
 // readConversation reads the input like readInput and requires it to hold
