@@ -35,7 +35,7 @@ func Formats() []FormatInfo {
 			Name:       "mini-swe-agent trajectory (.traj.json)",
 			DetectedBy: `an object with "messages" and trajectory_format "mini-swe-agent…", info.mini_version, or a role "exit" message`,
 			WrittenAs:  `the same object; the final role "exit" message is kept in the file and never sent to the model`,
-			Example:    `{"info":{"exit_status":"Submitted","mini_version":"1.9.0"},"messages":[{"role":"system","content":"You can run shell commands."},{"role":"user","content":"Fix the bug."},{"role":"assistant","content":"THOUGHT: done.\n` + "```bash\\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\n```" + `"},{"role":"exit","content":"","extra":{"exit_status":"Submitted"}}],"trajectory_format":"mini-swe-agent-1"}`,
+			Example:    `{"info":{"exit_status":"Submitted","mini_version":"1.9.0"},"messages":[{"role":"system","content":"You can run shell commands."},{"role":"user","content":"Fix the bug."},{"role":"assistant","content":"THOUGHT: Fixed. Submitting.\n\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"},{"role":"exit","content":"","extra":{"exit_status":"Submitted"}}],"trajectory_format":"mini-swe-agent-1"}`,
 		},
 		{
 			Format:     FormatSWEAgent,

@@ -86,8 +86,8 @@ func oneLine(s string) string {
 
 // env holds what every command shares.
 type env struct {
-	s      *Streams
-	logger *slog.Logger
+	s       *Streams
+	logger  *slog.Logger
 	read    agentctx.ReadOptions // --whole-history
 	told    map[string]bool      // inputs whose reader notice was taken
 	notices []string             // printed after a successful run
