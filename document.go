@@ -54,6 +54,9 @@ const (
 	// OpenHands events. The events are imported as OpenAI chat messages,
 	// one conversation per record (see Document.Conversations). Encode
 	// writes the messages as JSON Lines: events cannot be written back.
+	// Records whose "history" holds messages rather than events (SWE-agent
+	// trajectories, one per line) are read the same way, their messages
+	// as they are.
 	FormatOpenHands Format = "openhands"
 )
 
@@ -346,20 +349,7 @@ func objectFormat(ms []rawjson.Member) Format {
 	if rawjson.Kind(h) != '[' || findRaw(ms, "type") != nil {
 		return ""
 	}
-	elems, err := rawjson.Elements(h)
-	if err != nil {
-		return ""
-	}
-	msgs, events := 0, 0
-	for _, el := range elems {
-		switch {
-		case isOpenHandsEvent(el):
-			events++
-		case rawjson.Kind(el) == '{' && objectHasKey(el, "role"):
-			msgs++
-		}
-	}
-	if msgs > events || len(elems) == 0 && (findRaw(ms, "trajectory") != nil || findRaw(ms, "replay_config") != nil) {
+	if isMessages(h) || bytes.Equal(bytes.TrimSpace(h[1:len(h)-1]), nil) && (findRaw(ms, "trajectory") != nil || findRaw(ms, "replay_config") != nil) {
 		return FormatSWEAgent
 	}
 	return "" // an OpenHands record

@@ -97,6 +97,30 @@ func TestReusedIDsTurn(t *testing.T) {
 	}
 }
 
+// TestTrajectoriesPerLine: JSON Lines of records whose history holds
+// messages (SWE-agent trajectories, one per line) are one conversation per
+// record; an exit message stays out of the messages and in the output.
+func TestTrajectoriesPerLine(t *testing.T) {
+	in := `{"instance_id":"a","history":[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"text","text":"y"}]}]}` + "\n" +
+		`{"instance_id":"b","history":[{"role":"user","content":"z"},{"role":"exit","content":""}]}` + "\n"
+	doc, err := agentctx.ParseDocument(context.Background(), []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	convs := doc.Conversations()
+	if doc.Format != agentctx.FormatOpenHands || len(doc.Messages) != 3 || len(convs) != 2 || convs[1].Name != "b" || len(convs[1].Messages) != 1 {
+		t.Fatalf("%s: %d messages, %d conversations", doc.Format, len(doc.Messages), len(convs))
+	}
+	if len(doc.NonModel()) != 1 || len(convs[1].NonModel()) != 1 {
+		t.Errorf("non-model messages: %d, %d", len(doc.NonModel()), len(convs[1].NonModel()))
+	}
+	out, _ := doc.AppendJSON(nil)
+	const want = `{"role":"user","content":"x"}` + "\n" + `{"role":"assistant","content":[{"type":"text","text":"y"}]}` + "\n" + `{"role":"user","content":"z"}` + "\n" + `{"role":"exit","content":""}` + "\n"
+	if string(out) != want {
+		t.Errorf("output\n got: %s\nwant: %s", out, want)
+	}
+}
+
 // TestDetectFormat: the shape is told from the content, not one key.
 func TestDetectFormat(t *testing.T) {
 	const ohEvent = `{"id":1,"source":"agent","action":"run","args":{"command":"ls"},"timestamp":"2025-01-01T00:00:00"}`
