@@ -45,16 +45,14 @@ type ccRecord struct {
 	raw     []byte
 }
 
-func (o ReadOptions) parseClaudeCode(data []byte, values [][]byte) (*Document, error) {
+// parseClaudeCode reads the records (values, and their members as scanned).
+func (o ReadOptions) parseClaudeCode(data []byte, values [][]byte, scans [][]rawjson.Member) (*Document, error) {
 	doc := &Document{Format: FormatClaudeCode}
 	recs := make([]ccRecord, len(values))
 	mainLine, sidechain := 0, 0
 	lastBoundary := -1
 	for k, v := range values {
-		ms, err := decodeMembers(v, func(*member) bool { return false })
-		if err != nil {
-			return nil, syntaxError(data, err)
-		}
+		ms := opaqueMembers(scans[k])
 		recs[k] = ccRecord{members: ms, typ: recordString(ms, "type"), raw: v}
 		switch {
 		case recs[k].typ == RoleUser || recs[k].typ == RoleAssistant:

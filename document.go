@@ -501,6 +501,7 @@ func classifyLine(ms []rawjson.Member) lineKind {
 func (o ReadOptions) parseLines(ctx context.Context, data []byte) (*Document, error) {
 	var (
 		values [][]byte
+		scans  [][]rawjson.Member
 		kinds  []lineKind
 		count  [4]int
 	)
@@ -522,7 +523,7 @@ func (o ReadOptions) parseLines(ctx context.Context, data []byte) (*Document, er
 			return nil, syntaxError(data, err)
 		}
 		k := classifyLine(ms)
-		values, kinds = append(values, data[i:end]), append(kinds, k)
+		values, scans, kinds = append(values, data[i:end]), append(scans, ms), append(kinds, k)
 		count[k]++
 		i = end
 	}
@@ -536,7 +537,7 @@ func (o ReadOptions) parseLines(ctx context.Context, data []byte) (*Document, er
 	case lineOpenHands:
 		return parseOpenHands(data, values)
 	case lineRecord:
-		return o.parseClaudeCode(data, values)
+		return o.parseClaudeCode(data, values, scans)
 	}
 	for k, v := range values {
 		if kinds[k] != lineMessage {
