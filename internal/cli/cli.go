@@ -103,8 +103,10 @@ func newRoot(e *env) *cobra.Command {
 
 Input (FILE, or stdin when FILE is absent or "-"): a JSON array of messages,
 a JSON object with "messages" (an Anthropic/OpenAI request body, a
-mini-swe-agent .traj.json), JSON Lines of messages, or a Claude Code
-session .jsonl. Results are JSON on stdout; diagnostics go to stderr.
+mini-swe-agent .traj.json), a SWE-agent .traj, JSON Lines of messages, a
+Claude Code session .jsonl or an OpenHands output.jsonl (agentctx formats
+lists them with examples). Results are JSON on stdout; diagnostics go to
+stderr, including a notice when records of the input were skipped.
 Exit codes: 0 success, 1 runtime failure, 2 bad usage or bad input.`,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
