@@ -31,6 +31,9 @@ type EvalOptions struct {
 	// Progress, if set, is called before each file and once at the end
 	// (file ""), with the number of files done and the total.
 	Progress func(done, total int, file string)
+	// Read are the options the transcripts are read with (the zero value
+	// reads a compacted Claude Code session's live context).
+	Read agentctx.ReadOptions
 }
 
 // Evaluation is the result of Evaluate: one row per conversation.
@@ -180,7 +183,7 @@ func Evaluate(ctx context.Context, dir string, opts EvalOptions) (*Evaluation, e
 		if opts.Progress != nil {
 			opts.Progress(i, len(files), name)
 		}
-		rows, err := evaluateFile(ctx, filepath.Join(dir, name), filepath.Join(work, safe(name)), base)
+		rows, err := evaluateFile(ctx, filepath.Join(dir, name), filepath.Join(work, safe(name)), base, opts.Read)
 		if err != nil {
 			return nil, err
 		}
@@ -211,10 +214,10 @@ func Evaluate(ctx context.Context, dir string, opts EvalOptions) (*Evaluation, e
 
 // evaluateFile evaluates every conversation of one transcript. Only a done
 // ctx is an error; other failures are recorded in the rows.
-func evaluateFile(ctx context.Context, path, work string, base Options) ([]EvalRow, error) {
+func evaluateFile(ctx context.Context, path, work string, base Options, ro agentctx.ReadOptions) ([]EvalRow, error) {
 	name := filepath.Base(path)
 	t0 := time.Now()
-	doc, err := agentctx.ReadFile(ctx, path, nil)
+	doc, err := ro.ReadFile(ctx, path, nil)
 	read := time.Since(t0)
 	if err != nil {
 		if ctx.Err() != nil {
