@@ -140,6 +140,7 @@ func TestNoticeNeverSilent(t *testing.T) {
 			"no messages (claude-code); 2 records skipped: progress 1, summary 1"},
 		{"swe-agent with an empty history", `{"history":[],"trajectory":[],"info":{}}`, "no messages (swe-agent)"},
 		{"openhands record without events", `{"instance_id":"x","history":[]}`, "no messages (openhands)"},
+		{"roles no model accepts", `[{"role":"user","content":"x"},{"role":"model","content":"y"},{"role":"exit","content":""}]`, `2 message(s) with role "model", "exit" kept in the file, not sent to the model`},
 		{"exit only", `{"messages":[{"role":"exit","content":""}]}`, `no messages (mini-swe-agent); 1 message(s) with role "exit" kept in the file, not sent to the model`},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentctx/agentctx/internal/rawjson"
@@ -175,7 +176,13 @@ func (d *Document) Notice() string {
 		parts = append(parts, fmt.Sprintf("%d records skipped: %s", d.Skipped, strings.Join(kinds, ", ")))
 	}
 	if n := len(d.held); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d message(s) with role %q kept in the file, not sent to the model", n, d.held[0].msg.Role))
+		var roles []string
+		for _, h := range d.held {
+			if r := strconv.Quote(h.msg.Role); !slices.Contains(roles, r) {
+				roles = append(roles, r)
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%d message(s) with role %s kept in the file, not sent to the model", n, strings.Join(roles, ", ")))
 	}
 	if n := len(d.Boundaries); n > 0 {
 		if d.liveFrom > 0 {
@@ -368,7 +375,7 @@ func isMiniSWEAgent(ms []rawjson.Member, msgs []byte) bool {
 	elems, _ := rawjson.Elements(msgs)
 	for _, el := range elems {
 		if em, err := rawjson.Members(el); err == nil {
-			if r := findRaw(em, "role"); rawjson.Kind(r) == '"' && !IsModelRole(rawjson.Unquote(r)) {
+			if r := findRaw(em, "role"); rawjson.Kind(r) == '"' && rawjson.Unquote(r) == "exit" {
 				return true
 			}
 		}
