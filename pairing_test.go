@@ -259,3 +259,18 @@ func randomHistory(rng *rand.Rand, seed int) []string {
 	}
 	return msgs
 }
+
+func TestSendableMessages(t *testing.T) {
+	in := parseMsgs(t, list(plainUser, exitMsg, `{"role":"developer","content":"d"}`, `{"role":"model","content":"m"}`))
+	out, repairs := agentctx.SendableMessages(in)
+	got, _ := agentctx.MarshalMessages(out)
+	if string(got) != list(plainUser, `{"role":"developer","content":"d"}`) {
+		t.Errorf("sendable = %s", got)
+	}
+	if len(repairs) != 2 || repairs[0] != (agentctx.Repair{Action: agentctx.RepairDroppedNonModel, Message: 1, Block: -1, Role: "exit"}) || repairs[1].Message != 3 {
+		t.Errorf("repairs = %+v", repairs)
+	}
+	if out, repairs := agentctx.SendableMessages(out); len(out) != 2 || len(repairs) != 0 {
+		t.Errorf("second pass changed %+v", repairs)
+	}
+}
