@@ -353,7 +353,7 @@ func objectFormat(ms []rawjson.Member) Format {
 		return FormatObject
 	}
 	h := findRaw(ms, "history")
-	if rawjson.Kind(h) != '[' || findRaw(ms, "type") != nil {
+	if rawjson.Kind(h) != '[' {
 		return ""
 	}
 	if isMessages(h) || bytes.Equal(bytes.TrimSpace(h[1:len(h)-1]), nil) && (findRaw(ms, "trajectory") != nil || findRaw(ms, "replay_config") != nil) {

@@ -132,6 +132,7 @@ func TestDetectFormat(t *testing.T) {
 		{"history of messages with content parts", `{"history":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"go"}]}],"info":{}}`, agentctx.FormatSWEAgent, 2},
 		{"history of messages, tool_calls and tool_call_ids", `{"history":[{"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function","function":{"name":"bash","arguments":"{}"}}]},{"role":"tool","content":[{"type":"text","text":"ok"}],"tool_call_ids":["c"]}],"trajectory":[]}`, agentctx.FormatSWEAgent, 2},
 		{"history of OpenHands events", `{"instance_id":"x","history":[` + ohEvent + `]}`, agentctx.FormatOpenHands, 0},
+		{"history of messages beside a type", `{"type":"trajectory","history":[{"role":"user","content":"go"}]}`, agentctx.FormatSWEAgent, 1},
 		{"empty history with a trajectory", `{"history":[],"trajectory":[]}`, agentctx.FormatSWEAgent, 0},
 		{"empty history alone", `{"history":[]}`, agentctx.FormatOpenHands, 0},
 		{"mini-swe-agent by trajectory_format", `{"messages":[{"role":"user","content":"x"}],"trajectory_format":"mini-swe-agent-1.1"}`, agentctx.FormatMiniSWEAgent, 1},
