@@ -38,7 +38,7 @@ func TestClaudeCodeCompactBoundary(t *testing.T) {
 			roles:    "user user assistant user assistant",
 			boundary: agentctx.CompactBoundary{Line: 6, Message: 0, Trigger: "auto", PreTokens: 158321},
 			skipped:  map[string]int{"before compact boundary": 5, "system/compact_boundary": 1, "progress": 1, "system/turn_duration": 1},
-			notice:   "8 records skipped: before compact boundary 5, progress 1, system/compact_boundary 1, system/turn_duration 1; 1 compact boundary(ies): the live context is read, from line 6 on",
+			notice:   "8 records skipped: before compact boundary 5, progress 1, system/compact_boundary 1, system/turn_duration 1; 1 compact boundary: the live context is read, from line 6 on",
 			golden:   "testdata/claude_code_compacted.golden.jsonl",
 		},
 		{
@@ -47,7 +47,7 @@ func TestClaudeCodeCompactBoundary(t *testing.T) {
 			roles:    "user assistant user assistant user user assistant user assistant",
 			boundary: agentctx.CompactBoundary{Line: 6, Message: 4, Trigger: "auto", PreTokens: 158321},
 			skipped:  map[string]int{"summary": 1, "system/compact_boundary": 1, "progress": 1, "system/turn_duration": 1},
-			notice:   "4 records skipped: progress 1, summary 1, system/compact_boundary 1, system/turn_duration 1; 1 compact boundary(ies): the whole history is read",
+			notice:   "4 records skipped: progress 1, summary 1, system/compact_boundary 1, system/turn_duration 1; 1 compact boundary: the whole history is read",
 			golden:   "testdata/claude_code_compacted_whole.golden.jsonl",
 		},
 	}
@@ -140,8 +140,8 @@ func TestNoticeNeverSilent(t *testing.T) {
 			"no messages (claude-code); 2 records skipped: progress 1, summary 1"},
 		{"swe-agent with an empty history", `{"history":[],"trajectory":[],"info":{}}`, "no messages (swe-agent)"},
 		{"openhands record without events", `{"instance_id":"x","history":[]}`, "no messages (openhands)"},
-		{"roles no model accepts", `[{"role":"user","content":"x"},{"role":"model","content":"y"},{"role":"exit","content":""}]`, `2 message(s) with role "model", "exit" kept in the file, not sent to the model`},
-		{"exit only", `{"messages":[{"role":"exit","content":""}]}`, `no messages (mini-swe-agent); 1 message(s) with role "exit" kept in the file, not sent to the model`},
+		{"roles no model accepts", `[{"role":"user","content":"x"},{"role":"model","content":"y"},{"role":"exit","content":""}]`, `2 messages with role "model", "exit" kept in the file, not sent to the model`},
+		{"exit only", `{"messages":[{"role":"exit","content":""}]}`, `no messages (mini-swe-agent); 1 message with role "exit" kept in the file, not sent to the model`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

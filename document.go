@@ -173,7 +173,7 @@ func (d *Document) Notice() string {
 		for k, kind := range kinds {
 			kinds[k] = fmt.Sprintf("%s %d", kind, d.SkippedKinds[kind])
 		}
-		parts = append(parts, fmt.Sprintf("%d records skipped: %s", d.Skipped, strings.Join(kinds, ", ")))
+		parts = append(parts, fmt.Sprintf("%s skipped: %s", count(d.Skipped, "record", "records"), strings.Join(kinds, ", ")))
 	}
 	if n := len(d.held); n > 0 {
 		var roles []string
@@ -182,16 +182,24 @@ func (d *Document) Notice() string {
 				roles = append(roles, r)
 			}
 		}
-		parts = append(parts, fmt.Sprintf("%d message(s) with role %s kept in the file, not sent to the model", n, strings.Join(roles, ", ")))
+		parts = append(parts, fmt.Sprintf("%s with role %s kept in the file, not sent to the model", count(n, "message", "messages"), strings.Join(roles, ", ")))
 	}
 	if n := len(d.Boundaries); n > 0 {
 		if d.liveFrom > 0 {
-			parts = append(parts, fmt.Sprintf("%d compact boundary(ies): the live context is read, from line %d on", n, d.liveFrom))
+			parts = append(parts, fmt.Sprintf("%s: the live context is read, from line %d on", count(n, "compact boundary", "compact boundaries"), d.liveFrom))
 		} else {
-			parts = append(parts, fmt.Sprintf("%d compact boundary(ies): the whole history is read", n))
+			parts = append(parts, fmt.Sprintf("%s: the whole history is read", count(n, "compact boundary", "compact boundaries")))
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// count writes n with the singular or plural noun.
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 // Conversations returns the conversations the document holds, each as a

@@ -90,6 +90,6 @@ func ExampleDocument_Notice() {
 	// Output:
 	// claude-code 2 messages
 	// boundary: {Line:3 Message:0 Trigger:auto PreTokens:150000}
-	// 4 records skipped: before compact boundary 2, progress 1, system/compact_boundary 1; 1 compact boundary(ies): the live context is read, from line 3 on
+	// 4 records skipped: before compact boundary 2, progress 1, system/compact_boundary 1; 1 compact boundary: the live context is read, from line 3 on
 	// whole history: 4 messages
 }

@@ -24,7 +24,7 @@ func TestReaderNotice(t *testing.T) {
 		{"live context of a compacted session", compacted, nil, 5, "the live context is read, from line 6 on"},
 		{"whole history", compacted, []string{"--whole-history"}, 9, "the whole history is read"},
 		{"subagent file", readTestdata(t, "claude_code_subagent.jsonl"), nil, 4, ""},
-		{"mini-swe-agent exit", readTestdata(t, "mini_swe_agent.traj.json"), nil, 8, `1 message(s) with role "exit" kept in the file`},
+		{"mini-swe-agent exit", readTestdata(t, "mini_swe_agent.traj.json"), nil, 8, `1 message with role "exit" kept in the file`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
