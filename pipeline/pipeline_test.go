@@ -115,7 +115,10 @@ func TestRepairStep(t *testing.T) {
 
 func TestUnrepairableInputWritesNothing(t *testing.T) {
 	o := options(t)
-	dup := history(user("go", now), exchange("toolu_1", "Bash", "ls", "a", false, now), exchange("toolu_1", "Bash", "ls", "b", false, now))
+	// Two calls of one message share an id (an id reused in a later turn is repaired).
+	dup := history(user("go", now),
+		agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(agentctx.ToolUseBlock("toolu_1", "Bash", nil), agentctx.ToolUseBlock("toolu_1", "Bash", nil))),
+		agentctx.NewMessage(agentctx.RoleUser, agentctx.BlockList(agentctx.ToolResultBlock("toolu_1", agentctx.Text("a"), false))))
 	_, err := prepare(t, newPipeline(t, o), dup)
 	if !errors.Is(err, agentctx.ErrInvalidInput) || !strings.Contains(err.Error(), "duplicate_call_id") {
 		t.Fatalf("err = %v, want an input error naming the duplicate id", err)

@@ -5,6 +5,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -80,7 +81,8 @@ func ExitCode(err error) int {
 // on the first Ctrl-C), the command stops at its next step, writes nothing
 // more to stdout, and Run returns ExitInterrupted.
 func Run(ctx context.Context, args []string, s Streams) int {
-	root := newRoot(&s)
+	e := &env{s: &s}
+	root := newRoot(e)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil && cmd == root && ctx.Err() == nil {
@@ -95,6 +97,8 @@ func Run(ctx context.Context, args []string, s Streams) int {
 	}
 	if err != nil {
 		fmt.Fprintf(s.Err, "agentctx: %s\n", oneLine(err.Error()))
+	} else {
+		e.printNotices()
 	}
 	return ExitCode(err)
 }
@@ -106,12 +110,18 @@ func oneLine(s string) string {
 
 // env holds what every command shares.
 type env struct {
-	s      *Streams
-	logger *slog.Logger
+	s       *Streams
+	logger  *slog.Logger
+	read    agentctx.ReadOptions // --whole-history
+	told    map[string]bool      // inputs whose reader notice was taken
+	notices []string             // printed after a successful run
 }
 
-func newRoot(s *Streams) *cobra.Command {
-	e := &env{s: s, logger: slog.New(slog.DiscardHandler)}
+func newRoot(e *env) *cobra.Command {
+	s := e.s
+	if e.logger == nil {
+		e.logger = slog.New(slog.DiscardHandler)
+	}
 	var verbose bool
 	root := &cobra.Command{
 		Use:   "agentctx",
@@ -119,10 +129,11 @@ func newRoot(s *Streams) *cobra.Command {
 		Long: `agentctx counts, offloads, prunes and compacts the conversations of LLM
 agents, so that they fit the model's context window and nothing is lost.
 
-Every command reads FILE, or stdin when FILE is absent or "-". Accepted:
+Every command reads FILE, or stdin when FILE is absent or "-". Accepted
+(agentctx formats lists them with examples):
 ` + inputFormats + `
-Results are JSON on stdout; errors (one line) go to stderr, and logs only
-with -v. Exit codes: 0 success, 1 runtime failure, 2 bad usage or bad
+Results are JSON on stdout; errors (one line) go to stderr, with a notice
+when records of the input were skipped, and logs only with -v. Exit codes: 0 success, 1 runtime failure, 2 bad usage or bad
 input (nothing is written), 130 interrupted (Ctrl-C).
 
 Environment variables give defaults to common flags (a flag given on the
@@ -149,7 +160,8 @@ command line wins):
 	root.SetErr(s.Err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "log debug detail to stderr")
-	root.AddCommand(newValidateCmd(e), newVersionCmd(e), newCountCmd(e), newOffloadCmd(e), newOffloadOneCmd(e), newPruneCmd(e), newWSCmd(e), newCompactCmd(e), newPrepareCmd(e), newEvalCmd(e), newReplayCmd(e))
+	root.PersistentFlags().BoolVar(&e.read.WholeHistory, "whole-history", false, "read a compacted Claude Code session whole, not from its last compact boundary on")
+	root.AddCommand(newValidateCmd(e), newVersionCmd(e), newCountCmd(e), newOffloadCmd(e), newOffloadOneCmd(e), newPruneCmd(e), newWSCmd(e), newCompactCmd(e), newPrepareCmd(e), newEvalCmd(e), newReplayCmd(e), newFormatsCmd(e))
 	for _, c := range root.Commands() {
 		c.Args = wrapArgs(c.Args)
 	}
@@ -179,8 +191,10 @@ func wrapArgs(fn cobra.PositionalArgs) cobra.PositionalArgs {
 const inputFormats = `  - a JSON array of messages (Anthropic or OpenAI chat shape);
   - a JSON object with "messages": an Anthropic or OpenAI request body (its
     model, system, tools, ... are kept) or a mini-swe-agent .traj.json;
+  - a SWE-agent .traj (its "history");
   - JSON Lines, one message per line;
-  - a Claude Code session .jsonl (~/.claude/projects/*/*.jsonl);
+  - a Claude Code session .jsonl (~/.claude/projects/*/*.jsonl), main or
+    subagent, from its last compact boundary on (--whole-history: all);
   - an OpenHands evaluation output.jsonl (one conversation per record).`
 
 // stdinHint is printed before waiting on a terminal.
@@ -204,10 +218,13 @@ func (e *env) readInput(ctx context.Context, args []string) (*agentctx.Document,
 		if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
 			return nil, usagef("%s is a directory: give a conversation file", path)
 		}
-		doc, err = agentctx.ReadFile(ctx, path, nil)
+		doc, err = e.read.ReadFile(ctx, path, nil)
 	}
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err()
+	}
+	if err == nil {
+		e.notice(path, doc)
 	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
@@ -220,6 +237,28 @@ func (e *env) readInput(ctx context.Context, args []string) (*agentctx.Document,
 		return nil, err
 	}
 	return doc, nil
+}
+
+// notice takes, once per input, what the reader left out or found (no
+// messages, records skipped by kind, compact boundaries): a document is
+// never read short in silence. The notices are printed to stderr when the
+// command succeeds (a failure prints its one-line error only).
+func (e *env) notice(path string, doc *agentctx.Document) {
+	n := doc.Notice()
+	if n == "" || e.told[path] {
+		return
+	}
+	if e.told == nil {
+		e.told = map[string]bool{}
+	}
+	e.told[path] = true
+	e.notices = append(e.notices, fmt.Sprintf("notice: %s: %s\n", cmp.Or(path, "-"), n))
+}
+
+func (e *env) printNotices() {
+	for _, n := range e.notices {
+		io.WriteString(e.s.Err, n)
+	}
 }
 
 // readConversation reads the input like readInput and requires it to hold
@@ -250,7 +289,7 @@ func (e *env) readStdin(ctx context.Context) (*agentctx.Document, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		doc, err := agentctx.ReadDocument(ctx, e.s.In)
+		doc, err := e.read.ReadDocument(ctx, e.s.In)
 		done <- result{doc, err}
 	}()
 	select {

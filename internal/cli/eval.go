@@ -55,6 +55,7 @@ over the trigger, or a read-back mismatch).`,
 			ev, err := pipeline.Evaluate(cmd.Context(), args[0], pipeline.EvalOptions{
 				Options: base,
 				WorkDir: work,
+				Read:    e.read,
 				Progress: func(done, total int, file string) {
 					bar.total = total
 					bar.update(done, file)

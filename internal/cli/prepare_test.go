@@ -186,7 +186,8 @@ func TestPrepareCommandExampleSession(t *testing.T) {
 
 func TestPrepareCommandUsageErrors(t *testing.T) {
 	ok := `[{"role":"user","content":"hi"}]`
-	dup := `[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"x","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"1"}]},{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"x","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"2"}]}]`
+	// Two calls of one message share an id (an id reused in a later turn is repaired).
+	dup := `[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"x","input":{}},{"type":"tool_use","id":"a","name":"x","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"1"}]}]`
 	tests := []struct {
 		name, stdin string
 		args        []string

@@ -14,8 +14,11 @@ type validateOutput struct {
 	Name   string `json:"name,omitempty"` // the conversation's name, in a document that holds several
 	Format string `json:"format"`
 	agentctx.PairingReport
-	Skipped int `json:"skipped_records,omitempty"`
-	Merged  int `json:"merged_records,omitempty"`
+	Skipped      int                        `json:"skipped_records,omitempty"`
+	SkippedKinds map[string]int             `json:"skipped_by_kind,omitempty"`
+	Merged       int                        `json:"merged_records,omitempty"`
+	Boundaries   []agentctx.CompactBoundary `json:"compact_boundaries,omitempty"`
+	Notice       string                     `json:"notice,omitempty"`
 }
 
 type repairOutput struct {
@@ -56,7 +59,8 @@ OpenHands output.jsonl) gives one line per conversation.`,
 			unpaired := false
 			for _, conv := range doc.Conversations() {
 				rep := agentctx.ValidatePairing(conv.Messages)
-				out := validateOutput{Name: conv.Name, Format: string(doc.Format), PairingReport: rep, Skipped: conv.Skipped, Merged: conv.Merged}
+				out := validateOutput{Name: conv.Name, Format: string(doc.Format), PairingReport: rep, Skipped: conv.Skipped, Merged: conv.Merged,
+					SkippedKinds: conv.SkippedKinds, Boundaries: conv.Boundaries, Notice: conv.Notice()}
 				if !repair {
 					unpaired = unpaired || !rep.Valid
 					if err := e.writeJSON(ctx, out); err != nil {
