@@ -1,0 +1,340 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/tokens"
+)
+
+// Defaults of PipelineEngine.
+const (
+	DefaultMaxSessions = 1000
+	DefaultIdleTimeout = time.Hour
+)
+
+// PipelineOptions configure a PipelineEngine. The zero value means one
+// pipeline per session with the pipeline package's defaults.
+type PipelineOptions struct {
+	// Pipeline is the template of every session's pipeline.Options. Its
+	// SessionID is set to the session key (made safe as a file name), its
+	// Now and Logger default to the fields below. Give a Store (shared by
+	// every session, left open) and a MessageCounter (shared, so its cache
+	// serves every session); nil ones are made per session.
+	Pipeline pipeline.Options
+	// Summarizer, when set, returns the compaction summarizer for a
+	// session, given the session's latest request (its credentials and
+	// model). It replaces Pipeline.Compact.Summarizer.
+	Summarizer func(req *Request) compact.Summarizer
+	// MaxSessions bounds the sessions kept in memory (least recently used
+	// first out); 0 means DefaultMaxSessions. IdleTimeout drops a session
+	// unused for that long; 0 means DefaultIdleTimeout.
+	MaxSessions int
+	IdleTimeout time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives a line per failed session start; nil discards.
+	Logger *slog.Logger
+}
+
+// PipelineEngine is the Engine over pipeline.Pipeline: one Pipeline per
+// session key, kept in memory with an LRU and idle bound. Before a
+// request's messages reach the pipeline, every message that carries tool
+// results gets the time its results were first seen by this session as its
+// timestamp (API requests carry none, and prune ages results by it); the
+// timestamps are removed from what is sent. A reference to an offloaded
+// result gains the absolute path of the artifact's content file when the
+// store keeps one, so a local agent can read it with its own file tool.
+//
+// PipelineEngine is safe for concurrent use; the requests of one session
+// are prepared one at a time.
+type PipelineEngine struct {
+	opts PipelineOptions
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*pipeSession
+	closed   bool
+}
+
+type pipeSession struct {
+	key string
+
+	mu        sync.Mutex // serializes Prepare
+	p         *pipeline.Pipeline
+	firstSeen map[string]time.Time
+	last      *Request
+	usage     Usage
+	lastUsed  time.Time
+	busy      int
+}
+
+var _ Engine = (*PipelineEngine)(nil)
+
+// NewPipelineEngine returns a PipelineEngine. Close releases its pipelines.
+func NewPipelineEngine(opts PipelineOptions) (*PipelineEngine, error) {
+	if err := opts.Pipeline.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Pipeline.MessageCounter == nil {
+		opts.Pipeline.MessageCounter = tokens.NewMessageCounter(tokens.MessageOptions{Counter: opts.Pipeline.Counter, Parallelism: -1})
+	}
+	return &PipelineEngine{opts: opts, log: opts.Logger, sessions: map[string]*pipeSession{}}, nil
+}
+
+// ErrClosed is returned by Prepare after Close.
+var ErrClosed = errors.New("proxy: engine closed")
+
+// Sessions returns the number of sessions held in memory.
+func (e *PipelineEngine) Sessions() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.sessions)
+}
+
+// session returns the session of key, making it when new, and marks it
+// busy; release undoes that.
+func (e *PipelineEngine) session(req *Request) (*pipeSession, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	now := e.opts.Now()
+	s := e.sessions[req.SessionKey]
+	if s == nil {
+		e.evict(now)
+		o := e.opts.Pipeline
+		o.SessionID = req.SessionKey
+		if o.Now == nil {
+			o.Now = e.opts.Now
+		}
+		if o.Logger == nil {
+			o.Logger = e.log
+		}
+		s = &pipeSession{key: req.SessionKey, firstSeen: map[string]time.Time{}}
+		if e.opts.Summarizer != nil {
+			mk := e.opts.Summarizer
+			o.Compact.Summarizer = compact.SummarizerFunc(func(ctx context.Context, r compact.Request) (string, error) {
+				return mk(s.last).Summarize(ctx, r)
+			})
+		}
+		o.ReservedTokens += e.reserved(req)
+		p, err := pipeline.New(o)
+		if err != nil {
+			e.log.Error("proxy: cannot start a session pipeline", "session", req.SessionKey, "err", err)
+			return nil, err
+		}
+		s.p = p
+		e.sessions[req.SessionKey] = s
+	}
+	s.lastUsed = now
+	s.busy++
+	return s, nil
+}
+
+// reserved counts what every request of a session sends besides its
+// messages and its top-level system prompt (which PrepareDocument counts):
+// the tool definitions, and Responses' instructions.
+func (e *PipelineEngine) reserved(req *Request) int {
+	mc := e.opts.Pipeline.MessageCounter
+	n := 0
+	if len(req.Tools) > 0 {
+		n += mc.CountText(string(req.Tools))
+	}
+	if req.API == APIResponses && len(req.System) > 0 {
+		n += mc.CountText(string(req.System))
+	}
+	return n
+}
+
+func (e *PipelineEngine) release(s *pipeSession) {
+	e.mu.Lock()
+	s.busy--
+	e.mu.Unlock()
+}
+
+// evict drops idle sessions and, over MaxSessions, the least recently used
+// ones that are not busy. e.mu is held.
+func (e *PipelineEngine) evict(now time.Time) {
+	for k, s := range e.sessions {
+		if s.busy == 0 && now.Sub(s.lastUsed) > e.opts.IdleTimeout {
+			delete(e.sessions, k)
+			s.p.Close()
+		}
+	}
+	for len(e.sessions) >= e.opts.MaxSessions {
+		var oldest *pipeSession
+		for _, s := range e.sessions {
+			if s.busy == 0 && (oldest == nil || s.lastUsed.Before(oldest.lastUsed)) {
+				oldest = s
+			}
+		}
+		if oldest == nil {
+			return
+		}
+		delete(e.sessions, oldest.key)
+		oldest.p.Close()
+	}
+}
+
+// Prepare implements Engine.
+func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, error) {
+	s, err := e.session(req)
+	if err != nil {
+		return nil, err
+	}
+	defer e.release(s)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last = req
+
+	doc := req.Document
+	msgs, injected := s.stamp(doc.Messages, e.opts.Now())
+	res, err := s.p.PrepareDocument(ctx, doc.WithMessages(msgs))
+	if err != nil {
+		return nil, err
+	}
+	out := res.Messages
+	if injected {
+		out = agentctx.StripMetadata(out, agentctx.FieldTimestamp)
+	}
+	out = e.withPaths(out)
+	pr := &Prepared{Messages: out, TokensBefore: res.Report.TokensBefore, TokensAfter: res.Report.TokensAfter}
+	for _, st := range res.Report.Steps {
+		switch st.Step {
+		case pipeline.StepPrune:
+			pr.Pruned = st.Changed
+		case pipeline.StepOffload:
+			pr.Offloaded = st.Changed
+		case pipeline.StepCompact:
+			pr.Compacted = st.Compact != nil && st.Compact.Compacted
+		}
+	}
+	return pr, nil
+}
+
+// stamp gives every message holding tool results the time its results were
+// first seen, unless some message already has a timestamp of its own.
+func (s *pipeSession) stamp(msgs []agentctx.Message, now time.Time) ([]agentctx.Message, bool) {
+	for i := range msgs {
+		if _, ok := msgs[i].Field(agentctx.FieldTimestamp); ok {
+			return msgs, false
+		}
+	}
+	out := make([]agentctx.Message, len(msgs))
+	copy(out, msgs)
+	seenAt := func(id string) time.Time {
+		t, ok := s.firstSeen[id]
+		if !ok {
+			t = now
+			s.firstSeen[id] = t
+		}
+		return t
+	}
+	for r := range agentctx.ToolResults(msgs) {
+		t := seenAt(r.ID)
+		if ts, ok := out[r.Message].Timestamp(); !ok || t.Before(ts) {
+			out[r.Message] = out[r.Message].WithTimestamp(t)
+		}
+	}
+	return out, true
+}
+
+// knowledgeRef is how a workspace reference to an offloaded result starts.
+const knowledgeRef = "<knowledge_list>\n<knowledge id=\""
+
+// withPaths adds, to each reference that names an artifact, the absolute
+// path of the artifact's content file when the store keeps one.
+func (e *PipelineEngine) withPaths(msgs []agentctx.Message) []agentctx.Message {
+	pather, ok := e.opts.Pipeline.Store.(interface {
+		Path(namespace, id string) (string, error)
+	})
+	if !ok {
+		return msgs
+	}
+	ns := e.opts.Pipeline.Workspace.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	return agentctx.MapToolResults(msgs, func(r agentctx.ToolResult) (agentctx.Content, bool) {
+		if !r.Content.IsText() || !strings.HasPrefix(r.Content.Text(), knowledgeRef) {
+			return agentctx.Content{}, false
+		}
+		text := r.Content.Text()
+		rest := text[len(knowledgeRef):]
+		end := strings.IndexByte(rest, '"')
+		if end < 0 || strings.Contains(text, "\n<file>") {
+			return agentctx.Content{}, false
+		}
+		id := htmlUnescape(rest[:end])
+		path, err := pather.Path(ns, id)
+		if err != nil {
+			return agentctx.Content{}, false
+		}
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		return agentctx.Text(text + "\n<file>" + path + "</file> (the whole content: read it with your file tool)"), true
+	})
+}
+
+func htmlUnescape(s string) string {
+	if !strings.Contains(s, "&") {
+		return s
+	}
+	return strings.NewReplacer("&quot;", `"`, "&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
+}
+
+// Observe implements Engine: it keeps the session's last usage.
+func (e *PipelineEngine) Observe(_ context.Context, key string, u Usage) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s := e.sessions[key]; s != nil {
+		s.usage = u
+	}
+}
+
+// LastUsage returns the usage last observed for a session.
+func (e *PipelineEngine) LastUsage(key string) (Usage, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.sessions[key]
+	if s == nil {
+		return Usage{}, false
+	}
+	return s.usage, true
+}
+
+// Close closes every session's pipeline. Prepare fails afterwards.
+func (e *PipelineEngine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	var errs []error
+	for k, s := range e.sessions {
+		errs = append(errs, s.p.Close())
+		delete(e.sessions, k)
+	}
+	return errors.Join(errs...)
+}
