@@ -215,6 +215,9 @@ func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, 
 	if err != nil {
 		return nil, err
 	}
+	for _, w := range res.Report.Warnings {
+		e.log.Info("proxy: session warning", "session", req.SessionKey, "warning", w)
+	}
 	out := res.Messages
 	if injected {
 		out = agentctx.StripMetadata(out, agentctx.FieldTimestamp)

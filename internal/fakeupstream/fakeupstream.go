@@ -431,21 +431,24 @@ func (s *Server) call(api string, r *http.Request, body map[string]any, raw []by
 	var all []string
 	switch api {
 	case APIResponses:
+		prevOut := false // the item before was model output: one turn
 		for _, iv := range asSlice(body["input"]) {
 			it := asMap(iv)
 			typ, _ := it["type"].(string)
+			out := it["role"] == "assistant" || typ == "reasoning" || strings.HasSuffix(typ, "_call")
 			switch {
 			case strings.HasSuffix(typ, "_output"):
 				c.Results = append(c.Results, textOf(it["output"]))
 				all = append(all, textOf(it["output"]))
-			case it["role"] == "assistant" || strings.HasSuffix(typ, "_call"):
-				if it["role"] == "assistant" || typ == "function_call" || typ == "custom_tool_call" {
+			case out:
+				if !prevOut {
 					c.Turn++
 				}
 				c.Results = nil
 			default:
 				all = append(all, textOf(it["content"]))
 			}
+			prevOut = out
 		}
 	default:
 		for _, mv := range asSlice(body["messages"]) {
