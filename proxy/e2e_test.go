@@ -18,8 +18,8 @@ import (
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/internal/fakeupstream"
 	"github.com/agentctx/agentctx/pipeline"
-	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/proxy"
+	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/workspace"
 )
 
