@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"io"
 	"log/slog"
 	"testing"
 )
@@ -16,4 +17,10 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
 	w.t.Log(string(p))
 	return len(p), nil
+}
+
+type slogLogger = slog.Logger
+
+func newSlog(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
