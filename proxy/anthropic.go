@@ -2,7 +2,8 @@ package proxy
 
 import (
 	"bytes"
-	"crypto/sha256"
+	"encoding/binary"
+	"hash/maphash"
 
 	"github.com/agentctx/agentctx"
 )
@@ -14,15 +15,28 @@ const MaxBreakpoints = 4
 // prefixHash is a running hash of a list of messages in their stripped form
 // (see appendStripped): the prefix a signed thinking block was produced
 // after.
-type prefixHash [32]byte
+type prefixHash uint64
+
+// chainSeed seeds the prefix hashes of one process (they are never stored).
+var chainSeed = maphash.MakeSeed()
 
 func (h prefixHash) next(stripped []byte) prefixHash {
-	s := sha256.New()
-	s.Write(h[:])
-	s.Write(stripped)
-	var out prefixHash
-	s.Sum(out[:0])
-	return out
+	var m maphash.Hash
+	m.SetSeed(chainSeed)
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(h))
+	m.Write(b[:])
+	m.Write(stripped)
+	return prefixHash(m.Sum64())
+}
+
+// stripped returns enc (a compact encoding) without cache_control members;
+// enc itself when it has none.
+func stripped(buf, enc []byte) []byte {
+	if !bytes.Contains(enc, cacheKey) {
+		return enc
+	}
+	return appendStripped(buf[:0], enc)
 }
 
 // chainOf returns the prefix hash of a whole list of encoded messages.
@@ -30,8 +44,7 @@ func chainOf(encs [][]byte) prefixHash {
 	var h prefixHash
 	var buf []byte
 	for _, e := range encs {
-		buf = appendStripped(buf[:0], e)
-		h = h.next(buf)
+		h = h.next(stripped(buf, e))
 	}
 	return h
 }
@@ -133,8 +146,7 @@ func fixThinking(inEnc [][]byte, a *alignment, known func(string) (prefixHash, b
 	var buf []byte
 	inChain = append(inChain, h)
 	for k := 0; k < len(inEnc); k++ {
-		buf = appendStripped(buf[:0], inEnc[k])
-		h = h.next(buf)
+		h = h.next(stripped(buf, inEnc[k]))
 		inChain = append(inChain, h)
 	}
 	var out prefixHash
@@ -179,8 +191,7 @@ func fixThinking(inEnc [][]byte, a *alignment, known func(string) (prefixHash, b
 				a.outEnc[j], a.match[j] = enc, -1
 			}
 		}
-		buf = appendStripped(buf[:0], a.outEnc[j])
-		out = out.next(buf)
+		out = out.next(stripped(buf, a.outEnc[j]))
 	}
 	return false, removed, nil
 }

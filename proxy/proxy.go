@@ -198,7 +198,9 @@ type exchange struct {
 	bytesOut  int
 	prepared  *Prepared
 	overhead  time.Duration
-	chain     *prefixHash // prefix of the messages sent, when thinking is on
+	sent       *alignment // the messages sent
+	thinkingOn bool
+	chain      *prefixHash // the prefix of the messages sent, once computed
 	thinkKeys []string
 	usage     Usage
 	gotUsage  bool
@@ -223,7 +225,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body io.Reader = r.Body
 	var sent []byte
 	if rt.api != "" && r.ContentLength <= s.opts.MaxBody {
-		raw, err := io.ReadAll(io.LimitReader(r.Body, s.opts.MaxBody+1))
+		raw, err := readBody(r.Body, r.ContentLength, s.opts.MaxBody)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, "agentctx proxy: reading the request body: "+err.Error())
 			return
@@ -381,20 +383,9 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		out = replaceValue(raw, listV, list)
 		x.edited = true
 	}
-	if thinkingOn {
-		var sentEnc [][]byte
-		for j := range a.out {
-			if k := a.match[j]; k >= 0 {
-				sentEnc = append(sentEnc, inEnc[k])
-			} else {
-				sentEnc = append(sentEnc, a.outEnc[j])
-			}
-		}
-		h := chainOf(sentEnc)
-		x.chain = &h
-	}
+	x.thinkingOn = thinkingOn
+	x.sent = a
 	x.bytesOut = len(out)
-	st.sent(a)
 	return out
 }
 
@@ -453,22 +444,40 @@ func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) 
 	var sc usageScanner
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	track := x.api != "" && resp.StatusCode < 300
+	// Thinking blocks are remembered before the bytes that complete them
+	// reach the client, which may send its next request at once.
+	remember := func() {
+		if len(sc.thinking) > len(x.thinkKeys) {
+			s.rememberThinking(x, sc.thinking[len(x.thinkKeys):])
+			x.thinkKeys = sc.thinking
+		}
+	}
+	if track && !sse && x.thinkingOn {
+		// A whole JSON answer with thinking: read it, then relay it.
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+		sc.whole(data, x.api)
+		remember()
+		w.Write(data)
+		x.usage, x.gotUsage = sc.usage, sc.got
+		return
+	}
 	var whole []byte // a JSON answer, for its usage
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return
-			}
-			_ = rc.Flush()
 			if track {
 				if sse {
 					sc.feed(buf[:n], x.api)
+					remember()
 				} else if len(whole) < 16<<20 {
 					whole = append(whole, buf[:n]...)
 				}
 			}
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			_ = rc.Flush()
 		}
 		if err != nil {
 			break
@@ -477,7 +486,23 @@ func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) 
 	if track && !sse && len(whole) > 0 {
 		sc.whole(whole, x.api)
 	}
-	x.usage, x.gotUsage, x.thinkKeys = sc.usage, sc.got, sc.thinking
+	x.usage, x.gotUsage = sc.usage, sc.got
+}
+
+// rememberThinking records, for thinking blocks the upstream produced, the
+// prefix they were produced after: every message sent.
+func (s *Server) rememberThinking(x *exchange, keys []string) {
+	if x.sent == nil || !x.thinkingOn || x.session == "" {
+		return
+	}
+	if x.chain == nil {
+		h := chainOf(x.sent.outEnc)
+		x.chain = &h
+	}
+	st := s.stats.get(x.session)
+	for _, k := range keys {
+		st.rememberThinking(k, *x.chain)
+	}
 }
 
 func (s *Server) finish(r *http.Request, x *exchange) {
@@ -485,10 +510,8 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 	if x.session != "" {
 		st := s.stats.get(x.session)
 		st.record(x)
-		if x.chain != nil {
-			for _, k := range x.thinkKeys {
-				st.rememberThinking(k, *x.chain)
-			}
+		if x.sent != nil {
+			st.sent(x.sent)
 		}
 		if x.gotUsage && s.opts.Engine != nil {
 			s.opts.Engine.Observe(context.WithoutCancel(r.Context()), x.session, x.usage)
@@ -553,4 +576,23 @@ func (t *statsTable) get(key string) *sessionStats {
 		t.sessions[key] = s
 	}
 	return s
+}
+
+// readBody reads up to max+1 bytes, in one allocation when the length is
+// known.
+func readBody(r io.Reader, n, max int64) ([]byte, error) {
+	if n < 0 || n > max {
+		return io.ReadAll(io.LimitReader(r, max+1))
+	}
+	buf := make([]byte, n, n+1)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	// A body longer than announced is an error of the client's; read one
+	// more byte to notice it.
+	var one [1]byte
+	if k, _ := r.Read(one[:]); k > 0 {
+		return append(buf, one[0]), nil
+	}
+	return buf, nil
 }

@@ -155,7 +155,7 @@ func withBlockMember(b agentctx.Block, key string, value []byte) (agentctx.Block
 }
 
 // appendStripped appends the compact JSON of raw without any member named
-// cache_control, at any depth: the form in which two prefixes are compared
+// cache_control, at any depth (strings copied as written): the form in which two prefixes are compared
 // for signed thinking (breakpoints move between requests without changing
 // what the model read).
 func appendStripped(dst, raw []byte) []byte {
@@ -193,8 +193,6 @@ func appendStripped(dst, raw []byte) []byte {
 			dst = appendStripped(dst, el)
 		}
 		return append(dst, ']')
-	case '"':
-		return rawjson.AppendString(dst, rawjson.Unquote(raw))
 	}
 	return rawjson.AppendCompact(dst, raw)
 }
