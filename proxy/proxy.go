@@ -189,23 +189,23 @@ func (s *Server) route(r *http.Request) route {
 
 // exchange is one request's bookkeeping.
 type exchange struct {
-	start     time.Time
-	api       API
-	session   string
-	edited    bool
-	deferred  bool
-	bytesIn   int
-	bytesOut  int
-	prepared  *Prepared
-	overhead  time.Duration
+	start      time.Time
+	api        API
+	session    string
+	edited     bool
+	deferred   bool
+	bytesIn    int
+	bytesOut   int
+	prepared   *Prepared
+	overhead   time.Duration
 	sent       *alignment // the messages sent
 	thinkingOn bool
 	chain      *prefixHash // the prefix of the messages sent, once computed
-	thinkKeys []string
-	usage     Usage
-	gotUsage  bool
-	status    int
-	engineErr error
+	thinkKeys  []string
+	usage      Usage
+	gotUsage   bool
+	status     int
+	engineErr  error
 }
 
 // ServeHTTP implements http.Handler.
