@@ -162,11 +162,13 @@ func e2eEngine(t *testing.T, limit int, tool string) *proxy.PipelineEngine {
 	return e
 }
 
+var fileRef = regexp.MustCompile(`<file>([^<]+)</file>`)
+
 // checkUpstream checks what the fake upstream saw: no rejection, and the
 // marks of offload, prune and compaction in the requests it was sent.
 func checkUpstream(t *testing.T, fake *fakeupstream.Server, srv *proxy.Server) {
 	t.Helper()
-	var seen struct{ offload, prune, summary bool }
+	var seen struct{ offload, prune, summary, file bool }
 	n := 0
 	for _, r := range fake.Records() {
 		if r.API == "" {
@@ -179,6 +181,17 @@ func checkUpstream(t *testing.T, fake *fakeupstream.Server, srv *proxy.Server) {
 		seen.offload = seen.offload || bytes.Contains(r.Body, []byte("knowledge_list"))
 		seen.prune = seen.prune || bytes.Contains(r.Body, []byte(prune.DefaultPlaceholder))
 		seen.summary = seen.summary || bytes.Contains(r.Body, []byte(compact.SummaryTitle))
+		// Every reference names a file the agent can read back whole.
+		for _, m := range fileRef.FindAllSubmatch(r.Body, -1) {
+			data, err := os.ReadFile(string(m[1]))
+			if err != nil || !bytes.Contains(data, []byte("RESULT=")) {
+				t.Errorf("reference to %s: %v; want the original output", m[1], err)
+			}
+			seen.file = true
+		}
+	}
+	if !seen.file {
+		t.Error("no reference named its artifact's file")
 	}
 	if n == 0 {
 		t.Fatal("the upstream saw no model request")

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/tokens"
+	"github.com/agentctx/agentctx/workspace/dirstore"
 )
 
 // Defaults of PipelineEngine.
@@ -25,10 +27,11 @@ const (
 // pipeline per session with the pipeline package's defaults.
 type PipelineOptions struct {
 	// Pipeline is the template of every session's pipeline.Options. Its
-	// SessionID is set to the session key (made safe as a file name), its
-	// Now and Logger default to the fields below. Give a Store (shared by
-	// every session, left open) and a MessageCounter (shared, so its cache
-	// serves every session); nil ones are made per session.
+	// SessionID is set to the session key, its Now and Logger default to
+	// the fields below. Store is shared by every session: a Store given
+	// here is left open; nil means a directory store at WorkspaceDir,
+	// opened by NewPipelineEngine and closed by Close. A nil
+	// MessageCounter means one shared by every session.
 	Pipeline pipeline.Options
 	// Summarizer, when set, returns the compaction summarizer for a
 	// session, given the session's latest request (its credentials and
@@ -63,6 +66,8 @@ type PipelineEngine struct {
 	mu       sync.Mutex
 	sessions map[string]*pipeSession
 	closed   bool
+
+	closeStore func() error // the store NewPipelineEngine opened, if any
 }
 
 type pipeSession struct {
@@ -96,10 +101,22 @@ func NewPipelineEngine(opts PipelineOptions) (*PipelineEngine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	var closeStore func() error
+	if opts.Pipeline.Store == nil && (opts.Pipeline.Offload == "" || opts.Pipeline.Offload == pipeline.OffloadWorkspace) {
+		dir := opts.Pipeline.WorkspaceDir
+		if dir == "" {
+			dir = pipeline.DefaultWorkspaceDir
+		}
+		st, err := dirstore.Open(dir, nil)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: open workspace: %w", err)
+		}
+		opts.Pipeline.Store, closeStore = st, st.Close
+	}
 	if opts.Pipeline.MessageCounter == nil {
 		opts.Pipeline.MessageCounter = tokens.NewMessageCounter(tokens.MessageOptions{Counter: opts.Pipeline.Counter, Parallelism: -1})
 	}
-	return &PipelineEngine{opts: opts, log: opts.Logger, sessions: map[string]*pipeSession{}}, nil
+	return &PipelineEngine{opts: opts, log: opts.Logger, sessions: map[string]*pipeSession{}, closeStore: closeStore}, nil
 }
 
 // ErrClosed is returned by Prepare after Close.
@@ -338,6 +355,10 @@ func (e *PipelineEngine) Close() error {
 	for k, s := range e.sessions {
 		errs = append(errs, s.p.Close())
 		delete(e.sessions, k)
+	}
+	if e.closeStore != nil {
+		errs = append(errs, e.closeStore())
+		e.closeStore = nil
 	}
 	return errors.Join(errs...)
 }
