@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"encoding/json"
 	"io"
 	"log/slog"
 	"testing"
@@ -24,3 +25,5 @@ type slogLogger = slog.Logger
 func newSlog(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+func jsonValid(b []byte) bool { return json.Valid(b) }
