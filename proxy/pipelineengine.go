@@ -224,7 +224,9 @@ func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, 
 	defer e.release(s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.last = req
+	// The summarizer needs the credentials and model, not the history:
+	// keep nothing else of the request.
+	s.last = &Request{API: req.API, SessionKey: req.SessionKey, Header: req.Header.Clone(), Model: req.Model, Received: req.Received}
 
 	doc := req.Document
 	msgs, injected := s.stamp(doc.Messages, e.opts.Now())
