@@ -7,8 +7,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,4 +98,54 @@ func BenchmarkOverhead(b *testing.B) {
 			b.ReportMetric(float64(d[len(d)*99/100].Microseconds())/1000, "p99-ms")
 		})
 	}
+}
+
+// BenchmarkSessions sends one 200 KB request for each of 50 sessions at
+// once, through the pipeline engine, and reports the heap kept per session
+// afterwards as a ratio of the history's size.
+func BenchmarkSessions(b *testing.B) {
+	const sessions = 50
+	body := bigRequest(200 << 10)
+	for i := 0; i < b.N; i++ {
+		dir := b.TempDir()
+		e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{Pipeline: pipeline.Options{WorkspaceDir: filepath.Join(dir, "ws"), NoCompact: true}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv, _ := proxy.New(proxy.Options{Engine: e, Transport: &nopTransport{}})
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		var wg sync.WaitGroup
+		var failed atomic.Int32
+		for s := 0; s < sessions; s++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(body))
+				req.Header.Set(proxy.HeaderSession, fmt.Sprint("s", s))
+				w := httptest.NewRecorder()
+				srv.ServeHTTP(w, req)
+				if w.Code != 200 {
+					failed.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if failed.Load() > 0 {
+			b.Fatalf("%d requests failed", failed.Load())
+		}
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/sessions/float64(len(body)), "heap/history")
+		runtime.KeepAlive(srv)
+		e.Close()
+	}
+}
+
+type nopTransport struct{}
+
+func (nopTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	io.Copy(io.Discard, r.Body)
+	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("{}")), Request: r}, nil
 }
