@@ -74,6 +74,10 @@ type Prepared struct {
 	// Pruned and Offloaded count the tool results changed by this call.
 	Pruned    int
 	Offloaded int
+	// Unchanged, when true, tells the proxy that Messages are the
+	// request's own, unchanged: it forwards the body as received without
+	// comparing the lists (a fast path; false is always correct).
+	Unchanged bool
 }
 
 // Usage is what the upstream reported for one request: Anthropic's usage

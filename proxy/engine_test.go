@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -14,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/internal/fakeupstream"
 	"github.com/agentctx/agentctx/pipeline"
@@ -191,4 +191,52 @@ func TestGracefulShutdownFinishesStreams(t *testing.T) {
 	}
 }
 
-var _ = agentctx.RoleUser
+
+// An OpenAI chat agent loop through the pipeline engine: every request the
+// strict fake sees is paired, and large results are offloaded.
+func TestChatLoopThroughPipeline(t *testing.T) {
+	e := pipelineEngine(t, proxy.PipelineOptions{Pipeline: pipeline.Options{Workspace: workspace.Options{InlineLimit: 2000},
+		Compact: compact.Options{Limit: 1000}}, Logger: testLogger(t)})
+	fake := fakeupstream.New(fakeupstream.Options{Script: func(c *fakeupstream.Call) fakeupstream.Reply {
+		if c.Turn < 6 {
+			return fakeupstream.Reply{Text: "step", ToolCalls: []fakeupstream.ToolCall{{Name: "sh", Input: map[string]any{"cmd": "ls"}}}}
+		}
+		return fakeupstream.Reply{Text: "done"}
+	}})
+	base := newProxy(t, fake, e)
+	msgs := []map[string]any{{"role": "system", "content": "sys"}, {"role": "user", "content": "go"}}
+	for turn := 0; turn < 7; turn++ {
+		body, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs, "stream": false})
+		resp := post(t, base+"/v1/chat/completions", string(body), map[string]string{proxy.HeaderSession: "chat"})
+		var out struct {
+			Choices []struct {
+				Message map[string]any `json:"message"`
+			} `json:"choices"`
+		}
+		data, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || json.Unmarshal(data, &out) != nil || len(out.Choices) == 0 {
+			t.Fatalf("turn %d: %d %s", turn, resp.StatusCode, data)
+		}
+		m := out.Choices[0].Message
+		msgs = append(msgs, m)
+		calls, _ := m["tool_calls"].([]any)
+		if len(calls) == 0 {
+			break
+		}
+		for _, c := range calls {
+			id := c.(map[string]any)["id"]
+			msgs = append(msgs, map[string]any{"role": "tool", "tool_call_id": id, "content": strings.Repeat("output line\n", 400)})
+		}
+	}
+	var offloaded, summarized bool
+	for _, r := range fake.Records() {
+		if r.Rejected != "" {
+			t.Errorf("rejected: %s", r.Rejected)
+		}
+		offloaded = offloaded || strings.Contains(string(r.Body), "knowledge_list")
+		summarized = summarized || strings.Contains(string(r.Body), compact.SummaryTitle)
+	}
+	if !offloaded || !summarized {
+		t.Errorf("offloaded %v, summarized %v; want both", offloaded, summarized)
+	}
+}

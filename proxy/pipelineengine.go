@@ -242,8 +242,11 @@ func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, 
 		out = agentctx.StripMetadata(out, agentctx.FieldTimestamp)
 	}
 	out = e.withPaths(out)
-	pr := &Prepared{Messages: out, TokensBefore: res.Report.TokensBefore, TokensAfter: res.Report.TokensAfter}
+	pr := &Prepared{Messages: out, TokensBefore: res.Report.TokensBefore, TokensAfter: res.Report.TokensAfter, Unchanged: true}
 	for _, st := range res.Report.Steps {
+		if st.Changed > 0 || st.Compact != nil && (st.Compact.Compacted || st.Compact.Reused > 0) {
+			pr.Unchanged = false
+		}
 		switch st.Step {
 		case pipeline.StepPrune:
 			pr.Pruned = st.Changed

@@ -198,7 +198,7 @@ type exchange struct {
 	bytesOut   int
 	prepared   *Prepared
 	overhead   time.Duration
-	sent       *alignment // the messages sent
+	sentEnc    [][]byte // the messages sent, compact
 	thinkingOn bool
 	chain      *prefixHash // the prefix of the messages sent, once computed
 	thinkKeys  []string
@@ -345,6 +345,15 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		return raw
 	}
 	x.prepared = prep
+	if prep.Unchanged {
+		x.thinkingOn = thinkingOn
+		x.sentEnc = make([][]byte, len(inRaw))
+		for k, r := range inRaw {
+			x.sentEnc[k] = rawjson.AppendCompact(nil, r)
+		}
+		x.bytesOut = len(raw)
+		return raw
+	}
 	inEnc, err := encodeAll(doc.Messages)
 	if err != nil {
 		x.engineErr = err
@@ -384,7 +393,7 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		x.edited = true
 	}
 	x.thinkingOn = thinkingOn
-	x.sent = a
+	x.sentEnc = a.outEnc
 	x.bytesOut = len(out)
 	return out
 }
@@ -492,11 +501,11 @@ func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) 
 // rememberThinking records, for thinking blocks the upstream produced, the
 // prefix they were produced after: every message sent.
 func (s *Server) rememberThinking(x *exchange, keys []string) {
-	if x.sent == nil || !x.thinkingOn || x.session == "" {
+	if x.sentEnc == nil || !x.thinkingOn || x.session == "" {
 		return
 	}
 	if x.chain == nil {
-		h := chainOf(x.sent.outEnc)
+		h := chainOf(x.sentEnc)
 		x.chain = &h
 	}
 	st := s.stats.get(x.session)
@@ -510,8 +519,8 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 	if x.session != "" {
 		st := s.stats.get(x.session)
 		st.record(x)
-		if x.sent != nil {
-			st.sent(x.sent)
+		if x.sentEnc != nil {
+			st.sent(x.sentEnc)
 		}
 		if x.gotUsage && s.opts.Engine != nil {
 			s.opts.Engine.Observe(context.WithoutCancel(r.Context()), x.session, x.usage)

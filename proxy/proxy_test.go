@@ -426,3 +426,40 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+func TestCacheBreaksCounted(t *testing.T) {
+	base := newProxy(t, &capture{}, &funcEngine{})
+	m := func(s string) string { return `{"role":"user","content":"` + s + `"}` }
+	a := func(s string) string { return `{"role":"assistant","content":"` + s + `"}` }
+	for _, msgs := range [][]string{
+		{m("q1")},
+		{m("q1"), a("a1"), m("q2")},
+		{m("q1"), a("a1"), m("q2"), a("a2"), m("q3")},
+		{m("CHANGED"), a("a1"), m("q2"), a("a2"), m("q3"), a("a3"), m("q4")},
+	} {
+		resp := post(t, base+"/v1/messages", `{"model":"m","messages":[`+strings.Join(msgs, ",")+`]}`, map[string]string{proxy.HeaderSession: "cb"})
+		io.ReadAll(resp.Body)
+	}
+	resp, err := http.Get(base + proxy.StatsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var got struct{ Sessions []proxy.SessionStats }
+	json.NewDecoder(resp.Body).Decode(&got)
+	if len(got.Sessions) != 1 || got.Sessions[0].CacheBreaks != 1 || got.Sessions[0].Requests != 4 {
+		t.Errorf("stats %+v; want 4 requests, 1 cache break", got.Sessions)
+	}
+}
+
+func TestMidStreamErrorRelayed(t *testing.T) {
+	fake := fakeupstream.New(fakeupstream.Options{Script: func(*fakeupstream.Call) fakeupstream.Reply {
+		return fakeupstream.Reply{Error: "Overloaded"}
+	}})
+	base := newProxy(t, fake, &funcEngine{})
+	resp := post(t, base+"/v1/messages", `{"model":"m","stream":true,"messages":[{"role":"user","content":"x"}]}`, nil)
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "event: error\ndata: {\"error\":{\"message\":\"Overloaded\",\"type\":\"overloaded_error\"},\"type\":\"error\"}\n\n") {
+		t.Errorf("status %d, stream %q; want the error event verbatim", resp.StatusCode, b)
+	}
+}

@@ -74,10 +74,10 @@ func (s *sessionStats) rememberThinking(key string, h prefixHash) {
 
 // sent records the messages sent and counts a cache break when they do
 // not extend the previous request's.
-func (s *sessionStats) sent(a *alignment) {
-	hs := make([]uint64, len(a.out))
-	for j := range a.out {
-		hs[j] = hash64(a.outEnc[j])
+func (s *sessionStats) sent(encs [][]byte) {
+	hs := make([]uint64, len(encs))
+	for j, e := range encs {
+		hs[j] = hash64(e)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
