@@ -191,7 +191,6 @@ func TestGracefulShutdownFinishesStreams(t *testing.T) {
 	}
 }
 
-
 // An OpenAI chat agent loop through the pipeline engine: every request the
 // strict fake sees is paired, and large results are offloaded.
 func TestChatLoopThroughPipeline(t *testing.T) {
