@@ -111,6 +111,23 @@ func onlyToolResults(m *agentctx.Message) bool {
 	return true
 }
 
+// thinkingVerdict is what fixThinking decided.
+type thinkingVerdict int
+
+const (
+	thinkingOK    thinkingVerdict = iota // send the edited request
+	thinkingDefer                        // send the client's request unedited
+	thinkingDrop                         // send the edited request asking the API to drop invalid blocks
+)
+
+// ThinkingBindingBeta is the beta that enables the thinking block_binding
+// controls, and DropBlock the prefix_mismatch_behavior the proxy asks for
+// when no request it can send would pass the prefix check.
+const (
+	ThinkingBindingBeta = "thinking-binding-controls-2026-08-01"
+	DropBlock           = "drop_block"
+)
+
 // fixThinking applies the signed-thinking prefix rule of Anthropic's
 // preserved thinking ("prefix checks"): a thinking or redacted_thinking
 // block is valid only when the system prompt, tools and messages before it
@@ -124,13 +141,19 @@ func onlyToolResults(m *agentctx.Message) bool {
 // never saw, taken to be the client's own history before the message. When
 // the prefix now sent differs, the message's thinking blocks are removed,
 // which is the documented way to keep older turns after trimming or
-// summarizing ("remove the kept turns' thinking"). The open turn (the last
-// assistant message, followed only by tool results) must keep its thinking
-// while extended thinking is on: when its prefix changed, fixThinking
-// reports deferred, and the proxy forwards the request unedited (the edit
-// is applied at the next turn boundary). Nothing is ever changed inside a
-// thinking block.
-func fixThinking(inEnc [][]byte, a *alignment, known func(string) (prefixHash, bool), thinkingOn bool) (deferred bool, removed int, err error) {
+// summarizing ("remove the kept turns' thinking").
+//
+// The open turn (the last assistant message, followed only by tool
+// results) must keep its thinking while extended thinking is on (the API
+// requires the final assistant turn to start with it). When the edit
+// changed its prefix and the client's own request would pass the check,
+// the verdict is thinkingDefer: the request goes unedited, and the edit is
+// applied at the next turn boundary. When neither would pass (the block
+// was produced after an earlier edit that the Engine did not repeat), the
+// verdict is thinkingDrop: the edited request goes with the documented
+// control thinking.block_binding.prefix_mismatch_behavior = "drop_block".
+// Nothing is ever changed inside a thinking block.
+func fixThinking(inEnc [][]byte, a *alignment, known func(string) (prefixHash, bool), thinkingOn bool) (thinkingVerdict, error) {
 	last := -1
 	for j := a.firstChanged; j < len(a.out); j++ {
 		if hasThinking(&a.out[j]) {
@@ -138,7 +161,7 @@ func fixThinking(inEnc [][]byte, a *alignment, known func(string) (prefixHash, b
 		}
 	}
 	if last < 0 {
-		return false, 0, nil
+		return thinkingOK, nil
 	}
 	open := openTurn(a.out)
 	inChain := make([]prefixHash, 0, len(inEnc)+1) // inChain[k]: prefix of input message k
@@ -149,30 +172,34 @@ func fixThinking(inEnc [][]byte, a *alignment, known func(string) (prefixHash, b
 		h = h.next(stripped(buf, inEnc[k]))
 		inChain = append(inChain, h)
 	}
+	verdict := thinkingOK
 	var out prefixHash
 	for j := 0; j <= last; j++ {
 		m := &a.out[j]
 		if j >= a.firstChanged && hasThinking(m) {
-			valid := true
+			valid, rawValid := true, a.match[j] >= 0
 			for _, b := range m.Content.Blocks() {
 				if !isThinking(b) {
 					continue
 				}
 				want, ok := known(thinkingKey(b))
-				if !ok {
-					if k := a.match[j]; k >= 0 {
-						want, ok = inChain[k], true
-					}
+				if !ok && a.match[j] >= 0 {
+					want, ok = inChain[a.match[j]], true
 				}
 				if !ok || want != out {
 					valid = false
-					break
+				}
+				if !ok || a.match[j] < 0 || want != inChain[a.match[j]] {
+					rawValid = false
 				}
 			}
-			if !valid {
-				if j == open && thinkingOn {
-					return true, removed, nil
-				}
+			switch {
+			case valid:
+			case j == open && thinkingOn && rawValid:
+				return thinkingDefer, nil
+			case j == open && thinkingOn:
+				verdict = thinkingDrop // keep the block; the API drops it
+			default:
 				kept := make([]agentctx.Block, 0, len(m.Content.Blocks()))
 				for _, b := range m.Content.Blocks() {
 					if !isThinking(b) {
@@ -180,20 +207,25 @@ func fixThinking(inEnc [][]byte, a *alignment, known func(string) (prefixHash, b
 					}
 				}
 				if len(kept) == 0 {
-					return true, removed, nil
+					return thinkingDefer, nil
 				}
-				removed += len(m.Content.Blocks()) - len(kept)
 				a.out[j] = m.WithContent(agentctx.BlockList(kept...))
 				enc, err := a.out[j].AppendJSON(nil)
 				if err != nil {
-					return false, removed, err
+					return thinkingOK, err
 				}
 				a.outEnc[j], a.match[j] = enc, -1
 			}
 		}
 		out = out.next(stripped(buf, a.outEnc[j]))
 	}
-	return false, removed, nil
+	return verdict, nil
+}
+
+// withDropBlock returns the thinking object with
+// block_binding.prefix_mismatch_behavior set to drop_block.
+func withDropBlock(thinking []byte) []byte {
+	return setMember(thinking, "block_binding", []byte(`{"prefix_mismatch_behavior":"`+DropBlock+`"}`))
 }
 
 var cacheKey = []byte(`"cache_control":`)

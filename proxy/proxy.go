@@ -194,6 +194,7 @@ type exchange struct {
 	session    string
 	edited     bool
 	deferred   bool
+	dropBlock  bool // ask the API to drop thinking blocks whose prefix changed
 	bytesIn    int
 	bytesOut   int
 	prepared   *Prepared
@@ -239,6 +240,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	up, err := s.upstreamRequest(r, rt, body, sent)
+	if err == nil && x.dropBlock {
+		addBeta(up.Header, ThinkingBindingBeta)
+	}
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "agentctx proxy: "+err.Error())
 		return
@@ -365,15 +369,19 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		return raw
 	}
 	if rt.api == APIAnthropic && !a.unchanged(len(inEnc)) {
-		deferred, _, err := fixThinking(inEnc, a, st.knownThinking, thinkingOn)
+		verdict, err := fixThinking(inEnc, a, st.knownThinking, thinkingOn)
 		if err != nil {
 			x.engineErr = err
 			return raw
 		}
-		if deferred {
+		switch verdict {
+		case thinkingDefer:
 			x.deferred = true
 			a, _ = align(inEnc, doc.Messages)
-		} else {
+		case thinkingDrop:
+			x.dropBlock = true
+			fallthrough
+		default:
 			addBreakpoint(a, b.get("system"), b.get("tools"))
 		}
 	}
@@ -389,7 +397,12 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		} else {
 			list = spliceList(inRaw, a)
 		}
-		out = replaceValue(raw, listV, list)
+		spans := []span{{listV, list}}
+		if x.dropBlock {
+			th := b.get("thinking")
+			spans = append(spans, span{th, withDropBlock(th)})
+		}
+		out = replaceValues(raw, spans...)
 		x.edited = true
 	}
 	x.thinkingOn = thinkingOn
@@ -536,6 +549,9 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 		if x.deferred {
 			attrs = append(attrs, "deferred", "signed thinking in the open turn")
 		}
+		if x.dropBlock {
+			attrs = append(attrs, "thinking", DropBlock)
+		}
 		if x.gotUsage {
 			attrs = append(attrs, "usage_input", x.usage.Total(), "usage_output", x.usage.OutputTokens)
 		}
@@ -576,11 +592,18 @@ type statsTable struct {
 
 func newStatsTable() *statsTable { return &statsTable{sessions: map[string]*sessionStats{}} }
 
+// maxStatsSessions bounds the sessions the statistics keep; the least
+// recently seen go first.
+const maxStatsSessions = 10_000
+
 func (t *statsTable) get(key string) *sessionStats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := t.sessions[key]
 	if s == nil {
+		if len(t.sessions) >= maxStatsSessions {
+			t.evictOldest()
+		}
 		s = &sessionStats{thinking: map[string]prefixHash{}}
 		t.sessions[key] = s
 	}
@@ -604,4 +627,33 @@ func readBody(r io.Reader, n, max int64) ([]byte, error) {
 		return append(buf, one[0]), nil
 	}
 	return buf, nil
+}
+
+// addBeta adds a beta to the anthropic-beta header unless it is there.
+func addBeta(h http.Header, beta string) {
+	v := h.Get("Anthropic-Beta")
+	for _, b := range strings.Split(v, ",") {
+		if strings.TrimSpace(b) == beta {
+			return
+		}
+	}
+	if v != "" {
+		v += ","
+	}
+	h.Set("Anthropic-Beta", v+beta)
+}
+
+// evictOldest drops the least recently seen session. t.mu is held.
+func (t *statsTable) evictOldest() {
+	var oldKey string
+	var oldest time.Time
+	for k, s := range t.sessions {
+		s.mu.Lock()
+		seen := s.lastSeen
+		s.mu.Unlock()
+		if oldKey == "" || seen.Before(oldest) {
+			oldKey, oldest = k, seen
+		}
+	}
+	delete(t.sessions, oldKey)
 }

@@ -63,6 +63,7 @@ func (c *capture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.bodies = append(c.bodies, b)
 	c.mu.Unlock()
 	if c.handler != nil {
+		r.Body = io.NopCloser(bytes.NewReader(b))
 		c.handler(w, r)
 		return
 	}

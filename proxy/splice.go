@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"sort"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/rawjson"
@@ -119,9 +120,21 @@ func withBlockMember(b agentctx.Block, key string, value []byte) (agentctx.Block
 	if err != nil {
 		return b, err
 	}
-	ms, err := rawjson.Members(raw)
-	if err != nil {
+	buf := setMember(raw, key, value)
+	var nb agentctx.Block
+	if err := nb.UnmarshalJSON(buf); err != nil {
 		return b, err
+	}
+	return nb, nil
+}
+
+// setMember returns a compact copy of a JSON object with the member key set
+// to value (added at the end when absent); obj itself when it is not an
+// object.
+func setMember(obj []byte, key string, value []byte) []byte {
+	ms, err := rawjson.Members(obj)
+	if err != nil {
+		return obj
 	}
 	buf := []byte{'{'}
 	done := false
@@ -146,12 +159,29 @@ func withBlockMember(b agentctx.Block, key string, value []byte) (agentctx.Block
 		buf = append(buf, ':')
 		buf = append(buf, value...)
 	}
-	buf = append(buf, '}')
-	var nb agentctx.Block
-	if err := nb.UnmarshalJSON(buf); err != nil {
-		return b, err
+	return append(buf, '}')
+}
+
+// span is a value inside a body and what replaces it.
+type span struct{ value, repl []byte }
+
+// replaceValues returns raw with each span's value (a subslice of raw)
+// replaced; the spans must not overlap.
+func replaceValues(raw []byte, spans ...span) []byte {
+	sort.Slice(spans, func(i, j int) bool { return offsetIn(raw, spans[i].value) < offsetIn(raw, spans[j].value) })
+	n := len(raw)
+	for _, s := range spans {
+		n += len(s.repl) - len(s.value)
 	}
-	return nb, nil
+	out := make([]byte, 0, n)
+	at := 0
+	for _, s := range spans {
+		off := offsetIn(raw, s.value)
+		out = append(out, raw[at:off]...)
+		out = append(out, s.repl...)
+		at = off + len(s.value)
+	}
+	return append(out, raw[at:]...)
 }
 
 // appendStripped appends the compact JSON of raw without any member named

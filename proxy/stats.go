@@ -17,6 +17,7 @@ const maxThinking = 512
 type sessionStats struct {
 	mu sync.Mutex
 	SessionStats
+	lastSeen     time.Time
 	lastSent     []uint64
 	thinking     map[string]prefixHash
 	thinkingKeys []string
@@ -76,19 +77,18 @@ func (s *sessionStats) rememberThinking(key string, h prefixHash) {
 // not extend the previous request's.
 func (s *sessionStats) sent(encs [][]byte) {
 	hs := make([]uint64, len(encs))
+	var buf []byte
 	for j, e := range encs {
-		hs[j] = hash64(e)
+		// Without cache_control: clients move their breakpoints every
+		// request, which does not change what is cached.
+		hs[j] = hash64(stripped(buf, e))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	prev := s.lastSent
 	brk := len(prev) > len(hs)
 	for i := 0; !brk && i < len(prev); i++ {
-		// The last message of a request is where clients put their moving
-		// breakpoint: compare the rest.
-		if prev[i] != hs[i] && i < len(prev)-1 {
-			brk = true
-		}
+		brk = prev[i] != hs[i]
 	}
 	if brk {
 		s.CacheBreaks++
@@ -99,6 +99,7 @@ func (s *sessionStats) sent(encs [][]byte) {
 func (s *sessionStats) record(x *exchange) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lastSeen = x.start
 	s.API = x.api
 	s.Requests++
 	if x.edited {

@@ -183,3 +183,45 @@ func TestAtMostFourBreakpointsAfterAnEdit(t *testing.T) {
 		}
 	}
 }
+
+// When the open turn's thinking was produced after an edit the Engine does
+// not repeat, no request passes the prefix check as is: the proxy asks the
+// API to drop the invalid block (the documented control) with its beta.
+func TestSignedThinkingDropBlockWhenNothingPasses(t *testing.T) {
+	fake := fakeupstream.New(fakeupstream.Options{Script: func(c *fakeupstream.Call) fakeupstream.Reply {
+		if len(c.Results) == 0 {
+			return fakeupstream.Reply{Thinking: "call", ToolCalls: []fakeupstream.ToolCall{{Name: "Bash", Input: map[string]any{"command": "ls"}}}}
+		}
+		return fakeupstream.Reply{Text: "done"}
+	}})
+	n := 0
+	eng := &funcEngine{prepare: func(req *proxy.Request) []agentctx.Message {
+		n++
+		out := append([]agentctx.Message(nil), req.Document.Messages...)
+		out[0] = out[0].WithContent(agentctx.Text(strings.Repeat("EDITED ", n)))
+		return out
+	}}
+	up := &capture{handler: fake.ServeHTTP}
+	base := newProxy(t, up, eng)
+	u := `{"role":"user","content":"please call a tool"}`
+	resp := post(t, base+"/v1/messages", body(u), nil)
+	data, _ := io.ReadAll(resp.Body)
+	var first struct {
+		Content json.RawMessage `json:"content"`
+	}
+	json.Unmarshal(data, &first)
+	var blocks []map[string]any
+	json.Unmarshal(first.Content, &blocks)
+	id := blocks[len(blocks)-1]["id"].(string)
+	a := `{"role":"assistant","content":` + string(first.Content) + `}`
+	res := `{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + id + `","content":"files"}]}`
+	resp = post(t, base+"/v1/messages", body(u, a, res), map[string]string{"Anthropic-Beta": "other-beta"})
+	data, _ = io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, data)
+	}
+	r, sent := up.last(t)
+	if !strings.Contains(string(sent), `"block_binding":{"prefix_mismatch_behavior":"drop_block"}`) || r.Header.Get("Anthropic-Beta") != "other-beta,"+proxy.ThinkingBindingBeta {
+		t.Errorf("want drop_block and its beta; beta %q, body:\n%s", r.Header.Get("Anthropic-Beta"), sent)
+	}
+}
