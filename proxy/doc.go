@@ -56,7 +56,11 @@
 //     turns after trimming or summarizing), and an edit that would
 //     invalidate the thinking of the open turn (the last assistant message
 //     while its tool results are being answered) is deferred: that request
-//     goes upstream unedited. Nothing inside a thinking block is changed.
+//     goes upstream unedited. Only when the client's own request would
+//     fail the check too (the block followed an earlier edit that the
+//     Engine did not repeat) does the proxy use the documented control,
+//     thinking.block_binding.prefix_mismatch_behavior = "drop_block", with
+//     its beta header. Nothing inside a thinking block is changed.
 //
 // # The Engine seam
 //

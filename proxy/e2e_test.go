@@ -211,6 +211,10 @@ func checkUpstream(t *testing.T, fake *fakeupstream.Server, srv *proxy.Server) {
 		t.Errorf("proxy stats: edited %d, compactions %d, bytes %d -> %d; want edits, a compaction and fewer bytes", edited, compactions, before, after)
 	}
 	t.Logf("upstream requests: %d; bytes received %d, sent %d; compactions %d", n, before, after, compactions)
+	for _, st := range srv.Stats() {
+		b, _ := json.Marshal(st)
+		t.Logf("stats: %s", b)
+	}
 }
 
 func startProxy(t *testing.T, fake *fakeupstream.Server, engine proxy.Engine) (*proxy.Server, string, string) {
