@@ -36,7 +36,18 @@ func stripped(buf, enc []byte) []byte {
 	if !bytes.Contains(enc, cacheKey) {
 		return enc
 	}
-	return appendStripped(buf[:0], enc)
+	return appendStripped(buf[:0], enc, false)
+}
+
+var stringContent = []byte(`"content":"`)
+
+// canonical returns enc in the form prefixes are compared in (see
+// appendStripped); enc itself when it is already in it.
+func canonical(buf, enc []byte) []byte {
+	if !bytes.Contains(enc, cacheKey) && !bytes.Contains(enc, stringContent) {
+		return enc
+	}
+	return appendStripped(buf[:0], enc, true)
 }
 
 // chainOf returns the prefix hash of a whole list of encoded messages.
@@ -44,7 +55,7 @@ func chainOf(encs [][]byte) prefixHash {
 	var h prefixHash
 	var buf []byte
 	for _, e := range encs {
-		h = h.next(stripped(buf, e))
+		h = h.next(canonical(buf, e))
 	}
 	return h
 }
@@ -169,7 +180,7 @@ func fixThinking(inEnc [][]byte, a *alignment, known func(string) (prefixHash, b
 	var buf []byte
 	inChain = append(inChain, h)
 	for k := 0; k < len(inEnc); k++ {
-		h = h.next(stripped(buf, inEnc[k]))
+		h = h.next(canonical(buf, inEnc[k]))
 		inChain = append(inChain, h)
 	}
 	verdict := thinkingOK
@@ -217,7 +228,7 @@ func fixThinking(inEnc [][]byte, a *alignment, known func(string) (prefixHash, b
 				a.outEnc[j], a.match[j] = enc, -1
 			}
 		}
-		out = out.next(stripped(buf, a.outEnc[j]))
+		out = out.next(canonical(buf, a.outEnc[j]))
 	}
 	return verdict, nil
 }

@@ -129,11 +129,11 @@ func e2eScript(turns int, shell func(c *fakeupstream.Call, cmd string) (fakeupst
 				return fakeupstream.Reply{Text: "ok"} // a request without the shell tool
 			}
 			step++
-			return fakeupstream.Reply{Text: fmt.Sprintf("Running step %d. ", step) + strings.Repeat(fmt.Sprintf("Plan note %d for this step. ", step), 60), ToolCalls: []fakeupstream.ToolCall{tc}}
+			return fakeupstream.Reply{Thinking: fmt.Sprintf("Step %d comes next.", step), Text: fmt.Sprintf("Running step %d. ", step) + strings.Repeat(fmt.Sprintf("Plan note %d for this step. ", step), 60), ToolCalls: []fakeupstream.ToolCall{tc}}
 		}
 		if len(c.Results) > 0 {
 			if m := answer.FindAllStringSubmatch(c.Results[len(c.Results)-1], -1); m != nil {
-				return fakeupstream.Reply{Text: "FINAL ANSWER " + m[len(m)-1][1]}
+				return fakeupstream.Reply{Thinking: "All steps ran.", Text: "FINAL ANSWER " + m[len(m)-1][1]}
 			}
 		}
 		return fakeupstream.Reply{Text: "no result found"}
@@ -258,6 +258,14 @@ func TestClaudeCodeEndToEnd(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
+		for i, r := range fake.Records() {
+			if r.Rejected != "" {
+				t.Logf("upstream rejected: %s", r.Rejected)
+			}
+			if os.Getenv("AGENTCTX_E2E_DUMP") != "" {
+				os.WriteFile(fmt.Sprintf("%s/req%d.json", os.Getenv("AGENTCTX_E2E_DUMP"), i), r.Body, 0o644)
+			}
+		}
 		t.Fatalf("claude: %v\nstdout: %s\nstderr: %s", err, tail(stdout.String()), tail(stderr.String()))
 	}
 	var res struct {

@@ -185,10 +185,13 @@ func replaceValues(raw []byte, spans ...span) []byte {
 }
 
 // appendStripped appends the compact JSON of raw without any member named
-// cache_control, at any depth (strings copied as written): the form in which two prefixes are compared
-// for signed thinking (breakpoints move between requests without changing
-// what the model read).
-func appendStripped(dst, raw []byte) []byte {
+// cache_control, at any depth (strings copied as written). With normalize,
+// a "content" given as a string is written as the one text block the API
+// reads it as: the form in which two prefixes are compared for signed
+// thinking (breakpoints move between requests, and clients send the same
+// content as a string or as a text block, without changing what the model
+// read).
+func appendStripped(dst, raw []byte, normalize bool) []byte {
 	switch rawjson.Kind(raw) {
 	case '{':
 		ms, err := rawjson.Members(raw)
@@ -207,7 +210,13 @@ func appendStripped(dst, raw []byte) []byte {
 			first = false
 			dst = rawjson.AppendString(dst, m.Key)
 			dst = append(dst, ':')
-			dst = appendStripped(dst, m.Value)
+			if normalize && m.Key == "content" && rawjson.Kind(m.Value) == '"' {
+				dst = append(dst, `[{"type":"text","text":`...)
+				dst = append(dst, m.Value...)
+				dst = append(dst, "}]"...)
+				continue
+			}
+			dst = appendStripped(dst, m.Value, normalize)
 		}
 		return append(dst, '}')
 	case '[':
@@ -220,7 +229,7 @@ func appendStripped(dst, raw []byte) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendStripped(dst, el)
+			dst = appendStripped(dst, el, normalize)
 		}
 		return append(dst, ']')
 	}

@@ -356,7 +356,8 @@ const SignaturePrefix = "fakesig:"
 
 // signature is the signature of a thinking block produced after prefix:
 // a hash of system, tools, and the messages before it, without
-// cache_control (breakpoints move without changing what the model read).
+// cache_control (breakpoints move without changing what the model read),
+// and with string content read as the one text block it stands for.
 func signature(system, tools any, msgs []any, blocks []any) string {
 	prefix := map[string]any{"system": strip(system), "tools": strip(tools), "messages": strip(msgs), "blocks": strip(blocks)}
 	b, _ := json.Marshal(prefix)
@@ -369,6 +370,10 @@ func strip(v any) any {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
+			if str, ok := e.(string); ok && k == "content" {
+				out[k] = []any{map[string]any{"type": "text", "text": str}}
+				continue
+			}
 			if k != "cache_control" {
 				out[k] = strip(e)
 			}

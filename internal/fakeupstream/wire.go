@@ -161,6 +161,10 @@ func (s *Server) chat(w http.ResponseWriter, c *Call, r Reply) {
 func (s *Server) responses(w http.ResponseWriter, c *Call, r Reply) {
 	rid := s.id("resp")
 	var output []any
+	if r.Thinking != "" {
+		output = append(output, map[string]any{"type": "reasoning", "id": s.id("rs"), "summary": []any{},
+			"encrypted_content": "enc:" + r.Thinking})
+	}
 	if r.Text != "" {
 		output = append(output, map[string]any{"type": "message", "id": s.id("msg"), "role": "assistant", "status": "completed",
 			"content": []any{map[string]any{"type": "output_text", "text": r.Text, "annotations": []any{}}}})
@@ -196,6 +200,8 @@ func (s *Server) responses(w http.ResponseWriter, c *Call, r Reply) {
 			ev("response.output_text.delta", map[string]any{"item_id": o["id"], "output_index": i, "content_index": 0, "delta": r.Text})
 			ev("response.output_text.done", map[string]any{"item_id": o["id"], "output_index": i, "content_index": 0, "text": r.Text})
 			ev("response.content_part.done", map[string]any{"item_id": o["id"], "output_index": i, "content_index": 0, "part": map[string]any{"type": "output_text", "text": r.Text, "annotations": []any{}}})
+		case "reasoning":
+			ev("response.output_item.added", map[string]any{"output_index": i, "item": map[string]any{"type": "reasoning", "id": o["id"], "summary": []any{}}})
 		case "function_call":
 			added := map[string]any{"type": "function_call", "id": o["id"], "call_id": o["call_id"], "name": o["name"], "arguments": "", "status": "in_progress"}
 			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
