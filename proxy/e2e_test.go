@@ -279,6 +279,15 @@ func TestClaudeCodeEndToEnd(t *testing.T) {
 	if res.IsError || !strings.Contains(res.Result, want) {
 		t.Errorf("claude result = %q (is_error %v), want it to contain %q", res.Result, res.IsError, want)
 	}
+	signed := 0
+	for _, r := range fake.Records() {
+		if bytes.Contains(r.Body, []byte(fakeupstream.SignaturePrefix)) {
+			signed++
+		}
+	}
+	if signed == 0 {
+		t.Error("no request carried a signed thinking block back: the prefix rule was not exercised")
+	}
 	checkUpstream(t, fake, srv)
 }
 
