@@ -123,6 +123,13 @@ func summarizeUpstream(ctx context.Context, client *http.Client, o *UpstreamSumm
 	if req.API == APIAnthropic && hr.Header.Get("Anthropic-Version") == "" {
 		hr.Header.Set("Anthropic-Version", "2023-06-01")
 	}
+	// A subscription client authenticates with a bearer token that needs
+	// its OAuth beta; no other beta applies to a plain summary request.
+	for _, b := range strings.Split(req.Header.Get("Anthropic-Beta"), ",") {
+		if b = strings.TrimSpace(b); strings.HasPrefix(b, "oauth-") {
+			addBeta(hr.Header, b)
+		}
+	}
 	hr.Header.Set(HeaderSummary, "1")
 	resp, err := client.Do(hr)
 	if err != nil {
