@@ -319,6 +319,10 @@ func TestCodexEndToEnd(t *testing.T) {
 	}
 	config := fmt.Sprintf(`model = "fake-codex-model"
 model_provider = "agentctx"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
 
 [model_providers.agentctx]
 name = "agentctx proxy"
