@@ -236,6 +236,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else {
 			x.bytesIn = len(raw)
 			sent = s.prepare(r, rt, raw, x)
+			x.bytesOut = len(sent)
 			body = bytes.NewReader(sent)
 		}
 	}
@@ -275,74 +276,38 @@ func headerHas(h http.Header, key, token string) bool {
 }
 
 // prepare runs the Engine on an editable body and returns the body to
-// send: raw itself when nothing changed.
+// send: raw itself when nothing changed. Whatever fails, the client's
+// request goes upstream as it came.
 func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []byte {
 	b, err := parseBody(raw)
 	if err != nil {
 		return raw // not JSON: the upstream will answer
 	}
 	x.session, _ = sessionKey(r.Header, b)
-	st := s.stats.get(x.session)
-	thinkingOn := false
-	if rt.api == APIAnthropic {
-		if t := b.get("thinking"); rawjson.Kind(t) == '{' && stringOf(memberOf(t, "type")) != "disabled" {
-			thinkingOn = true
-		}
+	if rt.api == APIResponses && !fullHistory(b) {
+		return raw // the history lives upstream: nothing to edit
 	}
-	if rt.api == APIResponses {
-		if rawjson.Kind(b.get("store")) != 'f' || len(b.get("previous_response_id")) > 0 && rawjson.Kind(b.get("previous_response_id")) != 'n' {
-			return raw // the history lives upstream: nothing to edit
-		}
+	if rt.api == APIAnthropic {
+		t := b.get("thinking")
+		x.thinkingOn = rawjson.Kind(t) == '{' && stringOf(memberOf(t, "type")) != "disabled"
 	}
 	if s.opts.Engine == nil {
 		return raw
 	}
-
-	// Decode the conversation.
-	var (
-		doc    *agentctx.Document
-		listV  []byte   // the raw "messages" or "input" value
-		inRaw  [][]byte // each message's (or item's) raw bytes
-		groups [][]int  // Responses: items per message
-	)
-	switch rt.api {
-	case APIResponses:
-		listV = b.get("input")
-		if rawjson.Kind(listV) != '[' {
-			return raw
-		}
-		inRaw, err = rawjson.Elements(listV)
-		if err != nil {
-			return raw
-		}
-		var msgs []agentctx.Message
-		msgs, groups, err = ResponsesMessages(inRaw)
-		if err != nil {
-			x.engineErr = err
-			return raw
-		}
-		doc = &agentctx.Document{Format: agentctx.FormatArray, Messages: msgs}
-	default:
-		listV = b.get("messages")
-		if rawjson.Kind(listV) != '[' {
-			return raw
-		}
-		inRaw, err = rawjson.Elements(listV)
-		if err != nil {
-			return raw
-		}
-		doc, err = agentctx.ParseDocument(r.Context(), raw)
-		if err != nil || len(doc.Messages) != len(inRaw) {
-			x.engineErr = err
-			return raw
-		}
+	conv, err := decodeConversation(r.Context(), rt.api, b)
+	if err != nil {
+		x.engineErr = err
+		return raw
+	}
+	if conv == nil {
+		return raw // no list of messages to edit
 	}
 	system := b.get("system")
 	if rt.api == APIResponses {
 		system = b.get("instructions")
 	}
-	req := &Request{API: rt.api, SessionKey: x.session, Header: r.Header, Model: b.str("model"), Document: doc,
-		Tools: b.get("tools"), System: system, ThinkingEnabled: thinkingOn, Received: x.start}
+	req := &Request{API: rt.api, SessionKey: x.session, Header: r.Header, Model: b.str("model"), Document: conv.doc,
+		Tools: b.get("tools"), System: system, ThinkingEnabled: x.thinkingOn, Received: x.start}
 	prep, err := s.opts.Engine.Prepare(r.Context(), req)
 	if err != nil {
 		x.engineErr = err
@@ -350,65 +315,118 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 	}
 	x.prepared = prep
 	if prep.Unchanged {
-		x.thinkingOn = thinkingOn
-		x.sentEnc = make([][]byte, len(inRaw))
-		for k, r := range inRaw {
-			x.sentEnc[k] = rawjson.AppendCompact(nil, r)
+		x.sentEnc = make([][]byte, len(conv.items))
+		for k, it := range conv.items {
+			x.sentEnc[k] = rawjson.AppendCompact(nil, it)
 		}
-		x.bytesOut = len(raw)
 		return raw
 	}
-	inEnc, err := encodeAll(doc.Messages)
+	out, err := s.edit(rt.api, b, conv, prep.Messages, x)
 	if err != nil {
 		x.engineErr = err
 		return raw
 	}
-	a, err := align(inEnc, prep.Messages)
-	if err != nil {
-		x.engineErr = err
-		return raw
+	return out
+}
+
+// fullHistory reports whether a Responses body carries its whole history:
+// store false and no previous_response_id.
+func fullHistory(b *body) bool {
+	prev := b.get("previous_response_id")
+	return rawjson.Kind(b.get("store")) == 'f' && (len(prev) == 0 || rawjson.Kind(prev) == 'n')
+}
+
+// conversation is the decoded history of an editable body.
+type conversation struct {
+	doc    *agentctx.Document
+	list   []byte   // the raw "messages" or "input" value
+	items  [][]byte // each message's (or Responses item's) raw bytes
+	groups [][]int  // Responses: the items of each message
+}
+
+// decodeConversation decodes the messages of a body; nil when it holds no
+// list of messages.
+func decodeConversation(ctx context.Context, api API, b *body) (*conversation, error) {
+	c := &conversation{}
+	key := "messages"
+	if api == APIResponses {
+		key = "input"
 	}
-	if rt.api == APIAnthropic && !a.unchanged(len(inEnc)) {
-		verdict, err := fixThinking(inEnc, a, st.knownThinking, thinkingOn)
+	c.list = b.get(key)
+	if rawjson.Kind(c.list) != '[' {
+		return nil, nil
+	}
+	var err error
+	if c.items, err = rawjson.Elements(c.list); err != nil {
+		return nil, err
+	}
+	if api == APIResponses {
+		msgs, groups, err := ResponsesMessages(c.items)
 		if err != nil {
-			x.engineErr = err
-			return raw
+			return nil, err
+		}
+		c.doc, c.groups = &agentctx.Document{Format: agentctx.FormatArray, Messages: msgs}, groups
+		return c, nil
+	}
+	if c.doc, err = agentctx.ParseDocument(ctx, b.raw); err != nil {
+		return nil, err
+	}
+	if len(c.doc.Messages) != len(c.items) {
+		return nil, fmt.Errorf("decoded %d messages of %d", len(c.doc.Messages), len(c.items))
+	}
+	return c, nil
+}
+
+// edit returns the body to send for the messages the Engine prepared:
+// raw when they are the request's own, else raw with only the list of
+// messages (and, when the thinking rule asks for it, the thinking
+// options) rewritten.
+func (s *Server) edit(api API, b *body, conv *conversation, msgs []agentctx.Message, x *exchange) ([]byte, error) {
+	inEnc, err := encodeAll(conv.doc.Messages)
+	if err != nil {
+		return nil, err
+	}
+	a, err := align(inEnc, msgs)
+	if err != nil {
+		return nil, err
+	}
+	if api == APIAnthropic && !a.unchanged(len(inEnc)) {
+		verdict, err := fixThinking(inEnc, a, s.stats.get(x.session).knownThinking, x.thinkingOn)
+		if err != nil {
+			return nil, err
 		}
 		switch verdict {
 		case thinkingDefer:
 			x.deferred = true
-			a, _ = align(inEnc, doc.Messages)
+			if a, err = align(inEnc, conv.doc.Messages); err != nil {
+				return nil, err
+			}
 		case thinkingDrop:
 			x.dropBlock = true
-			fallthrough
+			addBreakpoint(a, b.get("system"), b.get("tools"))
 		default:
 			addBreakpoint(a, b.get("system"), b.get("tools"))
 		}
 	}
-	out := raw
-	if !a.unchanged(len(inEnc)) {
-		var list []byte
-		if rt.api == APIResponses {
-			list, err = spliceResponses(inRaw, doc.Messages, groups, a)
-			if err != nil {
-				x.engineErr = err
-				return raw
-			}
-		} else {
-			list = spliceList(inRaw, a)
-		}
-		spans := []span{{listV, list}}
-		if x.dropBlock {
-			th := b.get("thinking")
-			spans = append(spans, span{th, withDropBlock(th)})
-		}
-		out = replaceValues(raw, spans...)
-		x.edited = true
-	}
-	x.thinkingOn = thinkingOn
 	x.sentEnc = a.outEnc
-	x.bytesOut = len(out)
-	return out
+	if a.unchanged(len(inEnc)) {
+		return b.raw, nil
+	}
+	var list []byte
+	if api == APIResponses {
+		if list, err = spliceResponses(conv.items, conv.doc.Messages, conv.groups, a); err != nil {
+			return nil, err
+		}
+	} else {
+		list = spliceList(conv.items, a)
+	}
+	spans := []span{{conv.list, list}}
+	if x.dropBlock {
+		th := b.get("thinking")
+		spans = append(spans, span{th, withDropBlock(th)})
+	}
+	x.edited = true
+	return replaceValues(b.raw, spans...), nil
 }
 
 // hopHeaders are not forwarded (RFC 9110 §7.6.1), nor is Accept-Encoding:
