@@ -275,27 +275,25 @@ func addBreakpoint(a *alignment, system, tools []byte) bool {
 	if n >= MaxBreakpoints {
 		return false
 	}
-	j := -1
-	for k := len(a.out) - 2; k >= 0; k-- { // the last message has the client's own
-		if a.match[k] < 0 {
-			j = k
-			break
+	// The last edited message that has a block to carry it (the last
+	// message has the client's own).
+	j, bi := -1, -1
+	for k := len(a.out) - 2; k >= 0 && j < 0; k-- {
+		if a.match[k] >= 0 {
+			continue
+		}
+		blocks := a.out[k].Content.Blocks()
+		for i := len(blocks) - 1; i >= 0; i-- {
+			if !isThinking(blocks[i]) {
+				j, bi = k, i
+				break
+			}
 		}
 	}
 	if j < 0 {
 		return false
 	}
 	blocks := a.out[j].Content.Blocks()
-	bi := -1
-	for k := len(blocks) - 1; k >= 0; k-- {
-		if !isThinking(blocks[k]) {
-			bi = k
-			break
-		}
-	}
-	if bi < 0 {
-		return false
-	}
 	if _, ok := blocks[bi].Field("cache_control"); ok {
 		return false
 	}
