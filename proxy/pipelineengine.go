@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,7 +14,9 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/tokens"
+	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/dirstore"
 )
 
@@ -54,8 +57,9 @@ type PipelineOptions struct {
 // results gets the time its results were first seen by this session as its
 // timestamp (API requests carry none, and prune ages results by it); the
 // timestamps are removed from what is sent. A reference to an offloaded
-// result gains the absolute path of the artifact's content file when the
-// store keeps one, so a local agent can read it with its own file tool.
+// result, and a pruned result whose original is stored, gain the absolute
+// path of the artifact's content file when the store keeps one, so a local
+// agent can read it with its own file tool.
 //
 // PipelineEngine is safe for concurrent use; the requests of one session
 // are prepared one at a time.
@@ -289,8 +293,9 @@ func (s *pipeSession) stamp(msgs []agentctx.Message, now time.Time) ([]agentctx.
 // knowledgeRef is how a workspace reference to an offloaded result starts.
 const knowledgeRef = "<knowledge_list>\n<knowledge id=\""
 
-// withPaths adds, to each reference that names an artifact, the absolute
-// path of the artifact's content file when the store keeps one.
+// withPaths adds, to each reference that names an artifact and to each
+// pruned result whose original is stored, the absolute path of the
+// artifact's content file when the store keeps one.
 func (e *PipelineEngine) withPaths(msgs []agentctx.Message) []agentctx.Message {
 	pather, ok := e.opts.Pipeline.Store.(interface {
 		Path(namespace, id string) (string, error)
@@ -300,9 +305,27 @@ func (e *PipelineEngine) withPaths(msgs []agentctx.Message) []agentctx.Message {
 	}
 	ns := e.opts.Pipeline.Workspace.Namespace
 	if ns == "" {
-		ns = "default"
+		ns = workspace.DefaultNamespace
+	}
+	placeholder := e.opts.Pipeline.Prune.Placeholder
+	if placeholder == "" {
+		placeholder = prune.DefaultPlaceholder
 	}
 	return agentctx.MapToolResults(msgs, func(r agentctx.ToolResult) (agentctx.Content, bool) {
+		if r.Content.IsText() && r.Content.Text() == placeholder {
+			// A pruned result: its original is stored whole too.
+			path, err := pather.Path(ns, workspace.ArtifactID(r.ID))
+			if err != nil {
+				return agentctx.Content{}, false
+			}
+			if abs, err := filepath.Abs(path); err == nil {
+				path = abs
+			}
+			if _, err := os.Stat(path); err != nil {
+				return agentctx.Content{}, false
+			}
+			return agentctx.Text(placeholder + "\n<file>" + path + "</file> (the original output: read it with your file tool)"), true
+		}
 		if !r.Content.IsText() || !strings.HasPrefix(r.Content.Text(), knowledgeRef) {
 			return agentctx.Content{}, false
 		}
