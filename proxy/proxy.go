@@ -315,9 +315,15 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 	}
 	x.prepared = prep
 	if prep.Unchanged {
-		x.sentEnc = make([][]byte, len(conv.items))
-		for k, it := range conv.items {
-			x.sentEnc[k] = rawjson.AppendCompact(nil, it)
+		// What was sent, in the form edited requests record it: message
+		// encodings (for Responses, of the items mapped onto messages).
+		if rt.api == APIResponses {
+			x.sentEnc, _ = encodeAll(conv.doc.Messages)
+		} else {
+			x.sentEnc = make([][]byte, len(conv.items))
+			for k, it := range conv.items {
+				x.sentEnc[k] = rawjson.AppendCompact(nil, it)
+			}
 		}
 		return raw
 	}
