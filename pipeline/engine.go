@@ -582,8 +582,7 @@ func (c *call) compact(ctx context.Context, over bool) error {
 		return nil
 	}
 
-	copts := o.Compact
-	copts.ReservedTokens += c.reserved
+	copts := c.calibrated()
 	copts.Force = true // the trigger is the estimate's, checked above
 	copts.SessionID = c.p.sessionID
 	copts.ArchiveRequired = true // nothing is lost: what cannot be archived is not compacted
@@ -685,6 +684,30 @@ func (p *Pipeline) archivedSize(ctx context.Context, res *compact.Result) (int, 
 		}
 	}
 	return 0, errors.New("no archive")
+}
+
+// calibrated returns the compact options with the window in our units:
+// when the session has reported usage, the provider counts Ratio tokens per
+// counted token plus what we never see (its own system prompt, tools), so
+// the window and tail budget are divided by Ratio and the unseen part is
+// reserved. Compact then cuts the tail and judges the result as the
+// provider will.
+func (c *call) calibrated() compact.Options {
+	co := c.p.opts.Compact
+	co.ReservedTokens += c.reserved
+	u := c.st.Usage
+	if u == nil || u.Ratio <= 0 {
+		return co
+	}
+	limit := co.Limit
+	if limit <= 0 {
+		limit = compact.DefaultLimit
+	}
+	co.Limit = max(1, int(float64(limit)/u.Ratio))
+	if unseen := float64(u.Tokens) - u.Ratio*float64(u.Counted); unseen > 0 {
+		co.ReservedTokens += int(unseen / u.Ratio)
+	}
+	return co
 }
 
 // growthToCompactAgain is how many tokens a list still over the trigger
