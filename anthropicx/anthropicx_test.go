@@ -144,8 +144,8 @@ func TestAgentLoop(t *testing.T) {
 	c := client(t, api, anthropicx.WithPipeline(p))
 	params := anthropic.MessageNewParams{
 		Model: "claude-test", MaxTokens: 1024,
-		System: []anthropic.TextBlockParam{{Text: "You are a careful operator."}},
-		Tools:  append([]anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "bash", InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{}}}}}, anthropicx.Tools(p.Workspace())...),
+		System:   []anthropic.TextBlockParam{{Text: "You are a careful operator."}},
+		Tools:    append([]anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "bash", InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{}}}}}, anthropicx.Tools(p.Workspace())...),
 		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Why did the export fail?"))},
 	}
 	var readBack string
