@@ -63,7 +63,9 @@ func (t logTool) Info(context.Context) (*schema.ToolInfo, error) {
 	return &schema.ToolInfo{Name: "read_log", Desc: "Read the job's log."}, nil
 }
 
-func (t logTool) InvokableRun(context.Context, string, ...tool.Option) (string, error) { return t.out, nil }
+func (t logTool) InvokableRun(context.Context, string, ...tool.Option) (string, error) {
+	return t.out, nil
+}
 
 func TestChatModelAgent(t *testing.T) {
 	ctx := t.Context()
