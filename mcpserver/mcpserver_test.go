@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/mcpserver"
 	"github.com/agentctx/agentctx/tokens"
 	"github.com/agentctx/agentctx/workspace"
@@ -256,6 +258,56 @@ func TestToolsJSON(t *testing.T) {
 	for _, tool := range tools {
 		if string(tool["_meta"]) != `{"anthropic/alwaysLoad":true}` || tool["inputSchema"] == nil || tool["name"] == nil {
 			t.Errorf("MCP tool JSON: %s", b)
+		}
+	}
+}
+
+// TestReferenceTextNamesServedTools checks that every tool the model is
+// told to call, in a <knowledge_list> reference and in the notices of capped
+// reads, is a tool this server serves, under the same name.
+func TestReferenceTextNamesServedTools(t *testing.T) {
+	ctx := t.Context()
+	store := memstore.New()
+	ws := workspace.New(store, &workspace.Options{MaxChars: 2_000})
+	var big strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&big, "line %d ERROR something\n", i)
+	}
+	ref, _, err := ws.OffloadToolResult(ctx, workspace.ToolCall{ID: "toolu_1", Name: "bash"}, agentctx.Text(big.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{ref.Text()}
+	for _, call := range []struct{ name, args string }{
+		{"get_knowledge_by_id", `{"artifact_id":"tool_result_toolu_1"}`},
+		{"get_knowledge_by_lines", `{"artifact_id":"tool_result_toolu_1","start_line":1,"end_line":3000}`},
+		{"grep_knowledge", `{"artifact_id":"tool_result_toolu_1","pattern":"ERROR","max_results":1000}`},
+		{"grep_session_knowledge", `{"pattern":"ERROR"}`},
+		{"get_knowledge_by_id", `{"artifact_id":"tool_result_nope"}`},
+	} {
+		text, _ := ws.Execute(ctx, call.name, json.RawMessage(call.args))
+		texts = append(texts, text)
+	}
+	served := map[string]bool{}
+	for _, tool := range mcpserver.Tools(0) {
+		served[tool.Name] = true
+	}
+	named := regexp.MustCompile(`\b([a-z]+(?:_[a-z]+)+)(?:\(|\b)`)
+	seen := map[string]bool{}
+	for _, text := range texts {
+		for _, m := range named.FindAllStringSubmatch(text, -1) {
+			name := m[1]
+			if name != "knowledge_list" && (strings.Contains(name, "knowledge") || strings.HasPrefix(name, "get_") || strings.HasPrefix(name, "query_")) {
+				seen[name] = true
+				if !served[name] {
+					t.Errorf("the model is told to call %q, which is not served:\n%.300s", name, text)
+				}
+			}
+		}
+	}
+	for _, want := range []string{"get_knowledge_by_id", "get_knowledge_by_lines", "grep_knowledge", "get_tool_result_offload_info"} {
+		if !seen[want] {
+			t.Errorf("no text names %s", want)
 		}
 	}
 }
