@@ -75,3 +75,38 @@ func BenchmarkMiddlewareOverhead(b *testing.B) { benchMiddleware(b, identity{}) 
 // BenchmarkMiddlewarePipeline is the whole middleware with the default
 // pipeline (repeated requests of the same history, as in a live loop).
 func BenchmarkMiddlewarePipeline(b *testing.B) { benchMiddleware(b, newPipeline(b)) }
+
+// BenchmarkGlueOverhead is, for comparison, the glue a loop needed before
+// the middleware (issue 16): the SDK params to JSON, decoded as agentctx
+// messages, prepared (here: nothing done), encoded, and decoded back into
+// SDK params, which the SDK then encodes again for the request.
+func BenchmarkGlueOverhead(b *testing.B) {
+	var params anthropic.MessageNewParams
+	if err := json.Unmarshal(benchBody(b, 200), &params); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		raw, err := json.Marshal(params.Messages)
+		if err != nil {
+			b.Fatal(err)
+		}
+		msgs, err := agentctx.UnmarshalMessages(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, err := agentctx.MarshalMessages(agentctx.StripMetadata(msgs))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var back []anthropic.MessageParam
+		if err := json.Unmarshal(out, &back); err != nil {
+			b.Fatal(err)
+		}
+		p := params
+		p.Messages = back
+		if _, err := json.Marshal(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
