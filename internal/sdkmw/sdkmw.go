@@ -144,7 +144,8 @@ func Prepare(ctx context.Context, p Preparer, body []byte, onResult func(context
 	if onResult != nil {
 		onResult(ctx, res)
 	}
-	return doc.WithMessages(agentctx.StripMetadata(res.Messages)).AppendJSON(make([]byte, 0, len(body)))
+	out, err := doc.WithMessages(agentctx.StripMetadata(res.Messages)).AppendJSON(make([]byte, 0, len(body)))
+	return bytes.TrimSuffix(out, []byte("\n")), err
 }
 
 func setBody(req *http.Request, b []byte) {
