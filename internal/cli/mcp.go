@@ -40,7 +40,10 @@ it up front, and every result is one page under --max-chars characters and
 			if maxChars < 0 || maxTokens < 0 {
 				return usagef("--max-chars and --max-tokens must be 0 (the default) or more")
 			}
-			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{})
+			// A directory workspace that does not exist yet is read as it
+			// fills; a SQLite one is created, so that the server sees what
+			// an agent stores later.
+			ws, closeStore, err := f.open(cmd.Context(), e, isSQLitePath(f.path), workspace.Options{})
 			if err != nil {
 				return err
 			}

@@ -227,3 +227,36 @@ func TestToolsCommand(t *testing.T) {
 		t.Errorf("bad format: %d %q", code, errOut)
 	}
 }
+
+// TestMCPSeesLaterResults starts the server before anything is stored, as
+// Claude Code does at the start of a session, and reads a result stored
+// afterwards.
+func TestMCPSeesLaterResults(t *testing.T) {
+	for _, name := range []string{"dir", "ws.db"} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "later", name)
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			done := make(chan int, 1)
+			go func() {
+				done <- cli.Run(t.Context(), []string{"mcp", "--workspace", dir}, cli.Streams{In: inR, Out: outW, Err: io.Discard})
+				outW.Close()
+			}()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs := `[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"bash","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"stored later\n"}]}]`
+			if code, _, errOut := runCLI(t, msgs, "ws", "offload", "--workspace", dir, "--session", "s1"); code != 0 {
+				t.Fatalf("ws offload: %s", errOut)
+			}
+			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "get_knowledge_by_id", Arguments: map[string]any{"artifact_id": "tool_result_t1"}})
+			if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "stored later\n" {
+				t.Errorf("read: %v %+v", err, res)
+			}
+			cs.Close()
+			inW.Close()
+			<-done
+		})
+	}
+}
