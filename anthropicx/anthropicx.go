@@ -56,9 +56,19 @@ type Observer = sdkmw.Observer
 // (the same type as openaix.Usage).
 type Usage = sdkmw.Usage
 
-// Options configure the middleware; the zero value means: a request whose
-// preparation fails fails with the error, nothing is logged, and usage is
-// fed back when the Preparer is an Observer.
+// Options configure the middleware (the same type as in the other SDK's
+// package). Its fields:
+//
+//   - Observer Observer: receives the usage of each response; nil means
+//     the Preparer when it implements Observer.
+//   - OnResult func(ctx, *pipeline.Result): called with the result of every
+//     preparation (the messages sent and the report).
+//   - FailOpen bool: send a request unchanged when it cannot be prepared,
+//     after logging why; by default the request fails with the error.
+//   - Logger *slog.Logger: receives a record per failure; nil discards them.
+//
+// The zero value means: fail a request whose preparation fails, log
+// nothing, feed usage back when the Preparer is an Observer.
 type Options = sdkmw.Options
 
 // ErrNotMessages is matched by the error of a Messages request whose body
