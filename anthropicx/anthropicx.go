@@ -53,7 +53,9 @@ type Preparer = sdkmw.Preparer
 type Observer = sdkmw.Observer
 
 // Usage is the token usage of one response, normalized across providers
-// (the same type as openaix.Usage).
+// (the same type as openaix.Usage): Provider ("anthropic" or "openai"),
+// InputTokens (every input token, cached ones included), CacheReadTokens,
+// CacheWriteTokens and OutputTokens.
 type Usage = sdkmw.Usage
 
 // Options configure the middleware (the same type as in the other SDK's
