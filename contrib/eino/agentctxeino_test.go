@@ -157,3 +157,34 @@ func TestFailure(t *testing.T) {
 		t.Errorf("fail closed: %v", err)
 	}
 }
+
+type identity struct{ calls int }
+
+func (p *identity) Prepare(_ context.Context, msgs []agentctx.Message) (*pipeline.Result, error) {
+	p.calls++
+	return &pipeline.Result{Messages: msgs}, nil
+}
+
+// TestStreamKeepsMessages checks the streaming path, and that a list the
+// pipeline leaves alone is passed on as the agent's own values.
+func TestStreamKeepsMessages(t *testing.T) {
+	p := &identity{}
+	fm := &fakeModel{}
+	wrapped, _ := agentctxeino.New(p, nil).WrapModel(t.Context(), fm, nil)
+	in := []*schema.Message{schema.SystemMessage("be brief"), schema.UserMessage("hi"),
+		{Role: schema.Assistant, ToolCalls: []schema.ToolCall{{ID: "c1", Function: schema.FunctionCall{Name: "ls", Arguments: "{}"}}}},
+		schema.ToolMessage("a\nb", "c1")}
+	sr, err := wrapped.Stream(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr.Close()
+	if p.calls != 1 || len(fm.inputs) != 1 || len(fm.inputs[0]) != len(in) {
+		t.Fatalf("%d preparations, inputs %v", p.calls, fm.inputs)
+	}
+	for i, m := range fm.inputs[0] {
+		if m != in[i] {
+			t.Errorf("message %d is a copy", i)
+		}
+	}
+}
