@@ -143,12 +143,12 @@ func (w *Workspace) OffloadToolResult(ctx context.Context, call ToolCall, conten
 	}
 	a := Artifact{Info: Info{ID: ArtifactID(call.ID), Type: TypeText, Created: w.opts.Now()}}
 	md := cloneMetadata(w.opts.Metadata)
-	switch text, lens, ok := textBlocks(content); {
+	switch text, lens, template, ok := textBlocks(content); {
 	case content.IsText() || content.Kind() == agentctx.ContentNone:
 		a.Content = content.AsText()
 	case ok:
 		a.Content = text
-		md[KeyTextBlocks] = lens
+		md[KeyTextBlocks], md[KeyTextTemplate] = lens, template
 	default:
 		a.Content, a.Type = content.AsText(), TypeJSON
 	}
@@ -208,39 +208,59 @@ func (w *Workspace) OffloadToolResult(ctx context.Context, call ToolCall, conten
 // maxSuffix bounds the suffixed ids tried for one tool call id.
 const maxSuffix = 10_000
 
-// KeyTextBlocks is the metadata key of an artifact stored from a list of
-// text blocks: the byte lengths of the blocks' texts, comma-separated (the
-// content is the texts joined by newlines).
-const KeyTextBlocks = "text_blocks"
+// KeyTextBlocks and KeyTextTemplate are the metadata keys of an artifact
+// stored from a list of text blocks: the byte lengths of the blocks' texts,
+// comma-separated (the content is the texts joined by newlines), and the
+// list's JSON with every text empty (the other members of the blocks, in
+// their order), from which OriginalContent rebuilds the list byte for byte.
+const (
+	KeyTextBlocks   = "text_blocks"
+	KeyTextTemplate = "text_template"
+)
 
-// textBlocks returns the text of content made only of plain text blocks
-// ({"type":"text","text":...} and nothing else, so that the JSON can be
-// rebuilt byte for byte), joined by newlines, and the byte lengths of the
-// texts.
-func textBlocks(c agentctx.Content) (text, lens string, ok bool) {
+// textBlocks returns the text of content made only of text blocks, joined
+// by newlines, the byte lengths of the texts, and the list's template (see
+// KeyTextTemplate); ok is false when the content has other blocks or the
+// list cannot be rebuilt byte for byte from them.
+func textBlocks(c agentctx.Content) (text, lens, template string, ok bool) {
 	if c.Kind() != agentctx.ContentBlocks || len(c.Blocks()) == 0 {
-		return "", "", false
+		return "", "", "", false
 	}
 	var texts, ns []string
+	empty := make([]agentctx.Block, 0, len(c.Blocks()))
 	for _, b := range c.Blocks() {
 		if b.Type != agentctx.BlockText {
-			return "", "", false
+			return "", "", "", false
 		}
 		texts = append(texts, b.Text)
 		ns = append(ns, strconv.Itoa(len(b.Text)))
+		b.Text = ""
+		empty = append(empty, b)
 	}
-	if rebuildBlocks(texts).AsText() != c.AsText() {
-		return "", "", false // other members (cache_control, citations): keep the JSON
+	template = agentctx.BlockList(empty...).AsText()
+	back, err := fillTemplate(template, texts)
+	if err != nil || back.AsText() != c.AsText() {
+		return "", "", "", false
 	}
-	return strings.Join(texts, "\n"), strings.Join(ns, ","), true
+	return strings.Join(texts, "\n"), strings.Join(ns, ","), template, true
 }
 
-func rebuildBlocks(texts []string) agentctx.Content {
-	bs := make([]agentctx.Block, len(texts))
-	for i, t := range texts {
-		bs[i] = agentctx.TextBlock(t)
+// fillTemplate puts texts into the text blocks of a template, in order.
+func fillTemplate(template string, texts []string) (agentctx.Content, error) {
+	var c agentctx.Content
+	if err := c.UnmarshalJSON([]byte(template)); err != nil {
+		return agentctx.Content{}, err
 	}
-	return agentctx.BlockList(bs...)
+	blocks := c.Blocks()
+	if c.Kind() != agentctx.ContentBlocks || len(blocks) != len(texts) {
+		return agentctx.Content{}, fmt.Errorf("template of %d blocks for %d texts", len(blocks), len(texts))
+	}
+	out := make([]agentctx.Block, len(blocks))
+	for i, b := range blocks {
+		b.Text = texts[i]
+		out[i] = b
+	}
+	return agentctx.BlockList(out...), nil
 }
 
 // OriginalContent returns the content of the tool result an artifact was
@@ -268,7 +288,7 @@ func OriginalContent(a *Artifact) (agentctx.Content, error) {
 		if rest != "" {
 			return agentctx.Content{}, fmt.Errorf("workspace: artifact %q: text blocks do not match %s=%q", a.ID, KeyTextBlocks, lens)
 		}
-		return rebuildBlocks(texts), nil
+		return fillTemplate(a.Metadata[KeyTextTemplate], texts)
 	}
 	if a.Type == TypeJSON {
 		var c agentctx.Content

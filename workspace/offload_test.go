@@ -216,6 +216,7 @@ func TestOffloadMetadata(t *testing.T) {
 		}
 		if w.id == "call_a" {
 			wantMD["text_blocks"] = "4"
+			wantMD["text_template"] = `[{"type":"text","text":""}]`
 		}
 		if fmt.Sprint(a.Metadata) != fmt.Sprint(wantMD) {
 			t.Errorf("%s metadata:\n got %v\nwant %v", w.id, a.Metadata, wantMD)
@@ -359,7 +360,7 @@ func TestTextBlocksStayText(t *testing.T) {
 	}{
 		{"one block", agentctx.BlockList(agentctx.TextBlock("line 1\nline 2\nline 3")), workspace.TypeText, "line 1\nline 2\nline 3"},
 		{"two blocks", agentctx.BlockList(agentctx.TextBlock("a\nb"), agentctx.TextBlock("")), workspace.TypeText, "a\nb\n"},
-		{"extra member kept as JSON", mustContent(t, `[{"type":"text","text":"x","cache_control":{"type":"ephemeral"}}]`), workspace.TypeJSON, `[{"type":"text","text":"x","cache_control":{"type":"ephemeral"}}]`},
+		{"other members and order kept", mustContent(t, `[{"text":"x\ny","cache_control":{"type":"ephemeral"},"type":"text"}]`), workspace.TypeText, "x\ny"},
 		{"image kept as JSON", mustContent(t, `[{"type":"text","text":"x"},{"type":"image","source":{}}]`), workspace.TypeJSON, `[{"type":"text","text":"x"},{"type":"image","source":{}}]`},
 	}
 	for _, c := range cases {
