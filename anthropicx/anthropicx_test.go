@@ -232,7 +232,6 @@ func readAll(t *testing.T, ws anthropicx.Executor, id string) string {
 	return ""
 }
 
-
 func TestStreamingUsage(t *testing.T) {
 	p := &observing{Pipeline: newPipeline(t)}
 	c := client(t, &fakeAPI{}, anthropicx.WithPipeline(p))
