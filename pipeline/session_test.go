@@ -443,7 +443,7 @@ func TestReplaySharedTranscripts(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(sharedTranscripts, "*.jsonl"))
 	ran := 0
 	for _, f := range files {
-		doc, err := agentctx.ReadFile(context.Background(), f, nil)
+		doc, err := agentctx.ReadOptions{WholeHistory: true}.ReadFile(context.Background(), f, nil)
 		if err != nil || doc.Format != agentctx.FormatClaudeCode {
 			continue
 		}

@@ -35,7 +35,9 @@ time of one prepare call (median_ms, max_ms) and per_request details
 to stderr.
 
 The pipeline flags are those of prepare. The workspace is a fresh
-temporary one unless --workspace names one.`,
+temporary one unless --workspace names one. A Claude Code session that
+Claude Code compacted itself is replayed whole, from its first request
+(--whole-history=false replays the live context only).`,
 		Example: `  agentctx replay --limit 100000 session.jsonl
   agentctx replay --limit 100000 --per-request=false session.jsonl | jq .count_error`,
 		Args: cobra.MaximumNArgs(1),
@@ -43,6 +45,11 @@ temporary one unless --workspace names one.`,
 			base, err := f.options(e, cmd.Flags().Changed)
 			if err != nil {
 				return err
+			}
+			if !cmd.Flags().Changed("whole-history") {
+				// A session is replayed as the agent lived it: from its
+				// first request, across Claude Code's own compactions.
+				e.read.WholeHistory = true
 			}
 			doc, err := e.readConversation(cmd.Context(), "replay", args)
 			if err != nil {
