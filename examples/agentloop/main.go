@@ -212,7 +212,8 @@ func (m *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out, _ := json.Marshal(map[string]any{
 		"id": fmt.Sprintf("msg_%02d", m.step), "type": "message", "role": "assistant", "model": "fake",
 		"content": json.RawMessage(content), "stop_reason": "tool_use",
-		"usage": map[string]int{"input_tokens": 100, "output_tokens": 20},
+		// A real API bills what it was sent: about one token per four bytes.
+		"usage": map[string]int{"input_tokens": len(body) / 4, "output_tokens": 20},
 	})
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(out)
