@@ -10,9 +10,18 @@ import (
 )
 
 // BenchmarkParseDocument measures reading the largest shared transcript (a
-// Claude Code session), or the Claude Code fixture when the shared folder is
-// absent.
+// Claude Code session, its live context), or the Claude Code fixture when
+// the shared folder is absent.
 func BenchmarkParseDocument(b *testing.B) {
+	benchParse(b, agentctx.ReadOptions{})
+}
+
+// BenchmarkParseDocumentWholeHistory reads the same session whole.
+func BenchmarkParseDocumentWholeHistory(b *testing.B) {
+	benchParse(b, agentctx.ReadOptions{WholeHistory: true})
+}
+
+func benchParse(b *testing.B, opts agentctx.ReadOptions) {
 	path := filepath.Join(sharedTranscripts, "spotter__fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl")
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -23,7 +32,7 @@ func BenchmarkParseDocument(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := agentctx.ParseDocument(context.Background(), data); err != nil {
+		if _, err := opts.ParseDocument(context.Background(), data); err != nil {
 			b.Fatal(err)
 		}
 	}

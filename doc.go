@@ -35,16 +35,27 @@
 //		fmt.Println(r.ID, r.Content.Chars())
 //	}
 //
-// [ReadDocument] detects the shape of its input: a JSON array of messages, a
-// JSON object with "messages" (an API request body or a mini-swe-agent
-// trajectory; the other members, such as a top-level system, are kept),
-// JSON Lines of messages, or a Claude Code session (assistant records that
-// share a message id become one message, and the tool results written
-// between them are gathered into the next message). [Document.Encode] writes
-// the document back in the same shape. OpenHands evaluation output
-// (output.jsonl, whose records hold events rather than messages) is imported
-// as OpenAI chat messages, one conversation per record
-// ([Document.Conversations]), and written back as JSON Lines of messages.
+// [ReadDocument] detects the shape of its input from its content ([Formats]
+// lists them with an example each): a JSON array of messages; a JSON object
+// with "messages" (an API request body or a mini-swe-agent trajectory; the
+// other members, such as a top-level system, are kept); a SWE-agent
+// trajectory, whose "history" holds the messages; JSON Lines of messages;
+// or a Claude Code session (assistant records that share a message id
+// become one message, and the tool results written between them are
+// gathered into the next message; a subagent's sidechain file is a
+// conversation of its own; a compacted session is read from its last
+// compact boundary on unless [ReadOptions].WholeHistory is set).
+// [Document.Encode] writes the document back in the same shape. OpenHands
+// evaluation output (output.jsonl, whose records hold events rather than
+// messages) is imported as OpenAI chat messages, one conversation per
+// record ([Document.Conversations]), and written back as JSON Lines of
+// messages.
+//
+// A reader never reads a document short in silence: [Document.Notice] says
+// when it holds no message, which records were skipped (counted by kind in
+// [Document].SkippedKinds), which messages are kept in the file but are
+// not model messages (mini-swe-agent's role "exit", [Document.NonModel]),
+// and where Claude Code compacted ([Document].Boundaries).
 //
 // # Tool results
 //
@@ -67,8 +78,11 @@
 // next message, or a result answers no call (HTTP 400). [ValidatePairing]
 // reports every such issue for both wire shapes, including parallel calls
 // and thinking blocks; [RepairPairing] adds a synthetic error result for an
-// unanswered call and drops an orphan result. No part of agentctx turns a
-// paired history into an unpaired one.
+// unanswered call and drops an orphan result. Pairing is per turn: a call
+// is answered in the message(s) right after it, so a model that reuses an
+// id in several turns pairs up ([ToolResult].Turn tells which call a result
+// answers). No part of agentctx turns a paired history into an unpaired
+// one.
 //
 // # Errors
 //

@@ -2,12 +2,16 @@ package agentctx
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/agentctx/agentctx/internal/rawjson"
 )
@@ -15,27 +19,45 @@ import (
 // Format is the shape of an input document.
 type Format string
 
-// The input documents agentctx reads (SPEC §1).
+// The input documents agentctx reads (SPEC §1). Formats lists them with
+// how each is recognised and an example.
 const (
 	// FormatArray is a JSON array of messages.
 	FormatArray Format = "json"
 	// FormatObject is a JSON object with a "messages" array: an Anthropic or
-	// OpenAI request body, or a mini-swe-agent .traj.json. Every other
-	// member (system, model, tools, info, ...) is kept.
+	// OpenAI request body. Every other member (system, model, tools, ...)
+	// is kept.
 	FormatObject Format = "object"
+	// FormatMiniSWEAgent is a mini-swe-agent trajectory (.traj.json): an
+	// object with "messages" (OpenAI chat messages with an "extra" member)
+	// and "info", "trajectory_format". Its final role "exit" message is
+	// kept in the file but is not a model message (see Document.NonModel).
+	FormatMiniSWEAgent Format = "mini-swe-agent"
+	// FormatSWEAgent is a SWE-agent trajectory (.traj) and the same shape
+	// written by other harnesses: an object whose "history" holds the
+	// OpenAI chat messages sent to the model (tool messages name their call
+	// in a "tool_call_ids" list), beside "trajectory", "info" and more,
+	// which are kept.
+	FormatSWEAgent Format = "swe-agent"
 	// FormatJSONL is JSON Lines (or any sequence of JSON objects), one
 	// message per value.
 	FormatJSONL Format = "jsonl"
 	// FormatClaudeCode is a Claude Code session .jsonl: records of type
 	// "user" and "assistant" carry a message and a timestamp; assistant
 	// records that share message.id are one message; other records are
-	// skipped.
+	// skipped and counted by kind. A subagent's session (every record
+	// isSidechain) is a conversation of its own. In a session Claude Code
+	// compacted, the live context starts at the last compact_boundary
+	// record (see ReadOptions.WholeHistory and Document.Boundaries).
 	FormatClaudeCode Format = "claude-code"
 	// FormatOpenHands is an OpenHands evaluation output (output.jsonl: one
 	// record per instance, its events in "history"), or a JSON array of
 	// OpenHands events. The events are imported as OpenAI chat messages,
 	// one conversation per record (see Document.Conversations). Encode
 	// writes the messages as JSON Lines: events cannot be written back.
+	// Records whose "history" holds messages rather than events (SWE-agent
+	// trajectories, one per line) are read the same way, their messages
+	// as they are.
 	FormatOpenHands Format = "openhands"
 )
 
@@ -45,20 +67,139 @@ type Document struct {
 	Format   Format
 	Messages []Message
 
-	// Skipped counts records that are not messages (Claude Code progress,
-	// snapshots, system records, sidechain records).
-	Skipped int
+	// Skipped counts the input records that are not messages (Claude Code
+	// progress, snapshots, system records, sidechain records in a main
+	// session, records before the last compact boundary; OpenHands state
+	// changes and recalls), and SkippedKinds counts them by kind (a record
+	// type, "system/<subtype>", "sidechain", "before compact boundary",
+	// an OpenHands action or observation). Notice sums them up in a line.
+	Skipped      int
+	SkippedKinds map[string]int
 	// Merged counts Claude Code records folded into an earlier message
 	// (assistant records sharing message.id, and the tool results answering
 	// them).
 	Merged int
+	// Boundaries are the compact_boundary records of a Claude Code session,
+	// in order.
+	Boundaries []CompactBoundary
 
 	// Name names the conversation when the format gives it one (the
 	// instance_id of an OpenHands record).
 	Name string
 
-	members []member    // FormatObject: the members of the top-level object
-	convs   []*Document // the conversations of a document that holds several
+	liveFrom int         // Claude Code: line of the last boundary when only the live context was read
+	members  []member    // the members of the top-level object (object, mini-swe-agent, swe-agent)
+	listKey  string      // the member holding the messages: "messages" or "history"
+	held     []held      // messages of the file that are not model messages
+	convs    []*Document // the conversations of a document that holds several
+}
+
+// CompactBoundary is a compact_boundary record of a Claude Code session:
+// where Claude Code summarized the conversation so far and went on from
+// the summary (the user message after the record).
+type CompactBoundary struct {
+	// Line is the 1-based line of the record in the input.
+	Line int `json:"line"`
+	// Message is the index in Document.Messages of the first message read
+	// after the boundary, or -1 when the history before the last boundary
+	// was not read (the default) or no message follows.
+	Message int `json:"message_index"`
+	// Trigger ("auto" or "manual") and PreTokens (the context size when
+	// Claude Code compacted) come from the record's compactMetadata.
+	Trigger   string `json:"trigger,omitempty"`
+	PreTokens int    `json:"pre_tokens,omitempty"`
+}
+
+// held is a message of the file that is not sent to a model, with the
+// number of model messages that followed it (its place from the end).
+type held struct {
+	msg     Message
+	fromEnd int
+}
+
+// NonModel returns the messages of the file that are kept in it but are
+// not model messages (mini-swe-agent's final role "exit" message): they are
+// not in Messages, and Encode writes them back where they were, counted
+// from the end of the list.
+func (d *Document) NonModel() []Message {
+	out := make([]Message, len(d.held))
+	for k, h := range d.held {
+		out[k] = h.msg
+	}
+	return out
+}
+
+// skip counts one skipped record of a kind.
+func (d *Document) skip(kind string) {
+	d.Skipped++
+	if d.SkippedKinds == nil {
+		d.SkippedKinds = map[string]int{}
+	}
+	d.SkippedKinds[kind]++
+}
+
+// Notice returns one line saying what the reader left out or found worth
+// knowing, or "" when every record of the input is a message: that it
+// holds no message, the records skipped with counts by kind, the messages
+// kept in the file but not sent, the compact boundaries. Callers print it
+// (agentctx prints it on stderr) so that a document is never read short in
+// silence.
+func (d *Document) Notice() string {
+	var parts []string
+	convs := d.Conversations()
+	empty := 0
+	for _, c := range convs {
+		if len(c.Messages) == 0 {
+			empty++
+		}
+	}
+	switch {
+	case len(d.Messages) == 0:
+		parts = append(parts, fmt.Sprintf("no messages (%s)", d.Format))
+	case empty > 0:
+		parts = append(parts, fmt.Sprintf("%d of %d conversations have no messages", empty, len(convs)))
+	}
+	if d.Skipped > 0 {
+		kinds := make([]string, 0, len(d.SkippedKinds))
+		for k := range d.SkippedKinds {
+			kinds = append(kinds, k)
+		}
+		slices.SortFunc(kinds, func(a, b string) int {
+			if c := cmp.Compare(d.SkippedKinds[b], d.SkippedKinds[a]); c != 0 {
+				return c
+			}
+			return strings.Compare(a, b)
+		})
+		for k, kind := range kinds {
+			kinds[k] = fmt.Sprintf("%s %d", kind, d.SkippedKinds[kind])
+		}
+		parts = append(parts, fmt.Sprintf("%s skipped: %s", count(d.Skipped, "record", "records"), strings.Join(kinds, ", ")))
+	}
+	if n := len(d.held); n > 0 {
+		var roles []string
+		for _, h := range d.held {
+			if r := strconv.Quote(h.msg.Role); !slices.Contains(roles, r) {
+				roles = append(roles, r)
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s with role %s kept in the file, not sent to the model", count(n, "message", "messages"), strings.Join(roles, ", ")))
+	}
+	if n := len(d.Boundaries); n > 0 {
+		if d.liveFrom > 0 {
+			parts = append(parts, fmt.Sprintf("%s: the live context is read, from line %d on", count(n, "compact boundary", "compact boundaries"), d.liveFrom))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s: the whole history is read", count(n, "compact boundary", "compact boundaries")))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// count writes n with the singular or plural noun.
+func count(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 // Conversations returns the conversations the document holds, each as a
@@ -102,31 +243,63 @@ func (d *Document) WithMessages(msgs []Message) *Document {
 	return &c
 }
 
+// ReadOptions configure how a document is read. The zero value reads the
+// live context of a Claude Code session; the functions ReadFile,
+// ReadDocument and ParseDocument use it.
+type ReadOptions struct {
+	// WholeHistory reads the whole history of a Claude Code session that
+	// Claude Code compacted: the messages before its compact boundaries
+	// too, and every continuation summary. By default only the live
+	// context is read: from the last compact_boundary record on, starting
+	// with the summary Claude Code continued from. Document.Boundaries
+	// lists the boundaries either way.
+	WholeHistory bool
+}
+
 // ReadFile reads a document from a file; path "-" or "" reads stdin.
 func ReadFile(ctx context.Context, path string, stdin io.Reader) (*Document, error) {
+	return ReadOptions{}.ReadFile(ctx, path, stdin)
+}
+
+// ReadDocument reads a whole document from r and detects its format from
+// its content (see Formats): a JSON array of messages, a JSON object with
+// "messages" (a request body, a mini-swe-agent trajectory), a SWE-agent
+// trajectory ("history" of messages), JSON Lines of messages, a Claude
+// Code session, or an OpenHands evaluation output (see FormatOpenHands).
+// Malformed input returns an *InputError naming the line, column and byte
+// offset (errors.Is(err, ErrInvalidInput)). Reading stops early if ctx is
+// cancelled. A document read without error may still hold no message or
+// have records skipped: see Document.Notice.
+func ReadDocument(ctx context.Context, r io.Reader) (*Document, error) {
+	return ReadOptions{}.ReadDocument(ctx, r)
+}
+
+// ParseDocument parses a document held in memory (see ReadDocument). The
+// result shares memory with data, which must not be modified afterwards.
+func ParseDocument(ctx context.Context, data []byte) (*Document, error) {
+	return ReadOptions{}.ParseDocument(ctx, data)
+}
+
+// ReadFile is ReadFile with these options.
+func (o ReadOptions) ReadFile(ctx context.Context, path string, stdin io.Reader) (*Document, error) {
 	if path == "" || path == "-" {
-		return ReadDocument(ctx, stdin)
+		return o.ReadDocument(ctx, stdin)
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ReadDocument(ctx, f)
+	return o.ReadDocument(ctx, f)
 }
 
-// ReadDocument reads a whole document from r and detects its format: a JSON
-// array of messages, a JSON object with "messages", JSON Lines of messages,
-// a Claude Code session, or an OpenHands evaluation output (see
-// FormatOpenHands). Malformed input returns an *InputError naming
-// the line, column and byte offset (errors.Is(err, ErrInvalidInput)). Reading
-// stops early if ctx is cancelled.
-func ReadDocument(ctx context.Context, r io.Reader) (*Document, error) {
+// ReadDocument is ReadDocument with these options.
+func (o ReadOptions) ReadDocument(ctx context.Context, r io.Reader) (*Document, error) {
 	data, err := readAll(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	return ParseDocument(ctx, data)
+	return o.ParseDocument(ctx, data)
 }
 
 func readAll(ctx context.Context, r io.Reader) ([]byte, error) {
@@ -147,13 +320,14 @@ func readAll(ctx context.Context, r io.Reader) ([]byte, error) {
 	}
 }
 
-// ParseDocument parses a document held in memory. The result shares memory
-// with data, which must not be modified afterwards.
-func ParseDocument(ctx context.Context, data []byte) (*Document, error) {
+const expectedShapes = "expected a JSON array, a JSON object with \"messages\" or \"history\", or JSON Lines"
+
+// ParseDocument is ParseDocument with these options.
+func (o ReadOptions) ParseDocument(ctx context.Context, data []byte) (*Document, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	i := rawjson.SkipSpace(data, 0)
 	if i == len(data) {
-		return nil, &InputError{Msg: "empty input: expected a JSON array, a JSON object with \"messages\", or JSON Lines"}
+		return nil, &InputError{Msg: "empty input: " + expectedShapes}
 	}
 	switch data[i] {
 	case '[':
@@ -165,13 +339,62 @@ func ParseDocument(ctx context.Context, data []byte) (*Document, error) {
 		}
 		if rawjson.SkipSpace(data, end) == len(data) {
 			ms, _ := rawjson.Members(data[i:end])
-			if findRaw(ms, "messages") != nil {
-				return parseObject(data, i, end)
+			if f := objectFormat(ms); f != "" {
+				return parseObject(data, i, end, f)
 			}
 		}
-		return parseLines(ctx, data)
+		return o.parseLines(ctx, data)
 	}
-	return nil, inputErrorAt(data, int64(i), fmt.Sprintf("invalid character %q: expected a JSON array, a JSON object with \"messages\", or JSON Lines", rune(data[i])))
+	return nil, inputErrorAt(data, int64(i), fmt.Sprintf("invalid character %q: %s", rune(data[i]), expectedShapes))
+}
+
+// objectFormat tells the shape of a top-level object that holds a list of
+// messages, from its content, or returns "" (JSON Lines of one value).
+func objectFormat(ms []rawjson.Member) Format {
+	if findRaw(ms, "role") != nil {
+		return "" // a single message
+	}
+	if msgs := findRaw(ms, "messages"); msgs != nil {
+		if isMiniSWEAgent(ms, msgs) {
+			return FormatMiniSWEAgent
+		}
+		return FormatObject
+	}
+	h := findRaw(ms, "history")
+	if rawjson.Kind(h) != '[' {
+		return ""
+	}
+	if isMessages(h) || bytes.Equal(bytes.TrimSpace(h[1:len(h)-1]), nil) && (findRaw(ms, "trajectory") != nil || findRaw(ms, "replay_config") != nil) {
+		return FormatSWEAgent
+	}
+	return "" // an OpenHands record
+}
+
+// isMiniSWEAgent reports whether an object with "messages" is a
+// mini-swe-agent trajectory: its trajectory_format names it, its info has
+// mini_version, or a message has role "exit".
+func isMiniSWEAgent(ms []rawjson.Member, msgs []byte) bool {
+	if tf := findRaw(ms, "trajectory_format"); rawjson.Kind(tf) == '"' && strings.HasPrefix(rawjson.Unquote(tf), "mini-swe-agent") {
+		return true
+	}
+	if info, err := rawjson.Members(findRaw(ms, "info")); err == nil && findRaw(info, "mini_version") != nil {
+		return true
+	}
+	elems, _ := rawjson.Elements(msgs)
+	for _, el := range elems {
+		if em, err := rawjson.Members(el); err == nil {
+			if r := findRaw(em, "role"); rawjson.Kind(r) == '"' && rawjson.Unquote(r) == "exit" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// objectHasKey reports whether a JSON object has a member with the key.
+func objectHasKey(obj []byte, key string) bool {
+	ms, err := rawjson.Members(obj)
+	return err == nil && findRaw(ms, key) != nil
 }
 
 func findRaw(ms []rawjson.Member, key string) []byte {
@@ -198,11 +421,38 @@ func parseArray(data []byte, i int) (*Document, error) {
 		}
 		return importOpenHands(data, events, func(k int) int64 { return offsetIn(data, elems[k]) })
 	}
-	msgs, err := decodeMessages(data, elems)
-	if err != nil {
+	doc := &Document{Format: FormatArray}
+	if err := doc.decodeMessages(data, elems); err != nil {
 		return nil, err
 	}
-	return &Document{Format: FormatArray, Messages: msgs}, nil
+	return doc, nil
+}
+
+// decodeMessages decodes the messages of a list into d.Messages, holding
+// aside those that are not model messages.
+func (d *Document) decodeMessages(data []byte, elems [][]byte) error {
+	msgs, err := decodeMessages(data, elems)
+	if err != nil {
+		return err
+	}
+	d.Messages = msgs
+	for k := range msgs {
+		if !IsModelRole(msgs[k].Role) {
+			d.Messages = d.Messages[:0:0]
+			for k := range msgs {
+				if IsModelRole(msgs[k].Role) {
+					d.Messages = append(d.Messages, msgs[k])
+				} else {
+					d.held = append(d.held, held{msg: msgs[k], fromEnd: len(d.Messages)})
+				}
+			}
+			for k := range d.held {
+				d.held[k].fromEnd = len(d.Messages) - d.held[k].fromEnd
+			}
+			break
+		}
+	}
+	return nil
 }
 
 func decodeMessages(data []byte, elems [][]byte) ([]Message, error) {
@@ -215,28 +465,61 @@ func decodeMessages(data []byte, elems [][]byte) ([]Message, error) {
 	return msgs, nil
 }
 
-func parseObject(data []byte, i, end int) (*Document, error) {
+// parseObject reads an object whose messages are in one member: "messages"
+// (request body, mini-swe-agent) or "history" (SWE-agent).
+func parseObject(data []byte, i, end int, f Format) (*Document, error) {
 	members, err := decodeMembers(data[i:end], func(*member) bool { return false })
 	if err != nil {
 		return nil, syntaxError(data, err)
 	}
-	raw := findMember(members, "messages").raw
+	key := "messages"
+	if f == FormatSWEAgent {
+		key = "history"
+	}
+	raw := findMember(members, key).raw
 	elems, err := rawjson.Elements(raw)
 	if err != nil {
-		return nil, inputErrorAt(data, offsetIn(data, raw), "\"messages\" is not a JSON array")
+		return nil, inputErrorAt(data, offsetIn(data, raw), fmt.Sprintf("%q is not a JSON array", key))
 	}
-	msgs, err := decodeMessages(data, elems)
-	if err != nil {
+	doc := &Document{Format: f, members: members, listKey: key}
+	if err := doc.decodeMessages(data, elems); err != nil {
 		return nil, err
 	}
-	return &Document{Format: FormatObject, Messages: msgs, members: members}, nil
+	return doc, nil
 }
 
-// parseLines reads a sequence of JSON objects (JSON Lines): messages, or
-// Claude Code records when the first object is a record rather than a
-// message.
-func parseLines(ctx context.Context, data []byte) (*Document, error) {
-	var values [][]byte
+// lineKind is what one value of a JSON Lines input looks like.
+type lineKind int
+
+const (
+	lineOther     lineKind = iota
+	lineMessage            // has a role
+	lineRecord             // a Claude Code record: a type and no role
+	lineOpenHands          // an OpenHands record: a history of events
+)
+
+func classifyLine(ms []rawjson.Member) lineKind {
+	switch {
+	case findRaw(ms, "role") != nil:
+		return lineMessage
+	case isOpenHandsRecord(ms):
+		return lineOpenHands
+	case rawjson.Kind(findRaw(ms, "type")) == '"':
+		return lineRecord
+	}
+	return lineOther
+}
+
+// parseLines reads a sequence of JSON objects (JSON Lines): messages,
+// Claude Code records or OpenHands records, whichever most of the values
+// are (the first value breaks a tie).
+func (o ReadOptions) parseLines(ctx context.Context, data []byte) (*Document, error) {
+	var (
+		values [][]byte
+		scans  [][]rawjson.Member
+		kinds  []lineKind
+		count  [4]int
+	)
 	for i := rawjson.SkipSpace(data, 0); i < len(data); i = rawjson.SkipSpace(data, i) {
 		if len(values)%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -250,153 +533,45 @@ func parseLines(ctx context.Context, data []byte) (*Document, error) {
 		if err != nil {
 			return nil, syntaxError(data, err)
 		}
-		values = append(values, data[i:end])
-		i = end
-	}
-	first, err := rawjson.Members(values[0])
-	if err != nil {
-		return nil, syntaxError(data, err)
-	}
-	if isOpenHandsRecord(first) {
-		return parseOpenHands(data, values)
-	}
-	if findRaw(first, "role") == nil && findRaw(first, "type") != nil {
-		return parseClaudeCode(data, values)
-	}
-	for _, v := range values {
-		ms, err := rawjson.Members(v)
+		ms, err := rawjson.Members(data[i:end])
 		if err != nil {
 			return nil, syntaxError(data, err)
 		}
-		if findRaw(ms, "role") == nil {
+		k := classifyLine(ms)
+		values, scans, kinds = append(values, data[i:end]), append(scans, ms), append(kinds, k)
+		count[k]++
+		i = end
+	}
+	best := kinds[0]
+	for k := lineMessage; k <= lineOpenHands; k++ {
+		if count[k] > count[best] {
+			best = k
+		}
+	}
+	switch best {
+	case lineOpenHands:
+		return parseOpenHands(data, values)
+	case lineRecord:
+		return o.parseClaudeCode(data, values, scans)
+	}
+	for k, v := range values {
+		if kinds[k] != lineMessage {
 			return nil, inputErrorAt(data, offsetIn(data, v), "object has no \"role\": not a message")
 		}
 	}
-	msgs, err := decodeMessages(data, values)
-	if err != nil {
+	doc := &Document{Format: FormatJSONL}
+	if err := doc.decodeMessages(data, values); err != nil {
 		return nil, err
-	}
-	return &Document{Format: FormatJSONL, Messages: msgs}, nil
-}
-
-func parseClaudeCode(data []byte, values [][]byte) (*Document, error) {
-	doc := &Document{Format: FormatClaudeCode}
-	lastAssistant := -1 // index in doc.Messages of the last assistant message
-	for _, v := range values {
-		rec, err := decodeMembers(v, func(*member) bool { return false })
-		if err != nil {
-			return nil, syntaxError(data, err)
-		}
-		typ := recordString(rec, "type")
-		mm := findMember(rec, "message")
-		if (typ != RoleUser && typ != RoleAssistant) || mm == nil || rawjson.Kind(mm.raw) != '{' ||
-			rawjson.Kind(memberRaw(rec, "isSidechain")) == 't' {
-			doc.Skipped++
-			continue
-		}
-		msg, err := DecodeMessage(mm.raw)
-		if err != nil {
-			return nil, inputErrorAt(data, offsetIn(data, mm.raw), fmt.Sprintf("record message: %v", err))
-		}
-		if msg.Role == "" {
-			msg.Role = typ
-		}
-		if ts := findMember(rec, FieldTimestamp); ts != nil && findMember(msg.members, FieldTimestamp) == nil {
-			msg.members = append(msg.members, member{key: FieldTimestamp, raw: ts.raw, flags: injected})
-		}
-		msg.env = &envelope{members: rec}
-
-		n := len(doc.Messages)
-		switch {
-		case msg.Role == RoleAssistant && lastAssistant >= 0 && sameMessageID(&doc.Messages[lastAssistant], &msg) &&
-			allToolResultMessages(doc.Messages[lastAssistant+1:]):
-			// A later part of the same assistant turn (Claude Code writes one
-			// record per content block, interleaved with the results of the
-			// calls already made). Fold it into the turn and gather the
-			// results that came between into one message after it.
-			prev := &doc.Messages[lastAssistant]
-			*prev = prev.WithContent(BlockList(concatBlocks(prev.Content.blocks, msg.Content.blocks)...))
-			if n > lastAssistant+2 {
-				doc.Messages[lastAssistant+1] = mergeResults(doc.Messages[lastAssistant+1:])
-				doc.Merged += n - lastAssistant - 2
-				doc.Messages = doc.Messages[:lastAssistant+2]
-			}
-			doc.Merged++
-		case msg.Role == RoleUser && n >= 2 && isToolResultMessage(&msg) && isToolResultMessage(&doc.Messages[n-1]) &&
-			lastAssistant == n-2:
-			doc.Messages[n-1] = mergeResults([]Message{doc.Messages[n-1], msg})
-			doc.Merged++
-		default:
-			doc.Messages = append(doc.Messages, msg)
-			if msg.Role == RoleAssistant {
-				lastAssistant = len(doc.Messages) - 1
-			}
-		}
 	}
 	return doc, nil
 }
 
-func memberRaw(ms []member, key string) []byte {
-	if m := findMember(ms, key); m != nil {
-		return m.raw
-	}
-	return nil
-}
-
-func recordString(ms []member, key string) string {
-	if raw := memberRaw(ms, key); rawjson.Kind(raw) == '"' {
-		return rawjson.Unquote(raw)
-	}
-	return ""
-}
-
-func sameMessageID(a, b *Message) bool {
-	ida, _ := a.Field("id")
-	idb, _ := b.Field("id")
-	return len(ida) > 0 && bytes.Equal(ida, idb) &&
-		a.Content.kind == ContentBlocks && b.Content.kind == ContentBlocks
-}
-
-func isToolResultMessage(m *Message) bool {
-	if m.Role != RoleUser || m.Content.kind != ContentBlocks || len(m.Content.blocks) == 0 {
-		return false
-	}
-	for k := range m.Content.blocks {
-		if m.Content.blocks[k].Type != BlockToolResult {
-			return false
-		}
-	}
-	return true
-}
-
-func allToolResultMessages(ms []Message) bool {
-	for k := range ms {
-		if !isToolResultMessage(&ms[k]) {
-			return false
-		}
-	}
-	return true
-}
-
-// mergeResults folds tool-result messages into the first one.
-func mergeResults(ms []Message) Message {
-	blocks := []Block{}
-	for k := range ms {
-		blocks = append(blocks, ms[k].Content.blocks...)
-	}
-	return ms[0].WithContent(BlockList(blocks...))
-}
-
-func concatBlocks(a, b []Block) []Block {
-	out := make([]Block, 0, len(a)+len(b))
-	return append(append(out, a...), b...)
-}
-
 // Encode writes the document in the shape it was read in: a JSON array, the
-// request object with its messages replaced, one message per line, or one
-// Claude Code record per message (merged records keep the first record's
-// envelope; skipped records are not written). Output is compact JSON ending
-// in a newline.
+// object it was read from with its list of messages replaced, one message
+// per line, or one Claude Code record per message (merged records keep the
+// first record's envelope; skipped records are not written). Messages that
+// are not model messages (NonModel) are written back at their place
+// counted from the end. Output is compact JSON ending in a newline.
 func (d *Document) Encode(w io.Writer) error {
 	buf, err := d.AppendJSON(nil)
 	if err != nil {
@@ -409,35 +584,58 @@ func (d *Document) Encode(w io.Writer) error {
 // AppendJSON appends the encoded document (see Encode) to dst.
 func (d *Document) AppendJSON(dst []byte) ([]byte, error) {
 	e := encoder{buf: dst, mode: modePreserve}
+	msgs := d.fileMessages()
 	switch d.Format {
 	case FormatJSONL, FormatOpenHands:
-		for k := range d.Messages {
-			d.Messages[k].encode(&e)
+		for k := range msgs {
+			msgs[k].encode(&e)
 			e.buf = append(e.buf, '\n')
 		}
 	case FormatClaudeCode:
-		for k := range d.Messages {
-			encodeRecord(&e, &d.Messages[k])
+		for k := range msgs {
+			encodeRecord(&e, &msgs[k])
 			e.buf = append(e.buf, '\n')
 		}
-	case FormatObject:
+	case FormatObject, FormatMiniSWEAgent, FormatSWEAgent:
+		key := cmp.Or(d.listKey, "messages")
 		e.buf = append(e.buf, '{')
 		first := true
 		for k := range d.members {
 			m := &d.members[k]
 			e.key(&first, m, m.key)
-			if m.key == "messages" {
-				encodeList(&e, d.Messages)
+			if m.key == key {
+				encodeList(&e, msgs)
 			} else {
 				e.raw(m.raw)
 			}
 		}
 		e.buf = append(e.buf, '}', '\n')
 	default:
-		encodeList(&e, d.Messages)
+		encodeList(&e, msgs)
 		e.buf = append(e.buf, '\n')
 	}
 	return e.buf, e.err
+}
+
+// fileMessages returns the messages as the file holds them: Messages with
+// the held messages put back at their places from the end.
+func (d *Document) fileMessages() []Message {
+	if len(d.held) == 0 {
+		return d.Messages
+	}
+	out := make([]Message, 0, len(d.Messages)+len(d.held))
+	h := 0
+	for k := 0; k <= len(d.Messages); k++ {
+		left := len(d.Messages) - k
+		for h < len(d.held) && d.held[h].fromEnd >= left {
+			out = append(out, d.held[h].msg)
+			h++
+		}
+		if k < len(d.Messages) {
+			out = append(out, d.Messages[k])
+		}
+	}
+	return out
 }
 
 func encodeList(e *encoder, msgs []Message) {
@@ -449,31 +647,6 @@ func encodeList(e *encoder, msgs []Message) {
 		msgs[k].encode(e)
 	}
 	e.buf = append(e.buf, ']')
-}
-
-func encodeRecord(e *encoder, m *Message) {
-	e.buf = append(e.buf, '{')
-	first := true
-	if m.env == nil {
-		e.key(&first, nil, "type")
-		e.str(nil, m.Role)
-		e.key(&first, nil, "message")
-		m.encode(e)
-		e.buf = append(e.buf, '}')
-		return
-	}
-	for k := range m.env.members {
-		mb := &m.env.members[k]
-		e.key(&first, mb, mb.key)
-		if mb.key == "message" {
-			e.skipInjected = true
-			m.encode(e)
-			e.skipInjected = false
-		} else {
-			e.raw(mb.raw)
-		}
-	}
-	e.buf = append(e.buf, '}')
 }
 
 // MarshalMessages returns msgs as a compact JSON array, losslessly (see

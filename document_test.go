@@ -51,21 +51,31 @@ func compactLines(data []byte, jsonl bool) []byte {
 // shapes.
 func TestRoundTripLossless(t *testing.T) {
 	tests := []struct {
-		file   string
-		format agentctx.Format
-		msgs   int
+		file      string
+		format    agentctx.Format
+		msgs      int
+		nonModel  int
+		reusedIDs int
 	}{
-		{"anthropic_request.json", agentctx.FormatObject, 6},
-		{"openai_chat.json", agentctx.FormatArray, 6},
-		{"messages.jsonl", agentctx.FormatJSONL, 4},
-		{"crlf.jsonl", agentctx.FormatJSONL, 2},
-		{"swe_traj.json", agentctx.FormatObject, 4},
+		{"anthropic_request.json", agentctx.FormatObject, 6, 0, 0},
+		{"openai_chat.json", agentctx.FormatArray, 6, 0, 0},
+		{"messages.jsonl", agentctx.FormatJSONL, 4, 0, 0},
+		{"crlf.jsonl", agentctx.FormatJSONL, 2, 0, 0},
+		{"swe_traj.json", agentctx.FormatMiniSWEAgent, 3, 1, 0},
+		{"mini_swe_agent.traj.json", agentctx.FormatMiniSWEAgent, 8, 1, 0},
+		{"swe_agent.traj", agentctx.FormatSWEAgent, 8, 0, 0},
+		{"swe_agent_reused_ids.traj", agentctx.FormatSWEAgent, 9, 0, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			doc, data := readDoc(t, filepath.Join("testdata", tt.file))
-			if doc.Format != tt.format || len(doc.Messages) != tt.msgs {
-				t.Fatalf("format %s with %d messages, want %s with %d", doc.Format, len(doc.Messages), tt.format, tt.msgs)
+			if doc.Format != tt.format || len(doc.Messages) != tt.msgs || len(doc.NonModel()) != tt.nonModel {
+				t.Fatalf("format %s with %d messages (%d not for the model), want %s with %d (%d)",
+					doc.Format, len(doc.Messages), len(doc.NonModel()), tt.format, tt.msgs, tt.nonModel)
+			}
+			rep := agentctx.ValidatePairing(doc.Messages)
+			if !rep.Valid || rep.ReusedCallIDs != tt.reusedIDs {
+				t.Errorf("pairing valid %v with %d reused ids, want valid with %d: %v", rep.Valid, rep.ReusedCallIDs, tt.reusedIDs, rep.Issues)
 			}
 			var out bytes.Buffer
 			if err := doc.Encode(&out); err != nil {
@@ -111,6 +121,10 @@ func TestRoundTripClaudeCode(t *testing.T) {
 	}
 	if doc.Skipped != 6 || doc.Merged != 4 {
 		t.Errorf("skipped %d merged %d, want 6 and 4", doc.Skipped, doc.Merged)
+	}
+	const notice = "6 records skipped: progress 2, file-history-snapshot 1, queue-operation 1, sidechain 1, system/local_command 1"
+	if got := doc.Notice(); got != notice {
+		t.Errorf("notice = %q, want %q", got, notice)
 	}
 	if rep := agentctx.ValidatePairing(doc.Messages); !rep.Valid {
 		t.Errorf("pairing: %v", rep.Issues)

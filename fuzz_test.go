@@ -24,7 +24,11 @@ func FuzzParseDocument(f *testing.F) {
 		`{"type":"assistant","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"a"}]}}` + "\n" +
 			`{"type":"assistant","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"b"}]}}`,
 		"\"\\ud800\"", `[{"role":"tool","content":"\u00e9\ud83d"}]`, `{"history":[]}`,
-		`[{"source":"agent","observation":"run","content":"x","tool_call_metadata":{"tool_call_id":"a"}}]`} {
+		`[{"source":"agent","observation":"run","content":"x","tool_call_metadata":{"tool_call_id":"a"}}]`,
+		`{"history":[{"role":"tool","content":[{"type":"text","text":"x"}],"tool_call_ids":["a"]}],"trajectory":[]}`,
+		`{"messages":[{"role":"assistant","tool_calls":[{"id":"k","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"k"},{"role":"exit","content":""}]}`,
+		`{"type":"system","subtype":"compact_boundary","compactMetadata":{"preTokens":5}}` + "\n" + `{"type":"user","isSidechain":true,"message":{"role":"user","content":"s"}}`,
+		`[{"role":"assistant","content":[{"type":"tool_use","id":"a"}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a"}]},{"role":"assistant","content":[{"type":"tool_use","id":"a"}]}]`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -36,7 +40,8 @@ func FuzzParseDocument(f *testing.F) {
 		if err != nil {
 			t.Fatalf("encode: %v", err)
 		}
-		if len(doc.Messages) == 0 && (doc.Format == agentctx.FormatJSONL || doc.Format == agentctx.FormatClaudeCode || doc.Format == agentctx.FormatOpenHands) {
+		doc.Notice()
+		if len(doc.Messages) == 0 && len(doc.NonModel()) == 0 && (doc.Format == agentctx.FormatJSONL || doc.Format == agentctx.FormatClaudeCode || doc.Format == agentctx.FormatOpenHands) {
 			if len(out) != 0 {
 				t.Fatalf("empty %s document encoded as %q", doc.Format, out)
 			}
@@ -64,6 +69,11 @@ func FuzzParseDocument(f *testing.F) {
 		}
 		if rep.Valid && len(fixed) != len(doc.Messages) {
 			t.Fatal("repair changed a valid history")
+		}
+		for _, m := range fixed {
+			if !agentctx.IsModelRole(m.Role) {
+				t.Fatalf("repair kept a role %q message", m.Role)
+			}
 		}
 	})
 }

@@ -110,6 +110,15 @@ func decodeMembers(raw []byte, decodeKnown func(m *member) bool) ([]member, erro
 	return out, nil
 }
 
+// opaqueMembers returns scanned members as members no typed field claims.
+func opaqueMembers(ms []rawjson.Member) []member {
+	out := make([]member, len(ms))
+	for i, m := range ms {
+		out[i] = member{key: m.Key, rawKey: m.RawKey, raw: m.Value}
+	}
+	return out
+}
+
 // decodeString fills m.str when m.raw is a string token.
 func decodeString(m *member) (string, bool) {
 	if rawjson.Kind(m.raw) != '"' {

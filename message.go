@@ -30,10 +30,14 @@ const (
 // between copies and must be treated as read-only: build changed messages
 // with the With methods or Clone, which never write to shared memory.
 type Message struct {
-	Role       string     // "role"
-	Content    Content    // "content"
-	ToolCalls  []ToolCall // "tool_calls": OpenAI assistant messages
-	ToolCallID string     // "tool_call_id": OpenAI tool messages
+	Role      string     // "role"
+	Content   Content    // "content"
+	ToolCalls []ToolCall // "tool_calls": OpenAI assistant messages
+	// ToolCallID is "tool_call_id" of an OpenAI tool message. A message
+	// that has none but a "tool_call_ids" list holding one id (SWE-agent's
+	// history) answers that id: ToolCallID holds it and encoding writes it
+	// back as that one-element list.
+	ToolCallID string
 
 	members []member
 	env     *envelope // Claude Code record around the message, if read from one
@@ -76,6 +80,10 @@ func (m Message) WithField(key string, value any) (Message, error) {
 	switch key {
 	case "role", "content", "tool_calls", "tool_call_id":
 		return m, fmt.Errorf("agentctx: %q is a typed field of Message", key)
+	case "tool_call_ids":
+		if hasKnown(m.members, key) {
+			return m, fmt.Errorf("agentctx: %q holds ToolCallID: set the field instead", key)
+		}
 	}
 	raw, err := marshalValue(value)
 	if err != nil {
@@ -183,6 +191,8 @@ func (m *Message) decode(raw []byte) error {
 			return decodeStr(mb, &m.Role)
 		case "tool_call_id":
 			return decodeStr(mb, &m.ToolCallID)
+		case "tool_call_ids":
+			return decodeIDList(mb)
 		case "content":
 			m.Content = decodeContent(mb)
 			return true
@@ -200,7 +210,29 @@ func (m *Message) decode(raw []byte) error {
 		}
 		return false
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	// "tool_call_id" wins over "tool_call_ids"; the list is then opaque.
+	if ids := findMember(m.members, "tool_call_ids"); ids != nil && ids.flags&known != 0 {
+		if findMember(m.members, "tool_call_id") != nil {
+			ids.flags &^= known
+		} else {
+			m.ToolCallID = ids.str
+		}
+	}
+	return nil
+}
+
+// decodeIDList claims a "tool_call_ids" member holding exactly one string:
+// its str is the id. The caller settles which id member wins.
+func decodeIDList(mb *member) bool {
+	elems, err := rawjson.Elements(mb.raw)
+	if err != nil || len(elems) != 1 || rawjson.Kind(elems[0]) != '"' {
+		return false
+	}
+	mb.str = rawjson.Unquote(elems[0])
+	return true
 }
 
 func decodeToolCalls(raw []byte) ([]ToolCall, bool) {
@@ -308,6 +340,18 @@ func (m *Message) encode(e *encoder) {
 				seenCallID = true
 				e.key(&first, mb, "tool_call_id")
 				e.str(mb, m.ToolCallID)
+			}
+		case "tool_call_ids":
+			if !seenCallID {
+				seenCallID = true
+				e.key(&first, mb, "tool_call_ids")
+				if mb.str == m.ToolCallID {
+					e.raw(mb.raw)
+				} else {
+					e.buf = append(e.buf, '[')
+					e.str(nil, m.ToolCallID)
+					e.buf = append(e.buf, ']')
+				}
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package agentctx
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -30,7 +31,7 @@ import (
 //   - an observation without a call (an error the agent caused without a
 //     valid call, output of a command the user ran) is a user message;
 //   - recall actions and observations, state changes and empty events are
-//     skipped (Document.Skipped counts them).
+//     skipped (Document.SkippedKinds counts them by action or observation).
 //
 // Every message keeps its event's "timestamp".
 
@@ -122,13 +123,24 @@ func parseOpenHands(data []byte, values [][]byte) (*Document, error) {
 			InstanceID json.RawMessage   `json:"instance_id"`
 			History    []json.RawMessage `json:"history"`
 		}
-		if err := json.Unmarshal(v, &rec); err != nil {
+		err := json.Unmarshal(v, &rec)
+		if err != nil {
 			return nil, inputErrorAt(data, offsetIn(data, v), fmt.Sprintf("OpenHands record %d: %v", k+1, err))
 		}
 		recordAt := offsetIn(data, v)
-		conv, err := importOpenHands(data, rec.History, func(int) int64 { return recordAt })
-		if err != nil {
-			return nil, err
+		var conv *Document
+		if elems, ok := messageHistory(v); ok {
+			// A record whose history holds the messages themselves (the
+			// SWE-agent shape, one trajectory per line).
+			conv = &Document{Format: FormatOpenHands}
+			if err := conv.decodeMessages(data, elems); err != nil {
+				return nil, err
+			}
+		} else {
+			conv, err = importOpenHands(data, rec.History, func(int) int64 { return recordAt })
+			if err != nil {
+				return nil, err
+			}
 		}
 		conv.Name = fmt.Sprintf("record-%d", k+1)
 		var id string
@@ -139,12 +151,60 @@ func parseOpenHands(data []byte, values [][]byte) (*Document, error) {
 		}
 		doc.convs = append(doc.convs, conv)
 		doc.Messages = append(doc.Messages, conv.Messages...)
-		doc.Skipped += conv.Skipped
+		for kind, n := range conv.SkippedKinds {
+			for range n {
+				doc.skip(kind)
+			}
+		}
+	}
+	// Messages of the records that are not model messages, placed from the
+	// end of the whole document.
+	start := 0
+	for _, c := range doc.convs {
+		end := start + len(c.Messages)
+		for _, h := range c.held {
+			doc.held = append(doc.held, held{msg: h.msg, fromEnd: len(doc.Messages) - end + h.fromEnd})
+		}
+		start = end
 	}
 	if len(doc.convs) == 1 {
 		doc.Name, doc.convs = doc.convs[0].Name, nil
 	}
 	return doc, nil
+}
+
+// messageHistory returns the elements of a record's "history" when they
+// are messages (see isMessages).
+func messageHistory(record []byte) ([][]byte, bool) {
+	ms, err := rawjson.Members(record)
+	if err != nil {
+		return nil, false
+	}
+	h := findRaw(ms, "history")
+	if !isMessages(h) {
+		return nil, false
+	}
+	elems, err := rawjson.Elements(h)
+	return elems, err == nil
+}
+
+// isMessages reports whether a JSON array holds messages rather than
+// OpenHands events: more of its elements have a role than are events.
+func isMessages(list []byte) bool {
+	elems, err := rawjson.Elements(list)
+	if err != nil {
+		return false
+	}
+	msgs, events := 0, 0
+	for _, el := range elems {
+		switch {
+		case isOpenHandsEvent(el):
+			events++
+		case rawjson.Kind(el) == '{' && objectHasKey(el, "role"):
+			msgs++
+		}
+	}
+	return msgs > events
 }
 
 // importOpenHands turns one list of events into a conversation. at gives
@@ -167,7 +227,7 @@ func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64
 		case ev.Action == "system":
 			msgs = append(msgs, ohMessage{Role: RoleSystem, Content: text(firstNonEmpty(ev.Args.Content, ev.Message)), Timestamp: ev.Timestamp})
 		case ev.Action == "recall" || ev.Observation == "recall":
-			doc.Skipped++
+			doc.skip("openhands/recall")
 		case ev.Action != "" && tcm != nil && tcm.ToolCallID != "":
 			call := ohToolCall{ID: tcm.ToolCallID, Type: "function"}
 			call.Function.Name = tcm.FunctionName
@@ -220,7 +280,7 @@ func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64
 		case ev.Action == "message" || ev.Action == "finish":
 			s := firstNonEmpty(ev.Args.Content, ev.Args.FinalThought, ev.Args.Thought, ev.Message)
 			if s == "" {
-				doc.Skipped++
+				doc.skip("openhands/" + ev.Action + " without text")
 				break
 			}
 			msgs = append(msgs, ohMessage{Role: RoleAssistant, Content: text(s), Timestamp: ev.Timestamp})
@@ -231,7 +291,7 @@ func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64
 			}
 			msgs = append(msgs, m)
 		default:
-			doc.Skipped++
+			doc.skip("openhands/" + cmp.Or(ev.Action, ev.Observation, "event"))
 		}
 	}
 	for _, m := range msgs {

@@ -3,6 +3,7 @@ package agentctx
 import (
 	"fmt"
 	"slices"
+	"strconv"
 )
 
 // IssueKind names a way in which tool calls and results fail to pair.
@@ -10,6 +11,14 @@ type IssueKind string
 
 // The pairing rules. Model APIs answer a history that breaks any of them
 // with HTTP 400.
+//
+// Pairing is per turn: a call is answered by a result with its id in the
+// message(s) right after the one holding the call. Some models reuse ids
+// across turns (kimi-k2's "functions.bash:0"): for OpenAI tool_calls that
+// is allowed, each call being answered in its own turn (see
+// PairingReport.ReusedCallIDs); Anthropic requires every tool_use id of a
+// request to be unique, so a reused tool_use id is an issue that
+// RepairPairing repairs by renaming.
 const (
 	// IssueUnansweredCall: a tool call has no result in its response window
 	// (the next message for an Anthropic tool_use; the run of role "tool"
@@ -20,14 +29,23 @@ const (
 	IssueOrphanResult IssueKind = "orphan_result"
 	// IssueDuplicateResult: a second result for a call already answered.
 	IssueDuplicateResult IssueKind = "duplicate_result"
-	// IssueDuplicateCallID: two tool calls share an id.
+	// IssueDuplicateCallID: two tool calls of one message share an id.
 	IssueDuplicateCallID IssueKind = "duplicate_call_id"
+	// IssueReusedToolUseID: an Anthropic tool_use reuses the id of a
+	// tool_use in an earlier message (the Anthropic API requires tool_use
+	// ids to be unique in a request). The call and its results still pair
+	// within their turn.
+	IssueReusedToolUseID IssueKind = "reused_tool_use_id"
 	// IssueMissingID: a tool call or result has an empty id.
 	IssueMissingID IssueKind = "missing_id"
 	// IssueResultNotFirst: in a message answering tool_use blocks, a
 	// tool_result block comes after another kind of block (Anthropic
 	// requires the results first).
 	IssueResultNotFirst IssueKind = "result_not_first"
+	// IssueNotModelMessage: a message whose role no model API accepts
+	// (mini-swe-agent's final role "exit" message; see IsModelRole). It is
+	// left out of pairing.
+	IssueNotModelMessage IssueKind = "not_model_message"
 )
 
 // PairingIssue is one broken pairing rule.
@@ -45,11 +63,14 @@ func (p PairingIssue) String() string {
 
 // PairingReport is the result of ValidatePairing.
 type PairingReport struct {
-	Valid       bool           `json:"valid"`
-	Messages    int            `json:"messages"`
-	ToolUses    int            `json:"tool_uses"`
-	ToolResults int            `json:"tool_results"`
-	Issues      []PairingIssue `json:"issues"`
+	Valid       bool `json:"valid"`
+	Messages    int  `json:"messages"`
+	ToolUses    int  `json:"tool_uses"`
+	ToolResults int  `json:"tool_results"`
+	// ReusedCallIDs counts the calls whose id a call in an earlier message
+	// already used: each is answered in its own turn.
+	ReusedCallIDs int            `json:"reused_call_ids,omitempty"`
+	Issues        []PairingIssue `json:"issues"`
 }
 
 // Err returns nil for a valid report, else an *PairingError listing the
@@ -87,28 +108,31 @@ type window struct {
 
 func (w *window) open() bool { return w.owner >= 0 }
 
+// IsModelRole reports whether a model API accepts a message with the role:
+// system, developer, user, assistant, tool or function. Readers keep other
+// messages in the file but out of Document.Messages (see
+// Document.NonModel); ValidatePairing reports them and RepairPairing and
+// SendableMessages drop them.
+func IsModelRole(role string) bool {
+	switch role {
+	case RoleSystem, RoleUser, RoleAssistant, RoleTool, "developer", "function":
+		return true
+	}
+	return false
+}
+
 // ValidatePairing checks every tool call and tool result in msgs against the
 // pairing rules of both wire shapes and reports every issue it finds, in
 // message order. Thinking and other blocks are ignored; parallel calls are
-// answered in any order.
+// answered in any order; an id may be reused by a call of a later turn (see
+// IssueKind).
 func ValidatePairing(msgs []Message) PairingReport {
 	rep := PairingReport{Messages: len(msgs), Issues: []PairingIssue{}}
-	callAt := map[string]int{} // call id -> message index of its first call
-	for u := range ToolUses(msgs) {
-		rep.ToolUses++
-		blk := u.Index
-		if u.ID == "" {
-			rep.Issues = append(rep.Issues, PairingIssue{Kind: IssueMissingID, Message: u.Message, Block: blk,
-				Detail: fmt.Sprintf("tool call %q has no id", u.Name)})
-			continue
-		}
-		if first, dup := callAt[u.ID]; dup {
-			rep.Issues = append(rep.Issues, PairingIssue{Kind: IssueDuplicateCallID, Message: u.Message, Block: blk, ID: u.ID,
-				Detail: fmt.Sprintf("id already used by a call in message %d", first)})
-			continue
-		}
-		callAt[u.ID] = u.Message
+	issue := func(k IssueKind, msg, blk int, id, detail string) {
+		rep.Issues = append(rep.Issues, PairingIssue{Kind: k, Message: msg, Block: blk, ID: id, Detail: detail})
 	}
+	callAt := map[string]int{} // call id -> latest message before the current one with a call of this id
+	toolUseAt := map[string]int{}
 
 	w := window{owner: -1}
 	closeWindow := func() {
@@ -132,11 +156,9 @@ func ValidatePairing(msgs []Message) PairingReport {
 		rep.ToolResults++
 		switch {
 		case id == "":
-			rep.Issues = append(rep.Issues, PairingIssue{Kind: IssueMissingID, Message: i, Block: blk,
-				Detail: "tool result has no id"})
+			issue(IssueMissingID, i, blk, "", "tool result has no id")
 		case inWindow && w.answered[id]:
-			rep.Issues = append(rep.Issues, PairingIssue{Kind: IssueDuplicateResult, Message: i, Block: blk, ID: id,
-				Detail: fmt.Sprintf("call in message %d is already answered", w.owner)})
+			issue(IssueDuplicateResult, i, blk, id, fmt.Sprintf("call in message %d is already answered", w.owner))
 		case inWindow && hasKey(w.anthro, id) && blk >= 0:
 			delete(w.anthro, id)
 			w.answered[id] = true
@@ -148,17 +170,24 @@ func ValidatePairing(msgs []Message) PairingReport {
 			if at, ok := callAt[id]; ok {
 				detail = fmt.Sprintf("its call is in message %d, not in the assistant message right before", at)
 			}
-			rep.Issues = append(rep.Issues, PairingIssue{Kind: IssueOrphanResult, Message: i, Block: blk, ID: id, Detail: detail})
+			issue(IssueOrphanResult, i, blk, id, detail)
 		}
 	}
 
+	prev := -1 // the previous model message
 	for i := range msgs {
 		m := &msgs[i]
-		if m.Role == RoleTool {
-			match(i, -1, m.ToolCallID, w.open())
+		if !IsModelRole(m.Role) {
+			issue(IssueNotModelMessage, i, -1, "", fmt.Sprintf("role %q is not a model message", m.Role))
 			continue
 		}
-		inWindow := w.open() && i == w.owner+1 && m.Role != RoleAssistant && len(w.anthro)+len(w.answered) > 0
+		if m.Role == RoleTool {
+			match(i, -1, m.ToolCallID, w.open())
+			prev = i
+			continue
+		}
+		inWindow := w.open() && prev == w.owner && m.Role != RoleAssistant && len(w.anthro)+len(w.answered) > 0
+		prev = i
 		seenOther := false
 		for j := range m.Content.blocks {
 			b := &m.Content.blocks[j]
@@ -167,28 +196,51 @@ func ValidatePairing(msgs []Message) PairingReport {
 				continue
 			}
 			if seenOther && inWindow {
-				rep.Issues = append(rep.Issues, PairingIssue{Kind: IssueResultNotFirst, Message: i, Block: j, ID: b.ToolUseID,
-					Detail: "tool_result blocks must come before any other block"})
+				issue(IssueResultNotFirst, i, j, b.ToolUseID, "tool_result blocks must come before any other block")
 			}
 			match(i, j, b.ToolUseID, inWindow)
 		}
 		closeWindow()
-		if hasCalls(m) {
-			w = window{owner: i, anthro: map[string]int{}, openai: map[string]int{}, answered: map[string]bool{}}
-			for j := range m.Content.blocks {
-				if b := &m.Content.blocks[j]; b.Type == BlockToolUse && b.ID != "" && callAt[b.ID] == i {
-					if _, dup := w.anthro[b.ID]; !dup {
-						w.anthro[b.ID] = j
-					}
-				}
+		if !hasCalls(m) {
+			continue
+		}
+		w = window{owner: i, anthro: map[string]int{}, openai: map[string]int{}, answered: map[string]bool{}}
+		seen := map[string]bool{}
+		call := func(blk int, id, name string, openai bool) {
+			rep.ToolUses++
+			switch {
+			case id == "":
+				issue(IssueMissingID, i, blk, "", fmt.Sprintf("tool call %q has no id", name))
+				return
+			case seen[id]:
+				issue(IssueDuplicateCallID, i, blk, id, "id already used by another call of this message")
+				return
 			}
-			for j := range m.ToolCalls {
-				if tc := &m.ToolCalls[j]; tc.ID != "" && callAt[tc.ID] == i {
-					if _, dup := w.openai[tc.ID]; !dup {
-						w.openai[tc.ID] = j
-					}
-				}
+			seen[id] = true
+			if _, ok := callAt[id]; ok {
+				rep.ReusedCallIDs++
 			}
+			if openai {
+				w.openai[id] = blk
+				return
+			}
+			if at, ok := toolUseAt[id]; ok {
+				issue(IssueReusedToolUseID, i, blk, id, fmt.Sprintf("a tool_use in message %d has this id; Anthropic requires unique tool_use ids", at))
+			} else {
+				toolUseAt[id] = i
+			}
+			w.anthro[id] = blk
+		}
+		for j := range m.Content.blocks {
+			if b := &m.Content.blocks[j]; b.Type == BlockToolUse {
+				call(j, b.ID, b.Name, false)
+			}
+		}
+		for j := range m.ToolCalls {
+			call(j, m.ToolCalls[j].ID, m.ToolCalls[j].Function.Name, true)
+		}
+		for id := range seen {
+			callAt[id] = i
 		}
 	}
 	closeWindow()
@@ -228,6 +280,13 @@ const (
 	RepairDroppedResult    RepairAction = "dropped_result"     // an orphan or duplicate result removed
 	RepairDroppedMessage   RepairAction = "dropped_message"    // a message left empty by dropped results removed
 	RepairMovedResultFirst RepairAction = "moved_result_first" // tool_result blocks moved before other blocks
+	// RepairRenamedCall: a tool_use reusing the id of an earlier tool_use,
+	// and the results answering it in its turn, got a new id (ID; OldID
+	// is the one it had).
+	RepairRenamedCall RepairAction = "renamed_call_id"
+	// RepairDroppedNonModel: a message no model API accepts (role "exit")
+	// left out of the messages to send.
+	RepairDroppedNonModel RepairAction = "dropped_non_model_message"
 )
 
 // Repair is one change RepairPairing made. Message and Block refer to the
@@ -237,6 +296,8 @@ type Repair struct {
 	Message int          `json:"message_index"`
 	Block   int          `json:"block_index"`
 	ID      string       `json:"id,omitempty"`
+	OldID   string       `json:"old_id,omitempty"` // RepairRenamedCall: the id before
+	Role    string       `json:"role,omitempty"`   // RepairDroppedNonModel: the message's role
 }
 
 // MissingResultText is the content of the synthetic result RepairPairing
@@ -247,11 +308,14 @@ const MissingResultText = "Error: no result was recorded for this tool call."
 // and every tool result answers a call: an unanswered call gets a synthetic
 // error result (a tool_result block with is_error for Anthropic calls, a
 // role "tool" message for OpenAI calls), an orphan or duplicate result is
-// dropped (and a message left with no content is dropped with it), and
+// dropped (and a message left with no content is dropped with it),
 // tool_result blocks are moved before other blocks where a message put them
-// after. Thinking blocks and everything else are kept. Duplicate call ids
-// and missing ids are reported by ValidatePairing but cannot be repaired
-// here. msgs is not modified; untouched messages are shared.
+// after, a tool_use reusing the id of an earlier tool_use is renamed with
+// the results of its turn, and a message no model accepts (role "exit") is
+// dropped. Thinking blocks and everything else are kept. Duplicate call ids
+// within one message and missing ids are reported by ValidatePairing but
+// cannot be repaired here. msgs is not modified; untouched messages are
+// shared. Every change is listed, with indexes into msgs.
 func RepairPairing(msgs []Message) ([]Message, []Repair) {
 	rep := ValidatePairing(msgs)
 	repairs := []Repair{}
@@ -259,6 +323,8 @@ func RepairPairing(msgs []Message) ([]Message, []Repair) {
 		return slices.Clone(msgs), repairs
 	}
 	type pos struct{ msg, blk int }
+	msgs, renamed, repairs := renameReusedToolUses(msgs, rep.Issues, repairs)
+	dropMsg := map[int]bool{}
 	drop := map[pos]bool{}
 	dropIn := map[int]bool{} // messages with a dropped block
 	reorder := map[int]bool{}
@@ -281,7 +347,13 @@ func RepairPairing(msgs []Message) ([]Message, []Repair) {
 				reorder[is.Message] = true
 				repairs = append(repairs, Repair{Action: RepairMovedResultFirst, Message: is.Message, Block: is.Block, ID: is.ID})
 			}
+		case IssueNotModelMessage:
+			dropMsg[is.Message] = true
+			repairs = append(repairs, Repair{Action: RepairDroppedNonModel, Message: is.Message, Block: -1, Role: msgs[is.Message].Role})
 		case IssueUnansweredCall:
+			if id, ok := renamed[[2]int{is.Message, is.Block}]; ok {
+				is.ID = id
+			}
 			owner := &msgs[is.Message]
 			if is.Block < len(owner.ToolCalls) && owner.ToolCalls[is.Block].ID == is.ID {
 				missingOpenAI[is.Message] = append(missingOpenAI[is.Message],
@@ -302,6 +374,9 @@ func RepairPairing(msgs []Message) ([]Message, []Repair) {
 	}
 	for i := range msgs {
 		m := msgs[i]
+		if dropMsg[i] {
+			continue
+		}
 		if m.Role != RoleTool {
 			flushOpenAI()
 		}
@@ -358,6 +433,71 @@ func RepairPairing(msgs []Message) ([]Message, []Repair) {
 	flushOpenAI()
 	if pendingAnthro != nil {
 		out = append(out, Message{Role: RoleUser, Content: BlockList(pendingAnthro...)})
+	}
+	return out, repairs
+}
+
+// renameReusedToolUses gives every tool_use that reuses the id of an
+// earlier tool_use (IssueReusedToolUseID) a new id, unused anywhere in
+// msgs, and renames the tool_result blocks answering it in the next model
+// message. It returns the new list (changed messages are copies), the new
+// id of each renamed call by position, and repairs with the renames added.
+func renameReusedToolUses(msgs []Message, issues []PairingIssue, repairs []Repair) ([]Message, map[[2]int]string, []Repair) {
+	renamed := map[[2]int]string{}
+	var used map[string]bool
+	for _, is := range issues {
+		if is.Kind != IssueReusedToolUseID {
+			continue
+		}
+		if used == nil {
+			used = map[string]bool{}
+			for u := range ToolUses(msgs) {
+				used[u.ID] = true
+			}
+			for r := range ToolResults(msgs) {
+				used[r.ID] = true
+			}
+			msgs = slices.Clone(msgs)
+		}
+		id := is.ID
+		for n := 2; used[id]; n++ {
+			id = is.ID + "_" + strconv.Itoa(n)
+		}
+		used[id] = true
+		b := msgs[is.Message].Content.blocks[is.Block]
+		b.ID = id
+		msgs[is.Message] = msgs[is.Message].WithBlock(is.Block, b)
+		renamed[[2]int{is.Message, is.Block}] = id
+		repairs = append(repairs, Repair{Action: RepairRenamedCall, Message: is.Message, Block: is.Block, ID: id, OldID: is.ID})
+		next := is.Message + 1
+		for next < len(msgs) && !IsModelRole(msgs[next].Role) {
+			next++
+		}
+		if next == len(msgs) || msgs[next].Role == RoleAssistant {
+			continue
+		}
+		for j, b := range msgs[next].Content.blocks {
+			if b.Type == BlockToolResult && b.ToolUseID == is.ID {
+				b.ToolUseID = id
+				msgs[next] = msgs[next].WithBlock(j, b)
+			}
+		}
+	}
+	return msgs, renamed, repairs
+}
+
+// SendableMessages returns msgs without the messages no model API accepts
+// (see IsModelRole), and a RepairDroppedNonModel repair for each one it
+// left out. msgs is not modified.
+func SendableMessages(msgs []Message) ([]Message, []Repair) {
+	out := make([]Message, 0, len(msgs))
+	repairs := []Repair{}
+	for i := range msgs {
+		if IsModelRole(msgs[i].Role) {
+			out = append(out, msgs[i])
+			continue
+		}
+		repairs = append(repairs, Repair{Action: RepairDroppedNonModel, Message: i, Block: -1, Role: msgs[i].Role})
 	}
 	return out, repairs
 }

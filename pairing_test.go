@@ -54,6 +54,7 @@ func r(id string) string       { return fmt.Sprintf(res, id) }
 const think = `{"type":"thinking","thinking":"hmm","signature":"sig"}`
 const txt = `{"type":"text","text":"note"}`
 const plainUser = `{"role":"user","content":"go on"}`
+const exitMsg = `{"role":"exit","content":"","extra":{"exit_status":"Submitted"}}`
 
 var pairingCases = []struct {
 	name   string
@@ -71,7 +72,13 @@ var pairingCases = []struct {
 	{"result two messages late", list(asst(u("a")), plainUser, user(r("a"))), "unanswered_call@0.0 orphan_result@2.0"},
 	{"orphan result", list(plainUser, user(r("zzz"))), "orphan_result@1.0"},
 	{"duplicate result", list(asst(u("a")), user(r("a"), r("a"))), "duplicate_result@1.1"},
-	{"duplicate call id", list(asst(u("a")), user(r("a")), asst(u("a")), user(r("a"))), "duplicate_call_id@2.0 orphan_result@3.0"},
+	{"tool_use id reused in a later turn", list(asst(u("a")), user(r("a")), asst(u("a")), user(r("a"))), "reused_tool_use_id@2.0"},
+	{"duplicate call id in one message", list(asst(u("a"), u("a")), user(r("a"))), "duplicate_call_id@0.1"},
+	{"openai id reused across turns", list(oaCalls("k"), oaTool("k"), oaCalls("k"), oaTool("k"), oaCalls("k"), oaTool("k")), ""},
+	{"openai reused id answered late", list(oaCalls("k"), oaTool("k"), oaCalls("k"), plainUser, oaTool("k")), "unanswered_call@2.0 orphan_result@4.-1"},
+	{"openai duplicate call id in one message", list(oaCalls("k", "k"), oaTool("k")), "duplicate_call_id@0.1"},
+	{"exit message", list(plainUser, exitMsg), "not_model_message@1.-1"},
+	{"exit message between a call and its result", list(oaCalls("c"), exitMsg, oaTool("c")), "not_model_message@1.-1"},
 	{"missing call id", list(asst(u("")), plainUser), "missing_id@0.0"},
 	{"result after text", list(asst(u("a")), user(txt, r("a"))), "result_not_first@1.1"},
 	{"openai pair", list(plainUser, oaCalls("c1", "c2"), oaTool("c2"), oaTool("c1"), `{"role":"assistant","content":"done"}`), ""},
@@ -120,6 +127,18 @@ func TestRepairPairing(t *testing.T) {
 			list(oaCalls("c1", "c2"), oaTool("c1"), plainUser),
 			list(oaCalls("c1", "c2"), oaTool("c1"), `{"role":"tool","content":"`+agentctx.MissingResultText+`","tool_call_id":"c2"}`, plainUser)},
 		{"openai orphan tool message dropped", list(plainUser, oaTool("x")), list(plainUser)},
+		{"reused tool_use id renamed with its result",
+			list(asst(u("a")), user(r("a")), asst(u("a")), user(r("a"))),
+			list(asst(u("a")), user(r("a")), asst(u("a_2")), user(r("a_2")))},
+		{"renamed id is unused",
+			list(asst(u("a")), user(r("a")), asst(u("a_2")), user(r("a_2")), asst(u("a")), user(r("a"))),
+			list(asst(u("a")), user(r("a")), asst(u("a_2")), user(r("a_2")), asst(u("a_3")), user(r("a_3")))},
+		{"reused unanswered tool_use gets a result with its new id",
+			list(asst(u("a")), user(r("a")), asst(u("a"))),
+			list(asst(u("a")), user(r("a")), asst(u("a_2")), user(`{"type":"tool_result","tool_use_id":"a_2","content":"`+agentctx.MissingResultText+`","is_error":true}`))},
+		{"openai reused ids kept", list(oaCalls("k"), oaTool("k"), oaCalls("k"), oaTool("k")), list(oaCalls("k"), oaTool("k"), oaCalls("k"), oaTool("k"))},
+		{"exit message dropped", list(plainUser, exitMsg), list(plainUser)},
+		{"exit message between call and result dropped", list(oaCalls("c"), exitMsg, oaTool("c")), list(oaCalls("c"), oaTool("c"))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,12 +166,18 @@ func TestRepairPairing(t *testing.T) {
 }
 
 // TestRepairProperty: for random histories of both shapes with random
-// damage, the repaired history is valid whenever its call ids are unique.
+// damage, ids reused across turns and stray role "exit" messages, the
+// repaired history is valid whenever no message holds two calls with one id.
 func TestRepairProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for iter := range 2000 {
 		msgs := randomHistory(rng, iter)
 		in := parseMsgs(t, list(msgs...))
+		if slices.ContainsFunc(agentctx.ValidatePairing(in).Issues, func(is agentctx.PairingIssue) bool {
+			return is.Kind == agentctx.IssueDuplicateCallID
+		}) {
+			continue // two calls of one message share an id: not repairable
+		}
 		out, _ := agentctx.RepairPairing(in)
 		rep := agentctx.ValidatePairing(out)
 		var left []agentctx.PairingIssue
@@ -172,7 +197,13 @@ func TestRepairProperty(t *testing.T) {
 func randomHistory(rng *rand.Rand, seed int) []string {
 	var msgs []string
 	id := 0
-	next := func() string { id++; return fmt.Sprintf("t%d_%d", seed, id) }
+	next := func() string {
+		if id > 0 && rng.IntN(8) == 0 {
+			return fmt.Sprintf("t%d_%d", seed, rng.IntN(id)+1) // a model reusing an id
+		}
+		id++
+		return fmt.Sprintf("t%d_%d", seed, id)
+	}
 	for range rng.IntN(8) + 1 {
 		switch rng.IntN(6) {
 		case 0:
@@ -218,10 +249,28 @@ func randomHistory(rng *rand.Rand, seed int) []string {
 		case 5:
 			msgs = append(msgs, oaTool("stray"+next()))
 		}
+		if rng.IntN(20) == 0 {
+			msgs = append(msgs, exitMsg)
+		}
 	}
 	if rng.IntN(5) == 0 && len(msgs) > 1 {
 		i := rng.IntN(len(msgs))
 		msgs = slices.Delete(msgs, i, i+1)
 	}
 	return msgs
+}
+
+func TestSendableMessages(t *testing.T) {
+	in := parseMsgs(t, list(plainUser, exitMsg, `{"role":"developer","content":"d"}`, `{"role":"model","content":"m"}`))
+	out, repairs := agentctx.SendableMessages(in)
+	got, _ := agentctx.MarshalMessages(out)
+	if string(got) != list(plainUser, `{"role":"developer","content":"d"}`) {
+		t.Errorf("sendable = %s", got)
+	}
+	if len(repairs) != 2 || repairs[0] != (agentctx.Repair{Action: agentctx.RepairDroppedNonModel, Message: 1, Block: -1, Role: "exit"}) || repairs[1].Message != 3 {
+		t.Errorf("repairs = %+v", repairs)
+	}
+	if out, repairs := agentctx.SendableMessages(out); len(out) != 2 || len(repairs) != 0 {
+		t.Errorf("second pass changed %+v", repairs)
+	}
 }

@@ -27,6 +27,11 @@ type ToolResult struct {
 	ID      string  // the id of the call it answers
 	Content Content // the result's content
 	IsError bool    // the block's is_error (always false for role "tool" messages)
+	// Turn is the index of the message holding the call the result answers:
+	// the latest message before it with a call of this id, or -1 when none
+	// has. Models may reuse an id in several turns: (Turn, ID) tells their
+	// results apart.
+	Turn int
 }
 
 // IsMessage reports whether the result is a whole role "tool" message.
@@ -60,10 +65,11 @@ func ToolUses(msgs []Message) iter.Seq[ToolUse] {
 // order.
 func ToolResults(msgs []Message) iter.Seq[ToolResult] {
 	return func(yield func(ToolResult) bool) {
+		var turns turnTracker
 		for i := range msgs {
 			m := &msgs[i]
 			if m.Role == RoleTool {
-				if !yield(ToolResult{Message: i, Block: -1, ID: m.ToolCallID, Content: m.Content}) {
+				if !yield(ToolResult{Message: i, Block: -1, ID: m.ToolCallID, Content: m.Content, Turn: turns.of(m.ToolCallID)}) {
 					return
 				}
 				continue
@@ -71,13 +77,42 @@ func ToolResults(msgs []Message) iter.Seq[ToolResult] {
 			for j := range m.Content.blocks {
 				b := &m.Content.blocks[j]
 				if b.Type == BlockToolResult {
-					if !yield(ToolResult{Message: i, Block: j, ID: b.ToolUseID, Content: b.Content, IsError: b.IsError}) {
+					if !yield(ToolResult{Message: i, Block: j, ID: b.ToolUseID, Content: b.Content, IsError: b.IsError, Turn: turns.of(b.ToolUseID)}) {
 						return
 					}
 				}
 			}
+			turns.see(i, m)
 		}
 	}
+}
+
+// turnTracker maps a call id to the latest message seen with a call of it.
+type turnTracker struct{ at map[string]int }
+
+func (t *turnTracker) see(i int, m *Message) {
+	for j := range m.Content.blocks {
+		if b := &m.Content.blocks[j]; b.Type == BlockToolUse {
+			t.set(b.ID, i)
+		}
+	}
+	for j := range m.ToolCalls {
+		t.set(m.ToolCalls[j].ID, i)
+	}
+}
+
+func (t *turnTracker) set(id string, i int) {
+	if t.at == nil {
+		t.at = map[string]int{}
+	}
+	t.at[id] = i
+}
+
+func (t *turnTracker) of(id string) int {
+	if i, ok := t.at[id]; ok {
+		return i
+	}
+	return -1
 }
 
 // ToolNames maps each tool call id in msgs to its tool name.
@@ -98,10 +133,11 @@ func ToolNames(msgs []Message) map[string]string {
 func MapToolResults(msgs []Message, fn func(ToolResult) (Content, bool)) []Message {
 	out := make([]Message, len(msgs))
 	copy(out, msgs)
+	var turns turnTracker
 	for i := range msgs {
 		m := &msgs[i]
 		if m.Role == RoleTool {
-			if c, ok := fn(ToolResult{Message: i, Block: -1, ID: m.ToolCallID, Content: m.Content}); ok {
+			if c, ok := fn(ToolResult{Message: i, Block: -1, ID: m.ToolCallID, Content: m.Content, Turn: turns.of(m.ToolCallID)}); ok {
 				out[i] = m.WithContent(c)
 			}
 			continue
@@ -112,7 +148,7 @@ func MapToolResults(msgs []Message, fn func(ToolResult) (Content, bool)) []Messa
 			if b.Type != BlockToolResult {
 				continue
 			}
-			c, ok := fn(ToolResult{Message: i, Block: j, ID: b.ToolUseID, Content: b.Content, IsError: b.IsError})
+			c, ok := fn(ToolResult{Message: i, Block: j, ID: b.ToolUseID, Content: b.Content, IsError: b.IsError, Turn: turns.of(b.ToolUseID)})
 			if !ok {
 				continue
 			}
@@ -124,6 +160,7 @@ func MapToolResults(msgs []Message, fn func(ToolResult) (Content, bool)) []Messa
 		if blocks != nil {
 			out[i] = m.WithContent(Content{kind: ContentBlocks, blocks: blocks})
 		}
+		turns.see(i, m)
 	}
 	return out
 }

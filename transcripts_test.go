@@ -45,8 +45,14 @@ func TestSharedTranscriptsRoundTrip(t *testing.T) {
 				results++
 			}
 			rep := agentctx.ValidatePairing(doc.Messages)
-			t.Logf("%s: %d messages, %d tool results, %d skipped, %d merged records, pairing issues %d",
-				doc.Format, len(doc.Messages), results, doc.Skipped, doc.Merged, len(rep.Issues))
+			t.Logf("%s: %d messages, %d tool results, %d skipped, %d merged records, pairing issues %d, reused call ids %d",
+				doc.Format, len(doc.Messages), results, doc.Skipped, doc.Merged, len(rep.Issues), rep.ReusedCallIDs)
+			if n := doc.Notice(); n != "" {
+				t.Logf("notice: %s", n)
+			}
+			if len(doc.Messages) == 0 {
+				t.Error("no messages read")
+			}
 			if doc.Format == agentctx.FormatOpenHands {
 				checkOpenHandsImport(t, doc, out)
 				return
@@ -70,26 +76,48 @@ func TestSharedTranscriptsRoundTrip(t *testing.T) {
 			}
 			// Merging moves blocks between messages but never changes one:
 			// the multiset of content blocks (and string contents) is the
-			// same, byte for byte, in the input records and the output.
-			in, outBlocks := recordBlocks(t, data), recordBlocks(t, out)
-			if len(in) != len(outBlocks) {
-				t.Fatalf("%d blocks in, %d out", len(in), len(outBlocks))
+			// same, byte for byte, in the input records (after the last
+			// compact boundary, by default) and the output.
+			sameBlocks(t, recordBlocks(t, data, true), recordBlocks(t, out, false))
+			whole, err := agentctx.ReadOptions{WholeHistory: true}.ParseDocument(context.Background(), append([]byte(nil), data...))
+			if err != nil {
+				t.Fatal(err)
 			}
-			for k := range in {
-				if in[k] != outBlocks[k] {
-					t.Fatalf("block differs:\n in: %.300s\nout: %.300s", in[k], outBlocks[k])
-				}
-			}
-			t.Logf("%d content blocks identical", len(in))
+			wholeOut, _ := whole.AppendJSON(nil)
+			sameBlocks(t, recordBlocks(t, data, false), recordBlocks(t, wholeOut, false))
+			t.Logf("whole history: %d messages, %d boundaries; %s", len(whole.Messages), len(whole.Boundaries), whole.Notice())
 		})
 	}
 }
 
+func sameBlocks(t *testing.T, in, out []string) {
+	t.Helper()
+	if len(in) != len(out) {
+		t.Fatalf("%d blocks in, %d out", len(in), len(out))
+	}
+	for k := range in {
+		if in[k] != out[k] {
+			t.Fatalf("block differs:\n in: %.300s\nout: %.300s", in[k], out[k])
+		}
+	}
+	t.Logf("%d content blocks identical", len(in))
+}
+
 // recordBlocks returns the compacted content blocks of the user and
-// assistant records of a Claude Code session, sorted.
-func recordBlocks(t *testing.T, data []byte) []string {
+// assistant records of a Claude Code session, sorted; with live, only those
+// after the last compact boundary.
+func recordBlocks(t *testing.T, data []byte, live bool) []string {
 	var out []string
-	for _, line := range bytes.Split(data, []byte("\n")) {
+	lines := bytes.Split(data, []byte("\n"))
+	if live {
+		for k := len(lines) - 1; k >= 0; k-- {
+			if bytes.Contains(lines[k], []byte(`"subtype":"compact_boundary"`)) {
+				lines = lines[k+1:]
+				break
+			}
+		}
+	}
+	for _, line := range lines {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}

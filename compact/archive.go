@@ -33,6 +33,52 @@ const (
 	claimExt    = ".seq"
 )
 
+// Archived names the archive that keeps a compacted middle.
+type Archived struct {
+	// ID is the archive's stable name, the one a summary may mention: an
+	// artifact id for archives kept in a workspace, the file's path for
+	// FileArchiver.
+	ID string
+	// Path is the absolute path of the archive file, "" when the archive
+	// is not a file.
+	Path string
+	// Bytes is the archive's size.
+	Bytes int
+}
+
+// An Archiver keeps the original messages of a middle before they are
+// replaced by a summary, so that nothing is lost. Archive must not modify
+// msgs, must honour ctx, and may be called from several goroutines.
+type Archiver interface {
+	Archive(ctx context.Context, sessionID string, msgs []agentctx.Message) (Archived, error)
+}
+
+// FileArchiver writes each archive as a file with WriteArchive (seed 002:
+// <Dir>/<session>/compact-<timestamp>-<seq>.json); ID and Path are the
+// file's absolute path.
+type FileArchiver struct {
+	Dir  string           // empty means DefaultDir
+	Now  func() time.Time // nil means time.Now
+	Sync bool             // fsync before the file becomes visible
+}
+
+// Archive implements Archiver.
+func (a FileArchiver) Archive(ctx context.Context, sessionID string, msgs []agentctx.Message) (Archived, error) {
+	path, err := WriteArchive(ctx, msgs, ArchiveOptions{Dir: a.Dir, SessionID: sessionID, Now: a.Now, Sync: a.Sync})
+	if err != nil {
+		return Archived{}, err
+	}
+	size := 0
+	if fi, err := os.Stat(path); err == nil {
+		size = int(fi.Size())
+	}
+	return Archived{ID: path, Path: path, Bytes: size}, nil
+}
+
+// EncodeArchive returns msgs as an archive holds them: an indented JSON
+// array, each message exactly as it came, members in order.
+func EncodeArchive(msgs []agentctx.Message) ([]byte, error) { return indentMessages(msgs) }
+
 // maxClaims bounds the search for a free sequence number; it is only
 // reached when something keeps taking the numbers WriteArchive tries.
 const maxClaims = 10_000

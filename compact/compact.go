@@ -71,9 +71,17 @@ type Result struct {
 	// original messages; empty when none was written. An archive written
 	// before a summary that then failed stays, and is reported here.
 	Archive string `json:"archive"`
+	// ArchiveID is the archive's stable name (see Archived): the file path
+	// for file archives, an artifact id for archives kept in a workspace.
+	ArchiveID string `json:"-"`
 	// Summary is the content of the summary message; empty when not
 	// compacted.
 	Summary string `json:"summary"`
+	// Head and End locate the summarized messages in the input:
+	// msgs[Head:End] were replaced by the summary, which is Messages[Head].
+	// Both are 0 when nothing was compacted.
+	Head int `json:"-"`
+	End  int `json:"-"`
 
 	// Tokens is the token count of Messages, plus Options.ReservedTokens.
 	Tokens int `json:"tokens"`
@@ -191,12 +199,21 @@ func Compact(ctx context.Context, msgs []agentctx.Message, opts Options) (*Resul
 		return res, nil
 	}
 
+	source := middle
+	if o.Originals != nil {
+		source = o.Originals(msgs, h, t)
+	}
+	req := Request{Messages: source}
 	if !o.NoArchive {
-		path, err := WriteArchive(ctx, middle, ArchiveOptions{Dir: o.Dir, SessionID: o.SessionID, Now: o.Now, Sync: o.SyncArchive})
+		archiver := o.Archiver
+		if archiver == nil {
+			archiver = FileArchiver{Dir: o.Dir, Now: o.Now, Sync: o.SyncArchive}
+		}
+		a, err := archiver.Archive(ctx, o.SessionID, source)
 		switch {
 		case err == nil:
-			res.Archive = path
-			log.Info("compact: archived the middle", "path", path, "messages", len(middle))
+			res.Archive, res.ArchiveID, req.Archive = a.Path, a.ID, a.ID
+			log.Info("compact: archived the middle", "archive", a.ID, "messages", len(source))
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		case o.ArchiveRequired:
@@ -205,8 +222,7 @@ func Compact(ctx context.Context, msgs []agentctx.Message, opts Options) (*Resul
 			log.Error("compact: archive failed; compacting anyway", "err", err)
 		}
 	}
-
-	summary, attempts, err := summarize(ctx, o, Request{Messages: middle, Archive: res.Archive})
+	summary, attempts, err := summarize(ctx, o, req)
 	res.Attempts = attempts
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
@@ -220,7 +236,6 @@ func Compact(ctx context.Context, msgs []agentctx.Message, opts Options) (*Resul
 		res.Reason = ReasonSummarizerFailed
 		return res, nil
 	}
-
 	sm := agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(summary))
 	out := make([]agentctx.Message, 0, h+1+len(msgs)-t)
 	out = append(out, msgs[:h]...)
@@ -231,6 +246,7 @@ func Compact(ctx context.Context, msgs []agentctx.Message, opts Options) (*Resul
 	after := retained + mc.CountMessage(sm)
 	res.Messages = out
 	res.Compacted = true
+	res.Head, res.End = h, t
 	res.Summary = summary
 	res.Tokens = after + reserved
 	res.BelowThreshold = after+reserved < thr

@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/tokens"
 )
 
@@ -97,6 +98,15 @@ type Options struct {
 	SessionID string
 	// NoArchive skips writing the archive.
 	NoArchive bool
+	// Archiver keeps the middle before it is summarized. Nil means a
+	// FileArchiver over Dir, Now and SyncArchive (seed 002 file names).
+	Archiver Archiver
+	// Originals, if set, returns the messages that msgs[h:t] stand for
+	// when the list given to Compact is an edited view of a history (a
+	// pipeline's pruned and offloaded list): they are archived and
+	// summarized in place of msgs[h:t], so that a summary describes what
+	// really happened and not the placeholders. It must not modify msgs.
+	Originals func(msgs []agentctx.Message, h, t int) []agentctx.Message
 	// ArchiveRequired makes a failed archive an error that stops compaction
 	// before anything is summarized. By default (seed 002 F-006) the
 	// failure is logged and compaction goes on.

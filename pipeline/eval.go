@@ -31,6 +31,9 @@ type EvalOptions struct {
 	// Progress, if set, is called before each file and once at the end
 	// (file ""), with the number of files done and the total.
 	Progress func(done, total int, file string)
+	// Read are the options the transcripts are read with (the zero value
+	// reads a compacted Claude Code session's live context).
+	Read agentctx.ReadOptions
 }
 
 // Evaluation is the result of Evaluate: one row per conversation.
@@ -39,6 +42,8 @@ type Evaluation struct {
 	Limit           int       `json:"limit"`
 	ThresholdTokens int       `json:"threshold_tokens"`
 	Rows            []EvalRow `json:"rows"`
+	// Skipped lists every entry of Dir that was not read, and why.
+	Skipped []SkippedFile `json:"skipped_files"`
 	// Files is the number of transcripts read, Conversations the number
 	// of rows, Passed those that met every target (see EvalRow.OK).
 	Files         int `json:"files"`
@@ -46,6 +51,13 @@ type Evaluation struct {
 	Passed        int `json:"passed"`
 	// Duration is the time of the whole run.
 	Duration time.Duration `json:"-"`
+}
+
+// SkippedFile is an entry of the evaluated directory that Evaluate did not
+// read.
+type SkippedFile struct {
+	File   string `json:"file"`
+	Reason string `json:"reason"`
 }
 
 // EvalRow is the evaluation of one conversation.
@@ -88,24 +100,31 @@ type EvalRow struct {
 	Prepare time.Duration `json:"-"`
 	// Error is the failure that stopped this file or conversation.
 	Error string `json:"error,omitempty"`
+	// Notice is what the reader said about the conversation (see
+	// agentctx.Document.Notice): no messages, records skipped by kind,
+	// compact boundaries.
+	Notice string `json:"notice,omitempty"`
 
 	threshold int
 }
 
-// OK reports whether the row met every target: prepared without error,
-// output paired and below the trigger, everything read back identical.
+// OK reports whether the row met every target: a conversation with
+// messages, prepared without error, output paired and below the trigger,
+// everything read back identical. A conversation with no message meets
+// none.
 func (r *EvalRow) OK() bool {
-	return r.Error == "" && r.Valid && r.BelowThreshold && r.Identical
+	return r.Messages > 0 && r.Error == "" && r.Valid && r.BelowThreshold && r.Identical
 }
 
 // OK reports whether every row met every target.
 func (e *Evaluation) OK() bool { return e.Passed == len(e.Rows) && len(e.Rows) > 0 }
 
 // transcriptExts are the file name endings Evaluate reads.
-var transcriptExts = []string{".json", ".jsonl"}
+var transcriptExts = []string{".json", ".jsonl", ".traj"}
 
 // Evaluate runs Prepare over every transcript in dir (the files ending in
-// .json or .jsonl, in name order; subdirectories are not entered): each
+// .json, .jsonl or .traj, in name order; subdirectories are not entered,
+// and every entry not read is listed in Evaluation.Skipped): each
 // conversation with a new Pipeline, a fresh workspace and Options.Verify
 // set. It reports per conversation the format, messages, tokens before and
 // after, pairing, what was pruned, stored, replaced and archived, whether
@@ -123,11 +142,17 @@ func Evaluate(ctx context.Context, dir string, opts EvalOptions) (*Evaluation, e
 		return nil, fmt.Errorf("pipeline: evaluate: %w", err)
 	}
 	var files []string
+	skipped := []SkippedFile{}
 	for _, e := range entries {
 		name := e.Name()
-		if e.Type().IsRegular() && slices.ContainsFunc(transcriptExts, func(ext string) bool {
-			return strings.EqualFold(filepath.Ext(name), ext)
-		}) {
+		switch {
+		case e.IsDir():
+			skipped = append(skipped, SkippedFile{File: name + "/", Reason: "a directory: not entered"})
+		case !e.Type().IsRegular():
+			skipped = append(skipped, SkippedFile{File: name, Reason: "not a regular file"})
+		case !slices.ContainsFunc(transcriptExts, func(ext string) bool { return strings.EqualFold(filepath.Ext(name), ext) }):
+			skipped = append(skipped, SkippedFile{File: name, Reason: "not a transcript name: " + strings.Join(transcriptExts, ", ")})
+		default:
 			files = append(files, name)
 		}
 	}
@@ -144,7 +169,7 @@ func Evaluate(ctx context.Context, dir string, opts EvalOptions) (*Evaluation, e
 		return nil, fmt.Errorf("pipeline: evaluate: %w", err)
 	}
 
-	ev := &Evaluation{Dir: dir, Files: len(files), Rows: []EvalRow{}}
+	ev := &Evaluation{Dir: dir, Files: len(files), Rows: []EvalRow{}, Skipped: skipped}
 	base := opts.Options
 	base.Verify = true
 	if base.MessageCounter == nil {
@@ -158,7 +183,7 @@ func Evaluate(ctx context.Context, dir string, opts EvalOptions) (*Evaluation, e
 		if opts.Progress != nil {
 			opts.Progress(i, len(files), name)
 		}
-		rows, err := evaluateFile(ctx, filepath.Join(dir, name), filepath.Join(work, safe(name)), base)
+		rows, err := evaluateFile(ctx, filepath.Join(dir, name), filepath.Join(work, safe(name)), base, opts.Read)
 		if err != nil {
 			return nil, err
 		}
@@ -189,10 +214,10 @@ func Evaluate(ctx context.Context, dir string, opts EvalOptions) (*Evaluation, e
 
 // evaluateFile evaluates every conversation of one transcript. Only a done
 // ctx is an error; other failures are recorded in the rows.
-func evaluateFile(ctx context.Context, path, work string, base Options) ([]EvalRow, error) {
+func evaluateFile(ctx context.Context, path, work string, base Options, ro agentctx.ReadOptions) ([]EvalRow, error) {
 	name := filepath.Base(path)
 	t0 := time.Now()
-	doc, err := agentctx.ReadFile(ctx, path, nil)
+	doc, err := ro.ReadFile(ctx, path, nil)
 	read := time.Since(t0)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -203,7 +228,7 @@ func evaluateFile(ctx context.Context, path, work string, base Options) ([]EvalR
 	convs := doc.Conversations()
 	rows := make([]EvalRow, 0, len(convs))
 	for k, conv := range convs {
-		row := EvalRow{File: name, Format: doc.Format, Read: read, Messages: len(conv.Messages)}
+		row := EvalRow{File: name, Format: doc.Format, Read: read, Messages: len(conv.Messages), Notice: conv.Notice()}
 		sub := work
 		if len(convs) > 1 {
 			row.Conversation = conv.Name
@@ -327,6 +352,7 @@ func (e *Evaluation) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(&b, "| ↳ error: %s |||||||||||||\n", mdEscape(r.Error))
 			continue
 		}
+
 		pairing := yes(r.Valid)
 		if !r.InputValid {
 			pairing += fmt.Sprintf(" (%d repaired)", r.Repairs)
@@ -335,9 +361,18 @@ func (e *Evaluation) WriteMarkdown(w io.Writer) error {
 			mdEscape(name), r.Format, r.Messages, r.MessagesAfter, num(r.TokensBefore), num(r.TokensAfter),
 			yes(r.BelowThreshold), pairing, r.Pruned, r.Stored, num(r.StoredBytes), r.Replaced, num(r.ReplacedBytes),
 			r.Compacted, num(r.ArchivedBytes), yes(r.Identical), r.Checked, r.Checked, millis(r.Read), millis(r.Prepare))
+		if r.Notice != "" {
+			fmt.Fprintf(&b, "| ↳ %s |||||||||||||\n", mdEscape(r.Notice))
+		}
 	}
 	fmt.Fprintf(&b, "\n%d file(s), %d conversation(s), %d met every target; limit %s tokens, trigger %s; total %s.\n",
 		e.Files, e.Conversations, e.Passed, num(e.Limit), num(e.ThresholdTokens), e.Duration.Round(time.Millisecond))
+	if len(e.Skipped) > 0 {
+		fmt.Fprintf(&b, "\nNot read (%d):\n", len(e.Skipped))
+		for _, f := range e.Skipped {
+			fmt.Fprintf(&b, "- %s: %s\n", f.File, f.Reason)
+		}
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

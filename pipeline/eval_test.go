@@ -46,6 +46,8 @@ func TestEvaluate(t *testing.T) {
 	copyFile(t, "../testdata/claude_code.jsonl", filepath.Join(dir, "claude.jsonl"))
 	copyFile(t, "../testdata/openhands_output.jsonl", filepath.Join(dir, "openhands.jsonl"))
 	copyFile(t, "../testdata/anthropic_request.json", filepath.Join(dir, "request.json"))
+	copyFile(t, "../testdata/swe_agent.traj", filepath.Join(dir, "swe.traj"))
+	write("empty.json", `[]`)
 
 	work := t.TempDir()
 	var progress []string
@@ -61,28 +63,51 @@ func TestEvaluate(t *testing.T) {
 	for _, r := range ev.Rows {
 		names = append(names, strings.TrimSuffix(r.File+"#"+r.Conversation, "#"))
 	}
-	want := "a.json,b.jsonl,broken.json,claude.jsonl,openhands.jsonl#calc__calc-1,openhands.jsonl#calc__calc-2,request.json"
+	want := "a.json,b.jsonl,broken.json,claude.jsonl,empty.json,openhands.jsonl#calc__calc-1,openhands.jsonl#calc__calc-2,request.json,swe.traj"
 	if strings.Join(names, ",") != want {
 		t.Fatalf("rows %s\nwant %s", strings.Join(names, ","), want)
 	}
-	if ev.Files != 6 || ev.Conversations != 7 || ev.Passed != 6 || ev.OK() {
+	if ev.Files != 8 || ev.Conversations != 9 || ev.Passed != 7 || ev.OK() {
 		t.Errorf("files %d, conversations %d, passed %d, ok %v", ev.Files, ev.Conversations, ev.Passed, ev.OK())
 	}
-	if len(progress) != 7 || progress[6] != "" {
+	if len(progress) != 9 || progress[8] != "" {
 		t.Errorf("progress calls %q", progress)
 	}
+	// Every entry not read is listed with its reason.
+	var skipped []string
+	for _, f := range ev.Skipped {
+		skipped = append(skipped, f.File+": "+f.Reason)
+	}
+	if got := strings.Join(skipped, "; "); got != "notes.md: not a transcript name: .json, .jsonl, .traj; sub/: a directory: not entered" {
+		t.Errorf("skipped: %s", got)
+	}
 	for _, r := range ev.Rows {
-		if r.File == "broken.json" {
+		switch r.File {
+		case "broken.json":
 			if r.Error == "" || r.OK() {
 				t.Errorf("broken.json: %+v", r)
 			}
 			continue
+		case "empty.json":
+			// A conversation with no message meets no target, and says so.
+			if r.OK() || r.Notice != "no messages (json)" {
+				t.Errorf("empty.json: ok %v, notice %q", r.OK(), r.Notice)
+			}
+			continue
+		case "claude.jsonl":
+			if !strings.Contains(r.Notice, "records skipped: progress 2") {
+				t.Errorf("claude.jsonl notice %q", r.Notice)
+			}
+		case "swe.traj":
+			if r.Format != agentctx.FormatSWEAgent || r.Messages != 8 {
+				t.Errorf("swe.traj: %s with %d messages", r.Format, r.Messages)
+			}
 		}
 		if !r.OK() || r.Checked != r.Stored || r.Format == "" {
 			t.Errorf("%s %s: %+v", r.File, r.Conversation, r)
 		}
 	}
-	oh := ev.Rows[4]
+	oh := ev.Rows[5]
 	if oh.Format != agentctx.FormatOpenHands || oh.InputValid || oh.Repairs != 1 || !oh.Valid {
 		t.Errorf("openhands row: %+v", oh)
 	}
@@ -95,7 +120,7 @@ func TestEvaluate(t *testing.T) {
 	if err := ev.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"| transcript | format |", "| a.json | json | 3 → 3 |", "↳ error: line 1", "7 conversation(s), 6 met every target"} {
+	for _, s := range []string{"| transcript | format |", "| a.json | json | 3 → 3 |", "↳ error: line 1", "| ↳ no messages (json) |", "9 conversation(s), 7 met every target", "- notes.md: not a transcript name"} {
 		if !strings.Contains(md.String(), s) {
 			t.Errorf("markdown lacks %q:\n%s", s, md.String())
 		}

@@ -32,7 +32,7 @@ func exampleHistory(now time.Time) []agentctx.Message {
 	h := []agentctx.Message{
 		agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("Build the project and look at the logs.")).WithTimestamp(now.Add(-time.Hour)),
 		call("toolu_build", "Bash", "make", now.Add(-time.Hour)),
-		result("toolu_build", "cc -O2 -c main.c\ncc -o app main.o\nbuild ok", now.Add(-time.Hour)),
+		result("toolu_build", strings.Repeat("cc -O2 -c main.c\n", 40)+"cc -o app main.o\nbuild ok", now.Add(-time.Hour)),
 	}
 	for i := range 5 {
 		id := fmt.Sprintf("toolu_read%d", i)
@@ -74,7 +74,8 @@ func Example() {
 	for r := range agentctx.ToolResults(res.Messages) {
 		switch r.ID {
 		case "toolu_build", "toolu_lost":
-			fmt.Printf("%s: %s\n", r.ID, r.Content.Text())
+			first, _, _ := strings.Cut(r.Content.Text(), "\n")
+			fmt.Printf("%s: %s\n", r.ID, first)
 		case "toolu_log":
 			first, _, _ := strings.Cut(r.Content.Text(), "\n")
 			fmt.Printf("%s: %s (names its artifact: %v)\n", r.ID, first, strings.Contains(r.Content.Text(), `id="tool_result_toolu_log"`))
@@ -141,4 +142,47 @@ func Example_agentLoop() {
 	// request 12: 7 messages sent for 23 stored (compacted false, reused summary of 17)
 	// request 13: 9 messages sent for 25 stored (compacted false, reused summary of 17)
 	// request 14: 11 messages sent for 27 stored (compacted false, reused summary of 17)
+}
+
+// A Pipeline is a session engine: the second request re-applies what the
+// first decided, and the usage the provider reports calibrates the
+// estimates of the next request.
+func ExamplePipeline_Observe() {
+	dir, err := os.MkdirTemp("", "agentctx-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	p, err := pipeline.New(pipeline.Options{SessionID: "s1", WorkspaceDir: filepath.Join(dir, "ws")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+	ctx := context.Background()
+	history := []agentctx.Message{
+		agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("Summarize the design document.")),
+	}
+	first, err := p.Prepare(ctx, history)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The provider billed 1,500 input tokens for the request (its system
+	// prompt and tools included).
+	if err := p.Observe(ctx, pipeline.Usage{InputTokens: 1500}); err != nil {
+		log.Fatal(err)
+	}
+	history = append(history,
+		agentctx.NewMessage(agentctx.RoleAssistant, agentctx.Text("The design has three parts.")),
+		agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("Go on.")))
+	next, err := p.Prepare(ctx, history)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("first: counted", first.Report.TokensAfter, "estimated", first.Report.EstimatedTokens)
+	fmt.Println("next: counted", next.Report.TokensAfter, "estimated", next.Report.EstimatedTokens)
+	fmt.Println("requests in the session:", next.Report.Session.Requests, "calibrated:", next.Report.Session.Calibrated)
+	// Output:
+	// first: counted 7 estimated 7
+	// next: counted 16 estimated 1509
+	// requests in the session: 2 calibrated: true
 }

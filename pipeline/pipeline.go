@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -15,6 +15,7 @@ import (
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/offload"
 	"github.com/agentctx/agentctx/prune"
+	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/tokens"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/dirstore"
@@ -39,6 +40,30 @@ const (
 
 // DefaultWorkspaceDir is the directory of the default workspace store.
 const DefaultWorkspaceDir = ".agentctx"
+
+// SessionsDir is the directory, inside a directory workspace, of the
+// session states the Pipeline keeps by default.
+const SessionsDir = ".sessions"
+
+// DefaultSessionID is the session of a Pipeline whose Options name none.
+const DefaultSessionID = "default"
+
+// DefaultClearAtLeast is the default of Options.ClearAtLeast: a new batch
+// of pruned results is applied once it frees 20,000 tokens. Measured with
+// agentctx replay on real Claude Code sessions (BENCHMARKS.md): it keeps
+// cache breaks under 5% of requests while still clearing most stale output
+// long before the trigger.
+const DefaultClearAtLeast = 20_000
+
+// DefaultClearTrigger is the default of Options.ClearTrigger.
+const DefaultClearTrigger = 0.8
+
+// ClaudeRatio is the measured ratio of Claude's input tokens to our
+// o200k_base count of the same content, for Options.EstimateRatio before
+// any usage is reported: the growth of the usage Claude Code recorded over
+// 116 consecutive requests of two real sessions, divided by the growth of
+// our count of the same histories (1.32 and 1.31; see BENCHMARKS.md).
+const ClaudeRatio = 1.31
 
 // ErrInvalidOption is matched (errors.Is) by the error New returns for an
 // option out of its range.
@@ -97,23 +122,47 @@ type Options struct {
 	NoCompact bool
 	Compact   compact.Options
 
-	// SessionID names the conversation: the session_id of workspace
-	// artifacts and the subdirectory of archives.
+	// SessionID names the conversation: the key of its session state, the
+	// session its artifacts are scoped to, the subdirectory of file
+	// archives. "" means DefaultSessionID.
 	SessionID string
+
+	// Sessions keeps the session state (SPEC §9): every decision made for
+	// the conversation, re-applied byte for byte by later calls, in this
+	// process or another. Nil means a directory store under
+	// <WorkspaceDir>/.sessions when the Pipeline opens its default
+	// workspace, else memory (the state then lives as long as the
+	// Pipeline). A Store given here is not closed by the Pipeline.
+	Sessions session.Store
+
+	// ClearAtLeast is the fewest tokens a new batch of pruned results must
+	// free before it is applied (like Anthropic's clear_at_least): each
+	// batch changes what earlier requests sent, which costs the provider's
+	// prompt cache, so stale results are cleared rarely and in bulk. 0
+	// means DefaultClearAtLeast; a negative value applies every stale
+	// result at once.
+	ClearAtLeast int
+	// ClearTrigger is how near the compaction trigger a request must be,
+	// as a ratio of it, before a new batch of pruned results is applied
+	// (like the trigger of Anthropic's context editing): far from the
+	// window, clearing saves little and costs the cache. 0 means
+	// DefaultClearTrigger; a negative value clears at any size.
+	ClearTrigger float64
+
+	// EstimateRatio converts our count into the provider's before any
+	// usage has been reported (see Observe): 0 means 1 (o200k_base counts
+	// as they are); ClaudeRatio estimates Claude's count.
+	EstimateRatio float64
 
 	// Verify reads back everything the offload and compact steps wrote
 	// and compares it with the original, byte for byte; the report says
 	// what matched.
 	Verify bool
 
-	// Stateless makes every call independent of the ones before. By
-	// default a Pipeline remembers its last compaction: when a later call
-	// is given the same history grown by new messages, the messages that
-	// were summarized are replaced by the same summary, so the list sent
-	// keeps a stable beginning (provider prompt caches stay valid) and a
-	// compaction is done, and archived, once rather than before every
-	// request. The summary is only reused when the summarized messages are
-	// byte for byte those given.
+	// Stateless makes every call independent of the ones before: no
+	// session state is read or written, every stale result is pruned at
+	// once and a list over the trigger is compacted on every call. By
+	// default a Pipeline is a session engine (SPEC §9).
 	Stateless bool
 
 	// Now is the clock of prune ages, archive names and artifact times;
@@ -137,6 +186,10 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: Files.MinChars %d is negative", ErrInvalidOption, o.Files.MinChars)
 	case o.Workspace.InlineLimit < 0:
 		return fmt.Errorf("%w: Workspace.InlineLimit %d is negative", ErrInvalidOption, o.Workspace.InlineLimit)
+	case math.IsNaN(o.ClearTrigger) || o.ClearTrigger > 1:
+		return fmt.Errorf("%w: ClearTrigger %v must be a ratio of at most 1", ErrInvalidOption, o.ClearTrigger)
+	case o.EstimateRatio < 0 || math.IsNaN(o.EstimateRatio) || math.IsInf(o.EstimateRatio, 0):
+		return fmt.Errorf("%w: EstimateRatio %v must be a positive number", ErrInvalidOption, o.EstimateRatio)
 	}
 	if err := o.Compact.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidOption, err)
@@ -159,8 +212,11 @@ type Pipeline struct {
 	closeStore bool
 	wsRoot     string
 
-	mu   sync.Mutex
-	memo *memo
+	sessions      session.Store
+	closeSessions bool
+	namespace     string // of the session state
+	sessionID     string
+	archiver      compact.Archiver
 }
 
 // New returns a Pipeline with the options. It opens the default workspace
@@ -174,6 +230,21 @@ func New(opts Options) (*Pipeline, error) {
 	o := &p.opts
 	if o.Offload == "" {
 		o.Offload = OffloadWorkspace
+	}
+	if o.SessionID == "" {
+		o.SessionID = DefaultSessionID
+	}
+	if o.ClearAtLeast == 0 {
+		o.ClearAtLeast = DefaultClearAtLeast
+	}
+	switch {
+	case o.ClearTrigger == 0:
+		o.ClearTrigger = DefaultClearTrigger
+	case o.ClearTrigger < 0:
+		o.ClearTrigger = 0
+	}
+	if o.EstimateRatio == 0 {
+		o.EstimateRatio = 1
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -251,6 +322,25 @@ func New(opts Options) (*Pipeline, error) {
 		}
 		o.Store = store
 		p.ws = workspace.New(store, &wo)
+		p.archiver = workspaceArchiver{ws: p.ws, now: o.Now}
+	}
+	p.sessionID = o.SessionID
+	p.namespace = o.Workspace.Namespace
+	if p.namespace == "" {
+		p.namespace = workspace.DefaultNamespace
+	}
+	p.sessions = o.Sessions
+	switch {
+	case p.sessions != nil || o.Stateless:
+	case p.closeStore && o.WorkspaceDir != "":
+		s, err := session.OpenDir(filepath.Join(o.WorkspaceDir, SessionsDir))
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("pipeline: open sessions: %w", err)
+		}
+		p.sessions, p.closeSessions = s, true
+	default:
+		p.sessions, p.closeSessions = session.NewMemStore(), true
 	}
 	return p, nil
 }
@@ -258,10 +348,14 @@ func New(opts Options) (*Pipeline, error) {
 // Close releases the workspace store New opened. A Store given in Options
 // is left open. Prepare must not be called after Close.
 func (p *Pipeline) Close() error {
+	var err error
 	if p.closeStore && p.opts.Store != nil {
-		return p.opts.Store.Close()
+		err = p.opts.Store.Close()
 	}
-	return nil
+	if p.closeSessions && p.sessions != nil {
+		err = errors.Join(err, p.sessions.Close())
+	}
+	return err
 }
 
 // Workspace returns the workspace the offload step stores tool results in
@@ -272,12 +366,21 @@ func (p *Pipeline) Workspace() *workspace.Workspace { return p.ws }
 // MessageCounter returns the counter the Pipeline counts with.
 func (p *Pipeline) MessageCounter() *tokens.MessageCounter { return p.mc }
 
-// Reset forgets the remembered compaction (see Options.Stateless).
-func (p *Pipeline) Reset() {
-	p.mu.Lock()
-	p.memo = nil
-	p.mu.Unlock()
+// Reset forgets the session's state: the next call starts afresh, as for a
+// new conversation (artifacts and archives stay in the workspace).
+func (p *Pipeline) Reset(ctx context.Context) error {
+	if p.opts.Stateless {
+		return nil
+	}
+	err := p.sessions.Delete(ctx, p.namespace, p.sessionID)
+	if errors.Is(err, session.ErrNotFound) {
+		return nil
+	}
+	return err
 }
+
+// SessionID returns the session the Pipeline serves.
+func (p *Pipeline) SessionID() string { return p.sessionID }
 
 // Result is what Prepare returns: the messages to send and what was done.
 type Result struct {
@@ -328,263 +431,20 @@ func (p *Pipeline) Prepare(ctx context.Context, msgs []agentctx.Message) (*Resul
 // agentctx.Document.Conversations) is prepared as one: prepare each
 // conversation with its own Pipeline instead.
 func (p *Pipeline) PrepareDocument(ctx context.Context, doc *agentctx.Document) (*Result, error) {
-	extra := 0
+	return p.prepare(ctx, doc.Messages, p.RequestTokens(doc))
+}
+
+// RequestTokens counts what a request body sends besides its messages: the
+// top-level system prompt and the tool definitions (their JSON).
+func (p *Pipeline) RequestTokens(doc *agentctx.Document) int {
+	n := 0
 	if sys, ok := doc.System(); ok {
-		extra = p.mc.CountContent(sys)
+		n += p.mc.CountContent(sys)
 	}
-	return p.prepare(ctx, doc.Messages, extra)
-}
-
-func (p *Pipeline) prepare(ctx context.Context, in []agentctx.Message, extraReserved int) (*Result, error) {
-	start := time.Now()
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if tools, ok := doc.Member("tools"); ok && string(tools) != "null" {
+		n += p.mc.CountText(string(tools))
 	}
-	o := &p.opts
-	reserved := o.ReservedTokens + extraReserved
-	copts := o.Compact
-	copts.ReservedTokens += reserved
-
-	rep := &Report{
-		MessagesBefore: len(in),
-		ReservedTokens: copts.ReservedTokens,
-		Steps:          make([]StepReport, 0, 6),
-		Warnings:       []string{},
-	}
-	cur := in[:len(in):len(in)]
-	tokensNow := p.mc.Count(cur) + copts.ReservedTokens
-	rep.TokensBefore = tokensNow
-
-	// step finishes a step report: tokens after it and what it saved.
-	step := func(s StepReport, t0 time.Time, list []agentctx.Message) {
-		if !s.Skipped {
-			after := p.mc.Count(list) + copts.ReservedTokens
-			s.TokensSaved = tokensNow - after
-			tokensNow = after
-		}
-		s.Tokens = tokensNow
-		s.Duration = time.Since(t0)
-		rep.Steps = append(rep.Steps, s)
-	}
-
-	// 1. repair
-	t0 := time.Now()
-	if o.NoRepair {
-		step(StepReport{Step: StepRepair, Skipped: true}, t0, cur)
-	} else {
-		fixed, repairs := agentctx.RepairPairing(cur)
-		if v := agentctx.ValidatePairing(fixed); !v.Valid {
-			is := v.Issues[0]
-			return nil, fmt.Errorf("%w: the history cannot be repaired: message %d: %s (%d issue(s))",
-				agentctx.ErrInvalidInput, is.Message, is.Kind, len(v.Issues))
-		}
-		s := StepReport{Step: StepRepair, Changed: len(repairs), Repairs: repairs}
-		if len(repairs) > 0 {
-			s.CharsSaved = charsOf(cur) - charsOf(fixed)
-			p.log.InfoContext(ctx, "pipeline: repaired tool pairing", "repairs", len(repairs))
-		}
-		cur = fixed
-		step(s, t0, cur)
-	}
-
-	// A remembered compaction of this history replaces the messages it
-	// summarized before anything else looks at them.
-	t0 = time.Now()
-	hist := cur // the repaired history: what a remembered compaction is keyed on
-	reuse := p.reuse(hist)
-	reuseTokens, reuseChars, reuseTime := 0, 0, time.Duration(0)
-	if reuse != nil {
-		before := tokensNow
-		next := reuse.apply(cur)
-		reuseChars = charsOf(cur[reuse.h:reuse.n]) - charsOf(next[reuse.h:reuse.h+1])
-		cur = next
-		tokensNow = p.mc.Count(cur) + copts.ReservedTokens
-		reuseTokens = before - tokensNow
-	}
-	reuseTime = time.Since(t0)
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-
-	// 2. prune
-	t0 = time.Now()
-	stored := cur // the list whose results the workspace keeps whole
-	var pruned prune.Result
-	if o.NoPrune {
-		step(StepReport{Step: StepPrune, Skipped: true}, t0, cur)
-	} else {
-		pruned = prune.Prune(cur, o.Prune)
-		cur = pruned.Messages
-		step(StepReport{Step: StepPrune, Changed: pruned.PrunedCount, CharsSaved: pruned.FreedChars, Pruned: pruned.Pruned}, t0, cur)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-
-	// 3. offload
-	t0 = time.Now()
-	switch o.Offload {
-	case OffloadNone:
-		step(StepReport{Step: StepOffload, Skipped: true}, t0, cur)
-	case OffloadFiles:
-		s, next, err := p.offloadFiles(ctx, cur)
-		if err != nil {
-			return nil, err
-		}
-		cur = next
-		step(s, t0, cur)
-	default:
-		s, next, err := p.offloadWorkspace(ctx, stored, cur, pruned.Pruned)
-		if err != nil {
-			return nil, err
-		}
-		cur = next
-		step(s, t0, cur)
-	}
-
-	// 4. count
-	t0 = time.Now()
-	check, err := compact.Check(cur, copts)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidOption, err)
-	}
-	rep.ThresholdTokens = check.ThresholdTokens
-	rep.Limit = copts.Limit
-	if rep.Limit <= 0 {
-		rep.Limit = compact.DefaultLimit
-	}
-	step(StepReport{Step: StepCount, Count: &check}, t0, cur)
-
-	// 5. compact
-	t0 = time.Now()
-	if o.NoCompact {
-		s := StepReport{Step: StepCompact, Skipped: reuse == nil}
-		if reuse != nil {
-			s.Changed, s.TokensSaved, s.CharsSaved = reuse.covered(), reuseTokens, reuseChars
-			s.Compact = &CompactReport{Reused: reuse.covered(), ReusedArchive: reuse.archive}
-		}
-		s.Tokens, s.Duration = tokensNow, time.Since(t0)+reuseTime
-		rep.Steps = append(rep.Steps, s)
-		rep.BelowThreshold = tokensNow < rep.ThresholdTokens
-		if !rep.BelowThreshold {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens reach the trigger of %s and compaction is off", num(tokensNow), num(rep.ThresholdTokens)))
-		}
-	} else {
-		s, next, after, err := p.compact(ctx, hist, cur, copts, reuse, rep)
-		if err != nil {
-			return nil, err
-		}
-		cur = next
-		s.Changed += reuseCovered(reuse)
-		s.TokensSaved = tokensNow - after + reuseTokens
-		s.CharsSaved += reuseChars
-		tokensNow = after
-		s.Tokens = tokensNow
-		s.Duration = time.Since(t0) + reuseTime
-		rep.Steps = append(rep.Steps, s)
-	}
-
-	// 6. validate
-	t0 = time.Now()
-	v := agentctx.ValidatePairing(cur)
-	rep.Valid = v.Valid
-	rep.Steps = append(rep.Steps, StepReport{Step: StepValidate, Pairing: &v, Tokens: tokensNow, Duration: time.Since(t0)})
-
-	rep.MessagesAfter = len(cur)
-	rep.TokensAfter = tokensNow
-	for i := range rep.Steps {
-		rep.CharsSaved += rep.Steps[i].CharsSaved
-		rep.TokensSaved += rep.Steps[i].TokensSaved
-	}
-	rep.Duration = time.Since(start)
-	if cur == nil {
-		cur = []agentctx.Message{}
-	}
-	res := &Result{Messages: cur, Report: *rep}
-	if !v.Valid {
-		err := v.Err()
-		p.log.ErrorContext(ctx, "pipeline: the prepared list is unpaired", "issues", len(v.Issues), "first", v.Issues[0].String())
-		return res, fmt.Errorf("pipeline: %w", err)
-	}
-	p.log.DebugContext(ctx, "pipeline: prepared", "tokens_before", rep.TokensBefore, "tokens_after", rep.TokensAfter,
-		"messages_before", rep.MessagesBefore, "messages_after", rep.MessagesAfter, "duration", rep.Duration)
-	return res, nil
-}
-
-func reuseCovered(r *memo) int {
-	if r == nil {
-		return 0
-	}
-	return r.covered()
-}
-
-// offloadWorkspace stores the results of stored (the list before pruning,
-// so the workspace keeps the originals of pruned results too) and replaces,
-// in view (the pruned list), the large results that were not pruned.
-func (p *Pipeline) offloadWorkspace(ctx context.Context, stored, view []agentctx.Message, pruned []prune.Pruned) (StepReport, []agentctx.Message, error) {
-	s := StepReport{Step: StepOffload}
-	rep := &OffloadReport{Mode: OffloadWorkspace, Workspace: p.wsRoot, Namespace: p.ws.Namespace()}
-	s.Offload = rep
-	res, err := p.ws.Offload(ctx, stored)
-	if err != nil {
-		if errors.Is(err, workspace.ErrInvalidID) {
-			return s, nil, fmt.Errorf("%w: %w", agentctx.ErrInvalidInput, err)
-		}
-		return s, nil, fmt.Errorf("pipeline: offload: %w", err)
-	}
-	isPruned := make(map[[2]int]bool, len(pruned))
-	for _, pr := range pruned {
-		isPruned[[2]int{pr.MessageIndex, pr.BlockIndex}] = true
-	}
-	pather, _ := p.opts.Store.(interface {
-		Path(namespace, id string) (string, error)
-	})
-	replace := make(map[[2]int]agentctx.Content)
-	for _, a := range res.Artifacts {
-		rep.Stored++
-		if !a.Unchanged {
-			rep.Written++
-			rep.StoredBytes += a.Bytes
-			s.Artifacts = append(s.Artifacts, a.ID)
-			if pather != nil {
-				if path, err := pather.Path(rep.Namespace, a.ID); err == nil {
-					s.Files = append(s.Files, path)
-				}
-			}
-		}
-		pos := [2]int{a.Message, a.Block}
-		if a.Indexed && !isPruned[pos] {
-			replace[pos] = resultContent(res.Messages, a.Message, a.Block)
-		}
-	}
-	out := view
-	if len(replace) > 0 {
-		out = agentctx.MapToolResults(view, func(r agentctx.ToolResult) (agentctx.Content, bool) {
-			c, ok := replace[[2]int{r.Message, r.Block}]
-			if ok {
-				rep.Replaced++
-				rep.ReplacedBytes += len(r.Content.AsText())
-				s.CharsSaved += r.Content.Chars() - c.Chars()
-			}
-			return c, ok
-		})
-	}
-	s.Changed = rep.Replaced
-	if p.opts.Verify {
-		v := &Verification{}
-		for _, a := range res.Artifacts {
-			want := resultContent(stored, a.Message, a.Block).AsText()
-			got, err := p.ws.Get(ctx, a.ID)
-			switch {
-			case err != nil:
-				v.check(a.ID, false, err.Error())
-			default:
-				v.check(a.ID, got.Content == want, fmt.Sprintf("read back %d bytes, want %d", len(got.Content), len(want)))
-			}
-		}
-		rep.Verified = v
-	}
-	return s, out, nil
+	return n
 }
 
 // offloadFiles writes the large results of view to files (seed 000).
@@ -637,80 +497,6 @@ func (p *Pipeline) offloadFiles(ctx context.Context, view []agentctx.Message) (S
 		rep.Verified = v
 	}
 	return s, res.Messages, nil
-}
-
-// compact runs the compact step on list and returns its report, the list
-// after it and that list's tokens (ReservedTokens included).
-func (p *Pipeline) compact(ctx context.Context, hist, list []agentctx.Message, copts compact.Options, reuse *memo, rep *Report) (StepReport, []agentctx.Message, int, error) {
-	res, err := compact.Compact(ctx, list, copts)
-	if err != nil {
-		return StepReport{}, nil, 0, fmt.Errorf("pipeline: compact: %w", err)
-	}
-	cr := &CompactReport{
-		Compacted: res.Compacted,
-		Stats:     res.Stats,
-		Archive:   res.Archive,
-		Reason:    res.Reason,
-		Attempts:  res.Attempts,
-	}
-	if reuse != nil {
-		cr.Reused, cr.ReusedArchive = reuse.covered(), reuse.archive
-	}
-	s := StepReport{Step: StepCompact, Compact: cr}
-	if res.Compacted {
-		s.Changed = res.Stats.CompactedMessageCount
-	}
-	if res.Archive != "" {
-		s.Files = []string{res.Archive}
-		if fi, err := os.Stat(res.Archive); err == nil {
-			cr.ArchivedBytes = int(fi.Size())
-		}
-	}
-	rep.BelowThreshold = res.BelowThreshold
-	switch res.Reason {
-	case "", compact.ReasonBelowThreshold, compact.ReasonEmpty:
-	case compact.ReasonSummarizerFailed:
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the summary failed after %d attempt(s); the messages are sent uncompacted", res.Attempts))
-	case compact.ReasonNothingToCompact:
-		if res.BelowThreshold {
-			break // forced, and nothing to summarize
-		}
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens reach the trigger of %s, but there is nothing left to summarize: the most recent messages alone are too large", num(res.Tokens), num(res.ThresholdTokens)))
-	default:
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("compacted to %s tokens, still at or over the trigger of %s (%s); not compacting again", num(res.Tokens), num(res.ThresholdTokens), res.Reason))
-	}
-	if res.Compacted && !copts.NoArchive && res.Archive == "" {
-		rep.Warnings = append(rep.Warnings, "the summarized messages could not be archived (see the log)")
-	}
-
-	var h, t int // the summarized part is list[h:t]
-	if res.Compacted {
-		h = leadingSystem(list)
-		t = len(list) - (len(res.Messages) - h - 1)
-		if h >= len(res.Messages) || res.Messages[h].Content.Text() != res.Summary || t <= h || t > len(list) {
-			h, t = -1, -1 // not the shape compact documents; do not rely on it
-		}
-	}
-	if res.Compacted {
-		if h >= 0 {
-			s.CharsSaved = charsOf(list[h:t]) - charsOf(res.Messages[h:h+1])
-			p.remember(hist, reuse, h, t, res.Messages[h], res.Archive)
-		} else {
-			s.CharsSaved = charsOf(list) - charsOf(res.Messages)
-		}
-	}
-	if p.opts.Verify && res.Archive != "" {
-		v := &Verification{}
-		if h < 0 {
-			v.check(res.Archive, false, "cannot locate the summarized messages")
-		} else {
-			ok, detail := verifyArchive(res.Archive, list[h:t])
-			v.check(res.Archive, ok, detail)
-		}
-		cr.Verified = v
-	}
-	s.Compact = cr
-	return s, res.Messages, res.Tokens, nil
 }
 
 func verifyArchive(path string, want []agentctx.Message) (bool, string) {

@@ -45,6 +45,16 @@ type Report struct {
 	// ReservedTokens are tokens sent besides the messages (a top-level
 	// system prompt, tool definitions), counted toward the trigger.
 	ReservedTokens int `json:"reserved_tokens"`
+	// EstimatedTokensBefore and EstimatedTokens are the provider's likely
+	// counts of the input and of the list to send: our counts, calibrated
+	// by the usage the provider reported for the session's earlier
+	// requests (see Pipeline.Observe). The trigger compares
+	// EstimatedTokens.
+	EstimatedTokensBefore int `json:"estimated_tokens_before"`
+	EstimatedTokens       int `json:"estimated_tokens"`
+	// Session describes the session state the call used; nil for a
+	// Stateless Pipeline.
+	Session *SessionReport `json:"session,omitempty"`
 	// Limit is the context window, and ThresholdTokens the count at which
 	// compaction is due (Limit × Threshold).
 	Limit           int `json:"limit"`
@@ -68,15 +78,45 @@ type Report struct {
 	Duration time.Duration `json:"-"`
 }
 
+// SessionReport describes a session after a call.
+type SessionReport struct {
+	ID        string `json:"id"`
+	Namespace string `json:"namespace"`
+	// Version is the version of the stored state this call wrote.
+	Version int64 `json:"version"`
+	// Requests, Compactions and CacheBreaks count the session's calls, the
+	// compactions made and the calls that changed what an earlier call
+	// had sent.
+	Requests    int `json:"requests"`
+	Compactions int `json:"compactions"`
+	CacheBreaks int `json:"cache_breaks"`
+	// PrefixChanged reports that this call changed what an earlier one
+	// sent (a new batch of pruned results, a compaction): the provider's
+	// prompt cache is rebuilt from the first change.
+	PrefixChanged bool `json:"prefix_changed"`
+	// Calibrated reports that the estimates rest on reported usage, and
+	// Ratio is the provider's tokens per counted token the session has
+	// fitted (Options.EstimateRatio until usage is reported).
+	Calibrated bool    `json:"calibrated"`
+	Ratio      float64 `json:"ratio"`
+}
+
 // StepReport says what one step did.
 type StepReport struct {
 	Step Step `json:"step"`
 	// Skipped reports that the options turned the step off.
 	Skipped bool `json:"skipped"`
-	// Changed counts what the step changed: repairs made, results pruned,
-	// results replaced by a reference, messages summarized (or replaced by
-	// a remembered summary). It is 0 for count and validate.
+	// Changed counts what the step changed in the list to send: repairs
+	// made, results pruned, results replaced by a reference, messages
+	// summarized. Decisions of earlier calls re-applied count too; New
+	// counts those this call made. It is 0 for count and validate.
 	Changed int `json:"changed"`
+	New     int `json:"new"`
+	// Pending and PendingTokens are, for prune, the stale results waiting
+	// until together they free Options.ClearAtLeast tokens, and what they
+	// would free.
+	Pending       int `json:"pending,omitempty"`
+	PendingTokens int `json:"pending_tokens,omitempty"`
 	// CharsSaved and TokensSaved are what the step took out of the list
 	// (negative when it added more than it removed, as a synthetic result
 	// does). Characters are those of SPEC §1.

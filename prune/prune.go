@@ -69,10 +69,17 @@ type Options struct {
 
 	// ToolNames lists the tools whose results are terminal output whatever
 	// their content (results of other tools are terminal output when their
-	// content has "stdout":, "stderr": or "exitCode":). Names match exactly.
+	// content has "stdout":, "stderr": or "exitCode":). Names match without
+	// regard to case ("bash" is "Bash").
 	// nil means DefaultToolNames(); an empty non-nil slice means none, so
 	// that only the content decides.
 	ToolNames []string
+
+	// FirstSeen, if set, gives the time of a result whose message has no
+	// readable timestamp (as SDK messages have none): the time an agent
+	// first saw it, kept in its session state. ok false leaves the result
+	// out, as without FirstSeen.
+	FirstSeen func(r agentctx.ToolResult) (t time.Time, ok bool)
 
 	// Counter counts the tokens reported as freed. nil means
 	// tokens.O200kBase().
@@ -332,7 +339,7 @@ func (opts Options) resolve() resolved {
 	}
 	o.tools = make(map[string]bool, len(names))
 	for _, n := range names {
-		o.tools[n] = true
+		o.tools[strings.ToLower(n)] = true
 	}
 	if o.Counter == nil {
 		o.Counter = tokens.O200kBase()
@@ -368,7 +375,11 @@ func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, uses []a
 			hasTS = hasTS && ts.Year() >= 0 && ts.Year() <= 9999
 			msgError = m.Status() == "error"
 		}
-		if !hasTS {
+		rts, ok := ts, hasTS
+		if !ok && o.FirstSeen != nil {
+			rts, ok = o.FirstSeen(r)
+		}
+		if !ok {
 			skipped++
 			continue
 		}
@@ -376,9 +387,9 @@ func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, uses []a
 		if !ok || r.ID == "" {
 			use = -1
 		}
-		c := candidate{res: r, use: use, ts: ts}
+		c := candidate{res: r, use: use, ts: rts}
 		c.isError = msgError || r.IsError || contentIsError(r.Content)
-		c.terminal = (use >= 0 && o.tools[uses[use].Name]) || hasTerminalFeatures(r.Content)
+		c.terminal = (use >= 0 && o.tools[strings.ToLower(uses[use].Name)]) || hasTerminalFeatures(r.Content)
 		cands = append(cands, c)
 	}
 	return cands, uses, skipped

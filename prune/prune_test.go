@@ -511,9 +511,9 @@ func TestOptions(t *testing.T) {
 			opts: prune.Options{ToolNames: []string{}}, want: []string{"b"},
 		},
 		{
-			name: "default tool names", now: "02:00:00",
-			rs:   cat([]res{{label: "a", at: "00:00:00", tool: terminal, content: "plain output"}, {label: "b", at: "00:00:01", tool: "Bash", content: "plain"}, {label: "c", at: "00:00:02", tool: "bash", content: "plain"}}, newer("01:01:00", "01:02:00", "01:03:00", "01:04:00", "01:05:00")),
-			want: []string{"a", "b"},
+			name: "default tool names, any case", now: "02:00:00",
+			rs:   cat([]res{{label: "a", at: "00:00:00", tool: terminal, content: "plain output"}, {label: "b", at: "00:00:01", tool: "Bash", content: "plain"}, {label: "c", at: "00:00:02", tool: "bash", content: "plain"}, {label: "d", at: "00:00:03", tool: "Read", content: "plain"}}, newer("01:01:00", "01:02:00", "01:03:00", "01:04:00", "01:05:00")),
+			want: []string{"a", "b", "c"},
 		},
 		{
 			name: "results without timestamp are kept and take no slot", now: "02:00:00",

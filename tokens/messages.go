@@ -2,6 +2,7 @@ package tokens
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"hash/maphash"
 	"image"
@@ -132,13 +133,25 @@ func CountMessages(c Counter, msgs []agentctx.Message) int {
 
 // Count returns the tokens of all messages. An empty list is 0.
 func (mc *MessageCounter) Count(msgs []agentctx.Message) int {
+	n, _ := mc.CountContext(context.Background(), msgs)
+	return n
+}
+
+// CountContext is Count that stops when ctx is done: it checks ctx before
+// each message and returns ctx.Err() (and no count) if it was cancelled.
+// Counting a long conversation takes a while; a caller that must stop
+// promptly (a command interrupted with Ctrl-C) uses this.
+func (mc *MessageCounter) CountContext(ctx context.Context, msgs []agentctx.Message) (int, error) {
 	workers := min(mc.workers, len(msgs)/8)
 	if workers <= 1 {
 		n := 0
 		for i := range msgs {
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
 			n += mc.CountMessage(msgs[i])
 		}
-		return n
+		return n, nil
 	}
 	var next, total atomic.Int64
 	var wg sync.WaitGroup
@@ -148,13 +161,19 @@ func (mc *MessageCounter) Count(msgs []agentctx.Message) int {
 			defer wg.Done()
 			n := 0
 			for i := int(next.Add(1) - 1); i < len(msgs); i = int(next.Add(1) - 1) {
+				if ctx.Err() != nil {
+					return
+				}
 				n += mc.CountMessage(msgs[i])
 			}
 			total.Add(int64(n))
 		}()
 	}
 	wg.Wait()
-	return int(total.Load())
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return int(total.Load()), nil
 }
 
 // CountMessage returns the tokens of one message.

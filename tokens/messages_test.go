@@ -2,7 +2,9 @@ package tokens_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"image"
 	"image/png"
@@ -188,6 +190,28 @@ func TestCountParallelEqualsSequential(t *testing.T) {
 		mc := tokens.NewMessageCounter(tokens.MessageOptions{Parallelism: p})
 		if got := mc.Count(conv); got != want {
 			t.Errorf("Parallelism %d: %d, want %d", p, got, want)
+		}
+	}
+}
+
+func TestCountContextCancelled(t *testing.T) {
+	var conv []agentctx.Message
+	for i := range 100 {
+		conv = append(conv, agentctx.NewMessage("user", agentctx.Text(fmt.Sprintf("message %d", i))))
+	}
+	want := tokens.CountMessages(nil, conv)
+	ctx, cancel := context.WithCancel(context.Background())
+	for _, p := range []int{1, 4} {
+		mc := tokens.NewMessageCounter(tokens.MessageOptions{Parallelism: p})
+		if n, err := mc.CountContext(ctx, conv); n != want || err != nil {
+			t.Errorf("Parallelism %d: %d, %v; want %d, nil", p, n, err, want)
+		}
+	}
+	cancel()
+	for _, p := range []int{1, 4} {
+		mc := tokens.NewMessageCounter(tokens.MessageOptions{Parallelism: p})
+		if n, err := mc.CountContext(ctx, conv); n != 0 || !errors.Is(err, context.Canceled) {
+			t.Errorf("Parallelism %d, cancelled: %d, %v; want 0, context.Canceled", p, n, err)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -57,8 +58,9 @@ type OffloadResult struct {
 // unchanged is not written again, so offloading a growing history before
 // every model request only writes the new results. msgs is never modified.
 //
-// A second result with the id of an earlier one (a history whose pairing is
-// broken) is left in place, so the first is never overwritten. A result
+// A second result with the id of an earlier one (a model that reuses ids
+// across turns) is stored under a suffixed id (see OffloadToolResult), so
+// the first is never overwritten. A result
 // without an id is an error matching ErrInvalidID, before anything is
 // stored. When the store fails, Offload stops and returns the error; what
 // was stored stays.
@@ -75,7 +77,6 @@ func (w *Workspace) Offload(ctx context.Context, msgs []agentctx.Message) (*Offl
 		}
 	}
 	res := &OffloadResult{Artifacts: []Offloaded{}}
-	seen := make(map[string]bool)
 	var err error
 	res.Messages = agentctx.MapToolResults(msgs, func(r agentctx.ToolResult) (agentctx.Content, bool) {
 		if err != nil {
@@ -86,14 +87,6 @@ func (w *Workspace) Offload(ctx context.Context, msgs []agentctx.Message) (*Offl
 				KeyContextType, ContextToolResult, KeyBizID, r.ID)
 			return agentctx.Content{}, false
 		}
-		if seen[r.ID] {
-			// A second result for one call (an unpaired history): storing it
-			// would overwrite the first, so it stays in the context as it is.
-			w.log.WarnContext(ctx, "workspace: duplicate tool result left in place",
-				KeyContextType, ContextToolResult, KeyBizID, r.ID)
-			return agentctx.Content{}, false
-		}
-		seen[r.ID] = true
 		call := ToolCall{ID: r.ID}
 		if u, ok := calls[r.ID]; ok {
 			call.Name, call.Action = u.Name, w.opts.ActionName(u)
@@ -123,24 +116,42 @@ func (w *Workspace) Offload(ctx context.Context, msgs []agentctx.Message) (*Offl
 }
 
 func (w *Workspace) isOwnReference(r agentctx.ToolResult) bool {
+	// The id may carry a suffix ("-2") after the artifact id of r.ID.
 	return r.Content.IsText() && r.ID != "" &&
-		strings.HasPrefix(r.Content.Text(), referencePrefix(ArtifactID(r.ID)))
+		strings.HasPrefix(r.Content.Text(), strings.TrimSuffix(referencePrefix(ArtifactID(r.ID)), `"`))
 }
 
 // OffloadToolResult stores one tool result whole and returns the content to
 // put in the context in its place: content itself under the inline limit,
-// else a <knowledge_list> entry (a string). Content that is not a string
-// is stored as its compact JSON, with type json.
+// else a <knowledge_list> entry (a string).
+//
+// A string is stored as it is, with type text. Content made only of text
+// blocks (as SDKs send tool results) is stored as its text too, the blocks
+// joined by newlines, so that lines, grep and previews work on it; the
+// metadata key text_blocks keeps what OriginalContent needs to give the
+// blocks back byte for byte. Any other content is stored as its compact
+// JSON, with type json.
+//
+// An artifact is never overwritten with different content (SPEC §9): when
+// tool_result_<id> already holds other content, the result is stored as
+// tool_result_<id>-2 (then -3, ...), and the reference names that id. The
+// same content under the same id is not written again.
 func (w *Workspace) OffloadToolResult(ctx context.Context, call ToolCall, content agentctx.Content) (agentctx.Content, Offloaded, error) {
 	off := Offloaded{Message: -1, Block: -1}
 	if call.ID == "" {
 		return content, off, fmt.Errorf("workspace: offload: tool result without a tool call id: %w", ErrInvalidID)
 	}
-	a := Artifact{Info: Info{ID: ArtifactID(call.ID), Type: TypeText, Created: w.opts.Now()}, Content: content.AsText()}
-	if !content.IsText() && content.Kind() != agentctx.ContentNone {
-		a.Type = TypeJSON
-	}
+	a := Artifact{Info: Info{ID: ArtifactID(call.ID), Type: TypeText, Created: w.opts.Now()}}
 	md := cloneMetadata(w.opts.Metadata)
+	switch text, lens, template, ok := textBlocks(content); {
+	case content.IsText() || content.Kind() == agentctx.ContentNone:
+		a.Content = content.AsText()
+	case ok:
+		a.Content = text
+		md[KeyTextBlocks], md[KeyTextTemplate] = lens, template
+	default:
+		a.Content, a.Type = content.AsText(), TypeJSON
+	}
 	maps.Copy(md, Metadata{
 		KeyContextType: ContextToolResult,
 		KeyBizID:       call.ID,
@@ -152,32 +163,141 @@ func (w *Workspace) OffloadToolResult(ctx context.Context, call ToolCall, conten
 	})
 	a.Metadata = md
 	ns := w.opts.Namespace
-	logAttrs := []any{KeyContextType, ContextToolResult, KeyBizID, call.ID, "artifact_id", a.ID, "namespace", ns}
+	logAttrs := []any{KeyContextType, ContextToolResult, KeyBizID, call.ID, "namespace", ns}
 
 	m := Measure(a)
 	off.Info = m.Info
-	off.Indexed = m.Chars >= w.opts.InlineLimit
-	prev, err := w.store.Get(ctx, ns, a.ID)
-	switch {
-	case err == nil && prev.SHA256 == m.SHA256 && prev.Type == m.Type && maps.Equal(prev.Metadata, m.Metadata):
-		off.Info, off.Unchanged = prev.Info, true
-	case err == nil || errors.Is(err, ErrNotFound):
-		info, err := w.store.Put(ctx, ns, a)
-		if err != nil {
+	off.Indexed = content.Chars() >= w.opts.InlineLimit
+	base := a.ID
+	for k := 1; ; k++ {
+		if k > 1 {
+			a.ID = base + "-" + strconv.Itoa(k)
+		}
+		if k > maxSuffix {
+			err := fmt.Errorf("workspace: offload: %d artifacts already hold other results of tool call %q", maxSuffix, call.ID)
 			w.log.ErrorContext(ctx, "workspace: storing a tool result failed", append(logAttrs, "error", err)...)
 			return content, off, err
 		}
-		off.Info = info
-	default:
-		w.log.ErrorContext(ctx, "workspace: storing a tool result failed", append(logAttrs, "error", err)...)
-		return content, off, err
+		prev, err := w.store.Get(ctx, ns, a.ID)
+		switch {
+		case err == nil && (prev.SHA256 != m.SHA256 || prev.Type != m.Type):
+			continue // another result holds this id: never overwrite it
+		case err == nil && maps.Equal(prev.Metadata, m.Metadata):
+			off.Info, off.Unchanged = prev.Info, true
+		case err == nil || errors.Is(err, ErrNotFound):
+			info, err := w.store.Put(ctx, ns, a)
+			if err != nil {
+				w.log.ErrorContext(ctx, "workspace: storing a tool result failed", append(logAttrs, "artifact_id", a.ID, "error", err)...)
+				return content, off, err
+			}
+			off.Info = info
+		default:
+			w.log.ErrorContext(ctx, "workspace: storing a tool result failed", append(logAttrs, "artifact_id", a.ID, "error", err)...)
+			return content, off, err
+		}
+		break
 	}
-	w.log.InfoContext(ctx, "workspace: tool result offloaded", append(logAttrs,
+	w.log.InfoContext(ctx, "workspace: tool result offloaded", append(logAttrs, "artifact_id", off.ID,
 		KeyToolName, call.Name, "chars", off.Chars, "lines", off.Lines, "indexed", off.Indexed, "unchanged", off.Unchanged)...)
 	if !off.Indexed {
 		return content, off, nil
 	}
-	return agentctx.Text(w.knowledgeList(off.Info, m.Content)), off, nil
+	return agentctx.Text(w.knowledgeList(off.Info, a.Content)), off, nil
+}
+
+// maxSuffix bounds the suffixed ids tried for one tool call id.
+const maxSuffix = 10_000
+
+// KeyTextBlocks and KeyTextTemplate are the metadata keys of an artifact
+// stored from a list of text blocks: the byte lengths of the blocks' texts,
+// comma-separated (the content is the texts joined by newlines), and the
+// list's JSON with every text empty (the other members of the blocks, in
+// their order), from which OriginalContent rebuilds the list byte for byte.
+const (
+	KeyTextBlocks   = "text_blocks"
+	KeyTextTemplate = "text_template"
+)
+
+// textBlocks returns the text of content made only of text blocks, joined
+// by newlines, the byte lengths of the texts, and the list's template (see
+// KeyTextTemplate); ok is false when the content has other blocks or the
+// list cannot be rebuilt byte for byte from them.
+func textBlocks(c agentctx.Content) (text, lens, template string, ok bool) {
+	if c.Kind() != agentctx.ContentBlocks || len(c.Blocks()) == 0 {
+		return "", "", "", false
+	}
+	var texts, ns []string
+	empty := make([]agentctx.Block, 0, len(c.Blocks()))
+	for _, b := range c.Blocks() {
+		if b.Type != agentctx.BlockText {
+			return "", "", "", false
+		}
+		texts = append(texts, b.Text)
+		ns = append(ns, strconv.Itoa(len(b.Text)))
+		b.Text = ""
+		empty = append(empty, b)
+	}
+	template = agentctx.BlockList(empty...).AsText()
+	back, err := fillTemplate(template, texts)
+	if err != nil || back.AsText() != c.AsText() {
+		return "", "", "", false
+	}
+	return strings.Join(texts, "\n"), strings.Join(ns, ","), template, true
+}
+
+// fillTemplate puts texts into the text blocks of a template, in order.
+func fillTemplate(template string, texts []string) (agentctx.Content, error) {
+	var c agentctx.Content
+	if err := c.UnmarshalJSON([]byte(template)); err != nil {
+		return agentctx.Content{}, err
+	}
+	blocks := c.Blocks()
+	if c.Kind() != agentctx.ContentBlocks || len(blocks) != len(texts) {
+		return agentctx.Content{}, fmt.Errorf("template of %d blocks for %d texts", len(blocks), len(texts))
+	}
+	out := make([]agentctx.Block, len(blocks))
+	for i, b := range blocks {
+		b.Text = texts[i]
+		out[i] = b
+	}
+	return agentctx.BlockList(out...), nil
+}
+
+// OriginalContent returns the content of the tool result an artifact was
+// stored from, byte for byte as it was sent: a string for type text, the
+// text blocks for an artifact with text_blocks metadata, the JSON value for
+// type json.
+func OriginalContent(a *Artifact) (agentctx.Content, error) {
+	if lens, ok := a.Metadata[KeyTextBlocks]; ok {
+		var texts []string
+		rest := a.Content
+		for i, f := range strings.Split(lens, ",") {
+			n, err := strconv.Atoi(f)
+			if i > 0 {
+				if !strings.HasPrefix(rest, "\n") {
+					return agentctx.Content{}, fmt.Errorf("workspace: artifact %q: text blocks do not match %s=%q", a.ID, KeyTextBlocks, lens)
+				}
+				rest = rest[1:]
+			}
+			if err != nil || n < 0 || n > len(rest) {
+				return agentctx.Content{}, fmt.Errorf("workspace: artifact %q: bad %s %q", a.ID, KeyTextBlocks, lens)
+			}
+			texts = append(texts, rest[:n])
+			rest = rest[n:]
+		}
+		if rest != "" {
+			return agentctx.Content{}, fmt.Errorf("workspace: artifact %q: text blocks do not match %s=%q", a.ID, KeyTextBlocks, lens)
+		}
+		return fillTemplate(a.Metadata[KeyTextTemplate], texts)
+	}
+	if a.Type == TypeJSON {
+		var c agentctx.Content
+		if err := c.UnmarshalJSON([]byte(a.Content)); err != nil {
+			return agentctx.Content{}, fmt.Errorf("workspace: artifact %q: %w", a.ID, err)
+		}
+		return c, nil
+	}
+	return agentctx.Text(a.Content), nil
 }
 
 // referencePrefix is how a <knowledge_list> entry for id starts.

@@ -108,9 +108,11 @@ func TestOffloadBoundary(t *testing.T) {
 	}
 	for name, store := range backends(t) {
 		t.Run(name, func(t *testing.T) {
-			ws := workspace.New(store, &workspace.Options{Now: now, SessionID: "s1"})
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
+					// One session per case: the same call id with other
+					// content would take a suffixed id in one session.
+					ws := workspace.New(store, &workspace.Options{Now: now, SessionID: "s-" + c.name})
 					msgs := anthropic(t, "bash", `{"command":"cat big.log"}`, agentctx.Text(c.content))
 					before := mustJSON(t, msgs)
 					res, err := ws.Offload(ctx, msgs)
@@ -192,7 +194,7 @@ func TestOffloadMetadata(t *testing.T) {
 		content          string
 		msg              int
 	}{
-		{"call_a", "computer", "screenshot", workspace.TypeJSON, `[{"type":"text","text":"done"}]`, 2},
+		{"call_a", "computer", "screenshot", workspace.TypeText, "done", 2}, // text blocks are stored as text
 		{"call_b", "str_replace_based_edit_tool", "view", workspace.TypeText, "file body", 3},
 		{"call_c", "bash", "", workspace.TypeText, "total 0", 4},
 	}
@@ -204,13 +206,17 @@ func TestOffloadMetadata(t *testing.T) {
 		if off.Message != w.msg || off.Block != -1 || off.ID != "tool_result_"+w.id {
 			t.Errorf("artifact %d located at %d/%d id %q", i, off.Message, off.Block, off.ID)
 		}
-		a, err := store.Get(ctx, "proj", "tool_result_"+w.id)
+		a, err := store.Get(ctx, ws.Namespace(), "tool_result_"+w.id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		wantMD := workspace.Metadata{
 			"context_type": "tool_result", "biz_id": w.id, "agent_id": "coder", "task_id": "t1", "session_id": "s1",
 			"tool_name": w.tool, "action_name": w.action, "team": "infra",
+		}
+		if w.id == "call_a" {
+			wantMD["text_blocks"] = "4"
+			wantMD["text_template"] = `[{"type":"text","text":""}]`
 		}
 		if fmt.Sprint(a.Metadata) != fmt.Sprint(wantMD) {
 			t.Errorf("%s metadata:\n got %v\nwant %v", w.id, a.Metadata, wantMD)
@@ -220,7 +226,7 @@ func TestOffloadMetadata(t *testing.T) {
 		}
 	}
 	// query_artifacts with the seed's filter.
-	list, err := store.Query(ctx, "proj", workspace.Filter{Metadata: workspace.Metadata{"context_type": "tool_result", "biz_id": "call_b"}})
+	list, err := store.Query(ctx, ws.Namespace(), workspace.Filter{Metadata: workspace.Metadata{"context_type": "tool_result", "biz_id": "call_b"}})
 	if err != nil || len(list) != 1 || list[0].ID != "tool_result_call_b" {
 		t.Errorf("query by biz_id: %v %v", list, err)
 	}
@@ -284,22 +290,27 @@ func TestOffloadAgainWritesNothing(t *testing.T) {
 	}
 }
 
-func TestOffloadChangedResultIsRewritten(t *testing.T) {
-	store := memstore.New()
-	ws := workspace.New(store, &workspace.Options{Now: now})
+func TestOffloadChangedResultIsNotOverwritten(t *testing.T) {
+	ws := workspace.New(memstore.New(), &workspace.Options{Now: now})
 	if _, err := ws.Offload(ctx, anthropic(t, "bash", `{}`, agentctx.Text("v1"))); err != nil {
 		t.Fatal(err)
 	}
 	res, err := ws.Offload(ctx, anthropic(t, "bash", `{}`, agentctx.Text("v2")))
-	if err != nil || res.Artifacts[0].Unchanged {
+	if err != nil || res.Artifacts[0].Unchanged || res.Artifacts[0].ID != "tool_result_toolu_01-2" {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if a, _ := ws.Get(ctx, "tool_result_toolu_01"); a.Content != "v2" {
-		t.Errorf("content %q, want the newer result (same id overwrites)", a.Content)
+	for id, want := range map[string]string{"tool_result_toolu_01": "v1", "tool_result_toolu_01-2": "v2"} {
+		if a, err := ws.Get(ctx, id); err != nil || a.Content != want {
+			t.Errorf("%s = %v, %v; want %q", id, a, err, want)
+		}
+	}
+	again, err := ws.Offload(ctx, anthropic(t, "bash", `{}`, agentctx.Text("v2")))
+	if err != nil || !again.Artifacts[0].Unchanged || again.Artifacts[0].ID != "tool_result_toolu_01-2" {
+		t.Fatalf("same content again: %+v %v", again.Artifacts, err)
 	}
 }
 
-func TestOffloadDuplicateResultKeepsFirst(t *testing.T) {
+func TestOffloadReusedIDKeepsBoth(t *testing.T) {
 	ws := workspace.New(memstore.New(), &workspace.Options{Now: now})
 	msgs := []agentctx.Message{
 		agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(agentctx.ToolUseBlock("dup", "bash", nil))),
@@ -312,12 +323,78 @@ func TestOffloadDuplicateResultKeepsFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := resultContent(res.Messages)
-	if !strings.HasPrefix(got[0].Text(), "<knowledge_list>") || got[1].Text() != strings.Repeat("2", 50_000) {
-		t.Errorf("the duplicate was not left in place")
+	if !strings.Contains(got[0].Text(), `id="tool_result_dup"`) || !strings.Contains(got[1].Text(), `id="tool_result_dup-2"`) {
+		t.Errorf("references:\n%s\n%s", got[0].Text(), got[1].Text())
 	}
-	if a, _ := ws.Get(ctx, "tool_result_dup"); a.Content != strings.Repeat("1", 50_000) {
-		t.Errorf("the first result was overwritten")
+	for id, want := range map[string]string{"tool_result_dup": strings.Repeat("1", 50_000), "tool_result_dup-2": strings.Repeat("2", 50_000)} {
+		if a, err := ws.Get(ctx, id); err != nil || a.Content != want {
+			t.Errorf("%s was not kept whole: %v", id, err)
+		}
 	}
+}
+
+func TestOffloadSessionsAreApart(t *testing.T) {
+	store := memstore.New()
+	contents := map[string]string{"s1": "first session's output", "s2": "second session's output"}
+	for sess, c := range contents {
+		ws := workspace.New(store, &workspace.Options{Now: now, SessionID: sess})
+		if _, err := ws.Offload(ctx, anthropic(t, "bash", `{}`, agentctx.Text(c))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for sess, want := range contents {
+		ws := workspace.New(store, &workspace.Options{SessionID: sess})
+		got, err := ws.GetKnowledgeByID(ctx, "tool_result_toolu_01", 0)
+		if err != nil || got != want {
+			t.Errorf("session %s reads %q, %v; want %q", sess, got, err, want)
+		}
+	}
+}
+
+func TestTextBlocksStayText(t *testing.T) {
+	cases := []struct {
+		name    string
+		content agentctx.Content
+		typ     workspace.ArtifactType
+		stored  string
+	}{
+		{"one block", agentctx.BlockList(agentctx.TextBlock("line 1\nline 2\nline 3")), workspace.TypeText, "line 1\nline 2\nline 3"},
+		{"two blocks", agentctx.BlockList(agentctx.TextBlock("a\nb"), agentctx.TextBlock("")), workspace.TypeText, "a\nb\n"},
+		{"other members and order kept", mustContent(t, `[{"text":"x\ny","cache_control":{"type":"ephemeral"},"type":"text"}]`), workspace.TypeText, "x\ny"},
+		{"image kept as JSON", mustContent(t, `[{"type":"text","text":"x"},{"type":"image","source":{}}]`), workspace.TypeJSON, `[{"type":"text","text":"x"},{"type":"image","source":{}}]`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ws := workspace.New(memstore.New(), &workspace.Options{Now: now})
+			_, off, err := ws.OffloadToolResult(ctx, workspace.ToolCall{ID: "t1", Name: "Read"}, c.content)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := ws.Get(ctx, off.ID)
+			if err != nil || a.Type != c.typ || a.Content != c.stored {
+				t.Fatalf("stored %q (%s), %v; want %q (%s)", a.Content, a.Type, err, c.stored, c.typ)
+			}
+			orig, err := workspace.OriginalContent(a)
+			if err != nil || orig.AsText() != c.content.AsText() {
+				t.Fatalf("OriginalContent = %s, %v; want %s", orig.AsText(), err, c.content.AsText())
+			}
+			if c.typ == workspace.TypeText {
+				lines, err := ws.GetKnowledgeByLines(ctx, off.ID, 1, 2)
+				if err != nil || !strings.HasPrefix(lines, "Lines 1-") || strings.Contains(lines, `"type"`) {
+					t.Errorf("lines read JSON: %q %v", lines, err)
+				}
+			}
+		})
+	}
+}
+
+func mustContent(t *testing.T, js string) agentctx.Content {
+	t.Helper()
+	var c agentctx.Content
+	if err := c.UnmarshalJSON([]byte(js)); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func TestOffloadErrors(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/agentctx/agentctx"
@@ -42,6 +43,11 @@ type Options struct {
 	// AgentID, TaskID and SessionID are written in the metadata of every
 	// offloaded tool result. SessionID is also the default session of
 	// GrepSession.
+	//
+	// A non-empty SessionID scopes the workspace to that session (SPEC §9):
+	// its artifacts live in the store namespace SessionNamespace(Namespace,
+	// SessionID), so the same tool call id in another session is another
+	// artifact, and every read of this Workspace sees that session only.
 	AgentID, TaskID, SessionID string
 	// Metadata is added to every offloaded tool result (the keys above and
 	// context_type, biz_id, tool_name and action_name take precedence).
@@ -76,7 +82,8 @@ type Options struct {
 // It is safe for concurrent use when its Store is.
 type Workspace struct {
 	store Store
-	opts  Options
+	opts  Options // Namespace is the store namespace: scoped to SessionID when set
+	base  string  // the namespace the Options named
 	log   *slog.Logger
 }
 
@@ -90,6 +97,10 @@ func New(store Store, opts *Options) *Workspace {
 	o := &w.opts
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
+	}
+	w.base = o.Namespace
+	if o.SessionID != "" {
+		o.Namespace = SessionNamespace(o.Namespace, o.SessionID)
 	}
 	if o.InlineLimit <= 0 {
 		o.InlineLimit = DefaultInlineLimit
@@ -125,8 +136,28 @@ func New(store Store, opts *Options) *Workspace {
 // Store returns the workspace's store.
 func (w *Workspace) Store() Store { return w.store }
 
-// Namespace returns the workspace's namespace.
+// Namespace returns the store namespace the workspace's artifacts live in:
+// SessionNamespace(namespace, session) for a workspace scoped to a session,
+// else the namespace its Options named.
 func (w *Workspace) Namespace() string { return w.opts.Namespace }
+
+// BaseNamespace returns the namespace the workspace's Options named (the
+// default one when they named none), before scoping to a session.
+func (w *Workspace) BaseNamespace() string { return w.base }
+
+// SessionID returns the session the workspace is scoped to, "" for none.
+func (w *Workspace) SessionID() string { return w.opts.SessionID }
+
+// SessionNamespace returns the store namespace of a session's artifacts in
+// namespace: namespace + "/sessions/" + the session id, with "%" and "/" of
+// the id written as %25 and %2F so that different (namespace, session)
+// pairs never share a namespace.
+func SessionNamespace(namespace, sessionID string) string {
+	if namespace == "" {
+		namespace = DefaultNamespace
+	}
+	return namespace + "/sessions/" + strings.NewReplacer("%", "%25", "/", "%2F").Replace(sessionID)
+}
 
 // Get returns an artifact of the workspace whole, without the read cap.
 func (w *Workspace) Get(ctx context.Context, id string) (*Artifact, error) {

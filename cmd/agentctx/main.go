@@ -5,25 +5,52 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
+
+	"github.com/mattn/go-isatty"
 
 	"github.com/agentctx/agentctx/internal/cli"
 )
+
+// grace is how long a command may take to stop after the first Ctrl-C
+// before the process exits anyway. Every step checks its context, so this
+// only bounds a step that cannot be interrupted (a write already started
+// finishes; a temp file left behind is removed by the next run).
+const grace = 3 * time.Second
 
 func main() {
 	// A short-lived process: trade memory for fewer collections while a
 	// transcript is parsed (the library itself never changes GC settings).
 	debug.SetGCPercent(400)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Run(ctx, os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrIsTerminal: isTerminal(os.Stderr)})
+	go func() {
+		<-ctx.Done()
+		// From now on a second Ctrl-C kills the process at once.
+		stop()
+		time.Sleep(grace)
+		fmt.Fprintln(os.Stderr, "agentctx: interrupted")
+		os.Exit(cli.ExitInterrupted)
+	}()
+	code := cli.Run(ctx, os.Args[1:], cli.Streams{
+		In:            os.Stdin,
+		Out:           os.Stdout,
+		Err:           os.Stderr,
+		InIsTerminal:  isTerminal(os.Stdin),
+		OutIsTerminal: isTerminal(os.Stdout),
+		ErrIsTerminal: isTerminal(os.Stderr),
+		LookupEnv:     os.LookupEnv,
+	})
 	stop()
 	os.Exit(code)
 }
 
+// isTerminal reports whether f is a terminal (not merely a character
+// device such as /dev/null).
 func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd())
 }

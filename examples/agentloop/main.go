@@ -1,22 +1,30 @@
-// Command agentloop is an agent loop that calls agentctx's pipeline before
-// every model request. The model is a fake that follows a script (it needs
-// no API key), and so are its tools, but the loop is the one a real agent
-// runs with anthropic-sdk-go, openai-go or any other client:
+// Command agentloop is an agent loop on anthropic-sdk-go with agentctx's
+// pipeline plugged into the client as a middleware. The model is a fake
+// Messages API on a local port that follows a script (no API key needed),
+// and so are its tools, but the loop is the one a real agent runs:
 //
-//	history := []agentctx.Message{task}
+//	p, _ := pipeline.New(pipeline.Options{SessionID: "nightly-report"})
+//	client := anthropic.NewClient(anthropicx.WithPipeline(p))          // 1: every request is prepared
+//	params.Tools = append(params.Tools, anthropicx.Tools(p.Workspace())...) // 2: the read-back tools
 //	for {
-//		res, _ := p.Prepare(ctx, history) // the history itself is never changed
-//		reply := model(res.Messages)      // send what Prepare returned
-//		history = append(history, reply)
-//		if no tool calls { break }
-//		history = append(history, results of the calls)
+//		msg, _ := client.Messages.New(ctx, params)
+//		params.Messages = append(params.Messages, msg.ToParam())
+//		for each tool_use block u {
+//			if res, ok := anthropicx.ExecuteTool(ctx, p.Workspace(), u); ok { // 3: read-back calls
+//				results = append(results, res)
+//			} else {
+//				results = append(results, run the program's own tool)
+//			}
+//		}
+//		...
 //	}
 //
-// Along the way the pipeline prunes stale command output, keeps every tool
-// result in a workspace and replaces a 60,000-character log by a reference
-// (which the model then greps through the workspace tools), and compacts
-// the conversation once it reaches 92% of a small 2,500-token window; on
-// the following turns it reuses that summary instead of compacting again.
+// The loop keeps its history as SDK params, untouched. On every request
+// the middleware keeps each tool result in a workspace and replaces the
+// 60,000-character log by a reference (which the model then greps and
+// reads through the read-back tools), and compacts the conversation once it
+// reaches 92% of a small 2,500-token window; on the following requests it
+// reuses that summary instead of compacting again.
 //
 //	go run ./examples/agentloop
 package main
@@ -26,13 +34,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/anthropicx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/workspace"
@@ -45,14 +60,22 @@ func main() {
 		os.Exit(1)
 	}
 	defer os.RemoveAll(dir)
-	if err := run(context.Background(), os.Stdout, dir); err != nil {
+	if _, err := run(context.Background(), os.Stdout, dir); err != nil {
 		fmt.Fprintln(os.Stderr, "agentloop:", err)
 		os.Exit(1)
 	}
 }
 
-// run runs the loop, writing its workspace and archives under dir.
-func run(ctx context.Context, w io.Writer, dir string) error {
+// readBack is a call of a read-back tool and what it returned.
+type readBack struct {
+	Name   string
+	Input  json.RawMessage
+	Result string
+}
+
+// run runs the loop, writing its workspace and archives under dir, and
+// returns the read-back calls the model made.
+func run(ctx context.Context, w io.Writer, dir string) ([]readBack, error) {
 	clock := &fakeClock{now: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}
 	p, err := pipeline.New(pipeline.Options{
 		SessionID:    "nightly-report",
@@ -61,42 +84,75 @@ func run(ctx context.Context, w io.Writer, dir string) error {
 		Now:          clock.Now,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer p.Close()
 
-	history := []agentctx.Message{
-		agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(
-			"The nightly report job failed again. Find out why, fix it, and rerun it.")).WithTimestamp(clock.Now()),
+	api := httptest.NewServer(&fakeModel{})
+	defer api.Close()
+	turn := 0
+	client := anthropic.NewClient(
+		option.WithBaseURL(api.URL), option.WithAPIKey("not-needed"), // the fake model
+		anthropicx.WithPipelineOptions(p, &anthropicx.Options{
+			OnResult: func(_ context.Context, res *pipeline.Result) { turn++; report(w, turn, &res.Report) },
+		}),
+	)
+	params := anthropic.MessageNewParams{
+		Model:     "claude-sonnet-4-5",
+		MaxTokens: 4096,
+		System:    []anthropic.TextBlockParam{{Text: "You are an on-call engineer. Use the tools to investigate and fix problems."}},
+		Tools:     append(programTools(), anthropicx.Tools(p.Workspace())...),
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(
+			"The nightly report job failed again. Find out why, fix it, and rerun it."))},
 	}
-	model := &fakeModel{}
-	for turn := 1; ; turn++ {
-		res, err := p.Prepare(ctx, history)
+	var reads []readBack
+	for {
+		msg, err := client.Messages.New(ctx, params)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		report(w, turn, len(history), &res.Report)
-
-		reply := model.reply(res.Messages)
-		history = append(history, reply.WithTimestamp(clock.Now()))
-		var results []agentctx.Block
-		for u := range agentctx.ToolUses([]agentctx.Message{reply}) {
-			out, failed := runTool(ctx, p.Workspace(), u)
-			results = append(results, agentctx.ToolResultBlock(u.ID, agentctx.Text(out), failed))
+		params.Messages = append(params.Messages, msg.ToParam())
+		var results []anthropic.ContentBlockParamUnion
+		for _, block := range msg.Content {
+			u, ok := block.AsAny().(anthropic.ToolUseBlock)
+			if !ok {
+				continue
+			}
+			if res, handled := anthropicx.ExecuteTool(ctx, p.Workspace(), u); handled {
+				reads = append(reads, readBack{Name: u.Name, Input: u.Input, Result: res.OfToolResult.Content[0].OfText.Text})
+				results = append(results, res)
+				continue
+			}
+			out, failed := runTool(u)
+			results = append(results, anthropic.NewToolResultBlock(u.ID, out, failed))
 		}
 		if len(results) == 0 {
-			fmt.Fprintf(w, "\nassistant: %s\n", reply.Content.Blocks()[0].Text)
+			fmt.Fprintf(w, "\nassistant: %s\n", msg.Content[0].Text)
 			break
 		}
 		clock.advance(4 * time.Minute)
-		history = append(history, agentctx.NewMessage(agentctx.RoleUser, agentctx.BlockList(results...)).WithTimestamp(clock.Now()))
+		params.Messages = append(params.Messages, anthropic.NewUserMessage(results...))
 	}
-	fmt.Fprintf(w, "\nThe stored history has %d messages, untouched; the originals of everything taken out are in %s.\n", len(history), dir)
-	return nil
+	fmt.Fprintf(w, "\nThe loop's history has %d messages, untouched; the originals of everything taken out are in %s.\n", len(params.Messages), dir)
+	return reads, nil
+}
+
+// programTools are the program's own tools.
+func programTools() []anthropic.ToolUnionParam {
+	tool := func(name, desc string, props map[string]any, required ...string) anthropic.ToolUnionParam {
+		return anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{Name: name, Description: anthropic.String(desc),
+			InputSchema: anthropic.ToolInputSchemaParam{Properties: props, Required: required}}}
+	}
+	str := map[string]any{"type": "string"}
+	return []anthropic.ToolUnionParam{
+		tool("Bash", "Run a shell command.", map[string]any{"command": str}, "command"),
+		tool("Read", "Read a file.", map[string]any{"file_path": str}, "file_path"),
+		tool("Edit", "Replace a string in a file.", map[string]any{"file_path": str, "old_string": str, "new_string": str}, "file_path", "old_string", "new_string"),
+	}
 }
 
 // report prints one line per request: what was sent and what changed.
-func report(w io.Writer, turn, stored int, r *pipeline.Report) {
+func report(w io.Writer, turn int, r *pipeline.Report) {
 	var did []string
 	for _, s := range r.Steps {
 		switch {
@@ -110,30 +166,75 @@ func report(w io.Writer, turn, stored int, r *pipeline.Report) {
 			did = append(did, fmt.Sprintf("reused the summary of %d messages", s.Compact.Reused))
 		}
 	}
-	fmt.Fprintf(w, "request %2d: stored %2d messages, %5d tokens → sending %2d messages, %5d tokens  %s\n",
-		turn, stored, r.TokensBefore, r.MessagesAfter, r.TokensAfter, strings.Join(did, ", "))
+	fmt.Fprintf(w, "request %2d: history %2d messages, %5d tokens → sending %2d messages, %5d tokens  %s\n",
+		turn, r.MessagesBefore, r.TokensBefore, r.MessagesAfter, r.TokensAfter, strings.Join(did, ", "))
 }
 
-type fakeClock struct{ now time.Time }
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
 
-func (c *fakeClock) Now() time.Time          { return c.now }
-func (c *fakeClock) advance(d time.Duration) { c.now = c.now.Add(d) }
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
 
-// fakeModel follows a script of tool calls, reading what it needs (the
-// artifact id of an offloaded log) from the messages it is sent.
-type fakeModel struct{ step int }
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// fakeModel is a Messages API that follows a script of tool calls, reading
+// what it needs (the artifact id of an offloaded log) from the request it
+// is sent, which is what the middleware prepared.
+type fakeModel struct {
+	mu   sync.Mutex
+	step int
+}
 
 var artifactRef = regexp.MustCompile(`<knowledge id="([^"]+)"`)
 
-func (m *fakeModel) reply(sent []agentctx.Message) agentctx.Message {
+func (m *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	doc, err := agentctx.ParseDocument(r.Context(), body)
+	if err != nil {
+		http.Error(w, `{"type":"error","error":{"type":"invalid_request_error","message":"bad body"}}`, http.StatusBadRequest)
+		return
+	}
+	m.mu.Lock()
 	m.step++
+	reply := m.reply(m.step, doc.Messages)
+	m.mu.Unlock()
+	content, _ := reply.Content.MarshalJSON() // blocks built above: cannot fail
+	out, _ := json.Marshal(map[string]any{
+		"id": fmt.Sprintf("msg_%02d", m.step), "type": "message", "role": "assistant", "model": "fake",
+		"content": json.RawMessage(content), "stop_reason": "tool_use",
+		// A real API bills what it was sent: about one token per four bytes.
+		"usage": map[string]int{"input_tokens": len(body) / 4, "output_tokens": 20},
+	})
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(out)
+}
+
+func (m *fakeModel) reply(step int, sent []agentctx.Message) agentctx.Message {
 	call := func(text, name string, input any) agentctx.Message {
 		in, _ := json.Marshal(input)
-		return agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(
-			agentctx.TextBlock(text),
-			agentctx.ToolUseBlock(fmt.Sprintf("toolu_%02d", m.step), name, in)))
+		blocks := []agentctx.Block{agentctx.ToolUseBlock(fmt.Sprintf("toolu_%02d", step), name, in)}
+		if text != "" {
+			blocks = append([]agentctx.Block{agentctx.TextBlock(text)}, blocks...)
+		}
+		return agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(blocks...))
 	}
-	switch m.step {
+	logID := "tool_result_toolu_02"
+	for _, msg := range sent {
+		if ms := artifactRef.FindStringSubmatch(msg.Content.AsText()); ms != nil {
+			logID = ms[1]
+		}
+	}
+	switch step {
 	case 1:
 		return call("Let me look at the job's status.", "Bash", map[string]string{"command": "systemctl status nightly-report"})
 	case 2:
@@ -141,45 +242,32 @@ func (m *fakeModel) reply(sent []agentctx.Message) agentctx.Message {
 	case 3:
 		// The log was too large for the context: the pipeline left a
 		// reference to the workspace artifact that holds it whole.
-		id := "tool_result_toolu_02"
-		if ms := artifactRef.FindStringSubmatch(lastText(sent)); ms != nil {
-			id = ms[1]
-		}
 		return call("The log was offloaded; searching it for errors.", workspace.ToolGrepKnowledge,
-			map[string]any{"id": id, "pattern": "ERROR|panic", "context": 1})
+			map[string]any{"artifact_id": logID, "pattern": "ERROR|panic", "context_lines": 1})
 	case 4:
-		return call("The export query times out. Reading the job's configuration.", "Read", map[string]string{"file_path": "/srv/report/config.yaml"})
+		return call("Reading the end of the log.", workspace.ToolGetKnowledgeByLines,
+			map[string]any{"artifact_id": logID, "start_line": 600, "end_line": 1000})
 	case 5:
-		return call("", "Read", map[string]string{"file_path": "/srv/report/queries/export.sql"})
+		return call("The export query times out. Reading the job's configuration.", "Read", map[string]string{"file_path": "/srv/report/config.yaml"})
 	case 6:
-		return call("Checking how many rows the query scans.", "Bash", map[string]string{"command": "psql reports -c 'EXPLAIN ANALYZE ...'"})
+		return call("", "Read", map[string]string{"file_path": "/srv/report/queries/export.sql"})
 	case 7:
-		return call("A sequential scan over 48M rows: the index on created_at is missing since the migration. Creating it.", "Bash", map[string]string{"command": "psql reports -c 'CREATE INDEX CONCURRENTLY orders_created_at ON orders (created_at)'"})
+		return call("Checking how many rows the query scans.", "Bash", map[string]string{"command": "psql reports -c 'EXPLAIN ANALYZE ...'"})
 	case 8:
-		return call("Raising the statement timeout a little as a safety margin.", "Edit", map[string]string{"file_path": "/srv/report/config.yaml", "old_string": "statement_timeout: 30s", "new_string": "statement_timeout: 120s"})
+		return call("A sequential scan over 48M rows: the index on created_at is missing since the migration. Creating it.", "Bash", map[string]string{"command": "psql reports -c 'CREATE INDEX CONCURRENTLY orders_created_at ON orders (created_at)'"})
 	case 9:
-		return call("Rerunning the job.", "Bash", map[string]string{"command": "systemctl start nightly-report && journalctl -u nightly-report -n 40 --no-pager"})
+		return call("Raising the statement timeout a little as a safety margin.", "Edit", map[string]string{"file_path": "/srv/report/config.yaml", "old_string": "statement_timeout: 30s", "new_string": "statement_timeout: 120s"})
 	case 10:
+		return call("Rerunning the job.", "Bash", map[string]string{"command": "systemctl start nightly-report && journalctl -u nightly-report -n 40 --no-pager"})
+	case 11:
 		return call("", "Bash", map[string]string{"command": "ls -l /srv/report/out/ | tail -5"})
 	}
 	return agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(agentctx.TextBlock(
 		"Fixed: the nightly export scanned all 48M orders because the created_at index was lost in the last migration, and hit the 30 s statement timeout. I recreated the index (the query now takes 1.8 s), raised the timeout to 120 s as a margin, and reran the job: today's report is in /srv/report/out/.")))
 }
 
-func lastText(msgs []agentctx.Message) string {
-	if len(msgs) == 0 {
-		return ""
-	}
-	return msgs[len(msgs)-1].Content.AsText()
-}
-
-// runTool runs a call: the workspace's read tools for real, the others
-// from canned output.
-func runTool(ctx context.Context, ws *workspace.Workspace, u agentctx.ToolUse) (string, bool) {
-	if strings.Contains(u.Name, "knowledge") {
-		out, err := ws.Execute(ctx, u.Name, u.Input)
-		return out, err != nil
-	}
+// runTool runs a call of the program's own tools, from canned output.
+func runTool(u anthropic.ToolUseBlock) (string, bool) {
 	var in struct{ Command, FilePath string }
 	in.FilePath = jsonString(u.Input, "file_path")
 	in.Command = jsonString(u.Input, "command")

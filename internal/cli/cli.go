@@ -4,33 +4,45 @@
 package cli
 
 import (
+	"bytes"
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/rawjson"
 )
 
-// Exit codes (SPEC §8).
+// Exit codes.
 const (
-	ExitOK      = 0 // success
-	ExitFailure = 1 // runtime failure: I/O, a model call after its retries
-	ExitUsage   = 2 // bad usage or bad input; nothing was written
+	ExitOK          = 0   // success
+	ExitFailure     = 1   // runtime failure: I/O, a model call after its retries
+	ExitUsage       = 2   // bad usage or bad input; nothing was written
+	ExitInterrupted = 130 // stopped by Ctrl-C (SIGINT) or SIGTERM; nothing half-written
 )
 
-// Streams are the standard streams of one run.
+// Streams are the standard streams of one run, and what the process knows
+// about them.
 type Streams struct {
 	In            io.Reader
 	Out           io.Writer
 	Err           io.Writer
-	ErrIsTerminal bool // stderr is a terminal: human summaries go there
+	InIsTerminal  bool // stdin is a terminal: a hint is printed before waiting on it
+	OutIsTerminal bool // stdout is a terminal: prepare --out prints its JSON reports only with --json
+	ErrIsTerminal bool // stderr is a terminal: human summaries and progress go there
+
+	// LookupEnv reads the environment variables that give defaults to
+	// common flags (AGENTCTX_WORKSPACE, AGENTCTX_LIMIT, ...; see envFlags).
+	// Nil means no environment.
+	LookupEnv func(string) (string, bool)
 }
 
 // usageError marks bad usage (unknown flag, wrong arguments, missing input
@@ -44,14 +56,20 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
 
+// errInterrupted is the error of a run stopped by its context.
+var errInterrupted = errors.New("interrupted")
+
 // ExitCode maps an error to the process exit code: nil is 0; bad usage and
-// bad input (agentctx.ErrInvalidInput, a missing input file) are 2; anything
-// else is a runtime failure, 1. It is the only place that makes this choice.
+// bad input (agentctx.ErrInvalidInput, a missing input file) are 2; a
+// cancelled run is 130; anything else is a runtime failure, 1. It is the
+// only place that makes this choice.
 func ExitCode(err error) int {
 	var ue *usageError
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
+		return ExitInterrupted
 	case errors.As(err, &ue), errors.Is(err, agentctx.ErrInvalidInput):
 		return ExitUsage
 	}
@@ -59,18 +77,28 @@ func ExitCode(err error) int {
 }
 
 // Run executes one agentctx command line and returns its exit code. Errors
-// are printed to s.Err as one line.
+// are printed to s.Err as one line. When ctx is cancelled (main cancels it
+// on the first Ctrl-C), the command stops at its next step, writes nothing
+// more to stdout, and Run returns ExitInterrupted.
 func Run(ctx context.Context, args []string, s Streams) int {
-	root := newRoot(&s)
+	e := &env{s: &s}
+	root := newRoot(e)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	if err != nil && cmd == root {
+	if err != nil && cmd == root && ctx.Err() == nil {
 		// The root runs nothing itself: any error there is cobra rejecting
 		// the command line (an unknown command).
 		err = &usageError{err}
 	}
+	if err != nil && ctx.Err() != nil {
+		// Whatever the step that noticed reports, the cause is the
+		// interrupt.
+		err = errInterrupted
+	}
 	if err != nil {
 		fmt.Fprintf(s.Err, "agentctx: %s\n", oneLine(err.Error()))
+	} else {
+		e.printNotices()
 	}
 	return ExitCode(err)
 }
@@ -82,43 +110,68 @@ func oneLine(s string) string {
 
 // env holds what every command shares.
 type env struct {
-	s      *Streams
-	logger *slog.Logger
+	s       *Streams
+	logger  *slog.Logger
+	read    agentctx.ReadOptions // --whole-history
+	told    map[string]bool      // inputs whose reader notice was taken
+	notices []string             // printed after a successful run
 }
 
-func newRoot(s *Streams) *cobra.Command {
-	e := &env{s: s}
+func newRoot(e *env) *cobra.Command {
+	s := e.s
+	if e.logger == nil {
+		e.logger = slog.New(slog.DiscardHandler)
+	}
 	var verbose bool
 	root := &cobra.Command{
 		Use:   "agentctx",
 		Short: "Keep an LLM agent's conversation inside its context window",
-		Long: `agentctx counts, offloads, prunes and compacts LLM agent transcripts.
+		Long: `agentctx counts, offloads, prunes and compacts the conversations of LLM
+agents, so that they fit the model's context window and nothing is lost.
 
-Input (FILE, or stdin when FILE is absent or "-"): a JSON array of messages,
-a JSON object with "messages" (an Anthropic/OpenAI request body, a
-mini-swe-agent .traj.json), JSON Lines of messages, or a Claude Code
-session .jsonl. Results are JSON on stdout; diagnostics go to stderr.
-Exit codes: 0 success, 1 runtime failure, 2 bad usage or bad input.`,
+Every command reads FILE, or stdin when FILE is absent or "-". Accepted
+(agentctx formats lists them with examples):
+` + inputFormats + `
+Results are JSON on stdout; errors (one line) go to stderr, with a notice
+when records of the input were skipped, and logs only with -v. Exit codes: 0 success, 1 runtime failure, 2 bad usage or bad
+input (nothing is written), 130 interrupted (Ctrl-C).
+
+Environment variables give defaults to common flags (a flag given on the
+command line wins):
+`,
+		Example: `  agentctx count session.jsonl
+  agentctx prepare --limit 100000 session.jsonl > prepared.json
+  source <(agentctx completion bash)`,
+		Version:           agentctx.Version,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
-			level := slog.LevelWarn
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			if verbose {
-				level = slog.LevelDebug
+				e.logger = slog.New(slog.NewTextHandler(s.Err, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			}
-			e.logger = slog.New(slog.NewTextHandler(s.Err, &slog.HandlerOptions{Level: level}))
+			return applyEnv(cmd, s.LookupEnv)
 		},
 	}
+	root.SetVersionTemplate("agentctx {{.Version}}\n")
+	root.Flags().Bool("version", false, "print the agentctx version")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "log debug detail to stderr")
-	root.AddCommand(newValidateCmd(e), newVersionCmd(e), newCountCmd(e), newOffloadCmd(e), newOffloadOneCmd(e), newPruneCmd(e), newWSCmd(e), newCompactCmd(e), newPrepareCmd(e), newEvalCmd(e))
+	root.PersistentFlags().BoolVar(&e.read.WholeHistory, "whole-history", false, "read a compacted Claude Code session whole, not from its last compact boundary on")
+	root.AddCommand(newValidateCmd(e), newVersionCmd(e), newCountCmd(e), newOffloadCmd(e), newOffloadOneCmd(e), newPruneCmd(e), newWSCmd(e), newCompactCmd(e), newPrepareCmd(e), newEvalCmd(e), newReplayCmd(e), newFormatsCmd(e))
+	root.AddCommand(newProxyCmd(e), newMCPCmd(e), newToolsCmd(e))
 	for _, c := range root.Commands() {
 		c.Args = wrapArgs(c.Args)
 	}
+
+	// Commands of this file; new commands register on the AddCommand line
+	// above.
+	root.AddCommand(newCompletionCmd(root))
+	root.Long += envHelp(root)
+	documentEnv(root)
 	return root
 }
 
@@ -135,14 +188,45 @@ func wrapArgs(fn cobra.PositionalArgs) cobra.PositionalArgs {
 	}
 }
 
+// inputFormats lists the documents every command reads, for help texts.
+const inputFormats = `  - a JSON array of messages (Anthropic or OpenAI chat shape);
+  - a JSON object with "messages": an Anthropic or OpenAI request body (its
+    model, system, tools, ... are kept) or a mini-swe-agent .traj.json;
+  - a SWE-agent .traj (its "history");
+  - JSON Lines, one message per line;
+  - a Claude Code session .jsonl (~/.claude/projects/*/*.jsonl), main or
+    subagent, from its last compact boundary on (--whole-history: all);
+  - an OpenHands evaluation output.jsonl (one conversation per record).`
+
+// stdinHint is printed before waiting on a terminal.
+const stdinHint = "agentctx: reading a conversation from stdin (the terminal): paste it and press Ctrl-D, or give a FILE; Ctrl-C cancels"
+
 // readInput reads the document named by the first argument (stdin when
-// absent or "-"). A missing file is a usage error.
+// absent or "-"). A missing file or a directory is a usage error. Reading
+// stdin stops when ctx is cancelled, even while it waits on a terminal.
 func (e *env) readInput(ctx context.Context, args []string) (*agentctx.Document, error) {
 	path := ""
 	if len(args) > 0 {
 		path = args[0]
 	}
-	doc, err := agentctx.ReadFile(ctx, path, e.s.In)
+	var (
+		doc *agentctx.Document
+		err error
+	)
+	if path == "" || path == "-" {
+		doc, err = e.readStdin(ctx)
+	} else {
+		if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
+			return nil, usagef("%s is a directory: give a conversation file", path)
+		}
+		doc, err = e.read.ReadFile(ctx, path, nil)
+	}
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if err == nil {
+		e.notice(path, doc)
+	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 			return nil, &usageError{err}
@@ -154,6 +238,28 @@ func (e *env) readInput(ctx context.Context, args []string) (*agentctx.Document,
 		return nil, err
 	}
 	return doc, nil
+}
+
+// notice takes, once per input, what the reader left out or found (no
+// messages, records skipped by kind, compact boundaries): a document is
+// never read short in silence. The notices are printed to stderr when the
+// command succeeds (a failure prints its one-line error only).
+func (e *env) notice(path string, doc *agentctx.Document) {
+	n := doc.Notice()
+	if n == "" || e.told[path] {
+		return
+	}
+	if e.told == nil {
+		e.told = map[string]bool{}
+	}
+	e.told[path] = true
+	e.notices = append(e.notices, fmt.Sprintf("notice: %s: %s\n", cmp.Or(path, "-"), n))
+}
+
+func (e *env) printNotices() {
+	for _, n := range e.notices {
+		io.WriteString(e.s.Err, n)
+	}
 }
 
 // readConversation reads the input like readInput and requires it to hold
@@ -171,12 +277,93 @@ func (e *env) readConversation(ctx context.Context, cmd string, args []string) (
 	return doc, nil
 }
 
-// writeJSON writes v as one line of JSON without HTML escaping.
-func (e *env) writeJSON(v any) error {
-	enc := json.NewEncoder(e.s.Out)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+// readStdin reads the document on stdin. On a terminal it prints a hint
+// first. The read runs aside so that a cancelled ctx returns at once: a
+// read blocked on a terminal does not see the context.
+func (e *env) readStdin(ctx context.Context) (*agentctx.Document, error) {
+	if e.s.InIsTerminal {
+		fmt.Fprintln(e.s.Err, stdinHint)
+	}
+	type result struct {
+		doc *agentctx.Document
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		doc, err := e.read.ReadDocument(ctx, e.s.In)
+		done <- result{doc, err}
+	}()
+	select {
+	case r := <-done:
+		return r.doc, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// writeJSON writes v as one line of JSON without HTML escaping, in one
+// write, unless ctx is cancelled: an interrupted command prints nothing.
+func (e *env) writeJSON(ctx context.Context, v any) error {
+	b, err := rawjson.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return e.writeLine(ctx, b)
+}
+
+// writeLine writes b and a newline in one write, unless ctx is cancelled.
+func (e *env) writeLine(ctx context.Context, b []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if _, err := e.s.Out.Write(append(b, '\n')); err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
 	return nil
+}
+
+// writeDocResult writes result, a JSON object with "messages" (the
+// messages of doc after the command), keeping the whole document: when doc
+// is a request body or any JSON object with more members than "messages"
+// (model, system, tools, max_tokens, ...), those members are printed
+// first, in the input's order, with the messages in their place, and the
+// result's other fields after them. With messagesOnly, or for input that
+// is not an object, result is printed as it is.
+func (e *env) writeDocResult(ctx context.Context, doc *agentctx.Document, msgs []agentctx.Message, result any, messagesOnly bool) error {
+	if messagesOnly || doc.Format != agentctx.FormatObject {
+		return e.writeJSON(ctx, result)
+	}
+	body, err := doc.WithMessages(msgs).AppendJSON(nil)
+	if err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	res, err := rawjson.Marshal(result)
+	if err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	bodyMembers, err1 := rawjson.Members(body)
+	resMembers, err2 := rawjson.Members(res)
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("write output: %w", errors.Join(err1, err2))
+	}
+	have := make(map[string]bool, len(bodyMembers))
+	for _, m := range bodyMembers {
+		have[m.Key] = true
+	}
+	out := bytes.TrimRight(body, "\n")
+	out = out[:len(out)-1] // the closing brace
+	for _, m := range resMembers {
+		if m.Key == "messages" {
+			continue
+		}
+		if have[m.Key] {
+			return usagef("the input's member %q has the name of an output field: use --messages-only", m.Key)
+		}
+		out = append(out, ',')
+		out = append(out, m.RawKey...)
+		out = append(out, ':')
+		out = append(out, m.Value...)
+	}
+	out = append(out, '}')
+	return e.writeLine(ctx, out)
 }

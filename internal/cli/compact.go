@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"math"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,6 +31,7 @@ func newCompactCmd(e *env) *cobra.Command {
 		inputTokens          int
 		check, force, strict bool
 		noArchive            bool
+		messagesOnly         bool
 	)
 	cmd := &cobra.Command{
 		Use:   "compact [FILE]",
@@ -47,7 +48,9 @@ progress: "tokens" and "threshold_tokens" after compaction,
 "below_threshold", and a "reason" when nothing was compacted or the result
 is still over the threshold (compacting again would not help then). With
 --check it only prints {"should_compact", "tokens", "threshold_tokens"}.
-The top-level "system" of a request body counts toward the threshold.
+The top-level "system" of a request body counts toward the threshold, and
+the output keeps the request body's other members (model, system, tools,
+...) around "messages"; --messages-only leaves them out.
 
 Summarizers: extractive (default; offline and deterministic), anthropic
 (Messages API; ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) and openai (any
@@ -58,17 +61,28 @@ last failure the original messages are printed with "compacted": false
 (exit 0), or, with --strict, the command fails (exit 1). A failed archive is
 logged and compaction goes on, unless --strict.`,
 		Example: `  agentctx compact --check session.jsonl
+  agentctx compact --force --limit 14000 examples/session.json
   agentctx compact --limit 100000 --session s1 session.jsonl > compacted.json
   agentctx compact --summarizer openai --base-url http://localhost:11434/v1 --model qwen3:8b --input-tokens 24000 < messages.json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkRatios(threshold, tailRatio); err != nil {
+				return err
+			}
+			if check {
+				if err := contradicts(cmd, "check", "force", "strict", "no-archive", "dir", "summarizer", "model", "api-key", "base-url",
+					"max-retries", "timeout", "backoff", "input-tokens", "messages-only"); err != nil {
+					return err
+				}
+			}
+			if noArchive {
+				if err := contradicts(cmd, "no-archive", "dir"); err != nil {
+					return err
+				}
+			}
 			switch {
 			case limit < 1:
 				return usagef("invalid --limit %d: must be at least 1", limit)
-			case !(threshold > 0) || math.IsInf(threshold, 0):
-				return usagef("invalid --threshold %v: must be a positive ratio", threshold)
-			case !(tailRatio >= 0) || math.IsInf(tailRatio, 0):
-				return usagef("invalid --tail-ratio %v: must be a ratio of at least 0", tailRatio)
 			case maxRetries < 0:
 				return usagef("invalid --max-retries %d: must not be negative", maxRetries)
 			case timeout < 0:
@@ -126,13 +140,17 @@ logged and compaction goes on, unless --strict.`,
 				if err != nil {
 					return usagef("%v", err)
 				}
-				return e.writeJSON(res)
+				return e.writeJSON(cmd.Context(), res)
 			}
+			removeStaleTemp(dir, session)
 			res, err := compact.Compact(cmd.Context(), doc.Messages, opts)
 			if err != nil {
 				return err
 			}
-			return e.writeJSON(res)
+			if res.Compacted && res.Archive == "" && !noArchive {
+				fmt.Fprintf(e.s.Err, "agentctx: warning: the summarized messages were not archived in %s (-v tells why; --strict makes it fatal)\n", dir)
+			}
+			return e.writeDocResult(cmd.Context(), doc, res.Messages, res, messagesOnly)
 		},
 	}
 	f := cmd.Flags()
@@ -153,7 +171,32 @@ logged and compaction goes on, unless --strict.`,
 	f.BoolVar(&force, "force", false, "compact even below the threshold")
 	f.BoolVar(&strict, "strict", false, "fail (exit 1) when the archive or the summary fails")
 	f.BoolVar(&noArchive, "no-archive", false, "do not archive the compacted messages")
+	f.BoolVar(&messagesOnly, "messages-only", false, "print the messages without the other members of a request body (model, system, tools, ...)")
 	return cmd
+}
+
+// checkRatios checks --threshold and --tail-ratio: a trigger above 0 and at
+// most the whole window; a tail of at least 0 and less than the window.
+func checkRatios(threshold, tailRatio float64) error {
+	switch {
+	case !(threshold > 0 && threshold <= 1):
+		return usagef("invalid --threshold %v: must be above 0 and at most 1 (a share of --limit)", threshold)
+	case !(tailRatio >= 0 && tailRatio < 1):
+		return usagef("invalid --tail-ratio %v: must be at least 0 and below 1 (a share of --limit)", tailRatio)
+	}
+	return nil
+}
+
+// contradicts returns a usage error when flag (given) and any of others
+// were given on the command line together: the others have no effect with
+// it, or ask for the opposite.
+func contradicts(cmd *cobra.Command, flag string, others ...string) error {
+	for _, o := range others {
+		if cmd.Flags().Changed(o) {
+			return usagef("--%s and --%s cannot be used together", flag, o)
+		}
+	}
+	return nil
 }
 
 // doubling returns a backoff that waits first, then twice as long for each

@@ -20,7 +20,10 @@ func newCountCmd(e *env) *cobra.Command {
 		Long: `count prints the number of tokens of the messages: text, tool calls (name
 and input JSON), tool results, thinking; images and documents by estimate.
 Counts are exact for OpenAI's o200k_base (default) and cl100k_base; for
-Claude models they are an estimate.`,
+Claude models they are an estimate. The top-level "system" of a request
+body is counted too.`,
+		Example: `  agentctx count session.jsonl
+  agentctx count --encoding cl100k_base < messages.json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if encoding != tokens.O200kBaseName && encoding != tokens.Cl100kBaseName {
@@ -33,17 +36,22 @@ Claude models they are an estimate.`,
 				enc, _ := tokens.Get(encoding)
 				ready <- enc
 			}()
-			doc, err := e.readInput(cmd.Context(), args)
+			ctx := cmd.Context()
+			doc, err := e.readInput(ctx, args)
 			if err != nil {
 				return err
 			}
 			enc := <-ready
 			mc := tokens.NewMessageCounter(tokens.MessageOptions{Counter: enc, CacheSize: -1, Logger: e.logger, Parallelism: -1})
-			n := mc.Count(doc.Messages)
+			e.logger.Debug("counting", "messages", len(doc.Messages), "encoding", enc.Name())
+			n, err := mc.CountContext(ctx, doc.Messages)
+			if err != nil {
+				return err
+			}
 			if sys, ok := doc.System(); ok {
 				n += mc.CountContent(sys)
 			}
-			return e.writeJSON(countOutput{Tokens: n, Messages: len(doc.Messages), Encoding: enc.Name()})
+			return e.writeJSON(ctx, countOutput{Tokens: n, Messages: len(doc.Messages), Encoding: enc.Name()})
 		},
 	}
 	cmd.Flags().StringVar(&encoding, "encoding", tokens.O200kBaseName, "tokenizer: o200k_base or cl100k_base")

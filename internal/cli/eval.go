@@ -55,6 +55,7 @@ over the trigger, or a read-back mismatch).`,
 			ev, err := pipeline.Evaluate(cmd.Context(), args[0], pipeline.EvalOptions{
 				Options: base,
 				WorkDir: work,
+				Read:    e.read,
 				Progress: func(done, total int, file string) {
 					bar.total = total
 					bar.update(done, file)
@@ -67,11 +68,14 @@ over the trigger, or a read-back mismatch).`,
 				}
 				return err
 			}
+			if err := cmd.Context().Err(); err != nil {
+				return err
+			}
 			if markdown {
 				if err := ev.WriteMarkdown(e.s.Out); err != nil {
 					return fmt.Errorf("write output: %w", err)
 				}
-			} else if err := e.writeJSON(ev); err != nil {
+			} else if err := e.writeJSON(cmd.Context(), ev); err != nil {
 				return err
 			}
 			if check && !ev.OK() {

@@ -23,8 +23,9 @@ type offloadOneOutput struct {
 
 func newOffloadCmd(e *env) *cobra.Command {
 	var (
-		dir      string
-		minChars int
+		dir          string
+		minChars     int
+		messagesOnly bool
 	)
 	cmd := &cobra.Command{
 		Use:   "offload [FILE]",
@@ -36,7 +37,11 @@ func newOffloadCmd(e *env) *cobra.Command {
 Block arrays are written as their compact JSON. A repeated id takes the
 suffix -1, -2, ...; an existing file is never overwritten (identical
 content reuses it). It prints the new messages, offloaded_count,
-freed_chars and files (absolute paths).`,
+freed_chars and files (absolute paths); the other members of a request
+body (model, system, tools, ...) are kept around "messages" unless
+--messages-only.`,
+		Example: `  agentctx offload --dir .offload --min-chars 100 session.json
+  agentctx offload --min-chars 2000 < request.json > offloaded.json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if minChars < 1 {
@@ -46,6 +51,7 @@ freed_chars and files (absolute paths).`,
 			if err != nil {
 				return err
 			}
+			removeStaleTemp(dir)
 			res, err := offload.Batch(cmd.Context(), doc.Messages, offload.BatchOptions{
 				Dir:      dir,
 				MinChars: minChars,
@@ -54,16 +60,17 @@ freed_chars and files (absolute paths).`,
 			if err != nil {
 				return err
 			}
-			return e.writeJSON(offloadOutput{
+			return e.writeDocResult(cmd.Context(), doc, res.Messages, offloadOutput{
 				Messages:       res.Messages,
 				OffloadedCount: res.OffloadedCount,
 				FreedChars:     res.FreedChars,
 				Files:          res.Files,
-			})
+			}, messagesOnly)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", offload.DefaultDir, "directory for the offloaded files (created if missing)")
 	cmd.Flags().IntVar(&minChars, "min-chars", offload.DefaultMinChars, "offload tool results of at least this many characters")
+	cmd.Flags().BoolVar(&messagesOnly, "messages-only", false, "print the messages without the other members of a request body (model, system, tools, ...)")
 	return cmd
 }
 
@@ -80,6 +87,8 @@ for the same id in the session is replaced.
 
 It prints the new message, freed_chars (original characters minus the
 reference's), file (the first path) and files (all paths).`,
+		Example: `  agentctx offload-one --session s1 message.json
+  echo '{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"..."}]}' | agentctx offload-one --session s1`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if session == "" {
@@ -92,6 +101,7 @@ reference's), file (the first path) and files (all paths).`,
 			if len(doc.Messages) != 1 {
 				return usagef("offload-one takes one message, the input holds %d (use offload for a history)", len(doc.Messages))
 			}
+			removeStaleTemp(dir, session)
 			res, err := offload.Message(cmd.Context(), doc.Messages[0], offload.MessageOptions{
 				Dir:       dir,
 				SessionID: session,
@@ -100,7 +110,7 @@ reference's), file (the first path) and files (all paths).`,
 			if err != nil {
 				return err
 			}
-			return e.writeJSON(offloadOneOutput{
+			return e.writeJSON(cmd.Context(), offloadOneOutput{
 				Message:    res.Message,
 				FreedChars: res.FreedChars,
 				File:       res.File,

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/agentctx/agentctx/offload"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/prune"
+	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/tokens"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/dirstore"
@@ -63,6 +63,10 @@ type prepareFlags struct {
 	noArchive            bool
 
 	verify bool
+
+	clearAtLeast int
+	clearTrigger float64
+	estimate     string
 }
 
 // register adds the flags; eval leaves out those that name where output
@@ -78,6 +82,9 @@ func (f *prepareFlags) register(fs *pflag.FlagSet, eval bool) {
 	fs.StringVar(&f.placeholder, "placeholder", prune.DefaultPlaceholder, "the content that replaces a pruned result")
 	fs.BoolVar(&f.countErrors, "count-errors", false, "let error results take places among the --keep-recent most recent")
 	fs.StringSliceVar(&f.tools, "tool", prune.DefaultToolNames(), "a tool whose results are terminal output (repeatable; --tool= for none)")
+	fs.StringVar(&f.estimate, "estimate", "count", "how to estimate the provider's count before usage is known: count (our count as it is) or claude (scaled by Claude's measured ratio)")
+	fs.IntVar(&f.clearAtLeast, "clear-at-least", pipeline.DefaultClearAtLeast, "apply newly stale results of a session in batches freeing at least this many tokens (-1: every one at once)")
+	fs.Float64Var(&f.clearTrigger, "clear-trigger", pipeline.DefaultClearTrigger, "and only once the request reaches this ratio of the compaction trigger (-1: at any size)")
 
 	fs.StringVar(&f.offloadMode, "offload", string(pipeline.OffloadWorkspace), "offload mode: workspace (store every result, index the large ones), files (--dir, --min-chars) or none")
 	fs.IntVar(&f.inlineLimit, "inline-limit", workspace.DefaultInlineLimit, "with --offload workspace: replace results of at least this many characters by a reference")
@@ -106,7 +113,7 @@ func (f *prepareFlags) register(fs *pflag.FlagSet, eval bool) {
 	}
 	fs.StringVar(&f.workspace, "workspace", pipeline.DefaultWorkspaceDir, "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
 	fs.StringVar(&f.namespace, "namespace", workspace.DefaultNamespace, "namespace inside the workspace")
-	fs.StringVar(&f.session, "session", compact.DefaultSessionID, "session id: session_id of the artifacts and the archive subdirectory")
+	fs.StringVar(&f.session, "session", compact.DefaultSessionID, "the conversation's session: repeated calls with one session re-apply its earlier decisions (state in <workspace>/.sessions); its artifacts are read back with --session")
 	fs.StringVar(&f.dir, "dir", offload.DefaultDir, "directory of the archives (<dir>/<session>/) and of --offload files")
 	fs.BoolVar(&f.verify, "verify", false, "read back every artifact, file and archive written and compare it with the original")
 }
@@ -131,10 +138,6 @@ func (f *prepareFlags) options(e *env, changed func(string) bool) (pipeline.Opti
 		return o, usagef("invalid --min-chars %d: must be at least 1", f.minChars)
 	case f.limit < 1:
 		return o, usagef("invalid --limit %d: must be at least 1", f.limit)
-	case !(f.threshold > 0) || math.IsInf(f.threshold, 0):
-		return o, usagef("invalid --threshold %v: must be a positive ratio", f.threshold)
-	case !(f.tailRatio >= 0) || math.IsInf(f.tailRatio, 0):
-		return o, usagef("invalid --tail-ratio %v: must be a ratio of at least 0", f.tailRatio)
 	case f.maxRetries < 0:
 		return o, usagef("invalid --max-retries %d: must not be negative", f.maxRetries)
 	case f.timeout < 0:
@@ -144,11 +147,17 @@ func (f *prepareFlags) options(e *env, changed func(string) bool) (pipeline.Opti
 	case f.inputTokens < 0:
 		return o, usagef("invalid --input-tokens %d: must not be negative", f.inputTokens)
 	}
+	if err := checkRatios(f.threshold, f.tailRatio); err != nil {
+		return o, err
+	}
 	switch pipeline.OffloadMode(f.offloadMode) {
 	case pipeline.OffloadWorkspace, pipeline.OffloadFiles, pipeline.OffloadNone:
 		o.Offload = pipeline.OffloadMode(f.offloadMode)
 	default:
 		return o, usagef("invalid --offload %q: want workspace, files or none", f.offloadMode)
+	}
+	if err := f.contradictions(changed); err != nil {
+		return o, err
 	}
 	now := time.Now
 	if changed("now") {
@@ -179,6 +188,26 @@ func (f *prepareFlags) options(e *env, changed func(string) bool) (pipeline.Opti
 	}
 	if changed("tool") {
 		o.Prune.ToolNames = append([]string{}, f.tools...)
+	}
+	switch {
+	case f.clearAtLeast < -1:
+		return o, usagef("invalid --clear-at-least %d: want -1 (every stale result at once) or a number of tokens", f.clearAtLeast)
+	case f.clearTrigger > 1 || f.clearTrigger < 0 && f.clearTrigger != -1:
+		return o, usagef("invalid --clear-trigger %v: want a ratio from 0 to 1, or -1", f.clearTrigger)
+	}
+	switch f.estimate {
+	case "count":
+	case "claude":
+		o.EstimateRatio = pipeline.ClaudeRatio
+	default:
+		return o, usagef("invalid --estimate %q: want count or claude", f.estimate)
+	}
+	o.ClearAtLeast, o.ClearTrigger = f.clearAtLeast, f.clearTrigger
+	if f.clearAtLeast == 0 {
+		o.ClearAtLeast = -1 // 0 tokens: every stale result at once
+	}
+	if f.clearTrigger == 0 {
+		o.ClearTrigger = -1
 	}
 
 	o.Workspace = workspace.Options{TaskID: f.task, AgentID: f.agent, InlineLimit: f.inlineLimit}
@@ -215,6 +244,40 @@ func (f *prepareFlags) options(e *env, changed func(string) bool) (pipeline.Opti
 		return o, usagef("%v", err)
 	}
 	return o, nil
+}
+
+// contradictions rejects flags given together when one turns off the step
+// the other sets up, or asks for the opposite.
+func (f *prepareFlags) contradictions(changed func(string) bool) error {
+	both := func(flag string, others ...string) error {
+		for _, o := range others {
+			if changed(o) {
+				return usagef("--%s and --%s cannot be used together", flag, o)
+			}
+		}
+		return nil
+	}
+	if f.noPrune {
+		if err := both("no-prune", "now", "max-age", "keep-recent", "placeholder", "count-errors", "tool"); err != nil {
+			return err
+		}
+	}
+	if f.noCompact {
+		if err := both("no-compact", "force", "threshold", "tail-ratio", "max-retries", "summarizer", "model", "api-key", "base-url",
+			"timeout", "backoff", "input-tokens", "no-archive"); err != nil {
+			return err
+		}
+	}
+	mode := pipeline.OffloadMode(f.offloadMode)
+	for _, flag := range []struct {
+		name string
+		mode pipeline.OffloadMode
+	}{{"inline-limit", pipeline.OffloadWorkspace}, {"task", pipeline.OffloadWorkspace}, {"agent", pipeline.OffloadWorkspace}, {"min-chars", pipeline.OffloadFiles}} {
+		if changed(flag.name) && mode != flag.mode {
+			return usagef("--%s goes with --offload %s, not --offload %s", flag.name, flag.mode, mode)
+		}
+	}
+	return nil
 }
 
 // openStore opens the workspace store named by --workspace: a directory,
@@ -262,10 +325,21 @@ func conversationsOf(file, prefix string, doc *agentctx.Document) []conversation
 
 // prepareRun holds what the conversations of one prepare run share.
 type prepareRun struct {
-	e     *env
-	f     *prepareFlags
-	base  pipeline.Options
-	store workspace.Store
+	e        *env
+	f        *prepareFlags
+	base     pipeline.Options
+	store    workspace.Store
+	sessions session.Store
+	keepMeta bool // keep timestamp and messageStatus in what is sent
+}
+
+// toSend returns the prepared messages as they are sent: without the
+// metadata members no model API accepts, unless --keep-metadata.
+func (r *prepareRun) toSend(msgs []agentctx.Message) []agentctx.Message {
+	if r.keepMeta {
+		return msgs
+	}
+	return agentctx.StripMetadata(msgs)
 }
 
 // pipelineFor builds the pipeline of one conversation: its own namespace,
@@ -273,13 +347,15 @@ type prepareRun struct {
 func (r *prepareRun) pipelineFor(c conversation) (*pipeline.Pipeline, error) {
 	o := r.base
 	o.Store = r.store
+	o.Sessions = r.sessions
 	o.SessionID = r.f.session
 	o.Workspace.Namespace = r.f.namespace
 	o.Files.Dir = r.f.dir
 	o.Compact.Dir = r.f.dir
 	if c.key != "" {
+		// Each conversation is a session of its own: its state and its
+		// artifacts are kept apart from the others'.
 		o.SessionID = strings.TrimPrefix(r.f.session+"/"+c.key, compact.DefaultSessionID+"/")
-		o.Workspace.Namespace = r.f.namespace + "/" + c.key
 		if safe, err := fsutil.SafeName(c.key); err == nil {
 			o.Files.Dir = filepath.Join(r.f.dir, safe)
 		}
@@ -305,7 +381,11 @@ type prepareFileOutput struct {
 
 func newPrepareCmd(e *env) *cobra.Command {
 	f := &prepareFlags{}
-	var out, summary string
+	var (
+		out, summary           string
+		messagesOnly, keepMeta bool
+		jsonReports            bool
+	)
 	cmd := &cobra.Command{
 		Use:   "prepare [FILE] | prepare --out DIR FILE...",
 		Short: "Prepare a conversation for the next model request: repair, prune, offload, count, compact, validate",
@@ -330,17 +410,24 @@ run on a saved transcript. In order:
 
 It prints {"messages", "report"}: the messages to send and, per step, what
 changed, characters and tokens saved, artifacts and files written, and time.
-The input file is never modified. When stderr is a terminal a short summary
-is printed there too (--summary always|never to choose).
+A request body keeps its other members (model, system, tools, max_tokens,
+...) around "messages", so what is printed is the request to send plus
+"report"; --messages-only leaves them out. The metadata agents keep on
+messages (timestamp, messageStatus) is not part of any API and is removed
+from the messages to send unless --keep-metadata. The input file is never
+modified. When stderr is a terminal a short summary is printed there too
+(--summary always|never to choose).
 
 With --out DIR it prepares each FILE and writes the messages to DIR under
-the file's name, in the input's shape, printing one report per line; a
-progress bar is shown on a terminal. A file holding several conversations
-(an OpenHands output.jsonl) is prepared one conversation at a time; several
-conversations keep apart in the workspace under <namespace>/<name>, and
-their sessions are named after them.`,
+the file's name, in the input's shape, printing one JSON report per line
+(on a terminal only with --json: the progress bar and the summary are shown
+there instead). A file holding several conversations (an OpenHands
+output.jsonl) is prepared one conversation at a time; several conversations
+keep apart in the workspace under <namespace>/<name>, and their sessions are
+named after them.`,
 		Example: `  agentctx prepare --limit 100000 session.jsonl > prepared.json
-  agentctx prepare --limit 14000 examples/session.json
+  agentctx prepare --limit 14000 examples/session.json | jq .report
+  agentctx prepare --messages-only --no-compact < request.json
   agentctx prepare --out prepared/ --limit 100000 transcripts/*.jsonl
   agentctx prepare --summarizer openai --base-url http://localhost:11434/v1 --model qwen3:8b session.jsonl`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -364,14 +451,19 @@ their sessions are named after them.`,
 				return usagef("invalid --workspace: must not be empty")
 			case f.dir == "":
 				return usagef("invalid --dir: must not be empty")
+			case out == "" && jsonReports:
+				return usagef("--json goes with --out (without --out the JSON is always printed)")
+			case out != "" && messagesOnly:
+				return usagef("--messages-only and --out cannot be used together: --out writes each file in its own shape")
 			}
 			base, err := f.options(e, cmd.Flags().Changed)
 			if err != nil {
 				return err
 			}
-			run := &prepareRun{e: e, f: f, base: base}
+			run := &prepareRun{e: e, f: f, base: base, keepMeta: keepMeta}
 			if out != "" {
-				return run.prepareFiles(ctx, out, args, showSummary)
+				printJSON := jsonReports || !e.s.OutIsTerminal
+				return run.prepareFiles(ctx, out, args, showSummary, printJSON)
 			}
 			doc, err := e.readInput(ctx, args)
 			if err != nil {
@@ -392,10 +484,10 @@ their sessions are named after them.`,
 				if err != nil {
 					return err
 				}
-				outs = append(outs, prepareOutput{Conversation: c.name, Messages: res.Messages, Report: res.Report})
+				outs = append(outs, prepareOutput{Conversation: c.name, Messages: run.toSend(res.Messages), Report: res.Report})
 			}
-			for _, o := range outs {
-				if err := e.writeJSON(o); err != nil {
+			for i, o := range outs {
+				if err := e.writeDocResult(ctx, convs[i].doc, o.Messages, o, messagesOnly); err != nil {
 					return err
 				}
 			}
@@ -410,6 +502,9 @@ their sessions are named after them.`,
 	f.register(cmd.Flags(), false)
 	cmd.Flags().StringVarP(&out, "out", "o", "", "write each FILE's prepared messages to this directory, in the input's shape")
 	cmd.Flags().StringVar(&summary, "summary", "auto", "human summary on stderr: auto (when it is a terminal), always or never")
+	cmd.Flags().BoolVar(&messagesOnly, "messages-only", false, "print the messages without the other members of a request body (model, system, tools, ...)")
+	cmd.Flags().BoolVar(&keepMeta, "keep-metadata", false, "keep timestamp and messageStatus on the messages (removed from what is sent by default)")
+	cmd.Flags().BoolVar(&jsonReports, "json", false, "with --out: print the JSON reports on stdout even when it is a terminal")
 	return cmd
 }
 
@@ -426,6 +521,14 @@ func summaryMode(s string, terminal bool) (bool, error) {
 }
 
 func (r *prepareRun) openStore(ctx context.Context) error {
+	removeStaleTemp(r.f.dir, r.f.session)
+	if !r.base.Stateless {
+		s, err := openSessions(ctx, r.f.workspace)
+		if err != nil {
+			return err
+		}
+		r.sessions = s
+	}
 	if r.base.Offload != pipeline.OffloadWorkspace {
 		return nil
 	}
@@ -440,6 +543,9 @@ func (r *prepareRun) openStore(ctx context.Context) error {
 func (r *prepareRun) closeStore() {
 	if r.store != nil {
 		r.store.Close()
+	}
+	if r.sessions != nil {
+		r.sessions.Close()
 	}
 }
 
@@ -467,7 +573,7 @@ func (r *prepareRun) prepareOne(ctx context.Context, c conversation) (*pipeline.
 // prepareFiles is prepare --out DIR FILE...: every input is read and checked
 // first, so that bad input writes nothing; then each is prepared and written
 // to DIR under its own name.
-func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []string, showSummary bool) error {
+func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []string, showSummary, printJSON bool) error {
 	e := r.e
 	outputs := make([]string, len(files))
 	seen := make(map[string]string)
@@ -491,6 +597,7 @@ func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []st
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
+	removeStaleTemp(outDir)
 	if err := r.openStore(ctx); err != nil {
 		return err
 	}
@@ -524,10 +631,12 @@ func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []st
 				bar.finish()
 				return err
 			}
-			msgs = append(msgs, res.Messages...)
-			if err := e.writeJSON(prepareFileOutput{File: file, Conversation: c.name, Output: outputs[i], Report: res.Report}); err != nil {
-				bar.finish()
-				return err
+			msgs = append(msgs, r.toSend(res.Messages)...)
+			if printJSON {
+				if err := e.writeJSON(ctx, prepareFileOutput{File: file, Conversation: c.name, Output: outputs[i], Report: res.Report}); err != nil {
+					bar.finish()
+					return err
+				}
 			}
 			summaries = append(summaries, done{file, c.name, outputs[i], res.Report})
 		}
@@ -535,6 +644,10 @@ func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []st
 		if err := doc.WithMessages(msgs).Encode(&buf); err != nil {
 			bar.finish()
 			return fmt.Errorf("%s: encode: %w", file, err)
+		}
+		if err := ctx.Err(); err != nil {
+			bar.finish()
+			return err
 		}
 		if err := fsutil.WriteFile(outputs[i], buf.Bytes(), fsutil.Options{}); err != nil {
 			bar.finish()

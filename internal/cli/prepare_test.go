@@ -167,8 +167,12 @@ func TestPrepareCommandExampleSession(t *testing.T) {
 	if !c.Compacted || !r.BelowThreshold || !r.Valid {
 		t.Errorf("compact %+v, below %v, valid %v", c, r.BelowThreshold, r.Valid)
 	}
-	if _, err := os.Stat(c.Archive); err != nil || !strings.HasPrefix(c.Archive, filepath.Join(dir, "offload", "default")) {
-		t.Errorf("archive %s: %v", c.Archive, err)
+	// The archive is an artifact of the session in the workspace.
+	files := r.Step(pipeline.StepCompact).Files
+	if !strings.HasPrefix(c.Archive, pipeline.ArchiveIDPrefix) || len(files) != 1 {
+		t.Errorf("archive %s, files %v", c.Archive, files)
+	} else if _, err := os.Stat(files[0]); err != nil || !strings.HasPrefix(files[0], filepath.Join(dir, "ws")) {
+		t.Errorf("archive file %s: %v", files[0], err)
 	}
 	for _, want := range []string{"examples/session.json", "prune ", "offload ", "summarized", "originals in"} {
 		if !strings.Contains(errOut, want) {
@@ -182,7 +186,8 @@ func TestPrepareCommandExampleSession(t *testing.T) {
 
 func TestPrepareCommandUsageErrors(t *testing.T) {
 	ok := `[{"role":"user","content":"hi"}]`
-	dup := `[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"x","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"1"}]},{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"x","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"2"}]}]`
+	// Two calls of one message share an id (an id reused in a later turn is repaired).
+	dup := `[{"role":"assistant","content":[{"type":"tool_use","id":"a","name":"x","input":{}},{"type":"tool_use","id":"a","name":"x","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"1"}]}]`
 	tests := []struct {
 		name, stdin string
 		args        []string
@@ -257,8 +262,9 @@ func TestPrepareCommandOut(t *testing.T) {
 			t.Errorf("%s: output unpaired", name)
 		}
 	}
-	// Each conversation of a run over several files has its own namespace.
-	for _, ns := range []string{"default%2Fopenhands%2Fcalc__calc-1", "default%2Fsession"} {
+	// Each conversation of a run over several files is a session of its
+	// own, with its own artifacts.
+	for _, ns := range []string{"default%2Fsessions%2Fopenhands%252Fcalc__calc-1", "default%2Fsessions%2Fsession"} {
 		if _, err := os.Stat(filepath.Join(dir, "ws", ns)); err != nil {
 			t.Errorf("namespace %s: %v", ns, err)
 		}

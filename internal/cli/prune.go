@@ -11,12 +11,13 @@ import (
 
 func newPruneCmd(e *env) *cobra.Command {
 	var (
-		nowFlag     string
-		maxAge      time.Duration
-		keepRecent  int
-		placeholder string
-		countErrors bool
-		tools       []string
+		nowFlag      string
+		maxAge       time.Duration
+		keepRecent   int
+		placeholder  string
+		countErrors  bool
+		tools        []string
+		messagesOnly bool
 	)
 	cmd := &cobra.Command{
 		Use:   "prune [FILE]",
@@ -31,7 +32,11 @@ Terminal output is a result whose content contains "stdout":, "stderr": or
 "exitCode":, or that answers a call of a --tool (terminal-execute, Bash).
 
 --max-age 0 prunes at any age; --keep-recent 0 keeps no result for being
-recent.`,
+recent.
+
+It prints {"messages", "pruned", "pruned_count", "freed_chars",
+"freed_tokens"}; the other members of a request body (model, system,
+tools, ...) are kept around "messages" unless --messages-only.`,
 		Example: `  agentctx prune --now 2026-01-31T02:00:00Z session.json
   agentctx prune --now 1769824800000 --keep-recent 3 < messages.jsonl`,
 		Args: cobra.MaximumNArgs(1),
@@ -80,7 +85,7 @@ recent.`,
 			if res.SkippedNoTimestamp > 0 {
 				e.logger.Info("prune: tool results without a timestamp were kept", "count", res.SkippedNoTimestamp)
 			}
-			return e.writeJSON(res)
+			return e.writeDocResult(cmd.Context(), doc, res.Messages, res, messagesOnly)
 		},
 	}
 	f := cmd.Flags()
@@ -90,5 +95,6 @@ recent.`,
 	f.StringVar(&placeholder, "placeholder", prune.DefaultPlaceholder, "the content that replaces a pruned result")
 	f.BoolVar(&countErrors, "count-errors", false, "let error results take places among the --keep-recent most recent")
 	f.StringSliceVar(&tools, "tool", prune.DefaultToolNames(), "a tool whose results are terminal output (repeatable; --tool= for none)")
+	f.BoolVar(&messagesOnly, "messages-only", false, "print the messages without the other members of a request body (model, system, tools, ...)")
 	return cmd
 }

@@ -14,8 +14,11 @@ type validateOutput struct {
 	Name   string `json:"name,omitempty"` // the conversation's name, in a document that holds several
 	Format string `json:"format"`
 	agentctx.PairingReport
-	Skipped int `json:"skipped_records,omitempty"`
-	Merged  int `json:"merged_records,omitempty"`
+	Skipped      int                        `json:"skipped_records,omitempty"`
+	SkippedKinds map[string]int             `json:"skipped_by_kind,omitempty"`
+	Merged       int                        `json:"merged_records,omitempty"`
+	Boundaries   []agentctx.CompactBoundary `json:"compact_boundaries,omitempty"`
+	Notice       string                     `json:"notice,omitempty"`
 }
 
 type repairOutput struct {
@@ -26,7 +29,7 @@ type repairOutput struct {
 }
 
 func newValidateCmd(e *env) *cobra.Command {
-	var repair, strict bool
+	var repair, strict, messagesOnly bool
 	cmd := &cobra.Command{
 		Use:   "validate [FILE]",
 		Short: "Check that every tool call is answered and every tool result answers a call",
@@ -35,10 +38,19 @@ without a result in the next message (or run of "tool" messages), every
 result that answers no call, duplicates, and results placed after text.
 
 With --repair it prints the repaired messages instead: a synthetic error
-result for each unanswered call, orphan results dropped.`,
+result for each unanswered call, orphan results dropped; the other members
+of a request body (model, system, tools, ...) are kept around "messages"
+unless --messages-only. A document holding several conversations (an
+OpenHands output.jsonl) gives one line per conversation.`,
+		Example: `  agentctx validate session.jsonl
+  agentctx validate --repair --strict request.json > repaired.json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			doc, err := e.readInput(cmd.Context(), args)
+			ctx := cmd.Context()
+			if !repair && messagesOnly {
+				return usagef("--messages-only goes with --repair: validate prints no messages without it")
+			}
+			doc, err := e.readInput(ctx, args)
 			if err != nil {
 				return err
 			}
@@ -47,10 +59,11 @@ result for each unanswered call, orphan results dropped.`,
 			unpaired := false
 			for _, conv := range doc.Conversations() {
 				rep := agentctx.ValidatePairing(conv.Messages)
-				out := validateOutput{Name: conv.Name, Format: string(doc.Format), PairingReport: rep, Skipped: conv.Skipped, Merged: conv.Merged}
+				out := validateOutput{Name: conv.Name, Format: string(doc.Format), PairingReport: rep, Skipped: conv.Skipped, Merged: conv.Merged,
+					SkippedKinds: conv.SkippedKinds, Boundaries: conv.Boundaries, Notice: conv.Notice()}
 				if !repair {
 					unpaired = unpaired || !rep.Valid
-					if err := e.writeJSON(out); err != nil {
+					if err := e.writeJSON(ctx, out); err != nil {
 						return err
 					}
 					continue
@@ -58,7 +71,7 @@ result for each unanswered call, orphan results dropped.`,
 				msgs, repairs := agentctx.RepairPairing(conv.Messages)
 				after := agentctx.ValidatePairing(msgs)
 				unpaired = unpaired || !after.Valid
-				if err := e.writeJSON(repairOutput{Messages: msgs, Repairs: repairs, Before: out, After: after}); err != nil {
+				if err := e.writeDocResult(ctx, conv, msgs, repairOutput{Messages: msgs, Repairs: repairs, Before: out, After: after}, messagesOnly); err != nil {
 					return err
 				}
 			}
@@ -73,14 +86,18 @@ result for each unanswered call, orphan results dropped.`,
 	}
 	cmd.Flags().BoolVar(&repair, "repair", false, "print the repaired messages and what was changed")
 	cmd.Flags().BoolVar(&strict, "strict", false, "exit 1 when the history is (still) unpaired")
+	cmd.Flags().BoolVar(&messagesOnly, "messages-only", false, "with --repair: print the messages without the other members of a request body (model, system, tools, ...)")
 	return cmd
 }
 
 func newVersionCmd(e *env) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the agentctx version",
-		Args:  cobra.NoArgs,
+		Short: "Print the agentctx version, Go version and commit as JSON",
+		Long: `version prints {"version", "go", "commit"}. agentctx --version prints the
+version alone.`,
+		Example: `  agentctx version`,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := struct {
 				Version string `json:"version"`
@@ -94,7 +111,7 @@ func newVersionCmd(e *env) *cobra.Command {
 					}
 				}
 			}
-			return e.writeJSON(v)
+			return e.writeJSON(cmd.Context(), v)
 		},
 	}
 }

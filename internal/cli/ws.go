@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,7 +42,8 @@ func newWSCmd(e *env) *cobra.Command {
 		Use:   "ws",
 		Short: "Store tool results whole as artifacts and read them back",
 		Long: `ws keeps every tool result whole as an artifact in a workspace and reads
-it back the way an agent's tools do (SPEC §5).
+it back the way an agent's tools do (get_knowledge_by_id,
+get_knowledge_by_lines, grep_knowledge).
 
 The workspace (--workspace) is a directory of plain files, readable with
 ls and cat; a path ending in .db, .sqlite or .sqlite3 is an indexed SQLite
@@ -50,7 +52,12 @@ in a PostgreSQL database shared by a fleet, and overrides --workspace.
 Namespaces (--namespace) keep workspaces apart.
 
 get, lines and grep print what the agent tool returns, capped at
---max-chars characters (0 lifts the cap).`,
+--max-chars characters (0 lifts the cap). An ID is the artifact id as ws ls
+prints it; an id holding characters a shell cannot pass (a NUL byte) is
+given with the JSON escapes ws ls shows, such as tool_result_a\u0000b.`,
+		Example: `  agentctx ws offload --session s1 session.jsonl
+  agentctx ws ls --session s1
+  agentctx ws grep -i -C 2 tool_result_toolu_01 'error'`,
 		Args: wrapArgs(cobra.NoArgs), // an unknown subcommand is a usage error
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -144,7 +151,29 @@ func maxCharsOption(n int) (int, error) {
 	return n, nil
 }
 
-func (e *env) writeText(s string) error {
+// byID runs read with the artifact id given on the command line. An id
+// that is not found and holds a backslash is read again with its JSON
+// escapes decoded, the way ws ls prints ids: a shell cannot pass a NUL
+// byte, but it can pass tool_result_a\u0000b.
+func byID(arg string, read func(id string) (string, error)) (string, error) {
+	text, err := read(arg)
+	if err == nil || !errors.Is(err, workspace.ErrNotFound) || !strings.Contains(arg, `\`) {
+		return text, err
+	}
+	var id string
+	if json.Unmarshal([]byte(`"`+arg+`"`), &id) != nil || id == arg {
+		return text, err
+	}
+	if text, err2 := read(id); !errors.Is(err2, workspace.ErrNotFound) {
+		return text, err2
+	}
+	return text, err
+}
+
+func (e *env) writeText(ctx context.Context, s string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if _, err := io.WriteString(e.s.Out, s); err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
@@ -152,7 +181,10 @@ func (e *env) writeText(s string) error {
 }
 
 func newWSOffloadCmd(e *env, f *wsFlags) *cobra.Command {
-	var session, task, agent string
+	var (
+		session, task, agent string
+		messagesOnly         bool
+	)
 	cmd := &cobra.Command{
 		Use:   "offload [FILE]",
 		Short: "Store every tool result as an artifact; index the large ones",
@@ -165,8 +197,11 @@ and the tools that read it back (get_knowledge_by_id,
 get_knowledge_by_lines, grep_knowledge).
 
 It prints the new messages, the stored artifacts, and how many results
-were inlined and indexed. Results already stored unchanged are not written
-again.`,
+were inlined and indexed; the other members of a request body (model,
+system, tools, ...) are kept around "messages" unless --messages-only.
+Results already stored unchanged are not written again.`,
+		Example: `  agentctx ws offload --session s1 --task fix-bug session.jsonl > offloaded.json
+  agentctx ws offload --workspace ws.db < request.json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			doc, err := e.readConversation(cmd.Context(), "ws offload", args)
@@ -187,54 +222,61 @@ again.`,
 			if err != nil {
 				return wsError(err)
 			}
-			return e.writeJSON(wsOffloadOutput{Messages: res.Messages, Artifacts: res.Artifacts, Inlined: res.Inlined, Indexed: res.Indexed})
+			return e.writeDocResult(cmd.Context(), doc, res.Messages, wsOffloadOutput{Messages: res.Messages, Artifacts: res.Artifacts, Inlined: res.Inlined, Indexed: res.Indexed}, messagesOnly)
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "session_id written on every artifact")
 	cmd.Flags().StringVar(&task, "task", "", "task_id written on every artifact")
 	cmd.Flags().StringVar(&agent, "agent", "", "agent_id written on every artifact")
+	cmd.Flags().BoolVar(&messagesOnly, "messages-only", false, "print the messages without the other members of a request body (model, system, tools, ...)")
 	return cmd
 }
 
 func newWSGetCmd(e *env, f *wsFlags) *cobra.Command {
 	var maxChars, offset int
+	var session string
 	cmd := &cobra.Command{
 		Use:   "get ID",
 		Short: "Print an artifact (get_knowledge_by_id)",
 		Long: `get prints an artifact's content as the get_knowledge_by_id tool returns
 it: exactly the stored bytes when it is under --max-chars characters;
 otherwise the first part and a notice telling how to read on.`,
+		Example: `  agentctx ws get tool_result_toolu_01
+  agentctx ws get --max-chars 0 tool_result_toolu_01 > original.txt`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mc, err := maxCharsOption(maxChars)
 			if err != nil {
 				return err
 			}
-			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{MaxChars: mc})
+			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{MaxChars: mc, SessionID: session})
 			if err != nil {
 				return err
 			}
 			defer closeStore()
-			text, err := ws.GetKnowledgeByID(cmd.Context(), args[0], offset)
+			text, err := byID(args[0], func(id string) (string, error) { return ws.GetKnowledgeByID(cmd.Context(), id, offset) })
 			if err != nil {
 				return wsError(err)
 			}
-			return e.writeText(text)
+			return e.writeText(cmd.Context(), text)
 		},
 	}
 	cmd.Flags().IntVar(&maxChars, "max-chars", workspace.DefaultMaxChars, "cap on the characters printed; 0 lifts it")
 	cmd.Flags().IntVar(&offset, "offset", 0, "characters to skip from the start")
+	cmd.Flags().StringVar(&session, "session", "", sessionFlagHelp)
 	return cmd
 }
 
 func newWSLinesCmd(e *env, f *wsFlags) *cobra.Command {
 	var maxChars int
+	var session string
 	cmd := &cobra.Command{
 		Use:   "lines ID START END",
 		Short: "Print lines START..END of an artifact (get_knowledge_by_lines)",
 		Long: `lines prints lines START to END of an artifact (1-based, inclusive; an END
 past the last line is clamped) after the header "Lines a-b of N".`,
-		Args: cobra.ExactArgs(3),
+		Example: `  agentctx ws lines tool_result_toolu_01 1 40`,
+		Args:    cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			start, err1 := strconv.Atoi(args[1])
 			end, err2 := strconv.Atoi(args[2])
@@ -245,21 +287,26 @@ past the last line is clamped) after the header "Lines a-b of N".`,
 			if err != nil {
 				return err
 			}
-			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{MaxChars: mc})
+			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{MaxChars: mc, SessionID: session})
 			if err != nil {
 				return err
 			}
 			defer closeStore()
-			text, err := ws.GetKnowledgeByLines(cmd.Context(), args[0], start, end)
+			text, err := byID(args[0], func(id string) (string, error) { return ws.GetKnowledgeByLines(cmd.Context(), id, start, end) })
 			if err != nil {
 				return wsError(err)
 			}
-			return e.writeText(text + "\n")
+			return e.writeText(cmd.Context(), text+"\n")
 		},
 	}
 	cmd.Flags().IntVar(&maxChars, "max-chars", workspace.DefaultMaxChars, "cap on the characters printed; 0 lifts it")
+	cmd.Flags().StringVar(&session, "session", "", sessionFlagHelp)
 	return cmd
 }
+
+// sessionFlagHelp describes --session of the reading commands: artifacts
+// offloaded for a session live apart from other sessions' artifacts.
+const sessionFlagHelp = "the session whose artifacts to read (the --session they were offloaded with)"
 
 func newWSGrepCmd(e *env, f *wsFlags) *cobra.Command {
 	var (
@@ -276,6 +323,8 @@ and "--" between groups. At most --max-results matching lines are shown
 
 Without ID it searches every stored tool result of the namespace (of one
 session with --session, one task with --task) and prints "ID:N:line".`,
+		Example: `  agentctx ws grep -i -C 2 tool_result_toolu_01 'error|fail'
+  agentctx ws grep --session s1 'panic:'`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mc, err := maxCharsOption(maxChars)
@@ -285,36 +334,37 @@ session with --session, one task with --task) and prints "ID:N:line".`,
 			if o.Context < 0 {
 				return usagef("-C must be 0 or more, got %d", o.Context)
 			}
-			if len(args) == 2 && (o.SessionID != "" || o.TaskID != "") {
-				return usagef("--session and --task select tool results to search when no ID is given")
+			if len(args) == 2 && o.TaskID != "" {
+				return usagef("--task selects tool results to search when no ID is given")
 			}
 			o.MaxResults = maxResults
 			if maxResults <= 0 {
 				o.MaxResults = -1
 			}
-			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{MaxChars: mc})
+			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{MaxChars: mc, SessionID: o.SessionID})
 			if err != nil {
 				return err
 			}
 			defer closeStore()
 			var text string
 			if len(args) == 2 {
-				text, err = ws.GrepKnowledge(cmd.Context(), args[0], args[1], o.GrepOptions)
+				text, err = byID(args[0], func(id string) (string, error) { return ws.GrepKnowledge(cmd.Context(), id, args[1], o.GrepOptions) })
 			} else {
 				text, err = ws.GrepSession(cmd.Context(), args[0], o)
 			}
 			if err != nil {
 				return wsError(err)
 			}
-			return e.writeText(text + "\n")
+			return e.writeText(cmd.Context(), text+"\n")
 		},
 	}
 	cmd.Flags().BoolVarP(&o.IgnoreCase, "ignore-case", "i", false, "match letters in any case")
 	cmd.Flags().IntVarP(&o.Context, "context", "C", 0, "lines of context before and after each match")
 	cmd.Flags().IntVar(&maxResults, "max-results", workspace.DefaultMaxResults, "most matching lines shown; 0 shows all")
 	cmd.Flags().IntVar(&maxChars, "max-chars", workspace.DefaultMaxChars, "cap on the characters printed; 0 lifts it")
-	cmd.Flags().StringVar(&o.SessionID, "session", "", "without ID: search only this session's tool results")
+	cmd.Flags().StringVar(&o.SessionID, "session", "", sessionFlagHelp)
 	cmd.Flags().StringVar(&o.TaskID, "task", "", "without ID: search only this task's tool results")
+	// --session is the session whose artifacts are searched: AGENTCTX_SESSION applies.
 	return cmd
 }
 
@@ -331,6 +381,8 @@ func newWSLsCmd(e *env, f *wsFlags) *cobra.Command {
 JSON list ordered by creation time: id, type, metadata, created_at, and
 sizes (chars, lines, bytes, sha256). A filter given as "" matches
 artifacts that lack the key.`,
+		Example: `  agentctx ws ls --session s1
+  agentctx ws ls --meta tool_name=Bash --limit 10`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			filter := workspace.Filter{Metadata: workspace.Metadata{}, Limit: limit}
@@ -351,7 +403,7 @@ artifacts that lack the key.`,
 				}
 				filter.Metadata[k] = v
 			}
-			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{})
+			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{SessionID: session})
 			if err != nil {
 				return err
 			}
@@ -360,14 +412,15 @@ artifacts that lack the key.`,
 			if err != nil {
 				return wsError(err)
 			}
-			return e.writeJSON(list)
+			return e.writeJSON(cmd.Context(), list)
 		},
 	}
 	cmd.Flags().StringVar(&contextType, "context-type", "", "match metadata context_type (tool_result for offloaded tool results)")
-	cmd.Flags().StringVar(&session, "session", "", "match metadata session_id")
+	cmd.Flags().StringVar(&session, "session", "", "list the artifacts offloaded for this session")
 	cmd.Flags().StringVar(&task, "task", "", "match metadata task_id")
 	cmd.Flags().StringVar(&bizID, "biz-id", "", "match metadata biz_id (the tool call id)")
 	cmd.Flags().StringArrayVar(&meta, "meta", nil, "match any metadata key: KEY=VALUE (repeatable)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "most artifacts listed; 0 lists all")
+	markNoEnv(cmd, "limit") // a filter here; --session is the session whose artifacts are listed
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -87,19 +88,19 @@ func TestWSCommands(t *testing.T) {
 			}
 
 			// get of a small artifact is byte-identical to the original.
-			out, _, code = run(t, "", "ws", "get", "--workspace", ws, "tool_result_small")
+			out, _, code = run(t, "", "ws", "get", "--workspace", ws, "--session", "s1", "tool_result_small")
 			if code != 0 || out != "/src\n" {
 				t.Errorf("get small: %d %q", code, out)
 			}
-			out, _, _ = run(t, "", "ws", "get", "--workspace", ws, "tool_result_large")
+			out, _, _ = run(t, "", "ws", "get", "--workspace", ws, "--session", "s1", "tool_result_large")
 			if len(out) != 40_000 || !strings.HasPrefix(out, "row 00001: value=7 ok\n") {
 				t.Errorf("get large under the default cap: %d bytes", len(out))
 			}
-			out, _, _ = run(t, "", "ws", "get", "--workspace", ws, "--max-chars", "1000", "tool_result_large")
+			out, _, _ = run(t, "", "ws", "get", "--workspace", ws, "--session", "s1", "--max-chars", "1000", "tool_result_large")
 			if len([]rune(out)) > 1000 || !strings.Contains(out, "[Read limit of 1,000 characters reached:") {
 				t.Errorf("get with --max-chars 1000:\n%s", out)
 			}
-			out, _, _ = run(t, "", "ws", "get", "--workspace", ws, "--max-chars", "0", "tool_result_edge")
+			out, _, _ = run(t, "", "ws", "get", "--workspace", ws, "--session", "s1", "--max-chars", "0", "tool_result_edge")
 			if out != strings.Repeat("é", 39_999) {
 				t.Errorf("get with --max-chars 0 cut the content")
 			}
@@ -128,10 +129,11 @@ func TestWSCommands(t *testing.T) {
 				{"grep no match", []string{"grep", "tool_result_small", "nothing"}, 0, `No lines of tool_result_small match "nothing" (1 lines searched).` + "\n", ""},
 				{"grep session", []string{"grep", "--session", "s1", `^/src$`}, 0, "tool_result_small:1:/src\n", ""},
 				{"grep other session", []string{"grep", "--session", "s2", `src`}, 0, `No lines match "src" in 0 offloaded tool results.` + "\n", ""},
-				{"grep ID with --session", []string{"grep", "--session", "s1", "tool_result_small", "x"}, 2, "", "--session and --task select tool results to search when no ID is given"},
+				{"grep ID with --task", []string{"grep", "--task", "t1", "tool_result_small", "x"}, 2, "", "--task selects tool results to search when no ID is given"},
+				{"get without the session", []string{"get", "--session", "s2", "tool_result_small"}, 2, "", "artifact not found"},
 				{"grep bad pattern", []string{"grep", "tool_result_small", "("}, 2, "", "invalid pattern"},
-				{"grep missing", []string{"grep", "nope", "x"}, 2, "", `workspace: grep "nope" in namespace "default": artifact not found`},
-				{"get missing", []string{"get", "nope"}, 2, "", `workspace: get "nope" in namespace "default": artifact not found`},
+				{"grep missing", []string{"grep", "nope", "x"}, 2, "", `workspace: grep "nope" in namespace "default/sessions/s1": artifact not found`},
+				{"get missing", []string{"get", "nope"}, 2, "", `workspace: get "nope" in namespace "default/sessions/s1": artifact not found`},
 				{"get other namespace", []string{"get", "--namespace", "other", "tool_result_small"}, 2, "", "artifact not found"},
 				{"get bad max-chars", []string{"get", "--max-chars", "-1", "tool_result_small"}, 2, "", "--max-chars must be 0"},
 				{"ls empty namespace", []string{"ls", "--namespace", "other"}, 0, "[]\n", ""},
@@ -141,6 +143,9 @@ func TestWSCommands(t *testing.T) {
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					args := append([]string{"ws", "--workspace", ws}, tt.args...)
+					if len(tt.args) > 0 && tt.args[0] != "frob" && !slices.Contains(tt.args, "--session") {
+						args = append(args, "--session", "s1") // the artifacts were offloaded for session s1
+					}
 					out, errOut, code := run(t, "", args...)
 					if code != tt.code || tt.out != "" && out != tt.out || !strings.Contains(errOut, tt.err) {
 						t.Errorf("exit %d, want %d\nstdout %q\nwant   %q\nstderr %q, want %q", code, tt.code, out, tt.out, errOut, tt.err)
@@ -158,13 +163,14 @@ func TestWSCommands(t *testing.T) {
 				args []string
 				want []string
 			}{
-				{nil, []string{"tool_result_small", "tool_result_large", "tool_result_edge"}},
+				{nil, nil}, // the artifacts live in session s1
+				{[]string{"--session", "s1"}, []string{"tool_result_small", "tool_result_large", "tool_result_edge"}},
 				{[]string{"--context-type", "tool_result", "--session", "s1", "--task", "t1"}, []string{"tool_result_small", "tool_result_large", "tool_result_edge"}},
-				{[]string{"--biz-id", "large"}, []string{"tool_result_large"}},
-				{[]string{"--meta", "tool_name=str_replace_based_edit_tool"}, []string{"tool_result_edge"}},
+				{[]string{"--session", "s1", "--biz-id", "large"}, []string{"tool_result_large"}},
+				{[]string{"--session", "s1", "--meta", "tool_name=str_replace_based_edit_tool"}, []string{"tool_result_edge"}},
 				{[]string{"--session", "s2"}, nil},
 				{[]string{"--task", ""}, nil},
-				{[]string{"--limit", "1"}, []string{"tool_result_small"}},
+				{[]string{"--session", "s1", "--limit", "1"}, []string{"tool_result_small"}},
 			} {
 				args := append([]string{"ws", "ls", "--workspace", ws}, c.args...)
 				out, errOut, code := run(t, "", args...)
@@ -281,7 +287,7 @@ func TestWSTranscripts(t *testing.T) {
 			}
 			// Every artifact reads back whole with the cap lifted.
 			for _, a := range res.Artifacts[:min(len(res.Artifacts), 20)] {
-				got, _, code := run(t, "", "ws", "get", "--workspace", ws, "--max-chars", "0", a.ID)
+				got, _, code := run(t, "", "ws", "get", "--workspace", ws, "--session", "s", "--max-chars", "0", a.ID)
 				if code != 0 || len([]rune(got)) != a.Chars {
 					t.Errorf("%s: exit %d, %d characters, want %d", a.ID, code, len([]rune(got)), a.Chars)
 				}

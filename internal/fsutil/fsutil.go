@@ -9,10 +9,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // ErrEmptyName is returned by SafeName for an empty id.
@@ -24,9 +26,13 @@ var ErrEmptyName = errors.New("empty id")
 const maxName = 200
 
 // SafeName encodes an id as one file name component that cannot leave its
-// directory: bytes outside [A-Za-z0-9._-] and the '%' sign are written as
-// %XX, and a leading '.' is written as %2E (so ".", ".." and hidden names
-// never appear). Ids that are already safe are kept as they are. The
+// directory and that every common file system accepts: bytes outside
+// [A-Za-z0-9._-] and the '%' sign are written as %XX (so NUL, control
+// characters, '/' and '\' never appear), a leading '.' is written as %2E
+// (so ".", ".." and hidden names never appear), a trailing '.' as %2E, and
+// the first letter of a name Windows reserves for a device (CON, PRN, AUX,
+// NUL, COM0-COM9, LPT0-LPT9, in any case, alone or before an extension, as
+// in "nul.txt") as %XX. Ids that are already safe are kept as they are. The
 // encoding is reversible (see UnsafeName) and two different ids never give
 // the same name, except for ids whose encoding is longer than 200 bytes:
 // those keep a 150-byte prefix and add a SHA-256 of the whole id.
@@ -48,11 +54,34 @@ func SafeName(id string) (string, error) {
 		fmt.Fprintf(&b, "%%%02X", c)
 	}
 	name := b.String()
+	if strings.HasSuffix(name, ".") {
+		name = name[:len(name)-1] + "%2E"
+	}
+	if isReserved(name) {
+		name = fmt.Sprintf("%%%02X", name[0]) + name[1:]
+	}
 	if len(name) > maxName {
 		sum := sha256.Sum256([]byte(id))
 		name = name[:150] + "~" + hex.EncodeToString(sum[:16])
 	}
 	return name, nil
+}
+
+// isReserved reports whether name, or its part before the first '.', is a
+// device name of Windows (compared without regard to case).
+func isReserved(name string) bool {
+	base, _, _ := strings.Cut(name, ".")
+	switch len(base) {
+	case 3:
+		switch strings.ToUpper(base) {
+		case "CON", "PRN", "AUX", "NUL":
+			return true
+		}
+	case 4:
+		p := strings.ToUpper(base[:3])
+		return (p == "COM" || p == "LPT") && base[3] >= '0' && base[3] <= '9'
+	}
+	return false
 }
 
 func isSafe(c byte) bool {
@@ -90,9 +119,78 @@ type Options struct {
 	Sync bool        // fsync the file before it becomes visible
 }
 
+// TempPrefix begins the name of every temp file this package writes: a
+// hidden file in the target's directory, renamed over the target once it is
+// whole. A process killed between the two leaves it behind, and
+// RemoveStaleTemp removes it later.
+const TempPrefix = ".tmp-"
+
+// StaleAge is how old a temp file must be before RemoveStaleTemp takes it
+// for one left by a process that died: much longer than any write takes, so
+// the temp file of a write in progress in another process is never removed.
+const StaleAge = time.Hour
+
+// RemoveStaleTemp removes the temp files this package left in dir (names
+// made by WriteFile and CreateFile: TempPrefix and the digits of
+// os.CreateTemp) that were last modified more than olderThan ago (zero
+// means StaleAge) before now. Other files, directories and recent temp
+// files are left alone. A dir that does not exist holds nothing to remove.
+// It returns how many files it removed; removal errors are ignored (another
+// process may remove the same file first).
+func RemoveStaleTemp(dir string, olderThan time.Duration, now time.Time) (int, error) {
+	if olderThan <= 0 {
+		olderThan = StaleAge
+	}
+	f, err := os.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	removed := 0
+	for {
+		ents, err := f.ReadDir(256)
+		for _, e := range ents {
+			if !e.Type().IsRegular() || !isTempName(e.Name()) {
+				continue
+			}
+			fi, err := e.Info()
+			if err != nil || now.Sub(fi.ModTime()) <= olderThan {
+				continue
+			}
+			if os.Remove(filepath.Join(dir, e.Name())) == nil {
+				removed++
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return removed, nil
+			}
+			return removed, err
+		}
+	}
+}
+
+// isTempName reports whether name is one os.CreateTemp made from TempPrefix
+// (the prefix and a decimal number).
+func isTempName(name string) bool {
+	rest, ok := strings.CutPrefix(name, TempPrefix)
+	if !ok || rest == "" {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		if rest[i] < '0' || rest[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 // writeTemp writes data to a new temp file in dir and returns its path.
 func writeTemp(dir string, data []byte, o Options) (string, error) {
-	f, err := os.CreateTemp(dir, ".tmp-*")
+	f, err := os.CreateTemp(dir, TempPrefix+"*")
 	if err != nil {
 		return "", err
 	}

@@ -8,13 +8,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestSafeName(t *testing.T) {
 	tests := []struct{ id, want string }{
 		{"toolu_01ABC", "toolu_01ABC"},
 		{"call-1.x", "call-1.x"},
-		{"..", "%2E."},
+		{"..", "%2E%2E"},
 		{".", "%2E"},
 		{".hidden", "%2Ehidden"},
 		{"a/b", "a%2Fb"},
@@ -24,6 +25,18 @@ func TestSafeName(t *testing.T) {
 		{"a\nb", "a%0Ab"},
 		{"100%", "100%25"},
 		{"é", "%C3%A9"},
+		{"a.", "a%2E"},
+		{"CON", "%43ON"},
+		{"nul", "%6Eul"},
+		{"Nul.txt", "%4Eul.txt"},
+		{"aux.tar.gz", "%61ux.tar.gz"},
+		{"COM1", "%43OM1"},
+		{"lpt9.md", "%6Cpt9.md"},
+		{"COM", "COM"},
+		{"CONSOLE", "CONSOLE"},
+		{"COM10", "COM10"},
+		{"tool_result_CON", "tool_result_CON"},
+		{"NUL\x00", "NUL%00"},
 	}
 	for _, tt := range tests {
 		got, err := SafeName(tt.id)
@@ -44,7 +57,7 @@ func TestSafeName(t *testing.T) {
 }
 
 func TestSafeNameNoCollisions(t *testing.T) {
-	ids := []string{"a/b", "a%2Fb", "a_b", ".a", "%2Ea", "a.", strings.Repeat("x", 300), strings.Repeat("x", 299) + "y"}
+	ids := []string{"a/b", "a%2Fb", "a_b", ".a", "%2Ea", "a.", "a%2E", "CON", "%43ON", "con", "NUL", "nul.", strings.Repeat("x", 300), strings.Repeat("x", 299) + "y"}
 	seen := map[string]string{}
 	for _, id := range ids {
 		n, err := SafeName(id)
@@ -109,5 +122,62 @@ func TestCreateFileExclusive(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
 		t.Errorf("dir has %d entries, want 1", len(entries))
+	}
+}
+
+func TestRemoveStaleTemp(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	old := now.Add(-2 * StaleAge)
+	files := map[string]time.Time{
+		".tmp-123456":  old, // left by a killed process: removed
+		".tmp-987":     now, // a write in progress: kept
+		".tmp-notmine": old, // not a name this package makes: kept
+		"a.txt":        old, // data: kept
+		"tmp-123":      old,
+	}
+	for name, mt := range files {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mt, mt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, ".tmp-555"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n, err := RemoveStaleTemp(dir, 0, now)
+	if err != nil || n != 1 {
+		t.Fatalf("RemoveStaleTemp = %d, %v; want 1, nil", n, err)
+	}
+	ents, _ := os.ReadDir(dir)
+	var left []string
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	want := []string{".tmp-555", ".tmp-987", ".tmp-notmine", "a.txt", "tmp-123"}
+	if strings.Join(left, " ") != strings.Join(want, " ") {
+		t.Errorf("left %q, want %q", left, want)
+	}
+	if n, err := RemoveStaleTemp(filepath.Join(dir, "missing"), 0, now); n != 0 || err != nil {
+		t.Errorf("missing dir: %d, %v; want 0, nil", n, err)
+	}
+}
+
+// TestTempNamesAreStale checks that the temp files WriteFile makes are the
+// ones RemoveStaleTemp recognises.
+func TestTempNamesAreStale(t *testing.T) {
+	dir := t.TempDir()
+	name, err := writeTemp(dir, []byte("x"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !isTempName(filepath.Base(name)) {
+		t.Errorf("temp file %q is not recognised as one", filepath.Base(name))
+	}
+	if n, _ := RemoveStaleTemp(dir, time.Nanosecond, time.Now().Add(time.Hour)); n != 1 {
+		t.Errorf("removed %d, want 1", n)
 	}
 }

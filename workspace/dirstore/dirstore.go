@@ -83,7 +83,24 @@ func Open(root string, opts *Options) (*Store, error) {
 	if opts != nil {
 		s.opts = *opts
 	}
+	removeStaleTemp(abs)
 	return s, nil
+}
+
+// removeStaleTemp removes the temp files that writers killed between write
+// and rename left in the namespace directories (see fsutil.RemoveStaleTemp).
+// It is best effort: a store that cannot be listed is reported by its reads.
+func removeStaleTemp(root string) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	for _, e := range ents {
+		if e.IsDir() {
+			fsutil.RemoveStaleTemp(filepath.Join(root, e.Name()), 0, now)
+		}
+	}
 }
 
 // Root returns the store's directory.

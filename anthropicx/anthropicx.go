@@ -1,0 +1,230 @@
+// Package anthropicx plugs agentctx into anthropic-sdk-go: a client
+// middleware that runs the pipeline on every Messages request, the
+// read-back tools as SDK tool params with a dispatcher for their calls, and
+// conversions between the SDK's message params and agentctx messages.
+//
+// It is a package of its own so that programs that use only pipeline do not
+// link the SDK.
+//
+// # Adoption
+//
+//	p, _ := pipeline.New(pipeline.Options{SessionID: "s1"})
+//	client := anthropic.NewClient(anthropicx.WithPipeline(p))
+//	params.Tools = append(params.Tools, anthropicx.Tools(p.Workspace())...)
+//	...
+//	for _, block := range msg.Content {
+//		if u, ok := block.AsAny().(anthropic.ToolUseBlock); ok {
+//			if res, handled := anthropicx.ExecuteTool(ctx, p.Workspace(), u); handled {
+//				results = append(results, res)
+//				continue
+//			}
+//			// the program's own tools
+//		}
+//	}
+//
+// The loop keeps its history as anthropic.MessageParam values, unchanged;
+// the middleware reads each request body as the SDK wrote it, prepares its
+// messages (prune, offload, compact; the top-level system prompt counted),
+// and sends the prepared body. When the pipeline also implements Observer,
+// the usage of every response (streamed or not) is fed back to it.
+package anthropicx
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+
+	"github.com/agentctx/agentctx/internal/sdkmw"
+	"github.com/agentctx/agentctx/workspace"
+)
+
+// Preparer runs the pipeline on a request read as a document:
+// *pipeline.Pipeline implements it.
+type Preparer = sdkmw.Preparer
+
+// Observer is an optional ability of a Preparer (or set in
+// Options.Observer): it is told the usage of every response.
+type Observer = sdkmw.Observer
+
+// Usage is the token usage of one response, normalized across providers
+// (the same type as openaix.Usage): Provider ("anthropic" or "openai"),
+// InputTokens (every input token, cached ones included), CacheReadTokens,
+// CacheWriteTokens and OutputTokens.
+type Usage = sdkmw.Usage
+
+// Options configure the middleware (the same type as in the other SDK's
+// package). Its fields:
+//
+//   - Observer Observer: receives the usage of each response; nil means
+//     the Preparer when it implements Observer.
+//   - OnResult func(ctx, *pipeline.Result): called with the result of every
+//     preparation (the messages sent and the report).
+//   - FailOpen bool: send a request unchanged when it cannot be prepared,
+//     after logging why; by default the request fails with the error.
+//   - Logger *slog.Logger: receives a record per failure; nil discards them.
+//
+// The zero value means: fail a request whose preparation fails, log
+// nothing, feed usage back when the Preparer is an Observer.
+type Options = sdkmw.Options
+
+// ErrNotMessages is matched by the error of a Messages request whose body
+// is not a JSON object with "messages".
+var ErrNotMessages = sdkmw.ErrNotMessages
+
+// provider intercepts POST .../v1/messages (and its beta form), not
+// count_tokens or batches.
+var provider = sdkmw.Provider{
+	Name: "anthropic",
+	Match: func(r *http.Request) bool {
+		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/messages")
+	},
+	Usage: readUsage,
+}
+
+// Middleware returns the middleware that prepares every Messages request
+// with p. opts may be nil.
+func Middleware(p Preparer, opts *Options) option.Middleware {
+	return sdkmw.New(p, provider, opts)
+}
+
+// WithPipeline is the client option that prepares every Messages request
+// with p: anthropic.NewClient(anthropicx.WithPipeline(p)).
+func WithPipeline(p Preparer) option.RequestOption {
+	return option.WithMiddleware(Middleware(p, nil))
+}
+
+// WithPipelineOptions is WithPipeline with options.
+func WithPipelineOptions(p Preparer, opts *Options) option.RequestOption {
+	return option.WithMiddleware(Middleware(p, opts))
+}
+
+// readUsage reads the usage of a Messages response body, or of one event of
+// a stream: message_start carries the input and cache tokens, message_delta
+// the output tokens so far.
+func readUsage(data []byte, u *Usage) bool {
+	type usage struct {
+		InputTokens              *int64 `json:"input_tokens"`
+		OutputTokens             *int64 `json:"output_tokens"`
+		CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
+		CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
+	}
+	var v struct {
+		Type    string `json:"type"`
+		Usage   *usage `json:"usage"`
+		Message *struct {
+			Usage *usage `json:"usage"`
+		} `json:"message"`
+	}
+	if len(data) == 0 || json.Unmarshal(data, &v) != nil {
+		return false
+	}
+	x := v.Usage
+	if x == nil && v.Message != nil {
+		x = v.Message.Usage
+	}
+	if x == nil {
+		return false
+	}
+	// Input fields present in an event replace the earlier ones, so that
+	// message_delta's running totals (when it carries them) win.
+	in, read, write := u.InputTokens-u.CacheReadTokens-u.CacheWriteTokens, u.CacheReadTokens, u.CacheWriteTokens
+	if x.InputTokens != nil {
+		in = *x.InputTokens
+	}
+	if x.CacheReadInputTokens != nil {
+		read = *x.CacheReadInputTokens
+	}
+	if x.CacheCreationInputTokens != nil {
+		write = *x.CacheCreationInputTokens
+	}
+	u.InputTokens, u.CacheReadTokens, u.CacheWriteTokens = in+read+write, read, write
+	if x.OutputTokens != nil {
+		u.OutputTokens = *x.OutputTokens
+	}
+	return true
+}
+
+// Executor runs a read-back tool call: *workspace.Workspace implements it.
+type Executor interface {
+	Execute(ctx context.Context, name string, args json.RawMessage) (string, error)
+}
+
+// Tools returns the read-back tools (workspace.Workspace.Tools) as SDK tool
+// params, to append to MessageNewParams.Tools. ws nil means the
+// definitions with the default read cap.
+func Tools(ws *workspace.Workspace) []anthropic.ToolUnionParam {
+	defs := workspace.Tools()
+	if ws != nil {
+		defs = ws.Tools()
+	}
+	return ToolParams(defs)
+}
+
+// ToolParams converts tool definitions to SDK tool params.
+func ToolParams(defs []workspace.ToolDefinition) []anthropic.ToolUnionParam {
+	out := make([]anthropic.ToolUnionParam, len(defs))
+	for i, d := range defs {
+		var schema map[string]any
+		_ = json.Unmarshal(d.InputSchema, &schema) // the workspace's schemas are valid JSON objects
+		s := anthropic.ToolInputSchemaParam{Properties: schema["properties"], ExtraFields: map[string]any{}}
+		if req, ok := schema["required"].([]any); ok {
+			s.Required = make([]string, 0, len(req))
+			for _, r := range req {
+				s.Required = append(s.Required, r.(string))
+			}
+		}
+		for k, v := range schema {
+			if k != "type" && k != "properties" && k != "required" {
+				s.ExtraFields[k] = v
+			}
+		}
+		out[i] = anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{
+			Name: d.Name, Description: anthropic.String(d.Description), InputSchema: s,
+		}}
+	}
+	return out
+}
+
+// ExecuteTool runs a tool_use block of the model's reply when it calls one
+// of the read-back tools, and returns the tool_result block to send back
+// (marked is_error when the call failed) and handled = true. For any other
+// tool it returns handled = false, and the program runs the call itself.
+func ExecuteTool(ctx context.Context, ws Executor, call anthropic.ToolUseBlock) (anthropic.ContentBlockParamUnion, bool) {
+	text, isError, handled := Execute(ctx, ws, call.Name, call.Input)
+	if !handled {
+		return anthropic.ContentBlockParamUnion{}, false
+	}
+	return anthropic.NewToolResultBlock(call.ID, text, isError), true
+}
+
+// Execute runs a read-back tool call by name and JSON input, and returns
+// the text for the model, whether it is an error, and whether name is a
+// read-back tool at all (handled false: the program's own tool).
+func Execute(ctx context.Context, ws Executor, name string, input json.RawMessage) (text string, isError, handled bool) {
+	if ws == nil {
+		return "", false, false
+	}
+	text, err := ws.Execute(ctx, name, input)
+	if errors.Is(err, workspace.ErrUnknownTool) {
+		return "", false, false
+	}
+	return text, err != nil, true
+}
+
+// jsonBytes returns the JSON of a tool input as given: raw bytes are kept,
+// anything else is marshaled.
+func jsonBytes(v any) (json.RawMessage, error) {
+	switch x := v.(type) {
+	case nil:
+		return json.RawMessage("{}"), nil
+	case json.RawMessage:
+		return bytes.Clone(x), nil
+	}
+	return json.Marshal(v)
+}

@@ -1,0 +1,122 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// envFlags are the environment variables that give defaults to common
+// flags, in the order help lists them. A variable applies to every command
+// that has the flag, unless the flag is marked with noEnv (where the flag
+// means something else, such as a filter).
+func envFlags() []envVar {
+	return []envVar{
+		{"AGENTCTX_WORKSPACE", "workspace", "workspace directory or SQLite file"},
+		{"AGENTCTX_STORE", "store", "session store"},
+		{"AGENTCTX_NAMESPACE", "namespace", "namespace inside the workspace"},
+		{"AGENTCTX_SESSION", "session", "session id"},
+		{"AGENTCTX_DIR", "dir", "directory of archives and offloaded files"},
+		{"AGENTCTX_LIMIT", "limit", "context window, in tokens"},
+		{"AGENTCTX_ENCODING", "encoding", "tokenizer"},
+		{"AGENTCTX_SUMMARIZER", "summarizer", "extractive, anthropic or openai"},
+		{"AGENTCTX_MODEL", "model", "summarizer model"},
+	}
+}
+
+// envVar is an environment variable, the flag it gives a default to, and
+// what it is, for help.
+type envVar struct{ name, flag, what string }
+
+// noEnv is the flag annotation that keeps environment variables off a
+// flag.
+const noEnv = "agentctx_noenv"
+
+// markNoEnv keeps environment variables off the named flags of cmd.
+func markNoEnv(cmd *cobra.Command, names ...string) {
+	for _, n := range names {
+		cmd.Flags().SetAnnotation(n, noEnv, []string{"true"})
+	}
+}
+
+func envFlag(f *pflag.Flag) (string, bool) {
+	if f == nil || f.Annotations[noEnv] != nil {
+		return "", false
+	}
+	for _, ef := range envFlags() {
+		if ef.flag == f.Name {
+			return ef.name, true
+		}
+	}
+	return "", false
+}
+
+// applyEnv sets each flag of cmd that was not given on the command line
+// from its environment variable, when that is set and not empty. A value
+// the flag rejects is a usage error naming the variable. Flags set this way
+// do not count as given (pflag's Changed), so they never contradict a flag
+// given on the command line.
+func applyEnv(cmd *cobra.Command, lookup func(string) (string, bool)) error {
+	if lookup == nil {
+		return nil
+	}
+	var err error
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		name, ok := envFlag(f)
+		if !ok || f.Changed || err != nil {
+			return
+		}
+		v, ok := lookup(name)
+		if !ok || v == "" {
+			return
+		}
+		if serr := f.Value.Set(v); serr != nil {
+			err = usagef("%s=%q: invalid value for --%s: %v", name, v, f.Name, serr)
+		}
+	})
+	return err
+}
+
+// envHelp lists the environment variables for the root help: those whose
+// flag some command of root has.
+func envHelp(root *cobra.Command) string {
+	have := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
+			fs.VisitAll(func(f *pflag.Flag) { have[f.Name] = true })
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	var b strings.Builder
+	for _, ef := range envFlags() {
+		if have[ef.flag] {
+			fmt.Fprintf(&b, "  %-20s --%s: %s\n", ef.name, ef.flag, ef.what)
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// documentEnv adds "(env NAME)" to the help of every flag an environment
+// variable sets.
+func documentEnv(root *cobra.Command) {
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
+			fs.VisitAll(func(f *pflag.Flag) {
+				if name, ok := envFlag(f); ok && !strings.Contains(f.Usage, "$"+name) {
+					f.Usage += " ($" + name + ")"
+				}
+			})
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}

@@ -1,0 +1,120 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctx/agentctx/offload"
+	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/proxy"
+	"github.com/agentctx/agentctx/workspace"
+)
+
+const summarizerUpstream = "upstream"
+
+func newProxyCmd(e *env) *cobra.Command {
+	var (
+		f                   prepareFlags
+		listen              string
+		anthropicURL, oaURL string
+		maxSessions         int
+	)
+	cmd := &cobra.Command{
+		Use:   "proxy",
+		Short: "Serve the Anthropic and OpenAI APIs with context management in front",
+		Long: `proxy listens for model requests, runs the pipeline on each conversation
+(one session per conversation) and forwards them to the upstream API,
+streaming the answers back as they arrive. Point Claude Code at it with
+ANTHROPIC_BASE_URL (printed on start), or a Codex provider's base_url
+(http://ADDR/v1, wire_api "responses").
+
+POST /v1/messages, /v1/chat/completions and /v1/responses (with store
+false and no previous_response_id) are edited; everything else passes
+through. A request that needs no edit goes upstream byte for byte.
+GET /agentctx/stats reports per session. SIGINT or SIGTERM stops
+accepting and lets the requests in flight finish.`,
+		Example: `  agentctx proxy --limit 200000
+  ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude
+  agentctx proxy --listen 127.0.0.1:9000 --upstream-anthropic https://api.anthropic.com`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			summ := f.summarizer
+			if summ == summarizerUpstream {
+				f.summarizer = summarizerExtractive
+			}
+			po, err := f.options(e, cmd.Flags().Changed)
+			if err != nil {
+				return err
+			}
+			if maxSessions < 1 {
+				return usagef("invalid --max-sessions %d: must be at least 1", maxSessions)
+			}
+			log := e.logger
+			if !log.Enabled(cmd.Context(), slog.LevelInfo) {
+				log = slog.New(slog.NewTextHandler(e.s.Err, &slog.HandlerOptions{Level: slog.LevelInfo}))
+			}
+			po.Logger = log
+			po.Compact.Logger = log
+			store, err := openStore(cmd.Context(), f.workspace)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			sessions, err := openSessions(cmd.Context(), f.workspace)
+			if err != nil {
+				return err
+			}
+			defer sessions.Close()
+			po.Store, po.Sessions = store, sessions
+			po.Workspace.Namespace = f.namespace
+			po.Compact.Dir = f.dir
+			po.Files.Dir = f.dir
+			eo := proxy.PipelineOptions{Pipeline: po, MaxSessions: maxSessions, Logger: log}
+			if summ == summarizerUpstream && !f.noCompact {
+				eo.Summarizer = proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{
+					AnthropicURL: anthropicURL, OpenAIURL: oaURL, Logger: log,
+				})
+				// One summary request per compaction: the upstream
+				// summarizer falls back to the extractive one itself.
+				eo.Pipeline.Compact.MaxRetries = -1
+			}
+			engine, err := proxy.NewPipelineEngine(eo)
+			if err != nil {
+				return usagef("%v", err)
+			}
+			srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: anthropicURL, OpenAIURL: oaURL, Logger: log})
+			if err != nil {
+				if errors.Is(err, proxy.ErrInvalidURL) {
+					return usagef("%v", err)
+				}
+				return err
+			}
+			defer srv.Close()
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return usagef("--listen %s: %v", listen, err)
+			}
+			base := "http://" + ln.Addr().String()
+			fmt.Fprintf(e.s.Out, "ANTHROPIC_BASE_URL=%s\n", base)
+			fmt.Fprintf(e.s.Err, "agentctx proxy: listening on %s (OpenAI clients: base URL %s/v1); stats at %s%s\n", base, base, base, proxy.StatsPath)
+			return srv.Serve(cmd.Context(), ln)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&listen, "listen", "127.0.0.1:8787", "address to listen on")
+	fs.StringVar(&anthropicURL, "upstream-anthropic", proxy.DefaultAnthropicURL, "Anthropic API base URL")
+	fs.StringVar(&oaURL, "upstream-openai", proxy.DefaultOpenAIURL, "OpenAI API base URL")
+	fs.IntVar(&maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions kept in memory (least recently used out first)")
+	f.register(fs, true)
+	fs.StringVar(&f.workspace, "workspace", pipeline.DefaultWorkspaceDir, "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
+	fs.StringVar(&f.namespace, "namespace", workspace.DefaultNamespace, "namespace inside the workspace")
+	fs.StringVar(&f.dir, "dir", offload.DefaultDir, "directory of the archives (<dir>/<session>/)")
+	sf := fs.Lookup("summarizer")
+	sf.DefValue, sf.Usage = summarizerUpstream, "upstream (the client's own model and credentials, extractive when that fails), extractive, anthropic or openai"
+	f.summarizer = summarizerUpstream
+	return cmd
+}

@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentctx/agentctx/pipeline"
+)
+
+func newReplayCmd(e *env) *cobra.Command {
+	f := &prepareFlags{}
+	var (
+		ws, session string
+		noUsage     bool
+		perRequest  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "replay FILE",
+		Short: "Replay a recorded session through prepare, request by request",
+		Long: `replay takes a recorded session (a Claude Code .jsonl) and replays it the
+way an agent using agentctx would have run: prepare is called once before
+each model request (each assistant message), with the history up to that
+request, and the usage the session recorded for the request is fed back
+afterwards, so later estimates are calibrated as they would be live.
+
+It prints JSON: requests, compactions, cache_breaks (requests whose
+prepared messages do not start with the previous request's, byte for
+byte), prefix_stable_ratio (the share of the previous request a provider's
+prompt cache could still serve, averaged), count_error (|estimate − usage|
+/ usage for the requests after the first: median_pct, p95_pct, n), the
+time of one prepare call (median_ms, max_ms) and per_request details
+(--per-request=false leaves them out). On a terminal a short summary goes
+to stderr.
+
+The pipeline flags are those of prepare. The workspace is a fresh
+temporary one unless --workspace names one. A Claude Code session that
+Claude Code compacted itself is replayed whole, from its first request
+(--whole-history=false replays the live context only).`,
+		Example: `  agentctx replay --limit 100000 session.jsonl
+  agentctx replay --limit 100000 --per-request=false session.jsonl | jq .count_error`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			base, err := f.options(e, cmd.Flags().Changed)
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("whole-history") {
+				// A session is replayed as the agent lived it: from its
+				// first request, across Claude Code's own compactions.
+				e.read.WholeHistory = true
+			}
+			doc, err := e.readConversation(cmd.Context(), "replay", args)
+			if err != nil {
+				return err
+			}
+			o := pipeline.ReplayOptions{Options: base, NoUsage: noUsage}
+			o.SessionID = session
+			if ws != "" {
+				store, err := openStore(cmd.Context(), ws)
+				if err != nil {
+					return err
+				}
+				defer store.Close()
+				sessions, err := openSessions(cmd.Context(), ws)
+				if err != nil {
+					return err
+				}
+				defer sessions.Close()
+				o.Store, o.Sessions = store, sessions
+			}
+			res, err := pipeline.Replay(cmd.Context(), doc, o)
+			if err != nil {
+				if errors.Is(err, pipeline.ErrInvalidOption) || errors.Is(err, pipeline.ErrNoRequests) {
+					return usagef("%v", err)
+				}
+				return err
+			}
+			if e.s.ErrIsTerminal {
+				name := "stdin"
+				if len(args) > 0 {
+					name = args[0]
+				}
+				fmt.Fprintf(e.s.Err, "agentctx replay: %s: %d requests, %d compaction(s), %d cache break(s), prefix stable %.1f%%\n"+
+					"  count error: median %.2f%%, p95 %.2f%% over %d requests; prepare: median %.1f ms, max %.1f ms\n",
+					name, res.Requests, res.Compactions, res.CacheBreaks, 100*res.PrefixStableRatio,
+					res.CountError.MedianPct, res.CountError.P95Pct, res.CountError.N, res.MedianMs, res.MaxMs)
+			}
+			if !perRequest {
+				res.PerRequest = nil
+			}
+			return e.writeJSON(cmd.Context(), res)
+		},
+	}
+	f.register(cmd.Flags(), true)
+	cmd.Flags().StringVar(&ws, "workspace", "", "workspace directory or SQLite file to replay into (default: a fresh temporary one)")
+	cmd.Flags().StringVar(&session, "session", "replay", "the session id to replay as")
+	cmd.Flags().BoolVar(&noUsage, "no-usage", false, "do not feed the recorded usage back")
+	cmd.Flags().BoolVar(&perRequest, "per-request", true, "include per_request details")
+	return cmd
+}

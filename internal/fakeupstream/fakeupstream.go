@@ -1,0 +1,517 @@
+// Package fakeupstream is a strict fake of the Anthropic and OpenAI APIs
+// for tests: it speaks the real wire formats (Anthropic Messages with SSE:
+// text, tool_use with input_json_delta, thinking with signature_delta,
+// ping, error; OpenAI chat chunks with the final usage chunk; Responses
+// events) and rejects, with the API's 400, what the real APIs reject:
+// unpaired tool calls, more than 4 cache_control breakpoints, a changed
+// prefix before a signed thinking block, and a request over its context
+// window. A Script decides what the "model" answers, so a test can make it
+// call tools.
+package fakeupstream
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// Wire formats.
+const (
+	APIAnthropic = "anthropic"
+	APIChat      = "openai-chat"
+	APIResponses = "openai-responses"
+)
+
+// Call is one model request as the script sees it.
+type Call struct {
+	API    string
+	Path   string
+	Header http.Header
+	Model  string
+	Body   map[string]any
+	Raw    []byte
+	// ToolNames are the names of the tools the request offers.
+	ToolNames []string
+	// Results are the texts of the tool results since the last assistant
+	// turn, oldest first; AllText is every text of the request, joined.
+	Results []string
+	AllText string
+	// Turn counts the assistant turns already in the history.
+	Turn int
+	// Stream reports a streaming request.
+	Stream bool
+}
+
+// ToolCall is a call the model makes.
+type ToolCall struct {
+	Name  string
+	Input map[string]any
+}
+
+// Reply is what the model answers.
+type Reply struct {
+	Thinking  string // a signed thinking block first (Anthropic)
+	Text      string
+	ToolCalls []ToolCall
+	// Error, when set, ends an Anthropic stream with an error event after
+	// message_start.
+	Error string
+	// InputTokens overrides the reported input tokens.
+	InputTokens int
+}
+
+// Options configure a Server. The zero value answers "ok" to everything,
+// with a 200,000-token context window.
+type Options struct {
+	// Script answers each accepted request; nil answers "ok".
+	Script func(c *Call) Reply
+	// ContextWindow is the window in tokens, estimated as a quarter of the
+	// body's bytes; 0 means 200,000.
+	ContextWindow int
+}
+
+// Record is one request the fake received.
+type Record struct {
+	Method, Path string
+	API          string
+	Size         int
+	Body         []byte
+	// Rejected is the reason for a 400, or "".
+	Rejected string
+}
+
+// Server is the fake upstream, an http.Handler.
+type Server struct {
+	opts Options
+	seq  atomic.Int64
+
+	mu      sync.Mutex
+	records []Record
+}
+
+// New returns a Server.
+func New(opts Options) *Server {
+	if opts.ContextWindow <= 0 {
+		opts.ContextWindow = 200_000
+	}
+	return &Server{opts: opts}
+}
+
+// Records returns the requests received so far.
+func (s *Server) Records() []Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Record(nil), s.records...)
+}
+
+func (s *Server) record(r Record) {
+	s.mu.Lock()
+	s.records = append(s.records, r)
+	s.mu.Unlock()
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	var api string
+	switch {
+	case r.Method == http.MethodPost && path == "/v1/messages":
+		api = APIAnthropic
+	case r.Method == http.MethodPost && path == "/v1/chat/completions":
+		api = APIChat
+	case r.Method == http.MethodPost && path == "/v1/responses":
+		api = APIResponses
+	case path == "/v1/messages/count_tokens":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"input_tokens":42}`)
+		s.record(Record{Method: r.Method, Path: path})
+		return
+	case r.Method == http.MethodGet && path == "/v1/models":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"data":[{"id":"fake-model","type":"model"}],"object":"list"}`)
+		s.record(Record{Method: r.Method, Path: path})
+		return
+	default:
+		s.record(Record{Method: r.Method, Path: path})
+		if r.Method == http.MethodHead {
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		writeErr(w, api, http.StatusNotFound, "not_found_error", "no route "+r.Method+" "+path)
+		return
+	}
+	raw := readBody(r)
+	rec := Record{Method: r.Method, Path: path, API: api, Size: len(raw), Body: raw}
+	var body map[string]any
+	if err := json.Unmarshal(raw, &body); err != nil {
+		rec.Rejected = "invalid JSON: " + err.Error()
+	} else if reason := s.check(api, r.Header, body, len(raw)); reason != "" {
+		rec.Rejected = reason
+	}
+	s.record(rec)
+	if rec.Rejected != "" {
+		writeErr(w, api, http.StatusBadRequest, "invalid_request_error", rec.Rejected)
+		return
+	}
+	c := s.call(api, r, body, raw)
+	reply := Reply{Text: "ok"}
+	if s.opts.Script != nil {
+		reply = s.opts.Script(c)
+	}
+	if reply.InputTokens == 0 {
+		reply.InputTokens = len(raw) / 4
+	}
+	switch api {
+	case APIAnthropic:
+		s.anthropic(w, c, reply)
+	case APIChat:
+		s.chat(w, c, reply)
+	default:
+		s.responses(w, c, reply)
+	}
+}
+
+func readBody(r *http.Request) []byte {
+	var b strings.Builder
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := r.Body.Read(buf)
+		b.Write(buf[:n])
+		if err != nil {
+			return []byte(b.String())
+		}
+	}
+}
+
+func writeErr(w http.ResponseWriter, api string, status int, typ, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	var v any
+	if api == APIAnthropic || api == "" {
+		v = map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": msg}}
+	} else {
+		v = map[string]any{"error": map[string]any{"type": typ, "message": msg, "code": nil}}
+	}
+	json.NewEncoder(w).Encode(v)
+}
+
+// check applies the rules of the real API.
+func (s *Server) check(api string, header http.Header, body map[string]any, size int) string {
+	if size/4 > s.opts.ContextWindow {
+		return fmt.Sprintf("prompt is too long: %d tokens > %d maximum", size/4, s.opts.ContextWindow)
+	}
+	switch api {
+	case APIAnthropic:
+		msgs, _ := body["messages"].([]any)
+		if r := anthropicPairing(msgs); r != "" {
+			return r
+		}
+		if n := countCacheControl(body["system"]) + countCacheControl(body["tools"]) + countCacheControl(body["messages"]); n > 4 {
+			return fmt.Sprintf("A maximum of 4 blocks with cache_control may be provided. Found %d.", n)
+		}
+		if r := checkThinking(header, body); r != "" {
+			return r
+		}
+	case APIChat:
+		msgs, _ := body["messages"].([]any)
+		return chatPairing(msgs)
+	case APIResponses:
+		if in, ok := body["input"].([]any); ok {
+			return responsesPairing(in)
+		}
+	}
+	return ""
+}
+
+func asMap(v any) map[string]any { m, _ := v.(map[string]any); return m }
+
+func blocksOf(m map[string]any) []map[string]any {
+	switch c := m["content"].(type) {
+	case []any:
+		out := make([]map[string]any, 0, len(c))
+		for _, b := range c {
+			out = append(out, asMap(b))
+		}
+		return out
+	case string:
+		return []map[string]any{{"type": "text", "text": c}}
+	}
+	return nil
+}
+
+func anthropicPairing(msgs []any) string {
+	pending := map[string]bool{}
+	for i, mv := range msgs {
+		m := asMap(mv)
+		role, _ := m["role"].(string)
+		if role == "system" {
+			continue
+		}
+		answered := map[string]bool{}
+		for _, b := range blocksOf(m) {
+			if b["type"] == "tool_result" {
+				id, _ := b["tool_use_id"].(string)
+				if !pending[id] {
+					return fmt.Sprintf("messages.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", i, id)
+				}
+				answered[id] = true
+			}
+		}
+		for id := range pending {
+			if !answered[id] {
+				return fmt.Sprintf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", i-1, id)
+			}
+		}
+		pending = map[string]bool{}
+		if role == "assistant" {
+			for _, b := range blocksOf(m) {
+				if b["type"] == "tool_use" {
+					id, _ := b["id"].(string)
+					pending[id] = true
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func chatPairing(msgs []any) string {
+	pending := map[string]bool{}
+	for i, mv := range msgs {
+		m := asMap(mv)
+		switch m["role"] {
+		case "tool":
+			id, _ := m["tool_call_id"].(string)
+			if !pending[id] {
+				return fmt.Sprintf("messages.[%d].role: messages with role 'tool' must be a response to a preceeding message with 'tool_calls' (%s)", i, id)
+			}
+			delete(pending, id)
+		default:
+			if len(pending) > 0 {
+				return fmt.Sprintf("messages.[%d]: an assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'", i)
+			}
+			if tcs, ok := m["tool_calls"].([]any); ok {
+				for _, tc := range tcs {
+					id, _ := asMap(tc)["id"].(string)
+					pending[id] = true
+				}
+			}
+		}
+	}
+	if len(pending) > 0 {
+		return "an assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'"
+	}
+	return ""
+}
+
+func responsesPairing(items []any) string {
+	calls := map[string]bool{}
+	for i, iv := range items {
+		it := asMap(iv)
+		typ, _ := it["type"].(string)
+		id, _ := it["call_id"].(string)
+		switch {
+		case strings.HasSuffix(typ, "_output"):
+			if !calls[id] {
+				return fmt.Sprintf("input[%d]: No tool call found for function call output with call_id %s.", i, id)
+			}
+			delete(calls, id)
+		case id != "":
+			calls[id] = true
+		}
+	}
+	for id := range calls {
+		return "No tool output found for function call " + id + "."
+	}
+	return ""
+}
+
+func countCacheControl(v any) int {
+	n := 0
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if k == "cache_control" && e != nil {
+				n++
+				continue
+			}
+			n += countCacheControl(e)
+		}
+	case []any:
+		for _, e := range x {
+			n += countCacheControl(e)
+		}
+	}
+	return n
+}
+
+// SignaturePrefix starts every thinking signature the fake writes; blocks
+// with other signatures are not checked.
+const SignaturePrefix = "fakesig:"
+
+// signature is the signature of a thinking block produced after prefix:
+// a hash of system, tools, and the messages before it, without
+// cache_control (breakpoints move without changing what the model read),
+// and with string content read as the one text block it stands for.
+func signature(system, tools any, msgs []any, blocks []any) string {
+	prefix := map[string]any{"system": strip(system), "tools": strip(tools), "messages": strip(msgs), "blocks": strip(blocks)}
+	b, _ := json.Marshal(prefix)
+	h := sha256.Sum256(b)
+	return SignaturePrefix + hex.EncodeToString(h[:16])
+}
+
+func strip(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if str, ok := e.(string); ok && k == "content" {
+				out[k] = []any{map[string]any{"type": "text", "text": str}}
+				continue
+			}
+			if k != "cache_control" {
+				out[k] = strip(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = strip(e)
+		}
+		return out
+	}
+	return v
+}
+
+// ThinkingBindingBeta is the beta header value that enables the
+// thinking.block_binding controls.
+const ThinkingBindingBeta = "thinking-binding-controls-2026-08-01"
+
+// checkThinking rejects a signed thinking block whose prefix changed,
+// unless the request asks for such blocks to be dropped (which needs the
+// controls' beta).
+func checkThinking(header http.Header, body map[string]any) string {
+	th := asMap(body["thinking"])
+	if b := asMap(th["block_binding"]); b != nil {
+		if !strings.Contains(strings.Join(header.Values("anthropic-beta"), ","), ThinkingBindingBeta) {
+			return "thinking.block_binding: Extra inputs are not permitted (this feature requires the beta " + ThinkingBindingBeta + ")"
+		}
+		if b["prefix_mismatch_behavior"] == "drop_block" {
+			return ""
+		}
+	}
+	msgs, _ := body["messages"].([]any)
+	for i, mv := range msgs {
+		m := asMap(mv)
+		if m["role"] != "assistant" {
+			continue
+		}
+		c, _ := m["content"].([]any)
+		for j, bv := range c {
+			b := asMap(bv)
+			if b["type"] != "thinking" {
+				continue
+			}
+			sig, _ := b["signature"].(string)
+			if !strings.HasPrefix(sig, SignaturePrefix) {
+				continue
+			}
+			if signature(body["system"], body["tools"], msgs[:i], c[:j]) != sig {
+				return fmt.Sprintf("messages.%d.content.%d: the thinking block's prefix binding does not match this request: system, tools or an earlier message changed after the block was produced", i, j)
+			}
+		}
+	}
+	return ""
+}
+
+func (s *Server) call(api string, r *http.Request, body map[string]any, raw []byte) *Call {
+	c := &Call{API: api, Path: r.URL.Path, Header: r.Header, Body: body, Raw: raw}
+	c.Model, _ = body["model"].(string)
+	c.Stream, _ = body["stream"].(bool)
+	for _, t := range asSlice(body["tools"]) {
+		tm := asMap(t)
+		if n, ok := tm["name"].(string); ok {
+			c.ToolNames = append(c.ToolNames, n)
+		} else if f := asMap(tm["function"]); f != nil {
+			n, _ := f["name"].(string)
+			c.ToolNames = append(c.ToolNames, n)
+		}
+	}
+	var all []string
+	switch api {
+	case APIResponses:
+		prevOut := false // the item before was model output: one turn
+		for _, iv := range asSlice(body["input"]) {
+			it := asMap(iv)
+			typ, _ := it["type"].(string)
+			out := it["role"] == "assistant" || typ == "reasoning" || strings.HasSuffix(typ, "_call")
+			switch {
+			case strings.HasSuffix(typ, "_output"):
+				c.Results = append(c.Results, textOf(it["output"]))
+				all = append(all, textOf(it["output"]))
+			case out:
+				if !prevOut {
+					c.Turn++
+				}
+				c.Results = nil
+			default:
+				all = append(all, textOf(it["content"]))
+			}
+			prevOut = out
+		}
+	default:
+		for _, mv := range asSlice(body["messages"]) {
+			m := asMap(mv)
+			switch m["role"] {
+			case "assistant":
+				c.Turn++
+				c.Results = nil
+			case "tool":
+				c.Results = append(c.Results, textOf(m["content"]))
+			default:
+				for _, b := range blocksOf(m) {
+					if b["type"] == "tool_result" {
+						c.Results = append(c.Results, textOf(b["content"]))
+					}
+				}
+			}
+			all = append(all, textOf(m["content"]))
+		}
+	}
+	c.AllText = strings.Join(all, "\n")
+	return c
+}
+
+func asSlice(v any) []any { s, _ := v.([]any); return s }
+
+// textOf returns the text of a content value: a string, or the text
+// members of a list, recursively.
+func textOf(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []any:
+		var parts []string
+		for _, e := range x {
+			parts = append(parts, textOf(e))
+		}
+		return strings.Join(parts, "\n")
+	case map[string]any:
+		if t, ok := x["text"].(string); ok {
+			return t
+		}
+		if c, ok := x["content"]; ok {
+			return textOf(c)
+		}
+		if c, ok := x["output"]; ok {
+			return textOf(c)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,280 @@
+// Package sdkmw is the HTTP middleware shared by anthropicx and openaix: it
+// runs a pipeline on the messages of a request body and reports the usage of
+// the response, without buffering a streamed response.
+package sdkmw
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/pipeline"
+)
+
+// Preparer runs the pipeline on a request body read as a document
+// (*pipeline.Pipeline implements it).
+type Preparer interface {
+	PrepareDocument(ctx context.Context, doc *agentctx.Document) (*pipeline.Result, error)
+}
+
+// Usage is the token usage a provider reported for one response,
+// normalized across providers.
+type Usage struct {
+	// Provider is "anthropic" or "openai".
+	Provider string `json:"provider"`
+	// InputTokens is every input token of the request, cached ones
+	// included (Anthropic: input_tokens + cache_read_input_tokens +
+	// cache_creation_input_tokens; OpenAI: prompt_tokens).
+	InputTokens int64 `json:"input_tokens"`
+	// CacheReadTokens are input tokens read from the prompt cache
+	// (Anthropic cache_read_input_tokens, OpenAI cached_tokens).
+	CacheReadTokens int64 `json:"cache_read_tokens"`
+	// CacheWriteTokens are input tokens written to the prompt cache
+	// (Anthropic cache_creation_input_tokens).
+	CacheWriteTokens int64 `json:"cache_write_tokens"`
+	// OutputTokens are the tokens generated.
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+// Observer is told the usage of every response whose request the
+// middleware prepared. It is an optional ability of a Preparer, or set in
+// Options.
+type Observer interface {
+	Observe(ctx context.Context, u Usage)
+}
+
+// usageObserver is the session engine's feedback (*pipeline.Pipeline).
+type usageObserver interface {
+	Observe(ctx context.Context, u pipeline.Usage) error
+}
+
+// observeUsage feeds the usage of each response to the session engine,
+// which estimates the next request from it.
+type observeUsage struct {
+	p   usageObserver
+	log *slog.Logger
+}
+
+func (o observeUsage) Observe(ctx context.Context, u Usage) {
+	// InputTokens already holds the cached tokens: give it as the total.
+	err := o.p.Observe(ctx, pipeline.Usage{InputTokens: int(u.InputTokens), OutputTokens: int(u.OutputTokens)})
+	if err != nil && o.log != nil {
+		o.log.WarnContext(ctx, "agentctx: cannot record usage", "provider", u.Provider, "err", err)
+	}
+}
+
+// Options configure the middleware. The zero value means: fail a request
+// whose preparation fails, log nothing, observe usage when the Preparer is
+// an Observer.
+type Options struct {
+	// Observer receives the usage of each response; nil means the
+	// Preparer when it implements Observer, or, for a *pipeline.Pipeline,
+	// its Observe (the session's estimates then start from the usage).
+	Observer Observer
+	// OnResult, when set, is called with the result of every preparation
+	// (the messages sent and the report).
+	OnResult func(ctx context.Context, res *pipeline.Result)
+	// FailOpen sends a request unchanged when it cannot be prepared (the
+	// body is not a request with messages, the pipeline fails), after
+	// logging why. By default the request fails with the error.
+	FailOpen bool
+	// Logger receives a record per failure; nil discards them.
+	Logger *slog.Logger
+}
+
+// Provider is what differs between the APIs.
+type Provider struct {
+	Name string
+	// Match reports whether a request carries messages to prepare.
+	Match func(r *http.Request) bool
+	// Usage reads usage from a response body or one streamed event's data
+	// into u, and reports whether it found any.
+	Usage func(data []byte, u *Usage) bool
+}
+
+// ErrNotMessages is returned (wrapped) for a matched request whose body is
+// not a JSON object with "messages".
+var ErrNotMessages = errors.New("request body is not a JSON object with messages")
+
+// Middleware is an SDK middleware (the shape of option.Middleware in both
+// official SDKs).
+type Middleware = func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error)
+
+// New returns the middleware.
+func New(p Preparer, prov Provider, o *Options) Middleware {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	if opts.Observer == nil {
+		switch v := p.(type) {
+		case Observer:
+			opts.Observer = v
+		case usageObserver:
+			opts.Observer = observeUsage{v, opts.Logger}
+		}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+		if req.Body == nil || !prov.Match(req) {
+			return next(req)
+		}
+		ctx := req.Context()
+		body, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("agentctx: read request body: %w", err)
+		}
+		out, err := Prepare(ctx, p, body, opts.OnResult)
+		if err != nil {
+			if !opts.FailOpen {
+				return nil, fmt.Errorf("agentctx: prepare %s request: %w", prov.Name, err)
+			}
+			log.LogAttrs(ctx, slog.LevelWarn, "agentctx: request sent unprepared", slog.String("provider", prov.Name), slog.String("error", err.Error()))
+			out = body
+		}
+		setBody(req, out)
+		resp, err := next(req)
+		if err != nil || opts.Observer == nil || resp.StatusCode != http.StatusOK || resp.Body == nil {
+			return resp, err
+		}
+		resp.Body = &usageReader{rc: resp.Body, ctx: ctx, prov: prov, obs: opts.Observer, sse: isSSE(resp.Header.Get("Content-Type"))}
+		return resp, nil
+	}
+}
+
+// Prepare runs p on a request body and returns the body to send: the same
+// object with the prepared messages, metadata (timestamp, messageStatus)
+// stripped.
+func Prepare(ctx context.Context, p Preparer, body []byte, onResult func(context.Context, *pipeline.Result)) ([]byte, error) {
+	doc, err := agentctx.ParseDocument(ctx, body)
+	if err != nil {
+		return nil, err
+	}
+	if doc.Format != agentctx.FormatObject {
+		return nil, ErrNotMessages
+	}
+	res, err := p.PrepareDocument(ctx, doc)
+	if err != nil {
+		return nil, err
+	}
+	if onResult != nil {
+		onResult(ctx, res)
+	}
+	out, err := doc.WithMessages(agentctx.StripMetadata(res.Messages)).AppendJSON(make([]byte, 0, len(body)))
+	return bytes.TrimSuffix(out, []byte("\n")), err
+}
+
+func setBody(req *http.Request, b []byte) {
+	req.Body = io.NopCloser(bytes.NewReader(b))
+	req.ContentLength = int64(len(b))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	if req.Header != nil {
+		req.Header.Del("Content-Length")
+	}
+}
+
+func isSSE(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "text/event-stream"
+}
+
+// maxJSONBody caps what is kept of a non-streamed response to read its
+// usage.
+const maxJSONBody = 64 << 20
+
+// usageReader passes a response body through unchanged and reads the usage
+// from it as it goes: every "data:" line of an event stream, or the whole
+// JSON body. The Observer is called once, at the end of the body or when
+// it is closed.
+type usageReader struct {
+	rc   io.ReadCloser
+	ctx  context.Context
+	prov Provider
+	obs  Observer
+	sse  bool
+
+	buf   []byte // the current line (SSE) or the body so far (JSON)
+	u     Usage
+	found bool
+	done  bool
+}
+
+func (r *usageReader) Read(p []byte) (int, error) {
+	n, err := r.rc.Read(p)
+	if n > 0 && !r.done {
+		r.feed(p[:n])
+	}
+	if err == io.EOF {
+		r.finish()
+	}
+	return n, err
+}
+
+func (r *usageReader) Close() error {
+	r.finish()
+	return r.rc.Close()
+}
+
+func (r *usageReader) feed(b []byte) {
+	if !r.sse {
+		if len(r.buf)+len(b) <= maxJSONBody {
+			r.buf = append(r.buf, b...)
+		}
+		return
+	}
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			r.buf = append(r.buf, b...)
+			return
+		}
+		line := b[:i]
+		if len(r.buf) > 0 {
+			r.buf = append(r.buf, line...)
+			line = r.buf
+		}
+		r.line(line)
+		r.buf = r.buf[:0]
+		b = b[i+1:]
+	}
+}
+
+func (r *usageReader) line(l []byte) {
+	l = bytes.TrimSuffix(l, []byte("\r"))
+	data, ok := bytes.CutPrefix(l, []byte("data:"))
+	if !ok || !bytes.Contains(data, []byte(`"usage"`)) {
+		return
+	}
+	if r.prov.Usage(bytes.TrimSpace(data), &r.u) {
+		r.found = true
+	}
+}
+
+func (r *usageReader) finish() {
+	if r.done {
+		return
+	}
+	r.done = true
+	if r.sse {
+		if len(r.buf) > 0 {
+			r.line(r.buf)
+		}
+	} else if r.prov.Usage(r.buf, &r.u) {
+		r.found = true
+	}
+	r.buf = nil
+	if r.found {
+		r.u.Provider = r.prov.Name
+		r.obs.Observe(r.ctx, r.u)
+	}
+}

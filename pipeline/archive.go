@@ -1,0 +1,67 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/workspace"
+)
+
+// ContextCompactionArchive is the context_type of an artifact that archives
+// the messages a compaction summarized.
+const ContextCompactionArchive = "compaction_archive"
+
+// ArchiveIDPrefix starts the artifact id of a compaction archive; the rest
+// is a hash of the archived messages, so the same messages are archived
+// once, under the same id, however often they are summarized.
+const ArchiveIDPrefix = "compact_"
+
+// workspaceArchiver keeps compaction archives as artifacts of the session's
+// workspace, where the agent reads them back with the same tools as any
+// offloaded result.
+type workspaceArchiver struct {
+	ws  *workspace.Workspace
+	now func() time.Time
+}
+
+var _ compact.Archiver = workspaceArchiver{}
+
+func (a workspaceArchiver) Archive(ctx context.Context, sessionID string, msgs []agentctx.Message) (compact.Archived, error) {
+	data, err := compact.EncodeArchive(msgs)
+	if err != nil {
+		return compact.Archived{}, &compact.ArchiveError{Op: "encode", Path: a.ws.Namespace(), Err: err}
+	}
+	sum := sha256.Sum256(data)
+	id := ArchiveIDPrefix + hex.EncodeToString(sum[:8])
+	out := compact.Archived{ID: id, Bytes: len(data)}
+	if p, ok := a.ws.Store().(interface {
+		Path(namespace, id string) (string, error)
+	}); ok {
+		out.Path, _ = p.Path(a.ws.Namespace(), id)
+	}
+	prev, err := a.ws.Get(ctx, id)
+	switch {
+	case err == nil && prev.Content == string(data):
+		return out, nil // archived before
+	case err != nil && !errors.Is(err, workspace.ErrNotFound):
+		return compact.Archived{}, &compact.ArchiveError{Op: "read", Path: id, Err: err}
+	}
+	art := workspace.Artifact{
+		Info: workspace.Info{ID: id, Type: workspace.TypeJSON, Created: a.now().UTC(), Metadata: workspace.Metadata{
+			workspace.KeyContextType: ContextCompactionArchive,
+			workspace.KeySessionID:   sessionID,
+			"messages":               strconv.Itoa(len(msgs)),
+		}},
+		Content: string(data),
+	}
+	if _, err := a.ws.Store().Put(ctx, a.ws.Namespace(), art); err != nil {
+		return compact.Archived{}, &compact.ArchiveError{Op: "write", Path: id, Err: err}
+	}
+	return out, nil
+}

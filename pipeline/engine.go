@@ -1,0 +1,771 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/prune"
+	"github.com/agentctx/agentctx/workspace"
+)
+
+// prepare runs the session engine once: load the session's state, run the
+// steps on the history with it, save it with compare-and-swap (running the
+// steps again on the newer state when another writer saved first).
+func (p *Pipeline) prepare(ctx context.Context, in []agentctx.Message, extraReserved int) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var (
+		res    *Result
+		result error // an unpaired list to send: returned with the result
+	)
+	version, err := p.update(ctx, func(st *state) error {
+		r, err := p.run(ctx, st, in, extraReserved)
+		if err != nil && !errors.Is(err, agentctx.ErrUnpaired) {
+			return err
+		}
+		res, result = r, err
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if res.Report.Session != nil {
+		res.Report.Session.Version = version
+	}
+	return res, result
+}
+
+// Observe feeds back the usage a provider reported for a request prepared
+// by this Pipeline (the last one, unless u.Counted says which), so that
+// later reports estimate the provider's count from it: the next request is
+// estimated as this usage plus the count of what changed, scaled by a ratio
+// fitted per session. Observe does nothing for a Stateless Pipeline.
+func (p *Pipeline) Observe(ctx context.Context, u Usage) error {
+	if p.opts.Stateless {
+		return nil
+	}
+	_, err := p.update(ctx, func(st *state) error {
+		st.observe(u, p.opts.EstimateRatio)
+		return nil
+	})
+	return err
+}
+
+// run is one pass of the steps over in with the session state st, which it
+// updates.
+func (p *Pipeline) run(ctx context.Context, st *state, in []agentctx.Message, extraReserved int) (*Result, error) {
+	start := time.Now()
+	o := &p.opts
+	reserved := o.ReservedTokens + extraReserved
+	c := &call{p: p, st: st, now: o.Now(), reserved: reserved}
+	c.rep = &Report{
+		MessagesBefore: len(in),
+		ReservedTokens: reserved,
+		Steps:          make([]StepReport, 0, 6),
+		Warnings:       []string{},
+	}
+	cur := in[:len(in):len(in)]
+	c.tokens = p.mc.Count(cur) + reserved
+	c.rep.TokensBefore = c.tokens
+
+	hist, err := c.repair(cur)
+	if err != nil {
+		return nil, err
+	}
+	c.hist = hist
+	c.applyCompaction()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := c.store(ctx); err != nil {
+		return nil, err
+	}
+	c.prune()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := c.offload(ctx); err != nil {
+		return nil, err
+	}
+	over := c.count()
+	if err := c.compact(ctx, over); err != nil {
+		return nil, err
+	}
+	c.forget()
+	st.Requests++
+	st.Counted = c.tokens
+	if c.broke {
+		st.Breaks++
+	}
+
+	rep := c.rep
+	v := agentctx.ValidatePairing(c.view)
+	rep.Valid = v.Valid
+	rep.Steps = append(rep.Steps, StepReport{Step: StepValidate, Pairing: &v, Tokens: c.tokens})
+	rep.MessagesAfter = len(c.view)
+	rep.TokensAfter = c.tokens
+	rep.EstimatedTokensBefore = st.estimate(rep.TokensBefore, o.EstimateRatio)
+	rep.EstimatedTokens = st.estimate(c.tokens, o.EstimateRatio)
+	if !o.Stateless {
+		rep.Session = &SessionReport{ID: p.sessionID, Namespace: p.namespace, Requests: st.Requests,
+			Compactions: st.Compactions, CacheBreaks: st.Breaks, PrefixChanged: c.broke, Calibrated: st.Usage != nil, Ratio: o.EstimateRatio}
+		if st.Usage != nil {
+			rep.Session.Ratio = st.Usage.Ratio
+		}
+	}
+	for i := range rep.Steps {
+		rep.CharsSaved += rep.Steps[i].CharsSaved
+		rep.TokensSaved += rep.Steps[i].TokensSaved
+	}
+	rep.Duration = time.Since(start)
+	out := c.view
+	if out == nil {
+		out = []agentctx.Message{}
+	}
+	res := &Result{Messages: out, Report: *rep}
+	if !v.Valid {
+		p.log.ErrorContext(ctx, "pipeline: the prepared list is unpaired", "issues", len(v.Issues), "first", v.Issues[0].String())
+		return res, fmt.Errorf("pipeline: %w", v.Err())
+	}
+	p.log.DebugContext(ctx, "pipeline: prepared", "session", p.sessionID, "tokens_before", rep.TokensBefore, "tokens_after", rep.TokensAfter,
+		"messages_before", rep.MessagesBefore, "messages_after", rep.MessagesAfter, "prefix_changed", c.broke, "duration", rep.Duration)
+	return res, nil
+}
+
+// call is the working state of one run.
+type call struct {
+	p        *Pipeline
+	st       *state
+	now      time.Time
+	reserved int
+	rep      *Report
+	tokens   int // of the list as it stands, reserved tokens included
+
+	hist []agentctx.Message // the repaired input
+	src  []agentctx.Message // hist with the summary in place: the originals of the view's results
+	view []agentctx.Message // what will be sent
+	// The view is hist with hist[:base] after the head replaced by the
+	// summary at view[head] (when compacted): view[live+k] is hist[base+k].
+	head, live, base int
+	compacted        bool
+	fresh            bool // compacted by this call
+	// reusedTokens and reusedChars are what the session's summary saved
+	// when it was put in place of the messages it stands for.
+	reusedTokens, reusedChars int
+
+	newArtifacts []newArtifact
+
+	keys map[[2]int]string // result position in the view → resultKey
+	seen map[string]bool   // the resultKeys of this call
+	// unsent holds the results no earlier call has seen: replacing them
+	// changes nothing a provider has cached.
+	unsent map[string]bool
+	calls  map[string]agentctx.ToolUse
+	broke  bool // this call changed what an earlier one sent
+}
+
+// finish records a step's report with the tokens of list after it.
+func (c *call) finish(s StepReport, t0 time.Time, list []agentctx.Message) {
+	if !s.Skipped {
+		after := c.p.mc.Count(list) + c.reserved
+		s.TokensSaved = c.tokens - after
+		c.tokens = after
+	}
+	s.Tokens = c.tokens
+	s.Duration = time.Since(t0)
+	c.rep.Steps = append(c.rep.Steps, s)
+}
+
+// repair answers unanswered tool calls and drops orphan results.
+func (c *call) repair(cur []agentctx.Message) ([]agentctx.Message, error) {
+	t0 := time.Now()
+	if c.p.opts.NoRepair {
+		c.finish(StepReport{Step: StepRepair, Skipped: true}, t0, cur)
+		return cur, nil
+	}
+	fixed, repairs := agentctx.RepairPairing(cur)
+	if v := agentctx.ValidatePairing(fixed); !v.Valid {
+		is := v.Issues[0]
+		return nil, fmt.Errorf("%w: the history cannot be repaired: message %d: %s (%d issue(s))",
+			agentctx.ErrInvalidInput, is.Message, is.Kind, len(v.Issues))
+	}
+	s := StepReport{Step: StepRepair, Changed: len(repairs), Repairs: repairs}
+	if len(repairs) > 0 {
+		s.CharsSaved = charsOf(cur) - charsOf(fixed)
+	}
+	c.finish(s, t0, fixed)
+	return fixed, nil
+}
+
+// applyCompaction puts the session's summary in place of the messages it
+// stands for, when the history still starts with exactly those messages.
+func (c *call) applyCompaction() {
+	c.view, c.head, c.live, c.base = c.hist, 0, 0, 0
+	defer func() { c.src = c.view }()
+	cs := c.st.Compaction
+	if cs == nil {
+		return
+	}
+	if len(c.hist) < cs.N || cs.Head >= cs.N || leadingSystem(c.hist[:cs.N]) < cs.Head {
+		c.dropCompaction()
+		return
+	}
+	if d, ok := digestOf(c.hist[:cs.N]); !ok || hexDigest(d) != cs.Digest {
+		c.dropCompaction()
+		return
+	}
+	view := make([]agentctx.Message, 0, cs.Head+1+len(c.hist)-cs.N)
+	view = append(view, c.hist[:cs.Head]...)
+	view = append(view, summaryMessage(cs.Summary))
+	view = append(view, c.hist[cs.N:]...)
+	c.view, c.head, c.live, c.base, c.compacted = view, cs.Head, cs.Head+1, cs.N, true
+	after := c.p.mc.Count(view) + c.reserved
+	c.reusedTokens, c.reusedChars = c.tokens-after, cs.Chars-charsOf(view[cs.Head:cs.Head+1])
+	c.tokens = after
+}
+
+func (c *call) dropCompaction() {
+	c.st.Compaction = nil
+	c.rep.Warnings = append(c.rep.Warnings, "the history no longer starts with the messages the session's summary stands for; the summary is dropped")
+}
+
+func summaryMessage(text string) agentctx.Message {
+	return agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(text))
+}
+
+// original returns the message of the history that view[i] stands for
+// (the summary and the kept head are their own originals), before prune or
+// offload replaced anything in it.
+func (c *call) original(i int) agentctx.Message {
+	return c.src[i]
+}
+
+// histIndex maps an index of the view after the summary to the history.
+func (c *call) histIndex(i int) int {
+	if !c.compacted {
+		return i
+	}
+	return c.base + i - c.live
+}
+
+// store keeps every tool result of the live part of the view whole in the
+// workspace, the first time a call sees it, and offloads the large ones
+// (decision offloaded). Results seen before are not read or written again:
+// the state says where they are.
+func (c *call) store(ctx context.Context) error {
+	c.keys = make(map[[2]int]string)
+	c.seen = make(map[string]bool)
+	c.unsent = make(map[string]bool)
+	c.calls = make(map[string]agentctx.ToolUse)
+	for u := range agentctx.ToolUses(c.view) {
+		c.calls[u.ID] = u // the latest call with an id answers the results after it
+	}
+	var failed error
+	for r := range agentctx.ToolResults(c.view[c.live:]) {
+		pos := [2]int{r.Message + c.live, r.Block}
+		if r.ID == "" {
+			return fmt.Errorf("%w: tool result %d of message %d has no tool call id", agentctx.ErrInvalidInput, max(r.Block, 0), pos[0])
+		}
+		key := resultKey(r.ID, r.Content)
+		c.keys[pos] = key
+		c.seen[key] = true
+		rs := c.st.Results[key]
+		if rs == nil {
+			rs = &resultState{FirstSeen: c.now.UTC()}
+			c.st.Results[key] = rs
+			c.unsent[key] = true
+		}
+		if rs.Artifact != "" || c.p.ws == nil {
+			continue
+		}
+		u := c.calls[r.ID]
+		action := c.p.opts.Workspace.ActionName
+		if action == nil {
+			action = workspace.DefaultActionName
+		}
+		repl, off, err := c.p.ws.OffloadToolResult(ctx, workspace.ToolCall{ID: r.ID, Name: u.Name, Action: action(u)}, r.Content)
+		if err != nil {
+			failed = err
+			break
+		}
+		rs.Artifact = off.ID
+		if off.Indexed && rs.Action == "" {
+			rs.Action, rs.At, rs.Content = actionOffloaded, c.now.UTC(), repl.Text()
+		}
+		c.newArtifacts = append(c.newArtifacts, newArtifact{off: off, pos: pos, written: !off.Unchanged})
+	}
+	if failed != nil {
+		if errors.Is(failed, workspace.ErrInvalidID) {
+			return fmt.Errorf("%w: %w", agentctx.ErrInvalidInput, failed)
+		}
+		return fmt.Errorf("pipeline: offload: %w", failed)
+	}
+	return nil
+}
+
+// newArtifact is a result the store step saw for the first time.
+type newArtifact struct {
+	off     workspace.Offloaded
+	pos     [2]int
+	written bool
+}
+
+// prune replaces stale successful terminal output by the seed's
+// placeholder, naming the artifact that keeps the original. Decisions are
+// sticky: a result pruned once is pruned in every later call, with the same
+// bytes. A result no earlier call has sent is pruned at once (that costs no
+// cache); the others wait until the request nears the trigger (ClearTrigger)
+// and together they free ClearAtLeast tokens, then are applied as one
+// batch, so the provider's prompt cache breaks rarely, and only where
+// clearing may spare a compaction.
+func (c *call) prune() {
+	t0 := time.Now()
+	o := &c.p.opts
+	if o.NoPrune {
+		c.finish(StepReport{Step: StepPrune, Skipped: true}, t0, c.view)
+		return
+	}
+	po := o.Prune
+	po.FirstSeen = func(r agentctx.ToolResult) (time.Time, bool) {
+		if rs := c.st.Results[c.keys[[2]int{r.Message, r.Block}]]; rs != nil && r.Message >= c.live {
+			return rs.FirstSeen, true
+		}
+		return time.Time{}, false
+	}
+	po.Logger = nil // the report says what was pruned
+	found := prune.Prune(c.view, po)
+
+	var pending, now []prune.Pruned
+	freed := 0
+	s := StepReport{Step: StepPrune}
+	for _, pr := range found.Pruned {
+		key := c.keys[[2]int{pr.MessageIndex, pr.BlockIndex}]
+		rs := c.st.Results[key]
+		switch {
+		case rs == nil || rs.Action == actionOffloaded: // the summary, or already a reference
+		case rs.Action == actionPruned:
+			s.Pruned = append(s.Pruned, pr)
+		default:
+			// Worth it only when the placeholder, which names the
+			// artifact, is smaller than the output.
+			pr.FreedTokens = pr.Tokens - c.p.mc.CountText(c.placeholder(po.Placeholder, rs.Artifact))
+			switch {
+			case pr.FreedTokens <= 0:
+			case c.unsent[key]: // never sent: pruning it costs no cache
+				now = append(now, pr)
+			default:
+				pending = append(pending, pr)
+				freed += pr.FreedTokens
+			}
+		}
+	}
+	pressure := c.st.estimate(c.tokens, o.EstimateRatio) >= int(o.ClearTrigger*float64(c.threshold()))
+	if len(pending) > 0 && (o.Stateless || o.ClearAtLeast < 0 || freed >= o.ClearAtLeast && pressure) {
+		c.broke = true
+		c.p.log.Info("pipeline: pruned stale terminal output", "session", c.p.sessionID, "results", len(pending), "freed_tokens", freed)
+		now = append(now, pending...)
+		pending = nil
+	}
+	s.Pending, s.PendingTokens = len(pending), 0
+	for _, pr := range pending {
+		s.PendingTokens += pr.FreedTokens
+	}
+	if len(now) > 0 {
+		for _, pr := range now {
+			rs := c.st.Results[c.keys[[2]int{pr.MessageIndex, pr.BlockIndex}]]
+			rs.Action, rs.At, rs.Content = actionPruned, c.now.UTC(), c.placeholder(po.Placeholder, rs.Artifact)
+			s.Pruned = append(s.Pruned, pr)
+		}
+		s.New = len(now)
+	}
+	next := c.replace(actionPruned, &s)
+	s.Changed = len(s.Pruned)
+	c.view = next
+	c.finish(s, t0, next)
+}
+
+// threshold returns the compaction trigger in tokens.
+func (c *call) threshold() int {
+	copts := c.p.opts.Compact
+	copts.ReservedTokens += c.reserved
+	check, _ := compact.Check(nil, copts) // options were validated by New
+	return check.ThresholdTokens
+}
+
+// placeholder is what a pruned result says: the seed's placeholder and,
+// when the workspace keeps the original, its artifact id and how to read it
+// back.
+func (c *call) placeholder(ph, artifact string) string {
+	if ph == "" {
+		ph = prune.DefaultPlaceholder
+	}
+	if artifact == "" {
+		return ph
+	}
+	return ph + "\n[Stored whole: get_knowledge_by_id(artifact_id=" + quoteArg(artifact) + ")]"
+}
+
+// replace puts the state's replacement content in place of every result of
+// the view whose decision is action.
+func (c *call) replace(action string, s *StepReport) []agentctx.Message {
+	return agentctx.MapToolResults(c.view, func(r agentctx.ToolResult) (agentctx.Content, bool) {
+		if r.Message < c.live {
+			return agentctx.Content{}, false
+		}
+		rs := c.st.Results[c.keys[[2]int{r.Message, r.Block}]]
+		if rs == nil || rs.Action != action {
+			return agentctx.Content{}, false
+		}
+		repl := agentctx.Text(rs.Content)
+		s.CharsSaved += r.Content.Chars() - repl.Chars()
+		return repl, true
+	})
+}
+
+// offload puts the references of offloaded results in the view (mode
+// workspace), or writes large results to files (mode files).
+func (c *call) offload(ctx context.Context) error {
+	t0 := time.Now()
+	o := &c.p.opts
+	switch o.Offload {
+	case OffloadNone:
+		c.finish(StepReport{Step: StepOffload, Skipped: true}, t0, c.view)
+		return nil
+	case OffloadFiles:
+		s, next, err := c.p.offloadFiles(ctx, c.view)
+		if err != nil {
+			return err
+		}
+		c.view = next
+		c.finish(s, t0, next)
+		return nil
+	}
+	s := StepReport{Step: StepOffload}
+	rep := &OffloadReport{Mode: OffloadWorkspace, Workspace: c.p.wsRoot, Namespace: c.p.ws.Namespace()}
+	s.Offload = rep
+	pather, _ := o.Store.(interface {
+		Path(namespace, id string) (string, error)
+	})
+	for _, a := range c.newArtifacts {
+		if !a.written {
+			continue
+		}
+		rep.Written++
+		rep.StoredBytes += a.off.Bytes
+		s.Artifacts = append(s.Artifacts, a.off.ID)
+		if pather != nil {
+			if path, err := pather.Path(rep.Namespace, a.off.ID); err == nil {
+				s.Files = append(s.Files, path)
+			}
+		}
+	}
+	for _, key := range c.keys {
+		if rs := c.st.Results[key]; rs != nil && rs.Artifact != "" {
+			rep.Stored++
+		}
+	}
+	next := c.replace(actionOffloaded, &s)
+	for pos := range c.keys {
+		if rs := c.st.Results[c.keys[pos]]; rs != nil && rs.Action == actionOffloaded {
+			rep.Replaced++
+			rep.ReplacedBytes += len(resultContent(c.src, pos[0], pos[1]).AsText())
+		}
+	}
+	for _, a := range c.newArtifacts {
+		if rs := c.st.Results[c.keys[a.pos]]; rs != nil && rs.Action == actionOffloaded {
+			s.New++
+		}
+	}
+	s.Changed = rep.Replaced
+	if o.Verify {
+		v := &Verification{}
+		for _, a := range c.newArtifacts {
+			orig := resultContent(c.src, a.pos[0], a.pos[1])
+			got, err := c.p.ws.Get(ctx, a.off.ID)
+			if err != nil {
+				v.check(a.off.ID, false, err.Error())
+				continue
+			}
+			back, err := workspace.OriginalContent(got)
+			switch {
+			case err != nil:
+				v.check(a.off.ID, false, err.Error())
+			default:
+				v.check(a.off.ID, back.AsText() == orig.AsText(), fmt.Sprintf("read back %d bytes, want %d", len(back.AsText()), len(orig.AsText())))
+			}
+		}
+		rep.Verified = v
+	}
+	c.view = next
+	c.finish(s, t0, next)
+	return nil
+}
+
+// count counts the request as it stands and reports whether its estimate
+// reaches the trigger.
+func (c *call) count() bool {
+	t0 := time.Now()
+	o := &c.p.opts
+	copts := o.Compact
+	copts.ReservedTokens += c.reserved
+	check, _ := compact.Check(nil, copts) // the threshold; options were validated by New
+	est := c.st.estimate(c.tokens, o.EstimateRatio)
+	check.Tokens, check.ShouldCompact = est, len(c.view) > 0 && est >= check.ThresholdTokens
+	c.rep.ThresholdTokens = check.ThresholdTokens
+	c.rep.Limit = copts.Limit
+	if c.rep.Limit <= 0 {
+		c.rep.Limit = compact.DefaultLimit
+	}
+	c.finish(StepReport{Step: StepCount, Count: &check}, t0, c.view)
+	return check.ShouldCompact
+}
+
+// retryAfterFailure is the number of requests after which a compaction
+// whose summary failed is tried again in the same crossing of the trigger.
+const retryAfterFailure = 5
+
+// compact summarizes the middle of the view when its estimate reaches the
+// trigger, once per crossing of the trigger: a list that stays over it
+// after a compaction (its recent messages alone are too large) is not
+// compacted again until it has been below the trigger. The summary is of
+// the original messages, not of prune's placeholders or references; they
+// are archived first, and what cannot be archived is not compacted.
+func (c *call) compact(ctx context.Context, over bool) error {
+	t0 := time.Now()
+	o := &c.p.opts
+	st := c.st
+	if !over {
+		st.Crossed = 0
+	}
+	rep := c.rep
+	cr := &CompactReport{}
+	if c.compacted {
+		cr.Reused, cr.ReusedArchive = c.base-c.head, st.Compaction.Archive
+	}
+	s := StepReport{Step: StepCompact, Compact: cr}
+	finish := func(list []agentctx.Message) {
+		s.Skipped = s.Skipped && !c.compacted
+		c.finish(s, t0, list)
+		last := &c.rep.Steps[len(c.rep.Steps)-1]
+		last.TokensSaved += c.reusedTokens
+		last.CharsSaved += c.reusedChars
+		last.Changed += cr.Reused
+	}
+	switch {
+	case o.NoCompact:
+		s.Skipped = true
+		rep.BelowThreshold = !over
+		if over {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens reach the trigger of %s and compaction is off", num(c.tokens), num(rep.ThresholdTokens)))
+		}
+		finish(c.view)
+		return nil
+	case !over:
+		rep.BelowThreshold = true
+		finish(c.view)
+		return nil
+	case st.Crossed > 0 && c.tokens < st.Crossed+c.growthToCompactAgain() && !o.Stateless:
+		rep.BelowThreshold = false
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens are still at or over the trigger of %s after this crossing was compacted; not compacting again until the list has been below it or has grown by %s tokens", num(c.tokens), num(rep.ThresholdTokens), num(c.growthToCompactAgain())))
+		finish(c.view)
+		return nil
+	case st.RetryAt > st.Requests && !o.Stateless:
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the last summary failed; compaction is tried again in %d request(s)", st.RetryAt-st.Requests))
+		finish(c.view)
+		return nil
+	}
+
+	copts := c.calibrated()
+	copts.Force = true // the trigger is the estimate's, checked above
+	copts.SessionID = c.p.sessionID
+	copts.ArchiveRequired = true // nothing is lost: what cannot be archived is not compacted
+	if c.p.archiver != nil && o.Compact.Archiver == nil {
+		copts.Archiver = c.p.archiver
+	}
+	copts.Originals = func(view []agentctx.Message, h, t int) []agentctx.Message {
+		out := make([]agentctx.Message, 0, t-h)
+		for i := h; i < t; i++ {
+			out = append(out, c.original(i))
+		}
+		return out
+	}
+	res, err := compact.Compact(ctx, c.view, copts)
+	var aerr *compact.ArchiveError
+	switch {
+	case errors.As(err, &aerr):
+		st.RetryAt = st.Requests + retryAfterFailure
+		rep.Warnings = append(rep.Warnings, "not compacted: the summarized messages could not be archived ("+aerr.Error()+")")
+		finish(c.view)
+		return nil
+	case err != nil:
+		return fmt.Errorf("pipeline: compact: %w", err)
+	}
+	cr.Compacted, cr.Stats, cr.Reason, cr.Attempts = res.Compacted, res.Stats, res.Reason, res.Attempts
+	cr.Archive = res.ArchiveID
+	rep.BelowThreshold = res.BelowThreshold
+	switch res.Reason {
+	case "", compact.ReasonBelowThreshold, compact.ReasonEmpty:
+	case compact.ReasonSummarizerFailed:
+		st.RetryAt = st.Requests + retryAfterFailure
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the summary failed after %d attempt(s); the messages are sent uncompacted", res.Attempts))
+	case compact.ReasonNothingToCompact:
+		st.Crossed = c.tokens
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens reach the trigger of %s, but there is nothing left to summarize: the most recent messages alone are too large", num(c.tokens), num(rep.ThresholdTokens)))
+	default:
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("compacted to %s tokens, still at or over the trigger of %s (%s); not compacting again", num(res.Tokens), num(rep.ThresholdTokens), res.Reason))
+	}
+	if !res.Compacted {
+		finish(c.view)
+		return nil
+	}
+	// The crossing is handled unless the estimate of the compacted list is
+	// below the trigger: then the next crossing is a new one.
+	st.Crossed = 0
+	if st.estimate(res.Tokens, o.EstimateRatio) >= rep.ThresholdTokens {
+		st.Crossed = res.Tokens
+	}
+	n := c.histIndex(res.End-1) + 1
+	d, ok := digestOf(c.hist[:n])
+	if !ok {
+		return fmt.Errorf("pipeline: compact: cannot hash the summarized history")
+	}
+	st.Compaction = &compactionState{Head: res.Head, N: n, Digest: hexDigest(d), Summary: res.Summary, Archive: res.ArchiveID, At: c.now.UTC(),
+		Chars: charsOf(c.hist[res.Head:n])}
+	st.Compactions++
+	c.broke = true
+	s.Changed = res.Stats.CompactedMessageCount
+	s.CharsSaved = charsOf(c.view[res.Head:res.End]) - charsOf(res.Messages[res.Head:res.Head+1])
+	if res.Archive != "" {
+		s.Files = []string{res.Archive}
+	}
+	if a, err := c.p.archivedSize(ctx, res); err == nil {
+		cr.ArchivedBytes = a
+	}
+	if o.Verify {
+		v := &Verification{}
+		ok, detail := c.verifyArchive(ctx, res, copts.Originals(c.view, res.Head, res.End))
+		v.check(cr.Archive, ok, detail)
+		cr.Verified = v
+	}
+	c.p.log.Info("pipeline: compacted", "session", c.p.sessionID, "summarized", res.Stats.CompactedMessageCount, "archive", res.ArchiveID)
+	// The new view: the summary, then the live part from the history.
+	c.view = res.Messages
+	c.head, c.live, c.base, c.compacted, c.fresh = res.Head, res.Head+1, n, true, true
+	finish(c.view)
+	return nil
+}
+
+// archivedSize returns the size of a compaction's archive.
+func (p *Pipeline) archivedSize(ctx context.Context, res *compact.Result) (int, error) {
+	if res.Archive != "" {
+		fi, err := os.Stat(res.Archive)
+		if err != nil {
+			return 0, err
+		}
+		return int(fi.Size()), nil
+	}
+	if p.ws == nil || res.ArchiveID == "" {
+		return 0, errors.New("no archive")
+	}
+	list, err := p.ws.Query(ctx, workspace.Filter{Metadata: workspace.Metadata{workspace.KeyContextType: ContextCompactionArchive}})
+	if err != nil {
+		return 0, err
+	}
+	for _, a := range list {
+		if a.ID == res.ArchiveID {
+			return a.Bytes, nil
+		}
+	}
+	return 0, errors.New("no archive")
+}
+
+// calibrated returns the compact options with the window in our units:
+// when the session has reported usage, the provider counts Ratio tokens per
+// counted token plus what we never see (its own system prompt, tools), so
+// the window and tail budget are divided by Ratio and the unseen part is
+// reserved. Compact then cuts the tail and judges the result as the
+// provider will.
+func (c *call) calibrated() compact.Options {
+	co := c.p.opts.Compact
+	co.ReservedTokens += c.reserved
+	u := c.st.Usage
+	if u == nil || u.Ratio <= 0 {
+		return co
+	}
+	limit := co.Limit
+	if limit <= 0 {
+		limit = compact.DefaultLimit
+	}
+	co.Limit = max(1, int(float64(limit)/u.Ratio))
+	if unseen := float64(u.Tokens) - u.Ratio*float64(u.Counted); unseen > 0 {
+		co.ReservedTokens += int(unseen / u.Ratio)
+	}
+	return co
+}
+
+// growthToCompactAgain is how many tokens a list still over the trigger
+// after a compaction must grow by before it is compacted again: the tail
+// budget (Limit × TailRatio), at least 1,000.
+func (c *call) growthToCompactAgain() int {
+	co := c.p.opts.Compact
+	limit, ratio := co.Limit, co.TailRatio
+	if limit <= 0 {
+		limit = compact.DefaultLimit
+	}
+	if ratio == 0 {
+		ratio = compact.DefaultTailRatio
+	}
+	return max(int(float64(limit)*ratio), 1_000)
+}
+
+// verifyArchive reads back the archive of a compaction and compares it
+// with the summarized originals.
+func (c *call) verifyArchive(ctx context.Context, res *compact.Result, want []agentctx.Message) (bool, string) {
+	if res.Archive != "" && (c.p.ws == nil || res.ArchiveID == res.Archive) {
+		return verifyArchive(res.Archive, want)
+	}
+	a, err := c.p.ws.Get(ctx, res.ArchiveID)
+	if err != nil {
+		return false, err.Error()
+	}
+	data, err := compact.EncodeArchive(want)
+	if err != nil {
+		return false, err.Error()
+	}
+	if a.Content != string(data) {
+		return false, fmt.Sprintf("archive holds %d bytes, want %d", len(a.Content), len(data))
+	}
+	return true, ""
+}
+
+// forget drops the decisions on results that are no longer in the live
+// part of the history (summarized, or gone from the conversation); their
+// artifacts stay in the workspace.
+func (c *call) forget() {
+	keep := c.seen
+	if c.fresh { // the live part moved: key the results it still has
+		keep = make(map[string]bool)
+		for r := range agentctx.ToolResults(c.hist[c.base:]) {
+			keep[resultKey(r.ID, r.Content)] = true
+		}
+	}
+	for k := range c.st.Results {
+		if !keep[k] {
+			delete(c.st.Results, k)
+		}
+	}
+}
+
+// quoteArg writes a string argument as a tool call does: in double quotes,
+// JSON-escaped.
+func quoteArg(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -1,0 +1,290 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/agentctx/agentctx"
+)
+
+// ReplayOptions configure Replay.
+type ReplayOptions struct {
+	// Options are those of the Pipeline the session is replayed through.
+	// Now is replaced by the time of each request (its assistant
+	// message's timestamp); an empty WorkspaceDir with a nil Store means a
+	// fresh workspace in a temporary directory, removed afterwards; an
+	// empty SessionID means "replay".
+	Options
+	// NoUsage replays without feeding the recorded usage back (the
+	// estimates then rest on EstimateRatio alone).
+	NoUsage bool
+}
+
+// ErrNoRequests is returned by Replay for a transcript in which no model
+// request can be found (no assistant message).
+var ErrNoRequests = errors.New("no model request in the transcript")
+
+// ReplayResult says how a session would have gone through the pipeline,
+// request by request.
+type ReplayResult struct {
+	// Requests is the number of model requests replayed; Compactions the
+	// compactions made; CacheBreaks the requests whose prepared messages
+	// do not start with the previous request's prepared messages, byte for
+	// byte.
+	Requests    int `json:"requests"`
+	Compactions int `json:"compactions"`
+	CacheBreaks int `json:"cache_breaks"`
+	// PrefixStableRatio is the mean, over requests after the first, of the
+	// share of the previous request's prepared bytes that the request
+	// starts with: what a provider's prompt cache can still serve.
+	PrefixStableRatio float64 `json:"prefix_stable_ratio"`
+	// CountError compares, for requests after the first that recorded a
+	// usage, the estimate of the request (before its usage was known) with
+	// the input tokens the provider reported.
+	CountError CountError `json:"count_error"`
+	// MaxMs and MedianMs are the time of one Prepare call.
+	MaxMs    float64 `json:"max_ms"`
+	MedianMs float64 `json:"median_ms"`
+	// TokensBefore and TokensAfter sum, over the requests, our counts of
+	// the request as the agent sent it and as prepared.
+	TokensBefore int `json:"tokens_before"`
+	TokensAfter  int `json:"tokens_after"`
+	// CacheCost is the input the prepared requests would be billed, in
+	// token-equivalents at Anthropic's prompt-cache prices: the part of a
+	// request that starts like the previous one read from the cache (0.1×),
+	// the rest written to it (1.25×). It weighs what a cache break costs
+	// against what clearing saves.
+	CacheCost int `json:"cache_cost"`
+	// Ratio is the provider's tokens per counted token fitted from the
+	// recorded usage by the end of the session (0 without usage).
+	Ratio float64 `json:"ratio"`
+	// PerRequest has one entry per request, in order.
+	PerRequest []ReplayRequest `json:"per_request"`
+}
+
+// CountError summarizes |estimate − usage| / usage, in percent.
+type CountError struct {
+	MedianPct float64 `json:"median_pct"`
+	P95Pct    float64 `json:"p95_pct"`
+	N         int     `json:"n"`
+}
+
+// ReplayRequest is one replayed request.
+type ReplayRequest struct {
+	Request      int `json:"request"`       // 1-based
+	Messages     int `json:"messages"`      // in the history given
+	MessagesSent int `json:"messages_sent"` // in the prepared list
+	Tokens       int `json:"tokens"`        // our count of the history given
+	TokensSent   int `json:"tokens_sent"`   // our count of the prepared list
+	// Estimate is the estimate of the request as the agent sent it, made
+	// before its usage was known; Usage the input tokens recorded for it
+	// (0 when none was), ErrorPct their difference in percent of Usage.
+	Estimate int     `json:"estimate"`
+	Usage    int     `json:"usage"`
+	ErrorPct float64 `json:"error_pct"`
+	// CacheBreak reports that the prepared list does not start with the
+	// previous one; PrefixStable is the share of the previous list's bytes
+	// it starts with.
+	CacheBreak   bool    `json:"cache_break"`
+	PrefixStable float64 `json:"prefix_stable"`
+	Compacted    bool    `json:"compacted"`
+	Pruned       int     `json:"pruned"` // results newly pruned
+	// PendingTokens is what the stale results waiting for a batch would
+	// free (see Options.ClearAtLeast).
+	PendingTokens int     `json:"pending_tokens"`
+	Offloaded     int     `json:"offloaded"` // results newly replaced by a reference
+	Ms            float64 `json:"ms"`
+}
+
+// Replay replays a recorded session the way an agent would have called
+// Prepare: once before each model request, with the history up to that
+// request, and, unless NoUsage, the usage recorded for the request fed back
+// afterwards (Observe). A request is an assistant message of the document
+// (for a Claude Code session, each new message.id); its usage is read from
+// the message's "usage" member and its time from its timestamp.
+func Replay(ctx context.Context, doc *agentctx.Document, opts ReplayOptions) (*ReplayResult, error) {
+	o := opts.Options
+	if o.SessionID == "" {
+		o.SessionID = "replay"
+	}
+	if o.WorkspaceDir == "" && o.Store == nil {
+		dir, err := os.MkdirTemp("", "agentctx-replay-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		o.WorkspaceDir = filepath.Join(dir, "workspace")
+		if o.Files.Dir == "" {
+			o.Files.Dir = filepath.Join(dir, "offload")
+		}
+		if o.Compact.Dir == "" {
+			o.Compact.Dir = filepath.Join(dir, "offload")
+		}
+	}
+	var clock time.Time
+	o.Now = func() time.Time { return clock }
+	p, err := New(o)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+
+	var requests []int
+	for i, m := range doc.Messages {
+		if m.Role == agentctx.RoleAssistant && i > 0 {
+			requests = append(requests, i)
+		}
+	}
+	if len(requests) == 0 {
+		return nil, fmt.Errorf("%w: %w", agentctx.ErrInvalidInput, ErrNoRequests)
+	}
+	extra := p.RequestTokens(doc)
+	res := &ReplayResult{PerRequest: make([]ReplayRequest, 0, len(requests))}
+	var (
+		prev       []byte // the previous prepared list, as JSON
+		prevTokens int
+		cost       float64
+		errs       []float64
+		stable     []float64
+		times      []float64
+		lastTime   time.Time
+	)
+	for k, idx := range requests {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		asst := doc.Messages[idx]
+		if ts, ok := asst.Timestamp(); ok {
+			lastTime = ts
+		} else if ts, ok := doc.Messages[idx-1].Timestamp(); ok && ts.After(lastTime) {
+			lastTime = ts
+		}
+		clock = lastTime
+		t0 := time.Now()
+		out, err := p.prepare(ctx, doc.Messages[:idx], extra)
+		if err != nil {
+			return nil, fmt.Errorf("request %d: %w", k+1, err)
+		}
+		ms := float64(time.Since(t0).Microseconds()) / 1000
+		times = append(times, ms)
+		rep := &out.Report
+		rr := ReplayRequest{Request: k + 1, Messages: idx, MessagesSent: len(out.Messages), Tokens: rep.TokensBefore,
+			TokensSent: rep.TokensAfter, Estimate: rep.EstimatedTokensBefore, Ms: ms}
+		if s := rep.Step(StepPrune); s != nil {
+			rr.Pruned, rr.PendingTokens = s.New, s.PendingTokens
+		}
+		if s := rep.Step(StepOffload); s != nil {
+			rr.Offloaded = s.New
+		}
+		if s := rep.Step(StepCompact); s != nil && s.Compact != nil && s.Compact.Compacted {
+			rr.Compacted = true
+			res.Compactions++
+		}
+		cur, err := agentctx.MarshalMessages(out.Messages)
+		if err != nil {
+			return nil, fmt.Errorf("request %d: %w", k+1, err)
+		}
+		cached := 0
+		if k > 0 {
+			rr.PrefixStable, rr.CacheBreak = prefixStability(prev, cur)
+			stable = append(stable, rr.PrefixStable)
+			if rr.CacheBreak {
+				res.CacheBreaks++
+			}
+			cached = min(int(rr.PrefixStable*float64(prevTokens)), rr.TokensSent)
+		}
+		cost += 0.1*float64(cached) + 1.25*float64(rr.TokensSent-cached)
+		prev, prevTokens = cur, rr.TokensSent
+		if u, ok := recordedUsage(asst); ok {
+			rr.Usage = u.Total()
+			if k > 0 && rr.Usage > 0 {
+				rr.ErrorPct = 100 * math.Abs(float64(rr.Estimate-rr.Usage)) / float64(rr.Usage)
+				errs = append(errs, rr.ErrorPct)
+			}
+			if !opts.NoUsage {
+				u.Counted = rep.TokensBefore // the usage is of the request as the agent sent it
+				if err := p.Observe(ctx, u); err != nil {
+					return nil, fmt.Errorf("request %d: %w", k+1, err)
+				}
+			}
+		}
+		if s := rep.Session; s != nil && s.Calibrated {
+			res.Ratio = s.Ratio
+		}
+		res.TokensBefore += rr.Tokens
+		res.TokensAfter += rr.TokensSent
+		res.PerRequest = append(res.PerRequest, rr)
+	}
+	res.Requests = len(requests)
+	res.CacheCost = int(math.Round(cost))
+	res.PrefixStableRatio = 1
+	if len(stable) > 0 {
+		res.PrefixStableRatio = mean(stable)
+	}
+	res.CountError = CountError{MedianPct: percentile(errs, 50), P95Pct: percentile(errs, 95), N: len(errs)}
+	res.MedianMs, res.MaxMs = percentile(times, 50), slices.Max(times)
+	return res, nil
+}
+
+// prefixStability compares the JSON arrays of two prepared lists: the share
+// of prev's messages (in bytes) that cur starts with, and whether cur does
+// not start with all of them.
+func prefixStability(prev, cur []byte) (float64, bool) {
+	// Both are "[m1,m2,...]": prev's messages are a prefix of cur's when
+	// cur starts with prev without its closing bracket, followed by "," or
+	// "]".
+	body := prev[:len(prev)-1]
+	if bytes.HasPrefix(cur, body) && len(cur) > len(body) && (cur[len(body)] == ',' || cur[len(body)] == ']') {
+		return 1, false
+	}
+	n := 0
+	for n < len(body) && n < len(cur) && body[n] == cur[n] {
+		n++
+	}
+	if len(body) <= 1 {
+		return 1, n < len(body)
+	}
+	return float64(n) / float64(len(body)), true
+}
+
+// recordedUsage reads the "usage" member of a recorded assistant message
+// (Anthropic's shape).
+func recordedUsage(m agentctx.Message) (Usage, bool) {
+	raw, ok := m.Field("usage")
+	if !ok {
+		return Usage{}, false
+	}
+	var u Usage
+	if json.Unmarshal(raw, &u) != nil || u.Total() <= 0 {
+		return Usage{}, false
+	}
+	return u, true
+}
+
+func mean(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+// percentile returns the p-th percentile of v (nearest rank), 0 for none.
+func percentile(v []float64, p float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := slices.Clone(v)
+	sort.Float64s(s)
+	i := int(math.Ceil(p/100*float64(len(s)))) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}

@@ -1,0 +1,244 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/session"
+)
+
+// stateSchema is the version of the session state's JSON layout.
+const stateSchema = 1
+
+// state is what the session engine remembers of a conversation between
+// calls (SPEC §9): every decision, so that later calls re-apply it byte for
+// byte. It is stored as JSON in a session.Store.
+type state struct {
+	Schema   int `json:"schema"`
+	Requests int `json:"requests"`
+	// Results holds the decisions on the tool results of the live part of
+	// the history (after the compaction), keyed by resultKey.
+	Results map[string]*resultState `json:"results"`
+	// Compaction is the summary that stands for the start of the history.
+	Compaction *compactionState `json:"compaction,omitempty"`
+	// Crossed is set when the history is over the trigger and this
+	// crossing was already handled (compacted, or found impossible to
+	// compact): it is our count of the list then. No new compaction until
+	// the list goes below the trigger, or grows from that count by a tail's
+	// worth of tokens (there is then something new to summarize). 0 when
+	// below the trigger.
+	Crossed int `json:"crossed,omitempty"`
+	// RetryAt is the request count from which a compaction whose summary
+	// failed may be tried again in the same crossing.
+	RetryAt int `json:"retry_at,omitempty"`
+	// Usage is the provider's last reported usage and the calibration.
+	Usage *usageState `json:"usage,omitempty"`
+	// Counted is the count of the last prepared request as sent (system,
+	// tools and messages): what a usage report without its own count
+	// refers to.
+	Counted int `json:"counted"`
+	// Compactions and Breaks count the compactions made and the calls that
+	// changed what an earlier call had sent (a new prune batch, a
+	// compaction), for reports.
+	Compactions int `json:"compactions"`
+	Breaks      int `json:"breaks"`
+}
+
+// resultState is the decision on one tool result.
+type resultState struct {
+	// FirstSeen is when a call first saw the result; it stands in for a
+	// missing timestamp.
+	FirstSeen time.Time `json:"first_seen"`
+	// Artifact is the workspace artifact holding the original.
+	Artifact string `json:"artifact,omitempty"`
+	// Action is what replaced the result in what is sent: actionOffloaded
+	// (a reference), actionPruned (a placeholder) or "" (kept whole).
+	Action string `json:"action,omitempty"`
+	// At is when the action was decided.
+	At time.Time `json:"at,omitzero"`
+	// Content is the exact replacement sent since then.
+	Content string `json:"content,omitempty"`
+}
+
+const (
+	actionOffloaded = "offloaded"
+	actionPruned    = "pruned"
+)
+
+// compactionState is a compaction: the first N messages of the history
+// (after the Head leading system messages, which are kept) are replaced by
+// Summary. Digest is the hash of the history's first N messages, so the
+// summary is only used for the very messages it stands for.
+type compactionState struct {
+	Head    int       `json:"head"`
+	N       int       `json:"n"`
+	Digest  string    `json:"digest"`
+	Summary string    `json:"summary"`
+	Archive string    `json:"archive,omitempty"`
+	At      time.Time `json:"at"`
+	Chars   int       `json:"chars"` // of the summarized messages
+}
+
+// usageState is the last usage a provider reported and the calibration
+// drawn from the reports so far: the next request is estimated as Tokens +
+// Ratio × (its count − Counted).
+type usageState struct {
+	Tokens  int     `json:"tokens"`  // input + cache read + cache creation tokens
+	Counted int     `json:"counted"` // our count of the request it was for
+	Ratio   float64 `json:"ratio"`   // provider tokens per counted token
+	N       int     `json:"n"`       // reports seen
+}
+
+// resultKey identifies a tool result across calls: the id of the call it
+// answers and a hash of its content, so that a reused id with other content
+// is another result.
+func resultKey(id string, c agentctx.Content) string {
+	sum := sha256.Sum256([]byte(c.AsText()))
+	return id + "\x00" + hex.EncodeToString(sum[:12])
+}
+
+func newState() *state {
+	return &state{Schema: stateSchema, Results: map[string]*resultState{}}
+}
+
+// loadState reads the session's state; a missing session is a new state.
+// A state written by a newer schema, or unreadable, is an error rather than
+// a silent reset: its decisions would be lost.
+func (p *Pipeline) loadState(ctx context.Context) (*state, int64, error) {
+	if p.opts.Stateless {
+		return newState(), 0, nil
+	}
+	data, v, err := p.sessions.Load(ctx, p.namespace, p.sessionID)
+	if errors.Is(err, session.ErrNotFound) {
+		return newState(), 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("pipeline: load session %q: %w", p.sessionID, err)
+	}
+	st := newState()
+	if err := json.Unmarshal(data, st); err != nil {
+		return nil, 0, fmt.Errorf("pipeline: session %q: unreadable state: %w", p.sessionID, err)
+	}
+	if st.Schema > stateSchema {
+		return nil, 0, fmt.Errorf("pipeline: session %q: state schema %d is newer than this program's %d", p.sessionID, st.Schema, stateSchema)
+	}
+	if st.Results == nil {
+		st.Results = map[string]*resultState{}
+	}
+	return st, v, nil
+}
+
+// saveState stores st if the session is still at version v; the error
+// matches session.ErrConflict when another writer got there first.
+func (p *Pipeline) saveState(ctx context.Context, st *state, v int64) (int64, error) {
+	data, err := json.Marshal(st)
+	if err != nil {
+		return 0, err
+	}
+	if p.opts.Stateless {
+		return 0, nil
+	}
+	return p.sessions.Save(ctx, p.namespace, p.sessionID, data, v)
+}
+
+// maxAttempts bounds the load–prepare–save rounds of one call when other
+// writers keep changing the session.
+const maxAttempts = 8
+
+// update runs fn on the session's state and saves it with compare-and-swap,
+// loading and running fn again when another writer saved in between.
+func (p *Pipeline) update(ctx context.Context, fn func(st *state) error) (int64, error) {
+	for range maxAttempts {
+		st, v, err := p.loadState(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if err := fn(st); err != nil {
+			return 0, err
+		}
+		nv, err := p.saveState(ctx, st, v)
+		if errors.Is(err, session.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("pipeline: save session %q: %w", p.sessionID, err)
+		}
+		return nv, nil
+	}
+	return 0, fmt.Errorf("pipeline: session %q: %w after %d attempts", p.sessionID, session.ErrConflict, maxAttempts)
+}
+
+// Usage is what a provider reported for one request: the input tokens it
+// billed, split as the provider splits them. The request's total input is
+// InputTokens + CacheReadInputTokens + CacheCreationInputTokens (Anthropic;
+// OpenAI reports cached tokens inside its prompt_tokens, so give them as
+// InputTokens alone).
+type Usage struct {
+	InputTokens              int `json:"input_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	// Counted is our count of the request the usage is for (see
+	// Report.Counted); 0 means the request of the last Prepare.
+	Counted int `json:"counted,omitempty"`
+}
+
+// Total returns the request's input tokens: input + cache read + cache
+// creation.
+func (u Usage) Total() int {
+	return u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
+}
+
+// Calibration bounds: a ratio outside them is a measurement gone wrong.
+const (
+	minRatio = 0.5
+	maxRatio = 3.0
+	// minSlopeTokens is the smallest change in the count between two
+	// reports that the ratio is fitted on; smaller changes are noise.
+	minSlopeTokens = 200
+)
+
+// observe records a usage report in the calibration.
+func (st *state) observe(u Usage, initial float64) {
+	counted := u.Counted
+	if counted <= 0 {
+		counted = st.Counted
+	}
+	total := u.Total()
+	if total <= 0 || counted <= 0 {
+		return
+	}
+	prev := st.Usage
+	next := &usageState{Tokens: total, Counted: counted, Ratio: initial, N: 1}
+	if prev != nil {
+		next.Ratio, next.N = prev.Ratio, prev.N+1
+		if d := counted - prev.Counted; d >= minSlopeTokens || d <= -minSlopeTokens {
+			slope := float64(total-prev.Tokens) / float64(d)
+			if slope >= minRatio && slope <= maxRatio {
+				if prev.N == 1 && prev.Ratio == initial {
+					next.Ratio = slope
+				} else {
+					next.Ratio = 0.7*prev.Ratio + 0.3*slope
+				}
+			}
+		}
+	}
+	st.Usage = next
+}
+
+// estimate returns the provider's likely count for a request we count as
+// counted: anchored on the last usage report when there is one, else the
+// count times the initial ratio.
+func (st *state) estimate(counted int, initial float64) int {
+	if u := st.Usage; u != nil {
+		return max(0, u.Tokens+int(math.Round(u.Ratio*float64(counted-u.Counted))))
+	}
+	return int(math.Round(initial * float64(counted)))
+}

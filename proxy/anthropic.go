@@ -1,0 +1,318 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/binary"
+	"hash/maphash"
+
+	"github.com/agentctx/agentctx"
+)
+
+// MaxBreakpoints is the most cache_control breakpoints the Anthropic API
+// accepts in one request (system, tools and messages together).
+const MaxBreakpoints = 4
+
+// prefixHash is a running hash of a list of messages in their stripped form
+// (see appendStripped): the prefix a signed thinking block was produced
+// after.
+type prefixHash uint64
+
+// chainSeed seeds the prefix hashes of one process (they are never stored).
+var chainSeed = maphash.MakeSeed()
+
+func (h prefixHash) next(stripped []byte) prefixHash {
+	var m maphash.Hash
+	m.SetSeed(chainSeed)
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(h))
+	m.Write(b[:])
+	m.Write(stripped)
+	return prefixHash(m.Sum64())
+}
+
+// stripped returns enc (a compact encoding) without cache_control members;
+// enc itself when it has none.
+func stripped(buf, enc []byte) []byte {
+	if !bytes.Contains(enc, cacheKey) {
+		return enc
+	}
+	return appendStripped(buf[:0], enc, false)
+}
+
+var stringContent = []byte(`"content":"`)
+
+// canonical returns enc in the form prefixes are compared in (see
+// appendStripped); enc itself when it is already in it.
+func canonical(buf, enc []byte) []byte {
+	if !bytes.Contains(enc, cacheKey) && !bytes.Contains(enc, stringContent) {
+		return enc
+	}
+	return appendStripped(buf[:0], enc, true)
+}
+
+// chainOf returns the prefix hash of a whole list of encoded messages.
+func chainOf(encs [][]byte) prefixHash {
+	var h prefixHash
+	var buf []byte
+	for _, e := range encs {
+		h = h.next(canonical(buf, e))
+	}
+	return h
+}
+
+// thinkingKey is what identifies a thinking block: its signature, or the
+// data of a redacted_thinking block.
+func thinkingKey(b agentctx.Block) string {
+	var raw []byte
+	switch b.Type {
+	case agentctx.BlockThinking:
+		raw, _ = b.Field("signature")
+	case agentctx.BlockRedactedThinking:
+		raw, _ = b.Field("data")
+	default:
+		return ""
+	}
+	return stringOf(raw)
+}
+
+func isThinking(b agentctx.Block) bool {
+	return b.Type == agentctx.BlockThinking || b.Type == agentctx.BlockRedactedThinking
+}
+
+func hasThinking(m *agentctx.Message) bool {
+	if m.Role != agentctx.RoleAssistant {
+		return false
+	}
+	for _, b := range m.Content.Blocks() {
+		if isThinking(b) {
+			return true
+		}
+	}
+	return false
+}
+
+// openTurn returns the index of the assistant message whose turn is still
+// open (followed only by messages of tool results), or -1.
+func openTurn(msgs []agentctx.Message) int {
+	for j := len(msgs) - 1; j >= 0; j-- {
+		m := &msgs[j]
+		if m.Role == agentctx.RoleAssistant {
+			if j == len(msgs)-1 {
+				return -1
+			}
+			return j
+		}
+		if !onlyToolResults(m) {
+			return -1
+		}
+	}
+	return -1
+}
+
+func onlyToolResults(m *agentctx.Message) bool {
+	bl := m.Content.Blocks()
+	if m.Role != agentctx.RoleUser || len(bl) == 0 {
+		return false
+	}
+	for _, b := range bl {
+		if b.Type != agentctx.BlockToolResult {
+			return false
+		}
+	}
+	return true
+}
+
+// thinkingVerdict is what fixThinking decided.
+type thinkingVerdict int
+
+const (
+	thinkingOK   thinkingVerdict = iota // send the edited request
+	thinkingDrop                        // send the edited request asking the API to drop invalid blocks
+)
+
+// ThinkingBindingBeta is the beta that enables the thinking block_binding
+// controls, and DropBlock the prefix_mismatch_behavior the proxy asks for
+// when no request it can send would pass the prefix check.
+const (
+	ThinkingBindingBeta = "thinking-binding-controls-2026-08-01"
+	DropBlock           = "drop_block"
+)
+
+// fixThinking applies the signed-thinking prefix rule of Anthropic's
+// preserved thinking ("prefix checks"): a thinking or redacted_thinking
+// block is valid only when the system prompt, tools and messages before it
+// are what they were when Claude produced it; after an edit the API
+// rejects the request (400) or drops the block. The proxy never changes
+// system or tools, so the rule is about messages.
+//
+// For each message to send at or after the first edited one that holds a
+// thinking block, the prefix it was produced after is known (recorded by
+// the proxy when it relayed the block: known) or, for a block the proxy
+// never saw, taken to be the client's own history before the message. When
+// the prefix now sent differs, the message's thinking blocks are removed,
+// which is the documented way to keep older turns after trimming or
+// summarizing ("remove the kept turns' thinking").
+//
+// The open turn (the last assistant message, followed only by tool
+// results) must keep its thinking while extended thinking is on (the API
+// requires the final assistant turn to start with it). When an edit
+// changed its prefix, the verdict is thinkingDrop: the edited request goes
+// with the documented control thinking.block_binding.
+// prefix_mismatch_behavior = "drop_block", so the API drops the block
+// instead of rejecting the request. (Sending the client's request unedited
+// instead would postpone the engine's edits, which are sticky, to the end
+// of an agentic loop that may run for hundreds of requests while the
+// context grows past the window.) Nothing is ever changed inside a
+// thinking block.
+func fixThinking(inEnc [][]byte, a *alignment, known func(string) (prefixHash, bool), thinkingOn bool) (thinkingVerdict, error) {
+	last := -1
+	for j := a.firstChanged; j < len(a.out); j++ {
+		if hasThinking(&a.out[j]) {
+			last = j
+		}
+	}
+	if last < 0 {
+		return thinkingOK, nil
+	}
+	open := openTurn(a.out)
+	inChain := make([]prefixHash, 0, len(inEnc)+1) // inChain[k]: prefix of input message k
+	var h prefixHash
+	var buf []byte
+	inChain = append(inChain, h)
+	for k := 0; k < len(inEnc); k++ {
+		h = h.next(canonical(buf, inEnc[k]))
+		inChain = append(inChain, h)
+	}
+	verdict := thinkingOK
+	var out prefixHash
+	for j := 0; j <= last; j++ {
+		m := &a.out[j]
+		if j >= a.firstChanged && hasThinking(m) {
+			valid := true
+			for _, b := range m.Content.Blocks() {
+				if !isThinking(b) {
+					continue
+				}
+				want, ok := known(thinkingKey(b))
+				if !ok && a.match[j] >= 0 {
+					want, ok = inChain[a.match[j]], true
+				}
+				if !ok || want != out {
+					valid = false
+				}
+			}
+			switch {
+			case valid:
+			case j == open && thinkingOn:
+				// The engine's edits are sticky: sending the client's
+				// request instead would only postpone them to every later
+				// request of the loop, while the context grows. Keep the
+				// block and let the API drop it.
+				verdict = thinkingDrop
+			default:
+				kept := make([]agentctx.Block, 0, len(m.Content.Blocks()))
+				for _, b := range m.Content.Blocks() {
+					if !isThinking(b) {
+						kept = append(kept, b)
+					}
+				}
+				if len(kept) == 0 {
+					verdict = thinkingDrop // nothing but thinking: keep it, the API drops it
+					break
+				}
+				a.out[j] = m.WithContent(agentctx.BlockList(kept...))
+				enc, err := a.out[j].AppendJSON(nil)
+				if err != nil {
+					return thinkingOK, err
+				}
+				a.outEnc[j], a.match[j] = enc, -1
+			}
+		}
+		out = out.next(canonical(buf, a.outEnc[j]))
+	}
+	return verdict, nil
+}
+
+// withDropBlock returns the thinking object with
+// block_binding.prefix_mismatch_behavior set to drop_block.
+func withDropBlock(thinking []byte) []byte {
+	return setMember(thinking, "block_binding", []byte(`{"prefix_mismatch_behavior":"`+DropBlock+`"}`))
+}
+
+var cacheKey = []byte(`"cache_control":`)
+
+// countBreakpoints counts the cache_control members with a value other than
+// null in compact JSON (a key can only appear outside strings there, whose
+// quotes are escaped).
+func countBreakpoints(parts ...[]byte) int {
+	n := 0
+	for _, p := range parts {
+		for i := 0; ; {
+			k := bytes.Index(p[i:], cacheKey)
+			if k < 0 {
+				break
+			}
+			i += k + len(cacheKey)
+			if !bytes.HasPrefix(p[i:], []byte("null")) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// addBreakpoint puts a cache_control breakpoint at the end of the last
+// edited message when the request holds fewer than MaxBreakpoints, so the
+// new, stable prefix is cached from this request on. The client's own
+// breakpoints stay where their content stays. The breakpoint takes a 1h
+// TTL when a later breakpoint has one (a 5m breakpoint may not precede a
+// 1h one). It reports whether it added one.
+func addBreakpoint(a *alignment, system, tools []byte) bool {
+	n := countBreakpoints(system, tools)
+	for _, e := range a.outEnc {
+		n += countBreakpoints(e)
+	}
+	if n >= MaxBreakpoints {
+		return false
+	}
+	// The last edited message that has a block to carry it (the last
+	// message has the client's own).
+	j, bi := -1, -1
+	for k := len(a.out) - 2; k >= 0 && j < 0; k-- {
+		if a.match[k] >= 0 {
+			continue
+		}
+		blocks := a.out[k].Content.Blocks()
+		for i := len(blocks) - 1; i >= 0; i-- {
+			if !isThinking(blocks[i]) {
+				j, bi = k, i
+				break
+			}
+		}
+	}
+	if j < 0 {
+		return false
+	}
+	blocks := a.out[j].Content.Blocks()
+	if _, ok := blocks[bi].Field("cache_control"); ok {
+		return false
+	}
+	cc := []byte(`{"type":"ephemeral"}`)
+	for _, e := range a.outEnc[j+1:] {
+		if bytes.Contains(e, []byte(`"ttl":"1h"`)) {
+			cc = []byte(`{"type":"ephemeral","ttl":"1h"}`)
+			break
+		}
+	}
+	nb, err := withBlockMember(blocks[bi], "cache_control", cc)
+	if err != nil {
+		return false
+	}
+	m := a.out[j].WithBlock(bi, nb)
+	enc, err := m.AppendJSON(nil)
+	if err != nil {
+		return false
+	}
+	a.out[j], a.outEnc[j] = m, enc
+	return true
+}

@@ -1,0 +1,151 @@
+package proxy_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/proxy"
+)
+
+// bigRequest is a Claude Code-like request of about size bytes: a system
+// prompt, tools, and turns of Bash calls with their results.
+func bigRequest(size int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"model":"claude-x","max_tokens":32000,"stream":true,"system":[{"type":"text","text":"You are an agent.","cache_control":{"type":"ephemeral"}}],"tools":[{"name":"Bash","description":"run","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"start"}`)
+	out := strings.Repeat("drwxr-xr-x  2 root root 4096 Nov 23 file.go ok\n", 100) // ~4.7 KB
+	for i := 0; b.Len() < size; i++ {
+		fmt.Fprintf(&b, `,{"role":"assistant","content":[{"type":"text","text":"step %d"},{"type":"tool_use","id":"toolu_%06d","name":"Bash","input":{"command":"ls -la dir%d"}}]}`, i, i, i)
+		fmt.Fprintf(&b, `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%06d","content":%q}]}`, i, out+fmt.Sprint(i))
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+// sentTransport answers every upstream request at once and records when
+// it was sent.
+type sentTransport struct{ at time.Time }
+
+func (s *sentTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	io.Copy(io.Discard, r.Body)
+	s.at = time.Now()
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(`{"usage":{"input_tokens":1,"output_tokens":1}}`)), Request: r}, nil
+}
+
+// BenchmarkOverhead measures the time from a request received to the
+// upstream request sent, on a 1 MB request of a warm session: no engine
+// (pure forwarding), an engine that keeps every message (parse, align,
+// splice), and the pipeline engine. It reports the median and the 99th
+// percentile.
+func BenchmarkOverhead(b *testing.B) {
+	body := bigRequest(1 << 20)
+	for _, tc := range []struct {
+		name   string
+		engine func(b *testing.B) proxy.Engine
+	}{
+		{"forward", func(*testing.B) proxy.Engine { return nil }},
+		{"keep", func(*testing.B) proxy.Engine { return &funcEngine{} }},
+		{"pipeline", func(b *testing.B) proxy.Engine {
+			dir := b.TempDir()
+			e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{Pipeline: pipeline.Options{
+				WorkspaceDir: filepath.Join(dir, "ws"), NoCompact: true, NoPrune: true,
+			}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { e.Close() })
+			return e
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			tr := &sentTransport{}
+			srv, err := proxy.New(proxy.Options{Engine: tc.engine(b), Transport: tr})
+			if err != nil {
+				b.Fatal(err)
+			}
+			run := func() time.Duration {
+				req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(body))
+				req.Header.Set("X-Claude-Code-Session-Id", "bench")
+				w := httptest.NewRecorder()
+				start := time.Now()
+				srv.ServeHTTP(w, req)
+				if w.Code != 200 {
+					b.Fatalf("status %d: %s", w.Code, w.Body.String())
+				}
+				return tr.at.Sub(start)
+			}
+			run() // warm the session
+			var d []time.Duration
+			b.SetBytes(int64(len(body)))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				d = append(d, run())
+			}
+			sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+			b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(d[len(d)*99/100].Microseconds())/1000, "p99-ms")
+		})
+	}
+}
+
+// BenchmarkSessions sends one 200 KB request for each of 50 sessions at
+// once, through the pipeline engine, and reports the heap kept per session
+// afterwards as a ratio of the history's size.
+func BenchmarkSessions(b *testing.B) {
+	const sessions = 50
+	body := bigRequest(200 << 10)
+	for i := 0; i < b.N; i++ {
+		dir := b.TempDir()
+		e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{Pipeline: pipeline.Options{WorkspaceDir: filepath.Join(dir, "ws"), NoCompact: true}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv, _ := proxy.New(proxy.Options{Engine: e, Transport: &nopTransport{}})
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		var wg sync.WaitGroup
+		var failed atomic.Int32
+		for s := 0; s < sessions; s++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(body))
+				req.Header.Set(proxy.HeaderSession, fmt.Sprint("s", s))
+				w := httptest.NewRecorder()
+				srv.ServeHTTP(w, req)
+				if w.Code != 200 {
+					failed.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if failed.Load() > 0 {
+			b.Fatalf("%d requests failed", failed.Load())
+		}
+		b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/sessions/float64(len(body)), "heap/history")
+		runtime.KeepAlive(srv)
+		e.Close()
+	}
+}
+
+type nopTransport struct{}
+
+func (nopTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	io.Copy(io.Discard, r.Body)
+	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("{}")), Request: r}, nil
+}

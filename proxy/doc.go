@@ -1,0 +1,93 @@
+// Package proxy is agentctx in front of a model API: an HTTP reverse proxy
+// that Claude Code, Codex or any SDK application points its base URL at.
+// Each model request's conversation goes through an Engine (context
+// management: prune, offload, compact) before it is forwarded, and the
+// answer streams back as it arrives.
+//
+// # Quick start
+//
+//	engine, err := proxy.NewPipelineEngine(proxy.PipelineOptions{})
+//	if err != nil { ... }
+//	srv, err := proxy.New(proxy.Options{Engine: engine})
+//	if err != nil { ... }
+//	defer srv.Close()
+//	ln, _ := net.Listen("tcp", "127.0.0.1:8787")
+//	err = srv.Serve(ctx, ln) // until ctx is done; requests in flight finish
+//
+// Then run the agent with ANTHROPIC_BASE_URL=http://127.0.0.1:8787, or a
+// Codex provider whose base_url is http://127.0.0.1:8787/v1 with
+// wire_api = "responses" and supports_websockets = false. The command
+// "agentctx proxy" does exactly this.
+//
+// # What is edited
+//
+// POST /v1/messages (Anthropic), /v1/chat/completions (OpenAI chat) and
+// /v1/responses (OpenAI Responses, only when the request carries its whole
+// history: store false and no previous_response_id) go through the Engine,
+// under any path prefix and with any query. Every other request passes
+// through untouched; websocket upgrades are refused at once (501), so a
+// client falls back to HTTP streaming instead of hanging.
+//
+// # Byte-faithful
+//
+// A request whose messages the Engine keeps goes upstream byte for byte.
+// When the Engine changes messages, only the "messages" (or "input")
+// value is rewritten, and in it every message the Engine kept is copied
+// from the client's bytes; a changed message is written by the lossless
+// encoder of package agentctx, which keeps every member, block type and
+// signature it did not change. Headers pass both ways (minus hop-by-hop
+// headers); credentials are never logged. The answer is relayed as it
+// arrives, flushed after every read, with its status and body verbatim.
+//
+// # Prompt caches and signed thinking
+//
+// After an edit the proxy makes sure the request is one the API accepts:
+//
+//   - cache_control: at most MaxBreakpoints (4) in system, tools and
+//     messages. The client's breakpoints stay on the content they were on
+//     (content the Engine summarized away takes its breakpoint with it);
+//     when there is room the proxy adds one at the end of the last edited
+//     message, so the new prefix is cached from this request on.
+//   - Signed thinking (Anthropic's preserved thinking, "prefix checks"): a
+//     thinking block is valid only after the very prefix it was produced
+//     after. The proxy remembers, for each thinking block it relays, the
+//     prefix it sent; after an edit, a block whose prefix changed is
+//     removed from completed turns (the documented way to keep older
+//     turns after trimming or summarizing). The open turn (the last
+//     assistant message while its tool results are being answered) must
+//     keep its thinking: when an edit changed the prefix before it, the
+//     proxy uses the documented control,
+//     thinking.block_binding.prefix_mismatch_behavior = "drop_block", with
+//     its beta header, so the API drops the block rather than reject the
+//     request. It never sends the client's request unedited instead: the
+//     engine's edits are sticky, and postponing them to the end of an
+//     agentic loop lets the context grow past the window. Edits are rare
+//     (a prune batch, a compaction), so is this. Nothing inside a thinking
+//     block is changed.
+//
+// # The Engine seam
+//
+// Engine is the boundary between HTTP and context management. The proxy
+// decodes the request (agentctx.ParseDocument for Anthropic and OpenAI
+// chat; ResponsesMessages for Responses input items), derives the session
+// key (SessionKey), and calls Engine.Prepare with a Request; the Engine
+// returns the whole list of messages to send (Prepared). Messages the
+// Engine did not change must encode exactly as the request's own: the
+// proxy finds them by their encoding and sends the client's bytes for
+// them. After the answer, Engine.Observe receives the usage the upstream
+// reported (Anthropic message_start and message_delta, the OpenAI chat
+// usage chunk, Responses response.completed) for calibrated counts.
+//
+// PipelineEngine implements Engine over pipeline.Pipeline, one per session
+// key, bounded in number and idle time. A live-session engine with state
+// that survives restarts plugs in the same way: implement Prepare (and
+// Observe), make its edits sticky so consecutive requests share their
+// prefix, and pass it as Options.Engine.
+//
+// # Reports
+//
+// GET /agentctx/stats answers with per-session statistics (SessionStats):
+// requests, bytes and tokens before and after, compactions, cache breaks,
+// requests that asked the API to drop thinking, the last usage and the proxy's overhead. Every request
+// is one slog line.
+package proxy

@@ -1,0 +1,395 @@
+package proxy_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/proxy"
+	"github.com/agentctx/agentctx/prune"
+	"github.com/agentctx/agentctx/workspace"
+)
+
+// The real clients the end-to-end tests drive, from npm.
+const (
+	claudePackage = "@anthropic-ai/claude-code@2.1.330"
+	codexPackage  = "@openai/codex@0.169.0"
+)
+
+var (
+	installOnce sync.Once
+	installDir  string
+	installErr  error
+)
+
+// e2eCache is where the clients are installed, reused between runs.
+func e2eCache() string {
+	if d := os.Getenv("AGENTCTX_E2E_CACHE"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "agentctx-e2e")
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "agentctx-e2e")
+	}
+	return filepath.Join(os.TempDir(), "agentctx-e2e")
+}
+
+// clients installs Claude Code and Codex with npm (once per run, cached
+// between runs). In CI (CI set) a missing npm fails the test; elsewhere it
+// skips it.
+func clients(t *testing.T) string {
+	t.Helper()
+	if testing.Short() && os.Getenv("CI") == "" {
+		t.Skip("end-to-end test with real clients: skipped with -short")
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("npm is required in CI for the end-to-end tests with Claude Code and Codex: %v", err)
+		}
+		t.Skip("npm not found: the end-to-end tests with Claude Code and Codex need it")
+	}
+	installOnce.Do(func() {
+		dir := e2eCache()
+		stamp := filepath.Join(dir, ".installed-"+strings.NewReplacer("/", "_", "@", "").Replace(claudePackage+"+"+codexPackage))
+		if _, err := os.Stat(stamp); err == nil {
+			installDir = dir
+			return
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			installErr = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--prefix", dir, claudePackage, codexPackage)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			installErr = fmt.Errorf("npm install: %v\n%s", err, out)
+			return
+		}
+		installErr = os.WriteFile(stamp, nil, 0o644)
+		installDir = dir
+	})
+	if installErr != nil {
+		t.Fatal(installErr)
+	}
+	return installDir
+}
+
+// claudeCommand returns the command that runs Claude Code: the native
+// binary of the platform package (the wrapper's postinstall copies it into
+// place, but npm may not run install scripts).
+func claudeCommand(t *testing.T, dir string) []string {
+	matches, _ := filepath.Glob(filepath.Join(dir, "node_modules", "@anthropic-ai", "claude-code-*", "claude"))
+	for _, m := range matches {
+		if fi, err := os.Stat(m); err == nil && fi.Mode()&0o111 != 0 {
+			return []string{m}
+		}
+	}
+	return []string{"node", filepath.Join(dir, "node_modules", "@anthropic-ai", "claude-code", "cli-wrapper.cjs")}
+}
+
+func codexCommand(dir string) []string {
+	return []string{"node", filepath.Join(dir, "node_modules", "@openai", "codex", "bin", "codex.js")}
+}
+
+// e2eScript is the "model" of the end-to-end tests: it calls the shell
+// tool `turns` times, each time with a command whose output is large, and
+// then answers with the number the last command computed. A summary
+// request gets a summary.
+func e2eScript(turns int, shell func(c *fakeupstream.Call, cmd string) (fakeupstream.ToolCall, bool)) func(c *fakeupstream.Call) fakeupstream.Reply {
+	answer := regexp.MustCompile(`RESULT=([0-9]+)`)
+	var mu sync.Mutex
+	step := 0 // the model's own memory: compaction hides earlier turns from the history
+	return func(c *fakeupstream.Call) fakeupstream.Reply {
+		if c.Header.Get(proxy.HeaderSummary) != "" {
+			return fakeupstream.Reply{Text: compact.SummaryTitle + "\n\n## Goals and key decisions\n- run the numbered steps\n## Current state\n- in progress"}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if step < turns {
+			// Large outputs (offloaded) alternate with middling ones (kept
+			// whole, then pruned once stale).
+			lines := 600
+			if step%2 == 1 {
+				lines = 60
+			}
+			cmd := fmt.Sprintf("seq 1 %d | sed 's/$/ step-%d-padding-padding-padding/'; echo RESULT=$((%d * 1000 + 7))", lines, step+1, step+1)
+			tc, ok := shell(c, cmd)
+			if !ok {
+				return fakeupstream.Reply{Text: "ok"} // a request without the shell tool
+			}
+			step++
+			return fakeupstream.Reply{Thinking: fmt.Sprintf("Step %d comes next.", step), Text: fmt.Sprintf("Running step %d. ", step) + strings.Repeat(fmt.Sprintf("Plan note %d for this step. ", step), 60), ToolCalls: []fakeupstream.ToolCall{tc}}
+		}
+		if len(c.Results) > 0 {
+			if m := answer.FindAllStringSubmatch(c.Results[len(c.Results)-1], -1); m != nil {
+				return fakeupstream.Reply{Thinking: "All steps ran.", Text: "FINAL ANSWER " + m[len(m)-1][1]}
+			}
+		}
+		return fakeupstream.Reply{Text: "no result found"}
+	}
+}
+
+// e2eEngine is the pipeline configured so that offload, prune and
+// compaction all happen within a few turns.
+func e2eEngine(t *testing.T, limit int, tool string) *proxy.PipelineEngine {
+	t.Helper()
+	dir := t.TempDir()
+	e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{
+		Pipeline: pipeline.Options{
+			WorkspaceDir: filepath.Join(dir, "ws"),
+			Workspace:    workspace.Options{InlineLimit: 8000},
+			Prune:        prune.Options{MaxAge: time.Millisecond, KeepRecent: 1, ToolNames: []string{tool}},
+			// A small window: stale output is cleared in batches of 500
+			// tokens, at any size.
+			ClearAtLeast: 500,
+			ClearTrigger: -1,
+			Compact:      compact.Options{Limit: limit, Dir: filepath.Join(dir, "archive"), MaxRetries: -1},
+		},
+		Summarizer: proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{}),
+		Logger:     testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+var fileRef = regexp.MustCompile(`<file>([^<]+)</file>`)
+
+// checkUpstream checks what the fake upstream saw: no rejection, and the
+// marks of offload, prune and compaction in the requests it was sent.
+func checkUpstream(t *testing.T, fake *fakeupstream.Server, srv *proxy.Server) {
+	t.Helper()
+	var seen struct{ offload, prune, summary, file bool }
+	n := 0
+	for _, r := range fake.Records() {
+		if r.API == "" {
+			continue
+		}
+		n++
+		if r.Rejected != "" {
+			t.Errorf("the upstream rejected a request (%s, %d bytes): %s", r.Path, r.Size, r.Rejected)
+		}
+		seen.offload = seen.offload || bytes.Contains(r.Body, []byte("knowledge_list"))
+		seen.prune = seen.prune || bytes.Contains(r.Body, []byte(prune.DefaultPlaceholder))
+		seen.summary = seen.summary || bytes.Contains(r.Body, []byte(compact.SummaryTitle))
+		// Every reference names a file the agent can read back whole.
+		for _, m := range fileRef.FindAllSubmatch(r.Body, -1) {
+			data, err := os.ReadFile(string(m[1]))
+			if err != nil || !bytes.Contains(data, []byte("RESULT=")) {
+				t.Errorf("reference to %s: %v; want the original output", m[1], err)
+			}
+			seen.file = true
+		}
+	}
+	if !seen.file {
+		t.Error("no reference named its artifact's file")
+	}
+	if n == 0 {
+		t.Fatal("the upstream saw no model request")
+	}
+	if !seen.offload || !seen.prune || !seen.summary {
+		t.Errorf("upstream requests show offload %v, prune %v, compaction %v; want all three", seen.offload, seen.prune, seen.summary)
+	}
+	var edited, compactions int
+	var before, after int64
+	for _, st := range srv.Stats() {
+		edited += st.Edited
+		compactions += st.Compactions
+		before += st.BytesBefore
+		after += st.BytesAfter
+	}
+	if edited == 0 || compactions == 0 || after >= before {
+		t.Errorf("proxy stats: edited %d, compactions %d, bytes %d -> %d; want edits, a compaction and fewer bytes", edited, compactions, before, after)
+	}
+	t.Logf("upstream requests: %d; bytes received %d, sent %d; compactions %d", n, before, after, compactions)
+	for _, st := range srv.Stats() {
+		b, _ := json.Marshal(st)
+		t.Logf("stats: %s", b)
+	}
+}
+
+func startProxy(t *testing.T, fake *fakeupstream.Server, engine proxy.Engine) (*proxy.Server, string, string) {
+	t.Helper()
+	up := httptest.NewServer(fake)
+	t.Cleanup(up.Close)
+	srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: up.URL, OpenAIURL: up.URL, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := httptest.NewServer(srv)
+	t.Cleanup(ps.Close)
+	return srv, ps.URL, up.URL
+}
+
+func TestClaudeCodeEndToEnd(t *testing.T) {
+	dir := clients(t)
+	const turns = 6
+	fake := fakeupstream.New(fakeupstream.Options{
+		ContextWindow: 30_000,
+		Script: e2eScript(turns, func(c *fakeupstream.Call, cmd string) (fakeupstream.ToolCall, bool) {
+			for _, n := range c.ToolNames {
+				if n == "Bash" {
+					return fakeupstream.ToolCall{Name: "Bash", Input: map[string]any{"command": cmd, "description": "run a step"}}, true
+				}
+			}
+			return fakeupstream.ToolCall{}, false
+		}),
+	})
+	srv, base, _ := startProxy(t, fake, e2eEngine(t, 13_000, "Bash"))
+
+	home, work := t.TempDir(), t.TempDir()
+	argv := append(claudeCommand(t, dir), "-p", "Run the numbered steps with Bash and report the final RESULT.",
+		"--allowedTools", "Bash", "--output-format", "json")
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = work
+	cmd.Env = append(minimalEnv(), "HOME="+home, "ANTHROPIC_BASE_URL="+base, "ANTHROPIC_API_KEY=dummy",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		for i, r := range fake.Records() {
+			if r.Rejected != "" {
+				t.Logf("upstream rejected: %s", r.Rejected)
+			}
+			if os.Getenv("AGENTCTX_E2E_DUMP") != "" {
+				os.WriteFile(fmt.Sprintf("%s/req%d.json", os.Getenv("AGENTCTX_E2E_DUMP"), i), r.Body, 0o644)
+			}
+		}
+		t.Fatalf("claude: %v\nstdout: %s\nstderr: %s", err, tail(stdout.String()), tail(stderr.String()))
+	}
+	var res struct {
+		Result  string `json:"result"`
+		IsError bool   `json:"is_error"`
+	}
+	if err := json.Unmarshal(lastJSONLine(stdout.Bytes()), &res); err != nil {
+		t.Fatalf("claude output is not JSON: %v\n%s", err, tail(stdout.String()))
+	}
+	want := fmt.Sprintf("FINAL ANSWER %d", turns*1000+7)
+	if res.IsError || !strings.Contains(res.Result, want) {
+		t.Errorf("claude result = %q (is_error %v), want it to contain %q", res.Result, res.IsError, want)
+	}
+	signed := 0
+	for _, r := range fake.Records() {
+		if bytes.Contains(r.Body, []byte(fakeupstream.SignaturePrefix)) {
+			signed++
+		}
+	}
+	if signed == 0 {
+		t.Error("no request carried a signed thinking block back: the prefix rule was not exercised")
+	}
+	checkUpstream(t, fake, srv)
+}
+
+func TestCodexEndToEnd(t *testing.T) {
+	dir := clients(t)
+	const turns = 6
+	fake := fakeupstream.New(fakeupstream.Options{
+		ContextWindow: 40_000,
+		Script: e2eScript(turns, func(c *fakeupstream.Call, cmd string) (fakeupstream.ToolCall, bool) {
+			for _, n := range c.ToolNames {
+				switch n {
+				case "exec_command":
+					return fakeupstream.ToolCall{Name: n, Input: map[string]any{"cmd": cmd}}, true
+				case "shell_command":
+					return fakeupstream.ToolCall{Name: n, Input: map[string]any{"command": cmd}}, true
+				case "shell":
+					return fakeupstream.ToolCall{Name: n, Input: map[string]any{"command": []string{"bash", "-lc", cmd}}}, true
+				}
+			}
+			return fakeupstream.ToolCall{}, false
+		}),
+	})
+	srv, base, _ := startProxy(t, fake, e2eEngine(t, 10_000, "exec_command"))
+
+	home, work := t.TempDir(), t.TempDir()
+	codexHome := filepath.Join(home, ".codex")
+	if err := os.MkdirAll(codexHome, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	config := fmt.Sprintf(`model = "fake-codex-model"
+model_provider = "agentctx"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[model_providers.agentctx]
+name = "agentctx proxy"
+base_url = "%s/v1"
+wire_api = "responses"
+env_key = "AGENTCTX_FAKE_KEY"
+supports_websockets = false
+request_max_retries = 0
+stream_max_retries = 0
+`, base)
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	argv := append(codexCommand(dir), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+		"Run the numbered steps with the shell and report the final RESULT.")
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = work
+	cmd.Env = append(minimalEnv(), "HOME="+home, "CODEX_HOME="+codexHome, "AGENTCTX_FAKE_KEY=dummy")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("codex: %v\nstdout: %s\nstderr: %s", err, tail(stdout.String()), tail(stderr.String()))
+	}
+	want := fmt.Sprintf("FINAL ANSWER %d", turns*1000+7)
+	if !strings.Contains(stdout.String(), want) {
+		t.Errorf("codex output does not contain %q:\n%s\nstderr: %s", want, tail(stdout.String()), tail(stderr.String()))
+	}
+	checkUpstream(t, fake, srv)
+}
+
+// minimalEnv is the environment the clients run with: PATH and the
+// locale, nothing that could reach a real API.
+func minimalEnv() []string {
+	var env []string
+	for _, k := range []string{"PATH", "LANG", "TMPDIR", "TERM"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+func lastJSONLine(b []byte) []byte {
+	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		if bytes.HasPrefix(bytes.TrimSpace(lines[i]), []byte("{")) {
+			return lines[i]
+		}
+	}
+	return b
+}
+
+func tail(s string) string {
+	if len(s) > 4000 {
+		return "..." + s[len(s)-4000:]
+	}
+	return s
+}

@@ -1,0 +1,124 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/agentctx/agentctx"
+)
+
+// API names the wire format of a request.
+type API string
+
+// The APIs the proxy edits. Every other request passes through.
+const (
+	// APIAnthropic is POST /v1/messages (Anthropic Messages).
+	APIAnthropic API = "anthropic"
+	// APIChat is POST /v1/chat/completions (OpenAI Chat Completions).
+	APIChat API = "openai-chat"
+	// APIResponses is POST /v1/responses (OpenAI Responses) carrying its
+	// whole history: store false and no previous_response_id.
+	APIResponses API = "openai-responses"
+)
+
+// Request is what the proxy hands the Engine for one model request.
+//
+// Document holds the conversation decoded losslessly from the request body
+// (agentctx.ParseDocument): for Anthropic and OpenAI chat it is the body
+// itself (Format agentctx.FormatObject, so Document.System gives a
+// top-level "system"); for Responses it is the input items mapped onto
+// chat-shaped messages (see ResponsesMessages), Format agentctx.FormatArray.
+// The Engine must not modify Document, Header or Body.
+type Request struct {
+	API        API
+	SessionKey string
+	// Header holds the client's request headers, credentials included:
+	// an Engine must never log them.
+	Header http.Header
+	// Model is the body's "model".
+	Model string
+	// Document is the decoded conversation.
+	Document *agentctx.Document
+	// Tools is the raw "tools" member of the body (nil when absent), and
+	// System the raw system prompt: Anthropic's top-level "system",
+	// Responses' "instructions" (nil when absent). Both are sent with every
+	// request and count toward the context window.
+	Tools  json.RawMessage
+	System json.RawMessage
+	// ThinkingEnabled reports that the request asks for extended thinking
+	// (Anthropic "thinking" of a type other than "disabled").
+	ThinkingEnabled bool
+	// Received is when the proxy received the request.
+	Received time.Time
+}
+
+// Prepared is the Engine's answer: the messages to send.
+//
+// Messages is the whole list to send. Messages that are unchanged must
+// encode (Message.AppendJSON) exactly as the request's own: the proxy
+// matches them by their encoding and forwards their original bytes, so an
+// Engine that returns the request's messages unchanged makes the proxy
+// forward the request byte for byte. Changed messages (a replaced tool
+// result, a summary in place of earlier messages) are written with the
+// lossless encoder, which keeps every member the Engine did not change.
+type Prepared struct {
+	Messages []agentctx.Message
+	// TokensBefore and TokensAfter are the Engine's counts of the request
+	// as received and as it will be sent (system and tools included).
+	TokensBefore int
+	TokensAfter  int
+	// Compacted reports that a compaction happened in this call.
+	Compacted bool
+	// Pruned and Offloaded count the tool results changed by this call.
+	Pruned    int
+	Offloaded int
+	// Unchanged, when true, tells the proxy that Messages are the
+	// request's own, unchanged: it forwards the body as received without
+	// comparing the lists (a fast path; false is always correct).
+	Unchanged bool
+}
+
+// Usage is what the upstream reported for one request: Anthropic's usage
+// (message_start and message_delta), OpenAI chat's final usage chunk,
+// Responses' response.completed.
+type Usage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+}
+
+// Total is the prompt as billed: input, cache reads and cache writes.
+func (u Usage) Total() int {
+	return u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
+}
+
+// Engine is the seam between the proxy and context management: the proxy
+// owns HTTP, wire formats, streaming and byte-faithful splicing; the Engine
+// owns every decision about the conversation (what to prune, offload,
+// compact) and its state between requests.
+//
+// Prepare is called once per editable request, before it is forwarded. It
+// returns the messages to send (see Prepared), or an error, on which the
+// proxy forwards the request unedited and logs the error: a failing Engine
+// never breaks the client. Prepare must honour ctx (the client's request
+// context). Requests of one session may arrive concurrently; the Engine
+// serializes what it must.
+//
+// Observe is called after a response completes with the usage the upstream
+// reported for it, so the Engine can calibrate its counts. It must not
+// block for long.
+//
+// The default Engine is PipelineEngine, over today's pipeline.Pipeline; the
+// live-session engine plugs in here.
+type Engine interface {
+	Prepare(ctx context.Context, req *Request) (*Prepared, error)
+	Observe(ctx context.Context, sessionKey string, u Usage)
+}
+
+// Closer is implemented by Engines that hold resources; Server.Close calls it.
+type Closer interface {
+	Close() error
+}

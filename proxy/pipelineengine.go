@@ -1,0 +1,408 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/prune"
+	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/tokens"
+	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/dirstore"
+)
+
+// Defaults of PipelineEngine.
+const (
+	DefaultMaxSessions = 1000
+	DefaultIdleTimeout = time.Hour
+)
+
+// PipelineOptions configure a PipelineEngine. The zero value means one
+// pipeline per session with the pipeline package's defaults.
+type PipelineOptions struct {
+	// Pipeline is the template of every session's pipeline.Options. Its
+	// SessionID is set to the session key, its Now and Logger default to
+	// the fields below. Store is shared by every session: a Store given
+	// here is left open; nil means a directory store at WorkspaceDir,
+	// opened by NewPipelineEngine and closed by Close. A nil
+	// MessageCounter means one shared by every session.
+	Pipeline pipeline.Options
+	// Summarizer, when set, returns the compaction summarizer for a
+	// session, given the session's latest request (its credentials and
+	// model). It replaces Pipeline.Compact.Summarizer.
+	Summarizer func(req *Request) compact.Summarizer
+	// MaxSessions bounds the sessions kept in memory (least recently used
+	// first out); 0 means DefaultMaxSessions. IdleTimeout drops a session
+	// unused for that long; 0 means DefaultIdleTimeout.
+	MaxSessions int
+	IdleTimeout time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives a line per failed session start; nil discards.
+	Logger *slog.Logger
+}
+
+// PipelineEngine is the Engine over the pipeline's session engine: one
+// pipeline.Pipeline per session key, kept in memory with an LRU and idle
+// bound, over one workspace store and one session store shared by every
+// session (and by every proxy that shares them). The session state keeps
+// every decision, so each request of a session starts with what the
+// previous one sent, and the time a result was first seen stands in for
+// the timestamps API requests lack. Reported usage is fed back to the
+// session (Observe), which calibrates its counts. A reference to an
+// offloaded result, and a pruned result whose original is stored, gain the
+// absolute path of the artifact's content file when the store keeps one,
+// so a local agent can read it with its own file tool.
+//
+// PipelineEngine is safe for concurrent use; the requests of one session
+// are prepared one at a time.
+type PipelineEngine struct {
+	opts PipelineOptions
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[string]*pipeSession
+	closed   bool
+
+	closeStore func() error // the store NewPipelineEngine opened, if any
+}
+
+type pipeSession struct {
+	key string
+
+	mu       sync.Mutex // serializes Prepare
+	p        *pipeline.Pipeline
+	last     *Request
+	usage    Usage
+	lastUsed time.Time
+	busy     int
+}
+
+var _ Engine = (*PipelineEngine)(nil)
+
+// NewPipelineEngine returns a PipelineEngine. Close releases its pipelines.
+func NewPipelineEngine(opts PipelineOptions) (*PipelineEngine, error) {
+	if err := opts.Pipeline.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.MaxSessions <= 0 {
+		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	var closers []func() error
+	dir := opts.Pipeline.WorkspaceDir
+	if dir == "" {
+		dir = pipeline.DefaultWorkspaceDir
+	}
+	if opts.Pipeline.Store == nil && (opts.Pipeline.Offload == "" || opts.Pipeline.Offload == pipeline.OffloadWorkspace) {
+		st, err := dirstore.Open(dir, nil)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: open workspace: %w", err)
+		}
+		opts.Pipeline.Store = st
+		closers = append(closers, st.Close)
+	}
+	if opts.Pipeline.Sessions == nil && !opts.Pipeline.Stateless {
+		// One session store for every session, so that a session evicted
+		// from memory comes back with its decisions.
+		var ss session.Store = session.NewMemStore()
+		if len(closers) > 0 {
+			d, err := session.OpenDir(filepath.Join(dir, pipeline.SessionsDir))
+			if err != nil {
+				return nil, fmt.Errorf("proxy: open sessions: %w", err)
+			}
+			ss = d
+		}
+		opts.Pipeline.Sessions = ss
+		closers = append(closers, ss.Close)
+	}
+	closeStore := func() error {
+		var errs []error
+		for _, c := range closers {
+			errs = append(errs, c())
+		}
+		return errors.Join(errs...)
+	}
+	if opts.Pipeline.MessageCounter == nil {
+		opts.Pipeline.MessageCounter = tokens.NewMessageCounter(tokens.MessageOptions{Counter: opts.Pipeline.Counter, Parallelism: -1})
+	}
+	return &PipelineEngine{opts: opts, log: opts.Logger, sessions: map[string]*pipeSession{}, closeStore: closeStore}, nil
+}
+
+// ErrClosed is returned by Prepare after Close.
+var ErrClosed = errors.New("proxy: engine closed")
+
+// Sessions returns the number of sessions held in memory.
+func (e *PipelineEngine) Sessions() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.sessions)
+}
+
+// session returns the session of key, making it when new, and marks it
+// busy; release undoes that.
+func (e *PipelineEngine) session(req *Request) (*pipeSession, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	now := e.opts.Now()
+	s := e.sessions[req.SessionKey]
+	if s == nil {
+		e.evict(now)
+		o := e.opts.Pipeline
+		o.SessionID = req.SessionKey
+		if o.Now == nil {
+			o.Now = e.opts.Now
+		}
+		if o.Logger == nil {
+			o.Logger = e.log
+		}
+		s = &pipeSession{key: req.SessionKey}
+		if e.opts.Summarizer != nil {
+			mk := e.opts.Summarizer
+			o.Compact.Summarizer = compact.SummarizerFunc(func(ctx context.Context, r compact.Request) (string, error) {
+				return mk(s.last).Summarize(ctx, r)
+			})
+		}
+		o.ReservedTokens += e.reserved(req)
+		p, err := pipeline.New(o)
+		if err != nil {
+			e.log.Error("proxy: cannot start a session pipeline", "session", req.SessionKey, "err", err)
+			return nil, err
+		}
+		s.p = p
+		e.sessions[req.SessionKey] = s
+	}
+	s.lastUsed = now
+	s.busy++
+	return s, nil
+}
+
+// reserved counts what every request of a session sends besides what
+// PrepareDocument counts (the body's messages, "system" and "tools"): for
+// Responses, whose document is the input items alone, the instructions and
+// the tool definitions.
+func (e *PipelineEngine) reserved(req *Request) int {
+	if req.API != APIResponses {
+		return 0
+	}
+	mc := e.opts.Pipeline.MessageCounter
+	n := 0
+	if len(req.Tools) > 0 {
+		n += mc.CountText(string(req.Tools))
+	}
+	if len(req.System) > 0 {
+		n += mc.CountText(string(req.System))
+	}
+	return n
+}
+
+func (e *PipelineEngine) release(s *pipeSession) {
+	e.mu.Lock()
+	s.busy--
+	e.mu.Unlock()
+}
+
+// evict drops idle sessions and, over MaxSessions, the least recently used
+// ones that are not busy. e.mu is held.
+func (e *PipelineEngine) evict(now time.Time) {
+	for k, s := range e.sessions {
+		if s.busy == 0 && now.Sub(s.lastUsed) > e.opts.IdleTimeout {
+			delete(e.sessions, k)
+			s.p.Close()
+		}
+	}
+	for len(e.sessions) >= e.opts.MaxSessions {
+		var oldest *pipeSession
+		for _, s := range e.sessions {
+			if s.busy == 0 && (oldest == nil || s.lastUsed.Before(oldest.lastUsed)) {
+				oldest = s
+			}
+		}
+		if oldest == nil {
+			return
+		}
+		delete(e.sessions, oldest.key)
+		oldest.p.Close()
+	}
+}
+
+// Prepare implements Engine.
+func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, error) {
+	s, err := e.session(req)
+	if err != nil {
+		return nil, err
+	}
+	defer e.release(s)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// The summarizer needs the credentials and model, not the history:
+	// keep nothing else of the request.
+	s.last = &Request{API: req.API, SessionKey: req.SessionKey, Header: req.Header.Clone(), Model: req.Model, Received: req.Received}
+
+	res, err := s.p.PrepareDocument(ctx, req.Document)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range res.Report.Warnings {
+		e.log.Info("proxy: session warning", "session", req.SessionKey, "warning", w)
+	}
+	out := e.withPaths(res.Messages, s.p.Workspace())
+	pr := &Prepared{Messages: out, TokensBefore: res.Report.TokensBefore, TokensAfter: res.Report.TokensAfter, Unchanged: true}
+	for _, st := range res.Report.Steps {
+		if st.Changed > 0 || st.Compact != nil && (st.Compact.Compacted || st.Compact.Reused > 0) {
+			pr.Unchanged = false
+		}
+		switch st.Step {
+		case pipeline.StepPrune:
+			pr.Pruned = st.New
+		case pipeline.StepOffload:
+			pr.Offloaded = st.New
+		case pipeline.StepCompact:
+			pr.Compacted = st.Compact != nil && st.Compact.Compacted
+		}
+	}
+	return pr, nil
+}
+
+// knowledgeRef is how a workspace reference to an offloaded result starts.
+const knowledgeRef = "<knowledge_list>\n<knowledge id=\""
+
+// withPaths adds, to each reference that names an artifact and to each
+// pruned result whose original is stored, the absolute path of the
+// artifact's content file when the store keeps one. The paths depend on
+// the artifacts alone, so every request of a session gets the same bytes.
+func (e *PipelineEngine) withPaths(msgs []agentctx.Message, ws *workspace.Workspace) []agentctx.Message {
+	pather, ok := e.opts.Pipeline.Store.(interface {
+		Path(namespace, id string) (string, error)
+	})
+	if !ok || ws == nil {
+		return msgs
+	}
+	ns := ws.Namespace()
+	placeholder := e.opts.Pipeline.Prune.Placeholder
+	if placeholder == "" {
+		placeholder = prune.DefaultPlaceholder
+	}
+	pathOf := func(id string) (string, bool) {
+		path, err := pather.Path(ns, id)
+		if err != nil {
+			return "", false
+		}
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		if _, err := os.Stat(path); err != nil {
+			return "", false
+		}
+		return path, true
+	}
+	return agentctx.MapToolResults(msgs, func(r agentctx.ToolResult) (agentctx.Content, bool) {
+		if !r.Content.IsText() || strings.Contains(r.Content.Text(), "\n<file>") {
+			return agentctx.Content{}, false
+		}
+		text := r.Content.Text()
+		var id, what string
+		switch {
+		case strings.HasPrefix(text, placeholder+"\n") && strings.Contains(text, prunedRef):
+			// A pruned result: the placeholder names the artifact.
+			rest := text[strings.Index(text, prunedRef)+len(prunedRef):]
+			end := strings.IndexByte(rest, '"')
+			if end < 0 {
+				return agentctx.Content{}, false
+			}
+			id, what = rest[:end], "the original output"
+		case strings.HasPrefix(text, knowledgeRef):
+			rest := text[len(knowledgeRef):]
+			end := strings.IndexByte(rest, '"')
+			if end < 0 {
+				return agentctx.Content{}, false
+			}
+			id, what = htmlUnescape(rest[:end]), "the whole content"
+		default:
+			return agentctx.Content{}, false
+		}
+		path, ok := pathOf(id)
+		if !ok {
+			return agentctx.Content{}, false
+		}
+		return agentctx.Text(text + "\n<file>" + path + "</file> (" + what + ": read it with your file tool)"), true
+	})
+}
+
+// prunedRef is how a pruned result's placeholder names its artifact.
+const prunedRef = `get_knowledge_by_id(artifact_id="`
+
+func htmlUnescape(s string) string {
+	if !strings.Contains(s, "&") {
+		return s
+	}
+	return strings.NewReplacer("&quot;", `"`, "&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
+}
+
+// Observe implements Engine: it keeps the session's last usage and feeds
+// it to the session, whose next estimates start from it.
+func (e *PipelineEngine) Observe(ctx context.Context, key string, u Usage) {
+	e.mu.Lock()
+	s := e.sessions[key]
+	if s != nil {
+		s.usage = u
+	}
+	e.mu.Unlock()
+	if s == nil {
+		return
+	}
+	err := s.p.Observe(ctx, pipeline.Usage{InputTokens: u.InputTokens, CacheReadInputTokens: u.CacheReadInputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens, OutputTokens: u.OutputTokens})
+	if err != nil {
+		e.log.Warn("proxy: cannot record usage", "session", key, "err", err)
+	}
+}
+
+// LastUsage returns the usage last observed for a session.
+func (e *PipelineEngine) LastUsage(key string) (Usage, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.sessions[key]
+	if s == nil {
+		return Usage{}, false
+	}
+	return s.usage, true
+}
+
+// Close closes every session's pipeline. Prepare fails afterwards.
+func (e *PipelineEngine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	var errs []error
+	for k, s := range e.sessions {
+		errs = append(errs, s.p.Close())
+		delete(e.sessions, k)
+	}
+	if e.closeStore != nil {
+		errs = append(errs, e.closeStore())
+		e.closeStore = nil
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,671 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/rawjson"
+)
+
+// Default upstreams.
+const (
+	DefaultAnthropicURL = "https://api.anthropic.com"
+	DefaultOpenAIURL    = "https://api.openai.com"
+	// DefaultMaxBody is the largest request body the proxy reads to edit;
+	// a larger one is forwarded unedited, streamed.
+	DefaultMaxBody = 64 << 20
+	// DefaultShutdownTimeout bounds how long Serve waits for in-flight
+	// requests (streams included) after its context is done.
+	DefaultShutdownTimeout = 5 * time.Minute
+)
+
+// Options configure a Server. The zero value forwards to the public
+// Anthropic and OpenAI APIs and edits nothing (a nil Engine).
+type Options struct {
+	// Engine prepares editable requests; nil forwards every request
+	// unedited.
+	Engine Engine
+	// AnthropicURL and OpenAIURL are the upstream base URLs, without
+	// /v1 (a trailing /v1 is ignored); "" means the public APIs.
+	AnthropicURL string
+	OpenAIURL    string
+	// Transport sends upstream requests; nil means a clone of
+	// http.DefaultTransport.
+	Transport http.RoundTripper
+	// MaxBody is the largest body read for editing; 0 means DefaultMaxBody.
+	MaxBody int64
+	// ShutdownTimeout bounds Serve's wait for in-flight requests; 0 means
+	// DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives one line per request (never a header value); nil
+	// discards.
+	Logger *slog.Logger
+}
+
+// Server is the proxy, an http.Handler. Build it with New.
+type Server struct {
+	opts      Options
+	anthropic *url.URL
+	openai    *url.URL
+	client    *http.Client
+	log       *slog.Logger
+	stats     *statsTable
+}
+
+// New returns a Server.
+func New(opts Options) (*Server, error) {
+	if opts.AnthropicURL == "" {
+		opts.AnthropicURL = DefaultAnthropicURL
+	}
+	if opts.OpenAIURL == "" {
+		opts.OpenAIURL = DefaultOpenAIURL
+	}
+	a, err := baseURL(opts.AnthropicURL)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: anthropic upstream: %w", err)
+	}
+	o, err := baseURL(opts.OpenAIURL)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: openai upstream: %w", err)
+	}
+	if opts.Transport == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 64
+		opts.Transport = t
+	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Server{
+		opts: opts, anthropic: a, openai: o,
+		client: &http.Client{Transport: opts.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		log:    opts.Logger,
+		stats:  newStatsTable(),
+	}, nil
+}
+
+// ErrInvalidURL is matched by the error for an upstream URL that is not an
+// absolute http(s) URL.
+var ErrInvalidURL = errors.New("not an absolute http or https URL")
+
+func baseURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%q: %w", s, ErrInvalidURL)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%q: %w", s, ErrInvalidURL)
+	}
+	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v1")
+	u.RawQuery, u.Fragment = "", ""
+	return u, nil
+}
+
+// Serve serves on ln until ctx is done, then stops accepting and waits for
+// in-flight requests (streams included) up to ShutdownTimeout.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	<-errc
+	return err
+}
+
+// Close releases the Engine when it holds resources.
+func (s *Server) Close() error {
+	if c, ok := s.opts.Engine.(Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// StatsPath is where the proxy answers with its statistics.
+const StatsPath = "/agentctx/stats"
+
+// route says where a request goes and whether it is editable.
+type route struct {
+	upstream *url.URL
+	path     string // upstream path: from /v1/ on
+	api      API    // "" when not editable
+}
+
+func (s *Server) route(r *http.Request) route {
+	p := r.URL.Path
+	rest := p
+	if i := strings.Index(p, "/v1/"); i >= 0 {
+		rest = p[i:]
+	}
+	rt := route{upstream: s.anthropic, path: rest}
+	switch {
+	case strings.HasSuffix(rest, "/chat/completions"), strings.HasSuffix(rest, "/responses"),
+		strings.HasPrefix(rest, "/v1/responses/"), strings.HasPrefix(rest, "/v1/chat/"):
+		rt.upstream = s.openai
+	case strings.HasPrefix(rest, "/v1/messages"), r.Header.Get("Anthropic-Version") != "", r.Header.Get("X-Api-Key") != "":
+	case strings.HasPrefix(strings.ToLower(r.Header.Get("Authorization")), "bearer "):
+		rt.upstream = s.openai
+	}
+	if r.Method == http.MethodPost {
+		switch rest {
+		case "/v1/messages":
+			rt.api = APIAnthropic
+		case "/v1/chat/completions":
+			rt.api = APIChat
+		case "/v1/responses":
+			rt.api = APIResponses
+		}
+	}
+	return rt
+}
+
+// exchange is one request's bookkeeping.
+type exchange struct {
+	start      time.Time
+	api        API
+	session    string
+	edited     bool
+	dropBlock  bool // ask the API to drop thinking blocks whose prefix changed
+	bytesIn    int
+	bytesOut   int
+	prepared   *Prepared
+	overhead   time.Duration
+	sentEnc    [][]byte // the messages sent, compact
+	thinkingOn bool
+	chain      *prefixHash // the prefix of the messages sent, once computed
+	thinkKeys  []string
+	usage      Usage
+	gotUsage   bool
+	status     int
+	engineErr  error
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == StatsPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		s.serveStats(w)
+		return
+	}
+	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") || headerHas(r.Header, "Connection", "upgrade") {
+		writeError(w, http.StatusNotImplemented, "agentctx proxy: websocket upgrades are not supported; use HTTP streaming")
+		s.log.Info("proxy: refused an upgrade", "method", r.Method, "path", r.URL.Path)
+		return
+	}
+	x := &exchange{start: s.opts.Now(), status: 0}
+	rt := s.route(r)
+	x.api = rt.api
+	var body io.Reader = r.Body
+	var sent []byte
+	if rt.api != "" && r.ContentLength <= s.opts.MaxBody {
+		raw, err := readBody(r.Body, r.ContentLength, s.opts.MaxBody)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "agentctx proxy: reading the request body: "+err.Error())
+			return
+		}
+		if int64(len(raw)) > s.opts.MaxBody {
+			body = io.MultiReader(bytes.NewReader(raw), r.Body)
+		} else {
+			x.bytesIn = len(raw)
+			sent = s.prepare(r, rt, raw, x)
+			x.bytesOut = len(sent)
+			body = bytes.NewReader(sent)
+		}
+	}
+	up, err := s.upstreamRequest(r, rt, body, sent)
+	if err == nil && x.dropBlock {
+		addBeta(up.Header, ThinkingBindingBeta)
+	}
+	if err != nil {
+		writeError(w, http.StatusBadGateway, "agentctx proxy: "+err.Error())
+		return
+	}
+	x.overhead = s.opts.Now().Sub(x.start)
+	resp, err := s.client.Do(up)
+	if err != nil {
+		x.status = http.StatusBadGateway
+		if r.Context().Err() == nil {
+			writeError(w, http.StatusBadGateway, "agentctx proxy: upstream: "+redactErr(err))
+		}
+		s.finish(r, x)
+		return
+	}
+	defer resp.Body.Close()
+	x.status = resp.StatusCode
+	s.relay(w, resp, x)
+	s.finish(r, x)
+}
+
+func headerHas(h http.Header, key, token string) bool {
+	for _, v := range h.Values(key) {
+		for _, t := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// prepare runs the Engine on an editable body and returns the body to
+// send: raw itself when nothing changed. Whatever fails, the client's
+// request goes upstream as it came.
+func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []byte {
+	b, err := parseBody(raw)
+	if err != nil {
+		return raw // not JSON: the upstream will answer
+	}
+	x.session, _ = sessionKey(r.Header, b)
+	if rt.api == APIResponses && !fullHistory(b) {
+		return raw // the history lives upstream: nothing to edit
+	}
+	if rt.api == APIAnthropic {
+		t := b.get("thinking")
+		x.thinkingOn = rawjson.Kind(t) == '{' && stringOf(memberOf(t, "type")) != "disabled"
+	}
+	if s.opts.Engine == nil {
+		return raw
+	}
+	conv, err := decodeConversation(r.Context(), rt.api, b)
+	if err != nil {
+		x.engineErr = err
+		return raw
+	}
+	if conv == nil {
+		return raw // no list of messages to edit
+	}
+	system := b.get("system")
+	if rt.api == APIResponses {
+		system = b.get("instructions")
+	}
+	req := &Request{API: rt.api, SessionKey: x.session, Header: r.Header, Model: b.str("model"), Document: conv.doc,
+		Tools: b.get("tools"), System: system, ThinkingEnabled: x.thinkingOn, Received: x.start}
+	prep, err := s.opts.Engine.Prepare(r.Context(), req)
+	if err != nil {
+		x.engineErr = err
+		return raw
+	}
+	x.prepared = prep
+	if prep.Unchanged {
+		// What was sent, in the form edited requests record it: message
+		// encodings (for Responses, of the items mapped onto messages).
+		if rt.api == APIResponses {
+			x.sentEnc, _ = encodeAll(conv.doc.Messages)
+		} else {
+			x.sentEnc = make([][]byte, len(conv.items))
+			for k, it := range conv.items {
+				x.sentEnc[k] = rawjson.AppendCompact(nil, it)
+			}
+		}
+		return raw
+	}
+	out, err := s.edit(rt.api, b, conv, prep.Messages, x)
+	if err != nil {
+		x.engineErr = err
+		return raw
+	}
+	return out
+}
+
+// fullHistory reports whether a Responses body carries its whole history:
+// store false and no previous_response_id.
+func fullHistory(b *body) bool {
+	prev := b.get("previous_response_id")
+	return rawjson.Kind(b.get("store")) == 'f' && (len(prev) == 0 || rawjson.Kind(prev) == 'n')
+}
+
+// conversation is the decoded history of an editable body.
+type conversation struct {
+	doc    *agentctx.Document
+	list   []byte   // the raw "messages" or "input" value
+	items  [][]byte // each message's (or Responses item's) raw bytes
+	groups [][]int  // Responses: the items of each message
+}
+
+// decodeConversation decodes the messages of a body; nil when it holds no
+// list of messages.
+func decodeConversation(ctx context.Context, api API, b *body) (*conversation, error) {
+	c := &conversation{}
+	key := "messages"
+	if api == APIResponses {
+		key = "input"
+	}
+	c.list = b.get(key)
+	if rawjson.Kind(c.list) != '[' {
+		return nil, nil
+	}
+	var err error
+	if c.items, err = rawjson.Elements(c.list); err != nil {
+		return nil, err
+	}
+	if api == APIResponses {
+		msgs, groups, err := ResponsesMessages(c.items)
+		if err != nil {
+			return nil, err
+		}
+		c.doc, c.groups = &agentctx.Document{Format: agentctx.FormatArray, Messages: msgs}, groups
+		return c, nil
+	}
+	if c.doc, err = agentctx.ParseDocument(ctx, b.raw); err != nil {
+		return nil, err
+	}
+	if len(c.doc.Messages) != len(c.items) {
+		return nil, fmt.Errorf("decoded %d messages of %d", len(c.doc.Messages), len(c.items))
+	}
+	return c, nil
+}
+
+// edit returns the body to send for the messages the Engine prepared:
+// raw when they are the request's own, else raw with only the list of
+// messages (and, when the thinking rule asks for it, the thinking
+// options) rewritten.
+func (s *Server) edit(api API, b *body, conv *conversation, msgs []agentctx.Message, x *exchange) ([]byte, error) {
+	inEnc, err := encodeAll(conv.doc.Messages)
+	if err != nil {
+		return nil, err
+	}
+	a, err := align(inEnc, msgs)
+	if err != nil {
+		return nil, err
+	}
+	if api == APIAnthropic && !a.unchanged(len(inEnc)) {
+		verdict, err := fixThinking(inEnc, a, s.stats.get(x.session).knownThinking, x.thinkingOn)
+		if err != nil {
+			return nil, err
+		}
+		if verdict == thinkingDrop {
+			x.dropBlock = true
+		}
+		addBreakpoint(a, b.get("system"), b.get("tools"))
+	}
+	x.sentEnc = a.outEnc
+	if a.unchanged(len(inEnc)) {
+		return b.raw, nil
+	}
+	var list []byte
+	if api == APIResponses {
+		if list, err = spliceResponses(conv.items, conv.doc.Messages, conv.groups, a); err != nil {
+			return nil, err
+		}
+	} else {
+		list = spliceList(conv.items, a)
+	}
+	spans := []span{{conv.list, list}}
+	if x.dropBlock {
+		th := b.get("thinking")
+		spans = append(spans, span{th, withDropBlock(th)})
+	}
+	x.edited = true
+	return replaceValues(b.raw, spans...), nil
+}
+
+// hopHeaders are not forwarded (RFC 9110 §7.6.1), nor is Accept-Encoding:
+// the transport negotiates compression itself so the proxy can read usage.
+var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Host", "Content-Length", "Accept-Encoding"}
+
+func (s *Server) upstreamRequest(r *http.Request, rt route, body io.Reader, sent []byte) (*http.Request, error) {
+	u := *rt.upstream
+	u.Path = strings.TrimSuffix(u.Path, "/") + rt.path
+	u.RawPath = ""
+	u.RawQuery = r.URL.RawQuery
+	up, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), body)
+	if err != nil {
+		return nil, err
+	}
+	up.Header = r.Header.Clone()
+	for _, h := range hopHeaders {
+		up.Header.Del(h)
+	}
+	for _, h := range r.Header.Values("Connection") {
+		for _, t := range strings.Split(h, ",") {
+			up.Header.Del(strings.TrimSpace(t))
+		}
+	}
+	switch {
+	case sent != nil:
+		up.ContentLength = int64(len(sent))
+	case r.Body == nil || r.Body == http.NoBody:
+		up.Body, up.ContentLength = nil, 0
+	default:
+		up.ContentLength = r.ContentLength
+	}
+	return up, nil
+}
+
+// relay copies the upstream response to the client as it arrives, flushing
+// after every write, and reads usage (and thinking signatures) on the way.
+func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) {
+	h := w.Header()
+	for k, vs := range resp.Header {
+		h[k] = append([]string(nil), vs...)
+	}
+	for _, k := range hopHeaders {
+		if k != "Content-Length" && k != "Trailer" {
+			h.Del(k)
+		}
+	}
+	if resp.Uncompressed {
+		h.Del("Content-Length")
+		h.Del("Content-Encoding")
+	}
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	var sc usageScanner
+	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	track := x.api != "" && resp.StatusCode < 300
+	// Thinking blocks are remembered before the bytes that complete them
+	// reach the client, which may send its next request at once.
+	remember := func() {
+		if len(sc.thinking) > len(x.thinkKeys) {
+			s.rememberThinking(x, sc.thinking[len(x.thinkKeys):])
+			x.thinkKeys = sc.thinking
+		}
+	}
+	if track && !sse && x.thinkingOn {
+		// A whole JSON answer with thinking: read it, then relay it.
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+		sc.whole(data, x.api)
+		remember()
+		w.Write(data)
+		x.usage, x.gotUsage = sc.usage, sc.got
+		return
+	}
+	var whole []byte // a JSON answer, for its usage
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if track {
+				if sse {
+					sc.feed(buf[:n], x.api)
+					remember()
+				} else if len(whole) < 16<<20 {
+					whole = append(whole, buf[:n]...)
+				}
+			}
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			_ = rc.Flush()
+		}
+		if err != nil {
+			break
+		}
+	}
+	if track && !sse && len(whole) > 0 {
+		sc.whole(whole, x.api)
+	}
+	x.usage, x.gotUsage = sc.usage, sc.got
+}
+
+// rememberThinking records, for thinking blocks the upstream produced, the
+// prefix they were produced after: every message sent.
+func (s *Server) rememberThinking(x *exchange, keys []string) {
+	if x.sentEnc == nil || !x.thinkingOn || x.session == "" {
+		return
+	}
+	if x.chain == nil {
+		h := chainOf(x.sentEnc)
+		x.chain = &h
+	}
+	st := s.stats.get(x.session)
+	for _, k := range keys {
+		st.rememberThinking(k, *x.chain)
+	}
+}
+
+func (s *Server) finish(r *http.Request, x *exchange) {
+	dur := s.opts.Now().Sub(x.start)
+	if x.session != "" {
+		st := s.stats.get(x.session)
+		st.record(x)
+		if x.sentEnc != nil {
+			st.sent(x.sentEnc)
+		}
+		if x.gotUsage && s.opts.Engine != nil {
+			s.opts.Engine.Observe(context.WithoutCancel(r.Context()), x.session, x.usage)
+		}
+	}
+	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", x.status, "duration_ms", ms(dur)}
+	if x.api != "" {
+		attrs = append(attrs, "api", string(x.api), "session", x.session, "edited", x.edited,
+			"bytes_in", x.bytesIn, "bytes_out", x.bytesOut, "overhead_ms", ms(x.overhead))
+		if p := x.prepared; p != nil {
+			attrs = append(attrs, "tokens_before", p.TokensBefore, "tokens_after", p.TokensAfter, "compacted", p.Compacted)
+		}
+		if x.dropBlock {
+			attrs = append(attrs, "thinking", DropBlock)
+		}
+		if x.gotUsage {
+			attrs = append(attrs, "usage_input", x.usage.Total(), "usage_output", x.usage.OutputTokens)
+		}
+		if x.engineErr != nil {
+			attrs = append(attrs, "engine_error", x.engineErr.Error())
+		}
+	}
+	s.log.Info("proxy: request", attrs...)
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	b := []byte(`{"type":"error","error":{"type":"proxy_error","message":`)
+	b = rawjson.AppendString(b, msg)
+	w.Write(append(b, "}}\n"...))
+}
+
+// redactErr keeps an upstream error's message free of URLs with
+// credentials in them.
+func redactErr(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Op + ": " + ue.Err.Error()
+	}
+	return err.Error()
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// statsTable holds per-session state and statistics.
+type statsTable struct {
+	mu       sync.Mutex
+	sessions map[string]*sessionStats
+}
+
+func newStatsTable() *statsTable { return &statsTable{sessions: map[string]*sessionStats{}} }
+
+// maxStatsSessions bounds the sessions the statistics keep; the least
+// recently seen go first.
+const maxStatsSessions = 10_000
+
+func (t *statsTable) get(key string) *sessionStats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.sessions[key]
+	if s == nil {
+		if len(t.sessions) >= maxStatsSessions {
+			t.evictOldest()
+		}
+		s = &sessionStats{thinking: map[string]prefixHash{}}
+		t.sessions[key] = s
+	}
+	return s
+}
+
+// readBody reads up to max+1 bytes, in one allocation when the length is
+// known.
+func readBody(r io.Reader, n, max int64) ([]byte, error) {
+	if n < 0 || n > max {
+		return io.ReadAll(io.LimitReader(r, max+1))
+	}
+	buf := make([]byte, n, n+1)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	// A body longer than announced is an error of the client's; read one
+	// more byte to notice it.
+	var one [1]byte
+	if k, _ := r.Read(one[:]); k > 0 {
+		return append(buf, one[0]), nil
+	}
+	return buf, nil
+}
+
+// addBeta adds a beta to the anthropic-beta header unless it is there.
+func addBeta(h http.Header, beta string) {
+	v := h.Get("Anthropic-Beta")
+	for _, b := range strings.Split(v, ",") {
+		if strings.TrimSpace(b) == beta {
+			return
+		}
+	}
+	if v != "" {
+		v += ","
+	}
+	h.Set("Anthropic-Beta", v+beta)
+}
+
+// evictOldest drops the least recently seen session. t.mu is held.
+func (t *statsTable) evictOldest() {
+	var oldKey string
+	var oldest time.Time
+	for k, s := range t.sessions {
+		s.mu.Lock()
+		seen := s.lastSeen
+		s.mu.Unlock()
+		if oldKey == "" || seen.Before(oldest) {
+			oldKey, oldest = k, seen
+		}
+	}
+	delete(t.sessions, oldKey)
+}

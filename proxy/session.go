@@ -1,0 +1,160 @@
+package proxy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"hash/maphash"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/agentctx/agentctx/internal/rawjson"
+)
+
+// HeaderSession is the header a client may set to name its session when it
+// sends none of the provider-specific keys.
+const HeaderSession = "X-Agentctx-Session"
+
+// body is a request body split into its top-level members.
+type body struct {
+	raw     []byte
+	members []rawjson.Member
+}
+
+func parseBody(raw []byte) (*body, error) {
+	i := rawjson.SkipSpace(raw, 0)
+	if i == len(raw) || raw[i] != '{' {
+		return nil, errNotObject
+	}
+	ms, err := rawjson.Members(raw[i:])
+	if err != nil {
+		return nil, err
+	}
+	return &body{raw: raw, members: ms}, nil
+}
+
+// get returns the raw value of the last member named key, or nil.
+func (b *body) get(key string) []byte {
+	for k := len(b.members) - 1; k >= 0; k-- {
+		if b.members[k].Key == key {
+			return b.members[k].Value
+		}
+	}
+	return nil
+}
+
+// str returns the string value of a member, or "".
+func (b *body) str(key string) string {
+	if v := b.get(key); rawjson.Kind(v) == '"' {
+		return rawjson.Unquote(v)
+	}
+	return ""
+}
+
+func memberOf(obj []byte, key string) []byte {
+	if rawjson.Kind(obj) != '{' {
+		return nil
+	}
+	ms, err := rawjson.Members(obj)
+	if err != nil {
+		return nil
+	}
+	for k := len(ms) - 1; k >= 0; k-- {
+		if ms[k].Key == key {
+			return ms[k].Value
+		}
+	}
+	return nil
+}
+
+func stringOf(raw []byte) string {
+	if rawjson.Kind(raw) == '"' {
+		return rawjson.Unquote(raw)
+	}
+	return ""
+}
+
+var userIDSession = regexp.MustCompile(`session_([0-9A-Za-z-]+)`)
+
+// SessionKey derives the session of a request, in this order: the
+// x-claude-code-session-id header; the session_id in metadata.user_id
+// (Claude Code writes a JSON object there, older versions
+// "user_…_session_<uuid>"); the body's prompt_cache_key; the
+// X-Agentctx-Session header; else "h-" and a hash of the system prompt and
+// the first user message, which every request of a conversation repeats.
+// The source names which rule gave the key.
+func SessionKey(h http.Header, raw []byte) (key, source string) {
+	if v := strings.TrimSpace(h.Get("X-Claude-Code-Session-Id")); v != "" {
+		return v, "x-claude-code-session-id"
+	}
+	b, err := parseBody(raw)
+	if err != nil {
+		b = &body{raw: raw}
+	}
+	return sessionKey(h, b)
+}
+
+func sessionKey(h http.Header, b *body) (key, source string) {
+	if v := strings.TrimSpace(h.Get("X-Claude-Code-Session-Id")); v != "" {
+		return v, "x-claude-code-session-id"
+	}
+	if uid := stringOf(memberOf(b.get("metadata"), "user_id")); uid != "" {
+		if s := stringOf(memberOf([]byte(uid), "session_id")); s != "" {
+			return s, "metadata.user_id"
+		}
+		if m := userIDSession.FindStringSubmatch(uid); m != nil {
+			return m[1], "metadata.user_id"
+		}
+	}
+	if v := b.str("prompt_cache_key"); v != "" {
+		return v, "prompt_cache_key"
+	}
+	if v := strings.TrimSpace(h.Get(HeaderSession)); v != "" {
+		return v, "x-agentctx-session"
+	}
+	return "h-" + conversationHash(b), "hash"
+}
+
+// conversationHash hashes the system prompt (system or instructions) and
+// the first user message (messages or input) of a body.
+func conversationHash(b *body) string {
+	s := sha256.New()
+	sys := b.get("system")
+	if sys == nil {
+		sys = b.get("instructions")
+	}
+	s.Write(rawjson.AppendCanonical(nil, orNull(sys)))
+	s.Write([]byte{0})
+	list := b.get("messages")
+	if list == nil {
+		list = b.get("input")
+	}
+	if rawjson.Kind(list) == '"' {
+		s.Write(list)
+	} else if elems, err := rawjson.Elements(list); err == nil {
+		for _, el := range elems {
+			role := stringOf(memberOf(el, "role"))
+			if role == "system" || role == "developer" {
+				s.Write(rawjson.AppendCanonical(nil, el))
+				continue
+			}
+			if role == "user" {
+				s.Write(rawjson.AppendCanonical(nil, orNull(memberOf(el, "content"))))
+				break
+			}
+		}
+	}
+	return hex.EncodeToString(s.Sum(nil)[:12])
+}
+
+func orNull(raw []byte) []byte {
+	if raw == nil {
+		return []byte("null")
+	}
+	return raw
+}
+
+// hashSeed seeds the message hashes of one process (never stored).
+var hashSeed = maphash.MakeSeed()
+
+func hash64(b []byte) uint64 { return maphash.Bytes(hashSeed, b) }

@@ -1,0 +1,237 @@
+package proxy
+
+import (
+	"bytes"
+	"errors"
+	"sort"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/rawjson"
+)
+
+var errNotObject = errors.New("the body is not a JSON object")
+
+// alignment maps the messages to send onto the messages received.
+type alignment struct {
+	out    []agentctx.Message
+	outEnc [][]byte // encoding of each message to send
+	match  []int    // out index → input index whose encoding it has, or -1
+	// firstChanged is the first out index whose message is not the input
+	// message at the same index (len(out) when the lists are equal up to
+	// the end of the shorter one and of the same length).
+	firstChanged int
+}
+
+// unchanged reports whether the lists are the same.
+func (a *alignment) unchanged(nIn int) bool {
+	return len(a.out) == nIn && a.firstChanged == len(a.out)
+}
+
+// align matches each message to send with an input message of the same
+// encoding, in order: the messages an Engine kept are found again, the ones
+// it changed or added are not.
+func align(inEnc [][]byte, out []agentctx.Message) (*alignment, error) {
+	a := &alignment{out: out, outEnc: make([][]byte, len(out)), match: make([]int, len(out)), firstChanged: -1}
+	next := 0
+	for j := range out {
+		enc, err := out[j].AppendJSON(nil)
+		if err != nil {
+			return nil, err
+		}
+		a.outEnc[j] = enc
+		a.match[j] = -1
+		for k := next; k < len(inEnc); k++ {
+			if len(inEnc[k]) == len(enc) && bytes.Equal(inEnc[k], enc) {
+				a.match[j] = k
+				next = k + 1
+				break
+			}
+		}
+		if a.firstChanged < 0 && a.match[j] != j {
+			a.firstChanged = j
+		}
+	}
+	if a.firstChanged < 0 {
+		a.firstChanged = len(out)
+	}
+	return a, nil
+}
+
+// encodeAll encodes each message.
+func encodeAll(msgs []agentctx.Message) ([][]byte, error) {
+	out := make([][]byte, len(msgs))
+	for i := range msgs {
+		enc, err := msgs[i].AppendJSON(nil)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = enc
+	}
+	return out, nil
+}
+
+// replaceMember returns raw with the value of its top-level member value
+// (a subslice of raw) replaced by repl.
+func replaceValue(raw, value, repl []byte) []byte {
+	off := offsetIn(raw, value)
+	out := make([]byte, 0, len(raw)-len(value)+len(repl))
+	out = append(out, raw[:off]...)
+	out = append(out, repl...)
+	return append(out, raw[off+len(value):]...)
+}
+
+// offsetIn returns the offset of sub within data; sub must be a subslice
+// of data that kept its capacity (the rawjson scanner never trims it).
+func offsetIn(data, sub []byte) int {
+	return cap(data) - cap(sub)
+}
+
+// spliceList writes the JSON array of the messages to send: the original
+// bytes of every message matched to an input message, the encoding of the
+// others.
+func spliceList(inRaw [][]byte, a *alignment) []byte {
+	n := 2
+	for j := range a.out {
+		if k := a.match[j]; k >= 0 {
+			n += len(inRaw[k]) + 1
+		} else {
+			n += len(a.outEnc[j]) + 1
+		}
+	}
+	buf := make([]byte, 0, n)
+	buf = append(buf, '[')
+	for j := range a.out {
+		if j > 0 {
+			buf = append(buf, ',')
+		}
+		if k := a.match[j]; k >= 0 {
+			buf = append(buf, inRaw[k]...)
+		} else {
+			buf = append(buf, a.outEnc[j]...)
+		}
+	}
+	return append(buf, ']')
+}
+
+// withBlockMember returns b with a member set (added at the end when
+// absent), through its lossless JSON.
+func withBlockMember(b agentctx.Block, key string, value []byte) (agentctx.Block, error) {
+	raw, err := b.MarshalJSON()
+	if err != nil {
+		return b, err
+	}
+	buf := setMember(raw, key, value)
+	var nb agentctx.Block
+	if err := nb.UnmarshalJSON(buf); err != nil {
+		return b, err
+	}
+	return nb, nil
+}
+
+// setMember returns a compact copy of a JSON object with the member key set
+// to value (added at the end when absent); obj itself when it is not an
+// object.
+func setMember(obj []byte, key string, value []byte) []byte {
+	ms, err := rawjson.Members(obj)
+	if err != nil {
+		return obj
+	}
+	buf := []byte{'{'}
+	done := false
+	for i, m := range ms {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, m.RawKey...)
+		buf = append(buf, ':')
+		if m.Key == key {
+			buf = append(buf, value...)
+			done = true
+		} else {
+			buf = append(buf, m.Value...)
+		}
+	}
+	if !done {
+		if len(ms) > 0 {
+			buf = append(buf, ',')
+		}
+		buf = rawjson.AppendString(buf, key)
+		buf = append(buf, ':')
+		buf = append(buf, value...)
+	}
+	return append(buf, '}')
+}
+
+// span is a value inside a body and what replaces it.
+type span struct{ value, repl []byte }
+
+// replaceValues returns raw with each span's value (a subslice of raw)
+// replaced; the spans must not overlap.
+func replaceValues(raw []byte, spans ...span) []byte {
+	sort.Slice(spans, func(i, j int) bool { return offsetIn(raw, spans[i].value) < offsetIn(raw, spans[j].value) })
+	n := len(raw)
+	for _, s := range spans {
+		n += len(s.repl) - len(s.value)
+	}
+	out := make([]byte, 0, n)
+	at := 0
+	for _, s := range spans {
+		off := offsetIn(raw, s.value)
+		out = append(out, raw[at:off]...)
+		out = append(out, s.repl...)
+		at = off + len(s.value)
+	}
+	return append(out, raw[at:]...)
+}
+
+// appendStripped appends the compact JSON of raw without any member named
+// cache_control, at any depth (strings copied as written). With normalize,
+// a "content" given as a string is written as the one text block the API
+// reads it as: the form in which two prefixes are compared for signed
+// thinking (breakpoints move between requests, and clients send the same
+// content as a string or as a text block, without changing what the model
+// read).
+func appendStripped(dst, raw []byte, normalize bool) []byte {
+	switch rawjson.Kind(raw) {
+	case '{':
+		ms, err := rawjson.Members(raw)
+		if err != nil {
+			return rawjson.AppendCompact(dst, raw)
+		}
+		dst = append(dst, '{')
+		first := true
+		for _, m := range ms {
+			if m.Key == "cache_control" {
+				continue
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = rawjson.AppendString(dst, m.Key)
+			dst = append(dst, ':')
+			if normalize && m.Key == "content" && rawjson.Kind(m.Value) == '"' {
+				dst = append(dst, `[{"type":"text","text":`...)
+				dst = append(dst, m.Value...)
+				dst = append(dst, "}]"...)
+				continue
+			}
+			dst = appendStripped(dst, m.Value, normalize)
+		}
+		return append(dst, '}')
+	case '[':
+		els, err := rawjson.Elements(raw)
+		if err != nil {
+			return rawjson.AppendCompact(dst, raw)
+		}
+		dst = append(dst, '[')
+		for i, el := range els {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendStripped(dst, el, normalize)
+		}
+		return append(dst, ']')
+	}
+	return rawjson.AppendCompact(dst, raw)
+}

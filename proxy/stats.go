@@ -1,0 +1,168 @@
+package proxy
+
+import (
+	"encoding/json"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+)
+
+// maxThinking bounds the thinking signatures remembered per session.
+const maxThinking = 512
+
+// sessionStats is what the Server keeps per session: statistics, the hashes
+// of the last messages sent (to tell cache breaks), and the prefix each
+// relayed thinking block was produced after.
+type sessionStats struct {
+	mu sync.Mutex
+	SessionStats
+	lastSeen     time.Time
+	lastSent     []uint64
+	thinking     map[string]prefixHash
+	thinkingKeys []string
+	overheads    []time.Duration
+}
+
+// SessionStats are the statistics of one session (GET /agentctx/stats).
+type SessionStats struct {
+	Session     string `json:"session"`
+	API         API    `json:"api"`
+	Requests    int    `json:"requests"`
+	Edited      int    `json:"edited"`
+	DropBlock   int    `json:"drop_block"` // requests sent asking the API to drop thinking whose prefix changed
+	Errors      int    `json:"errors"`
+	BytesBefore int64  `json:"bytes_before"`
+	BytesAfter  int64  `json:"bytes_after"`
+	// TokensBefore and TokensAfter are the Engine's counts of the last
+	// request, as received and as sent.
+	TokensBefore int `json:"tokens_before"`
+	TokensAfter  int `json:"tokens_after"`
+	Compactions  int `json:"compactions"`
+	// CacheBreaks counts requests whose messages sent do not start with
+	// the messages sent by the request before, byte for byte.
+	CacheBreaks int `json:"cache_breaks"`
+	// LastUsage is the usage the upstream reported last.
+	LastUsage Usage `json:"last_usage"`
+	// OverheadMedianMS and OverheadMaxMS are the time from request received
+	// to upstream request sent.
+	OverheadMedianMS float64 `json:"overhead_median_ms"`
+	OverheadMaxMS    float64 `json:"overhead_max_ms"`
+}
+
+func (s *sessionStats) knownThinking(key string) (prefixHash, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.thinking[key]
+	return h, ok
+}
+
+func (s *sessionStats) rememberThinking(key string, h prefixHash) {
+	if key == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.thinking[key]; !ok {
+		s.thinkingKeys = append(s.thinkingKeys, key)
+		if len(s.thinkingKeys) > maxThinking {
+			delete(s.thinking, s.thinkingKeys[0])
+			s.thinkingKeys = s.thinkingKeys[1:]
+		}
+	}
+	s.thinking[key] = h
+}
+
+// sent records the messages sent and counts a cache break when they do
+// not extend the previous request's.
+func (s *sessionStats) sent(encs [][]byte) {
+	hs := make([]uint64, len(encs))
+	var buf []byte
+	for j, e := range encs {
+		// Without cache_control: clients move their breakpoints every
+		// request, which does not change what is cached.
+		hs[j] = hash64(stripped(buf, e))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev := s.lastSent
+	brk := len(prev) > len(hs)
+	for i := 0; !brk && i < len(prev); i++ {
+		brk = prev[i] != hs[i]
+	}
+	if brk {
+		s.CacheBreaks++
+	}
+	s.lastSent = hs
+}
+
+func (s *sessionStats) record(x *exchange) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lastSeen = x.start
+	s.API = x.api
+	s.Requests++
+	if x.edited {
+		s.Edited++
+	}
+	if x.dropBlock {
+		s.DropBlock++
+	}
+	if x.engineErr != nil || x.status >= 400 {
+		s.Errors++
+	}
+	s.BytesBefore += int64(x.bytesIn)
+	s.BytesAfter += int64(x.bytesOut)
+	if p := x.prepared; p != nil {
+		s.TokensBefore, s.TokensAfter = p.TokensBefore, p.TokensAfter
+		if p.Compacted {
+			s.Compactions++
+		}
+	}
+	if x.gotUsage {
+		s.LastUsage = x.usage
+	}
+	s.overheads = append(s.overheads, x.overhead)
+	if len(s.overheads) > 1000 {
+		s.overheads = s.overheads[len(s.overheads)-1000:]
+	}
+}
+
+func (s *sessionStats) snapshot(key string) SessionStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.SessionStats
+	out.Session = key
+	if n := len(s.overheads); n > 0 {
+		d := append([]time.Duration(nil), s.overheads...)
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		out.OverheadMedianMS = ms(d[n/2])
+		out.OverheadMaxMS = ms(d[n-1])
+	}
+	return out
+}
+
+// Stats returns the statistics of every session, by session key.
+func (s *Server) Stats() []SessionStats {
+	s.stats.mu.Lock()
+	keys := make([]string, 0, len(s.stats.sessions))
+	for k := range s.stats.sessions {
+		keys = append(keys, k)
+	}
+	s.stats.mu.Unlock()
+	sort.Strings(keys)
+	out := make([]SessionStats, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, s.stats.get(k).snapshot(k))
+	}
+	return out
+}
+
+func (s *Server) serveStats(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(struct {
+		Sessions []SessionStats `json:"sessions"`
+	}{s.Stats()})
+}

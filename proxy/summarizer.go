@@ -1,0 +1,198 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/internal/rawjson"
+)
+
+// UpstreamSummarizerOptions configure UpstreamSummarizers.
+type UpstreamSummarizerOptions struct {
+	// AnthropicURL and OpenAIURL are the upstream base URLs (as in
+	// Options); "" means the public APIs.
+	AnthropicURL, OpenAIURL string
+	// Transport sends the summary requests; nil means
+	// http.DefaultTransport.
+	Transport http.RoundTripper
+	// Fallback writes the summary when the upstream call fails; nil means
+	// compact.Extractive{}.
+	Fallback compact.Summarizer
+	// MaxInputChars bounds the rendered conversation sent in the one
+	// summary request; 0 means 400,000 characters (about 100K tokens).
+	MaxInputChars int
+	// MaxTokens is the summary's output budget; 0 means 8,192.
+	MaxTokens int
+	// Logger receives a line when the upstream call fails; nil discards.
+	Logger *slog.Logger
+}
+
+// UpstreamSummarizers returns, for a request, the summarizer that asks the
+// same upstream, with the client's own credentials and model, for the
+// compaction summary: one non-streaming request in the request's own wire
+// format (Anthropic Messages, OpenAI chat or Responses) with the seed's
+// summary prompt, and the extractive summary when that request fails or
+// the client sent no credentials. It never makes more than one request per
+// summary.
+func UpstreamSummarizers(opts UpstreamSummarizerOptions) func(req *Request) compact.Summarizer {
+	if opts.AnthropicURL == "" {
+		opts.AnthropicURL = DefaultAnthropicURL
+	}
+	if opts.OpenAIURL == "" {
+		opts.OpenAIURL = DefaultOpenAIURL
+	}
+	if opts.Transport == nil {
+		opts.Transport = http.DefaultTransport
+	}
+	if opts.Fallback == nil {
+		opts.Fallback = compact.Extractive{}
+	}
+	if opts.MaxInputChars <= 0 {
+		opts.MaxInputChars = 400_000
+	}
+	if opts.MaxTokens <= 0 {
+		opts.MaxTokens = 8192
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	client := &http.Client{Transport: opts.Transport}
+	return func(req *Request) compact.Summarizer {
+		if req == nil || (req.Header.Get("X-Api-Key") == "" && req.Header.Get("Authorization") == "") || req.Model == "" {
+			return opts.Fallback
+		}
+		return compact.SummarizerFunc(func(ctx context.Context, r compact.Request) (string, error) {
+			text, err := summarizeUpstream(ctx, client, &opts, req, r)
+			if err != nil || strings.TrimSpace(text) == "" {
+				if err == nil {
+					err = compact.ErrEmptySummary
+				}
+				opts.Logger.Warn("proxy: the upstream summary failed; using the extractive summary", "session", req.SessionKey, "err", err)
+				return opts.Fallback.Summarize(ctx, r)
+			}
+			return finishSummary(text, r.Archive), nil
+		})
+	}
+}
+
+func summarizeUpstream(ctx context.Context, client *http.Client, o *UpstreamSummarizerOptions, req *Request, r compact.Request) (string, error) {
+	conv := compact.Render(r.Messages, 0)
+	if utf8.RuneCountInString(conv) > o.MaxInputChars {
+		conv = shortenMiddle(conv, o.MaxInputChars)
+	}
+	prompt := compact.SummaryPrompt + "\n\n<conversation>\n" + conv + "</conversation>"
+	var body []byte
+	var base, path string
+	q := func(s string) []byte { return rawjson.AppendString(nil, s) }
+	switch req.API {
+	case APIAnthropic:
+		base, path = o.AnthropicURL, "/v1/messages"
+		body = fmt.Appendf(nil, `{"model":%s,"max_tokens":%d,"system":%s,"messages":[{"role":"user","content":%s}]}`,
+			q(req.Model), o.MaxTokens, q(compact.SystemPrompt), q(prompt))
+	case APIChat:
+		base, path = o.OpenAIURL, "/v1/chat/completions"
+		body = fmt.Appendf(nil, `{"model":%s,"messages":[{"role":"system","content":%s},{"role":"user","content":%s}]}`,
+			q(req.Model), q(compact.SystemPrompt), q(prompt))
+	default:
+		base, path = o.OpenAIURL, "/v1/responses"
+		body = fmt.Appendf(nil, `{"model":%s,"store":false,"instructions":%s,"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":%s}]}]}`,
+			q(req.Model), q(compact.SystemPrompt), q(prompt))
+	}
+	u, err := baseURL(base)
+	if err != nil {
+		return "", err
+	}
+	u.Path += path
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	for _, h := range []string{"X-Api-Key", "Authorization", "Anthropic-Version", "OpenAI-Organization", "OpenAI-Project"} {
+		if v := req.Header.Get(h); v != "" {
+			hr.Header.Set(h, v)
+		}
+	}
+	if req.API == APIAnthropic && hr.Header.Get("Anthropic-Version") == "" {
+		hr.Header.Set("Anthropic-Version", "2023-06-01")
+	}
+	// A subscription client authenticates with a bearer token that needs
+	// its OAuth beta; no other beta applies to a plain summary request.
+	for _, b := range strings.Split(req.Header.Get("Anthropic-Beta"), ",") {
+		if b = strings.TrimSpace(b); strings.HasPrefix(b, "oauth-") {
+			addBeta(hr.Header, b)
+		}
+	}
+	hr.Header.Set(HeaderSummary, "1")
+	resp, err := client.Do(hr)
+	if err != nil {
+		return "", &compact.APIError{Provider: string(req.API), Err: fmt.Errorf("%s", redactErr(err))}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", &compact.APIError{Provider: string(req.API), StatusCode: resp.StatusCode, Err: fmt.Errorf("%.200s", data)}
+	}
+	return answerText(data, req.API), nil
+}
+
+// HeaderSummary marks the summary requests the proxy sends upstream.
+const HeaderSummary = "X-Agentctx-Summary"
+
+// answerText extracts the text of a non-streamed answer.
+func answerText(data []byte, api API) string {
+	var parts []string
+	switch api {
+	case APIAnthropic:
+		els, _ := rawjson.Elements(memberOf(data, "content"))
+		for _, el := range els {
+			if stringOf(memberOf(el, "type")) == "text" {
+				parts = append(parts, stringOf(memberOf(el, "text")))
+			}
+		}
+	case APIChat:
+		els, _ := rawjson.Elements(memberOf(data, "choices"))
+		if len(els) > 0 {
+			parts = append(parts, stringOf(memberOf(memberOf(els[0], "message"), "content")))
+		}
+	default:
+		items, _ := rawjson.Elements(memberOf(data, "output"))
+		for _, it := range items {
+			cs, _ := rawjson.Elements(memberOf(it, "content"))
+			for _, c := range cs {
+				if stringOf(memberOf(c, "type")) == "output_text" {
+					parts = append(parts, stringOf(memberOf(c, "text")))
+				}
+			}
+		}
+	}
+	return strings.TrimSpace(strings.Join(parts, "\n"))
+}
+
+func finishSummary(s, archive string) string {
+	s = strings.TrimSpace(s)
+	if !strings.HasPrefix(s, compact.SummaryTitle) {
+		s = compact.SummaryTitle + "\n\n" + s
+	}
+	if archive != "" && !strings.Contains(s, archive) {
+		s += "\n\nThe original messages are archived in " + archive + "."
+	}
+	return s
+}
+
+func shortenMiddle(s string, max int) string {
+	r := []rune(s)
+	head := max * 2 / 3
+	tail := max - head
+	return string(r[:head]) + fmt.Sprintf("\n[... %d characters omitted ...]\n", len(r)-head-tail) + string(r[len(r)-tail:])
+}

@@ -1,0 +1,171 @@
+package proxy
+
+import (
+	"bytes"
+
+	"github.com/agentctx/agentctx/internal/rawjson"
+)
+
+// usageScanner reads the usage and the thinking signatures of a response as
+// it is relayed: the data lines of an SSE stream, or a whole JSON answer.
+type usageScanner struct {
+	line     []byte
+	usage    Usage
+	got      bool
+	thinking []string
+	sig      []byte // signature being streamed
+}
+
+// feed scans a chunk of an SSE stream.
+func (sc *usageScanner) feed(p []byte, api API) {
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if len(sc.line) < 32<<20 {
+				sc.line = append(sc.line, p...)
+			}
+			return
+		}
+		sc.line = append(sc.line, p[:i]...)
+		p = p[i+1:]
+		line := bytes.TrimRight(sc.line, "\r")
+		if bytes.HasPrefix(line, []byte("data:")) {
+			sc.event(bytes.TrimSpace(line[5:]), api)
+		}
+		sc.line = sc.line[:0]
+	}
+}
+
+func (sc *usageScanner) event(data []byte, api API) {
+	if rawjson.Kind(data) != '{' || rawjson.Valid(data) != nil {
+		return
+	}
+	switch api {
+	case APIAnthropic:
+		switch stringOf(memberOf(data, "type")) {
+		case "message_start":
+			sc.anthropicUsage(memberOf(memberOf(data, "message"), "usage"))
+			sc.anthropicContent(memberOf(memberOf(data, "message"), "content"))
+		case "message_delta":
+			sc.anthropicUsage(memberOf(data, "usage"))
+		case "content_block_start":
+			sc.anthropicBlock(memberOf(data, "content_block"))
+		case "content_block_delta":
+			d := memberOf(data, "delta")
+			if stringOf(memberOf(d, "type")) == "signature_delta" {
+				sc.sig = append(sc.sig, stringOf(memberOf(d, "signature"))...)
+			}
+		case "content_block_stop":
+			if len(sc.sig) > 0 {
+				sc.thinking = append(sc.thinking, string(sc.sig))
+				sc.sig = sc.sig[:0]
+			}
+		}
+	case APIChat:
+		if u := memberOf(data, "usage"); rawjson.Kind(u) == '{' {
+			sc.chatUsage(u)
+		}
+	case APIResponses:
+		switch stringOf(memberOf(data, "type")) {
+		case "response.completed", "response.incomplete", "response.done":
+			sc.responsesUsage(memberOf(memberOf(data, "response"), "usage"))
+		}
+	}
+}
+
+// whole reads a non-streamed JSON answer.
+func (sc *usageScanner) whole(data []byte, api API) {
+	if rawjson.Kind(data) != '{' {
+		return
+	}
+	switch api {
+	case APIAnthropic:
+		sc.anthropicUsage(memberOf(data, "usage"))
+		sc.anthropicContent(memberOf(data, "content"))
+	case APIChat:
+		sc.chatUsage(memberOf(data, "usage"))
+	case APIResponses:
+		sc.responsesUsage(memberOf(data, "usage"))
+	}
+}
+
+func (sc *usageScanner) anthropicContent(content []byte) {
+	els, err := rawjson.Elements(content)
+	if err != nil {
+		return
+	}
+	for _, el := range els {
+		sc.anthropicBlock(el)
+	}
+}
+
+func (sc *usageScanner) anthropicBlock(b []byte) {
+	switch stringOf(memberOf(b, "type")) {
+	case "thinking":
+		if s := stringOf(memberOf(b, "signature")); s != "" {
+			sc.thinking = append(sc.thinking, s)
+		}
+	case "redacted_thinking":
+		if s := stringOf(memberOf(b, "data")); s != "" {
+			sc.thinking = append(sc.thinking, s)
+		}
+	}
+}
+
+func intOf(raw []byte) (int, bool) {
+	if len(raw) == 0 || raw[0] < '0' || raw[0] > '9' {
+		return 0, false
+	}
+	n := 0
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, true
+}
+
+func (sc *usageScanner) anthropicUsage(u []byte) {
+	if rawjson.Kind(u) != '{' {
+		return
+	}
+	set := func(key string, dst *int) {
+		if n, ok := intOf(memberOf(u, key)); ok {
+			*dst = n
+			sc.got = true
+		}
+	}
+	set("input_tokens", &sc.usage.InputTokens)
+	set("output_tokens", &sc.usage.OutputTokens)
+	set("cache_read_input_tokens", &sc.usage.CacheReadInputTokens)
+	set("cache_creation_input_tokens", &sc.usage.CacheCreationInputTokens)
+}
+
+func (sc *usageScanner) chatUsage(u []byte) {
+	if rawjson.Kind(u) != '{' {
+		return
+	}
+	in, ok := intOf(memberOf(u, "prompt_tokens"))
+	if !ok {
+		return
+	}
+	cached, _ := intOf(memberOf(memberOf(u, "prompt_tokens_details"), "cached_tokens"))
+	out, _ := intOf(memberOf(u, "completion_tokens"))
+	sc.usage = Usage{InputTokens: in - cached, CacheReadInputTokens: cached, OutputTokens: out}
+	sc.got = true
+}
+
+func (sc *usageScanner) responsesUsage(u []byte) {
+	if rawjson.Kind(u) != '{' {
+		return
+	}
+	in, ok := intOf(memberOf(u, "input_tokens"))
+	if !ok {
+		return
+	}
+	cached, _ := intOf(memberOf(memberOf(u, "input_tokens_details"), "cached_tokens"))
+	out, _ := intOf(memberOf(u, "output_tokens"))
+	sc.usage = Usage{InputTokens: in - cached, CacheReadInputTokens: cached, OutputTokens: out}
+	sc.got = true
+}
