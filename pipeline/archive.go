@@ -40,14 +40,12 @@ func (a workspaceArchiver) Archive(ctx context.Context, sessionID string, msgs [
 	sum := sha256.Sum256(data)
 	id := ArchiveIDPrefix + hex.EncodeToString(sum[:8])
 	out := compact.Archived{ID: id, Bytes: len(data)}
-	if p, ok := a.ws.Store().(interface {
-		Path(namespace, id string) (string, error)
-	}); ok {
+	if p, ok := a.ws.Store().(workspace.Pather); ok {
 		out.Path, _ = p.Path(a.ws.Namespace(), id)
 	}
-	prev, err := a.ws.Get(ctx, id)
+	prev, err := a.ws.Store().Stat(ctx, a.ws.Namespace(), id)
 	switch {
-	case err == nil && prev.Content == string(data):
+	case err == nil && prev.SHA256 == hex.EncodeToString(sum[:]):
 		return out, nil // archived before
 	case err != nil && !errors.Is(err, workspace.ErrNotFound):
 		return compact.Archived{}, &compact.ArchiveError{Op: "read", Path: id, Err: err}

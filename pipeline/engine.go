@@ -450,9 +450,7 @@ func (c *call) offload(ctx context.Context) error {
 	s := StepReport{Step: StepOffload}
 	rep := &OffloadReport{Mode: OffloadWorkspace, Workspace: c.p.wsRoot, Namespace: c.p.ws.Namespace()}
 	s.Offload = rep
-	pather, _ := o.Store.(interface {
-		Path(namespace, id string) (string, error)
-	})
+	pather, _ := o.Store.(workspace.Pather)
 	for _, a := range c.newArtifacts {
 		if !a.written {
 			continue

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -300,12 +301,10 @@ func New(opts Options) (*Pipeline, error) {
 			}
 			store, p.closeStore = s, true
 		}
-		if r, ok := store.(interface{ Root() string }); ok {
-			p.wsRoot = r.Root()
-		} else if r, ok := store.(interface{ Path() string }); ok {
-			p.wsRoot = r.Path()
+		if l, ok := store.(workspace.Locator); ok {
+			p.wsRoot = l.Location()
 		}
-		if p.wsRoot != "" {
+		if p.wsRoot != "" && !strings.Contains(p.wsRoot, "://") {
 			if abs, err := filepath.Abs(p.wsRoot); err == nil {
 				p.wsRoot = abs
 			}

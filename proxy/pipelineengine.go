@@ -293,9 +293,7 @@ const knowledgeRef = "<knowledge_list>\n<knowledge id=\""
 // artifact's content file when the store keeps one. The paths depend on
 // the artifacts alone, so every request of a session gets the same bytes.
 func (e *PipelineEngine) withPaths(msgs []agentctx.Message, ws *workspace.Workspace) []agentctx.Message {
-	pather, ok := e.opts.Pipeline.Store.(interface {
-		Path(namespace, id string) (string, error)
-	})
+	pather, ok := e.opts.Pipeline.Store.(workspace.Pather)
 	if !ok || ws == nil {
 		return msgs
 	}

@@ -178,12 +178,12 @@ func (w *Workspace) OffloadToolResult(ctx context.Context, call ToolCall, conten
 			w.log.ErrorContext(ctx, "workspace: storing a tool result failed", append(logAttrs, "error", err)...)
 			return content, off, err
 		}
-		prev, err := w.store.Get(ctx, ns, a.ID)
+		prev, err := w.store.Stat(ctx, ns, a.ID) // the description, not the content
 		switch {
 		case err == nil && (prev.SHA256 != m.SHA256 || prev.Type != m.Type):
 			continue // another result holds this id: never overwrite it
 		case err == nil && maps.Equal(prev.Metadata, m.Metadata):
-			off.Info, off.Unchanged = prev.Info, true
+			off.Info, off.Unchanged = prev, true
 		case err == nil || errors.Is(err, ErrNotFound):
 			info, err := w.store.Put(ctx, ns, a)
 			if err != nil {

@@ -62,6 +62,7 @@ it up front, and every result is one page under --max-chars characters and
 		},
 	}
 	cmd.Flags().StringVar(&f.path, "workspace", ".agentctx", "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
+	cmd.Flags().StringVar(&f.store, "store", "", storeFlagHelp)
 	cmd.Flags().StringVar(&f.namespace, "namespace", workspace.DefaultNamespace, "namespace inside the workspace")
 	cmd.Flags().StringVar(&session, "session", "", "session the listing and session-wide search cover by default")
 	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP at this address (host:port) instead of stdio")

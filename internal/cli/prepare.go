@@ -25,6 +25,7 @@ import (
 	"github.com/agentctx/agentctx/tokens"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/dirstore"
+	"github.com/agentctx/agentctx/workspace/pgstore"
 	"github.com/agentctx/agentctx/workspace/sqlitestore"
 )
 
@@ -44,6 +45,7 @@ type prepareFlags struct {
 
 	offloadMode string
 	workspace   string
+	store       string
 	namespace   string
 	session     string
 	task, agent string
@@ -112,6 +114,7 @@ func (f *prepareFlags) register(fs *pflag.FlagSet, eval bool) {
 		return
 	}
 	fs.StringVar(&f.workspace, "workspace", pipeline.DefaultWorkspaceDir, "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
+	fs.StringVar(&f.store, "store", "", storeFlagHelp)
 	fs.StringVar(&f.namespace, "namespace", workspace.DefaultNamespace, "namespace inside the workspace")
 	fs.StringVar(&f.session, "session", compact.DefaultSessionID, "the conversation's session: repeated calls with one session re-apply its earlier decisions (state in <workspace>/.sessions); its artifacts are read back with --session")
 	fs.StringVar(&f.dir, "dir", offload.DefaultDir, "directory of the archives (<dir>/<session>/) and of --offload files")
@@ -280,9 +283,13 @@ func (f *prepareFlags) contradictions(changed func(string) bool) error {
 	return nil
 }
 
-// openStore opens the workspace store named by --workspace: a directory,
-// or a SQLite file for a path ending in .db, .sqlite or .sqlite3.
+// openStore opens the workspace store at a location (see location): a
+// PostgreSQL URL, a directory, or a SQLite file for a path ending in .db,
+// .sqlite or .sqlite3.
 func openStore(ctx context.Context, path string) (workspace.Store, error) {
+	if isPostgresURL(path) {
+		return pgstore.Open(ctx, path, nil)
+	}
 	if !isSQLitePath(path) {
 		s, err := dirstore.Open(path, nil)
 		if err != nil {
@@ -522,8 +529,12 @@ func summaryMode(s string, terminal bool) (bool, error) {
 
 func (r *prepareRun) openStore(ctx context.Context) error {
 	removeStaleTemp(r.f.dir, r.f.session)
+	loc, err := location(r.f.store, r.f.workspace)
+	if err != nil {
+		return err
+	}
 	if !r.base.Stateless {
-		s, err := openSessions(ctx, r.f.workspace)
+		s, err := openSessions(ctx, loc)
 		if err != nil {
 			return err
 		}
@@ -532,7 +543,7 @@ func (r *prepareRun) openStore(ctx context.Context) error {
 	if r.base.Offload != pipeline.OffloadWorkspace {
 		return nil
 	}
-	s, err := openStore(ctx, r.f.workspace)
+	s, err := openStore(ctx, loc)
 	if err != nil {
 		return err
 	}

@@ -59,12 +59,16 @@ accepting and lets the requests in flight finish.`,
 			}
 			po.Logger = log
 			po.Compact.Logger = log
-			store, err := openStore(cmd.Context(), f.workspace)
+			loc, err := location(f.store, f.workspace)
+			if err != nil {
+				return err
+			}
+			store, err := openStore(cmd.Context(), loc)
 			if err != nil {
 				return err
 			}
 			defer store.Close()
-			sessions, err := openSessions(cmd.Context(), f.workspace)
+			sessions, err := openSessions(cmd.Context(), loc)
 			if err != nil {
 				return err
 			}
@@ -111,6 +115,7 @@ accepting and lets the requests in flight finish.`,
 	fs.IntVar(&maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions kept in memory (least recently used out first)")
 	f.register(fs, true)
 	fs.StringVar(&f.workspace, "workspace", pipeline.DefaultWorkspaceDir, "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
+	fs.StringVar(&f.store, "store", "", storeFlagHelp)
 	fs.StringVar(&f.namespace, "namespace", workspace.DefaultNamespace, "namespace inside the workspace")
 	fs.StringVar(&f.dir, "dir", offload.DefaultDir, "directory of the archives (<dir>/<session>/)")
 	sf := fs.Lookup("summarizer")

@@ -12,7 +12,7 @@ import (
 func newReplayCmd(e *env) *cobra.Command {
 	f := &prepareFlags{}
 	var (
-		ws, session string
+		ws, store, session string
 		noUsage     bool
 		perRequest  bool
 	)
@@ -57,13 +57,17 @@ Claude Code compacted itself is replayed whole, from its first request
 			}
 			o := pipeline.ReplayOptions{Options: base, NoUsage: noUsage}
 			o.SessionID = session
-			if ws != "" {
-				store, err := openStore(cmd.Context(), ws)
+			loc, err := location(store, ws)
+			if err != nil {
+				return err
+			}
+			if loc != "" {
+				store, err := openStore(cmd.Context(), loc)
 				if err != nil {
 					return err
 				}
 				defer store.Close()
-				sessions, err := openSessions(cmd.Context(), ws)
+				sessions, err := openSessions(cmd.Context(), loc)
 				if err != nil {
 					return err
 				}
@@ -95,6 +99,7 @@ Claude Code compacted itself is replayed whole, from its first request
 	}
 	f.register(cmd.Flags(), true)
 	cmd.Flags().StringVar(&ws, "workspace", "", "workspace directory or SQLite file to replay into (default: a fresh temporary one)")
+	cmd.Flags().StringVar(&store, "store", "", storeFlagHelp)
 	cmd.Flags().StringVar(&session, "session", "replay", "the session id to replay as")
 	cmd.Flags().BoolVar(&noUsage, "no-usage", false, "do not feed the recorded usage back")
 	cmd.Flags().BoolVar(&perRequest, "per-request", true, "include per_request details")

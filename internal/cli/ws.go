@@ -93,16 +93,12 @@ func (f *wsFlags) open(ctx context.Context, e *env, write bool, opts workspace.O
 		store workspace.Store
 		err   error
 	)
-	url := f.store
-	if url == "" {
-		url = os.Getenv("AGENTCTX_STORE")
-	}
 	switch {
-	case url != "":
-		if !strings.HasPrefix(url, "postgres://") && !strings.HasPrefix(url, "postgresql://") {
-			return nil, nil, usagef("--store must be a postgres:// URL")
+	case f.store != "":
+		if !isPostgresURL(f.store) {
+			return nil, nil, usagef("--store must be a postgres:// URL, got %q", f.store)
 		}
-		store, err = pgstore.Open(ctx, url, nil)
+		store, err = pgstore.Open(ctx, f.store, nil)
 	case !isSQLitePath(f.path):
 		store, err = dirstore.Open(f.path, nil)
 	case !write && !exists(f.path):

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/agentctx/agentctx/internal/pgtest"
@@ -24,8 +25,14 @@ func pgURL(t *testing.T) string {
 }
 
 func TestWSStoreNotPostgres(t *testing.T) {
+	for _, args := range [][]string{{"prepare", "--store", "mysql://x", "-"}, {"replay", "--store", "mysql://x", "-"}, {"proxy", "--store", "mysql://x"}, {"mcp", "--store", "mysql://x"}} {
+		out, errOut, code := run(t, `[{"role":"user","content":"hi"},{"role":"assistant","content":"ok"}]`, args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, "--store must be a postgres:// URL") {
+			t.Errorf("%v: exit %d stdout %q stderr %q", args, code, out, errOut)
+		}
+	}
 	out, errOut, code := run(t, "", "ws", "ls", "--store", "mysql://x")
-	if code != 2 || out != "" || errOut != "agentctx: --store must be a postgres:// URL\n" {
+	if code != 2 || out != "" || errOut != "agentctx: --store must be a postgres:// URL, got \"mysql://x\"\n" {
 		t.Errorf("exit %d stdout %q stderr %q", code, out, errOut)
 	}
 }
