@@ -13,8 +13,8 @@ func newReplayCmd(e *env) *cobra.Command {
 	f := &prepareFlags{}
 	var (
 		ws, store, session string
-		noUsage     bool
-		perRequest  bool
+		noUsage            bool
+		perRequest         bool
 	)
 	cmd := &cobra.Command{
 		Use:   "replay FILE",
