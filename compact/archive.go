@@ -3,9 +3,11 @@ package compact
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -64,15 +66,68 @@ type FileArchiver struct {
 
 // Archive implements Archiver.
 func (a FileArchiver) Archive(ctx context.Context, sessionID string, msgs []agentctx.Message) (Archived, error) {
-	path, err := WriteArchive(ctx, msgs, ArchiveOptions{Dir: a.Dir, SessionID: sessionID, Now: a.Now, Sync: a.Sync})
+	opts := ArchiveOptions{Dir: a.Dir, SessionID: sessionID, Now: a.Now, Sync: a.Sync}
+	dir, err := opts.dir()
 	if err != nil {
 		return Archived{}, err
 	}
-	size := 0
-	if fi, err := os.Stat(path); err == nil {
-		size = int(fi.Size())
+	data, err := indentMessages(msgs)
+	if err != nil {
+		return Archived{}, &ArchiveError{Op: "encode", Path: dir, Err: err}
 	}
-	return Archived{ID: path, Path: path, Bytes: size}, nil
+	if path, ok := existingArchive(dir, data); ok {
+		return Archived{ID: path, Path: path, Bytes: len(data)}, nil
+	}
+	path, err := writeArchive(ctx, dir, data, opts)
+	if err != nil {
+		return Archived{}, err
+	}
+	return Archived{ID: path, Path: path, Bytes: len(data)}, nil
+}
+
+// existingArchive returns an archive in dir that already holds data (a
+// compaction retried after its summary failed, a command run again): the
+// same messages are archived once. Files are compared by size, then by a
+// hash read in small pieces.
+func existingArchive(dir string, data []byte) (string, bool) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", false
+	}
+	var want [sha256.Size]byte
+	hashed := false
+	for _, e := range entries {
+		if _, ok := ArchiveSeq(e.Name()); !ok || !strings.HasPrefix(e.Name(), ArchivePrefix) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || fi.Size() != int64(len(data)) {
+			continue
+		}
+		if !hashed {
+			want, hashed = sha256.Sum256(data), true
+		}
+		path := filepath.Join(dir, e.Name())
+		if got, ok := fileHash(path); ok && got == want {
+			return path, true
+		}
+	}
+	return "", false
+}
+
+func fileHash(path string) ([sha256.Size]byte, bool) {
+	var sum [sha256.Size]byte
+	f, err := os.Open(path)
+	if err != nil {
+		return sum, false
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return sum, false
+	}
+	h.Sum(sum[:0])
+	return sum, true
 }
 
 // EncodeArchive returns msgs as an archive holds them: an indented JSON
@@ -123,14 +178,24 @@ func (e *ArchiveError) Unwrap() error { return e.Err }
 //
 // Errors are *ArchiveError values wrapping the cause.
 func WriteArchive(ctx context.Context, msgs []agentctx.Message, opts ArchiveOptions) (string, error) {
+	dir, err := opts.dir()
+	if err != nil {
+		return "", err
+	}
+	data, err := indentMessages(msgs)
+	if err != nil {
+		return "", &ArchiveError{Op: "encode", Path: dir, Err: err}
+	}
+	return writeArchive(ctx, dir, data, opts)
+}
+
+// dir returns the absolute directory of the archives of opts' session.
+func (opts ArchiveOptions) dir() (string, error) {
 	if opts.Dir == "" {
 		opts.Dir = DefaultDir
 	}
 	if opts.SessionID == "" {
 		opts.SessionID = DefaultSessionID
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
 	}
 	name, err := fsutil.SafeName(opts.SessionID)
 	if err != nil {
@@ -140,9 +205,13 @@ func WriteArchive(ctx context.Context, msgs []agentctx.Message, opts ArchiveOpti
 	if err != nil {
 		return "", &ArchiveError{Op: "mkdir", Path: opts.Dir, Err: err}
 	}
-	data, err := indentMessages(msgs)
-	if err != nil {
-		return "", &ArchiveError{Op: "encode", Path: dir, Err: err}
+	return dir, nil
+}
+
+// writeArchive writes the encoded archive data in dir (see WriteArchive).
+func writeArchive(ctx context.Context, dir string, data []byte, opts ArchiveOptions) (string, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	if err := ctx.Err(); err != nil {
 		return "", err

@@ -161,3 +161,28 @@ func TestWriteArchiveErrors(t *testing.T) {
 		t.Error("no error from a cancelled context")
 	}
 }
+
+// TestFileArchiverArchivesOnce: the same messages archived again (a
+// compaction retried after its summary failed, a command run again) reuse
+// the archive that holds them; other messages get a new one.
+func TestFileArchiverArchivesOnce(t *testing.T) {
+	dir := t.TempDir()
+	a := compact.FileArchiver{Dir: dir, Now: func() time.Time { return time.Date(2026, 11, 22, 7, 14, 0, 0, time.UTC) }}
+	msgs := []agentctx.Message{agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("hello"))}
+	first, err := a.Archive(context.Background(), "s", msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := a.Archive(context.Background(), "s", msgs)
+	if err != nil || again != first {
+		t.Fatalf("again: %+v, %v; want %+v", again, err, first)
+	}
+	other, err := a.Archive(context.Background(), "s", append(msgs, agentctx.NewMessage(agentctx.RoleAssistant, agentctx.Text("hi"))))
+	if err != nil || other.Path == first.Path {
+		t.Fatalf("other messages: %+v, %v", other, err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "s", compact.ArchivePrefix+"*"))
+	if len(files) != 2 {
+		t.Errorf("%d archives, want 2: %v", len(files), files)
+	}
+}

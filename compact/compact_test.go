@@ -345,7 +345,16 @@ func TestCompactArchive(t *testing.T) {
 		if res.Archive != seenArchive {
 			t.Errorf("summarizer saw archive %q, result says %q", seenArchive, res.Archive)
 		}
+		// The same messages again reuse their archive (archived once, by
+		// content).
+		again, err := compact.Compact(context.Background(), msgs, o)
+		if err != nil || again.Archive != res.Archive {
+			t.Errorf("the same messages archived again: %v, %v", again.Archive, err)
+		}
+		// Other messages in the same second: the next sequence number.
+		msgs = append([]agentctx.Message{msgs[0], user(100 + i)}, msgs[1:]...)
 	}
+	msgs = []agentctx.Message{sys(1), user(100), asst(100), user(20)}
 	for i, p := range paths {
 		want := filepath.Join(o.Dir, "sess%2F..%2Fx", "compact-20261122T071400Z-"+string(rune('1'+i))+".json")
 		if p != want {
