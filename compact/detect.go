@@ -122,6 +122,11 @@ type toolInput struct {
 		Content string `json:"content"`
 		Status  string `json:"status"`
 	} `json:"todos"`
+	// What an edit changes (Claude Code Edit, OpenHands str_replace_editor).
+	OldString string `json:"old_string"`
+	NewString string `json:"new_string"`
+	OldStr    string `json:"old_str"`
+	NewStr    string `json:"new_str"`
 
 	cmd string // Command or Cmd as a string
 }

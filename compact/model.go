@@ -235,16 +235,19 @@ func finish(summary, archive string) string {
 }
 
 // Render writes msgs as readable text for a summarizer, one numbered
-// section per message:
+// section per message, with tool calls as readable calls (see FormatCall),
+// not JSON:
 //
 //	[3] assistant
 //	I'll run the tests.
-//	<tool_use id="toolu_1" name="Bash">{"command":"go test ./..."}</tool_use>
+//	[call toolu_1] Bash(command: go test ./..., description: Run the tests)
 //
-// Tool results show their call's id and tool name and whether they failed.
-// Tool results, tool inputs and thinking longer than maxChars characters
-// keep their beginning and end around a note of what was left out (maxChars
-// ≤ 0 means DefaultMaxResultChars). Images and documents appear as a note.
+// Tool results show their call's id and whether they failed; a result that
+// prune or offload replaced shows "(output not available here)" instead of
+// the placeholder. Tool results, tool input strings and thinking longer
+// than maxChars characters keep their beginning and end around a note of
+// what was left out (maxChars ≤ 0 means DefaultMaxResultChars). Images and
+// documents appear as a note.
 func Render(msgs []agentctx.Message, maxChars int) string {
 	if maxChars <= 0 {
 		maxChars = DefaultMaxResultChars
@@ -271,12 +274,13 @@ func renderMessage(n int, m agentctx.Message, maxChars int) string {
 		if resultFailed(m.Content, false, m.Status()) {
 			status = ` status="error"`
 		}
-		fmt.Fprintf(&b, "<tool_result id=%q%s>%s</tool_result>\n", m.ToolCallID, status, shorten(m.Content.AsText(), maxChars))
+		fmt.Fprintf(&b, "<tool_result id=%q%s>%s</tool_result>\n", m.ToolCallID, status, resultBody(m.Content.AsText(), maxChars))
 	} else {
 		renderContent(&b, m, m.Content, maxChars)
 	}
 	for _, tc := range m.ToolCalls {
-		fmt.Fprintf(&b, "<tool_use id=%q name=%q>%s</tool_use>\n", tc.ID, tc.Function.Name, shorten(tc.Function.Arguments, maxChars))
+		b.WriteString(callLine(tc.ID, tc.Function.Name, []byte(tc.Function.Arguments), maxChars))
+		b.WriteByte('\n')
 	}
 	b.WriteByte('\n')
 	return b.String()
@@ -304,19 +308,32 @@ func renderContent(b *strings.Builder, m agentctx.Message, c agentctx.Content, m
 		case agentctx.BlockThinking:
 			fmt.Fprintf(b, "<thinking>%s</thinking>\n", shorten(bl.Thinking, maxChars))
 		case agentctx.BlockToolUse:
-			fmt.Fprintf(b, "<tool_use id=%q name=%q>%s</tool_use>\n", bl.ID, bl.Name, shorten(string(bl.Input), maxChars))
+			b.WriteString(callLine(bl.ID, bl.Name, bl.Input, maxChars))
+			b.WriteByte('\n')
 		case agentctx.BlockToolResult:
 			status := ""
 			if resultFailed(bl.Content, bl.IsError, m.Status()) {
 				status = ` status="error"`
 			}
-			fmt.Fprintf(b, "<tool_result id=%q%s>%s</tool_result>\n", bl.ToolUseID, status, shorten(resultText(bl.Content), maxChars))
+			fmt.Fprintf(b, "<tool_result id=%q%s>%s</tool_result>\n", bl.ToolUseID, status, resultBody(resultText(bl.Content), maxChars))
 		case agentctx.BlockRedactedThinking:
 			b.WriteString("<thinking>(redacted)</thinking>\n")
 		default:
 			fmt.Fprintf(b, "[%s]\n", bl.Type)
 		}
 	}
+}
+
+// standInNote replaces, in the rendering, a result that prune or offload
+// replaced: the summarizer is told the output is gone rather than shown a
+// placeholder it might quote.
+const standInNote = "(output not available here)"
+
+func resultBody(text string, maxChars int) string {
+	if isStandIn(text) {
+		return standInNote
+	}
+	return shorten(text, maxChars)
 }
 
 // resultText is the text of a tool result's content: a string as is, the
