@@ -157,7 +157,7 @@ func sectionIndex(title string) int {
 type call struct {
 	msg       int
 	name, id  string
-	key       string // the telling part of the input
+	key       string     // the telling part of the input
 	in        *toolInput // kept for file operations and todo lists only
 	parsed    bool
 	answered  bool
@@ -1280,7 +1280,10 @@ func (x *extraction) fitRequests(tc tokens.Counter, items []item, budget int) {
 		items[i].text, items[i].tokens = short, n
 	}
 	// Still too much: leave out the oldest but the first.
-	for _, i := range idx[min(1, len(idx)):max(len(idx)-1, 1)] {
+	if len(idx) < 3 {
+		return
+	}
+	for _, i := range idx[1 : len(idx)-1] {
 		if total <= limit {
 			break
 		}

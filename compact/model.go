@@ -45,28 +45,34 @@ const (
 )
 
 // SystemPrompt is the system prompt of every summary call.
-const SystemPrompt = `You compact the history of a conversation between a user and an AI agent that uses tools. The agent will continue its work from your summary alone, without the original messages, so keep every fact it needs: exact file paths, names, commands, identifiers, numbers, error messages, and decisions with their reasons. Write plain structured text. Do not call tools, do not continue the task, do not address the user.`
+const SystemPrompt = `You compact the history of a conversation between a user and an AI agent that uses tools. The agent will continue its work from your summary and the most recent messages alone, without the original messages, so keep every fact it needs: file paths, function, type, module, command, test and issue names exactly as written (verbatim, in backticks), numbers, error messages, and decisions with their reasons. Write plain structured Markdown. Do not call tools, do not continue the task, do not address the user. Leave out anything volatile (timestamps, temporary paths) and any placeholder text such as "(output not available here)".`
 
 // SummaryPrompt introduces the conversation to summarize. The rendered
-// conversation follows it inside <conversation> tags.
-const SummaryPrompt = `Summarize the conversation below. Start with the line "` + SummaryTitle + `", then write these five sections, each as a Markdown heading followed by short bullet points:
+// conversation follows it inside <conversation> tags. It asks for the
+// sections the extractive summarizer writes, so the two can be read (and
+// rolled into a later summary) alike.
+const SummaryPrompt = `Summarize the conversation below. Start with the line "` + SummaryTitle + `", then write these sections, each as a Markdown heading ("## ...") followed by short bullet points; write "- none" under a section with nothing to say:
 
+## User requests
+Every request the user made, verbatim, oldest first, newest last, as a numbered list. Tool results are not user requests.
 ## Goals and key decisions
-What the user asked for (quote the requests), the goals, and the decisions taken, with their reasons.
+The goals, and the decisions taken and findings made, with their reasons.
 ## File operations
-Files read, created, modified and deleted, with their paths and what changed.
+Each file with what happened to it: read, created, modified (with the gist of the change), deleted. Keep the paths exactly as written.
+## Key identifiers
+The functions, types, modules, commands, test names and issue ids the work is about, most central first, verbatim.
 ## Tool calls
-The tools called: name, key input, key result, and whether each succeeded or failed.
-## Current state
-The progress of the task, what is done, what is in progress, and what is left to do next.
+The tools called: name, key input, key result, and whether each succeeded or failed. Group repeated calls.
 ## Errors and fixes
 Each error met, its cause, and how it was fixed (or that it is still open).
+## Current state
+The current task; the plan or todo list if the conversation kept one, with what is done and what is left; the last thing the assistant said; the next steps it announced.
 
-If the conversation begins with an earlier summary, carry its content into the new one; newer information overrides older.`
+If the conversation begins with an earlier summary, carry its content into the new one (its user requests stay verbatim, before the new ones); newer information overrides older. Do not repeat yourself.`
 
 // MergePrompt introduces the partial summaries of a conversation too long
 // for one call.
-const MergePrompt = `The conversation was too long to summarize at once; below are the summaries of its consecutive parts, oldest first. Merge them into one summary of the whole conversation. Start with the line "` + SummaryTitle + `" and keep the same five sections (Goals and key decisions; File operations; Tool calls; Current state; Errors and fixes). Keep every concrete fact; where parts disagree, the later part is right; the current state is the state at the end of the last part.`
+const MergePrompt = `The conversation was too long to summarize at once; below are the summaries of its consecutive parts, oldest first. Merge them into one summary of the whole conversation. Start with the line "` + SummaryTitle + `" and keep the same sections (User requests; Goals and key decisions; File operations; Key identifiers; Tool calls; Errors and fixes; Current state). Keep every user request verbatim, in order, and every path and identifier exactly as written; keep every concrete fact once; where parts disagree, the later part is right; the current state is the state at the end of the last part.`
 
 // ModelSummarizer is a Summarizer that asks a Model. It renders the messages
 // as readable text (see Render), with very long tool results shortened, and
@@ -221,15 +227,14 @@ func (s *ModelSummarizer) call(ctx context.Context, log *slog.Logger, prompt, wh
 	return out, nil
 }
 
-// finish makes sure the summary starts with SummaryTitle and names the
-// archive.
-func finish(summary, archive string) string {
+// finish makes sure the summary starts with SummaryTitle. It does not add
+// the archive's path: a summary holds nothing volatile (an archive name
+// changes with every compaction), so that the same middle gives the same
+// text and prompt caches stay warm.
+func finish(summary, _ string) string {
 	summary = strings.TrimSpace(summary)
 	if !strings.HasPrefix(summary, SummaryTitle) {
 		summary = SummaryTitle + "\n\n" + summary
-	}
-	if archive != "" && !strings.Contains(summary, archive) {
-		summary += "\n\nThe original messages are archived in " + archive + "."
 	}
 	return summary
 }
