@@ -100,4 +100,3 @@ func TestIsSummary(t *testing.T) {
 		}
 	}
 }
-
