@@ -95,7 +95,7 @@ func noise(line string) bool {
 
 func mentionsError(line string) bool {
 	l := strings.ToLower(line[:min(len(line), 500)])
-	for _, w := range []string{"error", "fail", "fatal", "exception", "traceback", "cannot", "not found", "denied", "panic", "undefined"} {
+	for _, w := range []string{"error", "fail", "fatal", "exception", "traceback", "cannot", "not found", "denied", "panic", "undefined", "data race", "warning:"} {
 		if strings.Contains(l, w) {
 			return true
 		}

@@ -158,6 +158,7 @@ type call struct {
 	msg       int
 	name, id  string
 	key       string     // the telling part of the input
+	head      string     // the first words of a shell command
 	in        *toolInput // kept for file operations and todo lists only
 	parsed    bool
 	answered  bool
@@ -289,6 +290,9 @@ func (x *extraction) call(i int, id, name string, input []byte) {
 	in, parsed := parseInput(input)
 	c.parsed = parsed
 	c.key = inputKey(&in, parsed, input)
+	if in.cmd != "" {
+		c.head = commandHead(c.key)
+	}
 	if parsed {
 		for _, op := range fileOps(name, &in, func(string) bool { return true }) {
 			c.fileOp = true
@@ -746,18 +750,25 @@ func (x *extraction) fileItems(base string) []item {
 	}
 	var others []string
 	for p, st := range x.terms {
-		if st.kind != termPath || !st.said || listed[p] || rel[relTo(p, base)] {
+		if st.kind != termPath || listed[p] || rel[relTo(p, base)] {
 			continue
 		}
 		if !strings.Contains(p, "/") && names[p] {
 			continue // the bare name of a listed file
+		}
+		if !st.said && (strings.HasPrefix(p, "a/") || strings.HasPrefix(p, "b/")) {
+			continue // a diff header's side
 		}
 		others = append(others, p)
 	}
 	slices.SortFunc(others, func(a, b string) int { return x.terms[a].first - x.terms[b].first })
 	for _, p := range others {
 		st := x.terms[p]
-		items = append(items, item{sec: secFiles, text: relTo(p, base), weight: 0.55 + 0.1*min(st.score/10, 1), inline: true, group: "Also named: "})
+		if st.said {
+			items = append(items, item{sec: secFiles, text: relTo(p, base), weight: 0.55 + 0.1*min(st.score/10, 1), inline: true, group: "Also named: "})
+		} else {
+			items = append(items, item{sec: secFiles, text: relTo(p, base), weight: 0.2 + 0.1*min(st.score, 1), inline: true, group: "In tool output: "})
+		}
 	}
 	return items
 }
@@ -804,7 +815,7 @@ func (x *extraction) identItems() []item {
 	}
 	var rs []ranked
 	for name, st := range x.terms {
-		if st.kind != termIdent || (!st.said && st.score < 4*weightResult) {
+		if st.kind != termIdent || (!st.said && st.score < 2*weightResult) {
 			continue
 		}
 		rec := 0.5
@@ -823,8 +834,18 @@ func (x *extraction) identItems() []item {
 		return a.first - b.first
 	})
 	var items []item
-	for k, r := range rs {
-		w := 0.5 + 0.35/(1+float64(k)/25)
+	said, heard := 0, 0
+	for _, r := range rs {
+		// Named by the user or the assistant first; the names only tool
+		// output shows (in two results or more) fill what room is left.
+		var w float64
+		if x.terms[r.name].said {
+			w = 0.5 + 0.35/(1+float64(said)/25)
+			said++
+		} else {
+			w = 0.15 + 0.1/(1+float64(heard)/25)
+			heard++
+		}
 		items = append(items, item{sec: secIdents, text: r.name, weight: w, inline: true})
 	}
 	return items
@@ -999,6 +1020,29 @@ func (x *extraction) findFix(i int, base string) (string, bool) {
 		}
 		return s, true
 	}
+	// A later run of the same command (its first two words: go test,
+	// npm run) succeeding after files changed.
+	if head := c.head; head != "" {
+		for j := i + 1; j < len(x.calls); j++ {
+			d := x.calls[j]
+			if d.head != head || d.name != c.name || !d.answered || d.failed {
+				continue
+			}
+			var changed []string
+			for _, e := range x.calls[i+1 : j] {
+				if e.answered && !e.failed {
+					for _, p := range e.writes {
+						if r := relTo(p, base); !slices.Contains(changed, r) && len(changed) < 3 {
+							changed = append(changed, r)
+						}
+					}
+				}
+			}
+			if len(changed) > 0 {
+				return "fixed: `" + strings.ReplaceAll(clip(d.key, 80), "`", "'") + "` succeeded after changes to " + strings.Join(changed, ", "), true
+			}
+		}
+	}
 	// The assistant's words right after the result.
 	if c.resultMsg >= 0 {
 		for at := c.resultMsg + 1; at <= c.resultMsg+2; at++ {
@@ -1049,6 +1093,26 @@ func (x *extraction) errorItems(base string) []item {
 	return items
 }
 
+// commandHead is the first two words of a shell command ("go test"), or
+// its first word when the second is an option or a path; "" for none. It
+// returns a part of key.
+func commandHead(key string) string {
+	key = strings.TrimLeft(key, " \t")
+	end1 := strings.IndexAny(key, " \t")
+	if end1 < 0 {
+		return ""
+	}
+	rest := strings.TrimLeft(key[end1:], " \t")
+	if rest == "" || strings.IndexByte("-/.'\"$|&;<>", rest[0]) >= 0 {
+		return key[:end1]
+	}
+	end2 := strings.IndexAny(rest, " \t")
+	if end2 < 0 {
+		end2 = len(rest)
+	}
+	return key[:len(key)-len(rest)+end2]
+}
+
 func (x *extraction) openErrors() int {
 	n := 0
 	for i, c := range x.calls {
@@ -1063,8 +1127,8 @@ func (x *extraction) openErrors() int {
 
 // nextWords mark a sentence that announces what comes next.
 var nextWords = []string{
-	"next", "then ", "now ", "i'll", "i will", "let me", "remaining", "todo", "still need",
-	"need to", "going to", "after that", "left to", "plan",
+	"next", "i'll", "i will", "let me", "remaining", "todo", "still need",
+	"need to", "going to", "after that", "left to", "will now",
 }
 
 var planLine = regexp.MustCompile(`^\s*(?:[-*] \[[ xX~]\]|\d+[.)]) +\S`)

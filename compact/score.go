@@ -48,6 +48,13 @@ type SummaryScore struct {
 	// Identifiers are the identifiers of the middle that the tail names
 	// again.
 	Identifiers Coverage `json:"identifiers"`
+	// SeenPaths and SeenIdentifiers are the stricter measure: the terms
+	// of the whole middle, tool output included (a file read in full, a
+	// directory listing), that the tail names again. No target is set on
+	// them: an extractive summary cannot hold every name of every file the
+	// agent read.
+	SeenPaths       Coverage `json:"seen_paths"`
+	SeenIdentifiers Coverage `json:"seen_identifiers"`
 	// Requests are the user's requests in the middle (see UserRequests),
 	// kept when the summary quotes them whole.
 	Requests Coverage `json:"requests"`
@@ -69,9 +76,11 @@ type ScoreOptions struct {
 // ScoreSummary scores summary, written for middle, against middle and the
 // tail kept after it (Split gives both).
 //
-// Paths and identifiers are found in everything the messages show: the
-// user's and the assistant's text, the strings of tool inputs, and tool
-// results (not stand-ins left by prune or offload). A path is one with a
+// Paths and identifiers of the middle are those the user and the agent
+// wrote: the text of the user's and the assistant's messages and the
+// strings of tool inputs; they are scored when the tail names them again
+// anywhere, tool results included (SeenPaths and SeenIdentifiers also take
+// the middle's tool results, except stand-ins left by prune or offload). A path is one with a
 // "/" that starts with "/", "./", "../" or "~/", has two "/" or more, or
 // ends in a file name with an extension, or a bare file name with a known
 // extension; an identifier is a word shaped like one (sync_session,
@@ -107,6 +116,18 @@ func ScoreSummary(summary string, middle, tail []agentctx.Message, opts *ScoreOp
 			s.Paths.check(t, pathKept(summary, t, bases))
 		case termIdent:
 			s.Identifiers.check(t, strings.Contains(summary, t))
+		}
+	}
+	all := termsOf(middle, true)
+	for _, t := range all.order {
+		if _, ok := later.kind[t]; !ok {
+			continue
+		}
+		switch all.kind[t] {
+		case termPath:
+			s.SeenPaths.check(t, pathKept(summary, t, bases))
+		case termIdent:
+			s.SeenIdentifiers.check(t, strings.Contains(summary, t))
 		}
 	}
 	for _, r := range UserRequests(middle) {

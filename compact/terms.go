@@ -35,15 +35,21 @@ func scanTerms(s string, fn func(term string, kind int)) {
 			i++
 			continue
 		}
-		j := i
+		// plain: letters only, capital at most first (most words of
+		// prose and output), which is neither a path nor an identifier
+		// unless a call.
+		j, plain := i, true
 		for j < len(s) && wordByte(s[j]) {
+			if c := s[j]; !(c >= 'a' && c <= 'z' || j == i && c >= 'A' && c <= 'Z') {
+				plain = false
+			}
 			j++
 		}
 		word := s[i:j]
 		call := j < len(s) && s[j] == '('
 		tag := i > 0 && s[i-1] == '<' // </output> is no path
 		i = j
-		if len(word) < 3 || len(word) > 300 || tag {
+		if len(word) < 3 || len(word) > 300 || tag || plain && !call {
 			continue
 		}
 		classify(word, call, fn)
@@ -69,8 +75,12 @@ func classify(word string, call bool, fn func(string, int)) {
 		return // a URL
 	}
 	// Trim what cannot end a term ("file.go:", "done.", "a/b/").
-	word = strings.TrimRight(word, ".:-+@~")
-	word = strings.TrimLeft(word, ":-+@")
+	for word != "" && strings.IndexByte(".:-+@~", word[len(word)-1]) >= 0 {
+		word = word[:len(word)-1]
+	}
+	for word != "" && strings.IndexByte(":-+@", word[0]) >= 0 {
+		word = word[1:]
+	}
 	if word == "" {
 		return
 	}
@@ -142,7 +152,7 @@ func isFileName(w string) bool {
 	if dot <= 0 || dot == len(w)-1 {
 		return false
 	}
-	return knownExtensions[strings.ToLower(w[dot+1:])]
+	return knownExtensions[w[dot+1:]] // case matters: t.Sum is no file
 }
 
 // isExtension reports whether e looks like a file extension after a path
@@ -245,9 +255,22 @@ func identTerm(w string, call bool) bool {
 	case hyphen:
 		return digit
 	case call:
-		return utf8.RuneCountInString(w) >= 4
+		return utf8.RuneCountInString(w) >= 4 && !commonCalls[strings.ToLower(w)]
 	}
 	return false
+}
+
+// commonCalls are keywords and builtins that are followed by "(" in any
+// code: no identifier of the work.
+var commonCalls = map[string]bool{
+	"make": true, "func": true, "print": true, "range": true, "append": true, "while": true,
+	"switch": true, "return": true, "super": true, "type": true, "list": true, "dict": true,
+	"tuple": true, "open": true, "printf": true, "println": true, "sizeof": true, "assert": true,
+	"self": true, "this": true, "catch": true, "elif": true, "with": true, "defer": true, "panic": true,
+	"string": true, "float": true, "bool": true, "isinstance": true, "callable": true, "sorted": true,
+	"enumerate": true, "then": true, "when": true, "case": true, "async": true, "await": true,
+	"select": true, "from": true, "where": true, "values": true, "count": true, "note": true,
+	"example": true, "optional": true, "default": true, "see": true, "e.g": true, "i.e": true,
 }
 
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
