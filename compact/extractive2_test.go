@@ -305,3 +305,42 @@ func TestTranscriptsSummaryTargets(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkExtractiveTranscript summarizes 1 MiB (of message JSON) of real
+// sessions: the shared transcripts' conversations one after the other,
+// longest first, until 1 MiB.
+func BenchmarkExtractiveTranscript(b *testing.B) {
+	var convs [][]agentctx.Message
+	for _, path := range transcripts(b) {
+		doc, err := agentctx.ReadFile(context.Background(), path, nil)
+		if err != nil {
+			continue
+		}
+		for _, c := range doc.Conversations() {
+			convs = append(convs, c.Messages)
+		}
+	}
+	slices.SortStableFunc(convs, func(x, y []agentctx.Message) int { return jsonSize(b, y) - jsonSize(b, x) })
+	var middle []agentctx.Message
+	total := 0
+fill:
+	for _, c := range convs {
+		for _, m := range c {
+			data, _ := m.MarshalJSON()
+			if total+len(data) > 1<<20 {
+				break fill
+			}
+			total += len(data)
+			middle = append(middle, m)
+		}
+	}
+	b.SetBytes(int64(total))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := (compact.Extractive{}).Summarize(context.Background(), compact.Request{Messages: middle}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(middle)), "messages")
+	b.ReportMetric(float64(total), "input-bytes")
+}
