@@ -61,7 +61,7 @@ func firstLine(s string) string {
 // first line that mentions an error, else the first line with content,
 // skipping exit-code and output wrappers.
 func keyLine(text string, failed bool, max int) string {
-	var first string
+	var first, warning string
 	for i := 0; i < 200 && text != ""; i++ {
 		var line string
 		line, text, _ = strings.Cut(text, "\n")
@@ -76,8 +76,16 @@ func keyLine(text string, failed bool, max int) string {
 			}
 		}
 		if failed && mentionsError(line) {
-			return clip(line, max)
+			if !weakError(line) {
+				return clip(line, max)
+			}
+			if warning == "" {
+				warning = line
+			}
 		}
+	}
+	if warning != "" {
+		return clip(warning, max)
 	}
 	return clip(first, max)
 }
@@ -91,6 +99,13 @@ func noise(line string) bool {
 		return true
 	}
 	return strings.Trim(line, "-=*_#|┃─━ ") == ""
+}
+
+// weakError reports a line that mentions trouble only as a warning; a
+// failure's key line is a real error when there is one.
+func weakError(line string) bool {
+	l := strings.ToLower(line[:min(len(line), 500)])
+	return strings.Contains(l, "warning") && !strings.Contains(l, "error") && !strings.Contains(l, "fail")
 }
 
 func mentionsError(line string) bool {

@@ -216,6 +216,7 @@ const (
 	weightUser   = 3.0
 	weightText   = 2.0
 	weightInput  = 1.5
+	weightCode   = 1.0
 	weightResult = 0.25
 )
 
@@ -309,7 +310,13 @@ func (x *extraction) call(i int, id, name string, input []byte) {
 			c.in = &kept
 		}
 	}
-	inputStrings(input, func(s string) { x.scanText(i, s, weightInput) })
+	inputStrings(input, func(s string) {
+		w := weightInput
+		if len(s) > 300 {
+			w = weightCode // file content written or replaced: code, not a mention
+		}
+		x.scanText(i, s, w)
+	})
 	x.calls = append(x.calls, c)
 	if _, dup := x.byID[id]; !dup && id != "" {
 		x.byID[id] = c
@@ -467,7 +474,7 @@ type item struct {
 	order  int  // position in its section
 	inline bool // joined with the other inline items of its group on one line
 	drop   bool // left out whatever the budget
-	capped bool // counts toward the cap of its section (an earlier summary: a third of the budget)
+	share  int  // when > 0, the items of its section and group take at most budget/share tokens
 	group  string
 	tokens int
 }
@@ -485,7 +492,7 @@ func (x *extraction) candidates(base string) []item {
 		add(item{sec: secRequests, text: r, must: true})
 	}
 	for i, l := range x.earlier {
-		add(item{sec: secEarlier, text: l, weight: 0.5 - float64(i)*1e-4, capped: true})
+		add(item{sec: secEarlier, text: l, weight: 0.6 - float64(i)*1e-4, share: 4})
 	}
 	for s := range x.prev {
 		for _, l := range x.prev[s] {
@@ -504,7 +511,7 @@ func (x *extraction) candidates(base string) []item {
 	for _, id := range x.identItems() {
 		add(id)
 	}
-	for _, t := range x.toolItems() {
+	for _, t := range x.toolItems(base) {
 		add(t)
 	}
 	for _, e := range x.errorItems(base) {
@@ -725,7 +732,7 @@ func (x *extraction) fileItems(base string) []item {
 				s += fmt.Sprintf(" %d×", f.modified)
 			}
 			if len(f.gists) > 0 {
-				g := f.gists[max(0, len(f.gists)-2):]
+				g := f.gists[len(f.gists)-1:]
 				s += " (" + strings.Join(g, "; ") + ")"
 			}
 			what = append(what, s)
@@ -767,7 +774,7 @@ func (x *extraction) fileItems(base string) []item {
 		if st.said {
 			items = append(items, item{sec: secFiles, text: relTo(p, base), weight: 0.55 + 0.1*min(st.score/10, 1), inline: true, group: "Also named: "})
 		} else {
-			items = append(items, item{sec: secFiles, text: relTo(p, base), weight: 0.2 + 0.1*min(st.score, 1), inline: true, group: "In tool output: "})
+			items = append(items, item{sec: secFiles, text: relTo(p, base), weight: 0.2 + 0.1*min(st.score, 1), inline: true, group: "In tool output: ", share: 10})
 		}
 	}
 	return items
@@ -840,18 +847,26 @@ func (x *extraction) identItems() []item {
 		// output shows (in two results or more) fill what room is left.
 		var w float64
 		if x.terms[r.name].said {
-			w = 0.5 + 0.35/(1+float64(said)/25)
+			w = 0.4 + 0.5/(1+float64(said)/25)
 			said++
 		} else {
 			w = 0.15 + 0.1/(1+float64(heard)/25)
 			heard++
 		}
-		items = append(items, item{sec: secIdents, text: r.name, weight: w, inline: true})
+		items = append(items, item{sec: secIdents, text: r.name, weight: w, inline: true, share: 5})
 	}
 	return items
 }
 
-func (x *extraction) toolItems() []item {
+// shortKey writes the paths of a call's key relative to base.
+func shortKey(key, base string) string {
+	if base == "" || !strings.Contains(key, base) {
+		return key
+	}
+	return strings.ReplaceAll(key, base, "")
+}
+
+func (x *extraction) toolItems(base string) []item {
 	if len(x.calls) == 0 {
 		return nil
 	}
@@ -921,7 +936,7 @@ func (x *extraction) toolItems() []item {
 	for _, g := range gs {
 		s := g.c.name
 		if g.c.key != "" {
-			s += " `" + strings.ReplaceAll(g.c.key, "`", "'") + "`"
+			s += " `" + strings.ReplaceAll(shortKey(g.c.key, base), "`", "'") + "`"
 		}
 		if g.n > 1 {
 			s += fmt.Sprintf(" ×%d", g.n)
@@ -1039,7 +1054,7 @@ func (x *extraction) findFix(i int, base string) (string, bool) {
 				}
 			}
 			if len(changed) > 0 {
-				return "fixed: `" + strings.ReplaceAll(clip(d.key, 80), "`", "'") + "` succeeded after changes to " + strings.Join(changed, ", "), true
+				return "fixed: `" + strings.ReplaceAll(clip(shortKey(d.key, base), 60), "`", "'") + "` succeeded after changes to " + strings.Join(changed, ", "), true
 			}
 		}
 	}
@@ -1073,7 +1088,7 @@ func (x *extraction) errorItems(base string) []item {
 		c := x.calls[i]
 		s := c.name
 		if c.key != "" {
-			s += " `" + strings.ReplaceAll(clip(c.key, 100), "`", "'") + "`"
+			s += " `" + strings.ReplaceAll(clip(shortKey(c.key, base), 100), "`", "'") + "`"
 		}
 		s += " failed"
 		if c.result != "" {
@@ -1251,7 +1266,8 @@ func (x *extraction) render(tc tokens.Counter, budget, maxChars int) string {
 	keep := make([]bool, len(items))
 	seen := map[string]bool{}
 	secUsed := [numSections]bool{}
-	chars, cappedUsed := 0, 0
+	chars := 0
+	capUsed := map[capKey]int{}
 	for _, k := range rank {
 		it := &items[k]
 		if it.drop || seen[it.group+"\x00"+it.text] {
@@ -1265,11 +1281,12 @@ func (x *extraction) render(tc tokens.Counter, budget, maxChars int) string {
 		if !it.must && used+cost+extra > budget {
 			continue
 		}
-		if it.capped {
-			if cappedUsed+cost > budget/3 {
+		if it.share > 0 {
+			k := capKey{it.sec, it.group}
+			if capUsed[k]+cost > budget/it.share {
 				continue
 			}
-			cappedUsed += cost
+			capUsed[k] += cost
 		}
 		if maxChars > 0 && !it.must && chars+utf8.RuneCountInString(it.text)+4 > maxChars-600 {
 			continue
@@ -1307,6 +1324,11 @@ func (x *extraction) render(tc tokens.Counter, budget, maxChars int) string {
 		out = strings.TrimRight(runePrefix(out, maxChars-1), " \n") + "…"
 	}
 	return out
+}
+
+type capKey struct {
+	sec   int
+	group string
 }
 
 // fitRequests shortens the oldest long requests while the requests take
