@@ -62,7 +62,11 @@ func firstLine(s string) string {
 // skipping exit-code and output wrappers.
 func keyLine(text string, failed bool, max int) string {
 	var first, warning string
-	for i := 0; i < 200 && text != ""; i++ {
+	lines := 200
+	if failed {
+		lines = 5000 // the error may come after a long log
+	}
+	for i := 0; i < lines && text != ""; i++ {
 		var line string
 		line, text, _ = strings.Cut(text, "\n")
 		line = strings.TrimSpace(line)
@@ -98,6 +102,10 @@ func noise(line string) bool {
 	case "<output>", "</output>", "```", "<tool_use_error>", "</tool_use_error>":
 		return true
 	}
+	// OpenHands' exit notes: the status is known from the result already.
+	if strings.HasPrefix(line, "[The command completed with exit code") || strings.HasPrefix(line, "[Command finished with exit code") {
+		return true
+	}
 	return strings.Trim(line, "-=*_#|┃─━ ") == ""
 }
 
@@ -105,7 +113,7 @@ func noise(line string) bool {
 // failure's key line is a real error when there is one.
 func weakError(line string) bool {
 	l := strings.ToLower(line[:min(len(line), 500)])
-	return strings.Contains(l, "warning") && !strings.Contains(l, "error") && !strings.Contains(l, "fail")
+	return strings.Contains(l, "warning") && !strings.Contains(l, "error") && !strings.Contains(l, "fail") && !strings.Contains(l, "data race")
 }
 
 func mentionsError(line string) bool {

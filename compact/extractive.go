@@ -551,7 +551,7 @@ func (x *extraction) decisions() []decision {
 					break
 				}
 			}
-			if !hit || utf8.RuneCountInString(s) < 25 {
+			if !hit || utf8.RuneCountInString(s) < 25 || strings.HasSuffix(s, ":") {
 				continue
 			}
 			s = clip(s, 300)
@@ -766,18 +766,46 @@ func (x *extraction) fileItems(base string) []item {
 		if !st.said && (strings.HasPrefix(p, "a/") || strings.HasPrefix(p, "b/")) {
 			continue // a diff header's side
 		}
+		if !strings.HasPrefix(p, "/") && underListed(p, listed) {
+			continue // a listed file, relative to another directory
+		}
 		others = append(others, p)
 	}
-	slices.SortFunc(others, func(a, b string) int { return x.terms[a].first - x.terms[b].first })
+	slices.SortFunc(others, func(a, b string) int {
+		sa, sb := x.terms[a], x.terms[b]
+		if sa.said != sb.said || sa.said {
+			return sa.first - sb.first
+		}
+		// Tool output: the most named first.
+		if sa.score != sb.score {
+			if sa.score > sb.score {
+				return -1
+			}
+			return 1
+		}
+		return sa.first - sb.first
+	})
 	for _, p := range others {
 		st := x.terms[p]
 		if st.said {
 			items = append(items, item{sec: secFiles, text: relTo(p, base), weight: 0.55 + 0.1*min(st.score/10, 1), inline: true, group: "Also named: "})
 		} else {
-			items = append(items, item{sec: secFiles, text: relTo(p, base), weight: 0.2 + 0.1*min(st.score, 1), inline: true, group: "In tool output: ", share: 10})
+			items = append(items, item{sec: secFiles, text: relTo(p, base), weight: 0.2 + 0.1*min(st.score, 1), inline: true, group: "In tool output: ", share: 20})
 		}
 	}
 	return items
+}
+
+// underListed reports whether the relative path p names the end of a
+// listed path.
+func underListed(p string, listed map[string]bool) bool {
+	p = strings.TrimPrefix(p, "./")
+	for l := range listed {
+		if strings.HasSuffix(l, "/"+p) {
+			return true
+		}
+	}
+	return false
 }
 
 // commonDir returns the directory (ending in "/") whose factoring out saves

@@ -3,7 +3,10 @@ package compact_test
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -343,4 +346,46 @@ fill:
 	}
 	b.ReportMetric(float64(len(middle)), "messages")
 	b.ReportMetric(float64(total), "input-bytes")
+}
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden summaries in testdata/")
+
+// TestExtractiveGolden pins the whole extractive summary of the example
+// session's middle (split at a 100,000-token window, as summary-eval does)
+// and of this file's small session. Run with -update after an intended
+// change, and read the diff.
+func TestExtractiveGolden(t *testing.T) {
+	doc, err := agentctx.ReadFile(context.Background(), "../examples/session.json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		msgs []agentctx.Message
+	}{
+		{"example-session", compact.Split(doc.Messages, compact.Options{Limit: 100_000}).Middle},
+		{"small-session", parse(t, session)},
+	} {
+		got, err := compact.Extractive{}.Summarize(context.Background(), compact.Request{Messages: tc.msgs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join("testdata", tc.name+".summary.md")
+		if *updateGolden {
+			if err := os.MkdirAll("testdata", 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(got+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create it)", err)
+		}
+		if got+"\n" != string(want) {
+			t.Errorf("%s: summary differs from %s (run with -update and read the diff):\n%s", tc.name, path, got)
+		}
+	}
 }
