@@ -773,7 +773,12 @@ func (x *extraction) fileItems(base string) []item {
 	}
 	slices.SortFunc(others, func(a, b string) int {
 		sa, sb := x.terms[a], x.terms[b]
-		if sa.said != sb.said || sa.said {
+		switch {
+		case sa.said && !sb.said:
+			return -1
+		case sb.said && !sa.said:
+			return 1
+		case sa.said:
 			return sa.first - sb.first
 		}
 		// Tool output: the most named first.
