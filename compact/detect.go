@@ -126,6 +126,13 @@ func mentionsError(line string) bool {
 	return false
 }
 
+// todo is one item of a todo list tool's input.
+type todo struct {
+	Content string `json:"content"`
+	Title   string `json:"title"`
+	Status  string `json:"status"`
+}
+
 // toolInput is what the extractive summarizer reads from a tool call's
 // input. Unknown members are skipped without being copied.
 type toolInput struct {
@@ -141,10 +148,8 @@ type toolInput struct {
 	URL          string          `json:"url"`
 	Description  string          `json:"description"`
 	Prompt       string          `json:"prompt"`
-	Todos        []struct {
-		Content string `json:"content"`
-		Status  string `json:"status"`
-	} `json:"todos"`
+	Todos        []todo `json:"todos"`     // Claude Code TodoWrite
+	TaskList     []todo `json:"task_list"` // OpenHands task_tracker
 	// What an edit changes (Claude Code Edit, OpenHands str_replace_editor).
 	OldString string `json:"old_string"`
 	NewString string `json:"new_string"`
@@ -159,6 +164,10 @@ func parseInput(raw json.RawMessage) (in toolInput, ok bool) {
 		return toolInput{}, false
 	}
 	in.cmd = commandOf(in.Command, in.Cmd)
+	if len(in.Todos) == 0 {
+		in.Todos = in.TaskList
+	}
+	in.TaskList = nil
 	in.Command, in.Cmd = nil, nil
 	return in, true
 }

@@ -124,7 +124,7 @@ func ExampleExtractive() {
 	// - none
 	//
 	// ## Current state
-	// - Latest request: the last one under User requests.
+	// - Current task: the latest request (the last one under User requests).
 }
 
 func ExampleModelSummarizer() {

@@ -453,6 +453,10 @@ func inputKey(in *toolInput, parsed bool, raw []byte) string {
 func renderTodos(in *toolInput) []string {
 	var out []string
 	for _, t := range in.Todos {
+		text := t.Content
+		if text == "" {
+			text = t.Title
+		}
 		mark := "[ ]"
 		switch t.Status {
 		case "completed", "done":
@@ -460,7 +464,7 @@ func renderTodos(in *toolInput) []string {
 		case "in_progress":
 			mark = "[~]"
 		}
-		out = append(out, mark+" "+clip(t.Content, 160))
+		out = append(out, mark+" "+clip(text, 160))
 	}
 	return out
 }
@@ -1183,8 +1187,18 @@ var planLine = regexp.MustCompile(`^\s*(?:[-*] \[[ xX~]\]|\d+[.)]) +\S`)
 
 func (x *extraction) stateItems() []item {
 	var items []item
-	if len(x.requests) > 0 {
-		items = append(items, item{sec: secState, text: "Latest request: the last one under User requests.", must: true})
+	current := ""
+	for _, t := range x.todos {
+		if c, ok := strings.CutPrefix(t, "[~] "); ok {
+			current = c
+			break
+		}
+	}
+	switch {
+	case current != "":
+		items = append(items, item{sec: secState, text: "Current task (in progress on the todo list): " + current, must: true})
+	case len(x.requests) > 0:
+		items = append(items, item{sec: secState, text: "Current task: the latest request (the last one under User requests).", must: true})
 	}
 	if len(x.todos) > 0 {
 		items = append(items, item{sec: secState, text: "Todo list:\n" + strings.Join(x.todos, "\n"), must: true})

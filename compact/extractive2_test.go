@@ -47,7 +47,7 @@ func TestExtractiveSections(t *testing.T) {
 			"Bash `git push` → failed: fatal: The current branch has no upstream branch.",
 		}, []string{"package main", "has been updated", "{\""}},
 		{"Current state", []string{
-			"Latest request: the last one under User requests.",
+			"Current task (in progress on the todo list): Push branch",
 			"Todo list:\n   [x] Add flag\n   [~] Push branch\n   [ ] Update docs",
 			"Last assistant message:\n   The flag is added and documented; the push still needs an upstream branch.",
 			"2 error(s) still open",
@@ -153,6 +153,26 @@ func TestExtractiveSkipsStandIns(t *testing.T) {
 	}
 	if r := compact.Render(msgs, 0); strings.Contains(r, "此命令") || !strings.Contains(r, "(output not available here)") {
 		t.Errorf("Render shows a stand-in:\n%s", r)
+	}
+}
+
+// An OpenHands task_tracker plan is a todo list too; without one, the
+// current task is the latest request.
+func TestExtractiveTaskTracker(t *testing.T) {
+	msgs := parse(t, `[
+{"role":"user","content":"Port the parser."},
+{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"task_tracker","arguments":"{\"command\":\"plan\",\"task_list\":[{\"id\":\"1\",\"title\":\"Read the grammar\",\"status\":\"done\"},{\"id\":\"2\",\"title\":\"Write the lexer\",\"status\":\"in_progress\"}]}"}}]},
+{"role":"tool","tool_call_id":"c1","content":"Task list updated."}
+]`)
+	got, _ := compact.Extractive{}.Summarize(context.Background(), compact.Request{Messages: msgs})
+	for _, w := range []string{"Current task (in progress on the todo list): Write the lexer", "Todo list:\n   [x] Read the grammar\n   [~] Write the lexer"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("summary lacks %q:\n%s", w, got)
+		}
+	}
+	got, _ = compact.Extractive{}.Summarize(context.Background(), compact.Request{Messages: msgs[:1]})
+	if !strings.Contains(got, "Current task: the latest request") {
+		t.Errorf("summary lacks the current task:\n%s", got)
 	}
 }
 
