@@ -148,8 +148,8 @@ type toolInput struct {
 	URL          string          `json:"url"`
 	Description  string          `json:"description"`
 	Prompt       string          `json:"prompt"`
-	Todos        []todo `json:"todos"`     // Claude Code TodoWrite
-	TaskList     []todo `json:"task_list"` // OpenHands task_tracker
+	Todos        []todo          `json:"todos"`     // Claude Code TodoWrite
+	TaskList     []todo          `json:"task_list"` // OpenHands task_tracker
 	// What an edit changes (Claude Code Edit, OpenHands str_replace_editor).
 	OldString string `json:"old_string"`
 	NewString string `json:"new_string"`
