@@ -1145,18 +1145,24 @@ func (x *extraction) errorItems(base string) []item {
 	return items
 }
 
-// commandHead is the first two words of a shell command ("go test"), or
-// its first word when the second is an option or a path; "" for none. It
+// commandHead is the first two words of a shell command ("go test", "npm
+// run"), after a leading "cd DIR &&"; "" when the second word is an
+// option, a path or missing (python -c, ls src: no family of runs). It
 // returns a part of key.
 func commandHead(key string) string {
+	if strings.HasPrefix(key, "cd ") {
+		if _, rest, ok := strings.Cut(key, "&&"); ok {
+			key = rest
+		}
+	}
 	key = strings.TrimLeft(key, " \t")
 	end1 := strings.IndexAny(key, " \t")
 	if end1 < 0 {
 		return ""
 	}
 	rest := strings.TrimLeft(key[end1:], " \t")
-	if rest == "" || strings.IndexByte("-/.'\"$|&;<>", rest[0]) >= 0 {
-		return key[:end1]
+	if rest == "" || strings.IndexByte("-/.~'\"$|&;<>", rest[0]) >= 0 {
+		return ""
 	}
 	end2 := strings.IndexAny(rest, " \t")
 	if end2 < 0 {
@@ -1183,6 +1189,9 @@ var nextWords = []string{
 	"need to", "going to", "after that", "left to", "will now",
 }
 
+// planWords, in the text around a numbered list, make it a plan.
+var planWords = []string{"plan", "steps", "todo", "to do", "next", "remaining", "left to", "will "}
+
 var planLine = regexp.MustCompile(`^\s*(?:[-*] \[[ xX~]\]|\d+[.)]) +\S`)
 
 func (x *extraction) stateItems() []item {
@@ -1207,12 +1216,21 @@ func (x *extraction) stateItems() []item {
 	// text that has one.
 	for k := len(x.order) - 1; k >= 0; k-- {
 		var plan []string
+		checklist, announced := false, false
 		for _, l := range strings.Split(x.texts[x.order[k]], "\n") {
 			if planLine.MatchString(l) {
 				plan = append(plan, clip(l, 200))
+				checklist = checklist || strings.Contains(l, "[ ]") || strings.Contains(l, "[x]") || strings.Contains(l, "[X]")
+				continue
+			}
+			low := strings.ToLower(l)
+			for _, w := range planWords {
+				if strings.Contains(low, w) {
+					announced = true
+				}
 			}
 		}
-		if len(plan) >= 2 {
+		if len(plan) >= 2 && (checklist || announced) {
 			if len(plan) > 20 {
 				plan = plan[:20]
 			}
