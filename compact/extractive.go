@@ -66,7 +66,8 @@ const DefaultSummaryTokens = 4_000
 type Extractive struct {
 	// MaxTokens bounds the summary, in tokens of Counter. Zero means
 	// DefaultSummaryTokens. The requests are kept whole while they fit in
-	// two thirds of it; beyond that the oldest long ones are shortened.
+	// 55% of it; beyond that the oldest long ones are shortened, and then
+	// the oldest but the first are left out.
 	MaxTokens int
 	// MaxChars, when positive, also bounds the summary in characters.
 	MaxChars int
@@ -450,9 +451,29 @@ func inputKey(in *toolInput, parsed bool, raw []byte) string {
 	return clip(callArgs(raw, 60), 120)
 }
 
+// maxTodos bounds the todo list in a summary; done items go first.
+const maxTodos = 30
+
 func renderTodos(in *toolInput) []string {
 	var out []string
+	done := 0
 	for _, t := range in.Todos {
+		if t.Status == "completed" || t.Status == "done" {
+			done++
+		}
+	}
+	skip := min(done, max(len(in.Todos)-maxTodos, 0))
+	if skip > 0 {
+		out = append(out, fmt.Sprintf("[x] (%d earlier done items)", skip))
+	}
+	for _, t := range in.Todos {
+		if skip > 0 && (t.Status == "completed" || t.Status == "done") {
+			skip--
+			continue
+		}
+		if len(out) > maxTodos {
+			break
+		}
 		text := t.Content
 		if text == "" {
 			text = t.Title
@@ -1385,6 +1406,12 @@ func (x *extraction) render(tc tokens.Counter, budget, maxChars int) string {
 		}
 		out = x.write(header, items, keep)
 	}
+	// What must stay can still be too much (many long requests, a long
+	// todo list): cut the end, never exceed the budget.
+	for n := tc.Count(out); n > budget; n = tc.Count(out) {
+		keep := utf8.RuneCountInString(out) * budget / n * 95 / 100
+		out = strings.TrimRight(runePrefix(out, max(keep-1, 0)), " \n") + "…"
+	}
 	if maxChars > 0 && utf8.RuneCountInString(out) > maxChars {
 		out = strings.TrimRight(runePrefix(out, maxChars-1), " \n") + "…"
 	}
@@ -1408,7 +1435,7 @@ func (x *extraction) fitRequests(tc tokens.Counter, items []item, budget int) {
 			total += items[i].tokens
 		}
 	}
-	limit := budget * 2 / 3
+	limit := budget * 55 / 100
 	for _, i := range idx {
 		if total <= limit {
 			return

@@ -98,7 +98,7 @@ func TestExtractiveBounded(t *testing.T) {
 		)
 	}
 	enc := tokens.O200kBase()
-	for _, tc := range []struct{ tokens, chars int }{{0, 0}, {1000, 0}, {8000, 0}, {0, 3000}} {
+	for _, tc := range []struct{ tokens, chars int }{{0, 0}, {300, 0}, {1000, 0}, {8000, 0}, {0, 3000}} {
 		got, err := compact.Extractive{MaxTokens: tc.tokens, MaxChars: tc.chars}.Summarize(context.Background(), compact.Request{Messages: msgs})
 		if err != nil {
 			t.Fatal(err)
@@ -120,6 +120,40 @@ func TestExtractiveBounded(t *testing.T) {
 		}
 		if tc.chars == 0 && !strings.Contains(got, "Request 399:") {
 			t.Errorf("%+v: summary lacks the newest request", tc)
+		}
+	}
+}
+
+// A todo list of 100 items keeps the open ones and fits a small budget.
+func TestExtractiveLongTodoList(t *testing.T) {
+	var todos []map[string]string
+	for i := range 100 {
+		status := "completed"
+		if i >= 90 {
+			status = "pending"
+		}
+		todos = append(todos, map[string]string{"content": fmt.Sprintf("item %d %s", i, strings.Repeat("word ", 20)), "status": status})
+	}
+	in, _ := json.Marshal(map[string]any{"todos": todos})
+	msgs := []agentctx.Message{
+		agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("Do it all.")),
+		agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(agentctx.ToolUseBlock("t", "TodoWrite", in))),
+		agentctx.NewMessage(agentctx.RoleUser, agentctx.BlockList(agentctx.ToolResultBlock("t", agentctx.Text("ok"), false))),
+	}
+	for _, budget := range []int{200, 4000} {
+		got, _ := compact.Extractive{MaxTokens: budget}.Summarize(context.Background(), compact.Request{Messages: msgs})
+		if n := tokens.O200kBase().Count(got); n > budget {
+			t.Errorf("budget %d: %d tokens", budget, n)
+		}
+		if budget == 4000 {
+			for _, w := range []string{"[x] (70 earlier done items)", "[ ] item 99", "[x] item 70 "} {
+				if !strings.Contains(got, w) {
+					t.Errorf("summary lacks %q:\n%s", w, got)
+				}
+			}
+			if strings.Contains(got, "item 69 ") {
+				t.Errorf("an old done item is listed:\n%s", got)
+			}
 		}
 	}
 }
