@@ -200,6 +200,7 @@ type extraction struct {
 	termOrder int
 
 	fileList []*fileState
+	reported []string // errors the harness reported in the user's name
 	leftOut  int // requests left out for room
 
 	fixes     map[int]fixNote
@@ -240,6 +241,11 @@ func (x *extraction) add(i int, m *agentctx.Message) {
 		return
 	case agentctx.RoleAssistant:
 		x.assistants++
+	}
+	if m.Role == agentctx.RoleUser && m.Status() == "error" {
+		if t := strings.TrimSpace(userText(m)); t != "" {
+			x.reported = append(x.reported, t)
+		}
 	}
 	if r, ok := requestText(m); ok {
 		x.users++
@@ -1141,6 +1147,13 @@ func (x *extraction) errorItems(base string) []item {
 	}
 	if len(failed) > maxErrorItems {
 		failed = failed[len(failed)-maxErrorItems:]
+	}
+	for k, r := range x.reported {
+		s := "Reported: " + keyLine(r, true, 200)
+		if !seen[s] {
+			seen[s] = true
+			items = append(items, item{sec: secErrors, text: s, weight: 0.7 + 0.1*float64(k+1)/float64(len(x.reported))})
+		}
 	}
 	for _, i := range failed {
 		c := x.calls[i]

@@ -218,6 +218,7 @@ func TestUserRequests(t *testing.T) {
 {"role":"user","content":"<command-name>/review</command-name>\n<command-args>PR 12</command-args>"},
 {"role":"user","content":"This session is being continued from a previous conversation that ran out of context."},
 {"role":"user","content":"[Request interrupted by user]"},
+{"role":"user","content":"Parameter 'command' is expected to be one of ['view'].","messageStatus":"error"},
 {"role":"assistant","content":"ok"},
 {"role":"user","content":[{"type":"text","text":"Then add a test."}]}
 ]`)

@@ -37,7 +37,8 @@ const foreignSummaryPrefix = "This session is being continued from a previous co
 // removed and line ends normalized. Messages an agent harness writes in the
 // user's name are left out: earlier summaries (see IsSummary, and Claude
 // Code's "This session is being continued ..."), task notifications, local
-// command output, and interruption notices. A Claude Code slash command
+// command output, interruption notices, and messages with messageStatus
+// "error" (an OpenHands error observation without a call). A Claude Code slash command
 // (<command-name>/x</command-name> <command-args>y</command-args>) becomes
 // "/x y".
 func UserRequests(msgs []agentctx.Message) []string {
@@ -52,8 +53,8 @@ func UserRequests(msgs []agentctx.Message) []string {
 
 // requestText returns the user's request in m, if m holds one.
 func requestText(m *agentctx.Message) (string, bool) {
-	if m.Role != agentctx.RoleUser {
-		return "", false
+	if m.Role != agentctx.RoleUser || m.Status() == "error" {
+		return "", false // an error the harness reports in the user's name
 	}
 	text := strings.TrimSpace(userText(m))
 	if text == "" || strings.HasPrefix(text, SummaryTitle) || strings.HasPrefix(text, foreignSummaryPrefix) {
