@@ -201,7 +201,7 @@ type extraction struct {
 
 	fileList []*fileState
 	reported []string // errors the harness reported in the user's name
-	leftOut  int // requests left out for room
+	leftOut  int      // requests left out for room
 
 	fixes     map[int]fixNote
 	successes map[string][]int
