@@ -27,23 +27,31 @@ const DefaultSummaryTokens = 4_000
 //   - Goals and key decisions: the assistant's statements of a decision or
 //     a finding (because, instead, the problem is, ...).
 //   - File operations: each file with what happened to it (created,
-//     modified with the gist of the last edits, deleted, read), taken from
+//     modified with the gist of the last edit, deleted, read), taken from
 //     the inputs of successful tool calls and simple shell commands, then
-//     the other paths the user and the assistant named.
+//     the other paths the user and the assistant named, then (as room
+//     allows) paths only tool output showed. Paths under one common
+//     directory are written relative to it, which a first line declares.
 //   - Key identifiers: the functions, types, modules, test names and issue
 //     ids the work is about, ranked by how central they are (how often and
-//     how recently the user and the assistant named them; tool output adds
-//     a little).
-//   - Tool calls: a count per tool with its failures, the commands run
-//     (each once, with how often, how many failed and the last key result
-//     line), and the other calls.
-//   - Errors and fixes: each distinct error of a failed call, and what
-//     followed: the same call succeeding later (after which files were
-//     changed), or the assistant's next words.
-//   - Current state: the latest todo list (a todos input, as Claude
-//     Code's TodoWrite), the plan (a checklist or numbered list in the
-//     assistant's latest text that has one), the errors still open, the
-//     last assistant text and the next steps it announced.
+//     how recently the user and the assistant named them, in text and tool
+//     inputs); names only tool output showed (in two results or more) fill
+//     what room is left.
+//   - Tool calls: a count per tool with its failures, then the other calls
+//     than file operations (commands, searches), each once with how often
+//     it ran, how many failed and its last key result line.
+//   - Errors and fixes: each distinct error of a failed call (and errors
+//     the harness reported in the user's name), and what followed: the
+//     same call succeeding later, or a later run of the same command (go
+//     test, npm run) succeeding after files changed, or the assistant's
+//     next words.
+//   - Current state: the current task (the todo list's item in progress,
+//     else the latest request), the latest todo list (a todos input, as
+//     Claude Code's TodoWrite, or a task_list, as OpenHands'
+//     task_tracker), the plan (a checklist, or a numbered list the
+//     assistant announced as a plan, in its latest text that has one), the
+//     errors still open, the last assistant text and the next steps it
+//     announced.
 //
 // Everything competes for a budget of MaxTokens tokens by importance: the
 // requests, the todo list and the last assistant text first; then errors,

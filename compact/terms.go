@@ -273,5 +273,4 @@ var commonCalls = map[string]bool{
 	"example": true, "optional": true, "default": true, "see": true, "e.g": true, "i.e": true,
 }
 
-func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 func isDigit(c byte) bool  { return c >= '0' && c <= '9' }
