@@ -273,4 +273,4 @@ var commonCalls = map[string]bool{
 	"example": true, "optional": true, "default": true, "see": true, "e.g": true, "i.e": true,
 }
 
-func isDigit(c byte) bool  { return c >= '0' && c <= '9' }
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
