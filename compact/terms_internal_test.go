@@ -7,7 +7,7 @@ import (
 
 func TestScanTerms(t *testing.T) {
 	tests := []struct {
-		in           string
+		in            string
 		paths, idents []string
 	}{
 		{"Edit /home/u/p/main.go:12:4 and ./cmd/x.go, then ../a/b.", []string{"/home/u/p/main.go", "./cmd/x.go", "../a/b"}, nil},
