@@ -427,8 +427,10 @@ func (x *extraction) addForeign(text string) {
 	}
 	for _, line := range strings.Split(body, "\n") {
 		l := strings.TrimSpace(line)
-		if l == "" || strings.HasPrefix(l, foreignSummaryPrefix) {
-			continue
+		if l == "" || strings.HasPrefix(l, foreignSummaryPrefix) ||
+			strings.HasPrefix(l, "If you need specific details from before compaction") ||
+			strings.HasPrefix(l, "Please continue the conversation from where we left") {
+			continue // the harness's instructions, not the story
 		}
 		l = strings.TrimSpace(strings.TrimPrefix(l, "- "))
 		if l != "" {
@@ -531,7 +533,13 @@ func (x *extraction) candidates(base string) []item {
 		add(item{sec: secRequests, text: r, must: true})
 	}
 	for i, l := range x.earlier {
-		add(item{sec: secEarlier, text: l, weight: 0.6 - float64(i)*1e-4, share: 4})
+		// Its start (the request) and its end (pending work, current work,
+		// next step) matter most; the middle is detail.
+		w := 0.45 - float64(i)*1e-4
+		if i < 5 || i >= len(x.earlier)-30 {
+			w = 0.6 - float64(i)*1e-4
+		}
+		add(item{sec: secEarlier, text: l, weight: w, share: 4})
 	}
 	for s := range x.prev {
 		for _, l := range x.prev[s] {
