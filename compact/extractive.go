@@ -239,8 +239,7 @@ func (x *extraction) add(i int, m *agentctx.Message) {
 	}
 	if m.Role == agentctx.RoleUser {
 		if t := strings.TrimSpace(userText(m)); strings.HasPrefix(t, foreignSummaryPrefix) {
-			x.addForeign(t)
-			x.scanText(i, t, weightText)
+			x.addForeign(i, t)
 		}
 	}
 	switch m.Role {
@@ -419,7 +418,7 @@ func itemStart(line string) (string, bool) {
 
 // addForeign keeps the lines of a summary another tool wrote: the part
 // after its "Summary:" line when it has one.
-func (x *extraction) addForeign(text string) {
+func (x *extraction) addForeign(i int, text string) {
 	x.prevMsgs++
 	body := text
 	if _, after, ok := strings.Cut(text, "\nSummary:"); ok {
@@ -435,6 +434,7 @@ func (x *extraction) addForeign(text string) {
 		l = strings.TrimSpace(strings.TrimPrefix(l, "- "))
 		if l != "" {
 			x.earlier = append(x.earlier, clip(l, 400))
+			x.scanText(i, l, weightText)
 		}
 	}
 }

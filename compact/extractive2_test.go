@@ -210,6 +210,31 @@ func TestExtractiveTaskTracker(t *testing.T) {
 	}
 }
 
+// Claude Code's own summary of an earlier compaction is carried as an
+// earlier summary, not quoted as a request, without its instructions.
+func TestExtractiveForeignSummary(t *testing.T) {
+	foreign := "This session is being continued from a previous conversation that ran out of context.\n\nAnalysis:\nlong thoughts\n\nSummary:\n1. Primary Request and Intent:\n   Port the parser.\n8. Current Work:\n   Writing lexer.go.\nIf you need specific details from before compaction, read the full transcript at: /home/u/.claude/x.jsonl\nPlease continue the conversation from where we left it off."
+	msgs := []agentctx.Message{
+		agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(foreign)),
+		agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("Go on.")),
+	}
+	got, _ := compact.Extractive{}.Summarize(context.Background(), compact.Request{Messages: msgs})
+	secs := splitSections(got)
+	if want := "1. Go on.\n\n"; secs["User requests"] != want {
+		t.Errorf("requests = %q, want %q", secs["User requests"], want)
+	}
+	for _, w := range []string{"- 1. Primary Request and Intent:\n- Port the parser.\n- 8. Current Work:\n- Writing lexer.go.\n"} {
+		if !strings.Contains(secs["Earlier summary"], w) {
+			t.Errorf("earlier summary lacks %q:\n%s", w, got)
+		}
+	}
+	for _, bad := range []string{"long thoughts", ".claude", "Please continue"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("summary has %q:\n%s", bad, got)
+		}
+	}
+}
+
 func TestUserRequests(t *testing.T) {
 	msgs := parse(t, `[
 {"role":"user","content":"Fix the bug.\r\nIt is in parse.go.<system-reminder>ignore me</system-reminder>"},
