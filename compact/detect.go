@@ -280,7 +280,7 @@ func hasAny(s string, subs ...string) bool {
 // cat, head, tail, less (read). Anything else is not guessed at.
 func shellOps(cmd string, known func(string) bool) []fileOp {
 	var ops []fileOp
-	for _, seg := range shellSplit.Split(cmd, -1) {
+	for _, seg := range splitShell(cmd) {
 		f := strings.Fields(seg)
 		if len(f) == 0 {
 			continue
@@ -319,7 +319,25 @@ func shellOps(cmd string, known func(string) bool) []fileOp {
 	return ops
 }
 
-var shellSplit = regexp.MustCompile(`&&|\|\||[;|\n]`)
+// splitShell splits a command line at &&, ||, ;, | and new lines.
+func splitShell(cmd string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(cmd); i++ {
+		switch cmd[i] {
+		case ';', '|', '\n', '&':
+			if cmd[i] == '&' && (i+1 >= len(cmd) || cmd[i+1] != '&') {
+				continue
+			}
+			out = append(out, cmd[start:i])
+			if (cmd[i] == '&' || cmd[i] == '|') && i+1 < len(cmd) && cmd[i+1] == cmd[i] {
+				i++
+			}
+			start = i + 1
+		}
+	}
+	return append(out, cmd[start:])
+}
 
 // operands returns the arguments that look like paths, up to the first
 // redirection.

@@ -62,3 +62,11 @@ func TestInputStrings(t *testing.T) {
 		t.Errorf("inputStrings of text = %q", got)
 	}
 }
+
+func TestSplitShell(t *testing.T) {
+	got := splitShell("cd a && make || echo x; ls | wc -l\ncat b & sleep 1")
+	want := []string{"cd a ", " make ", " echo x", " ls ", " wc -l", "cat b & sleep 1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("splitShell = %q, want %q", got, want)
+	}
+}
