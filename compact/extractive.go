@@ -365,12 +365,28 @@ func (x *extraction) addPrevious(text string) {
 	x.prevMsgs++
 	sec := -1
 	var cur []string
+	prevBase := ""
 	flush := func() {
 		if sec >= 0 && len(cur) > 0 {
 			item := strings.Join(cur, "\n")
-			if sec == secRequests {
+			switch {
+			case sec == secRequests:
 				x.requests = append(x.requests, item)
-			} else {
+			case sec == secFiles:
+				// File lines go back to whole paths; the new summary
+				// writes them relative to its own directory.
+				if b, ok := strings.CutPrefix(item, basePrefix); ok {
+					prevBase = b
+					break
+				}
+				if strings.HasPrefix(item, "In tool output: ") {
+					break
+				}
+				if p, rest, ok := strings.Cut(item, ": "); ok && prevBase != "" && !strings.HasPrefix(p, "/") && !strings.Contains(p, " ") {
+					item = prevBase + p + ": " + rest
+				}
+				x.prev[sec] = append(x.prev[sec], item)
+			default:
 				x.prev[sec] = append(x.prev[sec], item)
 			}
 		}
@@ -545,6 +561,9 @@ func (x *extraction) candidates(base string) []item {
 		for _, l := range x.prev[s] {
 			if s == secState && len(x.order) > 0 {
 				continue // the new state replaces the old
+			}
+			if p, rest, ok := strings.Cut(l, ": "); ok && s == secFiles && strings.HasPrefix(p, "/") {
+				l = relTo(p, base) + ": " + rest
 			}
 			add(item{sec: s, text: l, weight: 0.55})
 		}
@@ -1336,6 +1355,11 @@ func (x *extraction) render(tc tokens.Counter, budget, maxChars int) string {
 	}
 	for p, st := range x.terms {
 		if st.kind == termPath && st.said {
+			paths = append(paths, p)
+		}
+	}
+	for _, l := range x.prev[secFiles] {
+		if p, _, ok := strings.Cut(l, ": "); ok && strings.HasPrefix(p, "/") {
 			paths = append(paths, p)
 		}
 	}

@@ -310,6 +310,19 @@ func TestExtractiveFileListsUnderCommonDir(t *testing.T) {
 			t.Errorf("summary lacks %q:\n%s", w, files)
 		}
 	}
+	// A later summary carries the files, relative to its own directory.
+	second := append([]agentctx.Message{agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(got))}, op("d", "Edit", "/home/user/project/src/b.go")...)
+	second = append(second, op("e", "Write", "/home/user/project/docs/c.md")...)
+	again, _ := compact.Extractive{}.Summarize(context.Background(), compact.Request{Messages: second})
+	files2 := splitSections(again)["File operations"]
+	for _, w := range []string{"- Paths are relative to /home/user/project/\n", "- src/a.go: read\n", "- src/b.go: created\n", "- src/b.go: modified\n", "- docs/c.md: created\n", "- /etc/hosts: read\n"} {
+		if !strings.Contains(files2, w) {
+			t.Errorf("second summary lacks %q:\n%s", w, files2)
+		}
+	}
+	if strings.Count(again, "Paths are relative to") != 1 {
+		t.Errorf("two directories declared:\n%s", again)
+	}
 	// ScoreSummary reads the declared directory back.
 	tail := op("d", "Edit", "/home/user/project/src/b.go")
 	if sc := compact.ScoreSummary(got, msgs, tail, nil); sc.Paths.Total != 1 || sc.Paths.Kept != 1 {
