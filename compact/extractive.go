@@ -559,8 +559,8 @@ func (x *extraction) candidates(base string) []item {
 	}
 	for s := range x.prev {
 		for _, l := range x.prev[s] {
-			if s == secState && len(x.order) > 0 {
-				continue // the new state replaces the old
+			if s == secState && len(x.order) > 0 || s == secIdents {
+				continue // the new state replaces the old; names are ranked anew
 			}
 			if p, rest, ok := strings.Cut(l, ": "); ok && s == secFiles && strings.HasPrefix(p, "/") {
 				l = relTo(p, base) + ": " + rest
