@@ -398,6 +398,14 @@ func TestTranscriptsSummaryTargets(t *testing.T) {
 			if sc.Paths.Share() < 0.95 || sc.Identifiers.Share() < 0.70 || sc.Requests.Kept != sc.Requests.Total || sc.Tokens > compact.DefaultSummaryTokens || len(sc.Noise) > 0 {
 				t.Errorf("%s #%d: %+v", path, ci, sc)
 			}
+			// Rolling: the summary and half the tail summarized again keep
+			// the requests of both, without noise, within the budget.
+			next := append([]agentctx.Message{agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(s1))}, p.Tail[:len(p.Tail)/2]...)
+			s3, _ := compact.Extractive{}.Summarize(context.Background(), compact.Request{Messages: next})
+			sc3 := compact.ScoreSummary(s3, append(slices.Clone(p.Middle), p.Tail[:len(p.Tail)/2]...), nil, nil)
+			if sc3.Requests.Kept != sc3.Requests.Total || sc3.Tokens > compact.DefaultSummaryTokens || len(sc3.Noise) > 0 {
+				t.Errorf("%s #%d rolled: requests %+v, %d tokens, noise %q", path, ci, sc3.Requests, sc3.Tokens, sc3.Noise)
+			}
 		}
 	}
 }
