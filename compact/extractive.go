@@ -1055,7 +1055,7 @@ func (x *extraction) toolItems(base string) []item {
 			s += " → ok"
 		}
 		if l.answered && l.result != "" {
-			s += ": " + clip(l.result, 120)
+			s += ": " + clip(shortKey(l.result, base), 120)
 		}
 		w := 0.25 + 0.25*float64(g.lastAt+1)/nc
 		if g.n > 1 {
@@ -1198,7 +1198,7 @@ func (x *extraction) errorItems(base string) []item {
 		}
 		s += " failed"
 		if c.result != "" {
-			s += ": " + clip(c.result, 200)
+			s += ": " + clip(shortKey(c.result, base), 200)
 		}
 		if seen[s] {
 			continue
@@ -1285,11 +1285,14 @@ func (x *extraction) stateItems() []item {
 	// text that has one.
 	for k := len(x.order) - 1; k >= 0; k-- {
 		var plan []string
-		checklist, announced := false, false
+		checklist, announced, steps := false, false, true
 		for _, l := range strings.Split(x.texts[x.order[k]], "\n") {
 			if planLine.MatchString(l) {
 				plan = append(plan, clip(l, 200))
 				checklist = checklist || strings.Contains(l, "[ ]") || strings.Contains(l, "[x]") || strings.Contains(l, "[X]")
+				// Short items without arrows read as steps, not as a
+				// chain of reasoning.
+				steps = steps && utf8.RuneCountInString(strings.TrimSpace(l)) <= 100 && !strings.Contains(l, "->") && !strings.Contains(l, "=>")
 				continue
 			}
 			low := strings.ToLower(l)
@@ -1299,7 +1302,7 @@ func (x *extraction) stateItems() []item {
 				}
 			}
 		}
-		if len(plan) >= 2 && (checklist || announced) {
+		if len(plan) >= 2 && (checklist || announced || steps) {
 			if len(plan) > 20 {
 				plan = plan[:20]
 			}
