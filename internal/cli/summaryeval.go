@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -68,8 +69,12 @@ one. --markdown prints a table instead of JSON.`,
 				if err := summaryeval.WriteMarkdown(e.s.Out, rows, maxTokens); err != nil {
 					return fmt.Errorf("write output: %w", err)
 				}
-			} else if err := e.writeJSON(summaryEvalOutput{Conversations: rows, TargetsMet: met == len(rows)}); err != nil {
-				return err
+			} else {
+				enc := json.NewEncoder(e.s.Out)
+				enc.SetEscapeHTML(false)
+				if err := enc.Encode(summaryEvalOutput{Conversations: rows, TargetsMet: met == len(rows)}); err != nil {
+					return fmt.Errorf("write output: %w", err)
+				}
 			}
 			if check && met < len(rows) {
 				return fmt.Errorf("%d of %d conversation(s) missed a target", len(rows)-met, len(rows))
