@@ -59,9 +59,10 @@ const DefaultSummaryTokens = 4_000
 // commands. Nothing is repeated, tool inputs are shown as readable calls
 // (never as JSON), and results that prune or offload replaced (their
 // placeholder, a <knowledge_list> entry, an offload reference) are never
-// quoted. The summary holds nothing volatile: no timestamps and no archive
-// path (Request.Archive is not used), so the same messages give the same
-// bytes, which keeps prompt caches warm.
+// quoted. The summary holds nothing volatile: no timestamps, and the
+// archive (Request.Archive) only when its name is stable (an artifact id
+// named by its content, not a file path with a timestamp), so the same
+// messages give the same bytes, which keeps prompt caches warm.
 //
 // A tool result is a failure when it has is_error or messageStatus "error",
 // starts with "Error:", or reports a non-zero exit code ("Exit code 2",
@@ -105,6 +106,7 @@ func (e Extractive) Summarize(ctx context.Context, req Request) (string, error) 
 		}
 		x.add(i, &req.Messages[i])
 	}
+	x.archive = req.Archive
 	return x.render(tc, budget, e.MaxChars), nil
 }
 
@@ -208,6 +210,7 @@ type extraction struct {
 	termOrder int
 
 	fileList []*fileState
+	archive  string // Request.Archive
 	reported []string // errors the harness reported in the user's name
 	leftOut  int      // requests left out for room
 
@@ -1538,6 +1541,9 @@ func (x *extraction) header() string {
 		plural(x.users, "user request"), plural(x.assistants, "assistant message"), plural(len(x.calls), "tool call"), failed)
 	if x.prevMsgs > 0 {
 		s += " An earlier summary is merged in."
+	}
+	if stableArchive(x.archive) {
+		s += " " + archiveLine(x.archive)
 	}
 	return s
 }

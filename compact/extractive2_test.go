@@ -79,6 +79,11 @@ func TestExtractiveSections(t *testing.T) {
 	if again != got {
 		t.Error("the extractive summary is not byte-identical for the same messages")
 	}
+	// An archive named by its content is named; a file path is not.
+	named, _ := compact.Extractive{}.Summarize(context.Background(), compact.Request{Messages: msgs, Archive: "compact_85d8bbb822d0b29e"})
+	if !strings.Contains(splitSections(named)["header"], "The original messages are archived as compact_85d8bbb822d0b29e.") {
+		t.Errorf("the stable archive is not named:\n%s", named)
+	}
 	if sc := compact.ScoreSummary(got, msgs, nil, nil); len(sc.Noise) > 0 {
 		t.Errorf("noise: %q", sc.Noise)
 	}

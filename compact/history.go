@@ -26,6 +26,19 @@ func isStandIn(text string) bool {
 		strings.HasPrefix(t, knowledgeListTag)
 }
 
+// stableArchive reports whether an archive name may go into a summary: an
+// id that depends only on what the archive holds (an artifact id such as
+// compact_85d8bbb8), not a file path, which carries a timestamp and a
+// sequence number and would make the same middle give different bytes.
+func stableArchive(name string) bool {
+	return name != "" && !strings.ContainsAny(name, "/\\") && len(name) <= 200
+}
+
+// archiveLine is the sentence that names a stable archive.
+func archiveLine(name string) string {
+	return "The original messages are archived as " + name + "."
+}
+
 // foreignSummaryPrefix begins the summary Claude Code puts in place of a
 // conversation it compacted; such a message is an earlier summary, not a
 // request.

@@ -227,14 +227,16 @@ func (s *ModelSummarizer) call(ctx context.Context, log *slog.Logger, prompt, wh
 	return out, nil
 }
 
-// finish makes sure the summary starts with SummaryTitle. It does not add
-// the archive's path: a summary holds nothing volatile (an archive name
-// changes with every compaction), so that the same middle gives the same
-// text and prompt caches stay warm.
-func finish(summary, _ string) string {
+// finish makes sure the summary starts with SummaryTitle and names the
+// archive when its name is stable (an artifact id); a file path, which
+// carries a timestamp, is left out: a summary holds nothing volatile.
+func finish(summary, archive string) string {
 	summary = strings.TrimSpace(summary)
 	if !strings.HasPrefix(summary, SummaryTitle) {
 		summary = SummaryTitle + "\n\n" + summary
+	}
+	if stableArchive(archive) && !strings.Contains(summary, archive) {
+		summary += "\n\n" + archiveLine(archive)
 	}
 	return summary
 }

@@ -56,9 +56,14 @@ func TestModelSummarizerOneCall(t *testing.T) {
 			t.Errorf("prompt lacks %q", w)
 		}
 	}
-	// Nothing volatile is added: not the archive's name.
+	// Nothing volatile is added: not a file archive's name.
 	want := compact.SummaryTitle + "\n\n## Goals and key decisions\n- port it"
 	if got != want {
+		t.Errorf("summary =\n%s\nwant\n%s", got, want)
+	}
+	// A stable archive id is named.
+	got, _ = s.Summarize(context.Background(), compact.Request{Messages: msgs, Archive: "compact_85d8bbb8"})
+	if want += "\n\nThe original messages are archived as compact_85d8bbb8."; got != want {
 		t.Errorf("summary =\n%s\nwant\n%s", got, want)
 	}
 }
