@@ -210,7 +210,7 @@ type extraction struct {
 	termOrder int
 
 	fileList []*fileState
-	archive  string // Request.Archive
+	archive  string   // Request.Archive
 	reported []string // errors the harness reported in the user's name
 	leftOut  int      // requests left out for room
 
