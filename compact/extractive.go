@@ -15,6 +15,10 @@ import (
 // DefaultSummaryTokens bounds the summary Extractive writes, in tokens.
 const DefaultSummaryTokens = 4_000
 
+// shortBudget is the least budget of a short middle's summary, besides its
+// requests.
+const shortBudget = 600
+
 // Extractive is the offline Summarizer, and Compact's default: it needs no
 // model and writes the same summary, byte for byte, for the same messages.
 // It writes what a model needs to continue the work, in these sections:
@@ -74,7 +78,9 @@ const DefaultSummaryTokens = 4_000
 // of the story.
 type Extractive struct {
 	// MaxTokens bounds the summary, in tokens of Counter. Zero means
-	// DefaultSummaryTokens. The requests are kept whole while they fit in
+	// DefaultSummaryTokens. A short middle gets less: about half the size
+	// of the user's and the assistant's words and tool inputs plus a
+	// fortieth of the tool output (at least 600 tokens), plus its requests. The requests are kept whole while they fit in
 	// 55% of it; beyond that the oldest long ones are shortened, and then
 	// the oldest but the first are left out.
 	MaxTokens int
@@ -211,6 +217,8 @@ type extraction struct {
 
 	fileList []*fileState
 	archive  string   // Request.Archive
+	size     int      // bytes of the user's and the assistant's text and tool inputs
+	outSize  int      // bytes of tool output
 	reported []string // errors the harness reported in the user's name
 	leftOut  int      // requests left out for room
 
@@ -282,8 +290,14 @@ func (x *extraction) add(i int, m *agentctx.Message) {
 	}
 }
 
-// scanText scores the terms of text, once per message and weight.
+// scanText scores the terms of text, once per message and weight, and
+// counts its size.
 func (x *extraction) scanText(i int, text string, weight float64) {
+	if weight > weightResult {
+		x.size += len(text)
+	} else {
+		x.outSize += len(text)
+	}
 	scanTerms(text, func(t string, kind int) {
 		st := x.terms[t]
 		if st == nil {
@@ -359,6 +373,8 @@ func (x *extraction) result(i int, id string, content agentctx.Content, isError 
 	c.result = keyLine(text, c.failed, 160)
 	if len(text) <= 64<<10 {
 		x.scanText(i, text, weightResult)
+	} else {
+		x.outSize += len(text)
 	}
 }
 
@@ -1374,11 +1390,17 @@ func (x *extraction) render(tc tokens.Counter, budget, maxChars int) string {
 
 	header := x.header()
 	items := x.candidates(base)
+	requests := 0
 	for i := range items {
 		if items[i].sec == secRequests {
 			items[i].text = strings.TrimSpace(items[i].text)
+			requests += tc.Count(items[i].text) + 2
 		}
 	}
+	// A short middle gets a short summary: about half of what the user and
+	// the assistant wrote (at 4 bytes a token) and a fortieth of the tool
+	// output, besides the requests kept verbatim.
+	budget = min(budget, max(x.size/8+x.outSize/160, shortBudget)+requests+100)
 	x.fitRequests(tc, items, budget)
 
 	used := tc.Count(SummaryTitle+"\n\n"+header+"\n") + 2
