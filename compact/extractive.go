@@ -875,6 +875,21 @@ func (x *extraction) fileItems(base string) []item {
 		}
 		return sa.first - sb.first
 	})
+	// A bounded number of candidates: what would not fit anyway is not
+	// built (the latest named, the most shown).
+	said := 0
+	for _, p := range others {
+		if x.terms[p].said {
+			said++
+		}
+	}
+	if said > maxOtherPaths {
+		others = others[said-maxOtherPaths:]
+		said = maxOtherPaths
+	}
+	if len(others) > said+maxOtherPaths {
+		others = others[:said+maxOtherPaths]
+	}
 	for _, p := range others {
 		st := x.terms[p]
 		if st.said {
@@ -1090,6 +1105,7 @@ func (x *extraction) toolItems(base string) []item {
 const (
 	maxCallItems  = 300
 	maxErrorItems = 200
+	maxOtherPaths = 200
 )
 
 type fixNote struct {
