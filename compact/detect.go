@@ -61,8 +61,12 @@ func firstLine(s string) string {
 // first line that mentions an error, else the first line with content,
 // skipping exit-code and output wrappers.
 func keyLine(text string, failed bool, max int) string {
-	var first string
-	for i := 0; i < 200 && text != ""; i++ {
+	var first, warning string
+	lines := 200
+	if failed {
+		lines = 5000 // the error may come after a long log
+	}
+	for i := 0; i < lines && text != ""; i++ {
 		var line string
 		line, text, _ = strings.Cut(text, "\n")
 		line = strings.TrimSpace(line)
@@ -76,8 +80,16 @@ func keyLine(text string, failed bool, max int) string {
 			}
 		}
 		if failed && mentionsError(line) {
-			return clip(line, max)
+			if !weakError(line) {
+				return clip(line, max)
+			}
+			if warning == "" {
+				warning = line
+			}
 		}
+	}
+	if warning != "" {
+		return clip(warning, max)
 	}
 	return clip(first, max)
 }
@@ -90,17 +102,35 @@ func noise(line string) bool {
 	case "<output>", "</output>", "```", "<tool_use_error>", "</tool_use_error>":
 		return true
 	}
+	// OpenHands' exit notes: the status is known from the result already.
+	if strings.HasPrefix(line, "[The command completed with exit code") || strings.HasPrefix(line, "[Command finished with exit code") {
+		return true
+	}
 	return strings.Trim(line, "-=*_#|┃─━ ") == ""
+}
+
+// weakError reports a line that mentions trouble only as a warning; a
+// failure's key line is a real error when there is one.
+func weakError(line string) bool {
+	l := strings.ToLower(line[:min(len(line), 500)])
+	return strings.Contains(l, "warning") && !strings.Contains(l, "error") && !strings.Contains(l, "fail") && !strings.Contains(l, "data race")
 }
 
 func mentionsError(line string) bool {
 	l := strings.ToLower(line[:min(len(line), 500)])
-	for _, w := range []string{"error", "fail", "fatal", "exception", "traceback", "cannot", "not found", "denied", "panic", "undefined"} {
+	for _, w := range []string{"error", "fail", "fatal", "exception", "traceback", "cannot", "not found", "denied", "panic", "undefined", "data race", "warning:"} {
 		if strings.Contains(l, w) {
 			return true
 		}
 	}
 	return false
+}
+
+// todo is one item of a todo list tool's input.
+type todo struct {
+	Content string `json:"content"`
+	Title   string `json:"title"`
+	Status  string `json:"status"`
 }
 
 // toolInput is what the extractive summarizer reads from a tool call's
@@ -118,10 +148,13 @@ type toolInput struct {
 	URL          string          `json:"url"`
 	Description  string          `json:"description"`
 	Prompt       string          `json:"prompt"`
-	Todos        []struct {
-		Content string `json:"content"`
-		Status  string `json:"status"`
-	} `json:"todos"`
+	Todos        []todo          `json:"todos"`     // Claude Code TodoWrite
+	TaskList     []todo          `json:"task_list"` // OpenHands task_tracker
+	// What an edit changes (Claude Code Edit, OpenHands str_replace_editor).
+	OldString string `json:"old_string"`
+	NewString string `json:"new_string"`
+	OldStr    string `json:"old_str"`
+	NewStr    string `json:"new_str"`
 
 	cmd string // Command or Cmd as a string
 }
@@ -131,6 +164,10 @@ func parseInput(raw json.RawMessage) (in toolInput, ok bool) {
 		return toolInput{}, false
 	}
 	in.cmd = commandOf(in.Command, in.Cmd)
+	if len(in.Todos) == 0 {
+		in.Todos = in.TaskList
+	}
+	in.TaskList = nil
 	in.Command, in.Cmd = nil, nil
 	return in, true
 }
@@ -243,7 +280,7 @@ func hasAny(s string, subs ...string) bool {
 // cat, head, tail, less (read). Anything else is not guessed at.
 func shellOps(cmd string, known func(string) bool) []fileOp {
 	var ops []fileOp
-	for _, seg := range shellSplit.Split(cmd, -1) {
+	for _, seg := range splitShell(cmd) {
 		f := strings.Fields(seg)
 		if len(f) == 0 {
 			continue
@@ -282,7 +319,25 @@ func shellOps(cmd string, known func(string) bool) []fileOp {
 	return ops
 }
 
-var shellSplit = regexp.MustCompile(`&&|\|\||[;|\n]`)
+// splitShell splits a command line at &&, ||, ;, | and new lines.
+func splitShell(cmd string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(cmd); i++ {
+		switch cmd[i] {
+		case ';', '|', '\n', '&':
+			if cmd[i] == '&' && (i+1 >= len(cmd) || cmd[i+1] != '&') {
+				continue
+			}
+			out = append(out, cmd[start:i])
+			if (cmd[i] == '&' || cmd[i] == '|') && i+1 < len(cmd) && cmd[i+1] == cmd[i] {
+				i++
+			}
+			start = i + 1
+		}
+	}
+	return append(out, cmd[start:])
+}
 
 // operands returns the arguments that look like paths, up to the first
 // redirection.

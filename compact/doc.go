@@ -38,12 +38,15 @@
 //
 // # Summaries
 //
-// A Summarizer turns the middle into structured text with five sections:
-// goals and key decisions; file operations; tool calls; current state;
-// errors and fixes. Extractive, the default, needs no model: it reads the
-// user's requests, the tool calls and their results, file paths, errors,
-// the todo list and the assistant's last words from the messages
-// themselves, deterministically and within a bounded size. ModelSummarizer
+// A Summarizer turns the middle into structured text with seed 002's five
+// sections (goals and key decisions; file operations; tool calls; current
+// state; errors and fixes) plus what a successor needs: the user's requests
+// verbatim, key identifiers, the plan and the next steps. Extractive, the
+// default, needs no model: it reads the user's requests, the tool calls and
+// their results, file paths and edits, identifiers, errors, the todo list
+// and the assistant's last words from the messages themselves,
+// deterministically and within a token budget. ScoreSummary measures any
+// summary against its history. ModelSummarizer
 // asks a language model through the Model interface; the subpackages
 // anthropicsum (Anthropic Messages API) and openaisum (OpenAI-compatible
 // Chat Completions, local servers included) provide one over the official

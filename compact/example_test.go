@@ -59,7 +59,7 @@ func ExampleCompact() {
 	//   user: "[{\"type\":\"tool_result\",\"tool_use_id\":\"t3"
 	//   assistant: "The build passes now."
 	// Errors and fixes
-	// - Bash `go build ./...` failed: ./main.go:3: undefined: x → not resolved in these messages
+	// - Bash `go build ./...` failed: ./main.go:3: undefined: x → still open
 }
 
 func firstLineOf(m agentctx.Message) string {
@@ -106,23 +106,25 @@ func ExampleExtractive() {
 	// Output:
 	// # Summary of the earlier conversation
 	//
-	// 3 earlier messages were compacted: 1 from the user, 1 from the assistant, 1 tool call (0 failed).
+	// 3 earlier messages compacted: 1 user request, 1 assistant message, 1 tool call (0 failed).
+	//
+	// ## User requests
+	// 1. Rename the config file.
 	//
 	// ## Goals and key decisions
-	// - User: Rename the config file.
+	// - none
 	//
 	// ## File operations
-	// - Deleted: old.yaml
+	// - old.yaml: deleted
 	//
 	// ## Tool calls
 	// - 1 call: bash ×1
-	// - bash `rm old.yaml` → ok
-	//
-	// ## Current state
-	// - Latest request: Rename the config file.
 	//
 	// ## Errors and fixes
 	// - none
+	//
+	// ## Current state
+	// - Current task: the latest request (the last one under User requests).
 }
 
 func ExampleModelSummarizer() {

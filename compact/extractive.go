@@ -6,51 +6,88 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/tokens"
 )
 
-// DefaultMaxSummaryChars bounds the summary Extractive writes, in
-// characters (about 2,500 tokens).
-const DefaultMaxSummaryChars = 10_000
+// DefaultSummaryTokens bounds the summary Extractive writes, in tokens.
+const DefaultSummaryTokens = 4_000
+
+// shortBudget is the least budget of a short middle's summary, besides its
+// requests.
+const shortBudget = 600
 
 // Extractive is the offline Summarizer, and Compact's default: it needs no
-// model and writes the same summary for the same messages every time. It
-// fills the five sections of seed 002 from the messages themselves:
+// model and writes the same summary, byte for byte, for the same messages.
+// It writes what a model needs to continue the work, in these sections:
 //
-//   - Goals and key decisions: the user's requests (the first one at most
-//     length) and the first sentence of the assistant's statements.
-//   - File operations: the paths read, created, modified and deleted,
-//     taken from the inputs of successful tool calls (file_path, path,
-//     notebook_path, ... by tool name: Read, Write, Edit, str_replace_editor
-//     commands, ...) and from simple shell commands (rm, touch, sed -i, cat,
-//     redirections).
-//   - Tool calls: a count per tool with its failures, then one line per
-//     call: name, key input (command, path, pattern, ...), success or
-//     failure and the key line of the result.
-//   - Current state: the latest request, the latest todo list (a todos
-//     input, as Claude Code's TodoWrite), the last assistant message, the
-//     errors still open.
-//   - Errors and fixes: each failed call with its error line, and what
-//     followed: the same call succeeding later (after which files were
-//     modified), or the assistant's next words.
+//   - User requests: every request of the user (see UserRequests),
+//     verbatim, oldest first, newest last.
+//   - Earlier summary: the lines of a summary another tool wrote (Claude
+//     Code's "This session is being continued ..."), when the messages
+//     hold one.
+//   - Goals and key decisions: the assistant's statements of a decision or
+//     a finding (because, instead, the problem is, ...).
+//   - File operations: each file with what happened to it (created,
+//     modified with the gist of the last edit, deleted, read), taken from
+//     the inputs of successful tool calls and simple shell commands, then
+//     the other paths the user and the assistant named, then (as room
+//     allows) paths only tool output showed. Paths under one common
+//     directory are written relative to it, which a first line declares.
+//   - Key identifiers: the functions, types, modules, test names and issue
+//     ids the work is about, ranked by how central they are (how often and
+//     how recently the user and the assistant named them, in text and tool
+//     inputs); names only tool output showed (in two results or more) fill
+//     what room is left.
+//   - Tool calls: a count per tool with its failures, then the other calls
+//     than file operations (commands, searches), each once with how often
+//     it ran, how many failed and its last key result line.
+//   - Errors and fixes: each distinct error of a failed call (and errors
+//     the harness reported in the user's name), and what followed: the
+//     same call succeeding later, or a later run of the same command (go
+//     test, npm run) succeeding after files changed, or the assistant's
+//     next words.
+//   - Current state: the current task (the todo list's item in progress,
+//     else the latest request), the latest todo list (a todos input, as
+//     Claude Code's TodoWrite, or a task_list, as OpenHands'
+//     task_tracker), the plan (a checklist, or a numbered list the
+//     assistant announced as a plan, in its latest text that has one), the
+//     errors still open, the last assistant text and the next steps it
+//     announced.
+//
+// Everything competes for a budget of MaxTokens tokens by importance: the
+// requests, the todo list and the last assistant text first; then errors,
+// changed files, next steps; then decisions, identifiers, read files,
+// commands. Nothing is repeated, tool inputs are shown as readable calls
+// (never as JSON), and results that prune or offload replaced (their
+// placeholder, a <knowledge_list> entry, an offload reference) are never
+// quoted. The summary holds nothing volatile: no timestamps, and the
+// archive (Request.Archive) only when its name is stable (an artifact id
+// named by its content, not a file path with a timestamp), so the same
+// messages give the same bytes, which keeps prompt caches warm.
 //
 // A tool result is a failure when it has is_error or messageStatus "error",
 // starts with "Error:", or reports a non-zero exit code ("Exit code 2",
 // <returncode>1</returncode>, {"exitCode":1}).
 //
-// A previous summary in the messages (see IsSummary) is merged in: its
-// lines are carried into the matching sections, and its file lists are
-// united with the new ones, so repeated compactions keep the start of the
-// story. Each section has a share of MaxChars; where items do not fit, the
-// oldest go first (the first user request and the newest items stay), and a
-// line says how many were left out.
+// A previous summary of this package in the messages (see IsSummary) is
+// carried: its requests stay verbatim before the new ones, and its other
+// lines go back into their sections, so repeated compactions keep the start
+// of the story.
 type Extractive struct {
-	// MaxChars bounds the summary, in characters. Zero means
-	// DefaultMaxSummaryChars.
+	// MaxTokens bounds the summary, in tokens of Counter. Zero means
+	// DefaultSummaryTokens. A short middle gets less: about half the size
+	// of the user's and the assistant's words and tool inputs plus a
+	// fortieth of the tool output (at least 600 tokens), plus its requests. The requests are kept whole while they fit in
+	// 55% of it; beyond that the oldest long ones are shortened, and then
+	// the oldest but the first are left out.
+	MaxTokens int
+	// MaxChars, when positive, also bounds the summary in characters.
 	MaxChars int
+	// Counter measures the summary. Nil means tokens.O200kBase().
+	Counter tokens.Counter
 }
 
 // Summarize implements Summarizer. It fails only when ctx is done.
@@ -58,92 +95,163 @@ func (e Extractive) Summarize(ctx context.Context, req Request) (string, error) 
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	max := e.MaxChars
-	if max <= 0 {
-		max = DefaultMaxSummaryChars
+	budget := e.MaxTokens
+	if budget <= 0 {
+		budget = DefaultSummaryTokens
+	}
+	tc := e.Counter
+	if tc == nil {
+		tc = tokens.O200kBase()
 	}
 	x := newExtraction()
 	for i := range req.Messages {
+		if i%256 == 255 {
+			if err := ctx.Err(); err != nil {
+				return "", err
+			}
+		}
 		x.add(i, &req.Messages[i])
 	}
-	return x.render(req, max), nil
+	x.archive = req.Archive
+	return x.render(tc, budget, e.MaxChars), nil
 }
 
-// Section headings, in order.
-var sectionTitles = [...]string{
-	"Goals and key decisions",
-	"File operations",
-	"Tool calls",
-	"Current state",
-	"Errors and fixes",
-}
-
+// Section headings, in order. The first five are seed 002's.
 const (
-	secGoals = iota
-	secFiles
-	secTools
-	secState
-	secErrors
+	titleGoals    = "Goals and key decisions"
+	titleFiles    = "File operations"
+	titleTools    = "Tool calls"
+	titleState    = "Current state"
+	titleErrors   = "Errors and fixes"
+	titleRequests = "User requests"
+	titleEarlier  = "Earlier summary"
+	titleIdents   = "Key identifiers"
 )
 
-// Shares of the budget per section, in percent.
-var sectionShare = [...]int{25, 20, 25, 15, 15}
+const (
+	secRequests = iota
+	secEarlier
+	secGoals
+	secFiles
+	secIdents
+	secTools
+	secErrors
+	secState
+	numSections
+)
+
+var sectionTitles = [numSections]string{
+	secRequests: titleRequests,
+	secEarlier:  titleEarlier,
+	secGoals:    titleGoals,
+	secFiles:    titleFiles,
+	secIdents:   titleIdents,
+	secTools:    titleTools,
+	secErrors:   titleErrors,
+	secState:    titleState,
+}
+
+// required sections are written even when empty ("- none"): the seed's
+// five.
+func required(sec int) bool {
+	switch sec {
+	case secGoals, secFiles, secTools, secState, secErrors:
+		return true
+	}
+	return false
+}
+
+func sectionIndex(title string) int {
+	for i, t := range sectionTitles {
+		if strings.EqualFold(title, t) {
+			return i
+		}
+	}
+	return -1
+}
 
 // call is one tool call and what came of it.
 type call struct {
 	msg       int
 	name, id  string
-	key       string // the telling part of the input
-	in        toolInput
+	key       string     // the telling part of the input
+	head      string     // the first words of a shell command
+	in        *toolInput // kept for file operations and todo lists only
 	parsed    bool
 	answered  bool
 	failed    bool
+	hidden    bool   // the result was replaced by a stand-in
 	result    string // key line of the result
 	resultMsg int
 	writes    []string // paths the call creates, modifies or deletes if it succeeds
 	fileOp    bool     // the call reads or writes files
+	todos     bool     // the call writes a todo list
+}
+
+// termStat is what the summary knows of one path or identifier.
+type termStat struct {
+	kind    int
+	score   float64
+	said    bool // named by the user or the assistant (text or tool input)
+	lastMsg int
+	first   int // order of first sight, for stable ties
 }
 
 type extraction struct {
 	calls []*call
 	byID  map[string]*call
 
-	requests   []string
-	decisions  []string
-	lastReq    string
-	lastText   string
-	lastTextAt int
-	todos      string
-	prev       [len(sectionTitles)][]string
-	prevCount  int
-	users      int
-	assistants int
+	requests []string       // verbatim, oldest first (earlier summaries' first)
+	texts    map[int]string // assistant text by message index
+	order    []int          // message indices of assistant texts
+	todos    []string
+	prev     [numSections][]string
+	earlier  []string // lines of a foreign summary
+	prevMsgs int
 
-	texts     map[int]string   // assistant text by message index, for fixes
-	fixes     map[int]fixNote  // memo of fix, by call index
-	successes map[string][]int // indices of successful calls by name and key
+	users, assistants int
+	msgs              int
 
-	first, last time.Time
-	msgs        int
+	terms     map[string]*termStat
+	termOrder int
+
+	fileList []*fileState
+	archive  string   // Request.Archive
+	size     int      // bytes of the user's and the assistant's text and tool inputs
+	outSize  int      // bytes of tool output
+	reported []string // errors the harness reported in the user's name
+	leftOut  int      // requests left out for room
+
+	fixes     map[int]fixNote
+	successes map[string][]int
 }
 
 func newExtraction() *extraction {
-	return &extraction{byID: map[string]*call{}, texts: map[int]string{}, lastTextAt: -1}
+	return &extraction{byID: map[string]*call{}, texts: map[int]string{}, terms: map[string]*termStat{}}
 }
 
 var systemReminder = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
 
+// Weights of a mention of a term, by where it is.
+const (
+	weightUser   = 3.0
+	weightText   = 2.0
+	weightInput  = 1.5
+	weightCode   = 1.0
+	weightResult = 0.25
+)
+
 func (x *extraction) add(i int, m *agentctx.Message) {
 	x.msgs++
-	if t, ok := m.Timestamp(); ok {
-		if x.first.IsZero() {
-			x.first = t
-		}
-		x.last = t
-	}
 	if IsSummary(*m) {
 		x.addPrevious(messageText(*m))
+		x.scanText(i, messageText(*m), weightUser)
 		return
+	}
+	if m.Role == agentctx.RoleUser {
+		if t := strings.TrimSpace(userText(m)); strings.HasPrefix(t, foreignSummaryPrefix) {
+			x.addForeign(i, t)
+		}
 	}
 	switch m.Role {
 	case agentctx.RoleTool:
@@ -151,74 +259,95 @@ func (x *extraction) add(i int, m *agentctx.Message) {
 		return
 	case agentctx.RoleAssistant:
 		x.assistants++
-	case agentctx.RoleUser:
-		x.users++
 	}
-
-	var texts []string
-	switch m.Content.Kind() {
-	case agentctx.ContentText:
-		texts = append(texts, m.Content.Text())
-	case agentctx.ContentBlocks:
-		for _, b := range m.Content.Blocks() {
-			switch b.Type {
-			case agentctx.BlockText:
-				texts = append(texts, b.Text)
-			case agentctx.BlockToolUse:
-				x.call(i, b.ID, b.Name, b.Input)
-			case agentctx.BlockToolResult:
-				x.result(i, b.ToolUseID, b.Content, b.IsError, m.Status())
-			}
+	if m.Role == agentctx.RoleUser && m.Status() == "error" {
+		if t := strings.TrimSpace(userText(m)); t != "" {
+			x.reported = append(x.reported, t)
+		}
+	}
+	if r, ok := requestText(m); ok {
+		x.users++
+		x.requests = append(x.requests, r)
+		x.scanText(i, r, weightUser)
+	}
+	for _, b := range m.Content.Blocks() {
+		switch b.Type {
+		case agentctx.BlockToolUse:
+			x.call(i, b.ID, b.Name, b.Input)
+		case agentctx.BlockToolResult:
+			x.result(i, b.ToolUseID, b.Content, b.IsError, m.Status())
 		}
 	}
 	for _, tc := range m.ToolCalls {
 		x.call(i, tc.ID, tc.Function.Name, []byte(tc.Function.Arguments))
 	}
-	var text string
-	if len(texts) == 1 {
-		text = texts[0]
-	} else {
-		text = strings.Join(texts, "\n")
-	}
-	if strings.Contains(text, "<system-reminder>") {
-		text = systemReminder.ReplaceAllString(text, "")
-	}
-	text = strings.TrimSpace(text)
-	if text == "" {
-		return
-	}
-	switch m.Role {
-	case agentctx.RoleAssistant:
-		x.decisions = append(x.decisions, firstSentence(text))
-		x.lastText, x.lastTextAt = text, i
-		x.texts[i] = text
-	case agentctx.RoleSystem:
-		x.requests = append(x.requests, "System: "+clip(text, 400))
-	default:
-		limit := 400
-		if len(x.requests) == 0 {
-			limit = 1000
+	if m.Role == agentctx.RoleAssistant {
+		if text := strings.TrimSpace(userText(m)); text != "" {
+			x.texts[i] = text
+			x.order = append(x.order, i)
+			x.scanText(i, text, weightText)
 		}
-		x.requests = append(x.requests, "User: "+clip(text, limit))
-		x.lastReq = text
 	}
+}
+
+// scanText scores the terms of text, once per message and weight, and
+// counts its size.
+func (x *extraction) scanText(i int, text string, weight float64) {
+	if weight > weightResult {
+		x.size += len(text)
+	} else {
+		x.outSize += len(text)
+	}
+	scanTerms(text, func(t string, kind int) {
+		st := x.terms[t]
+		if st == nil {
+			x.termOrder++
+			st = &termStat{kind: kind, first: x.termOrder, lastMsg: -1}
+			x.terms[t] = st
+		}
+		if weight > weightResult {
+			st.said = true
+		}
+		// Count each term once per message.
+		if st.lastMsg == i {
+			return
+		}
+		st.score += weight
+		st.lastMsg = i
+	})
 }
 
 func (x *extraction) call(i int, id, name string, input []byte) {
 	c := &call{msg: i, id: id, name: name, resultMsg: -1}
-	c.in, c.parsed = parseInput(input)
-	c.key = inputKey(&c.in, c.parsed, input)
-	if c.parsed {
-		for _, op := range fileOps(name, &c.in, func(string) bool { return true }) {
+	in, parsed := parseInput(input)
+	c.parsed = parsed
+	c.key = inputKey(&in, parsed, input)
+	if in.cmd != "" {
+		c.head = commandHead(c.key)
+	}
+	if parsed {
+		for _, op := range fileOps(name, &in, func(string) bool { return true }) {
 			c.fileOp = true
 			if op.kind != opRead && !slices.Contains(c.writes, op.path) {
 				c.writes = append(c.writes, op.path)
 			}
 		}
+		if len(in.Todos) > 0 {
+			x.todos = renderTodos(&in)
+			c.todos = true
+		}
+		if c.fileOp {
+			kept := in
+			c.in = &kept
+		}
 	}
-	if c.parsed && len(c.in.Todos) > 0 {
-		x.todos = renderTodos(&c.in)
-	}
+	inputStrings(input, func(s string) {
+		w := weightInput
+		if len(s) > 300 {
+			w = weightCode // file content written or replaced: code, not a mention
+		}
+		x.scanText(i, s, w)
+	})
 	x.calls = append(x.calls, c)
 	if _, dup := x.byID[id]; !dup && id != "" {
 		x.byID[id] = c
@@ -232,42 +361,121 @@ func (x *extraction) result(i int, id string, content agentctx.Content, isError 
 	}
 	c.answered = true
 	c.resultMsg = i
+	text := resultText(content)
+	if isStandIn(text) {
+		// Pruned or offloaded: what the tool said is not here. Only an
+		// explicit error mark tells how it went.
+		c.hidden = true
+		c.failed = isError || status == "error"
+		return
+	}
 	c.failed = resultFailed(content, isError, status)
-	c.result = keyLine(resultText(content), c.failed, 160)
+	c.result = keyLine(text, c.failed, 160)
+	if len(text) <= 64<<10 {
+		x.scanText(i, text, weightResult)
+	} else {
+		x.outSize += len(text)
+	}
 }
 
-// addPrevious files the lines of an earlier summary under their sections.
+// addPrevious files the items of an earlier summary of this package under
+// their sections; its requests stay verbatim.
 func (x *extraction) addPrevious(text string) {
-	x.prevCount++
+	x.prevMsgs++
 	sec := -1
+	var cur []string
+	prevBase := ""
+	flush := func() {
+		if sec >= 0 && len(cur) > 0 {
+			item := strings.Join(cur, "\n")
+			switch {
+			case sec == secRequests:
+				x.requests = append(x.requests, item)
+			case sec == secFiles:
+				// File lines go back to whole paths; the new summary
+				// writes them relative to its own directory.
+				if b, ok := strings.CutPrefix(item, basePrefix); ok {
+					prevBase = b
+					break
+				}
+				if strings.HasPrefix(item, "In tool output: ") {
+					break
+				}
+				if p, rest, ok := strings.Cut(item, ": "); ok && prevBase != "" && !strings.HasPrefix(p, "/") && !strings.Contains(p, " ") {
+					item = prevBase + p + ": " + rest
+				}
+				x.prev[sec] = append(x.prev[sec], item)
+			default:
+				x.prev[sec] = append(x.prev[sec], item)
+			}
+		}
+		cur = nil
+	}
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimRight(line, " \t\r")
 		if strings.HasPrefix(line, "## ") {
+			flush()
 			sec = sectionIndex(strings.TrimSpace(line[3:]))
 			continue
 		}
-		if sec < 0 || strings.TrimSpace(line) == "" {
+		if sec < 0 {
 			continue
 		}
-		item := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "- "))
-		if item == "" || item == "none" || strings.HasPrefix(item, "(") && strings.HasSuffix(item, "not shown)") {
+		if body, ok := itemStart(line); ok {
+			flush()
+			if body != "none" {
+				cur = []string{body}
+			}
 			continue
 		}
-		x.prev[sec] = append(x.prev[sec], item)
+		if len(cur) > 0 && strings.HasPrefix(line, "   ") {
+			cur = append(cur, strings.TrimPrefix(line, "   "))
+		}
 	}
+	flush()
 }
 
-func sectionIndex(title string) int {
-	for i, t := range sectionTitles {
-		if strings.EqualFold(title, t) {
-			return i
+// itemStart reports whether line begins an item ("- x" or "12. x") and
+// returns its text.
+func itemStart(line string) (string, bool) {
+	if rest, ok := strings.CutPrefix(line, "- "); ok {
+		return rest, true
+	}
+	i := 0
+	for i < len(line) && isDigit(line[i]) {
+		i++
+	}
+	if i > 0 && strings.HasPrefix(line[i:], ". ") {
+		return line[i+2:], true
+	}
+	return "", false
+}
+
+// addForeign keeps the lines of a summary another tool wrote: the part
+// after its "Summary:" line when it has one.
+func (x *extraction) addForeign(i int, text string) {
+	x.prevMsgs++
+	body := text
+	if _, after, ok := strings.Cut(text, "\nSummary:"); ok {
+		body = after
+	}
+	for _, line := range strings.Split(body, "\n") {
+		l := strings.TrimSpace(line)
+		if l == "" || strings.HasPrefix(l, foreignSummaryPrefix) ||
+			strings.HasPrefix(l, "If you need specific details from before compaction") ||
+			strings.HasPrefix(l, "Please continue the conversation from where we left") {
+			continue // the harness's instructions, not the story
+		}
+		l = strings.TrimSpace(strings.TrimPrefix(l, "- "))
+		if l != "" {
+			x.earlier = append(x.earlier, clip(l, 400))
+			x.scanText(i, l, weightText)
 		}
 	}
-	return -1
 }
 
 // inputKey is the telling part of a call's input: the command, the path,
-// the pattern, ... or else its JSON.
+// the pattern, ... or else the input as a readable call.
 func inputKey(in *toolInput, parsed bool, raw []byte) string {
 	if parsed {
 		if cmd := in.command(); cmd != "" {
@@ -291,223 +499,433 @@ func inputKey(in *toolInput, parsed bool, raw []byte) string {
 			return fmt.Sprintf("%d todos", len(in.Todos))
 		}
 	}
-	if !utf8.Valid(raw) {
-		return ""
-	}
-	return clip(string(raw), 80)
+	return clip(callArgs(raw, 60), 120)
 }
 
-func renderTodos(in *toolInput) string {
-	var parts []string
+// maxTodos bounds the todo list in a summary; done items go first.
+const maxTodos = 30
+
+func renderTodos(in *toolInput) []string {
+	var out []string
+	done := 0
 	for _, t := range in.Todos {
-		status := t.Status
-		if status == "" {
-			status = "pending"
-		}
-		parts = append(parts, "["+strings.ReplaceAll(status, "_", " ")+"] "+clip(t.Content, 100))
-	}
-	return strings.Join(parts, "; ")
-}
-
-// firstSentence returns the first sentence (or line) of text, clipped.
-func firstSentence(text string) string {
-	line := firstLine(strings.TrimSpace(text))
-	for i, r := range line {
-		if (r == '.' || r == '!' || r == '?' || r == '。') && i > 20 {
-			end := i + utf8.RuneLen(r)
-			if end == len(line) || line[end] == ' ' || r == '。' {
-				line = line[:end]
-				break
-			}
+		if t.Status == "completed" || t.Status == "done" {
+			done++
 		}
 	}
-	return clip(line, 200)
+	skip := min(done, max(len(in.Todos)-maxTodos, 0))
+	if skip > 0 {
+		out = append(out, fmt.Sprintf("[x] (%d earlier done items)", skip))
+	}
+	for _, t := range in.Todos {
+		if skip > 0 && (t.Status == "completed" || t.Status == "done") {
+			skip--
+			continue
+		}
+		if len(out) > maxTodos {
+			break
+		}
+		text := t.Content
+		if text == "" {
+			text = t.Title
+		}
+		mark := "[ ]"
+		switch t.Status {
+		case "completed", "done":
+			mark = "[x]"
+		case "in_progress":
+			mark = "[~]"
+		}
+		out = append(out, mark+" "+clip(text, 160))
+	}
+	return out
 }
 
-// item is one line of a section.
+// item is one candidate line of the summary.
 type item struct {
-	text  string
-	prio  int // lower is kept first
-	order int // position in the section
+	sec    int
+	text   string
+	weight float64 // importance; must items are kept first
+	must   bool
+	order  int  // position in its section
+	inline bool // joined with the other inline items of its group on one line
+	drop   bool // left out whatever the budget
+	share  int  // when > 0, the items of its section and group take at most budget/share tokens
+	group  string
+	tokens int
 }
 
-func (x *extraction) render(req Request, max int) string {
-	var b strings.Builder
-	b.WriteString(SummaryTitle)
-	b.WriteString("\n\n")
-	b.WriteString(x.header(req))
-	b.WriteString("\n")
-	budget := max - utf8.RuneCountInString(b.String())
-
-	sections := [len(sectionTitles)][]item{
-		secGoals:  x.goalItems(),
-		secFiles:  x.fileItems(budget * sectionShare[secFiles] / 100),
-		secTools:  x.toolItems(),
-		secState:  x.stateItems(),
-		secErrors: x.errorItems(),
-	}
-	for s, title := range sectionTitles {
-		fmt.Fprintf(&b, "\n## %s\n", title)
-		lines := selectItems(sections[s], budget*sectionShare[s]/100-len(title)-4)
-		if len(lines) == 0 {
-			b.WriteString("- none\n")
-		}
-		for _, l := range lines {
-			b.WriteString("- ")
-			b.WriteString(l)
-			b.WriteByte('\n')
-		}
-	}
-	return strings.TrimRight(b.String(), "\n")
-}
-
-func (x *extraction) header(req Request) string {
-	failed := 0
-	for _, c := range x.calls {
-		if c.failed {
-			failed++
-		}
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d earlier messages were compacted", x.msgs)
-	if !x.first.IsZero() {
-		fmt.Fprintf(&b, " (%s to %s)", x.first.UTC().Format(time.RFC3339), x.last.UTC().Format(time.RFC3339))
-	}
-	fmt.Fprintf(&b, ": %d from the user, %d from the assistant, %s (%d failed).", x.users, x.assistants, plural(len(x.calls), "tool call"), failed)
-	if x.prevCount > 0 {
-		b.WriteString(" An earlier summary is merged in.")
-	}
-	if req.Archive != "" {
-		fmt.Fprintf(&b, " The original messages are archived in %s.", req.Archive)
-	}
-	return b.String()
-}
-
-func (x *extraction) goalItems() []item {
-	var items []item
-	for _, l := range x.prev[secGoals] {
-		items = append(items, item{text: l, prio: 0})
+// candidates builds every line the summary could hold.
+func (x *extraction) candidates(base string) []item {
+	items := make([]item, 0, len(x.requests)+len(x.earlier)+min(len(x.calls), maxCallItems+maxErrorItems)+len(x.terms)/2+64)
+	n := 0
+	add := func(it item) {
+		it.order = n
+		n++
+		items = append(items, it)
 	}
 	for _, r := range x.requests {
-		items = append(items, item{text: r, prio: 0})
+		add(item{sec: secRequests, text: r, must: true})
 	}
-	for _, d := range x.decisions {
-		items = append(items, item{text: "Assistant: " + d, prio: 1})
+	for i, l := range x.earlier {
+		// Its start (the request) and its end (pending work, current work,
+		// next step) matter most; the middle is detail.
+		w := 0.45 - float64(i)*1e-4
+		if i < 5 || i >= len(x.earlier)-30 {
+			w = 0.6 - float64(i)*1e-4
+		}
+		add(item{sec: secEarlier, text: l, weight: w, share: 4})
 	}
-	return number(items)
+	for s := range x.prev {
+		for _, l := range x.prev[s] {
+			if s == secState && len(x.order) > 0 || s == secIdents {
+				continue // the new state replaces the old; names are ranked anew
+			}
+			if p, rest, ok := strings.Cut(l, ": "); ok && s == secFiles && strings.HasPrefix(p, "/") {
+				l = relTo(p, base) + ": " + rest
+			}
+			add(item{sec: s, text: l, weight: 0.55})
+		}
+	}
+	for _, d := range x.decisions() {
+		add(item{sec: secGoals, text: d.text, weight: 0.35 + 0.3*d.recency})
+	}
+	for _, f := range x.fileItems(base) {
+		add(f)
+	}
+	for _, id := range x.identItems() {
+		add(id)
+	}
+	for _, t := range x.toolItems(base) {
+		add(t)
+	}
+	for _, e := range x.errorItems(base) {
+		add(e)
+	}
+	for _, s := range x.stateItems() {
+		add(s)
+	}
+	return items
 }
 
-// basePrefix starts the line that names the directory relative paths in
-// the file lists are under.
-const basePrefix = "Under "
+type decision struct {
+	text    string
+	recency float64
+}
 
-// fileItems unites the file lists of earlier summaries with the operations
-// of the successful calls, and returns one item per kind (reads last in
-// priority), within about budget characters. Paths under one common
-// directory are listed relative to it.
-func (x *extraction) fileItems(budget int) []item {
-	var lists [numOps][]string
+// decisionWords mark a sentence that states a decision or a finding.
+var decisionWords = []string{
+	"because", "instead", "rather than", "decided", "decide ", "the problem is", "the issue is",
+	"root cause", "the cause", "the fix is", "the fix:", "turns out", "the bug is", "so that",
+	"approach", "chose", "we need to", "must ", "should ", "the reason", "which means", "this means",
+}
+
+// decisions returns the assistant's sentences that state a decision or a
+// finding, each once.
+func (x *extraction) decisions() []decision {
+	var out []decision
 	seen := map[string]bool{}
-	edits := map[string]int{}
-	add := func(kind int, p string) {
-		if p == "" {
-			return
-		}
-		key := itoa(kind) + "\x00" + p
-		if kind == opModified {
-			edits[p]++
-		}
-		seen[p] = true
-		if seen[key] {
-			return
-		}
-		seen[key] = true
-		lists[kind] = append(lists[kind], p)
-	}
-	prevBase := ""
-	for _, l := range x.prev[secFiles] {
-		if strings.HasPrefix(l, basePrefix) && strings.HasSuffix(l, "/:") {
-			prevBase = strings.TrimSuffix(strings.TrimPrefix(l, basePrefix), ":")
-			continue
-		}
-		name, rest, ok := strings.Cut(l, ": ")
-		if !ok {
-			continue
-		}
-		kind := slices.Index(opNames[:], strings.TrimSpace(name))
-		if kind < 0 {
-			continue
-		}
-		for _, p := range strings.Split(rest, ", ") {
-			p = strings.TrimSpace(p)
-			if i := strings.LastIndex(p, " ("); i > 0 && strings.HasSuffix(p, ")") {
-				p = p[:i]
-			}
-			if p != "" && !strings.HasPrefix(p, "+") {
-				if prevBase != "" && !strings.HasPrefix(p, "/") {
-					p = prevBase + p
+	for k, i := range x.order {
+		rec := float64(k+1) / float64(len(x.order))
+		for _, s := range sentences(x.texts[i]) {
+			l := strings.ToLower(s)
+			hit := false
+			for _, w := range decisionWords {
+				if strings.Contains(l, w) {
+					hit = true
+					break
 				}
-				add(kind, p)
+			}
+			if !hit || utf8.RuneCountInString(s) < 25 || strings.HasSuffix(s, ":") {
+				continue
+			}
+			s = clip(s, 300)
+			if seen[s] {
+				continue
+			}
+			seen[s] = true
+			out = append(out, decision{s, rec})
+		}
+	}
+	return out
+}
+
+// sentences splits text into sentences and lines, skipping code blocks.
+func sentences(text string) []string {
+	var out []string
+	inCode := false
+	for _, line := range strings.Split(text, "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "```") {
+			inCode = !inCode
+			continue
+		}
+		if inCode || t == "" {
+			continue
+		}
+		t = strings.TrimLeft(t, "-*#> ")
+		start := 0
+		for j := 0; j < len(t); j++ {
+			c := t[j]
+			if (c == '.' || c == '!' || c == '?') && j+1 < len(t) && t[j+1] == ' ' && j-start > 20 {
+				out = append(out, strings.TrimSpace(t[start:j+1]))
+				start = j + 2
+			}
+		}
+		if rest := strings.TrimSpace(t[min(start, len(t)):]); rest != "" {
+			out = append(out, rest)
+		}
+	}
+	return out
+}
+
+// fileState is what happened to one file.
+type fileState struct {
+	path                   string
+	read, created, deleted bool
+	modified               int
+	gists                  []string
+	last                   int // index of the last call that touched it
+	prevLine               string
+}
+
+func (x *extraction) files() []*fileState {
+	if x.fileList != nil {
+		return x.fileList
+	}
+	byPath := map[string]*fileState{}
+	var order []*fileState
+	get := func(p string) *fileState {
+		f := byPath[p]
+		if f == nil {
+			f = &fileState{path: p}
+			byPath[p] = f
+			order = append(order, f)
+		}
+		return f
+	}
+	known := func(p string) bool { return byPath[p] != nil }
+	for ci, c := range x.calls {
+		if c.in == nil || !c.answered || c.failed {
+			continue
+		}
+		for _, op := range fileOps(c.name, c.in, known) {
+			f := get(op.path)
+			f.last = ci
+			switch op.kind {
+			case opRead:
+				f.read = true
+			case opCreated:
+				f.created = true
+				f.deleted = false
+			case opModified:
+				f.modified++
+				if g := editGist(c.in); g != "" {
+					f.gists = append(f.gists, g)
+				}
+			case opDeleted:
+				f.deleted = true
 			}
 		}
 	}
-	known := func(p string) bool { return seen[p] }
-	for _, c := range x.calls {
-		if !c.parsed || !c.answered || c.failed {
-			continue
-		}
-		for _, op := range fileOps(c.name, &c.in, known) {
-			add(op.kind, op.path)
+	if order == nil {
+		order = []*fileState{}
+	}
+	x.fileList = order
+	return order
+}
+
+// editGist is the change an edit makes, in a few words.
+func editGist(in *toolInput) string {
+	old, nw := in.OldString, in.NewString
+	if old == "" && nw == "" {
+		old, nw = in.OldStr, in.NewStr
+	}
+	if old == "" && nw == "" {
+		return ""
+	}
+	o, n := firstChange(old, nw)
+	switch {
+	case o == "" && n == "":
+		return ""
+	case o == "":
+		return "added `" + clip(n, 70) + "`"
+	case n == "":
+		return "removed `" + clip(o, 70) + "`"
+	}
+	return "`" + clip(o, 60) + "` → `" + clip(n, 60) + "`"
+}
+
+// firstChange returns the first line of old and of new, after their common
+// leading and trailing lines, that has content ("" for none).
+func firstChange(old, nw string) (string, string) {
+	a, b := strings.Split(old, "\n"), strings.Split(nw, "\n")
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	j, k := len(a), len(b)
+	for j > i && k > i && a[j-1] == b[k-1] {
+		j--
+		k--
+	}
+	return firstContent(a[i:j]), firstContent(b[i:k])
+}
+
+func firstContent(lines []string) string {
+	for _, l := range lines {
+		if t := strings.TrimSpace(l); t != "" {
+			return strings.ReplaceAll(t, "`", "'")
 		}
 	}
-	var all []string
-	kinds := 0
-	for _, paths := range lists {
-		all = append(all, paths...)
-		if len(paths) > 0 {
-			kinds++
+	return ""
+}
+
+// relTo returns p relative to base when it is under it.
+func relTo(p, base string) string {
+	if base != "" {
+		if rel, ok := strings.CutPrefix(p, base); ok && rel != "" {
+			return rel
 		}
 	}
-	if kinds == 0 {
-		return nil
-	}
-	base := commonDir(all)
+	return p
+}
+
+// basePrefix starts the line that names the directory relative paths are
+// under.
+const basePrefix = "Paths are relative to "
+
+func (x *extraction) fileItems(base string) []item {
 	var items []item
 	if base != "" {
-		items = append(items, item{text: basePrefix + base + ":"})
+		items = append(items, item{sec: secFiles, text: basePrefix + base, must: true})
 	}
-	per := max(budget/kinds-20, 200)
-	for kind, paths := range lists {
-		if len(paths) == 0 {
+	files := x.files()
+	listed := map[string]bool{}
+	nc := max(len(x.calls), 1)
+	for _, f := range files {
+		listed[f.path] = true
+		var what []string
+		w := 0.45
+		if f.created {
+			what = append(what, "created")
+			w = 0.8
+		}
+		if f.modified > 0 {
+			s := "modified"
+			if f.modified > 1 {
+				s += fmt.Sprintf(" %d×", f.modified)
+			}
+			if len(f.gists) > 0 {
+				g := f.gists[len(f.gists)-1:]
+				s += " (" + strings.Join(g, "; ") + ")"
+			}
+			what = append(what, s)
+			w = 0.8
+		}
+		if f.deleted {
+			what = append(what, "deleted")
+			w = 0.8
+		}
+		if f.read && len(what) == 0 {
+			what = append(what, "read")
+		}
+		w += 0.15 * float64(f.last+1) / float64(nc)
+		items = append(items, item{sec: secFiles, text: relTo(f.path, base) + ": " + strings.Join(what, ", "), weight: w})
+	}
+	// Paths the user and the assistant named without a tool touching them.
+	rel := map[string]bool{}
+	names := map[string]bool{}
+	for p := range listed {
+		rel[relTo(p, base)] = true
+		names[p[strings.LastIndexByte(p, '/')+1:]] = true
+	}
+	var others []string
+	for p, st := range x.terms {
+		if st.kind != termPath || listed[p] || rel[relTo(p, base)] {
 			continue
 		}
-		names := make([]string, len(paths))
-		for i, p := range paths {
-			names[i] = strings.TrimPrefix(p, base)
-			if kind == opModified && edits[p] > 1 {
-				names[i] = fmt.Sprintf("%s (%d×)", names[i], edits[p])
-			}
+		if !strings.Contains(p, "/") && names[p] {
+			continue // the bare name of a listed file
 		}
-		prio := 0
-		if kind == opRead {
-			prio = 1
+		if !st.said && (strings.HasPrefix(p, "a/") || strings.HasPrefix(p, "b/")) {
+			continue // a diff header's side
 		}
-		items = append(items, item{text: opNames[kind] + ": " + joinBounded(names, per), prio: prio})
+		if !strings.HasPrefix(p, "/") && underListed(p, listed) {
+			continue // a listed file, relative to another directory
+		}
+		others = append(others, p)
 	}
-	return number(items)
+	slices.SortFunc(others, func(a, b string) int {
+		sa, sb := x.terms[a], x.terms[b]
+		switch {
+		case sa.said && !sb.said:
+			return -1
+		case sb.said && !sa.said:
+			return 1
+		case sa.said:
+			return sa.first - sb.first
+		}
+		// Tool output: the most named first.
+		if sa.score != sb.score {
+			if sa.score > sb.score {
+				return -1
+			}
+			return 1
+		}
+		return sa.first - sb.first
+	})
+	// A bounded number of candidates: what would not fit anyway is not
+	// built (the latest named, the most shown).
+	said := 0
+	for _, p := range others {
+		if x.terms[p].said {
+			said++
+		}
+	}
+	if said > maxOtherPaths {
+		others = others[said-maxOtherPaths:]
+		said = maxOtherPaths
+	}
+	if len(others) > said+maxOtherPaths {
+		others = others[:said+maxOtherPaths]
+	}
+	for _, p := range others {
+		st := x.terms[p]
+		if st.said {
+			items = append(items, item{sec: secFiles, text: relTo(p, base), weight: 0.55 + 0.1*min(st.score/10, 1), inline: true, group: "Also named: "})
+		} else {
+			items = append(items, item{sec: secFiles, text: relTo(p, base), weight: 0.2 + 0.1*min(st.score, 1), inline: true, group: "In tool output: ", share: 20})
+		}
+	}
+	return items
+}
+
+// underListed reports whether the relative path p names the end of a
+// listed path.
+func underListed(p string, listed map[string]bool) bool {
+	p = strings.TrimPrefix(p, "./")
+	for l := range listed {
+		if strings.HasSuffix(l, "/"+p) {
+			return true
+		}
+	}
+	return false
 }
 
 // commonDir returns the directory (ending in "/") whose factoring out saves
 // the most characters (its length × the paths under it), when at least two
-// paths are under it and it is long enough to be worth it; else "". Paths
-// outside it are listed whole.
+// paths are under it and it is long enough to be worth it; else "".
 func commonDir(paths []string) string {
 	if len(paths) < 2 {
 		return ""
 	}
 	count := map[string]int{}
 	for _, p := range paths {
-		for i := 0; i < len(p); i++ {
+		if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~/") {
+			continue
+		}
+		for i := 1; i < len(p); i++ {
 			if p[i] == '/' {
 				count[p[:i+1]]++
 			}
@@ -526,133 +944,190 @@ func commonDir(paths []string) string {
 	return best
 }
 
-// joinBounded joins names with ", " in at most max characters, keeping the
-// most recent (last) ones and saying how many earlier ones were left out.
-func joinBounded(names []string, max int) string {
-	total := 0
-	start := len(names)
-	for start > 0 {
-		n := utf8.RuneCountInString(names[start-1]) + 2
-		if total+n > max && start < len(names) {
-			break
+// identItems ranks the identifiers by centrality: the weighted count of
+// the messages that name them, more for the user's and the assistant's
+// words than for tool output, and more for recent ones.
+func (x *extraction) identItems() []item {
+	type ranked struct {
+		name  string
+		score float64
+		first int
+	}
+	var rs []ranked
+	for name, st := range x.terms {
+		if st.kind != termIdent || (!st.said && st.score < 2*weightResult) {
+			continue
 		}
-		total += n
-		start--
+		rec := 0.5
+		if x.msgs > 0 {
+			rec = 0.5 + 0.5*float64(st.lastMsg+1)/float64(x.msgs)
+		}
+		rs = append(rs, ranked{name, st.score * rec, st.first})
 	}
-	s := strings.Join(names[start:], ", ")
-	if start > 0 {
-		s = fmt.Sprintf("+%d earlier, %s", start, s)
+	slices.SortFunc(rs, func(a, b ranked) int {
+		if a.score != b.score {
+			if a.score > b.score {
+				return -1
+			}
+			return 1
+		}
+		return a.first - b.first
+	})
+	var items []item
+	said, heard := 0, 0
+	for _, r := range rs {
+		// Named by the user or the assistant first; the names only tool
+		// output shows (in two results or more) fill what room is left.
+		var w float64
+		if x.terms[r.name].said {
+			w = 0.4 + 0.5/(1+float64(said)/25)
+			said++
+		} else {
+			w = 0.15 + 0.1/(1+float64(heard)/25)
+			heard++
+		}
+		items = append(items, item{sec: secIdents, text: r.name, weight: w, inline: true, share: 5})
 	}
-	return s
+	return items
 }
 
-func (x *extraction) toolItems() []item {
-	if len(x.calls) == 0 && len(x.prev[secTools]) == 0 {
+// shortKey writes the paths of a call's key relative to base.
+func shortKey(key, base string) string {
+	if base == "" || !strings.Contains(key, base) {
+		return key
+	}
+	return strings.ReplaceAll(key, base, "")
+}
+
+func (x *extraction) toolItems(base string) []item {
+	if len(x.calls) == 0 {
 		return nil
 	}
-	var items []item
-	for _, l := range x.prev[secTools] {
-		items = append(items, item{text: l, prio: 2})
+	type tally struct {
+		name         string
+		calls, fails int
 	}
-	if len(x.calls) > 0 {
-		type tally struct {
-			name         string
-			calls, fails int
-		}
-		var ts []*tally
-		byName := map[string]*tally{}
-		for _, c := range x.calls {
-			t := byName[c.name]
-			if t == nil {
-				t = &tally{name: c.name}
-				byName[c.name] = t
-				ts = append(ts, t)
-			}
-			t.calls++
-			if c.failed {
-				t.fails++
-			}
-		}
-		slices.SortStableFunc(ts, func(a, b *tally) int { return b.calls - a.calls })
-		var parts []string
-		for _, t := range ts {
-			p := fmt.Sprintf("%s ×%d", t.name, t.calls)
-			if t.fails > 0 {
-				p += fmt.Sprintf(" (%d failed)", t.fails)
-			}
-			parts = append(parts, p)
-		}
-		items = append(items, item{text: fmt.Sprintf("%s: %s", plural(len(x.calls), "call"), strings.Join(parts, ", ")), prio: 0})
-	}
+	var ts []*tally
+	byName := map[string]*tally{}
 	for _, c := range x.calls {
-		items = append(items, item{text: describeCall(c), prio: 1})
-	}
-	return number(items)
-}
-
-func describeCall(c *call) string {
-	s := c.name
-	if c.key != "" {
-		s += " `" + c.key + "`"
-	}
-	switch {
-	case !c.answered:
-		s += " → no result"
-	case c.failed:
-		s += " → failed"
-	default:
-		s += " → ok"
-	}
-	// A successful file operation says all there is to say; its result
-	// (file content, "updated successfully") adds nothing.
-	if c.answered && c.result != "" && (c.failed || !c.fileOp) {
-		s += ": " + clip(c.result, 120)
-	}
-	return s
-}
-
-func (x *extraction) stateItems() []item {
-	var items []item
-	if x.lastReq != "" {
-		items = append(items, item{text: "Latest request: " + clip(x.lastReq, 500)})
-	}
-	if x.todos != "" {
-		items = append(items, item{text: "Todo list: " + clip(x.todos, 900)})
-	}
-	if x.lastText != "" {
-		items = append(items, item{text: "Last assistant message: " + clip(x.lastText, 700)})
-	}
-	if n := len(x.openErrors()); n > 0 {
-		items = append(items, item{text: fmt.Sprintf("%d error(s) not resolved in these messages (see Errors and fixes).", n), prio: 1})
-	}
-	if len(items) == 0 {
-		for _, l := range x.prev[secState] {
-			items = append(items, item{text: l})
+		t := byName[c.name]
+		if t == nil {
+			t = &tally{name: c.name}
+			byName[c.name] = t
+			ts = append(ts, t)
+		}
+		t.calls++
+		if c.failed {
+			t.fails++
 		}
 	}
-	return number(items)
+	slices.SortStableFunc(ts, func(a, b *tally) int { return b.calls - a.calls })
+	var parts []string
+	for _, t := range ts {
+		p := fmt.Sprintf("%s ×%d", t.name, t.calls)
+		if t.fails > 0 {
+			p += fmt.Sprintf(" (%d failed)", t.fails)
+		}
+		parts = append(parts, p)
+	}
+	items := []item{{sec: secTools, text: plural(len(x.calls), "call") + ": " + strings.Join(parts, ", "), must: true}}
+
+	// One line per distinct call (file operations are under File
+	// operations), with how often it ran and its last result.
+	type group struct {
+		c        *call
+		n, fails int
+		last     *call
+		lastAt   int
+		firstAt  int
+	}
+	var gs []*group
+	byKey := map[string]*group{}
+	for ci, c := range x.calls {
+		if c.fileOp && !c.failed || c.todos {
+			continue
+		}
+		k := c.name + "\x00" + c.key
+		g := byKey[k]
+		if g == nil {
+			g = &group{c: c, firstAt: ci}
+			byKey[k] = g
+			gs = append(gs, g)
+		}
+		g.n++
+		if c.failed {
+			g.fails++
+		}
+		g.last, g.lastAt = c, ci
+	}
+	nc := float64(len(x.calls))
+	// The most recent groups only: older ones would not fit anyway.
+	if len(gs) > maxCallItems {
+		slices.SortStableFunc(gs, func(a, b *group) int { return a.lastAt - b.lastAt })
+		gs = gs[len(gs)-maxCallItems:]
+	}
+	for _, g := range gs {
+		s := g.c.name
+		if g.c.key != "" {
+			s += " `" + strings.ReplaceAll(shortKey(g.c.key, base), "`", "'") + "`"
+		}
+		if g.n > 1 {
+			s += fmt.Sprintf(" ×%d", g.n)
+			if g.fails > 0 {
+				s += fmt.Sprintf(" (%d failed)", g.fails)
+			}
+		}
+		l := g.last
+		switch {
+		case !l.answered:
+			s += " → no result"
+		case l.hidden && !l.failed:
+			s += " → done"
+		case l.failed:
+			s += " → failed"
+		default:
+			s += " → ok"
+		}
+		if l.answered && l.result != "" {
+			s += ": " + clip(shortKey(l.result, base), 120)
+		}
+		w := 0.25 + 0.25*float64(g.lastAt+1)/nc
+		if g.n > 1 {
+			w += 0.05
+		}
+		items = append(items, item{sec: secTools, text: s, weight: w})
+	}
+	return items
 }
+
+// maxCallItems and maxErrorItems bound the candidate lines of a long
+// history (the most recent are kept as candidates).
+const (
+	maxCallItems  = 300
+	maxErrorItems = 200
+	maxOtherPaths = 200
+)
 
 type fixNote struct {
 	text  string
 	fixed bool
 }
 
-// fix returns what followed a failed call: the same call succeeding later,
-// or the assistant's next words; ok reports whether it was fixed.
-func (x *extraction) fix(i int) (string, bool) {
+// fix returns what followed failed call i: the same call succeeding later,
+// or the assistant's next words; fixed reports whether it was fixed.
+func (x *extraction) fix(i int, base string) (string, bool) {
 	if f, ok := x.fixes[i]; ok {
 		return f.text, f.fixed
 	}
 	if x.fixes == nil {
 		x.fixes = map[int]fixNote{}
 	}
-	text, fixed := x.findFix(i)
+	text, fixed := x.findFix(i, base)
 	x.fixes[i] = fixNote{text, fixed}
 	return text, fixed
 }
 
-func (x *extraction) findFix(i int) (string, bool) {
+func (x *extraction) findFix(i int, base string) (string, bool) {
 	c := x.calls[i]
 	if x.successes == nil {
 		x.successes = map[string][]int{}
@@ -674,12 +1149,12 @@ func (x *extraction) findFix(i int) (string, bool) {
 				continue
 			}
 			for _, p := range d.writes {
-				if !slices.Contains(changed, p) {
+				if !slices.Contains(changed, relTo(p, base)) {
 					if len(changed) == 3 {
 						more = true
 						break
 					}
-					changed = append(changed, p)
+					changed = append(changed, relTo(p, base))
 				}
 			}
 			if more {
@@ -689,55 +1164,495 @@ func (x *extraction) findFix(i int) (string, bool) {
 		if len(changed) > 0 {
 			s += " after changes to " + strings.Join(changed, ", ")
 			if more {
-				s += ", …"
+				s += " and more"
 			}
 		}
 		return s, true
+	}
+	// A later run of the same command (its first two words: go test,
+	// npm run) succeeding after files changed.
+	if head := c.head; head != "" {
+		for j := i + 1; j < len(x.calls); j++ {
+			d := x.calls[j]
+			if d.head != head || d.name != c.name || !d.answered || d.failed {
+				continue
+			}
+			var changed []string
+			for _, e := range x.calls[i+1 : j] {
+				if e.answered && !e.failed {
+					for _, p := range e.writes {
+						if r := relTo(p, base); !slices.Contains(changed, r) && len(changed) < 3 {
+							changed = append(changed, r)
+						}
+					}
+				}
+			}
+			if len(changed) > 0 {
+				return "fixed: `" + strings.ReplaceAll(clip(shortKey(d.key, base), 60), "`", "'") + "` succeeded after changes to " + strings.Join(changed, ", "), true
+			}
+		}
 	}
 	// The assistant's words right after the result.
 	if c.resultMsg >= 0 {
 		for at := c.resultMsg + 1; at <= c.resultMsg+2; at++ {
 			if t, ok := x.texts[at]; ok {
-				return "next: " + firstSentence(t), false
+				if ss := sentences(t); len(ss) > 0 {
+					return "then: " + clip(ss[0], 200), false
+				}
 			}
 		}
 	}
-	return "not resolved in these messages", false
+	return "still open", false
 }
 
-func (x *extraction) openErrors() []int {
-	var open []int
+func (x *extraction) errorItems(base string) []item {
+	var items []item
+	seen := map[string]bool{}
+	nc := float64(len(x.calls))
+	var failed []int
 	for i, c := range x.calls {
 		if c.failed {
-			if _, ok := x.fix(i); !ok {
-				open = append(open, i)
-			}
+			failed = append(failed, i)
 		}
 	}
-	return open
-}
-
-func (x *extraction) errorItems() []item {
-	var items []item
-	for _, l := range x.prev[secErrors] {
-		items = append(items, item{text: l, prio: 1})
+	if len(failed) > maxErrorItems {
+		failed = failed[len(failed)-maxErrorItems:]
 	}
-	for i, c := range x.calls {
-		if !c.failed {
-			continue
+	for k, r := range x.reported {
+		s := "Reported: " + keyLine(r, true, 200)
+		if !seen[s] {
+			seen[s] = true
+			items = append(items, item{sec: secErrors, text: s, weight: 0.7 + 0.1*float64(k+1)/float64(len(x.reported))})
 		}
+	}
+	for _, i := range failed {
+		c := x.calls[i]
 		s := c.name
 		if c.key != "" {
-			s += " `" + clip(c.key, 100) + "`"
+			s += " `" + strings.ReplaceAll(clip(shortKey(c.key, base), 100), "`", "'") + "`"
 		}
 		s += " failed"
 		if c.result != "" {
-			s += ": " + clip(c.result, 160)
+			s += ": " + clip(shortKey(c.result, base), 200)
 		}
-		f, _ := x.fix(i)
-		items = append(items, item{text: s + " → " + f, prio: 0})
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		f, fixed := x.fix(i, base)
+		w := 0.75 + 0.1*float64(i+1)/nc
+		if !fixed {
+			w += 0.05
+		}
+		items = append(items, item{sec: secErrors, text: s + " → " + f, weight: w})
 	}
-	return number(items)
+	return items
+}
+
+// commandHead is the first two words of a shell command ("go test", "npm
+// run"), after a leading "cd DIR &&"; "" when the second word is an
+// option, a path or missing (python -c, ls src: no family of runs). It
+// returns a part of key.
+func commandHead(key string) string {
+	if strings.HasPrefix(key, "cd ") {
+		if _, rest, ok := strings.Cut(key, "&&"); ok {
+			key = rest
+		}
+	}
+	key = strings.TrimLeft(key, " \t")
+	end1 := strings.IndexAny(key, " \t")
+	if end1 < 0 {
+		return ""
+	}
+	rest := strings.TrimLeft(key[end1:], " \t")
+	if rest == "" || strings.IndexByte("-/.~'\"$|&;<>", rest[0]) >= 0 {
+		return ""
+	}
+	end2 := strings.IndexAny(rest, " \t")
+	if end2 < 0 {
+		end2 = len(rest)
+	}
+	return key[:len(key)-len(rest)+end2]
+}
+
+func (x *extraction) openErrors() int {
+	n := 0
+	for i, c := range x.calls {
+		if c.failed {
+			if _, ok := x.fix(i, ""); !ok {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// nextWords mark a sentence that announces what comes next.
+var nextWords = []string{
+	"next", "i'll", "i will", "let me", "remaining", "todo", "still need",
+	"need to", "going to", "after that", "left to", "will now",
+}
+
+// planWords, in the text around a numbered list, make it a plan.
+var planWords = []string{"plan", "steps", "todo", "to do", "next", "remaining", "left to", "will "}
+
+var planLine = regexp.MustCompile(`^\s*(?:[-*] \[[ xX~]\]|\d+[.)]) +\S`)
+
+func (x *extraction) stateItems() []item {
+	var items []item
+	current := ""
+	for _, t := range x.todos {
+		if c, ok := strings.CutPrefix(t, "[~] "); ok {
+			current = c
+			break
+		}
+	}
+	switch {
+	case current != "":
+		items = append(items, item{sec: secState, text: "Current task (in progress on the todo list): " + current, must: true})
+	case len(x.requests) > 0:
+		items = append(items, item{sec: secState, text: "Current task: the latest request (the last one under User requests).", must: true})
+	}
+	if len(x.todos) > 0 {
+		items = append(items, item{sec: secState, text: "Todo list:\n" + strings.Join(x.todos, "\n"), must: true})
+	}
+	// The plan: the checklist or numbered list of the latest assistant
+	// text that has one.
+	for k := len(x.order) - 1; k >= 0; k-- {
+		var plan []string
+		checklist, announced, steps := false, false, true
+		for _, l := range strings.Split(x.texts[x.order[k]], "\n") {
+			if planLine.MatchString(l) {
+				plan = append(plan, clip(l, 200))
+				checklist = checklist || strings.Contains(l, "[ ]") || strings.Contains(l, "[x]") || strings.Contains(l, "[X]")
+				// Short items without arrows read as steps, not as a
+				// chain of reasoning.
+				steps = steps && utf8.RuneCountInString(strings.TrimSpace(l)) <= 100 && !strings.Contains(l, "->") && !strings.Contains(l, "=>")
+				continue
+			}
+			low := strings.ToLower(l)
+			for _, w := range planWords {
+				if strings.Contains(low, w) {
+					announced = true
+				}
+			}
+		}
+		if len(plan) >= 2 && (checklist || announced || steps) {
+			if len(plan) > 20 {
+				plan = plan[:20]
+			}
+			items = append(items, item{sec: secState, text: "Plan:\n" + strings.Join(plan, "\n"), weight: 0.9})
+			break
+		}
+	}
+	if n := x.openErrors(); n > 0 {
+		items = append(items, item{sec: secState, text: fmt.Sprintf("%d error(s) still open (see Errors and fixes).", n), must: true})
+	}
+	if len(x.order) > 0 {
+		last := x.texts[x.order[len(x.order)-1]]
+		items = append(items, item{sec: secState, text: "Last assistant message:\n" + shortenLines(last, 1500), must: true})
+		// Next steps announced in the last few texts.
+		var next []string
+		seen := map[string]bool{}
+		for k := max(0, len(x.order)-3); k < len(x.order); k++ {
+			for _, s := range sentences(x.texts[x.order[k]]) {
+				l := strings.ToLower(s)
+				for _, w := range nextWords {
+					if strings.Contains(l, w) && !seen[s] && !strings.Contains(last, s) {
+						seen[s] = true
+						next = append(next, clip(s, 240))
+						break
+					}
+				}
+			}
+		}
+		for k, s := range next {
+			items = append(items, item{sec: secState, text: "Next: " + s, weight: 0.7 + 0.2*float64(k+1)/float64(len(next))})
+		}
+	}
+	return items
+}
+
+// shortenLines keeps text's lines up to about max characters: the first
+// part and the last part around a note.
+func shortenLines(text string, max int) string {
+	if utf8.RuneCountInString(text) <= max {
+		return text
+	}
+	head := runePrefix(text, max*2/3)
+	tail := runeSuffix(text, max/3)
+	return strings.TrimRight(head, " \n") + " […] " + strings.TrimLeft(tail, " \n")
+}
+
+// render fills the budget by importance and writes the sections.
+func (x *extraction) render(tc tokens.Counter, budget, maxChars int) string {
+	// The directory the paths are relative to.
+	var paths []string
+	for _, f := range x.files() {
+		paths = append(paths, f.path)
+	}
+	for p, st := range x.terms {
+		if st.kind == termPath && st.said {
+			paths = append(paths, p)
+		}
+	}
+	for _, l := range x.prev[secFiles] {
+		if p, _, ok := strings.Cut(l, ": "); ok && strings.HasPrefix(p, "/") {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	base := commonDir(slices.Compact(paths))
+
+	header := x.header()
+	items := x.candidates(base)
+	requests := 0
+	for i := range items {
+		if items[i].sec == secRequests {
+			items[i].text = strings.TrimSpace(items[i].text)
+			requests += tc.Count(items[i].text) + 2
+		}
+	}
+	// A short middle gets a short summary: about half of what the user and
+	// the assistant wrote (at 4 bytes a token) and a fortieth of the tool
+	// output, besides the requests kept verbatim.
+	budget = min(budget, max(x.size/8+x.outSize/160, shortBudget)+requests+100)
+	x.fitRequests(tc, items, budget)
+
+	used := tc.Count(SummaryTitle+"\n\n"+header+"\n") + 2
+	for s := range numSections {
+		if required(s) {
+			used += tc.Count("\n## "+sectionTitles[s]+"\n") + 3
+		}
+	}
+	// Must items first, then by weight; ties: later first.
+	rank := make([]int, len(items))
+	for i := range rank {
+		rank[i] = i
+	}
+	slices.SortStableFunc(rank, func(a, b int) int {
+		ia, ib := &items[a], &items[b]
+		if ia.must != ib.must {
+			if ia.must {
+				return -1
+			}
+			return 1
+		}
+		if ia.weight != ib.weight {
+			if ia.weight > ib.weight {
+				return -1
+			}
+			return 1
+		}
+		return ib.order - ia.order
+	})
+	keep := make([]bool, len(items))
+	seen := map[string]bool{}
+	secUsed := [numSections]bool{}
+	chars := 0
+	capUsed := map[capKey]int{}
+	for _, k := range rank {
+		it := &items[k]
+		if it.drop || seen[it.group+"\x00"+it.text] {
+			continue
+		}
+		cost := tc.Count(it.text) + 2
+		extra := 0
+		if !secUsed[it.sec] && !required(it.sec) {
+			extra = tc.Count("\n## "+sectionTitles[it.sec]+"\n") + 1
+		}
+		if !it.must && used+cost+extra > budget {
+			continue
+		}
+		if it.share > 0 {
+			k := capKey{it.sec, it.group}
+			if capUsed[k]+cost > budget/it.share {
+				continue
+			}
+			capUsed[k] += cost
+		}
+		if maxChars > 0 && !it.must && chars+utf8.RuneCountInString(it.text)+4 > maxChars-600 {
+			continue
+		}
+		seen[it.group+"\x00"+it.text] = true
+		keep[k] = true
+		secUsed[it.sec] = true
+		used += cost + extra
+		chars += utf8.RuneCountInString(it.text) + 4
+	}
+	out := x.write(header, items, keep)
+	// Joined lines and separators can count a little differently: drop
+	// the least important kept items until the whole fits.
+	i := len(rank) - 1
+	for i >= 0 {
+		over := tc.Count(out) - budget
+		overChars := 0
+		if maxChars > 0 {
+			overChars = utf8.RuneCountInString(out) - maxChars
+		}
+		if over <= 0 && overChars <= 0 {
+			break
+		}
+		for ; i >= 0 && (over > 0 || overChars > 0); i-- {
+			k := rank[i]
+			if keep[k] && !items[k].must {
+				keep[k] = false
+				over -= tc.Count(items[k].text) + 1
+				overChars -= utf8.RuneCountInString(items[k].text) + 2
+			}
+		}
+		out = x.write(header, items, keep)
+	}
+	// What must stay can still be too much (many long requests, a long
+	// todo list): cut the end, never exceed the budget.
+	for n := tc.Count(out); n > budget; n = tc.Count(out) {
+		keep := utf8.RuneCountInString(out) * budget / n * 95 / 100
+		out = strings.TrimRight(runePrefix(out, max(keep-1, 0)), " \n") + "…"
+	}
+	if maxChars > 0 && utf8.RuneCountInString(out) > maxChars {
+		out = strings.TrimRight(runePrefix(out, maxChars-1), " \n") + "…"
+	}
+	return out
+}
+
+type capKey struct {
+	sec   int
+	group string
+}
+
+// fitRequests shortens the oldest long requests while the requests take
+// more than two thirds of the budget.
+func (x *extraction) fitRequests(tc tokens.Counter, items []item, budget int) {
+	var idx []int
+	total := 0
+	for i := range items {
+		if items[i].sec == secRequests {
+			idx = append(idx, i)
+			items[i].tokens = tc.Count(items[i].text)
+			total += items[i].tokens
+		}
+	}
+	limit := budget * 55 / 100
+	for _, i := range idx {
+		if total <= limit {
+			return
+		}
+		if items[i].tokens < 200 {
+			continue
+		}
+		short := shortenLines(items[i].text, 600)
+		n := tc.Count(short)
+		total -= items[i].tokens - n
+		items[i].text, items[i].tokens = short, n
+	}
+	for _, i := range idx { // still too much: all of them shorter
+		if total <= limit {
+			return
+		}
+		short := shortenLines(items[i].text, 200)
+		n := tc.Count(short)
+		total -= items[i].tokens - n
+		items[i].text, items[i].tokens = short, n
+	}
+	// Still too much: leave out the oldest but the first.
+	if len(idx) < 3 {
+		return
+	}
+	for _, i := range idx[1 : len(idx)-1] {
+		if total <= limit {
+			break
+		}
+		items[i].drop = true
+		total -= items[i].tokens
+		x.leftOut++
+	}
+}
+
+func (x *extraction) header() string {
+	failed := 0
+	for _, c := range x.calls {
+		if c.failed {
+			failed++
+		}
+	}
+	s := fmt.Sprintf("%s compacted: %s, %s, %s (%d failed).", plural(x.msgs, "earlier message"),
+		plural(x.users, "user request"), plural(x.assistants, "assistant message"), plural(len(x.calls), "tool call"), failed)
+	if x.prevMsgs > 0 {
+		s += " An earlier summary is merged in."
+	}
+	if stableArchive(x.archive) {
+		s += " " + archiveLine(x.archive)
+	}
+	return s
+}
+
+// write renders the kept items, section by section, in their order.
+func (x *extraction) write(header string, items []item, keep []bool) string {
+	var b strings.Builder
+	b.WriteString(SummaryTitle)
+	b.WriteString("\n\n")
+	b.WriteString(header)
+	b.WriteByte('\n')
+	for s := range numSections {
+		var lines []string
+		groups := map[string][]string{}
+		var groupOrder []string
+		num := 0
+		for i := range items {
+			it := &items[i]
+			if !keep[i] || it.sec != s {
+				continue
+			}
+			if it.inline {
+				if _, ok := groups[it.group]; !ok {
+					groupOrder = append(groupOrder, it.group)
+					lines = append(lines, "\x00"+it.group)
+				}
+				groups[it.group] = append(groups[it.group], it.text)
+				continue
+			}
+			if s == secRequests {
+				if num == 1 && x.leftOut > 0 {
+					lines = append(lines, fmt.Sprintf("(%s left out here for room)", plural(x.leftOut, "later request")))
+				}
+				num++
+				lines = append(lines, fmt.Sprintf("%d. %s", num, indent(it.text)))
+				continue
+			}
+			lines = append(lines, "- "+indent(it.text))
+		}
+		if len(lines) == 0 && !required(s) {
+			continue
+		}
+		fmt.Fprintf(&b, "\n## %s\n", sectionTitles[s])
+		if len(lines) == 0 {
+			b.WriteString("- none\n")
+		}
+		for _, l := range lines {
+			if g, ok := strings.CutPrefix(l, "\x00"); ok {
+				l = "- " + g + strings.Join(groups[g], ", ")
+			}
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// indent makes the continuation lines of a multi-line item part of it.
+func indent(s string) string {
+	if !strings.Contains(s, "\n") {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i := 1; i < len(lines); i++ {
+		if strings.TrimSpace(lines[i]) == "" {
+			lines[i] = ""
+		} else {
+			lines[i] = "   " + lines[i]
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // plural returns "1 call", "2 calls".
@@ -746,71 +1661,4 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return itoa(n) + " " + noun + "s"
-}
-
-// number sets each item's order to its position.
-func number(items []item) []item {
-	for i := range items {
-		items[i].order = i
-	}
-	return items
-}
-
-// selectItems keeps the items that fit in budget characters and returns
-// their texts in order. Lower priorities are kept first; within one
-// priority the first item is kept first and then the newest. A final line
-// says how many items were left out.
-func selectItems(items []item, budget int) []string {
-	if len(items) == 0 {
-		return nil
-	}
-	budget = max(budget, 200)
-	rank := slices.Clone(items)
-	firstOf := map[int]int{}
-	for _, it := range items {
-		if _, ok := firstOf[it.prio]; !ok {
-			firstOf[it.prio] = it.order
-		}
-	}
-	slices.SortStableFunc(rank, func(a, b item) int {
-		if a.prio != b.prio {
-			return a.prio - b.prio
-		}
-		af, bf := firstOf[a.prio] == a.order, firstOf[b.prio] == b.order
-		switch {
-		case af && !bf:
-			return -1
-		case bf && !af:
-			return 1
-		}
-		return b.order - a.order
-	})
-	keep := make([]bool, len(items))
-	used, kept := 0, 0
-	const note = 40 // room for the "left out" line
-	for _, it := range rank {
-		n := utf8.RuneCountInString(it.text) + 3
-		if used+n > budget-note {
-			if kept == 0 {
-				items[it.order].text = clip(it.text, budget-note-3)
-				keep[it.order] = true
-				kept++
-				used = budget
-			}
-			continue
-		}
-		keep[it.order] = true
-		used += n
-		kept++
-	}
-	var out []string
-	for i, it := range items {
-		if keep[i] {
-			out = append(out, it.text)
-		}
-	}
-	if dropped := len(items) - kept; dropped > 0 {
-		out = append(out, fmt.Sprintf("(%d more not shown)", dropped))
-	}
-	return out
 }

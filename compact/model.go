@@ -45,28 +45,34 @@ const (
 )
 
 // SystemPrompt is the system prompt of every summary call.
-const SystemPrompt = `You compact the history of a conversation between a user and an AI agent that uses tools. The agent will continue its work from your summary alone, without the original messages, so keep every fact it needs: exact file paths, names, commands, identifiers, numbers, error messages, and decisions with their reasons. Write plain structured text. Do not call tools, do not continue the task, do not address the user.`
+const SystemPrompt = `You compact the history of a conversation between a user and an AI agent that uses tools. The agent will continue its work from your summary and the most recent messages alone, without the original messages, so keep every fact it needs: file paths, function, type, module, command, test and issue names exactly as written (verbatim, in backticks), numbers, error messages, and decisions with their reasons. Write plain structured Markdown. Do not call tools, do not continue the task, do not address the user. Leave out anything volatile (timestamps, temporary paths) and any placeholder text such as "(output not available here)".`
 
 // SummaryPrompt introduces the conversation to summarize. The rendered
-// conversation follows it inside <conversation> tags.
-const SummaryPrompt = `Summarize the conversation below. Start with the line "` + SummaryTitle + `", then write these five sections, each as a Markdown heading followed by short bullet points:
+// conversation follows it inside <conversation> tags. It asks for the
+// sections the extractive summarizer writes, so the two can be read (and
+// rolled into a later summary) alike.
+const SummaryPrompt = `Summarize the conversation below. Start with the line "` + SummaryTitle + `", then write these sections, each as a Markdown heading ("## ...") followed by short bullet points; write "- none" under a section with nothing to say:
 
+## User requests
+Every request the user made, verbatim, oldest first, newest last, as a numbered list. Tool results are not user requests.
 ## Goals and key decisions
-What the user asked for (quote the requests), the goals, and the decisions taken, with their reasons.
+The goals, and the decisions taken and findings made, with their reasons.
 ## File operations
-Files read, created, modified and deleted, with their paths and what changed.
+Each file with what happened to it: read, created, modified (with the gist of the change), deleted. Keep the paths exactly as written.
+## Key identifiers
+The functions, types, modules, commands, test names and issue ids the work is about, most central first, verbatim.
 ## Tool calls
-The tools called: name, key input, key result, and whether each succeeded or failed.
-## Current state
-The progress of the task, what is done, what is in progress, and what is left to do next.
+The tools called: name, key input, key result, and whether each succeeded or failed. Group repeated calls.
 ## Errors and fixes
 Each error met, its cause, and how it was fixed (or that it is still open).
+## Current state
+The current task; the plan or todo list if the conversation kept one, with what is done and what is left; the last thing the assistant said; the next steps it announced.
 
-If the conversation begins with an earlier summary, carry its content into the new one; newer information overrides older.`
+If the conversation begins with an earlier summary, carry its content into the new one (its user requests stay verbatim, before the new ones); newer information overrides older. Do not repeat yourself.`
 
 // MergePrompt introduces the partial summaries of a conversation too long
 // for one call.
-const MergePrompt = `The conversation was too long to summarize at once; below are the summaries of its consecutive parts, oldest first. Merge them into one summary of the whole conversation. Start with the line "` + SummaryTitle + `" and keep the same five sections (Goals and key decisions; File operations; Tool calls; Current state; Errors and fixes). Keep every concrete fact; where parts disagree, the later part is right; the current state is the state at the end of the last part.`
+const MergePrompt = `The conversation was too long to summarize at once; below are the summaries of its consecutive parts, oldest first. Merge them into one summary of the whole conversation. Start with the line "` + SummaryTitle + `" and keep the same sections (User requests; Goals and key decisions; File operations; Key identifiers; Tool calls; Errors and fixes; Current state). Keep every user request verbatim, in order, and every path and identifier exactly as written; keep every concrete fact once; where parts disagree, the later part is right; the current state is the state at the end of the last part.`
 
 // ModelSummarizer is a Summarizer that asks a Model. It renders the messages
 // as readable text (see Render), with very long tool results shortened, and
@@ -222,29 +228,33 @@ func (s *ModelSummarizer) call(ctx context.Context, log *slog.Logger, prompt, wh
 }
 
 // finish makes sure the summary starts with SummaryTitle and names the
-// archive.
+// archive when its name is stable (an artifact id); a file path, which
+// carries a timestamp, is left out: a summary holds nothing volatile.
 func finish(summary, archive string) string {
 	summary = strings.TrimSpace(summary)
 	if !strings.HasPrefix(summary, SummaryTitle) {
 		summary = SummaryTitle + "\n\n" + summary
 	}
-	if archive != "" && !strings.Contains(summary, archive) {
-		summary += "\n\nThe original messages are archived in " + archive + "."
+	if stableArchive(archive) && !strings.Contains(summary, archive) {
+		summary += "\n\n" + archiveLine(archive)
 	}
 	return summary
 }
 
 // Render writes msgs as readable text for a summarizer, one numbered
-// section per message:
+// section per message, with tool calls as readable calls (see FormatCall),
+// not JSON:
 //
 //	[3] assistant
 //	I'll run the tests.
-//	<tool_use id="toolu_1" name="Bash">{"command":"go test ./..."}</tool_use>
+//	[call toolu_1] Bash(command: go test ./..., description: Run the tests)
 //
-// Tool results show their call's id and tool name and whether they failed.
-// Tool results, tool inputs and thinking longer than maxChars characters
-// keep their beginning and end around a note of what was left out (maxChars
-// ≤ 0 means DefaultMaxResultChars). Images and documents appear as a note.
+// Tool results show their call's id and whether they failed; a result that
+// prune or offload replaced shows "(output not available here)" instead of
+// the placeholder. Tool results, tool input strings and thinking longer
+// than maxChars characters keep their beginning and end around a note of
+// what was left out (maxChars ≤ 0 means DefaultMaxResultChars). Images and
+// documents appear as a note.
 func Render(msgs []agentctx.Message, maxChars int) string {
 	if maxChars <= 0 {
 		maxChars = DefaultMaxResultChars
@@ -271,12 +281,13 @@ func renderMessage(n int, m agentctx.Message, maxChars int) string {
 		if resultFailed(m.Content, false, m.Status()) {
 			status = ` status="error"`
 		}
-		fmt.Fprintf(&b, "<tool_result id=%q%s>%s</tool_result>\n", m.ToolCallID, status, shorten(m.Content.AsText(), maxChars))
+		fmt.Fprintf(&b, "<tool_result id=%q%s>%s</tool_result>\n", m.ToolCallID, status, resultBody(m.Content.AsText(), maxChars))
 	} else {
 		renderContent(&b, m, m.Content, maxChars)
 	}
 	for _, tc := range m.ToolCalls {
-		fmt.Fprintf(&b, "<tool_use id=%q name=%q>%s</tool_use>\n", tc.ID, tc.Function.Name, shorten(tc.Function.Arguments, maxChars))
+		b.WriteString(callLine(tc.ID, tc.Function.Name, []byte(tc.Function.Arguments), maxChars))
+		b.WriteByte('\n')
 	}
 	b.WriteByte('\n')
 	return b.String()
@@ -304,19 +315,32 @@ func renderContent(b *strings.Builder, m agentctx.Message, c agentctx.Content, m
 		case agentctx.BlockThinking:
 			fmt.Fprintf(b, "<thinking>%s</thinking>\n", shorten(bl.Thinking, maxChars))
 		case agentctx.BlockToolUse:
-			fmt.Fprintf(b, "<tool_use id=%q name=%q>%s</tool_use>\n", bl.ID, bl.Name, shorten(string(bl.Input), maxChars))
+			b.WriteString(callLine(bl.ID, bl.Name, bl.Input, maxChars))
+			b.WriteByte('\n')
 		case agentctx.BlockToolResult:
 			status := ""
 			if resultFailed(bl.Content, bl.IsError, m.Status()) {
 				status = ` status="error"`
 			}
-			fmt.Fprintf(b, "<tool_result id=%q%s>%s</tool_result>\n", bl.ToolUseID, status, shorten(resultText(bl.Content), maxChars))
+			fmt.Fprintf(b, "<tool_result id=%q%s>%s</tool_result>\n", bl.ToolUseID, status, resultBody(resultText(bl.Content), maxChars))
 		case agentctx.BlockRedactedThinking:
 			b.WriteString("<thinking>(redacted)</thinking>\n")
 		default:
 			fmt.Fprintf(b, "[%s]\n", bl.Type)
 		}
 	}
+}
+
+// standInNote replaces, in the rendering, a result that prune or offload
+// replaced: the summarizer is told the output is gone rather than shown a
+// placeholder it might quote.
+const standInNote = "(output not available here)"
+
+func resultBody(text string, maxChars int) string {
+	if isStandIn(text) {
+		return standInNote
+	}
+	return shorten(text, maxChars)
 }
 
 // resultText is the text of a tool result's content: a string as is, the

@@ -47,16 +47,23 @@ func TestModelSummarizerOneCall(t *testing.T) {
 	p := m.prompts[0]
 	for _, w := range []string{
 		"Goals and key decisions", "File operations", "Tool calls", "Current state", "Errors and fixes",
-		"<conversation>", "[1] user\nAdd a --verbose flag", `<tool_use id="t1" name="Read">{"file_path":"/repo/cmd/main.go"}</tool_use>`,
-		`<tool_result id="t4" status="error">Exit code 1`, `<tool_use id="c1" name="str_replace_editor">`,
+		"<conversation>", "[1] user\nAdd a --verbose flag", "[call t1] Read(file_path: /repo/cmd/main.go)",
+		`<tool_result id="t4" status="error">Exit code 1`, "[call c1] str_replace_editor(command: create, path: /repo/docs/verbose.md, file_text: # verbose)",
+		"User requests", "Key identifiers", "verbatim",
 		`<tool_result id="c3" status="error">`, "<thinking>Look at main.go first.</thinking>",
 	} {
 		if !strings.Contains(p, w) {
 			t.Errorf("prompt lacks %q", w)
 		}
 	}
-	want := compact.SummaryTitle + "\n\n## Goals and key decisions\n- port it\n\nThe original messages are archived in /a/compact-x-1.json."
+	// Nothing volatile is added: not a file archive's name.
+	want := compact.SummaryTitle + "\n\n## Goals and key decisions\n- port it"
 	if got != want {
+		t.Errorf("summary =\n%s\nwant\n%s", got, want)
+	}
+	// A stable archive id is named.
+	got, _ = s.Summarize(context.Background(), compact.Request{Messages: msgs, Archive: "compact_85d8bbb8"})
+	if want += "\n\nThe original messages are archived as compact_85d8bbb8."; got != want {
 		t.Errorf("summary =\n%s\nwant\n%s", got, want)
 	}
 }
@@ -166,7 +173,7 @@ Be brief.
 
 [2] assistant
 Reading.
-<tool_use id="t1" name="Read">{"file_path":"a.go"}</tool_use>
+[call t1] Read(file_path: a.go)
 <thinking>(redacted)</thinking>
 [image]
 
@@ -175,7 +182,7 @@ Reading.
 [image]</tool_result>
 
 [4] assistant
-<tool_use id="c1" name="sh">{"cmd":"ls"}</tool_use>
+[call c1] sh(cmd: ls)
 
 [5] tool
 <tool_result id="c1" status="error">Error: no such file</tool_result>

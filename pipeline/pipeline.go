@@ -436,14 +436,7 @@ func (p *Pipeline) PrepareDocument(ctx context.Context, doc *agentctx.Document) 
 // RequestTokens counts what a request body sends besides its messages: the
 // top-level system prompt and the tool definitions (their JSON).
 func (p *Pipeline) RequestTokens(doc *agentctx.Document) int {
-	n := 0
-	if sys, ok := doc.System(); ok {
-		n += p.mc.CountContent(sys)
-	}
-	if tools, ok := doc.Member("tools"); ok && string(tools) != "null" {
-		n += p.mc.CountText(string(tools))
-	}
-	return n
+	return p.mc.CountRequestExtras(doc)
 }
 
 // offloadFiles writes the large results of view to files (seed 000).

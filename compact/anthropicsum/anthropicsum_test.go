@@ -164,6 +164,16 @@ func TestAnthropicWire(t *testing.T) {
 	if m["role"] != "user" || !strings.Contains(content, "Fix the build.") || !strings.Contains(content, "## Errors and fixes") || !strings.Contains(content, `status="error"`) {
 		t.Errorf("user message = %.300s", content)
 	}
+	// The prompt asks for the sections of the extractive summary; the
+	// calls are readable, not JSON (issue 14).
+	for _, w := range []string{"## User requests", "## Key identifiers", "verbatim", "[call t1] Bash(command: go build ./...)"} {
+		if !strings.Contains(content, w) {
+			t.Errorf("user message lacks %q", w)
+		}
+	}
+	if strings.Contains(content, `{"command"`) {
+		t.Error("a tool input is shown as JSON")
+	}
 }
 
 func TestAnthropicFailures(t *testing.T) {

@@ -8,9 +8,11 @@
 //	}
 //	res, err := compact.Compact(ctx, msgs, compact.Options{Summarizer: sum})
 //
-// Each call sends the summary prompt of package compact (goals and
-// decisions, file operations, tool calls, current state, errors and fixes)
-// as one user message under compact.SystemPrompt, with temperature 0 and no
+// Each call sends the summary prompt of package compact (the user's
+// requests verbatim, goals and decisions, file operations, key identifiers,
+// tool calls, errors and fixes, current state and next steps; paths and
+// identifiers kept verbatim; the conversation rendered with tool calls as
+// readable calls, not JSON) as one user message under compact.SystemPrompt, with temperature 0 and no
 // tools. A conversation larger than the input budget is summarized in parts
 // and merged (see compact.ModelSummarizer). The SDK's own retries are off:
 // compact.Compact retries, honouring Retry-After, and gives up early on

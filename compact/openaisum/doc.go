@@ -13,8 +13,10 @@
 //	res, err := compact.Compact(ctx, msgs, compact.Options{Summarizer: sum})
 //
 // Each call sends compact.SystemPrompt as the system message and the
-// summary prompt of package compact (goals and decisions, file operations,
-// tool calls, current state, errors and fixes) as one user message, with
+// summary prompt of package compact (the user's requests verbatim, goals
+// and decisions, file operations, key identifiers, tool calls, errors and
+// fixes, current state and next steps; paths and identifiers kept verbatim;
+// tool calls rendered as readable calls, not JSON) as one user message, with
 // temperature 0, max_tokens, and no tools (models that refuse a temperature,
 // such as OpenAI's reasoning models, are not suited). A conversation larger
 // than the input budget is summarized in parts and merged (see

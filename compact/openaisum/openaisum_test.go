@@ -169,6 +169,16 @@ func TestOpenAIWire(t *testing.T) {
 		!strings.Contains(content, `<tool_result id="c1" status="error">Error: main.go:3`) {
 		t.Errorf("user message = %.400s", content)
 	}
+	// The prompt asks for the sections of the extractive summary; the
+	// calls are readable, not JSON (issue 14).
+	for _, w := range []string{"## User requests", "## Key identifiers", "verbatim", "[call c1] shell(cmd: go build ./...)"} {
+		if !strings.Contains(content, w) {
+			t.Errorf("user message lacks %q", w)
+		}
+	}
+	if strings.Contains(content, `{"cmd"`) {
+		t.Error("a tool input is shown as JSON")
+	}
 }
 
 func TestOpenAIFailures(t *testing.T) {

@@ -130,11 +130,10 @@ logged and compaction goes on, unless --strict.`,
 			if err != nil {
 				return err
 			}
-			// A request body's top-level system prompt is sent with the
-			// messages: it counts toward the threshold.
-			if sys, ok := doc.System(); ok {
-				opts.ReservedTokens = tokens.NewMessageCounter(tokens.MessageOptions{CacheSize: -1, Logger: e.logger}).CountContent(sys)
-			}
+			// A request body's top-level system prompt and tool
+			// definitions are sent with the messages: they count toward
+			// the threshold.
+			opts.ReservedTokens = tokens.NewMessageCounter(tokens.MessageOptions{CacheSize: -1, Logger: e.logger}).CountRequestExtras(doc)
 			if check {
 				res, err := compact.Check(doc.Messages, opts)
 				if err != nil {

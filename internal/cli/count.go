@@ -48,9 +48,7 @@ body is counted too.`,
 			if err != nil {
 				return err
 			}
-			if sys, ok := doc.System(); ok {
-				n += mc.CountContent(sys)
-			}
+			n += mc.CountRequestExtras(doc) // a request body's system prompt and tools are sent too
 			return e.writeJSON(ctx, countOutput{Tokens: n, Messages: len(doc.Messages), Encoding: enc.Name()})
 		},
 	}
