@@ -198,7 +198,7 @@ type exchange struct {
 	bytesOut   int
 	prepared   *Prepared
 	overhead   time.Duration
-	sentEnc    [][]byte // the messages sent, compact
+	sentEnc    [][]byte           // the messages sent, compact
 	sentMsgs   []agentctx.Message // the messages sent (Anthropic), for their thinking blocks
 	thinkingOn bool
 	chain      *prefixHash // the prefix of the messages sent, once computed
