@@ -152,7 +152,7 @@ func e2eScript(turns int, shell func(c *fakeupstream.Call, cmd string) (fakeupst
 // batches of at least clearAtLeast tokens once the request nears the
 // trigger (the default ClearTrigger); a compaction comes when clearing
 // cannot keep the request below the trigger.
-func e2eEngine(t *testing.T, limit, clearAtLeast int, tool string) *proxy.PipelineEngine {
+func e2eEngine(t *testing.T, upstream string, limit, clearAtLeast int, tool string) *proxy.PipelineEngine {
 	t.Helper()
 	dir := t.TempDir()
 	e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{
@@ -163,7 +163,8 @@ func e2eEngine(t *testing.T, limit, clearAtLeast int, tool string) *proxy.Pipeli
 			ClearAtLeast: clearAtLeast,
 			Compact:      compact.Options{Limit: limit, Dir: filepath.Join(dir, "archive"), MaxRetries: -1},
 		},
-		Summarizer: proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{}),
+		// Summaries by the fake upstream, as the client's own model.
+		Summarizer: proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{AnthropicURL: upstream, OpenAIURL: upstream}),
 		Logger:     testLogger(t),
 	})
 	if err != nil {
@@ -180,7 +181,7 @@ var fileRef = regexp.MustCompile(`<file>([^<]+)</file>`)
 func checkUpstream(t *testing.T, fake *fakeupstream.Server, srv *proxy.Server) {
 	t.Helper()
 	var seen struct{ offload, prune, summary, file bool }
-	n, breaks := 0, 0
+	n, breaks, summaries := 0, 0, 0
 	var prev []string
 	dump := os.Getenv("AGENTCTX_E2E_DUMP")
 	for i, r := range fake.Records() {
@@ -191,7 +192,9 @@ func checkUpstream(t *testing.T, fake *fakeupstream.Server, srv *proxy.Server) {
 			continue
 		}
 		n++
-		if r.Header.Get(proxy.HeaderSummary) == "" {
+		if r.Header.Get(proxy.HeaderSummary) != "" {
+			summaries++
+		} else {
 			// A model request of the agent's loop: a cache break is one
 			// whose messages do not start with the previous one's.
 			msgs := wireMessages(t, r.Body)
@@ -237,6 +240,9 @@ func checkUpstream(t *testing.T, fake *fakeupstream.Server, srv *proxy.Server) {
 	// The prompt cache breaks only where the engine changed the prefix on
 	// purpose (a prune batch or a compaction), and the proxy's count of
 	// breaks is the upstream's.
+	if summaries != compactions {
+		t.Errorf("%d summary requests upstream for %d compactions; want one each", summaries, compactions)
+	}
 	if breaks > planned || counted != breaks || planned < compactions {
 		t.Errorf("cache breaks seen upstream %d, counted by the proxy %d; the engine's prefix changes %d (compactions %d): want breaks = count <= prefix changes",
 			breaks, counted, planned, compactions)
@@ -308,17 +314,23 @@ func hasPrefix(list, prefix []string) bool {
 	return true
 }
 
-func startProxy(t *testing.T, fake *fakeupstream.Server, engine proxy.Engine) (*proxy.Server, string, string) {
+// startUpstream serves the fake upstream and returns its URL.
+func startUpstream(t *testing.T, fake *fakeupstream.Server) string {
 	t.Helper()
 	up := httptest.NewServer(fake)
 	t.Cleanup(up.Close)
-	srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: up.URL, OpenAIURL: up.URL, Logger: testLogger(t)})
+	return up.URL
+}
+
+func startProxy(t *testing.T, upstream string, engine proxy.Engine) (*proxy.Server, string) {
+	t.Helper()
+	srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: upstream, OpenAIURL: upstream, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ps := httptest.NewServer(srv)
 	t.Cleanup(ps.Close)
-	return srv, ps.URL, up.URL
+	return srv, ps.URL
 }
 
 func TestClaudeCodeEndToEnd(t *testing.T) {
@@ -335,7 +347,8 @@ func TestClaudeCodeEndToEnd(t *testing.T) {
 			return fakeupstream.ToolCall{}, false
 		}),
 	})
-	srv, base, _ := startProxy(t, fake, e2eEngine(t, 22_000, 2_000, "Bash"))
+	up := startUpstream(t, fake)
+	srv, base := startProxy(t, up, e2eEngine(t, up, 22_000, 2_000, "Bash"))
 
 	home, work := t.TempDir(), t.TempDir()
 	argv := append(claudeCommand(t, dir), "-p", "Run the numbered steps with Bash and report the final RESULT.",
@@ -401,7 +414,8 @@ func TestCodexEndToEnd(t *testing.T) {
 			return fakeupstream.ToolCall{}, false
 		}),
 	})
-	srv, base, _ := startProxy(t, fake, e2eEngine(t, 18_000, 2_000, "exec_command"))
+	up := startUpstream(t, fake)
+	srv, base := startProxy(t, up, e2eEngine(t, up, 18_000, 2_000, "exec_command"))
 
 	home, work := t.TempDir(), t.TempDir()
 	codexHome := filepath.Join(home, ".codex")

@@ -249,12 +249,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x.overhead = s.opts.Now().Sub(x.start)
+	var recorded chan struct{}
 	if x.session != "" && x.sentEnc != nil {
-		// Before the answer: the client may send its next request as
-		// soon as the answer's last bytes reach it.
-		s.stats.get(x.session).sentMessages(x, x.api == APIAnthropic && x.thinkingOn)
+		// While the upstream works, and before the answer: the client may
+		// send its next request as soon as the answer's last bytes reach
+		// it.
+		recorded = make(chan struct{})
+		st := s.stats.get(x.session)
+		go func() {
+			defer close(recorded)
+			st.sentMessages(x, x.api == APIAnthropic && x.thinkingOn)
+		}()
 	}
 	resp, err := s.client.Do(up)
+	if recorded != nil {
+		<-recorded
+	}
 	if err != nil {
 		x.status = http.StatusBadGateway
 		if r.Context().Err() == nil {
