@@ -30,15 +30,6 @@ func (h prefixHash) next(stripped []byte) prefixHash {
 	return prefixHash(m.Sum64())
 }
 
-// stripped returns enc (a compact encoding) without cache_control members;
-// enc itself when it has none.
-func stripped(buf, enc []byte) []byte {
-	if !bytes.Contains(enc, cacheKey) {
-		return enc
-	}
-	return appendStripped(buf[:0], enc, false)
-}
-
 var stringContent = []byte(`"content":"`)
 
 // canonical returns enc in the form prefixes are compared in (see
