@@ -122,6 +122,9 @@ func (s *sessionStats) sentMessages(x *exchange, thinking bool) {
 			chain = chain.next(c)
 		}
 	}
+	if thinking {
+		x.chain = &chain // the prefix of the answer's thinking (rememberThinking)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, b := range blocks {
