@@ -30,15 +30,6 @@ func (h prefixHash) next(stripped []byte) prefixHash {
 	return prefixHash(m.Sum64())
 }
 
-// stripped returns enc (a compact encoding) without cache_control members;
-// enc itself when it has none.
-func stripped(buf, enc []byte) []byte {
-	if !bytes.Contains(enc, cacheKey) {
-		return enc
-	}
-	return appendStripped(buf[:0], enc, false)
-}
-
 var stringContent = []byte(`"content":"`)
 
 // canonical returns enc in the form prefixes are compared in (see
@@ -164,7 +155,15 @@ const (
 // of an agentic loop that may run for hundreds of requests while the
 // context grows past the window.) Nothing is ever changed inside a
 // thinking block.
-func fixThinking(inEnc [][]byte, a *alignment, known func(string) (prefixHash, bool), thinkingOn bool) (thinkingVerdict, error) {
+//
+// A block the previous request sent whole, after the same prefix as now,
+// is sent again as it was (with drop_block when it is invalid): removing
+// it now would change a message the provider has cached, and with it the
+// prefix of every later thinking block, so that each request would
+// invalidate the next one's. The thinking of a turn is therefore removed
+// only in a request whose prefix before it changed anyway (a prune batch
+// or a compaction), and stays removed.
+func fixThinking(inEnc [][]byte, a *alignment, th thinkingMemory, thinkingOn bool) (thinkingVerdict, error) {
 	last := -1
 	for j := a.firstChanged; j < len(a.out); j++ {
 		if hasThinking(&a.out[j]) {
@@ -188,21 +187,29 @@ func fixThinking(inEnc [][]byte, a *alignment, known func(string) (prefixHash, b
 	for j := 0; j <= last; j++ {
 		m := &a.out[j]
 		if j >= a.firstChanged && hasThinking(m) {
-			valid := true
+			valid, resent := true, true
 			for _, b := range m.Content.Blocks() {
 				if !isThinking(b) {
 					continue
 				}
-				want, ok := known(thinkingKey(b))
+				key := thinkingKey(b)
+				want, ok := th.known(key)
 				if !ok && a.match[j] >= 0 {
 					want, ok = inChain[a.match[j]], true
 				}
 				if !ok || want != out {
 					valid = false
 				}
+				if at, ok := th.sent(key); !ok || at != out {
+					resent = false
+				}
 			}
 			switch {
 			case valid:
+			case resent && thinkingOn:
+				// Sent as it is after this very prefix last time: keep
+				// the bytes the provider has cached; the API drops it.
+				verdict = thinkingDrop
 			case j == open && thinkingOn:
 				// The engine's edits are sticky: sending the client's
 				// request instead would only postpone them to every later
@@ -231,6 +238,14 @@ func fixThinking(inEnc [][]byte, a *alignment, known func(string) (prefixHash, b
 		out = out.next(canonical(buf, a.outEnc[j]))
 	}
 	return verdict, nil
+}
+
+// thinkingMemory is what the proxy remembers of a session's thinking
+// blocks, by thinkingKey: known, the prefix a block was produced after;
+// sent, the prefix it was last sent after (whole, in its message).
+type thinkingMemory interface {
+	known(key string) (prefixHash, bool)
+	sent(key string) (prefixHash, bool)
 }
 
 // withDropBlock returns the thinking object with

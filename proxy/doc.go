@@ -61,9 +61,22 @@
 //     its beta header, so the API drops the block rather than reject the
 //     request. It never sends the client's request unedited instead: the
 //     engine's edits are sticky, and postponing them to the end of an
-//     agentic loop lets the context grow past the window. Edits are rare
-//     (a prune batch, a compaction), so is this. Nothing inside a thinking
-//     block is changed.
+//     agentic loop lets the context grow past the window. Nothing inside a
+//     thinking block is changed.
+//   - Thinking and the prompt cache: a block the previous request sent
+//     after the same prefix is sent again as it was, with drop_block when
+//     it is invalid, rather than removed. Removing it (the open turn's
+//     block of the request before, once its turn is complete) would change
+//     a message the provider has cached and, with it, the prefix of the
+//     next turn's thinking, so that every request would invalidate the
+//     next one's and break the cache at the previous turn. So thinking is
+//     removed only in a request whose prefix before it changed anyway (a
+//     prune batch or a compaction, Prepared.PrefixChanged), and the
+//     requests between two such changes extend each other byte for byte
+//     (cache_control markers aside). The price: after a change, requests
+//     carry drop_block until the turns whose thinking is invalid are
+//     compacted away; the API drops those blocks, as it would have had
+//     the proxy removed them.
 //
 // # The Engine seam
 //
@@ -87,7 +100,10 @@
 // # Reports
 //
 // GET /agentctx/stats answers with per-session statistics (SessionStats):
-// requests, bytes and tokens before and after, compactions, cache breaks,
-// requests that asked the API to drop thinking, the last usage and the proxy's overhead. Every request
-// is one slog line.
+// requests, bytes and tokens before and after, compactions, cache breaks
+// (requests that changed a message the request before had sent, compared
+// without cache_control markers) beside the Engine's prefix changes (the
+// breaks it planned: prune batches and compactions), requests that asked
+// the API to drop thinking, the last usage and the proxy's overhead. Every
+// request is one slog line.
 package proxy

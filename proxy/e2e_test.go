@@ -127,7 +127,7 @@ func e2eScript(turns int, shell func(c *fakeupstream.Call, cmd string) (fakeupst
 			// whole, then pruned once stale).
 			lines := 600
 			if step%2 == 1 {
-				lines = 60
+				lines = 150
 			}
 			cmd := fmt.Sprintf("seq 1 %d | sed 's/$/ step-%d-padding-padding-padding/'; echo RESULT=$((%d * 1000 + 7))", lines, step+1, step+1)
 			tc, ok := shell(c, cmd)
@@ -147,8 +147,12 @@ func e2eScript(turns int, shell func(c *fakeupstream.Call, cmd string) (fakeupst
 }
 
 // e2eEngine is the pipeline configured so that offload, prune and
-// compaction all happen within a few turns.
-func e2eEngine(t *testing.T, limit int, tool string) *proxy.PipelineEngine {
+// compaction all happen within a dozen turns: large outputs are offloaded
+// at once; middling ones are kept whole while fresh, then cleared in
+// batches of at least clearAtLeast tokens once the request nears the
+// trigger (the default ClearTrigger); a compaction comes when clearing
+// cannot keep the request below the trigger.
+func e2eEngine(t *testing.T, upstream string, limit, clearAtLeast int, tool string) *proxy.PipelineEngine {
 	t.Helper()
 	dir := t.TempDir()
 	e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{
@@ -156,13 +160,11 @@ func e2eEngine(t *testing.T, limit int, tool string) *proxy.PipelineEngine {
 			WorkspaceDir: filepath.Join(dir, "ws"),
 			Workspace:    workspace.Options{InlineLimit: 8000},
 			Prune:        prune.Options{MaxAge: time.Millisecond, KeepRecent: 1, ToolNames: []string{tool}},
-			// A small window: stale output is cleared in batches of 500
-			// tokens, at any size.
-			ClearAtLeast: 500,
-			ClearTrigger: -1,
+			ClearAtLeast: clearAtLeast,
 			Compact:      compact.Options{Limit: limit, Dir: filepath.Join(dir, "archive"), MaxRetries: -1},
 		},
-		Summarizer: proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{}),
+		// Summaries by the fake upstream, as the client's own model.
+		Summarizer: proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{AnthropicURL: upstream, OpenAIURL: upstream}),
 		Logger:     testLogger(t),
 	})
 	if err != nil {
@@ -179,12 +181,28 @@ var fileRef = regexp.MustCompile(`<file>([^<]+)</file>`)
 func checkUpstream(t *testing.T, fake *fakeupstream.Server, srv *proxy.Server) {
 	t.Helper()
 	var seen struct{ offload, prune, summary, file bool }
-	n := 0
-	for _, r := range fake.Records() {
+	n, breaks, summaries := 0, 0, 0
+	var prev []string
+	dump := os.Getenv("AGENTCTX_E2E_DUMP")
+	for i, r := range fake.Records() {
+		if dump != "" {
+			os.WriteFile(filepath.Join(dump, fmt.Sprintf("%s-req%02d.json", t.Name(), i)), r.Body, 0o644)
+		}
 		if r.API == "" {
 			continue
 		}
 		n++
+		if r.Header.Get(proxy.HeaderSummary) != "" {
+			summaries++
+		} else {
+			// A model request of the agent's loop: a cache break is one
+			// whose messages do not start with the previous one's.
+			msgs := wireMessages(t, r.Body)
+			if !hasPrefix(msgs, prev) {
+				breaks++
+			}
+			prev = msgs
+		}
 		if r.Rejected != "" {
 			t.Errorf("the upstream rejected a request (%s, %d bytes): %s", r.Path, r.Size, r.Rejected)
 		}
@@ -209,42 +227,117 @@ func checkUpstream(t *testing.T, fake *fakeupstream.Server, srv *proxy.Server) {
 	if !seen.offload || !seen.prune || !seen.summary {
 		t.Errorf("upstream requests show offload %v, prune %v, compaction %v; want all three", seen.offload, seen.prune, seen.summary)
 	}
-	var edited, compactions int
+	var edited, compactions, planned, counted int
 	var before, after int64
 	for _, st := range srv.Stats() {
 		edited += st.Edited
 		compactions += st.Compactions
+		planned += st.PrefixChanges
+		counted += st.CacheBreaks
 		before += st.BytesBefore
 		after += st.BytesAfter
+	}
+	// The prompt cache breaks only where the engine changed the prefix on
+	// purpose (a prune batch or a compaction), and the proxy's count of
+	// breaks is the upstream's.
+	if summaries != compactions {
+		t.Errorf("%d summary requests upstream for %d compactions; want one each", summaries, compactions)
+	}
+	if breaks > planned || counted != breaks || planned < compactions {
+		t.Errorf("cache breaks seen upstream %d, counted by the proxy %d; the engine's prefix changes %d (compactions %d): want breaks = count <= prefix changes",
+			breaks, counted, planned, compactions)
 	}
 	if edited == 0 || compactions == 0 || after >= before {
 		t.Errorf("proxy stats: edited %d, compactions %d, bytes %d -> %d; want edits, a compaction and fewer bytes", edited, compactions, before, after)
 	}
-	t.Logf("upstream requests: %d; bytes received %d, sent %d; compactions %d", n, before, after, compactions)
+	t.Logf("upstream requests: %d; bytes received %d, sent %d; compactions %d; prefix changes %d; cache breaks %d", n, before, after, compactions, planned, breaks)
 	for _, st := range srv.Stats() {
 		b, _ := json.Marshal(st)
 		t.Logf("stats: %s", b)
 	}
 }
 
-func startProxy(t *testing.T, fake *fakeupstream.Server, engine proxy.Engine) (*proxy.Server, string, string) {
+// wireMessages returns the messages (or Responses input items) of a request
+// body in the form prefixes are compared in: without cache_control, string
+// content read as its one text block.
+func wireMessages(t *testing.T, body []byte) []string {
+	t.Helper()
+	var b struct {
+		Messages []any `json:"messages"`
+		Input    []any `json:"input"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		t.Fatalf("upstream request: %v", err)
+	}
+	items := append(b.Messages, b.Input...)
+	out := make([]string, len(items))
+	for i, m := range items {
+		data, _ := json.Marshal(canonicalWire(m))
+		out[i] = string(data)
+	}
+	return out
+}
+
+func canonicalWire(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			switch str, ok := e.(string); {
+			case k == "cache_control":
+			case k == "content" && ok:
+				out[k] = []any{map[string]any{"type": "text", "text": str}}
+			default:
+				out[k] = canonicalWire(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = canonicalWire(e)
+		}
+		return out
+	}
+	return v
+}
+
+func hasPrefix(list, prefix []string) bool {
+	if len(prefix) > len(list) {
+		return false
+	}
+	for i := range prefix {
+		if list[i] != prefix[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// startUpstream serves the fake upstream and returns its URL.
+func startUpstream(t *testing.T, fake *fakeupstream.Server) string {
 	t.Helper()
 	up := httptest.NewServer(fake)
 	t.Cleanup(up.Close)
-	srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: up.URL, OpenAIURL: up.URL, Logger: testLogger(t)})
+	return up.URL
+}
+
+func startProxy(t *testing.T, upstream string, engine proxy.Engine) (*proxy.Server, string) {
+	t.Helper()
+	srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: upstream, OpenAIURL: upstream, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ps := httptest.NewServer(srv)
 	t.Cleanup(ps.Close)
-	return srv, ps.URL, up.URL
+	return srv, ps.URL
 }
 
 func TestClaudeCodeEndToEnd(t *testing.T) {
 	dir := clients(t)
-	const turns = 6
+	const turns = 12
 	fake := fakeupstream.New(fakeupstream.Options{
-		ContextWindow: 30_000,
+		ContextWindow: 36_000,
 		Script: e2eScript(turns, func(c *fakeupstream.Call, cmd string) (fakeupstream.ToolCall, bool) {
 			for _, n := range c.ToolNames {
 				if n == "Bash" {
@@ -254,7 +347,8 @@ func TestClaudeCodeEndToEnd(t *testing.T) {
 			return fakeupstream.ToolCall{}, false
 		}),
 	})
-	srv, base, _ := startProxy(t, fake, e2eEngine(t, 13_000, "Bash"))
+	up := startUpstream(t, fake)
+	srv, base := startProxy(t, up, e2eEngine(t, up, 22_000, 2_000, "Bash"))
 
 	home, work := t.TempDir(), t.TempDir()
 	argv := append(claudeCommand(t, dir), "-p", "Run the numbered steps with Bash and report the final RESULT.",
@@ -303,9 +397,9 @@ func TestClaudeCodeEndToEnd(t *testing.T) {
 
 func TestCodexEndToEnd(t *testing.T) {
 	dir := clients(t)
-	const turns = 6
+	const turns = 12
 	fake := fakeupstream.New(fakeupstream.Options{
-		ContextWindow: 40_000,
+		ContextWindow: 36_000,
 		Script: e2eScript(turns, func(c *fakeupstream.Call, cmd string) (fakeupstream.ToolCall, bool) {
 			for _, n := range c.ToolNames {
 				switch n {
@@ -320,7 +414,8 @@ func TestCodexEndToEnd(t *testing.T) {
 			return fakeupstream.ToolCall{}, false
 		}),
 	})
-	srv, base, _ := startProxy(t, fake, e2eEngine(t, 10_000, "exec_command"))
+	up := startUpstream(t, fake)
+	srv, base := startProxy(t, up, e2eEngine(t, up, 18_000, 2_000, "exec_command"))
 
 	home, work := t.TempDir(), t.TempDir()
 	codexHome := filepath.Join(home, ".codex")

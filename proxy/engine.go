@@ -71,6 +71,12 @@ type Prepared struct {
 	TokensAfter  int
 	// Compacted reports that a compaction happened in this call.
 	Compacted bool
+	// PrefixChanged reports that the Engine changed, on purpose, what it
+	// had sent for this session before (a new batch of pruned results, a
+	// compaction): the provider's prompt cache is rebuilt from the first
+	// change. An Engine whose edits are sticky changes the prefix only
+	// then; the proxy's own count of cache breaks is checked against it.
+	PrefixChanged bool
 	// Pruned and Offloaded count the tool results changed by this call.
 	Pruned    int
 	Offloaded int

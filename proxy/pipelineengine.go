@@ -269,6 +269,9 @@ func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, 
 	}
 	out := e.withPaths(res.Messages, s.p.Workspace())
 	pr := &Prepared{Messages: out, TokensBefore: res.Report.TokensBefore, TokensAfter: res.Report.TokensAfter, Unchanged: true}
+	if ss := res.Report.Session; ss != nil {
+		pr.PrefixChanged = ss.PrefixChanged
+	}
 	for _, st := range res.Report.Steps {
 		if st.Changed > 0 || st.Compact != nil && (st.Compact.Compacted || st.Compact.Reused > 0) {
 			pr.Unchanged = false

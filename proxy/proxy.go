@@ -198,7 +198,8 @@ type exchange struct {
 	bytesOut   int
 	prepared   *Prepared
 	overhead   time.Duration
-	sentEnc    [][]byte // the messages sent, compact
+	sentEnc    [][]byte           // the messages sent, compact
+	sentMsgs   []agentctx.Message // the messages sent (Anthropic), for their thinking blocks
 	thinkingOn bool
 	chain      *prefixHash // the prefix of the messages sent, once computed
 	thinkKeys  []string
@@ -248,7 +249,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x.overhead = s.opts.Now().Sub(x.start)
+	var recorded chan struct{}
+	if x.session != "" && x.sentEnc != nil {
+		// While the upstream works, and before the answer: the client may
+		// send its next request as soon as the answer's last bytes reach
+		// it.
+		recorded = make(chan struct{})
+		st := s.stats.get(x.session)
+		go func() {
+			defer close(recorded)
+			st.sentMessages(x, x.api == APIAnthropic && x.thinkingOn)
+		}()
+	}
 	resp, err := s.client.Do(up)
+	if recorded != nil {
+		<-recorded
+	}
 	if err != nil {
 		x.status = http.StatusBadGateway
 		if r.Context().Err() == nil {
@@ -323,6 +339,7 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 			for k, it := range conv.items {
 				x.sentEnc[k] = rawjson.AppendCompact(nil, it)
 			}
+			x.sentMsgs = conv.doc.Messages
 		}
 		return raw
 	}
@@ -396,7 +413,7 @@ func (s *Server) edit(api API, b *body, conv *conversation, msgs []agentctx.Mess
 		return nil, err
 	}
 	if api == APIAnthropic && !a.unchanged(len(inEnc)) {
-		verdict, err := fixThinking(inEnc, a, s.stats.get(x.session).knownThinking, x.thinkingOn)
+		verdict, err := fixThinking(inEnc, a, s.stats.get(x.session), x.thinkingOn)
 		if err != nil {
 			return nil, err
 		}
@@ -405,7 +422,7 @@ func (s *Server) edit(api API, b *body, conv *conversation, msgs []agentctx.Mess
 		}
 		addBreakpoint(a, b.get("system"), b.get("tools"))
 	}
-	x.sentEnc = a.outEnc
+	x.sentEnc, x.sentMsgs = a.outEnc, a.out
 	if a.unchanged(len(inEnc)) {
 		return b.raw, nil
 	}
@@ -547,9 +564,6 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 	if x.session != "" {
 		st := s.stats.get(x.session)
 		st.record(x)
-		if x.sentEnc != nil {
-			st.sent(x.sentEnc)
-		}
 		if x.gotUsage && s.opts.Engine != nil {
 			s.opts.Engine.Observe(context.WithoutCancel(r.Context()), x.session, x.usage)
 		}
@@ -559,7 +573,7 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 		attrs = append(attrs, "api", string(x.api), "session", x.session, "edited", x.edited,
 			"bytes_in", x.bytesIn, "bytes_out", x.bytesOut, "overhead_ms", ms(x.overhead))
 		if p := x.prepared; p != nil {
-			attrs = append(attrs, "tokens_before", p.TokensBefore, "tokens_after", p.TokensAfter, "compacted", p.Compacted)
+			attrs = append(attrs, "tokens_before", p.TokensBefore, "tokens_after", p.TokensAfter, "compacted", p.Compacted, "prefix_changed", p.PrefixChanged)
 		}
 		if x.dropBlock {
 			attrs = append(attrs, "thinking", DropBlock)
@@ -616,7 +630,7 @@ func (t *statsTable) get(key string) *sessionStats {
 		if len(t.sessions) >= maxStatsSessions {
 			t.evictOldest()
 		}
-		s = &sessionStats{thinking: map[string]prefixHash{}}
+		s = &sessionStats{thinking: map[string]prefixHash{}, sentAt: map[string]prefixHash{}}
 		t.sessions[key] = s
 	}
 	return s

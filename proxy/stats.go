@@ -19,8 +19,10 @@ type sessionStats struct {
 	SessionStats
 	lastSeen     time.Time
 	lastSent     []uint64
-	thinking     map[string]prefixHash
+	thinking     map[string]prefixHash // by thinking key: the prefix the block was produced after
 	thinkingKeys []string
+	sentAt       map[string]prefixHash // by thinking key: the prefix the block was last sent after
+	sentKeys     []string
 	overheads    []time.Duration
 }
 
@@ -40,8 +42,16 @@ type SessionStats struct {
 	TokensAfter  int `json:"tokens_after"`
 	Compactions  int `json:"compactions"`
 	// CacheBreaks counts requests whose messages sent do not start with
-	// the messages sent by the request before, byte for byte.
+	// the messages sent by the request before (compared without
+	// cache_control markers, which move without changing what a provider
+	// caches, and with string content read as its text block).
 	CacheBreaks int `json:"cache_breaks"`
+	// PrefixChanges counts the requests on which the Engine changed on
+	// purpose what it had sent before (Prepared.PrefixChanged: a prune
+	// batch, a compaction): the cache breaks the Engine planned. With
+	// sticky edits CacheBreaks is at most PrefixChanges (plus the changes
+	// the client made to its own history).
+	PrefixChanges int `json:"prefix_changes"`
 	// LastUsage is the usage the upstream reported last.
 	LastUsage Usage `json:"last_usage"`
 	// OverheadMedianMS and OverheadMaxMS are the time from request received
@@ -50,10 +60,19 @@ type SessionStats struct {
 	OverheadMaxMS    float64 `json:"overhead_max_ms"`
 }
 
-func (s *sessionStats) knownThinking(key string) (prefixHash, bool) {
+// known implements thinkingMemory.
+func (s *sessionStats) known(key string) (prefixHash, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h, ok := s.thinking[key]
+	return h, ok
+}
+
+// sent implements thinkingMemory.
+func (s *sessionStats) sent(key string) (prefixHash, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.sentAt[key]
 	return h, ok
 }
 
@@ -73,18 +92,51 @@ func (s *sessionStats) rememberThinking(key string, h prefixHash) {
 	s.thinking[key] = h
 }
 
-// sent records the messages sent and counts a cache break when they do
-// not extend the previous request's.
-func (s *sessionStats) sent(encs [][]byte) {
+// sentMessages remembers the messages a request sends: their hashes,
+// to count a cache break when the next request's do not extend them, and
+// (thinking true) the prefix each thinking block was sent after.
+func (s *sessionStats) sentMessages(x *exchange, thinking bool) {
+	encs := x.sentEnc
 	hs := make([]uint64, len(encs))
 	var buf []byte
+	var chain prefixHash
+	type at struct {
+		key string
+		h   prefixHash
+	}
+	var blocks []at
 	for j, e := range encs {
-		// Without cache_control: clients move their breakpoints every
-		// request, which does not change what is cached.
-		hs[j] = hash64(stripped(buf, e))
+		// In the form prefixes are compared in: without cache_control
+		// (breakpoints move without changing what the provider caches)
+		// and with string content read as its one text block.
+		c := canonical(buf, e)
+		hs[j] = hash64(c)
+		if thinking && j < len(x.sentMsgs) && hasThinking(&x.sentMsgs[j]) {
+			for _, b := range x.sentMsgs[j].Content.Blocks() {
+				if k := thinkingKey(b); k != "" {
+					blocks = append(blocks, at{k, chain})
+				}
+			}
+		}
+		if thinking {
+			chain = chain.next(c)
+		}
+	}
+	if thinking {
+		x.chain = &chain // the prefix of the answer's thinking (rememberThinking)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, b := range blocks {
+		if _, ok := s.sentAt[b.key]; !ok {
+			s.sentKeys = append(s.sentKeys, b.key)
+			if len(s.sentKeys) > maxThinking {
+				delete(s.sentAt, s.sentKeys[0])
+				s.sentKeys = s.sentKeys[1:]
+			}
+		}
+		s.sentAt[b.key] = b.h
+	}
 	prev := s.lastSent
 	brk := len(prev) > len(hs)
 	for i := 0; !brk && i < len(prev); i++ {
@@ -117,6 +169,9 @@ func (s *sessionStats) record(x *exchange) {
 		s.TokensBefore, s.TokensAfter = p.TokensBefore, p.TokensAfter
 		if p.Compacted {
 			s.Compactions++
+		}
+		if p.PrefixChanged {
+			s.PrefixChanges++
 		}
 	}
 	if x.gotUsage {

@@ -37,9 +37,10 @@ false and no previous_response_id) are edited; everything else passes
 through. A request that needs no edit goes upstream byte for byte.
 GET /agentctx/stats reports per session. SIGINT or SIGTERM stops
 accepting and lets the requests in flight finish.`,
-		Example: `  agentctx proxy --limit 200000
+		Example: `  agentctx proxy --limit 150000
   ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude
-  agentctx proxy --listen 127.0.0.1:9000 --upstream-anthropic https://api.anthropic.com`,
+  agentctx proxy --store postgres://agentctx@db/agentctx --listen 0.0.0.0:8787
+  curl -s http://127.0.0.1:8787/agentctx/stats | jq '.sessions[] | {requests, compactions, prefix_changes, cache_breaks}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			summ := f.summarizer

@@ -78,9 +78,11 @@ type Options struct {
 // Record is one request the fake received.
 type Record struct {
 	Method, Path string
-	API          string
-	Size         int
-	Body         []byte
+	// Header holds the request's headers.
+	Header http.Header
+	API    string
+	Size   int
+	Body   []byte
 	// Rejected is the reason for a 400, or "".
 	Rejected string
 }
@@ -146,7 +148,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	raw := readBody(r)
-	rec := Record{Method: r.Method, Path: path, API: api, Size: len(raw), Body: raw}
+	rec := Record{Method: r.Method, Path: path, Header: r.Header.Clone(), API: api, Size: len(raw), Body: raw}
 	var body map[string]any
 	if err := json.Unmarshal(raw, &body); err != nil {
 		rec.Rejected = "invalid JSON: " + err.Error()
