@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/pipeline"
 )
 
 // API names the wire format of a request.
@@ -88,18 +89,10 @@ type Prepared struct {
 
 // Usage is what the upstream reported for one request: Anthropic's usage
 // (message_start and message_delta), OpenAI chat's final usage chunk,
-// Responses' response.completed.
-type Usage struct {
-	InputTokens              int `json:"input_tokens"`
-	OutputTokens             int `json:"output_tokens"`
-	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
-	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-}
-
-// Total is the prompt as billed: input, cache reads and cache writes.
-func (u Usage) Total() int {
-	return u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
-}
+// Responses' response.completed (cached tokens split out of the prompt
+// tokens). It is the session engine's own type, so PipelineEngine hands it
+// to pipeline.Pipeline.Observe as it is.
+type Usage = pipeline.Usage
 
 // Engine is the seam between the proxy and context management: the proxy
 // owns HTTP, wire formats, streaming and byte-faithful splicing; the Engine

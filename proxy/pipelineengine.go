@@ -373,8 +373,7 @@ func (e *PipelineEngine) Observe(ctx context.Context, key string, u Usage) {
 	if s == nil {
 		return
 	}
-	err := s.p.Observe(ctx, pipeline.Usage{InputTokens: u.InputTokens, CacheReadInputTokens: u.CacheReadInputTokens,
-		CacheCreationInputTokens: u.CacheCreationInputTokens, OutputTokens: u.OutputTokens})
+	err := s.p.Observe(ctx, u)
 	if err != nil {
 		e.log.Warn("proxy: cannot record usage", "session", key, "err", err)
 	}
