@@ -16,97 +16,13 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/internal/e2eclient"
 	"github.com/agentctx/agentctx/internal/fakeupstream"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/workspace"
 )
-
-// The real clients the end-to-end tests drive, from npm.
-const (
-	claudePackage = "@anthropic-ai/claude-code@2.1.330"
-	codexPackage  = "@openai/codex@0.169.0"
-)
-
-var (
-	installOnce sync.Once
-	installDir  string
-	installErr  error
-)
-
-// e2eCache is where the clients are installed, reused between runs.
-func e2eCache() string {
-	if d := os.Getenv("AGENTCTX_E2E_CACHE"); d != "" {
-		return d
-	}
-	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
-		return filepath.Join(d, "agentctx-e2e")
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "agentctx-e2e")
-	}
-	return filepath.Join(os.TempDir(), "agentctx-e2e")
-}
-
-// clients installs Claude Code and Codex with npm (once per run, cached
-// between runs). In CI (CI set) a missing npm fails the test; elsewhere it
-// skips it.
-func clients(t *testing.T) string {
-	t.Helper()
-	if testing.Short() && os.Getenv("CI") == "" {
-		t.Skip("end-to-end test with real clients: skipped with -short")
-	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("npm is required in CI for the end-to-end tests with Claude Code and Codex: %v", err)
-		}
-		t.Skip("npm not found: the end-to-end tests with Claude Code and Codex need it")
-	}
-	installOnce.Do(func() {
-		dir := e2eCache()
-		stamp := filepath.Join(dir, ".installed-"+strings.NewReplacer("/", "_", "@", "").Replace(claudePackage+"+"+codexPackage))
-		if _, err := os.Stat(stamp); err == nil {
-			installDir = dir
-			return
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			installErr = err
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--prefix", dir, claudePackage, codexPackage)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			installErr = fmt.Errorf("npm install: %v\n%s", err, out)
-			return
-		}
-		installErr = os.WriteFile(stamp, nil, 0o644)
-		installDir = dir
-	})
-	if installErr != nil {
-		t.Fatal(installErr)
-	}
-	return installDir
-}
-
-// claudeCommand returns the command that runs Claude Code: the native
-// binary of the platform package (the wrapper's postinstall copies it into
-// place, but npm may not run install scripts).
-func claudeCommand(t *testing.T, dir string) []string {
-	matches, _ := filepath.Glob(filepath.Join(dir, "node_modules", "@anthropic-ai", "claude-code-*", "claude"))
-	for _, m := range matches {
-		if fi, err := os.Stat(m); err == nil && fi.Mode()&0o111 != 0 {
-			return []string{m}
-		}
-	}
-	return []string{"node", filepath.Join(dir, "node_modules", "@anthropic-ai", "claude-code", "cli-wrapper.cjs")}
-}
-
-func codexCommand(dir string) []string {
-	return []string{"node", filepath.Join(dir, "node_modules", "@openai", "codex", "bin", "codex.js")}
-}
 
 // e2eScript is the "model" of the end-to-end tests: it calls the shell
 // tool `turns` times, each time with a command whose output is large, and
@@ -334,7 +250,7 @@ func startProxy(t *testing.T, upstream string, engine proxy.Engine) (*proxy.Serv
 }
 
 func TestClaudeCodeEndToEnd(t *testing.T) {
-	dir := clients(t)
+	dir := e2eclient.Install(t)
 	const turns = 12
 	fake := fakeupstream.New(fakeupstream.Options{
 		ContextWindow: 36_000,
@@ -351,13 +267,13 @@ func TestClaudeCodeEndToEnd(t *testing.T) {
 	srv, base := startProxy(t, up, e2eEngine(t, up, 22_000, 2_000, "Bash"))
 
 	home, work := t.TempDir(), t.TempDir()
-	argv := append(claudeCommand(t, dir), "-p", "Run the numbered steps with Bash and report the final RESULT.",
+	argv := append(e2eclient.ClaudeCommand(dir), "-p", "Run the numbered steps with Bash and report the final RESULT.",
 		"--allowedTools", "Bash", "--output-format", "json")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = work
-	cmd.Env = append(minimalEnv(), "HOME="+home, "ANTHROPIC_BASE_URL="+base, "ANTHROPIC_API_KEY=dummy",
+	cmd.Env = append(e2eclient.MinimalEnv(), "HOME="+home, "ANTHROPIC_BASE_URL="+base, "ANTHROPIC_API_KEY=dummy",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -370,14 +286,14 @@ func TestClaudeCodeEndToEnd(t *testing.T) {
 				os.WriteFile(fmt.Sprintf("%s/req%d.json", os.Getenv("AGENTCTX_E2E_DUMP"), i), r.Body, 0o644)
 			}
 		}
-		t.Fatalf("claude: %v\nstdout: %s\nstderr: %s", err, tail(stdout.String()), tail(stderr.String()))
+		t.Fatalf("claude: %v\nstdout: %s\nstderr: %s", err, e2eclient.Tail(stdout.String()), e2eclient.Tail(stderr.String()))
 	}
 	var res struct {
 		Result  string `json:"result"`
 		IsError bool   `json:"is_error"`
 	}
-	if err := json.Unmarshal(lastJSONLine(stdout.Bytes()), &res); err != nil {
-		t.Fatalf("claude output is not JSON: %v\n%s", err, tail(stdout.String()))
+	if err := json.Unmarshal(e2eclient.LastJSONLine(stdout.Bytes()), &res); err != nil {
+		t.Fatalf("claude output is not JSON: %v\n%s", err, e2eclient.Tail(stdout.String()))
 	}
 	want := fmt.Sprintf("FINAL ANSWER %d", turns*1000+7)
 	if res.IsError || !strings.Contains(res.Result, want) {
@@ -396,7 +312,7 @@ func TestClaudeCodeEndToEnd(t *testing.T) {
 }
 
 func TestCodexEndToEnd(t *testing.T) {
-	dir := clients(t)
+	dir := e2eclient.Install(t)
 	const turns = 12
 	fake := fakeupstream.New(fakeupstream.Options{
 		ContextWindow: 36_000,
@@ -441,50 +357,21 @@ stream_max_retries = 0
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	argv := append(codexCommand(dir), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+	argv := append(e2eclient.CodexCommand(dir), "exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
 		"Run the numbered steps with the shell and report the final RESULT.")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = work
-	cmd.Env = append(minimalEnv(), "HOME="+home, "CODEX_HOME="+codexHome, "AGENTCTX_FAKE_KEY=dummy")
+	cmd.Env = append(e2eclient.MinimalEnv(), "HOME="+home, "CODEX_HOME="+codexHome, "AGENTCTX_FAKE_KEY=dummy")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("codex: %v\nstdout: %s\nstderr: %s", err, tail(stdout.String()), tail(stderr.String()))
+		t.Fatalf("codex: %v\nstdout: %s\nstderr: %s", err, e2eclient.Tail(stdout.String()), e2eclient.Tail(stderr.String()))
 	}
 	want := fmt.Sprintf("FINAL ANSWER %d", turns*1000+7)
 	if !strings.Contains(stdout.String(), want) {
-		t.Errorf("codex output does not contain %q:\n%s\nstderr: %s", want, tail(stdout.String()), tail(stderr.String()))
+		t.Errorf("codex output does not contain %q:\n%s\nstderr: %s", want, e2eclient.Tail(stdout.String()), e2eclient.Tail(stderr.String()))
 	}
 	checkUpstream(t, fake, srv)
-}
-
-// minimalEnv is the environment the clients run with: PATH and the
-// locale, nothing that could reach a real API.
-func minimalEnv() []string {
-	var env []string
-	for _, k := range []string{"PATH", "LANG", "TMPDIR", "TERM"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	return env
-}
-
-func lastJSONLine(b []byte) []byte {
-	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
-	for i := len(lines) - 1; i >= 0; i-- {
-		if bytes.HasPrefix(bytes.TrimSpace(lines[i]), []byte("{")) {
-			return lines[i]
-		}
-	}
-	return b
-}
-
-func tail(s string) string {
-	if len(s) > 4000 {
-		return "..." + s[len(s)-4000:]
-	}
-	return s
 }
