@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/agentctx/agentctx"
@@ -525,6 +526,46 @@ func (c *call) count() bool {
 	return check.ShouldCompact
 }
 
+// remembered wraps a summarizer so that the same middle, summarized again
+// by this Pipeline, gets the summary it got before without a new call: when
+// a save loses its compare-and-swap, the call runs again on the newer state
+// and, if it still compacts the same messages, must not pay for a second
+// summary (with a model summarizer, a second paid call).
+func (p *Pipeline) remembered(s compact.Summarizer) compact.Summarizer {
+	if s == nil {
+		s = compact.Extractive{}
+	}
+	if p.opts.Stateless {
+		return s // every call independent
+	}
+	return compact.SummarizerFunc(func(ctx context.Context, req compact.Request) (string, error) {
+		d, ok := digestOf(req.Messages)
+		if !ok {
+			return s.Summarize(ctx, req)
+		}
+		key := hexDigest(d) + "\x00" + req.Archive
+		p.mu.Lock()
+		sum, hit := p.summaries[key]
+		p.mu.Unlock()
+		if hit {
+			return sum, nil
+		}
+		sum, err := s.Summarize(ctx, req)
+		if err == nil && strings.TrimSpace(sum) != "" {
+			p.mu.Lock()
+			if len(p.summaries) >= maxRemembered {
+				clear(p.summaries)
+			}
+			p.summaries[key] = sum
+			p.mu.Unlock()
+		}
+		return sum, err
+	})
+}
+
+// maxRemembered bounds the summaries a Pipeline remembers.
+const maxRemembered = 8
+
 // retryAfterFailure is the number of requests after which a compaction
 // whose summary failed is tried again in the same crossing of the trigger.
 const retryAfterFailure = 5
@@ -587,6 +628,7 @@ func (c *call) compact(ctx context.Context, over bool) error {
 	if c.p.archiver != nil && o.Compact.Archiver == nil {
 		copts.Archiver = c.p.archiver
 	}
+	copts.Summarizer = c.p.remembered(o.Compact.Summarizer)
 	copts.Originals = func(view []agentctx.Message, h, t int) []agentctx.Message {
 		out := make([]agentctx.Message, 0, t-h)
 		for i := h; i < t; i++ {

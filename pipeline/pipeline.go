@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -218,6 +219,9 @@ type Pipeline struct {
 	namespace     string // of the session state
 	sessionID     string
 	archiver      compact.Archiver
+
+	mu        sync.Mutex
+	summaries map[string]string // see remembered
 }
 
 // New returns a Pipeline with the options. It opens the default workspace
@@ -227,7 +231,7 @@ func New(opts Options) (*Pipeline, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Pipeline{opts: opts}
+	p := &Pipeline{opts: opts, summaries: map[string]string{}}
 	o := &p.opts
 	if o.Offload == "" {
 		o.Offload = OffloadWorkspace
@@ -368,6 +372,9 @@ func (p *Pipeline) MessageCounter() *tokens.MessageCounter { return p.mc }
 // Reset forgets the session's state: the next call starts afresh, as for a
 // new conversation (artifacts and archives stay in the workspace).
 func (p *Pipeline) Reset(ctx context.Context) error {
+	p.mu.Lock()
+	clear(p.summaries)
+	p.mu.Unlock()
 	if p.opts.Stateless {
 		return nil
 	}

@@ -565,7 +565,14 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 		st := s.stats.get(x.session)
 		st.record(x)
 		if x.gotUsage && s.opts.Engine != nil {
-			s.opts.Engine.Observe(context.WithoutCancel(r.Context()), x.session, x.usage)
+			u := x.usage
+			if p := x.prepared; p != nil && u.Counted == 0 {
+				// The usage is of this exchange's request, whatever the
+				// session prepared since (a client may send its next
+				// request before this response's last event is handled).
+				u.Counted = p.TokensAfter
+			}
+			s.opts.Engine.Observe(context.WithoutCancel(r.Context()), x.session, u)
 		}
 	}
 	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", x.status, "duration_ms", ms(dur)}
