@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -108,6 +111,7 @@ func runFleet(t *testing.T, cfg config) {
 	checkUpstream(t, "fleet", up, cfg)
 	checkSameAsControl(t, cfg, ctlUp, up)
 	checkArtifacts(t, bin, fleetDB, cfg, up)
+	checkSameStore(t, controlDB, fleetDB, cfg, ctlUp, up)
 
 	perReplica := map[string]int{}
 	for _, r := range reps {
@@ -707,4 +711,117 @@ func pctF(v []float64, p int) float64 {
 	}
 	i := min(len(v)-1, (len(v)*p+99)/100-1)
 	return v[max(0, i)]
+}
+
+// archiveRef is the id of a compaction archive (pipeline.ArchiveIDPrefix
+// and 16 hex digits of the archive's SHA-256).
+var archiveRef = regexp.MustCompile(`compact_[0-9a-f]{16}`)
+
+// checkSameStore checks that the fleet's database holds, for every
+// session, the tool results the control's holds (same ids, same SHA-256)
+// and the same compaction archives named by the requests; that every
+// archive reads back whole (its id is a hash of its content); and that
+// every archive an upstream request names exists.
+//
+// An archive no request names is an orphan: a compaction attempt whose
+// session state lost a compare-and-swap race and was run again (see
+// TestCompactionRerunOnConflict). Orphans are counted, not failed: they
+// lose nothing, and the prepared requests are checked byte for byte.
+func checkSameStore(t *testing.T, controlDB, fleetDB string, cfg config, ctlUp, up *upstream) {
+	t.Helper()
+	ctx := t.Context()
+	open := func(url string) *pgstore.Store {
+		st, err := pgstore.Open(ctx, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	}
+	ctl, fleet := open(controlDB), open(fleetDB)
+	archives, orphans, ctlOrphans := 0, 0, 0
+	for s := range cfg.Sessions {
+		name := sessionName(s)
+		ns := workspace.SessionNamespace(workspace.DefaultNamespace, name)
+		list := func(st *pgstore.Store) map[string]string {
+			infos, err := st.Query(ctx, ns, workspace.Filter{})
+			if err != nil {
+				t.Fatalf("query %s: %v", ns, err)
+			}
+			out := map[string]string{}
+			for _, in := range infos {
+				out[in.ID] = in.SHA256
+			}
+			return out
+		}
+		want, got := list(ctl), list(fleet)
+		ctlNamed, named := namedArchives(ctlUp, name), namedArchives(up, name)
+		if !maps.Equal(ctlNamed, named) {
+			t.Errorf("session %s: the requests name archives %v in the fleet, %v with one replica alone", name, slices.Sorted(maps.Keys(named)), slices.Sorted(maps.Keys(ctlNamed)))
+		}
+		for id, sum := range want {
+			if strings.HasPrefix(id, "compact_") && !ctlNamed[id] {
+				ctlOrphans++
+				continue
+			}
+			if got[id] != sum {
+				t.Errorf("session %s: artifact %s: fleet SHA-256 %q, one replica alone %q", name, id, got[id], sum)
+			}
+		}
+		for id := range got {
+			if strings.HasPrefix(id, "compact_") {
+				archives++
+				if !named[id] {
+					orphans++
+				}
+				checkArchive(t, fleet, ns, id)
+			} else if _, ok := want[id]; !ok {
+				t.Errorf("session %s: the fleet stored artifact %s, one replica alone did not", name, id)
+			}
+		}
+		for id := range named {
+			if _, ok := got[id]; !ok {
+				t.Errorf("session %s: a request names archive %s, which the store lacks", name, id)
+			}
+		}
+	}
+	if archives == 0 {
+		t.Error("the fleet stored no compaction archive")
+	}
+	t.Logf("compaction archives read back whole: %d, of which %d named by no request (orphans of compaction attempts run again after a lost compare-and-swap; the control has %d)", archives, orphans, ctlOrphans)
+}
+
+// namedArchives returns the archives the upstream requests of a session
+// name.
+func namedArchives(u *upstream, session string) map[string]bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := map[string]bool{}
+	for key, bodies := range u.bodies {
+		if s, _, _ := strings.Cut(key, "/"); s != session {
+			continue
+		}
+		for _, b := range bodies {
+			for _, m := range archiveRef.FindAll(b, -1) {
+				out[string(m)] = true
+			}
+		}
+	}
+	return out
+}
+
+// checkArchive reads an archive back whole: its id is a hash of its
+// content, which is a JSON list of messages.
+func checkArchive(t *testing.T, st *pgstore.Store, ns, id string) {
+	t.Helper()
+	a, err := st.Get(t.Context(), ns, id)
+	if err != nil {
+		t.Errorf("%s: archive %s: %v", ns, id, err)
+		return
+	}
+	sum := sha256.Sum256([]byte(a.Content))
+	var msgs []json.RawMessage
+	if "compact_"+hex.EncodeToString(sum[:8]) != id || json.Unmarshal([]byte(a.Content), &msgs) != nil || len(msgs) == 0 {
+		t.Errorf("%s: archive %s does not read back whole (%d bytes)", ns, id, len(a.Content))
+	}
 }

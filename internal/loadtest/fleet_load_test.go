@@ -1,0 +1,16 @@
+//go:build load
+
+package loadtest
+
+import "testing"
+
+// TestFleetLoad is the full load test: 50 sessions × 20 requests over two
+// replicas, and replica b killed with SIGKILL once half the requests are
+// answered; replica a serves every session from then on, and every
+// request still matches the control byte for byte.
+//
+//	go test -tags load -run TestFleetLoad -v -timeout 30m ./internal/loadtest
+func TestFleetLoad(t *testing.T) {
+	const sessions, requests = 50, 20
+	runFleet(t, config{Sessions: sessions, Requests: requests, Limit: 6000, KillAt: sessions * requests / 2, Seed: 17})
+}
