@@ -9,5 +9,12 @@
 //
 //	go test -tags load -run TestFleetLoad -v ./internal/loadtest
 //
+// Knobs of the full form: AGENTCTX_LOAD_CONCURRENCY=N runs N sessions at a
+// time (default all), AGENTCTX_LOAD_THINK=20ms pauses between an answer and
+// the session's next request (default none). LOADTEST_DEBUG=DIR keeps the
+// replicas' logs in DIR when a prepared request differs from the control.
+// AGENTCTX_LOADTEST_BUGS=1 runs the reproducers of known open bugs, which
+// otherwise skip.
+//
 // The package has no code of its own outside its tests.
 package loadtest

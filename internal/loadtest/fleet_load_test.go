@@ -2,7 +2,12 @@
 
 package loadtest
 
-import "testing"
+import (
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
 
 // TestFleetLoad is the full load test: 50 sessions × 20 requests over two
 // replicas, and replica b killed with SIGKILL once half the requests are
@@ -10,7 +15,11 @@ import "testing"
 // request still matches the control byte for byte.
 //
 //	go test -tags load -run TestFleetLoad -v -timeout 30m ./internal/loadtest
+//
+// All sessions run at once; AGENTCTX_LOAD_CONCURRENCY=N runs N at a time.
 func TestFleetLoad(t *testing.T) {
 	const sessions, requests = 50, 20
-	runFleet(t, config{Sessions: sessions, Requests: requests, Limit: 6000, KillAt: sessions * requests / 2, Seed: 17})
+	conc, _ := strconv.Atoi(os.Getenv("AGENTCTX_LOAD_CONCURRENCY"))
+	think, _ := time.ParseDuration(os.Getenv("AGENTCTX_LOAD_THINK"))
+	runFleet(t, config{Sessions: sessions, Requests: requests, Limit: 6000, KillAt: sessions * requests / 2, Concurrency: conc, ThinkTime: think, Seed: 17})
 }

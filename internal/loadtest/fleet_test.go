@@ -49,12 +49,21 @@ type config struct {
 	KillAt int
 	// Seed picks the replica of each request.
 	Seed uint64
+	// ThinkTime is the pause between an answer and the session's next
+	// request: the agent running its tool. With none, the next request
+	// races the proxy's recording of the answer's usage (see
+	// TestLateUsageChangesPreparedRequest).
+	ThinkTime time.Duration
 }
 
 // TestFleetShort is the short form of the load test that `go test ./...`
-// runs: both replicas, a few sessions, no kill.
+// runs: both replicas, a few sessions, no kill. The sessions pause 20 ms
+// between an answer and their next request, as an agent running a tool
+// does: without the pause the next request races the recording of the
+// answer's usage, and the prepared requests may then depend on timing
+// (TestLateUsageChangesPreparedRequest; the full form runs without it).
 func TestFleetShort(t *testing.T) {
-	runFleet(t, config{Sessions: 6, Requests: 6, Limit: 2000, Seed: 17})
+	runFleet(t, config{Sessions: 6, Requests: 6, Limit: 2000, ThinkTime: 20 * time.Millisecond, Seed: 17})
 }
 
 // runFleet runs a control (one replica alone, its own database) and then
@@ -103,13 +112,37 @@ func runFleet(t *testing.T, cfg config) {
 	for _, r := range reps {
 		r.stop(t)
 	}
+	for _, r := range append(reps, ctl) {
+		r.logProblems(t)
+	}
 
 	for _, e := range run.errors {
 		t.Errorf("fleet: %s", e)
 	}
 	checkUpstream(t, "control", ctlUp, cfg)
 	checkUpstream(t, "fleet", up, cfg)
-	checkSameAsControl(t, cfg, ctlUp, up)
+	if !checkSameAsControl(t, cfg, ctlUp, up) {
+		// Which replica prepared each request of a diverging session,
+		// and when, to tell a race from a replica's own state.
+		for s := range cfg.Sessions {
+			for k := range cfg.Requests {
+				key := fmt.Sprintf("%s/%d", sessionName(s), k)
+				if a, b := up.bodies[key], ctlUp.bodies[key]; len(a) > 0 && len(b) > 0 && !bytes.Equal(a[0], b[0]) {
+					for j := range cfg.Requests {
+						key := fmt.Sprintf("%s/%d", sessionName(s), j)
+						t.Logf("%s: fleet %s; control %s", key, run.trace[key], ctlRun.trace[key])
+					}
+					break
+				}
+			}
+		}
+		if d := os.Getenv("LOADTEST_DEBUG"); d != "" {
+			for _, r := range append(reps, ctl) {
+				b, _ := os.ReadFile(r.log)
+				os.WriteFile(filepath.Join(d, r.name+".log"), b, 0o644)
+			}
+		}
+	}
 	checkArtifacts(t, bin, fleetDB, cfg, up)
 	checkSameStore(t, controlDB, fleetDB, cfg, ctlUp, up)
 
@@ -136,7 +169,14 @@ func runFleet(t *testing.T, cfg config) {
 	if cfg.KillAt == 0 && fleetComp != ctlComp {
 		t.Errorf("the fleet compacted %d times, one replica alone %d times: a session compacted twice or not at all", fleetComp, ctlComp)
 	}
-	t.Logf("sessions %d × requests %d; answered by replica: %v; failovers after the kill: %d", cfg.Sessions, cfg.Requests, perReplica, run.failovers)
+	twice := 0
+	up.mu.Lock()
+	for _, b := range up.bodies {
+		twice += len(b) - 1
+	}
+	up.mu.Unlock()
+	t.Logf("sessions %d × requests %d; answered by replica: %v; requests sent again after the kill: %d, of which %d had reached the upstream from the killed replica (and were prepared the same again)",
+		cfg.Sessions, cfg.Requests, perReplica, run.failovers, twice)
 	// A replica counts a cache break against the last request it sent
 	// itself for the session, so the fleet's count is not comparable; the
 	// bytes are (checkSameAsControl).
@@ -183,7 +223,12 @@ func (u *upstream) URL() string { return u.srv.URL }
 
 func (u *upstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
-	raw, _ := io.ReadAll(r.Body)
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		// A replica killed while it sent the request: the upstream never
+		// gets the whole request, so it does not answer it.
+		return
+	}
 	r.Body = io.NopCloser(bytes.NewReader(raw))
 	u.mu.Lock()
 	if k := r.Header.Get(headerKey); k != "" {
@@ -340,6 +385,28 @@ func (r *replica) tail() string {
 	return string(b)
 }
 
+// logProblems logs the warnings and errors a replica logged.
+func (r *replica) logProblems(t *testing.T) {
+	t.Helper()
+	b, err := os.ReadFile(r.log)
+	if err != nil {
+		t.Errorf("replica %s: %v", r.name, err)
+		return
+	}
+	n := 0
+	for line := range strings.Lines(string(b)) {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			n++
+			if n <= 5 {
+				t.Logf("replica %s logged: %s", r.name, strings.TrimSpace(line))
+			}
+		}
+	}
+	if n > 5 {
+		t.Logf("replica %s logged %d warnings and errors in all", r.name, n)
+	}
+}
+
 // kill stops the replica with SIGKILL: no shutdown, requests in flight
 // cut.
 func (r *replica) kill() {
@@ -401,6 +468,8 @@ type runResult struct {
 	roundTrip []time.Duration
 	failovers int
 	elapsed   time.Duration
+	// trace tells, per request key, which replica answered it and when.
+	trace map[string]string
 }
 
 func (r *runResult) errorf(format string, args ...any) {
@@ -413,7 +482,7 @@ func (r *runResult) errorf(format string, args ...any) {
 // session, in order, to a replica picked at random; a request cut by the
 // kill is sent again to a replica alive.
 func drive(ctx context.Context, t *testing.T, cfg config, reps []*replica, up *upstream) *runResult {
-	res := &runResult{}
+	res := &runResult{trace: map[string]string{}}
 	client := &http.Client{Timeout: 2 * time.Minute}
 	conc := cfg.Concurrency
 	if conc <= 0 {
@@ -432,6 +501,9 @@ func drive(ctx context.Context, t *testing.T, cfg config, reps []*replica, up *u
 			defer func() { <-sem }()
 			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(s)))
 			for k := range cfg.Requests {
+				if k > 0 && cfg.ThinkTime > 0 {
+					time.Sleep(cfg.ThinkTime)
+				}
 				key := fmt.Sprintf("%s/%d", sessionName(s), k)
 				body := requestBody(s, k)
 				pick := rng.IntN(len(reps))
@@ -457,6 +529,7 @@ func drive(ctx context.Context, t *testing.T, cfg config, reps []*replica, up *u
 					done := time.Now()
 					res.mu.Lock()
 					res.roundTrip = append(res.roundTrip, done.Sub(sent))
+					res.trace[key] = fmt.Sprintf("%s sent %s answered %s", r.name, sent.Format("15:04:05.000000"), done.Format("15:04:05.000000"))
 					res.mu.Unlock()
 					if at, ok := up.arrival(key); ok && at.After(sent) {
 						res.overhead = append(res.overhead, at.Sub(sent))
@@ -553,7 +626,7 @@ func checkUpstream(t *testing.T, name string, u *upstream, cfg config) {
 // checkSameAsControl checks that every request the fleet's upstream
 // received is byte for byte the one the control's received for the same
 // session and step.
-func checkSameAsControl(t *testing.T, cfg config, ctl, fleet *upstream) {
+func checkSameAsControl(t *testing.T, cfg config, ctl, fleet *upstream) bool {
 	t.Helper()
 	ctl.mu.Lock()
 	defer ctl.mu.Unlock()
@@ -579,6 +652,7 @@ func checkSameAsControl(t *testing.T, cfg config, ctl, fleet *upstream) {
 	if diff > 3 {
 		t.Errorf("... %d prepared requests differ from the control in all", diff)
 	}
+	return diff == 0
 }
 
 func firstDiff(a, b []byte) int {
