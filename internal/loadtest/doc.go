@@ -11,7 +11,8 @@
 //
 // Knobs of the full form: AGENTCTX_LOAD_CONCURRENCY=N runs N sessions at a
 // time (default all), AGENTCTX_LOAD_THINK=20ms pauses between an answer and
-// the session's next request (default none). LOADTEST_DEBUG=DIR keeps the
+// the session's next request (default none), AGENTCTX_LOAD_NO_USAGE=1
+// strips the usage from the upstream's answers. LOADTEST_DEBUG=DIR keeps the
 // replicas' logs in DIR when a prepared request differs from the control.
 // AGENTCTX_LOADTEST_BUGS=1 runs the reproducers of known open bugs, which
 // otherwise skip.
