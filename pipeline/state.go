@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/agentctx/agentctx"
@@ -150,12 +151,22 @@ func (p *Pipeline) saveState(ctx context.Context, st *state, v int64) (int64, er
 
 // maxAttempts bounds the load–prepare–save rounds of one call when other
 // writers keep changing the session.
-const maxAttempts = 8
+const maxAttempts = 32
 
 // update runs fn on the session's state and saves it with compare-and-swap,
-// loading and running fn again when another writer saved in between.
+// loading and running fn again when another writer saved in between (after
+// a short random wait that grows with the attempts, so racing writers
+// spread out).
 func (p *Pipeline) update(ctx context.Context, fn func(st *state) error) (int64, error) {
-	for range maxAttempts {
+	for attempt := range maxAttempts {
+		if attempt > 0 {
+			wait := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6)))
+			select {
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			case <-time.After(wait):
+			}
+		}
 		st, v, err := p.loadState(ctx)
 		if err != nil {
 			return 0, err
