@@ -188,6 +188,14 @@ func (o Options) resolved() Options {
 // (200,000 × 0.92) are taken as those integers.
 func (o Options) thresholdTokens() int { return ceilRatio(o.Limit, o.Threshold) }
 
+// ThresholdTokens returns the count at which compaction is due, Limit ×
+// Threshold with the defaults filled in (what Check reports).
+func (o Options) ThresholdTokens() int { return o.resolved().thresholdTokens() }
+
+// TailTokens returns the tail budget, Limit × TailRatio with the defaults
+// filled in: the tokens of recent messages a compaction keeps.
+func (o Options) TailTokens() int { return o.resolved().tailTokens() }
+
 // tailTokens is the tail budget, Limit × TailRatio rounded up.
 func (o Options) tailTokens() int { return ceilRatio(o.Limit, o.TailRatio) }
 

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -393,12 +392,7 @@ func (c *call) prune() {
 }
 
 // threshold returns the compaction trigger in tokens.
-func (c *call) threshold() int {
-	copts := c.p.opts.Compact
-	copts.ReservedTokens += c.reserved
-	check, _ := compact.Check(nil, copts) // options were validated by New
-	return check.ThresholdTokens
-}
+func (c *call) threshold() int { return c.p.opts.Compact.ThresholdTokens() }
 
 // placeholder is what a pruned result says: the seed's placeholder and,
 // when the workspace keeps the original, its artifact id and how to read it
@@ -410,7 +404,7 @@ func (c *call) placeholder(ph, artifact string) string {
 	if artifact == "" {
 		return ph
 	}
-	return ph + "\n[Stored whole: get_knowledge_by_id(artifact_id=" + quoteArg(artifact) + ")]"
+	return ph + "\n[Stored whole: " + workspace.ReadCall(artifact) + "]"
 }
 
 // replace puts the state's replacement content in place of every result of
@@ -512,13 +506,11 @@ func (c *call) offload(ctx context.Context) error {
 func (c *call) count() bool {
 	t0 := time.Now()
 	o := &c.p.opts
-	copts := o.Compact
-	copts.ReservedTokens += c.reserved
-	check, _ := compact.Check(nil, copts) // the threshold; options were validated by New
 	est := c.st.estimate(c.tokens, o.EstimateRatio)
-	check.Tokens, check.ShouldCompact = est, len(c.view) > 0 && est >= check.ThresholdTokens
+	check := compact.CheckResult{Tokens: est, ThresholdTokens: c.threshold()}
+	check.ShouldCompact = len(c.view) > 0 && est >= check.ThresholdTokens
 	c.rep.ThresholdTokens = check.ThresholdTokens
-	c.rep.Limit = copts.Limit
+	c.rep.Limit = o.Compact.Limit
 	if c.rep.Limit <= 0 {
 		c.rep.Limit = compact.DefaultLimit
 	}
@@ -754,15 +746,7 @@ func (c *call) calibrated() compact.Options {
 // after a compaction must grow by before it is compacted again: the tail
 // budget (Limit × TailRatio), at least 1,000.
 func (c *call) growthToCompactAgain() int {
-	co := c.p.opts.Compact
-	limit, ratio := co.Limit, co.TailRatio
-	if limit <= 0 {
-		limit = compact.DefaultLimit
-	}
-	if ratio == 0 {
-		ratio = compact.DefaultTailRatio
-	}
-	return max(int(float64(limit)*ratio), 1_000)
+	return max(c.p.opts.Compact.TailTokens(), 1_000)
 }
 
 // verifyArchive reads back the archive of a compaction and compares it
@@ -801,11 +785,4 @@ func (c *call) forget() {
 			delete(c.st.Results, k)
 		}
 	}
-}
-
-// quoteArg writes a string argument as a tool call does: in double quotes,
-// JSON-escaped.
-func quoteArg(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }

@@ -437,6 +437,10 @@ func commas(n int) string {
 	return s
 }
 
+// ReadCall returns the call that reads an artifact back whole, as the
+// model writes it: get_knowledge_by_id(artifact_id="<id>").
+func ReadCall(id string) string { return ToolGetKnowledgeByID + "(artifact_id=" + quote(id) + ")" }
+
 // quote writes a string argument as a tool call would: in double quotes,
 // JSON-escaped.
 func quote(s string) string {
