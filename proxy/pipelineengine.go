@@ -351,8 +351,9 @@ func (e *PipelineEngine) withPaths(msgs []agentctx.Message, ws *workspace.Worksp
 	})
 }
 
-// prunedRef is how a pruned result's placeholder names its artifact.
-const prunedRef = `get_knowledge_by_id(artifact_id="`
+// prunedRef is how a pruned result's placeholder names its artifact (see
+// workspace.ReadCall).
+const prunedRef = workspace.ToolGetKnowledgeByID + `(artifact_id="`
 
 func htmlUnescape(s string) string {
 	if !strings.Contains(s, "&") {
