@@ -74,6 +74,8 @@ type Result struct {
 	// ArchiveID is the archive's stable name (see Archived): the file path
 	// for file archives, an artifact id for archives kept in a workspace.
 	ArchiveID string `json:"-"`
+	// ArchiveBytes is the archive's size.
+	ArchiveBytes int `json:"-"`
 	// Summary is the content of the summary message; empty when not
 	// compacted.
 	Summary string `json:"summary"`
@@ -212,7 +214,7 @@ func Compact(ctx context.Context, msgs []agentctx.Message, opts Options) (*Resul
 		a, err := archiver.Archive(ctx, o.SessionID, source)
 		switch {
 		case err == nil:
-			res.Archive, res.ArchiveID, req.Archive = a.Path, a.ID, a.ID
+			res.Archive, res.ArchiveID, res.ArchiveBytes, req.Archive = a.Path, a.ID, a.Bytes, a.ID
 			log.Info("compact: archived the middle", "archive", a.ID, "messages", len(source))
 		case ctx.Err() != nil:
 			return nil, ctx.Err()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -677,9 +676,7 @@ func (c *call) compact(ctx context.Context, over bool) error {
 	if res.Archive != "" {
 		s.Files = []string{res.Archive}
 	}
-	if a, err := c.p.archivedSize(ctx, res); err == nil {
-		cr.ArchivedBytes = a
-	}
+	cr.ArchivedBytes = res.ArchiveBytes
 	if o.Verify {
 		v := &Verification{}
 		ok, detail := c.verifyArchive(ctx, res, copts.Originals(c.view, res.Head, res.End))
@@ -692,30 +689,6 @@ func (c *call) compact(ctx context.Context, over bool) error {
 	c.head, c.live, c.base, c.compacted, c.fresh = res.Head, res.Head+1, n, true, true
 	finish(c.view)
 	return nil
-}
-
-// archivedSize returns the size of a compaction's archive.
-func (p *Pipeline) archivedSize(ctx context.Context, res *compact.Result) (int, error) {
-	if res.Archive != "" {
-		fi, err := os.Stat(res.Archive)
-		if err != nil {
-			return 0, err
-		}
-		return int(fi.Size()), nil
-	}
-	if p.ws == nil || res.ArchiveID == "" {
-		return 0, errors.New("no archive")
-	}
-	list, err := p.ws.Query(ctx, workspace.Filter{Metadata: workspace.Metadata{workspace.KeyContextType: ContextCompactionArchive}})
-	if err != nil {
-		return 0, err
-	}
-	for _, a := range list {
-		if a.ID == res.ArchiveID {
-			return a.Bytes, nil
-		}
-	}
-	return 0, errors.New("no archive")
 }
 
 // calibrated returns the compact options with the window in our units:
