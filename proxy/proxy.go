@@ -205,6 +205,7 @@ type exchange struct {
 	thinkKeys  []string
 	usage      Usage
 	gotUsage   bool
+	observed   bool // the usage was given to the engine
 	status     int
 	engineErr  error
 }
@@ -506,27 +507,34 @@ func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) 
 			x.thinkKeys = sc.thinking
 		}
 	}
-	if track && !sse && x.thinkingOn {
-		// A whole JSON answer with thinking: read it, then relay it.
+	// The usage is recorded, and thinking blocks remembered, before the
+	// bytes that carry them reach the client: a client sends its next
+	// request as soon as it has the answer, maybe to another replica, and
+	// that request must be prepared with this one's usage in the session
+	// state, or the decisions of two replicas could differ.
+	ctx := context.WithoutCancel(resp.Request.Context())
+	seen := func() {
+		remember()
+		if sc.got && sc.final {
+			s.observe(ctx, x, sc.usage)
+		}
+	}
+	if track && !sse {
+		// A whole JSON answer: read it, then relay it.
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 		sc.whole(data, x.api)
-		remember()
+		seen()
 		w.Write(data)
 		x.usage, x.gotUsage = sc.usage, sc.got
 		return
 	}
-	var whole []byte // a JSON answer, for its usage
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := resp.Body.Read(buf)
 		if n > 0 {
 			if track {
-				if sse {
-					sc.feed(buf[:n], x.api)
-					remember()
-				} else if len(whole) < 16<<20 {
-					whole = append(whole, buf[:n]...)
-				}
+				sc.feed(buf[:n], x.api)
+				seen()
 			}
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return
@@ -537,10 +545,22 @@ func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) 
 			break
 		}
 	}
-	if track && !sse && len(whole) > 0 {
-		sc.whole(whole, x.api)
-	}
 	x.usage, x.gotUsage = sc.usage, sc.got
+}
+
+// observe feeds the usage of an exchange to the engine, once, when it is
+// complete (Anthropic's message_delta, which message_stop follows; the chat
+// usage chunk, before [DONE]; Responses' response.completed; a whole JSON
+// answer), naming the request it is for.
+func (s *Server) observe(ctx context.Context, x *exchange, u Usage) {
+	if x.observed || x.session == "" || s.opts.Engine == nil || u.Total() <= 0 {
+		return
+	}
+	x.observed = true
+	if p := x.prepared; p != nil && u.Counted == 0 {
+		u.Counted = p.TokensAfter
+	}
+	s.opts.Engine.Observe(ctx, x.session, u)
 }
 
 // rememberThinking records, for thinking blocks the upstream produced, the
@@ -564,15 +584,8 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 	if x.session != "" {
 		st := s.stats.get(x.session)
 		st.record(x)
-		if x.gotUsage && s.opts.Engine != nil {
-			u := x.usage
-			if p := x.prepared; p != nil && u.Counted == 0 {
-				// The usage is of this exchange's request, whatever the
-				// session prepared since (a client may send its next
-				// request before this response's last event is handled).
-				u.Counted = p.TokensAfter
-			}
-			s.opts.Engine.Observe(context.WithoutCancel(r.Context()), x.session, u)
+		if x.gotUsage {
+			s.observe(context.WithoutCancel(r.Context()), x, x.usage) // when relay did not already
 		}
 	}
 	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", x.status, "duration_ms", ms(dur)}

@@ -9,9 +9,13 @@ import (
 // usageScanner reads the usage and the thinking signatures of a response as
 // it is relayed: the data lines of an SSE stream, or a whole JSON answer.
 type usageScanner struct {
-	line     []byte
-	usage    Usage
-	got      bool
+	line  []byte
+	usage Usage
+	got   bool
+	// final is set once the last event that carries usage was read
+	// (Anthropic's message_delta, the chat usage chunk, Responses'
+	// response.completed, a whole answer): the usage is then complete.
+	final    bool
 	thinking []string
 	sig      []byte // signature being streamed
 }
@@ -48,6 +52,7 @@ func (sc *usageScanner) event(data []byte, api API) {
 			sc.anthropicContent(memberOf(memberOf(data, "message"), "content"))
 		case "message_delta":
 			sc.anthropicUsage(memberOf(data, "usage"))
+			sc.final = true
 		case "content_block_start":
 			sc.anthropicBlock(memberOf(data, "content_block"))
 		case "content_block_delta":
@@ -64,11 +69,13 @@ func (sc *usageScanner) event(data []byte, api API) {
 	case APIChat:
 		if u := memberOf(data, "usage"); rawjson.Kind(u) == '{' {
 			sc.chatUsage(u)
+			sc.final = true
 		}
 	case APIResponses:
 		switch stringOf(memberOf(data, "type")) {
 		case "response.completed", "response.incomplete", "response.done":
 			sc.responsesUsage(memberOf(memberOf(data, "response"), "usage"))
+			sc.final = true
 		}
 	}
 }
@@ -78,6 +85,7 @@ func (sc *usageScanner) whole(data []byte, api API) {
 	if rawjson.Kind(data) != '{' {
 		return
 	}
+	sc.final = true
 	switch api {
 	case APIAnthropic:
 		sc.anthropicUsage(memberOf(data, "usage"))
