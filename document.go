@@ -435,6 +435,13 @@ func (d *Document) decodeMessages(data []byte, elems [][]byte) error {
 	if err != nil {
 		return err
 	}
+	d.setMessages(msgs)
+	return nil
+}
+
+// setMessages sets d.Messages to the model messages of msgs, holding the
+// others aside.
+func (d *Document) setMessages(msgs []Message) {
 	d.Messages = msgs
 	for k := range msgs {
 		if !IsModelRole(msgs[k].Role) {
@@ -452,7 +459,6 @@ func (d *Document) decodeMessages(data []byte, elems [][]byte) error {
 			break
 		}
 	}
-	return nil
 }
 
 func decodeMessages(data []byte, elems [][]byte) ([]Message, error) {

@@ -71,7 +71,7 @@ func (p *Pipeline) run(ctx context.Context, st *state, in []agentctx.Message, ex
 		Warnings:       []string{},
 	}
 	cur := in[:len(in):len(in)]
-	c.tokens = p.mc.Count(cur) + reserved
+	c.tokens = c.countList(cur) + reserved
 	c.rep.TokensBefore = c.tokens
 
 	hist, err := c.repair(cur)
@@ -168,12 +168,67 @@ type call struct {
 	unsent map[string]bool
 	calls  map[string]agentctx.ToolUse
 	broke  bool // this call changed what an earlier one sent
+
+	// The last list counted and the count of each of its messages: the
+	// steps count the list again after each one, and most of its messages
+	// are the same values (agentctx.Message.Same) each time.
+	memoList   []agentctx.Message
+	memoCounts []int
+}
+
+// countList counts list, counting again only the messages that are not
+// in the list counted before (found in order: a step replaces messages in
+// place, a summary stands for a run of them).
+func (c *call) countList(list []agentctx.Message) int {
+	prev, pc := c.memoList, c.memoCounts
+	counts := make([]int, len(list))
+	var miss []int
+	j, searched := 0, false
+	for k := range list {
+		if j < len(prev) && list[k].Same(prev[j]) {
+			counts[k], j, searched = pc[j], j+1, false
+			continue
+		}
+		if !searched {
+			// A run of messages left out (a summary in place of them)
+			// or added: look ahead once per run of misses.
+			searched = true
+			found := false
+			for j2 := j + 1; j2 < len(prev); j2++ {
+				if list[k].Same(prev[j2]) {
+					counts[k], j, searched, found = pc[j2], j2+1, false, true
+					break
+				}
+			}
+			if found {
+				continue
+			}
+		}
+		miss = append(miss, k)
+		j++ // a message replaced in place
+	}
+	if len(miss) > 0 {
+		msgs := make([]agentctx.Message, len(miss))
+		for i, k := range miss {
+			msgs[i] = list[k]
+		}
+		each, _ := c.p.mc.CountEach(context.Background(), msgs) // never cancelled
+		for i, k := range miss {
+			counts[k] = each[i]
+		}
+	}
+	n := 0
+	for _, v := range counts {
+		n += v
+	}
+	c.memoList, c.memoCounts = list, counts
+	return n
 }
 
 // finish records a step's report with the tokens of list after it.
 func (c *call) finish(s StepReport, t0 time.Time, list []agentctx.Message) {
 	if !s.Skipped {
-		after := c.p.mc.Count(list) + c.reserved
+		after := c.countList(list) + c.reserved
 		s.TokensSaved = c.tokens - after
 		c.tokens = after
 	}
@@ -225,7 +280,7 @@ func (c *call) applyCompaction() {
 	view = append(view, summaryMessage(cs.Summary))
 	view = append(view, c.hist[cs.N:]...)
 	c.view, c.head, c.live, c.base, c.compacted = view, cs.Head, cs.Head+1, cs.N, true
-	after := c.p.mc.Count(view) + c.reserved
+	after := c.countList(view) + c.reserved
 	c.reusedTokens, c.reusedChars = c.tokens-after, cs.Chars-charsOf(view[cs.Head:cs.Head+1])
 	c.tokens = after
 }
@@ -272,7 +327,7 @@ func (c *call) store(ctx context.Context) error {
 		if r.ID == "" {
 			return fmt.Errorf("%w: tool result %d of message %d has no tool call id", agentctx.ErrInvalidInput, max(r.Block, 0), pos[0])
 		}
-		key := resultKey(r.ID, r.Content)
+		key := c.p.digests.resultKey(r.ID, r.Content)
 		c.keys[pos] = key
 		c.seen[key] = true
 		rs := c.st.Results[key]
@@ -418,7 +473,10 @@ func (c *call) replace(action string, s *StepReport) []agentctx.Message {
 			return agentctx.Content{}, false
 		}
 		repl := agentctx.Text(rs.Content)
-		s.CharsSaved += r.Content.Chars() - repl.Chars()
+		if rs.Chars == 0 {
+			rs.Chars = r.Content.Chars()
+		}
+		s.CharsSaved += rs.Chars - repl.Chars()
 		return repl, true
 	})
 }
@@ -750,7 +808,7 @@ func (c *call) forget() {
 	if c.fresh { // the live part moved: key the results it still has
 		keep = make(map[string]bool)
 		for r := range agentctx.ToolResults(c.hist[c.base:]) {
-			keep[resultKey(r.ID, r.Content)] = true
+			keep[c.p.digests.resultKey(r.ID, r.Content)] = true
 		}
 	}
 	for k := range c.st.Results {

@@ -222,6 +222,8 @@ type Pipeline struct {
 
 	mu        sync.Mutex
 	summaries map[string]string // see remembered
+	digests   *digestMemo
+	stateMemo stateMemo
 }
 
 // New returns a Pipeline with the options. It opens the default workspace
@@ -231,7 +233,7 @@ func New(opts Options) (*Pipeline, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Pipeline{opts: opts, summaries: map[string]string{}}
+	p := &Pipeline{opts: opts, summaries: map[string]string{}, digests: newDigestMemo()}
 	o := &p.opts
 	if o.Offload == "" {
 		o.Offload = OffloadWorkspace

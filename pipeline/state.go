@@ -1,14 +1,17 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/agentctx/agentctx"
@@ -66,6 +69,9 @@ type resultState struct {
 	At time.Time `json:"at,omitzero"`
 	// Content is the exact replacement sent since then.
 	Content string `json:"content,omitempty"`
+	// Chars is the length of the original in characters (for reports),
+	// once a replacement was made; 0 when not known yet.
+	Chars int `json:"chars,omitempty"`
 }
 
 const (
@@ -97,12 +103,67 @@ type usageState struct {
 	N       int     `json:"n"`       // reports seen
 }
 
+// contentDigest is the stored hash of a result's content: the first 12
+// bytes of its SHA-256, in hex.
+func contentDigest(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(sum[:12])
+}
+
+// digestMemo remembers contentDigest by a 128-bit fingerprint of the text
+// (two independently seeded maphash sums) and its length, so that the
+// results a session sends again on every request are hashed with SHA-256
+// once. It keeps no text, and its memory is bounded: when the current
+// generation is full it becomes the previous one.
+type digestMemo struct {
+	mu        sync.Mutex
+	s1, s2    maphash.Seed
+	cur, prev map[fingerprint]string
+}
+
+type fingerprint struct {
+	a, b uint64
+	n    int
+}
+
+// maxDigests bounds a generation of the memo.
+const maxDigests = 1 << 14
+
+func newDigestMemo() *digestMemo {
+	return &digestMemo{s1: maphash.MakeSeed(), s2: maphash.MakeSeed(), cur: map[fingerprint]string{}}
+}
+
 // resultKey identifies a tool result across calls: the id of the call it
-// answers and a hash of its content, so that a reused id with other content
-// is another result.
-func resultKey(id string, c agentctx.Content) string {
-	sum := sha256.Sum256([]byte(c.AsText()))
-	return id + "\x00" + hex.EncodeToString(sum[:12])
+// answers and a hash of its content (contentDigest), so that a reused id
+// with other content is another result.
+func (m *digestMemo) resultKey(id string, c agentctx.Content) string {
+	text := c.AsText()
+	if len(text) < 256 {
+		return id + "\x00" + contentDigest(text)
+	}
+	f := fingerprint{maphash.String(m.s1, text), maphash.String(m.s2, text), len(text)}
+	m.mu.Lock()
+	d, ok := m.cur[f]
+	if !ok {
+		if d, ok = m.prev[f]; ok {
+			m.put(f, d)
+		}
+	}
+	m.mu.Unlock()
+	if !ok {
+		d = contentDigest(text)
+		m.mu.Lock()
+		m.put(f, d)
+		m.mu.Unlock()
+	}
+	return id + "\x00" + d
+}
+
+func (m *digestMemo) put(f fingerprint, d string) {
+	if len(m.cur) >= maxDigests {
+		m.prev, m.cur = m.cur, make(map[fingerprint]string, maxDigests/4)
+	}
+	m.cur[f] = d
 }
 
 func newState() *state {
@@ -123,6 +184,9 @@ func (p *Pipeline) loadState(ctx context.Context) (*state, int64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("pipeline: load session %q: %w", p.sessionID, err)
 	}
+	if st := p.memoState(data); st != nil {
+		return st, v, nil
+	}
 	st := newState()
 	if err := json.Unmarshal(data, st); err != nil {
 		return nil, 0, fmt.Errorf("pipeline: session %q: unreadable state: %w", p.sessionID, err)
@@ -133,7 +197,55 @@ func (p *Pipeline) loadState(ctx context.Context) (*state, int64, error) {
 	if st.Results == nil {
 		st.Results = map[string]*resultState{}
 	}
+	p.rememberState(data, st)
 	return st, v, nil
+}
+
+// stateMemo is the last state this Pipeline read or wrote, with its JSON:
+// a session's calls mostly find what the call before saved, and a copy of
+// it is cheaper than decoding it again.
+type stateMemo struct {
+	mu   sync.Mutex
+	data []byte
+	st   *state
+}
+
+// memoState returns a copy of the remembered state if data is its JSON.
+func (p *Pipeline) memoState(data []byte) *state {
+	m := &p.stateMemo
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.st == nil || !bytes.Equal(m.data, data) {
+		return nil
+	}
+	return m.st.clone()
+}
+
+// rememberState remembers st (a copy of it) as the state data encodes.
+func (p *Pipeline) rememberState(data []byte, st *state) {
+	m := &p.stateMemo
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.data, m.st = data, st.clone()
+}
+
+// clone returns a deep copy of st.
+func (st *state) clone() *state {
+	c := *st
+	c.Results = make(map[string]*resultState, len(st.Results))
+	for k, r := range st.Results {
+		rc := *r
+		c.Results[k] = &rc
+	}
+	if st.Compaction != nil {
+		cc := *st.Compaction
+		c.Compaction = &cc
+	}
+	if st.Usage != nil {
+		u := *st.Usage
+		c.Usage = &u
+	}
+	return &c
 }
 
 // saveState stores st if the session is still at version v; the error
@@ -146,7 +258,11 @@ func (p *Pipeline) saveState(ctx context.Context, st *state, v int64) (int64, er
 	if p.opts.Stateless {
 		return 0, nil
 	}
-	return p.sessions.Save(ctx, p.namespace, p.sessionID, data, v)
+	nv, err := p.sessions.Save(ctx, p.namespace, p.sessionID, data, v)
+	if err == nil {
+		p.rememberState(data, st)
+	}
+	return nv, err
 }
 
 // maxAttempts bounds the load–prepare–save rounds of one call when other

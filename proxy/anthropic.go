@@ -12,22 +12,20 @@ import (
 // accepts in one request (system, tools and messages together).
 const MaxBreakpoints = 4
 
-// prefixHash is a running hash of a list of messages in their stripped form
-// (see appendStripped): the prefix a signed thinking block was produced
-// after.
+// prefixHash is a running hash of a list of messages, from the hash of
+// each message in its stripped form (see msgHash): the prefix a signed
+// thinking block was produced after.
 type prefixHash uint64
 
 // chainSeed seeds the prefix hashes of one process (they are never stored).
 var chainSeed = maphash.MakeSeed()
 
-func (h prefixHash) next(stripped []byte) prefixHash {
-	var m maphash.Hash
-	m.SetSeed(chainSeed)
-	var b [8]byte
+// next returns the hash of the prefix extended by a message of hash msg.
+func (h prefixHash) next(msg uint64) prefixHash {
+	var b [16]byte
 	binary.LittleEndian.PutUint64(b[:], uint64(h))
-	m.Write(b[:])
-	m.Write(stripped)
-	return prefixHash(m.Sum64())
+	binary.LittleEndian.PutUint64(b[8:], msg)
+	return prefixHash(maphash.Bytes(chainSeed, b[:]))
 }
 
 var stringContent = []byte(`"content":"`)
@@ -41,12 +39,41 @@ func canonical(buf, enc []byte) []byte {
 	return appendStripped(buf[:0], enc, true)
 }
 
-// chainOf returns the prefix hash of a whole list of encoded messages.
-func chainOf(encs [][]byte) prefixHash {
-	var h prefixHash
+// msgHash hashes a message's encoding in the form prefixes are compared
+// in. buf is scratch space.
+func msgHash(buf *[]byte, enc []byte) uint64 {
+	var b []byte
+	if buf != nil {
+		b = *buf
+	}
+	c := canonical(b, enc)
+	if buf != nil && len(c) > 0 && (len(enc) == 0 || &c[0] != &enc[0]) {
+		*buf = c
+	}
+	return hash64(c)
+}
+
+// hashesOf returns the msgHash of each encoding, taking the ones known
+// (non-zero in known, which may be shorter or nil) as they are.
+func hashesOf(encs [][]byte, known []uint64) []uint64 {
+	hs := make([]uint64, len(encs))
 	var buf []byte
-	for _, e := range encs {
-		h = h.next(canonical(buf, e))
+	for j, e := range encs {
+		if j < len(known) && known[j] != 0 {
+			hs[j] = known[j]
+		} else {
+			hs[j] = msgHash(&buf, e)
+		}
+	}
+	return hs
+}
+
+// chainOf returns the prefix hash of a whole list of messages, from their
+// hashes.
+func chainOf(hs []uint64) prefixHash {
+	var h prefixHash
+	for _, m := range hs {
+		h = h.next(m)
 	}
 	return h
 }
@@ -163,7 +190,7 @@ const (
 // invalidate the next one's. The thinking of a turn is therefore removed
 // only in a request whose prefix before it changed anyway (a prune batch
 // or a compaction), and stays removed.
-func fixThinking(inEnc [][]byte, a *alignment, th thinkingMemory, thinkingOn bool) (thinkingVerdict, error) {
+func fixThinking(inHash []uint64, a *alignment, th thinkingMemory, thinkingOn bool) (thinkingVerdict, error) {
 	last := -1
 	for j := a.firstChanged; j < len(a.out); j++ {
 		if hasThinking(&a.out[j]) {
@@ -174,12 +201,11 @@ func fixThinking(inEnc [][]byte, a *alignment, th thinkingMemory, thinkingOn boo
 		return thinkingOK, nil
 	}
 	open := openTurn(a.out)
-	inChain := make([]prefixHash, 0, len(inEnc)+1) // inChain[k]: prefix of input message k
+	inChain := make([]prefixHash, 0, len(inHash)+1) // inChain[k]: prefix of input message k
 	var h prefixHash
-	var buf []byte
 	inChain = append(inChain, h)
-	for k := 0; k < len(inEnc); k++ {
-		h = h.next(canonical(buf, inEnc[k]))
+	for _, m := range inHash {
+		h = h.next(m)
 		inChain = append(inChain, h)
 	}
 	verdict := thinkingOK
@@ -232,10 +258,10 @@ func fixThinking(inEnc [][]byte, a *alignment, th thinkingMemory, thinkingOn boo
 				if err != nil {
 					return thinkingOK, err
 				}
-				a.outEnc[j], a.match[j] = enc, -1
+				a.outEnc[j], a.outHash[j], a.outBreaks[j], a.match[j] = enc, 0, -1, -1
 			}
 		}
-		out = out.next(canonical(buf, a.outEnc[j]))
+		out = out.next(a.hash(j))
 	}
 	return verdict, nil
 }
@@ -284,8 +310,8 @@ func countBreakpoints(parts ...[]byte) int {
 // 1h one). It reports whether it added one.
 func addBreakpoint(a *alignment, system, tools []byte) bool {
 	n := countBreakpoints(system, tools)
-	for _, e := range a.outEnc {
-		n += countBreakpoints(e)
+	for j := range a.outEnc {
+		n += a.breakpoints(j)
 	}
 	if n >= MaxBreakpoints {
 		return false
@@ -328,6 +354,6 @@ func addBreakpoint(a *alignment, system, tools []byte) bool {
 	if err != nil {
 		return false
 	}
-	a.out[j], a.outEnc[j] = m, enc
+	a.out[j], a.outEnc[j], a.outHash[j], a.outBreaks[j] = m, enc, 0, -1
 	return true
 }

@@ -15,19 +15,38 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
 )
 
 // bigRequest is a Claude Code-like request of about size bytes: a system
-// prompt, tools, and turns of Bash calls with their results.
-func bigRequest(size int) []byte {
+// prompt, tools, and turns of Bash calls with their results (~4.7 KB each,
+// every 16th 45 KB: large enough to be offloaded).
+func bigRequest(size int) []byte { return growingRequest(size, 0) }
+
+// growingRequest is bigRequest followed by extra exchanges with 1 KB
+// results: the request of a session that went on extra turns.
+func growingRequest(size, extra int) []byte {
 	var b strings.Builder
 	b.WriteString(`{"model":"claude-x","max_tokens":32000,"stream":true,"system":[{"type":"text","text":"You are an agent.","cache_control":{"type":"ephemeral"}}],"tools":[{"name":"Bash","description":"run","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"start"}`)
-	out := strings.Repeat("drwxr-xr-x  2 root root 4096 Nov 23 file.go ok\n", 100) // ~4.7 KB
-	for i := 0; b.Len() < size; i++ {
+	line := "drwxr-xr-x  2 root root 4096 Nov 23 file.go ok\n"
+	out := strings.Repeat(line, 100)  // ~4.7 KB
+	big := strings.Repeat(line, 960) // ~45 KB
+	exchange := func(i int, result string) {
 		fmt.Fprintf(&b, `,{"role":"assistant","content":[{"type":"text","text":"step %d"},{"type":"tool_use","id":"toolu_%06d","name":"Bash","input":{"command":"ls -la dir%d"}}]}`, i, i, i)
-		fmt.Fprintf(&b, `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%06d","content":%q}]}`, i, out+fmt.Sprint(i))
+		fmt.Fprintf(&b, `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%06d","content":%q}]}`, i, result+fmt.Sprint(i))
+	}
+	i := 0
+	for ; b.Len() < size; i++ {
+		if i%16 == 15 {
+			exchange(i, big)
+		} else {
+			exchange(i, out)
+		}
+	}
+	for k := 0; k < extra; k++ {
+		exchange(i+k, out[:1000])
 	}
 	b.WriteString(`]}`)
 	return []byte(b.String())
@@ -45,29 +64,41 @@ func (s *sentTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // BenchmarkOverhead measures the time from a request received to the
-// upstream request sent, on a 1 MB request of a warm session: no engine
+// upstream request sent, on the 1 MB requests of a warm session that goes
+// on one turn per request (a new 1 KB tool result each time): no engine
 // (pure forwarding), an engine that keeps every message (parse, align,
-// splice), and the pipeline engine. It reports the median and the 99th
+// splice), the pipeline engine (every result stored in a directory
+// workspace, the large ones offloaded: every request is edited), and the
+// pipeline engine on a session compacted once (the summary stands for most
+// of the history in every request). It reports the median and the 99th
 // percentile.
 func BenchmarkOverhead(b *testing.B) {
-	body := bigRequest(1 << 20)
-	for _, tc := range []struct {
-		name   string
-		engine func(b *testing.B) proxy.Engine
-	}{
-		{"forward", func(*testing.B) proxy.Engine { return nil }},
-		{"keep", func(*testing.B) proxy.Engine { return &funcEngine{} }},
-		{"pipeline", func(b *testing.B) proxy.Engine {
-			dir := b.TempDir()
-			e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{Pipeline: pipeline.Options{
-				WorkspaceDir: filepath.Join(dir, "ws"), NoCompact: true, NoPrune: true,
-			}})
+	const turns = 64
+	bodies := make([][]byte, turns)
+	for k := range bodies {
+		bodies[k] = growingRequest(1<<20, k)
+	}
+	pipe := func(o pipeline.Options) func(b *testing.B) proxy.Engine {
+		return func(b *testing.B) proxy.Engine {
+			o.WorkspaceDir = filepath.Join(b.TempDir(), "ws")
+			e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{Pipeline: o})
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { e.Close() })
 			return e
-		}},
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		engine    func(b *testing.B) proxy.Engine
+		edited    bool
+		compacted bool
+	}{
+		{"forward", func(*testing.B) proxy.Engine { return nil }, false, false},
+		{"keep", func(*testing.B) proxy.Engine { return &funcEngine{} }, false, false},
+		{"pipeline", pipe(pipeline.Options{NoCompact: true}), true, false},
+		{"pipeline-compacted", pipe(pipeline.Options{Compact: compact.Options{Limit: 200_000}}), true, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			tr := &sentTransport{}
@@ -75,8 +106,8 @@ func BenchmarkOverhead(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			run := func() time.Duration {
-				req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(body))
+			run := func(i int) time.Duration {
+				req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(bodies[i%turns]))
 				req.Header.Set("X-Claude-Code-Session-Id", "bench")
 				w := httptest.NewRecorder()
 				start := time.Now()
@@ -86,12 +117,19 @@ func BenchmarkOverhead(b *testing.B) {
 				}
 				return tr.at.Sub(start)
 			}
-			run() // warm the session
+			run(0) // warm the session
+			if st := srv.Stats(); tc.edited && (len(st) != 1 || st[0].Edited != 1 || tc.compacted != (st[0].Compactions == 1)) {
+				b.Fatalf("the warm-up request was not edited as planned: %+v", st)
+			}
 			var d []time.Duration
-			b.SetBytes(int64(len(body)))
+			b.SetBytes(int64(len(bodies[0])))
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				d = append(d, run())
+				d = append(d, run(i+1))
+			}
+			b.StopTimer()
+			if st := srv.Stats(); tc.edited && st[0].Edited != b.N+1 {
+				b.Fatalf("%d of %d requests edited", st[0].Edited, b.N+1)
 			}
 			sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
 			b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, "p50-ms")

@@ -319,10 +319,13 @@ func (e *PipelineEngine) withPaths(msgs []agentctx.Message, ws *workspace.Worksp
 		return path, true
 	}
 	return agentctx.MapToolResults(msgs, func(r agentctx.ToolResult) (agentctx.Content, bool) {
-		if !r.Content.IsText() || strings.Contains(r.Content.Text(), "\n<file>") {
+		if !r.Content.IsText() {
 			return agentctx.Content{}, false
 		}
 		text := r.Content.Text()
+		if !strings.HasPrefix(text, placeholder+"\n") && !strings.HasPrefix(text, knowledgeRef) || strings.Contains(text, "\n<file>") {
+			return agentctx.Content{}, false
+		}
 		var id, what string
 		switch {
 		case strings.HasPrefix(text, placeholder+"\n") && strings.Contains(text, prunedRef):

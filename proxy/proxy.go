@@ -53,6 +53,12 @@ type Options struct {
 	// Logger receives one line per request (never a header value); nil
 	// discards.
 	Logger *slog.Logger
+	// DecodeCacheBytes bounds the memory kept of the messages decoded for
+	// each conversation's last request, which the next request reuses
+	// where it sends the same bytes (so that decoding a request costs
+	// what is new in it): 0 means DefaultDecodeCacheBytes, a negative
+	// value keeps nothing. About twice the bytes of the messages kept.
+	DecodeCacheBytes int64
 }
 
 // Server is the proxy, an http.Handler. Build it with New.
@@ -63,6 +69,7 @@ type Server struct {
 	client    *http.Client
 	log       *slog.Logger
 	stats     *statsTable
+	decoded   *decodeCache // nil when off
 }
 
 // New returns a Server.
@@ -98,8 +105,16 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	var dc *decodeCache
+	switch {
+	case opts.DecodeCacheBytes == 0:
+		dc = newDecodeCache(DefaultDecodeCacheBytes)
+	case opts.DecodeCacheBytes > 0:
+		dc = newDecodeCache(opts.DecodeCacheBytes)
+	}
 	return &Server{
-		opts: opts, anthropic: a, openai: o,
+		decoded: dc,
+		opts:    opts, anthropic: a, openai: o,
 		client: &http.Client{Transport: opts.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		log:    opts.Logger,
 		stats:  newStatsTable(),
@@ -199,6 +214,7 @@ type exchange struct {
 	prepared   *Prepared
 	overhead   time.Duration
 	sentEnc    [][]byte           // the messages sent, compact
+	sentHash   []uint64           // their msgHash where known (0: not computed)
 	sentMsgs   []agentctx.Message // the messages sent (Anthropic), for their thinking blocks
 	thinkingOn bool
 	chain      *prefixHash // the prefix of the messages sent, once computed
@@ -295,7 +311,11 @@ func headerHas(h http.Header, key, token string) bool {
 // send: raw itself when nothing changed. Whatever fails, the client's
 // request goes upstream as it came.
 func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []byte {
-	b, err := parseBody(raw)
+	var ls *listScan
+	if s.opts.Engine != nil && (rt.api == APIAnthropic || rt.api == APIChat) {
+		ls = s.decoded.newListScan(rt.api, r.Header)
+	}
+	b, err := parseBodyScan(raw, ls)
 	if err != nil {
 		return raw // not JSON: the upstream will answer
 	}
@@ -333,13 +353,11 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 	if prep.Unchanged {
 		// What was sent, in the form edited requests record it: message
 		// encodings (for Responses, of the items mapped onto messages).
-		if rt.api == APIResponses {
-			x.sentEnc, _ = encodeAll(conv.doc.Messages)
-		} else {
-			x.sentEnc = make([][]byte, len(conv.items))
-			for k, it := range conv.items {
-				x.sentEnc[k] = rawjson.AppendCompact(nil, it)
-			}
+		if conv.enc == nil {
+			conv.enc, _ = encodeAll(conv.doc.Messages)
+		}
+		x.sentEnc, x.sentHash = conv.enc, conv.hash
+		if rt.api != APIResponses {
 			x.sentMsgs = conv.doc.Messages
 		}
 		return raw
@@ -365,6 +383,9 @@ type conversation struct {
 	list   []byte   // the raw "messages" or "input" value
 	items  [][]byte // each message's (or Responses item's) raw bytes
 	groups [][]int  // Responses: the items of each message
+	enc    [][]byte // each message's encoding, when known
+	hash   []uint64 // each message's msgHash, when known
+	breaks []int    // each message's number of breakpoints, when known
 }
 
 // decodeConversation decodes the messages of a body; nil when it holds no
@@ -380,6 +401,26 @@ func decodeConversation(ctx context.Context, api API, b *body) (*conversation, e
 		return nil, nil
 	}
 	var err error
+	if ls := b.scan; ls != nil && api != APIResponses {
+		// Split as the body was, the messages the cache held reused.
+		dm, err := ls.decode()
+		if err != nil {
+			return nil, err
+		}
+		msgs := make([]agentctx.Message, len(dm))
+		c.enc, c.hash, c.breaks = make([][]byte, len(dm)), make([]uint64, len(dm)), make([]int, len(dm))
+		for k, d := range dm {
+			msgs[k], c.enc[k], c.hash[k], c.breaks[k] = d.msg, d.enc, d.hash, d.bp
+		}
+		c.items = ls.items
+		if c.doc, err = agentctx.RequestDocument(b.raw, c.list, msgs); err != nil {
+			return nil, err
+		}
+		if len(c.doc.Messages) != len(c.items) {
+			return nil, fmt.Errorf("decoded %d messages of %d", len(c.doc.Messages), len(c.items))
+		}
+		return c, nil
+	}
 	if c.items, err = rawjson.Elements(c.list); err != nil {
 		return nil, err
 	}
@@ -405,16 +446,22 @@ func decodeConversation(ctx context.Context, api API, b *body) (*conversation, e
 // messages (and, when the thinking rule asks for it, the thinking
 // options) rewritten.
 func (s *Server) edit(api API, b *body, conv *conversation, msgs []agentctx.Message, x *exchange) ([]byte, error) {
-	inEnc, err := encodeAll(conv.doc.Messages)
-	if err != nil {
-		return nil, err
+	inEnc, inHash := conv.enc, conv.hash
+	if inEnc == nil {
+		var err error
+		if inEnc, err = encodeAll(conv.doc.Messages); err != nil {
+			return nil, err
+		}
 	}
-	a, err := align(inEnc, msgs)
+	a, err := align(conv.doc.Messages, inEnc, inHash, conv.breaks, msgs)
 	if err != nil {
 		return nil, err
 	}
 	if api == APIAnthropic && !a.unchanged(len(inEnc)) {
-		verdict, err := fixThinking(inEnc, a, s.stats.get(x.session), x.thinkingOn)
+		if inHash == nil {
+			inHash = hashesOf(inEnc, nil)
+		}
+		verdict, err := fixThinking(inHash, a, s.stats.get(x.session), x.thinkingOn)
 		if err != nil {
 			return nil, err
 		}
@@ -423,7 +470,7 @@ func (s *Server) edit(api API, b *body, conv *conversation, msgs []agentctx.Mess
 		}
 		addBreakpoint(a, b.get("system"), b.get("tools"))
 	}
-	x.sentEnc, x.sentMsgs = a.outEnc, a.out
+	x.sentEnc, x.sentHash, x.sentMsgs = a.outEnc, a.outHash, a.out
 	if a.unchanged(len(inEnc)) {
 		return b.raw, nil
 	}
@@ -570,7 +617,7 @@ func (s *Server) rememberThinking(x *exchange, keys []string) {
 		return
 	}
 	if x.chain == nil {
-		h := chainOf(x.sentEnc)
+		h := chainOf(hashesOf(x.sentEnc, x.sentHash))
 		x.chain = &h
 	}
 	st := s.stats.get(x.session)

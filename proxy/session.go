@@ -19,6 +19,7 @@ const HeaderSession = "X-Agentctx-Session"
 type body struct {
 	raw     []byte
 	members []rawjson.Member
+	scan    *listScan // the split of "messages", when the body was parsed with one
 }
 
 func parseBody(raw []byte) (*body, error) {
@@ -31,6 +32,28 @@ func parseBody(raw []byte) (*body, error) {
 		return nil, err
 	}
 	return &body{raw: raw, members: ms}, nil
+}
+
+// parseBodyScan is parseBody splitting the list of messages with ls as it
+// goes (reusing what the cache holds of the conversation).
+func parseBodyScan(raw []byte, ls *listScan) (*body, error) {
+	if ls == nil {
+		return parseBody(raw)
+	}
+	i := rawjson.SkipSpace(raw, 0)
+	if i == len(raw) || raw[i] != '{' {
+		return nil, errNotObject
+	}
+	ls.data = raw[i:]
+	ms, err := rawjson.MembersFunc(raw[i:], ls.valueAt)
+	if err != nil {
+		return nil, err
+	}
+	b := &body{raw: raw, members: ms}
+	if rawjson.Kind(b.get(ls.member)) == '[' {
+		b.scan = ls
+	}
+	return b, nil
 }
 
 // get returns the raw value of the last member named key, or nil.
@@ -129,9 +152,16 @@ func conversationHash(b *body) string {
 	if list == nil {
 		list = b.get("input")
 	}
+	var elems [][]byte
+	var err error
+	if b.scan != nil && list != nil {
+		elems = b.scan.items // split already
+	} else if rawjson.Kind(list) != '"' {
+		elems, err = rawjson.Elements(list)
+	}
 	if rawjson.Kind(list) == '"' {
 		s.Write(list)
-	} else if elems, err := rawjson.Elements(list); err == nil {
+	} else if err == nil {
 		for _, el := range elems {
 			role := stringOf(memberOf(el, "role"))
 			if role == "system" || role == "developer" {

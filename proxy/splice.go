@@ -13,9 +13,13 @@ var errNotObject = errors.New("the body is not a JSON object")
 
 // alignment maps the messages to send onto the messages received.
 type alignment struct {
-	out    []agentctx.Message
-	outEnc [][]byte // encoding of each message to send
-	match  []int    // out index → input index whose encoding it has, or -1
+	out     []agentctx.Message
+	outEnc  [][]byte // encoding of each message to send
+	outHash []uint64 // msgHash of each, 0 until known (see hash)
+	// outBreaks is the number of cache_control breakpoints in each, -1
+	// until known (see breakpoints).
+	outBreaks []int
+	match   []int    // out index → input index whose encoding it has, or -1
 	// firstChanged is the first out index whose message is not the input
 	// message at the same index (len(out) when the lists are equal up to
 	// the end of the shorter one and of the same length).
@@ -29,22 +33,37 @@ func (a *alignment) unchanged(nIn int) bool {
 
 // align matches each message to send with an input message of the same
 // encoding, in order: the messages an Engine kept are found again, the ones
-// it changed or added are not.
-func align(inEnc [][]byte, out []agentctx.Message) (*alignment, error) {
-	a := &alignment{out: out, outEnc: make([][]byte, len(out)), match: make([]int, len(out)), firstChanged: -1}
+// it changed or added are not. in are the input messages, inEnc their
+// encodings and inHash their msgHash (nil when not known). A message to
+// send that is the next input message itself (agentctx.Message.Same) is
+// matched without being encoded.
+func align(in []agentctx.Message, inEnc [][]byte, inHash []uint64, inBreaks []int, out []agentctx.Message) (*alignment, error) {
+	a := &alignment{out: out, outEnc: make([][]byte, len(out)), outHash: make([]uint64, len(out)), outBreaks: make([]int, len(out)),
+		match: make([]int, len(out)), firstChanged: -1}
 	next := 0
 	for j := range out {
-		enc, err := out[j].AppendJSON(nil)
-		if err != nil {
-			return nil, err
-		}
-		a.outEnc[j] = enc
 		a.match[j] = -1
-		for k := next; k < len(inEnc); k++ {
-			if len(inEnc[k]) == len(enc) && bytes.Equal(inEnc[k], enc) {
-				a.match[j] = k
-				next = k + 1
-				break
+		if next < len(in) && next < len(inEnc) && out[j].Same(in[next]) {
+			a.match[j], a.outEnc[j] = next, inEnc[next]
+			if next < len(inHash) {
+				a.outHash[j] = inHash[next]
+			}
+			next++
+		} else {
+			enc, err := out[j].AppendJSON(nil)
+			if err != nil {
+				return nil, err
+			}
+			a.outEnc[j] = enc
+			for k := next; k < len(inEnc); k++ {
+				if len(inEnc[k]) == len(enc) && bytes.Equal(inEnc[k], enc) {
+					a.match[j] = k
+					if k < len(inHash) {
+						a.outHash[j] = inHash[k]
+					}
+					next = k + 1
+					break
+				}
 			}
 		}
 		if a.firstChanged < 0 && a.match[j] != j {
@@ -54,7 +73,30 @@ func align(inEnc [][]byte, out []agentctx.Message) (*alignment, error) {
 	if a.firstChanged < 0 {
 		a.firstChanged = len(out)
 	}
+	for j, k := range a.match {
+		a.outBreaks[j] = -1
+		if k >= 0 && k < len(inBreaks) {
+			a.outBreaks[j] = inBreaks[k]
+		}
+	}
 	return a, nil
+}
+
+// breakpoints returns the number of cache_control breakpoints in message j
+// to send.
+func (a *alignment) breakpoints(j int) int {
+	if a.outBreaks[j] < 0 {
+		a.outBreaks[j] = countBreakpoints(a.outEnc[j])
+	}
+	return a.outBreaks[j]
+}
+
+// hash returns the msgHash of message j to send.
+func (a *alignment) hash(j int) uint64 {
+	if a.outHash[j] == 0 {
+		a.outHash[j] = msgHash(nil, a.outEnc[j])
+	}
+	return a.outHash[j]
 }
 
 // encodeAll encodes each message.

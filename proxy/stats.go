@@ -96,21 +96,18 @@ func (s *sessionStats) rememberThinking(key string, h prefixHash) {
 // to count a cache break when the next request's do not extend them, and
 // (thinking true) the prefix each thinking block was sent after.
 func (s *sessionStats) sentMessages(x *exchange, thinking bool) {
-	encs := x.sentEnc
-	hs := make([]uint64, len(encs))
-	var buf []byte
+	// In the form prefixes are compared in (msgHash): without
+	// cache_control (breakpoints move without changing what the provider
+	// caches) and with string content read as its one text block.
+	hs := hashesOf(x.sentEnc, x.sentHash)
+	x.sentHash = hs
 	var chain prefixHash
 	type at struct {
 		key string
 		h   prefixHash
 	}
 	var blocks []at
-	for j, e := range encs {
-		// In the form prefixes are compared in: without cache_control
-		// (breakpoints move without changing what the provider caches)
-		// and with string content read as its one text block.
-		c := canonical(buf, e)
-		hs[j] = hash64(c)
+	for j, h := range hs {
 		if thinking && j < len(x.sentMsgs) && hasThinking(&x.sentMsgs[j]) {
 			for _, b := range x.sentMsgs[j].Content.Blocks() {
 				if k := thinkingKey(b); k != "" {
@@ -119,7 +116,7 @@ func (s *sessionStats) sentMessages(x *exchange, thinking bool) {
 			}
 		}
 		if thinking {
-			chain = chain.next(c)
+			chain = chain.next(h)
 		}
 	}
 	if thinking {

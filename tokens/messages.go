@@ -142,6 +142,23 @@ func (mc *MessageCounter) Count(msgs []agentctx.Message) int {
 // Counting a long conversation takes a while; a caller that must stop
 // promptly (a command interrupted with Ctrl-C) uses this.
 func (mc *MessageCounter) CountContext(ctx context.Context, msgs []agentctx.Message) (int, error) {
+	return mc.count(ctx, msgs, nil)
+}
+
+// CountEach returns the tokens of each message (their sum is Count), on
+// several goroutines as Count does. Callers that count lists sharing most
+// of their messages keep these to count only what changed.
+func (mc *MessageCounter) CountEach(ctx context.Context, msgs []agentctx.Message) ([]int, error) {
+	each := make([]int, len(msgs))
+	if _, err := mc.count(ctx, msgs, each); err != nil {
+		return nil, err
+	}
+	return each, nil
+}
+
+// count returns the sum of the counts of msgs, writing each one to each
+// when it is not nil.
+func (mc *MessageCounter) count(ctx context.Context, msgs []agentctx.Message, each []int) (int, error) {
 	workers := min(mc.workers, len(msgs)/8)
 	if workers <= 1 {
 		n := 0
@@ -149,7 +166,11 @@ func (mc *MessageCounter) CountContext(ctx context.Context, msgs []agentctx.Mess
 			if err := ctx.Err(); err != nil {
 				return 0, err
 			}
-			n += mc.CountMessage(msgs[i])
+			k := mc.CountMessage(msgs[i])
+			if each != nil {
+				each[i] = k
+			}
+			n += k
 		}
 		return n, nil
 	}
@@ -164,7 +185,11 @@ func (mc *MessageCounter) CountContext(ctx context.Context, msgs []agentctx.Mess
 				if ctx.Err() != nil {
 					return
 				}
-				n += mc.CountMessage(msgs[i])
+				k := mc.CountMessage(msgs[i])
+				if each != nil {
+					each[i] = k // one goroutine per index
+				}
+				n += k
 			}
 			total.Add(int64(n))
 		}()

@@ -240,6 +240,16 @@ var (
 // Members splits a raw JSON object into its members in order. The values
 // alias data. A duplicate key is kept as written (both members returned).
 func Members(data []byte) ([]Member, error) {
+	return MembersFunc(data, nil)
+}
+
+// MembersFunc is Members with the end of each member value found by valueAt:
+// valueAt(key, i) returns the index just past the value that starts at data[i]
+// (no leading whitespace), or an error. A nil valueAt, or one that returns -1
+// and no error, scans the value as Members does. Callers use it to skip
+// values they have validated before, or to split one member further as
+// they go.
+func MembersFunc(data []byte, valueAt func(key string, i int) (int, error)) ([]Member, error) {
 	i := SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return nil, ErrNotObject
@@ -268,9 +278,20 @@ func Members(data []byte) ([]Member, error) {
 		}
 		i = SkipSpace(data, i+1)
 		start := i
-		if i, err = valueEnd(data, i, 1); err != nil {
-			return nil, err
+		j := -1
+		if valueAt != nil {
+			if j, err = valueAt(key, i); err != nil {
+				return nil, err
+			}
 		}
+		if j < 0 {
+			if j, err = valueEnd(data, i, 1); err != nil {
+				return nil, err
+			}
+		} else if j < i || j > len(data) {
+			return nil, errAt(i, "value of %q ends out of range", key)
+		}
+		i = j
 		out = append(out, Member{Key: key, RawKey: data[keyStart:end], Value: data[start:i]})
 		i = SkipSpace(data, i)
 		if i < len(data) && data[i] == ',' {

@@ -1,0 +1,252 @@
+package proxy
+
+import (
+	"bytes"
+	"container/list"
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/rawjson"
+)
+
+// DefaultDecodeCacheBytes bounds, by default, the memory the proxy keeps
+// of the messages it decoded (see Options.DecodeCacheBytes).
+const DefaultDecodeCacheBytes = 256 << 20
+
+// decodedMsg is one message as a request sent it and as the proxy decoded
+// it. It is never modified once made, so requests share it.
+type decodedMsg struct {
+	raw  []byte           // the message's bytes in the request (a copy of them)
+	msg  agentctx.Message // decoded from raw (sharing its memory)
+	enc  []byte           // msg's encoding: raw itself when raw is compact
+	hash uint64           // msgHash(enc)
+	bp   int              // countBreakpoints(enc)
+}
+
+// decodeMsg decodes a message from a copy of raw, so that the result keeps
+// no request body alive.
+func decodeMsg(raw []byte) (*decodedMsg, error) {
+	own := bytes.Clone(raw)
+	m, err := agentctx.DecodeMessage(own)
+	if err != nil {
+		return nil, err
+	}
+	enc, err := m.AppendJSON(nil)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(enc, own) {
+		enc = own
+	}
+	return &decodedMsg{raw: own, msg: m, enc: enc, hash: msgHash(nil, enc), bp: countBreakpoints(enc)}, nil
+}
+
+// size estimates the memory a decoded message holds: its bytes, their
+// encoding when it differs, and the strings decoded from them.
+func (d *decodedMsg) size() int64 {
+	n := 2*int64(len(d.raw)) + 256
+	if &d.enc[0] != &d.raw[0] {
+		n += int64(len(d.enc))
+	}
+	return n
+}
+
+// decodeCache keeps, per conversation, the messages decoded for its last
+// request, for the next request to reuse the ones it sends again byte for
+// byte: a conversation grows at its end, so decoding a request costs what
+// is new in it. Its memory is bounded (least recently used conversations
+// go first).
+//
+// A conversation is found by the session header the client sent (if any)
+// and the bytes of its first message, which every request of it repeats,
+// so that the cache needs no session key (those are read from the body).
+// Different conversations that share both only take turns in the cache:
+// messages are reused only when their bytes are the request's.
+type decodeCache struct {
+	mu    sync.Mutex
+	max   int64
+	size  int64
+	lru   list.List // of *decodeEntry, most recent first
+	byKey map[string]*list.Element
+	seed  maphash.Seed
+}
+
+type decodeEntry struct {
+	key  string
+	msgs []*decodedMsg
+	size int64
+}
+
+func newDecodeCache(max int64) *decodeCache {
+	return &decodeCache{max: max, byKey: map[string]*list.Element{}, seed: maphash.MakeSeed()}
+}
+
+// get returns the messages cached under key, or nil.
+func (c *decodeCache) get(key string) []*decodedMsg {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el := c.byKey[key]
+	if el == nil {
+		return nil
+	}
+	c.lru.MoveToFront(el)
+	return el.Value.(*decodeEntry).msgs
+}
+
+// put caches msgs under key, replacing what was there, and drops the least
+// recently used conversations beyond the bound. A conversation larger than
+// the bound is not cached.
+func (c *decodeCache) put(key string, msgs []*decodedMsg) {
+	if c == nil || key == "" {
+		return
+	}
+	var size int64
+	for _, m := range msgs {
+		size += m.size()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el := c.byKey[key]; el != nil {
+		c.size -= el.Value.(*decodeEntry).size
+		c.lru.Remove(el)
+		delete(c.byKey, key)
+	}
+	if size > c.max {
+		return
+	}
+	for c.size+size > c.max {
+		old := c.lru.Back()
+		e := old.Value.(*decodeEntry)
+		c.size -= e.size
+		c.lru.Remove(old)
+		delete(c.byKey, e.key)
+	}
+	c.byKey[key] = c.lru.PushFront(&decodeEntry{key: key, msgs: msgs, size: size})
+	c.size += size
+}
+
+// bytes reports the memory the cache holds, by its estimate.
+func (c *decodeCache) bytes() int64 {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.size
+}
+
+// listScan splits the list of messages of a body while the body is split
+// (as a rawjson.MembersFunc hook), matching each element against the
+// message at the same position in the conversation's cached request: an
+// element whose bytes are that message's is neither scanned nor decoded
+// again.
+type listScan struct {
+	cache  *decodeCache
+	prefix string // the cache key's start: API and session header
+	member string // the member holding the list: "messages"
+
+	data   []byte // the body, as MembersFunc sees it
+	key    string // the cache key, once the first element is known
+	items  [][]byte
+	reused []*decodedMsg // per item: the cached message it repeats, or nil
+}
+
+// newListScan returns a scan for the body of an editable request.
+func (c *decodeCache) newListScan(api API, h http.Header) *listScan {
+	var sb strings.Builder
+	sb.WriteString(string(api))
+	sb.WriteByte(0)
+	sb.WriteString(h.Get("X-Claude-Code-Session-Id"))
+	sb.WriteByte(0)
+	sb.WriteString(h.Get(HeaderSession))
+	sb.WriteByte(0)
+	return &listScan{cache: c, prefix: sb.String(), member: "messages"}
+}
+
+// valueAt is the MembersFunc hook.
+func (ls *listScan) valueAt(key string, i int) (int, error) {
+	if key != ls.member || i >= len(ls.data) || ls.data[i] != '[' {
+		return -1, nil
+	}
+	return ls.scan(i)
+}
+
+// scan splits the array at data[i] (the last one of the member wins, as
+// for body.get) and returns the index past it.
+func (ls *listScan) scan(i int) (int, error) {
+	data := ls.data
+	ls.items, ls.reused, ls.key = ls.items[:0], ls.reused[:0], ""
+	var cached []*decodedMsg
+	i = rawjson.SkipSpace(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return i + 1, nil
+	}
+	for k := 0; ; k++ {
+		start := i
+		var hit *decodedMsg
+		if k > 0 && k < len(cached) && bytes.HasPrefix(data[i:], cached[k].raw) {
+			// A complete JSON object: its end does not depend on what
+			// follows it.
+			hit = cached[k]
+			i += len(hit.raw)
+		} else {
+			end, err := rawjson.ValueEnd(data, i)
+			if err != nil {
+				return end, err
+			}
+			i = end
+		}
+		if k == 0 && ls.cache != nil {
+			ls.key = ls.prefix + ls.cache.firstKey(data[start:i])
+			cached = ls.cache.get(ls.key)
+			if len(cached) > 0 && bytes.Equal(cached[0].raw, data[start:i]) {
+				hit = cached[0]
+			}
+		}
+		ls.items = append(ls.items, data[start:i])
+		ls.reused = append(ls.reused, hit)
+		i = rawjson.SkipSpace(data, i)
+		if i < len(data) && data[i] == ',' {
+			i = rawjson.SkipSpace(data, i+1)
+			continue
+		}
+		if i < len(data) && data[i] == ']' {
+			return i + 1, nil
+		}
+		return i, &rawjson.SyntaxError{Offset: int64(i), Msg: "invalid character after array element"}
+	}
+}
+
+// firstKey is the part of a cache key taken from the first message.
+func (c *decodeCache) firstKey(first []byte) string {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], maphash.Bytes(c.seed, first))
+	return string(b[:])
+}
+
+// decode returns the decoded messages of the scanned list, decoding the
+// ones the cache did not hold, and caches them for the next request.
+func (ls *listScan) decode() ([]*decodedMsg, error) {
+	out := make([]*decodedMsg, len(ls.items))
+	for k, it := range ls.items {
+		if d := ls.reused[k]; d != nil {
+			out[k] = d
+			continue
+		}
+		d, err := decodeMsg(it)
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", k, err)
+		}
+		out[k] = d
+	}
+	ls.cache.put(ls.key, out)
+	return out, nil
+}
