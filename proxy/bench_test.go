@@ -31,7 +31,7 @@ func growingRequest(size, extra int) []byte {
 	var b strings.Builder
 	b.WriteString(`{"model":"claude-x","max_tokens":32000,"stream":true,"system":[{"type":"text","text":"You are an agent.","cache_control":{"type":"ephemeral"}}],"tools":[{"name":"Bash","description":"run","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"start"}`)
 	line := "drwxr-xr-x  2 root root 4096 Nov 23 file.go ok\n"
-	out := strings.Repeat(line, 100)  // ~4.7 KB
+	out := strings.Repeat(line, 100) // ~4.7 KB
 	big := strings.Repeat(line, 960) // ~45 KB
 	exchange := func(i int, result string) {
 		fmt.Fprintf(&b, `,{"role":"assistant","content":[{"type":"text","text":"step %d"},{"type":"tool_use","id":"toolu_%06d","name":"Bash","input":{"command":"ls -la dir%d"}}]}`, i, i, i)

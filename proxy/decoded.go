@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/rawjson"
@@ -74,6 +75,8 @@ type decodeCache struct {
 	lru   list.List // of *decodeEntry, most recent first
 	byKey map[string]*list.Element
 	seed  maphash.Seed
+
+	reused, decoded atomic.Int64 // messages taken from the cache, and decoded
 }
 
 type decodeEntry struct {
@@ -241,12 +244,29 @@ func (ls *listScan) decode() ([]*decodedMsg, error) {
 			out[k] = d
 			continue
 		}
+		if ls.cache != nil {
+			ls.cache.decoded.Add(1)
+		}
 		d, err := decodeMsg(it)
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", k, err)
 		}
 		out[k] = d
 	}
+	if ls.cache != nil {
+		ls.cache.reused.Add(int64(len(out)) - int64(countNew(ls.reused)))
+	}
 	ls.cache.put(ls.key, out)
 	return out, nil
+}
+
+// countNew counts the items the cache did not hold.
+func countNew(reused []*decodedMsg) int {
+	n := 0
+	for _, d := range reused {
+		if d == nil {
+			n++
+		}
+	}
+	return n
 }

@@ -19,7 +19,7 @@ type alignment struct {
 	// outBreaks is the number of cache_control breakpoints in each, -1
 	// until known (see breakpoints).
 	outBreaks []int
-	match   []int    // out index → input index whose encoding it has, or -1
+	match     []int // out index → input index whose encoding it has, or -1
 	// firstChanged is the first out index whose message is not the input
 	// message at the same index (len(out) when the lists are equal up to
 	// the end of the shorter one and of the same length).

@@ -168,3 +168,31 @@ func FuzzUnquote(f *testing.F) {
 		}
 	})
 }
+
+func TestMembersFunc(t *testing.T) {
+	data := []byte(`{"a":[1,2],"b":{"c":"}"},"d":3}`)
+	var asked []string
+	ms, err := MembersFunc(data, func(key string, i int) (int, error) {
+		asked = append(asked, key)
+		if key == "b" {
+			return i + len(`{"c":"}"}`), nil // known, not scanned
+		}
+		return -1, nil
+	})
+	if err != nil || len(ms) != 3 || string(ms[1].Value) != `{"c":"}"}` || string(ms[2].Value) != "3" {
+		t.Fatalf("%v %q", err, ms)
+	}
+	if strings.Join(asked, ",") != "a,b,d" {
+		t.Fatalf("asked %v", asked)
+	}
+	if _, err := MembersFunc(data, func(string, int) (int, error) { return len(data) + 1, nil }); err == nil {
+		t.Fatal("a value ending past the input was accepted")
+	}
+	if _, err := MembersFunc(data, func(key string, i int) (int, error) { return i - 1, nil }); err == nil {
+		t.Fatal("a value ending before it starts was accepted")
+	}
+	want := errors.New("stop")
+	if _, err := MembersFunc(data, func(string, int) (int, error) { return 0, want }); !errors.Is(err, want) {
+		t.Fatalf("err %v", err)
+	}
+}

@@ -1,0 +1,91 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/tokens"
+)
+
+// TestStateCloneIsDeep fills every field of a state and checks that a
+// clone encodes alike and shares nothing a call may change.
+func TestStateCloneIsDeep(t *testing.T) {
+	now := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	st := &state{Schema: 1, Requests: 3, Crossed: 9, RetryAt: 4, Counted: 7, Compactions: 1, Breaks: 2,
+		Results:    map[string]*resultState{"a\x00h": {FirstSeen: now, Artifact: "x", Action: actionPruned, At: now, Content: "c", Chars: 5}},
+		Compaction: &compactionState{Head: 1, N: 4, Digest: "d", Summary: "s", Archive: "ar", At: now, Chars: 9},
+		Usage:      &usageState{Tokens: 1, Counted: 2, Ratio: 1.5, N: 3}}
+	// Every field set: a field added to state without clone knowing of
+	// it shows up here as a zero value.
+	v := reflect.ValueOf(*st)
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Fatalf("test state leaves %s unset", v.Type().Field(i).Name)
+		}
+	}
+	c := st.clone()
+	a, _ := json.Marshal(st)
+	b, _ := json.Marshal(c)
+	if string(a) != string(b) {
+		t.Fatalf("clone encodes\n%s\nnot\n%s", b, a)
+	}
+	c.Results["a\x00h"].Action = "changed"
+	c.Results["new"] = &resultState{}
+	c.Compaction.N = 99
+	c.Usage.N = 99
+	if a2, _ := json.Marshal(st); string(a2) != string(a) {
+		t.Fatal("changing the clone changed the original")
+	}
+}
+
+func TestDigestMemoIsContentDigest(t *testing.T) {
+	m := newDigestMemo()
+	for _, text := range []string{"", "short", strings.Repeat("x", 255), strings.Repeat("y", 256), strings.Repeat("long result\n", 1000)} {
+		want := "id\x00" + contentDigest(text)
+		for range 2 { // computed, then remembered
+			if got := m.resultKey("id", agentctx.Text(text)); got != want {
+				t.Fatalf("%d bytes: %q, want %q", len(text), got, want)
+			}
+		}
+	}
+	// Same length, other content: another digest.
+	a, b := strings.Repeat("a", 300), strings.Repeat("b", 300)
+	if m.resultKey("id", agentctx.Text(a)) == m.resultKey("id", agentctx.Text(b)) {
+		t.Fatal("two contents of one length share a key")
+	}
+	// The memo stays bounded.
+	for i := range 2*maxDigests + 10 {
+		m.resultKey("id", agentctx.Text(fmt.Sprintf("%0300d", i)))
+	}
+	if len(m.cur) > maxDigests || len(m.prev) > maxDigests {
+		t.Fatalf("memo holds %d + %d digests", len(m.cur), len(m.prev))
+	}
+}
+
+// TestCountListIsCount counts lists that share messages in every way the
+// steps make them (replaced in place, a run summarized, messages added or
+// dropped) and checks each sum against a fresh count.
+func TestCountListIsCount(t *testing.T) {
+	mc := tokens.NewMessageCounter(tokens.MessageOptions{})
+	p := &Pipeline{mc: mc}
+	c := &call{p: p}
+	var base []agentctx.Message
+	for i := range 40 {
+		base = append(base, agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(fmt.Sprintf("message %d %s", i, strings.Repeat("w ", i*20)))))
+	}
+	replaced := append([]agentctx.Message(nil), base...)
+	replaced[5] = agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("[pruned]"))
+	replaced[6] = agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("[pruned too]"))
+	summarized := append([]agentctx.Message{base[0], agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("summary"))}, base[20:]...)
+	grown := append(append([]agentctx.Message(nil), base...), agentctx.NewMessage(agentctx.RoleAssistant, agentctx.Text("new")))
+	for i, list := range [][]agentctx.Message{base, base, replaced, summarized, grown, base[:10], nil, base[30:], replaced} {
+		if got, want := c.countList(list), mc.Count(list); got != want {
+			t.Fatalf("list %d: countList %d, Count %d", i, got, want)
+		}
+	}
+}

@@ -1,0 +1,210 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentctx/agentctx"
+)
+
+// recordingTransport answers every request at once and keeps the bodies
+// sent upstream.
+type recordingTransport struct {
+	mu     sync.Mutex
+	bodies [][]byte
+}
+
+func (t *recordingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	b, _ := io.ReadAll(r.Body)
+	t.mu.Lock()
+	t.bodies = append(t.bodies, b)
+	t.mu.Unlock()
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(`{"usage":{"input_tokens":1,"output_tokens":1}}`)), Request: r}, nil
+}
+
+// editingEngine replaces every tool result longer than 40 bytes by a
+// short text, and puts a marker message in the middle of long lists: a
+// deterministic engine that edits.
+type editingEngine struct{}
+
+func (editingEngine) Prepare(_ context.Context, req *Request) (*Prepared, error) {
+	msgs := agentctx.MapToolResults(req.Document.Messages, func(r agentctx.ToolResult) (agentctx.Content, bool) {
+		if len(r.Content.AsText()) > 40 {
+			return agentctx.Text("[long result " + r.ID + "]"), true
+		}
+		return agentctx.Content{}, false
+	})
+	if len(msgs) > 6 {
+		msgs = append(msgs[:3:3], msgs[5:]...)
+	}
+	return &Prepared{Messages: msgs}, nil
+}
+
+func (editingEngine) Observe(context.Context, string, Usage) {}
+
+// history returns the messages of a session after n turns, as a client
+// would write them: an escaped, multilingual result every third turn, a
+// breakpoint on the last message only.
+func history(n int, pretty bool) string {
+	var parts []string
+	parts = append(parts, `{"role":"user","content":"Fix the bug \u00e9 \"quoted\""}`)
+	for i := range n {
+		out := fmt.Sprintf("line %d\\nok", i)
+		if i%3 == 0 {
+			out = strings.Repeat(fmt.Sprintf("row %d \\t \\\"x\\\" \u4e16\u754c\\n", i), 5)
+		}
+		parts = append(parts,
+			fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":"step %d"},{"type":"tool_use","id":"toolu_%d","name":"Bash","input":{"command":"ls %d"}}]}`, i, i, i),
+			fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%d","content":"%s"}]}`, i, out))
+	}
+	last := parts[len(parts)-1]
+	parts[len(parts)-1] = strings.Replace(last, `"content":"`, `"cache_control":{"type":"ephemeral"},"content":"`, 1)
+	sep := ","
+	if pretty {
+		sep = ",\n  "
+	}
+	return "[" + strings.Join(parts, sep) + "]"
+}
+
+func anthropicBody(msgs string) []byte {
+	return []byte(`{"model":"claude-x","max_tokens":100,"messages":` + msgs + `,"system":"be brief","tools":[{"name":"Bash","input_schema":{"type":"object"}}],"stream":true}`)
+}
+
+// TestDecodeCacheSendsWhatAFreshDecodeSends drives two servers through the
+// same requests of a session (growing, with the breakpoint moving, the
+// client editing an earlier message, pretty-printed bodies, another
+// session sharing the first message): one keeps no decoded messages, the
+// other reuses them. The upstream must see the same bytes from both, and
+// the second must have reused most messages.
+func TestDecodeCacheSendsWhatAFreshDecodeSends(t *testing.T) {
+	var bodies [][]byte
+	for n := 1; n <= 12; n++ {
+		bodies = append(bodies, anthropicBody(history(n, false)))
+	}
+	edited := strings.Replace(history(12, false), "step 4", "step four", 1)
+	bodies = append(bodies, anthropicBody(edited), anthropicBody(history(13, true)), anthropicBody(history(14, true)),
+		anthropicBody(history(3, false)), []byte(`{"messages":[{"role":"user","content":"x"},{"role":"user","content":"x"}],"model":"m"}`),
+		[]byte(`{"messages":[{"role":"user","content":"x"},{"role":"user","content":"x"},{"role":"assistant","content":"y"}],"model":"m"}`),
+		[]byte(` {"messages":[],"model":"m"}`), []byte(`{"messages":[{"role":"user"`))
+	run := func(cacheBytes int64) (*Server, *recordingTransport) {
+		tr := &recordingTransport{}
+		s, err := New(Options{Engine: editingEngine{}, Transport: tr, DecodeCacheBytes: cacheBytes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range bodies {
+			req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(b))
+			req.Header.Set("X-Claude-Code-Session-Id", "s1")
+			s.ServeHTTP(httptest.NewRecorder(), req)
+		}
+		return s, tr
+	}
+	_, fresh := run(-1)
+	cached, got := run(0)
+	if len(fresh.bodies) != len(bodies) || len(got.bodies) != len(bodies) {
+		t.Fatalf("sent %d and %d of %d requests", len(fresh.bodies), len(got.bodies), len(bodies))
+	}
+	edits := 0
+	for i := range bodies {
+		if !bytes.Equal(fresh.bodies[i], got.bodies[i]) {
+			t.Fatalf("request %d: with the cache the upstream got\n%s\nwithout it\n%s", i, got.bodies[i], fresh.bodies[i])
+		}
+		if !bytes.Equal(got.bodies[i], bodies[i]) {
+			edits++
+		}
+	}
+	if edits < 10 {
+		t.Fatalf("only %d requests edited: the test does not exercise the splice", edits)
+	}
+	reused, decoded := cached.decoded.reused.Load(), cached.decoded.decoded.Load()
+	if reused < 2*decoded {
+		t.Fatalf("reused %d messages, decoded %d: the cache is not used", reused, decoded)
+	}
+}
+
+// TestDecodeCacheBound checks that the cache keeps within its bound,
+// dropping the least recently used conversations, and that a conversation
+// larger than the bound is decoded every time and still sent right.
+func TestDecodeCacheBound(t *testing.T) {
+	tr := &recordingTransport{}
+	s, err := New(Options{Engine: editingEngine{}, Transport: tr, DecodeCacheBytes: 20_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(session, msgs string) {
+		req := httptest.NewRequest(http.MethodPost, "/v1/messages", strings.NewReader(string(anthropicBody(msgs))))
+		req.Header.Set(HeaderSession, session)
+		s.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	for k := range 10 {
+		send(fmt.Sprint("s", k), history(6, false))
+		if got := s.decoded.bytes(); got > 20_000 {
+			t.Fatalf("cache holds %d bytes, bound 20,000", got)
+		}
+	}
+	if n := len(s.decoded.byKey); n == 0 || n >= 10 {
+		t.Fatalf("%d conversations cached", n)
+	}
+	before := s.decoded.decoded.Load()
+	send("big", history(200, false))
+	send("big", history(200, false))
+	if s.decoded.decoded.Load()-before != 2*401 {
+		t.Fatalf("a conversation over the bound was cached: decoded %d messages", s.decoded.decoded.Load()-before)
+	}
+	if !bytes.Equal(tr.bodies[len(tr.bodies)-1], tr.bodies[len(tr.bodies)-2]) {
+		t.Fatal("the same request was sent differently")
+	}
+}
+
+// TestDecodeCacheConcurrentSession sends requests of one session from many
+// goroutines (run with -race): each must be sent as a fresh decode sends
+// it.
+func TestDecodeCacheConcurrentSession(t *testing.T) {
+	tr := &recordingTransport{}
+	s, err := New(Options{Engine: editingEngine{}, Transport: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	ref := &recordingTransport{}
+	plain, _ := New(Options{Engine: editingEngine{}, Transport: ref, DecodeCacheBytes: -1})
+	for n := 1; n <= 8; n++ {
+		plain.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(anthropicBody(history(n, n%2 == 0)))))
+	}
+	for _, b := range ref.bodies {
+		want[string(b)] = true
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 16 {
+				n := 1 + (g+i)%8
+				req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(anthropicBody(history(n, n%2 == 0))))
+				req.Header.Set(HeaderSession, "shared")
+				s.ServeHTTP(httptest.NewRecorder(), req)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, b := range tr.bodies {
+		if !want[string(b)] {
+			t.Fatalf("request %d sent bytes a fresh decode does not send:\n%s", i, b)
+		}
+	}
+}
+
+func TestCountNew(t *testing.T) {
+	if n := countNew([]*decodedMsg{nil, {}, nil}); n != 2 {
+		t.Fatal(n)
+	}
+}
