@@ -59,7 +59,8 @@ func ToolResultBlock(toolUseID string, content Content, isError bool) Block {
 // "signature" or "source"), and whether it exists.
 func (b Block) Field(key string) (json.RawMessage, bool) {
 	if m := findMember(b.members, key); m != nil && m.flags&known == 0 {
-		return json.RawMessage(m.raw[:len(m.raw):len(m.raw)]), true
+		raw := m.token()
+		return json.RawMessage(raw[:len(raw):len(raw)]), true
 	}
 	return nil, false
 }

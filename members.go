@@ -24,6 +24,12 @@ const (
 	known    memberFlags = 1 << iota // mirrored by a typed field
 	isString                         // raw is a string token and str holds its value
 	injected                         // added by a reader (Claude Code record timestamp)
+	// canonicalToken: a string member whose token, rawjson.AppendString
+	// of str, is not kept (raw is nil; see DecodeOwnedMessage).
+	canonicalToken
+	// dropped: a content member whose JSON is not kept: the decoded
+	// blocks hold it all (raw is nil; see DecodeOwnedMessage).
+	dropped
 )
 
 // encMode selects how values are written.
@@ -67,7 +73,7 @@ func (e *encoder) key(first *bool, m *member, key string) {
 
 // str writes a string value, reusing the original token while unchanged.
 func (e *encoder) str(m *member, cur string) {
-	if e.mode == modePreserve && m != nil && m.flags&isString != 0 && m.str == cur {
+	if e.mode == modePreserve && m != nil && m.flags&isString != 0 && m.str == cur && m.flags&canonicalToken == 0 {
 		e.buf = append(e.buf, m.raw...)
 		return
 	}

@@ -69,7 +69,8 @@ func NewMessage(role string, content Content) Message {
 // "timestamp", "name" or "extra"), and whether it exists.
 func (m Message) Field(key string) (json.RawMessage, bool) {
 	if mb := findMember(m.members, key); mb != nil && mb.flags&known == 0 {
-		return json.RawMessage(mb.raw[:len(mb.raw):len(mb.raw)]), true
+		raw := mb.token()
+		return json.RawMessage(raw[:len(raw):len(raw)]), true
 	}
 	return nil, false
 }

@@ -11,7 +11,7 @@ import (
 // The bytes are the document's own; callers must not modify them.
 func (d *Document) Member(key string) (json.RawMessage, bool) {
 	if m := findMember(d.members, key); m != nil {
-		return json.RawMessage(m.raw), true
+		return json.RawMessage(m.token()), true
 	}
 	return nil, false
 }

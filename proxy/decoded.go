@@ -20,20 +20,22 @@ import (
 const DefaultDecodeCacheBytes = 256 << 20
 
 // decodedMsg is one message as a request sent it and as the proxy decoded
-// it. It is never modified once made, so requests share it.
+// it. It is never modified once made, so requests share it. It keeps no
+// copy of the request's bytes: a fingerprint (two independently seeded
+// 64-bit hashes and the length) tells the same bytes again, and the
+// message is decoded into memory of its own (agentctx.DecodeOwnedMessage).
 type decodedMsg struct {
-	raw  []byte           // the message's bytes in the request (a copy of them)
-	msg  agentctx.Message // decoded from raw (sharing its memory)
-	enc  []byte           // msg's encoding: raw itself when raw is compact
-	hash uint64           // msgHash(enc)
-	bp   int              // countBreakpoints(enc)
+	n    int       // length of the message's bytes in the request
+	sum  [2]uint64 // their fingerprint (decodeCache.fingerprint)
+	msg  agentctx.Message
+	enc  []byte // msg's encoding when it is not the request's bytes (nil: it is)
+	hash uint64 // msgHash of the encoding
+	bp   int    // countBreakpoints of the encoding
 }
 
-// decodeMsg decodes a message from a copy of raw, so that the result keeps
-// no request body alive.
-func decodeMsg(raw []byte) (*decodedMsg, error) {
-	own := bytes.Clone(raw)
-	m, err := agentctx.DecodeMessage(own)
+// decodeMsg decodes a message of a request.
+func (c *decodeCache) decodeMsg(raw []byte) (*decodedMsg, error) {
+	m, err := agentctx.DecodeOwnedMessage(raw)
 	if err != nil {
 		return nil, err
 	}
@@ -41,20 +43,30 @@ func decodeMsg(raw []byte) (*decodedMsg, error) {
 	if err != nil {
 		return nil, err
 	}
-	if bytes.Equal(enc, own) {
-		enc = own
+	d := &decodedMsg{n: len(raw), msg: m, hash: msgHash(nil, enc), bp: countBreakpoints(enc)}
+	if c != nil {
+		d.sum = c.fingerprint(raw)
 	}
-	return &decodedMsg{raw: own, msg: m, enc: enc, hash: msgHash(nil, enc), bp: countBreakpoints(enc)}, nil
+	if !bytes.Equal(enc, raw) {
+		d.enc = enc
+	}
+	return d, nil
 }
 
-// size estimates the memory a decoded message holds: its bytes, their
-// encoding when it differs, and the strings decoded from them.
-func (d *decodedMsg) size() int64 {
-	n := 2*int64(len(d.raw)) + 256
-	if &d.enc[0] != &d.raw[0] {
-		n += int64(len(d.enc))
+// encoding returns the message's encoding, given its bytes in the
+// request (which it is when the request wrote it compactly).
+func (d *decodedMsg) encoding(raw []byte) []byte {
+	if d.enc != nil {
+		return d.enc
 	}
-	return n
+	return raw
+}
+
+// size estimates the memory a decoded message holds: its decoded strings
+// and the structure around them (about the size of its bytes), and its
+// encoding when kept.
+func (d *decodedMsg) size() int64 {
+	return int64(d.n) + int64(len(d.enc)) + 256
 }
 
 // decodeCache keeps, per conversation, the messages decoded for its last
@@ -75,6 +87,7 @@ type decodeCache struct {
 	lru   list.List // of *decodeEntry, most recent first
 	byKey map[string]*list.Element
 	seed  maphash.Seed
+	seed2 maphash.Seed
 
 	reused, decoded atomic.Int64 // messages taken from the cache, and decoded
 }
@@ -86,7 +99,18 @@ type decodeEntry struct {
 }
 
 func newDecodeCache(max int64) *decodeCache {
-	return &decodeCache{max: max, byKey: map[string]*list.Element{}, seed: maphash.MakeSeed()}
+	return &decodeCache{max: max, byKey: map[string]*list.Element{}, seed: maphash.MakeSeed(), seed2: maphash.MakeSeed()}
+}
+
+// fingerprint is what tells a message's bytes again: 128 bits of two
+// independently seeded hashes (with the length kept beside them).
+func (c *decodeCache) fingerprint(raw []byte) [2]uint64 {
+	return [2]uint64{maphash.Bytes(c.seed, raw), maphash.Bytes(c.seed2, raw)}
+}
+
+// same reports whether data holds the bytes of d.
+func (c *decodeCache) same(d *decodedMsg, data []byte) bool {
+	return len(data) == d.n && c.fingerprint(data) == d.sum
 }
 
 // get returns the messages cached under key, or nil.
@@ -195,11 +219,12 @@ func (ls *listScan) scan(i int) (int, error) {
 	for k := 0; ; k++ {
 		start := i
 		var hit *decodedMsg
-		if k > 0 && k < len(cached) && bytes.HasPrefix(data[i:], cached[k].raw) {
-			// A complete JSON object: its end does not depend on what
-			// follows it.
+		if k > 0 && k < len(cached) && i+cached[k].n <= len(data) && data[i] == '{' && data[i+cached[k].n-1] == '}' &&
+			ls.cache.same(cached[k], data[i:i+cached[k].n]) {
+			// The bytes of a complete JSON object: its end does not
+			// depend on what follows it.
 			hit = cached[k]
-			i += len(hit.raw)
+			i += hit.n
 		} else {
 			end, err := rawjson.ValueEnd(data, i)
 			if err != nil {
@@ -210,7 +235,7 @@ func (ls *listScan) scan(i int) (int, error) {
 		if k == 0 && ls.cache != nil {
 			ls.key = ls.prefix + ls.cache.firstKey(data[start:i])
 			cached = ls.cache.get(ls.key)
-			if len(cached) > 0 && bytes.Equal(cached[0].raw, data[start:i]) {
+			if len(cached) > 0 && ls.cache.same(cached[0], data[start:i]) {
 				hit = cached[0]
 			}
 		}
@@ -247,7 +272,7 @@ func (ls *listScan) decode() ([]*decodedMsg, error) {
 		if ls.cache != nil {
 			ls.cache.decoded.Add(1)
 		}
-		d, err := decodeMsg(it)
+		d, err := ls.cache.decodeMsg(it)
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", k, err)
 		}

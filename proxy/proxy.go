@@ -410,7 +410,7 @@ func decodeConversation(ctx context.Context, api API, b *body) (*conversation, e
 		msgs := make([]agentctx.Message, len(dm))
 		c.enc, c.hash, c.breaks = make([][]byte, len(dm)), make([]uint64, len(dm)), make([]int, len(dm))
 		for k, d := range dm {
-			msgs[k], c.enc[k], c.hash[k], c.breaks[k] = d.msg, d.enc, d.hash, d.bp
+			msgs[k], c.enc[k], c.hash[k], c.breaks[k] = d.msg, d.encoding(ls.items[k]), d.hash, d.bp
 		}
 		c.items = ls.items
 		if c.doc, err = agentctx.RequestDocument(b.raw, c.list, msgs); err != nil {

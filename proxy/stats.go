@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"net/http"
+	"runtime/metrics"
 	"sort"
 	"sync"
 	"time"
@@ -216,5 +217,33 @@ func (s *Server) serveStats(w http.ResponseWriter) {
 	enc.SetEscapeHTML(false)
 	enc.Encode(struct {
 		Sessions []SessionStats `json:"sessions"`
-	}{s.Stats()})
+		Process  ProcessStats   `json:"process"`
+	}{s.Stats(), s.ProcessStats()})
+}
+
+// ProcessStats is the memory of the proxy's process (GET /agentctx/stats,
+// "process").
+type ProcessStats struct {
+	// LiveHeapBytes is the heap the last garbage collection found in use
+	// (runtime/metrics /gc/heap/live:bytes); 0 before the first one.
+	LiveHeapBytes uint64 `json:"live_heap_bytes"`
+	// DecodeCacheBytes is the proxy's estimate of what its cache of
+	// decoded messages holds (see Options.DecodeCacheBytes).
+	DecodeCacheBytes int64 `json:"decode_cache_bytes"`
+	// Sessions is the number of sessions with statistics.
+	Sessions int `json:"sessions"`
+}
+
+// ProcessStats reports the process's memory.
+func (s *Server) ProcessStats() ProcessStats {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	p := ProcessStats{DecodeCacheBytes: s.decoded.bytes()}
+	if sample[0].Value.Kind() == metrics.KindUint64 {
+		p.LiveHeapBytes = sample[0].Value.Uint64()
+	}
+	s.stats.mu.Lock()
+	p.Sessions = len(s.stats.sessions)
+	s.stats.mu.Unlock()
+	return p
 }

@@ -1,0 +1,123 @@
+package agentctx
+
+import (
+	"bytes"
+
+	"github.com/agentctx/agentctx/internal/rawjson"
+)
+
+// DecodeOwnedMessage decodes one message like DecodeMessage, into memory of
+// its own: the result shares nothing with raw, which the caller may reuse
+// or drop. Its strings are held once, decoded: a string whose JSON encoding
+// (as JSON.stringify writes it) is its token as written keeps no copy of
+// the token, and content decoded into blocks keeps no copy of its JSON.
+// The message encodes exactly as one from DecodeMessage does. It is meant
+// for messages kept long, such as a cache of decoded requests: it holds
+// about half of what DecodeMessage holds along with its input.
+func DecodeOwnedMessage(raw []byte) (Message, error) {
+	var m Message
+	if err := m.decode(raw); err != nil {
+		return Message{}, err
+	}
+	m.own()
+	return m, nil
+}
+
+// own makes m share no memory with the bytes it was decoded from.
+func (m *Message) own() {
+	m.members = ownMembers(m.members)
+	m.Content = m.Content.own(findMember(m.members, "content"))
+	if m.ToolCalls != nil {
+		tcs := make([]ToolCall, len(m.ToolCalls))
+		for i, tc := range m.ToolCalls {
+			tc.members = ownMembers(tc.members)
+			tc.Function.members = ownMembers(tc.Function.members)
+			tcs[i] = tc
+		}
+		m.ToolCalls = tcs
+	}
+	if m.env != nil {
+		env := &envelope{members: make([]member, len(m.env.members))}
+		for i, mb := range m.env.members {
+			mb.rawKey, mb.raw = bytes.Clone(mb.rawKey), bytes.Clone(mb.raw)
+			env.members[i] = mb
+		}
+		m.env = env
+	}
+}
+
+// ownMembers returns copies of ms holding their own bytes: none for a
+// string whose token is its canonical encoding (encoder.str and
+// member.token write it again from the string).
+func ownMembers(ms []member) []member {
+	if ms == nil {
+		return nil
+	}
+	out := make([]member, len(ms))
+	for i, mb := range ms {
+		mb.rawKey = bytes.Clone(mb.rawKey)
+		if mb.flags&isString != 0 && isCanonicalToken(mb.raw, mb.str) {
+			mb.raw, mb.flags = nil, mb.flags|canonicalToken
+		} else {
+			mb.raw = bytes.Clone(mb.raw)
+		}
+		out[i] = mb
+	}
+	return out
+}
+
+// isCanonicalToken reports whether token is the JSON string s as
+// rawjson.AppendString writes it.
+func isCanonicalToken(token []byte, s string) bool {
+	if len(token) < len(s)+2 {
+		return false
+	}
+	var buf [256]byte
+	enc := rawjson.AppendString(buf[:0], s)
+	return bytes.Equal(enc, token)
+}
+
+// own returns c holding its own bytes; m is its member, whose copy of the
+// JSON it drops when the content decoded into blocks or text (they hold it
+// all).
+func (c Content) own(m *member) Content {
+	switch c.kind {
+	case ContentBlocks:
+		bs := make([]Block, len(c.blocks))
+		for i := range c.blocks {
+			bs[i] = c.blocks[i].own()
+		}
+		c.blocks = bs
+		if m != nil && m.flags&known != 0 {
+			m.raw, m.flags = nil, m.flags|dropped
+		}
+	case ContentOther:
+		if m != nil {
+			c.raw = m.raw // a copy already
+		} else {
+			c.raw = bytes.Clone(c.raw)
+		}
+	}
+	return c
+}
+
+// own returns b holding its own bytes.
+func (b Block) own() Block {
+	b.members = ownMembers(b.members)
+	if in := findMember(b.members, "input"); in != nil && in.flags&known != 0 {
+		b.Input = in.raw[:len(in.raw):len(in.raw)]
+	} else if b.Input != nil {
+		b.Input = bytes.Clone(b.Input)
+	}
+	b.Content = b.Content.own(findMember(b.members, "content"))
+	return b
+}
+
+// token returns the member's value as written: the string's canonical
+// encoding when the token itself was not kept.
+func (m *member) token() []byte {
+	if m.raw == nil && m.flags&canonicalToken != 0 {
+		return rawjson.AppendString(nil, m.str)
+	}
+	return m.raw
+}
