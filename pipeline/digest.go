@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"sync"
 
 	"github.com/agentctx/agentctx"
 )
@@ -29,3 +30,44 @@ func digestOf(msgs []agentctx.Message) ([sha256.Size]byte, bool) {
 }
 
 func hexDigest(d [sha256.Size]byte) string { return hex.EncodeToString(d[:]) }
+
+// prefixMemo remembers the digest of the history prefix a session's
+// compaction stands for, with the messages it was computed from: the next
+// call, whose history starts with the very same message values
+// (agentctx.Message.Same: a caller that keeps its history, or the proxy's
+// cache of decoded messages), reuses it instead of encoding and hashing
+// the prefix again. It holds the message values (not copies of their
+// content), which the caller holds anyway.
+type prefixMemo struct {
+	mu     sync.Mutex
+	msgs   []agentctx.Message
+	digest [sha256.Size]byte
+}
+
+// prefixDigest is digestOf through the memo.
+func (p *Pipeline) prefixDigest(msgs []agentctx.Message) ([sha256.Size]byte, bool) {
+	m := &p.prefix
+	m.mu.Lock()
+	if len(m.msgs) == len(msgs) && len(msgs) > 0 {
+		same := true
+		for i := range msgs {
+			if !msgs[i].Same(m.msgs[i]) {
+				same = false
+				break
+			}
+		}
+		if same {
+			d := m.digest
+			m.mu.Unlock()
+			return d, true
+		}
+	}
+	m.mu.Unlock()
+	d, ok := digestOf(msgs)
+	if ok {
+		m.mu.Lock()
+		m.msgs, m.digest = append([]agentctx.Message(nil), msgs...), d
+		m.mu.Unlock()
+	}
+	return d, ok
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentctx/agentctx"
@@ -71,7 +72,9 @@ func (p *Pipeline) run(ctx context.Context, st *state, in []agentctx.Message, ex
 		Warnings:       []string{},
 	}
 	cur := in[:len(in):len(in)]
+	c.memoList, c.memoCounts = p.lastCounted()
 	c.tokens = c.countList(cur) + reserved
+	p.rememberCounted(c.memoList, c.memoCounts)
 	c.rep.TokensBefore = c.tokens
 
 	hist, err := c.repair(cur)
@@ -176,6 +179,32 @@ type call struct {
 	memoCounts []int
 }
 
+// countMemo is the last input a Pipeline counted and the count of each of
+// its messages: a session's next call starts with the very same message
+// values when its caller keeps them (agentctx.Message.Same), and counts
+// only what is new. It holds the message values, which the caller holds
+// anyway.
+type countMemo struct {
+	mu     sync.Mutex
+	list   []agentctx.Message
+	counts []int
+}
+
+func (p *Pipeline) lastCounted() ([]agentctx.Message, []int) {
+	p.counted.mu.Lock()
+	defer p.counted.mu.Unlock()
+	return p.counted.list, p.counted.counts
+}
+
+// rememberCounted keeps a copy of list (the caller may change its own
+// slice afterwards) with its counts.
+func (p *Pipeline) rememberCounted(list []agentctx.Message, counts []int) {
+	own := append([]agentctx.Message(nil), list...)
+	p.counted.mu.Lock()
+	p.counted.list, p.counted.counts = own, counts
+	p.counted.mu.Unlock()
+}
+
 // countList counts list, counting again only the messages that are not
 // in the list counted before (found in order: a step replaces messages in
 // place, a summary stands for a run of them).
@@ -271,7 +300,7 @@ func (c *call) applyCompaction() {
 		c.dropCompaction()
 		return
 	}
-	if d, ok := digestOf(c.hist[:cs.N]); !ok || hexDigest(d) != cs.Digest {
+	if d, ok := c.p.prefixDigest(c.hist[:cs.N]); !ok || hexDigest(d) != cs.Digest {
 		c.dropCompaction()
 		return
 	}
@@ -721,7 +750,7 @@ func (c *call) compact(ctx context.Context, over bool) error {
 		st.Crossed = res.Tokens
 	}
 	n := c.histIndex(res.End-1) + 1
-	d, ok := digestOf(c.hist[:n])
+	d, ok := c.p.prefixDigest(c.hist[:n])
 	if !ok {
 		return fmt.Errorf("pipeline: compact: cannot hash the summarized history")
 	}

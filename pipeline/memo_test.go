@@ -89,3 +89,59 @@ func TestCountListIsCount(t *testing.T) {
 		}
 	}
 }
+
+func TestPrefixDigestMemo(t *testing.T) {
+	p := &Pipeline{}
+	var msgs []agentctx.Message
+	for i := range 20 {
+		m, _ := agentctx.DecodeMessage([]byte(fmt.Sprintf(`{"role":"user","content":[{"type":"text","text":"m%d"}]}`, i)))
+		msgs = append(msgs, m)
+	}
+	want, _ := digestOf(msgs)
+	for range 2 {
+		if got, ok := p.prefixDigest(msgs); !ok || got != want {
+			t.Fatal("memo digest differs from digestOf")
+		}
+	}
+	// The same content decoded apart, then one message changed: computed
+	// again, right both times.
+	other := append([]agentctx.Message(nil), msgs...)
+	other[7], _ = agentctx.DecodeMessage([]byte(`{"role":"user","content":[{"type":"text","text":"m7"}]}`))
+	if got, _ := p.prefixDigest(other); got != want {
+		t.Fatal("equal prefix decoded apart: another digest")
+	}
+	other[7] = other[7].WithContent(agentctx.Text("changed"))
+	changed, _ := digestOf(other)
+	if got, _ := p.prefixDigest(other); got != changed || got == want {
+		t.Fatal("a changed prefix kept the old digest")
+	}
+	if got, _ := p.prefixDigest(msgs[:19]); got == want {
+		t.Fatal("a shorter prefix kept the digest")
+	}
+}
+
+// TestCountMemoAcrossCalls changes the caller's slice in place between
+// calls: the count must follow the new message, not the remembered one.
+func TestCountMemoAcrossCalls(t *testing.T) {
+	p, err := New(Options{WorkspaceDir: t.TempDir(), NoCompact: true, NoPrune: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	msgs := []agentctx.Message{
+		agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("hello there")),
+		agentctx.NewMessage(agentctx.RoleAssistant, agentctx.Text("hi")),
+		agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("short")),
+	}
+	for round := range 3 {
+		res, err := p.Prepare(t.Context(), msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := p.mc.Count(msgs) + res.Report.ReservedTokens
+		if res.Report.TokensBefore != want {
+			t.Fatalf("round %d: TokensBefore %d, want %d", round, res.Report.TokensBefore, want)
+		}
+		msgs[2] = agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(strings.Repeat("much longer now ", round+2)))
+	}
+}

@@ -224,6 +224,8 @@ type Pipeline struct {
 	summaries map[string]string // see remembered
 	digests   *digestMemo
 	stateMemo stateMemo
+	prefix    prefixMemo
+	counted   countMemo
 }
 
 // New returns a Pipeline with the options. It opens the default workspace

@@ -18,6 +18,8 @@ import (
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
+	"github.com/agentctx/agentctx/session/sqlitesession"
+	"github.com/agentctx/agentctx/workspace/sqlitestore"
 )
 
 // bigRequest is a Claude Code-like request of about size bytes: a system
@@ -99,6 +101,21 @@ func BenchmarkOverhead(b *testing.B) {
 		{"keep", func(*testing.B) proxy.Engine { return &funcEngine{} }, false, false},
 		{"pipeline", pipe(pipeline.Options{NoCompact: true}), true, false},
 		{"pipeline-compacted", pipe(pipeline.Options{Compact: compact.Options{Limit: 200_000}}), true, true},
+		{"pipeline-sqlite", func(b *testing.B) proxy.Engine {
+			// The workspace and session state in one SQLite file
+			// (agentctx proxy --workspace ws.db).
+			path := filepath.Join(b.TempDir(), "ws.db")
+			ws, err := sqlitestore.Open(b.Context(), path, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ss, err := sqlitesession.Open(b.Context(), path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { ws.Close(); ss.Close() })
+			return pipe(pipeline.Options{NoCompact: true, Store: ws, Sessions: ss})(b)
+		}, true, false},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			tr := &sentTransport{}
