@@ -204,3 +204,83 @@ func (nopTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	io.Copy(io.Discard, r.Body)
 	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("{}")), Request: r}, nil
 }
+
+// codexRequest is a Codex-like Responses request (store false, the whole
+// history as input items: reasoning, a shell call and its output per turn)
+// of about size bytes, followed by extra turns with 1 KB outputs.
+func codexRequest(size, extra int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"model":"gpt-5-codex","instructions":"You are Codex.","store":false,"stream":true,"prompt_cache_key":"bench","tools":[{"type":"function","name":"shell","parameters":{"type":"object"}}],"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"start"}]}`)
+	line := "drwxr-xr-x  2 root root 4096 Nov 23 file.go ok\\n"
+	turn := func(i int, out string) {
+		fmt.Fprintf(&b, `,{"type":"reasoning","id":"rs_%06d","summary":[],"encrypted_content":"gAAAAB%06d"}`, i, i)
+		fmt.Fprintf(&b, `,{"type":"function_call","call_id":"call_%06d","name":"shell","arguments":"{\"command\":[\"ls\",\"dir%d\"]}"}`, i, i)
+		fmt.Fprintf(&b, `,{"type":"function_call_output","call_id":"call_%06d","output":%q}`, i, out+fmt.Sprint(i))
+	}
+	i := 0
+	for ; b.Len() < size; i++ {
+		if i%16 == 15 {
+			turn(i, strings.Repeat(line, 960))
+		} else {
+			turn(i, strings.Repeat(line, 100))
+		}
+	}
+	for k := 0; k < extra; k++ {
+		turn(i+k, strings.Repeat(line, 20))
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+// BenchmarkOverheadResponses is BenchmarkOverhead for Codex: 1 MB
+// Responses requests of a warm session, one turn more each time.
+func BenchmarkOverheadResponses(b *testing.B) {
+	const turns = 64
+	bodies := make([][]byte, turns)
+	for k := range bodies {
+		bodies[k] = codexRequest(1<<20, k)
+	}
+	for _, tc := range []struct {
+		name   string
+		engine func(b *testing.B) proxy.Engine
+	}{
+		{"keep", func(*testing.B) proxy.Engine { return &funcEngine{} }},
+		{"pipeline", func(b *testing.B) proxy.Engine {
+			e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{Pipeline: pipeline.Options{WorkspaceDir: filepath.Join(b.TempDir(), "ws"), NoCompact: true}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { e.Close() })
+			return e
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			tr := &sentTransport{}
+			srv, err := proxy.New(proxy.Options{Engine: tc.engine(b), Transport: tr})
+			if err != nil {
+				b.Fatal(err)
+			}
+			run := func(i int) time.Duration {
+				req := httptest.NewRequest(http.MethodPost, "/v1/responses", bytes.NewReader(bodies[i%turns]))
+				w := httptest.NewRecorder()
+				start := time.Now()
+				srv.ServeHTTP(w, req)
+				if w.Code != 200 {
+					b.Fatalf("status %d: %s", w.Code, w.Body.String())
+				}
+				return tr.at.Sub(start)
+			}
+			run(0)
+			var d []time.Duration
+			b.SetBytes(int64(len(bodies[0])))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				d = append(d, run(i+1))
+			}
+			b.StopTimer()
+			sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+			b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(d[len(d)*99/100].Microseconds())/1000, "p99-ms")
+		})
+	}
+}

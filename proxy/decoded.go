@@ -31,6 +31,65 @@ type decodedMsg struct {
 	enc  []byte // msg's encoding when it is not the request's bytes (nil: it is)
 	hash uint64 // msgHash of the encoding
 	bp   int    // countBreakpoints of the encoding
+
+	// item is what a Responses input item maps to (nil for messages);
+	// msg, hash and bp are then those of item.msg, and enc is not kept
+	// (the item's bytes are not the message's encoding).
+	item *responseItem
+	// group is, on the first item of a run of Responses calls and
+	// reasoning, the assistant message the run made last time, so that
+	// the same run makes the very same message value again.
+	group atomic.Pointer[groupedMsg]
+}
+
+// groupedMsg is the assistant message a run of Responses items maps to.
+type groupedMsg struct {
+	items []*decodedMsg
+	msg   agentctx.Message
+	enc   []byte
+	hash  uint64
+	bp    int
+}
+
+// grouped returns the message the run of items makes: the one made last
+// time when the run is the same items, else msg (newly made), remembered.
+func grouped(run []*decodedMsg, msg agentctx.Message) (*groupedMsg, error) {
+	if g := run[0].group.Load(); g != nil && len(g.items) == len(run) {
+		same := true
+		for i := range run {
+			same = same && g.items[i] == run[i]
+		}
+		if same {
+			return g, nil
+		}
+	}
+	enc, err := msg.AppendJSON(nil)
+	if err != nil {
+		return nil, err
+	}
+	g := &groupedMsg{items: run, msg: msg, enc: enc, hash: msgHash(nil, enc), bp: countBreakpoints(enc)}
+	run[0].group.Store(g)
+	return g, nil
+}
+
+// decodeItem reads a Responses input item of a request.
+func (c *decodeCache) decodeItem(raw []byte) (*decodedMsg, error) {
+	it, err := parseResponseItem(raw)
+	if err != nil {
+		return nil, err
+	}
+	d := &decodedMsg{n: len(raw), item: it}
+	if c != nil {
+		d.sum = c.fingerprint(raw)
+	}
+	if it.kind == itemMessage || it.kind == itemOutput {
+		enc, err := it.msg.AppendJSON(nil)
+		if err != nil {
+			return nil, err
+		}
+		d.msg, d.hash, d.bp = it.msg, msgHash(nil, enc), countBreakpoints(enc)
+	}
+	return d, nil
 }
 
 // decodeMsg decodes a message of a request.
@@ -56,7 +115,7 @@ func (c *decodeCache) decodeMsg(raw []byte) (*decodedMsg, error) {
 // encoding returns the message's encoding, given its bytes in the
 // request (which it is when the request wrote it compactly).
 func (d *decodedMsg) encoding(raw []byte) []byte {
-	if d.enc != nil {
+	if d.enc != nil || d.item != nil {
 		return d.enc
 	}
 	return raw
@@ -176,9 +235,10 @@ func (c *decodeCache) bytes() int64 {
 // element whose bytes are that message's is neither scanned nor decoded
 // again.
 type listScan struct {
-	cache  *decodeCache
-	prefix string // the cache key's start: API and session header
-	member string // the member holding the list: "messages"
+	cache     *decodeCache
+	prefix    string // the cache key's start: API and session header
+	member    string // the member holding the list: "messages", or "input"
+	responses bool   // the list holds Responses input items
 
 	data   []byte // the body, as MembersFunc sees it
 	key    string // the cache key, once the first element is known
@@ -195,6 +255,9 @@ func (c *decodeCache) newListScan(api API, h http.Header) *listScan {
 	sb.WriteByte(0)
 	sb.WriteString(h.Get(HeaderSession))
 	sb.WriteByte(0)
+	if api == APIResponses {
+		return &listScan{cache: c, prefix: sb.String(), member: "input", responses: true}
+	}
 	return &listScan{cache: c, prefix: sb.String(), member: "messages"}
 }
 
@@ -272,7 +335,13 @@ func (ls *listScan) decode() ([]*decodedMsg, error) {
 		if ls.cache != nil {
 			ls.cache.decoded.Add(1)
 		}
-		d, err := ls.cache.decodeMsg(it)
+		var d *decodedMsg
+		var err error
+		if ls.responses {
+			d, err = ls.cache.decodeItem(it)
+		} else {
+			d, err = ls.cache.decodeMsg(it)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", k, err)
 		}

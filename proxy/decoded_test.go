@@ -100,6 +100,7 @@ func TestDecodeCacheSendsWhatAFreshDecodeSends(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		s.plainDecode = cacheBytes < 0
 		for _, b := range bodies {
 			req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(b))
 			req.Header.Set("X-Claude-Code-Session-Id", "s1")
@@ -176,6 +177,7 @@ func TestDecodeCacheConcurrentSession(t *testing.T) {
 	want := map[string]bool{}
 	ref := &recordingTransport{}
 	plain, _ := New(Options{Engine: editingEngine{}, Transport: ref, DecodeCacheBytes: -1})
+	plain.plainDecode = true
 	for n := 1; n <= 8; n++ {
 		plain.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(anthropicBody(history(n, n%2 == 0)))))
 	}
@@ -206,5 +208,63 @@ func TestDecodeCacheConcurrentSession(t *testing.T) {
 func TestCountNew(t *testing.T) {
 	if n := countNew([]*decodedMsg{nil, {}, nil}); n != 2 {
 		t.Fatal(n)
+	}
+}
+
+// responsesInput returns the input items of a Codex-like session after n
+// turns: reasoning, a call and its output per turn.
+func responsesInput(n int) string {
+	items := []string{`{"type":"message","role":"developer","content":[{"type":"input_text","text":"be careful"}]}`,
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"fix it \u00e9"}]}`}
+	for i := range n {
+		out := fmt.Sprintf("ok %d", i)
+		if i%2 == 0 {
+			out = strings.Repeat(fmt.Sprintf("line %d \\\"q\\\"\\n", i), 8)
+		}
+		items = append(items,
+			fmt.Sprintf(`{"type":"reasoning","id":"rs_%d","summary":[],"encrypted_content":"enc%d"}`, i, i),
+			fmt.Sprintf(`{"type":"function_call","call_id":"call_%d","name":"shell","arguments":"{\"cmd\":[\"ls\",\"%d\"]}"}`, i, i),
+			fmt.Sprintf(`{"type":"function_call_output","call_id":"call_%d","output":"%s"}`, i, out))
+	}
+	return "[" + strings.Join(items, ",") + "]"
+}
+
+// TestDecodeCacheResponses is TestDecodeCacheSendsWhatAFreshDecodeSends
+// for Responses requests carrying their whole history (Codex).
+func TestDecodeCacheResponses(t *testing.T) {
+	var bodies [][]byte
+	for n := 1; n <= 10; n++ {
+		bodies = append(bodies, []byte(`{"model":"gpt-5","instructions":"x","store":false,"stream":true,"input":`+responsesInput(n)+`,"prompt_cache_key":"k1"}`))
+	}
+	bodies = append(bodies, []byte(`{"model":"gpt-5","store":false,"input":`+strings.Replace(responsesInput(10), "ok 3", "changed", 1)+`}`),
+		[]byte(`{"model":"gpt-5","store":true,"input":`+responsesInput(10)+`}`))
+	run := func(cacheBytes int64) (*Server, *recordingTransport) {
+		tr := &recordingTransport{}
+		s, err := New(Options{Engine: editingEngine{}, Transport: tr, DecodeCacheBytes: cacheBytes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.plainDecode = cacheBytes < 0
+		for _, b := range bodies {
+			s.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/v1/responses", bytes.NewReader(b)))
+		}
+		return s, tr
+	}
+	_, fresh := run(-1)
+	cached, got := run(0)
+	edits := 0
+	for i := range bodies {
+		if !bytes.Equal(fresh.bodies[i], got.bodies[i]) {
+			t.Fatalf("request %d: with the cache the upstream got\n%s\nwithout it\n%s", i, got.bodies[i], fresh.bodies[i])
+		}
+		if !bytes.Equal(got.bodies[i], bodies[i]) {
+			edits++
+		}
+	}
+	if edits < 8 {
+		t.Fatalf("only %d requests edited", edits)
+	}
+	if reused, decoded := cached.decoded.reused.Load(), cached.decoded.decoded.Load(); reused < 2*decoded {
+		t.Fatalf("reused %d items, decoded %d", reused, decoded)
 	}
 }

@@ -70,6 +70,10 @@ type Server struct {
 	log       *slog.Logger
 	stats     *statsTable
 	decoded   *decodeCache // nil when off
+	// plainDecode decodes every request whole (ParseDocument,
+	// ResponsesMessages), as the reference the tests hold the cached
+	// decode to.
+	plainDecode bool
 }
 
 // New returns a Server.
@@ -312,7 +316,7 @@ func headerHas(h http.Header, key, token string) bool {
 // request goes upstream as it came.
 func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []byte {
 	var ls *listScan
-	if s.opts.Engine != nil && (rt.api == APIAnthropic || rt.api == APIChat) {
+	if s.opts.Engine != nil && rt.api != "" && !s.plainDecode {
 		ls = s.decoded.newListScan(rt.api, r.Header)
 	}
 	b, err := parseBodyScan(raw, ls)
@@ -355,6 +359,9 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		// encodings (for Responses, of the items mapped onto messages).
 		if conv.enc == nil {
 			conv.enc, _ = encodeAll(conv.doc.Messages)
+		}
+		if conv.hash == nil {
+			conv.hash = hashesOf(conv.enc, nil)
 		}
 		x.sentEnc, x.sentHash = conv.enc, conv.hash
 		if rt.api != APIResponses {
@@ -401,6 +408,37 @@ func decodeConversation(ctx context.Context, api API, b *body) (*conversation, e
 		return nil, nil
 	}
 	var err error
+	if ls := b.scan; ls != nil && api == APIResponses {
+		// Split as the body was, the items the cache held reused.
+		dm, err := ls.decode()
+		if err != nil {
+			return nil, err
+		}
+		its := make([]*responseItem, len(dm))
+		for k, d := range dm {
+			its[k] = d.item
+		}
+		msgs, groups := groupResponseItems(its)
+		c.items, c.groups = ls.items, groups
+		c.doc = &agentctx.Document{Format: agentctx.FormatArray, Messages: msgs}
+		c.enc, c.hash, c.breaks = make([][]byte, len(msgs)), make([]uint64, len(msgs)), make([]int, len(msgs))
+		for k, g := range groups {
+			if d := dm[g[0]]; len(g) == 1 && d.item.kind != itemReasoning && d.item.kind != itemCall {
+				c.hash[k], c.breaks[k] = d.hash, d.bp // the encoding, when needed, from the message
+				continue
+			}
+			run := make([]*decodedMsg, len(g))
+			for i, idx := range g {
+				run[i] = dm[idx]
+			}
+			gm, err := grouped(run, msgs[k])
+			if err != nil {
+				return nil, err
+			}
+			msgs[k], c.enc[k], c.hash[k], c.breaks[k] = gm.msg, gm.enc, gm.hash, gm.bp
+		}
+		return c, nil
+	}
 	if ls := b.scan; ls != nil && api != APIResponses {
 		// Split as the body was, the messages the cache held reused.
 		dm, err := ls.decode()

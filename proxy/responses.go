@@ -25,6 +25,89 @@ import (
 // The mapping is for the Engine only: messages the Engine keeps go
 // upstream as their original items, byte for byte.
 func ResponsesMessages(items [][]byte) ([]agentctx.Message, [][]int, error) {
+	its := make([]*responseItem, len(items))
+	for i, raw := range items {
+		it, err := parseResponseItem(raw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("input item %d: %w", i, err)
+		}
+		its[i] = it
+	}
+	msgs, groups := groupResponseItems(its)
+	return msgs, groups, nil
+}
+
+// responseItem is what one input item maps to.
+type responseItem struct {
+	kind itemKind
+	msg  agentctx.Message   // itemMessage, itemOutput: the message it is
+	call *agentctx.ToolCall // itemCall: the call it makes, nil when it has no call_id
+}
+
+type itemKind uint8
+
+const (
+	itemMessage   itemKind = iota // a message of its own
+	itemOutput                    // a tool message of its own
+	itemReasoning                 // part of the next assistant message
+	itemCall                      // part of the next assistant message, maybe a call
+)
+
+// parseResponseItem reads one input item (splitting it once).
+func parseResponseItem(raw []byte) (*responseItem, error) {
+	if rawjson.Kind(raw) != '{' {
+		return nil, fmt.Errorf("not an object")
+	}
+	ms, err := rawjson.Members(raw)
+	if err != nil {
+		return nil, err
+	}
+	get := func(key string) []byte {
+		for k := len(ms) - 1; k >= 0; k-- {
+			if ms[k].Key == key {
+				return ms[k].Value
+			}
+		}
+		return nil
+	}
+	typ, role := stringOf(get("type")), stringOf(get("role"))
+	switch {
+	case role != "" && (typ == "" || typ == "message"):
+		m, err := messageItem(get("content"), role)
+		if err != nil {
+			return nil, err
+		}
+		return &responseItem{kind: itemMessage, msg: m}, nil
+	case strings.HasSuffix(typ, "_output"):
+		m := agentctx.NewMessage(agentctx.RoleTool, outputContent(get("output")))
+		m.ToolCallID = stringOf(get("call_id"))
+		return &responseItem{kind: itemOutput, msg: m}, nil
+	case typ == "reasoning":
+		return &responseItem{kind: itemReasoning}, nil
+	}
+	it := &responseItem{kind: itemCall}
+	id := stringOf(get("call_id"))
+	if id == "" {
+		return it, nil // web_search_call and the like: no result item follows
+	}
+	args := get("arguments")
+	if args == nil {
+		args = get("input")
+	}
+	if args == nil {
+		args = get("action")
+	}
+	a := stringOf(args)
+	if a == "" && args != nil && rawjson.Kind(args) != '"' {
+		a = string(args)
+	}
+	it.call = &agentctx.ToolCall{ID: id, Type: "function", Function: agentctx.FunctionCall{Name: stringOf(get("name")), Arguments: a}}
+	return it, nil
+}
+
+// groupResponseItems maps items onto messages (see ResponsesMessages):
+// the messages and the items of each.
+func groupResponseItems(its []*responseItem) ([]agentctx.Message, [][]int) {
 	var msgs []agentctx.Message
 	var groups [][]int
 	var pending []int // calls and reasoning not yet closed into a message
@@ -42,60 +125,28 @@ func ResponsesMessages(items [][]byte) ([]agentctx.Message, [][]int, error) {
 		groups = append(groups, pending)
 		pending, calls = nil, nil
 	}
-	for i, raw := range items {
-		if rawjson.Kind(raw) != '{' {
-			return nil, nil, fmt.Errorf("input item %d is not an object", i)
-		}
-		typ := stringOf(memberOf(raw, "type"))
-		role := stringOf(memberOf(raw, "role"))
-		switch {
-		case role != "" && (typ == "" || typ == "message"):
+	for i, it := range its {
+		switch it.kind {
+		case itemMessage, itemOutput:
 			flush()
-			m, err := messageItem(raw, role)
-			if err != nil {
-				return nil, nil, fmt.Errorf("input item %d: %w", i, err)
-			}
-			msgs = append(msgs, m)
+			msgs = append(msgs, it.msg)
 			groups = append(groups, []int{i})
-		case strings.HasSuffix(typ, "_output"):
-			flush()
-			m := agentctx.NewMessage(agentctx.RoleTool, outputContent(memberOf(raw, "output")))
-			m.ToolCallID = stringOf(memberOf(raw, "call_id"))
-			msgs = append(msgs, m)
-			groups = append(groups, []int{i})
-		case typ == "reasoning":
-			pending = append(pending, i)
 		default:
 			pending = append(pending, i)
-			id := stringOf(memberOf(raw, "call_id"))
-			if id == "" {
-				continue // web_search_call and the like: no result item follows
+			if it.call != nil {
+				calls = append(calls, *it.call)
 			}
-			args := memberOf(raw, "arguments")
-			if args == nil {
-				args = memberOf(raw, "input")
-			}
-			if args == nil {
-				args = memberOf(raw, "action")
-			}
-			a := stringOf(args)
-			if a == "" && args != nil && rawjson.Kind(args) != '"' {
-				a = string(args)
-			}
-			calls = append(calls, agentctx.ToolCall{ID: id, Type: "function",
-				Function: agentctx.FunctionCall{Name: stringOf(memberOf(raw, "name")), Arguments: a}})
 		}
 	}
 	flush()
-	return msgs, groups, nil
+	return msgs, groups
 }
 
 // messageItem reads a message item; its text parts become text blocks.
-func messageItem(raw []byte, role string) (agentctx.Message, error) {
+func messageItem(c []byte, role string) (agentctx.Message, error) {
 	if role == "developer" {
 		role = agentctx.RoleSystem
 	}
-	c := memberOf(raw, "content")
 	if rawjson.Kind(c) == '"' {
 		return agentctx.NewMessage(role, agentctx.Text(stringOf(c))), nil
 	}
@@ -152,7 +203,12 @@ func spliceResponses(items [][]byte, in []agentctx.Message, groups [][]int, a *a
 			byCall[in[k].ToolCallID] = k
 		}
 	}
-	buf := []byte{'['}
+	n := 2
+	for _, it := range items {
+		n += len(it) + 1
+	}
+	buf := make([]byte, 1, n+n/8) // room for what the Engine changes
+	buf[0] = '['
 	first := true
 	emit := func(raw []byte) {
 		if !first {

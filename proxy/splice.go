@@ -55,7 +55,22 @@ func align(in []agentctx.Message, inEnc [][]byte, inHash []uint64, inBreaks []in
 				return nil, err
 			}
 			a.outEnc[j] = enc
+			var h uint64
+			if inHash != nil {
+				h = msgHash(nil, enc)
+				a.outHash[j] = h
+			}
 			for k := next; k < len(inEnc); k++ {
+				if k < len(inHash) && inHash[k] != 0 && inHash[k] != h {
+					continue // another message: equal encodings hash alike
+				}
+				if inEnc[k] == nil && k < len(in) {
+					// Not kept (a Responses item's message): encode it
+					// now that it is needed.
+					if inEnc[k], err = in[k].AppendJSON(nil); err != nil {
+						return nil, err
+					}
+				}
 				if len(inEnc[k]) == len(enc) && bytes.Equal(inEnc[k], enc) {
 					a.match[j] = k
 					if k < len(inHash) {
