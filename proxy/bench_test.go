@@ -118,41 +118,55 @@ func BenchmarkOverhead(b *testing.B) {
 		}, true, false},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			tr := &sentTransport{}
-			srv, err := proxy.New(proxy.Options{Engine: tc.engine(b), Transport: tr})
-			if err != nil {
-				b.Fatal(err)
-			}
-			run := func(i int) time.Duration {
-				req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(bodies[i%turns]))
-				req.Header.Set("X-Claude-Code-Session-Id", "bench")
-				w := httptest.NewRecorder()
-				start := time.Now()
-				srv.ServeHTTP(w, req)
-				if w.Code != 200 {
-					b.Fatalf("status %d: %s", w.Code, w.Body.String())
+			srv, tr := benchServer(b, tc.engine(b))
+			measureOverhead(b, srv, tr, "/v1/messages", bodies, func(n int) {
+				if st := srv.Stats(); tc.edited && (len(st) != 1 || st[0].Edited != n || n == 1 && tc.compacted != (st[0].Compactions == 1)) {
+					b.Fatalf("%d of %d requests edited, or the warm-up not as planned: %+v", st[0].Edited, n, st)
 				}
-				return tr.at.Sub(start)
-			}
-			run(0) // warm the session
-			if st := srv.Stats(); tc.edited && (len(st) != 1 || st[0].Edited != 1 || tc.compacted != (st[0].Compactions == 1)) {
-				b.Fatalf("the warm-up request was not edited as planned: %+v", st)
-			}
-			var d []time.Duration
-			b.SetBytes(int64(len(bodies[0])))
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				d = append(d, run(i+1))
-			}
-			b.StopTimer()
-			if st := srv.Stats(); tc.edited && st[0].Edited != b.N+1 {
-				b.Fatalf("%d of %d requests edited", st[0].Edited, b.N+1)
-			}
-			sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-			b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, "p50-ms")
-			b.ReportMetric(float64(d[len(d)*99/100].Microseconds())/1000, "p99-ms")
+			})
 		})
 	}
+}
+
+// benchServer returns a proxy over engine whose upstream answers at once.
+func benchServer(b *testing.B, engine proxy.Engine) (*proxy.Server, *sentTransport) {
+	tr := &sentTransport{}
+	srv, err := proxy.New(proxy.Options{Engine: engine, Transport: tr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv, tr
+}
+
+// measureOverhead sends one request to warm the session, then b.N more
+// (bodies in turn), and reports the median and 99th percentile of the time
+// from a request received to its upstream request sent. check is called
+// with the number of requests sent, after the warm-up and at the end.
+func measureOverhead(b *testing.B, srv *proxy.Server, tr *sentTransport, path string, bodies [][]byte, check func(n int)) {
+	run := func(i int) time.Duration {
+		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(bodies[i%len(bodies)]))
+		req.Header.Set("X-Claude-Code-Session-Id", "bench")
+		w := httptest.NewRecorder()
+		start := time.Now()
+		srv.ServeHTTP(w, req)
+		if w.Code != 200 {
+			b.Fatalf("status %d: %s", w.Code, w.Body.String())
+		}
+		return tr.at.Sub(start)
+	}
+	run(0)
+	check(1)
+	var d []time.Duration
+	b.SetBytes(int64(len(bodies[0])))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d = append(d, run(i+1))
+	}
+	b.StopTimer()
+	check(b.N + 1)
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(d[len(d)*99/100].Microseconds())/1000, "p99-ms")
 }
 
 // BenchmarkSessions sends one 200 KB request for each of 50 sessions at
@@ -255,32 +269,8 @@ func BenchmarkOverheadResponses(b *testing.B) {
 		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			tr := &sentTransport{}
-			srv, err := proxy.New(proxy.Options{Engine: tc.engine(b), Transport: tr})
-			if err != nil {
-				b.Fatal(err)
-			}
-			run := func(i int) time.Duration {
-				req := httptest.NewRequest(http.MethodPost, "/v1/responses", bytes.NewReader(bodies[i%turns]))
-				w := httptest.NewRecorder()
-				start := time.Now()
-				srv.ServeHTTP(w, req)
-				if w.Code != 200 {
-					b.Fatalf("status %d: %s", w.Code, w.Body.String())
-				}
-				return tr.at.Sub(start)
-			}
-			run(0)
-			var d []time.Duration
-			b.SetBytes(int64(len(bodies[0])))
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				d = append(d, run(i+1))
-			}
-			b.StopTimer()
-			sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-			b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, "p50-ms")
-			b.ReportMetric(float64(d[len(d)*99/100].Microseconds())/1000, "p99-ms")
+			srv, tr := benchServer(b, tc.engine(b))
+			measureOverhead(b, srv, tr, "/v1/responses", bodies, func(int) {})
 		})
 	}
 }

@@ -94,22 +94,31 @@ func TestDecodeCacheSendsWhatAFreshDecodeSends(t *testing.T) {
 		anthropicBody(history(3, false)), []byte(`{"messages":[{"role":"user","content":"x"},{"role":"user","content":"x"}],"model":"m"}`),
 		[]byte(`{"messages":[{"role":"user","content":"x"},{"role":"user","content":"x"},{"role":"assistant","content":"y"}],"model":"m"}`),
 		[]byte(` {"messages":[],"model":"m"}`), []byte(`{"messages":[{"role":"user"`))
-	run := func(cacheBytes int64) (*Server, *recordingTransport) {
+	compareCachedDecode(t, "/v1/messages", bodies, 10)
+}
+
+// compareCachedDecode sends the bodies, as one session, to a server that
+// decodes every request whole and to one that reuses what it decoded:
+// the upstream must get the same bytes from both, at least minEdits of
+// them edited, and the second must have reused most messages.
+func compareCachedDecode(t *testing.T, path string, bodies [][]byte, minEdits int) {
+	t.Helper()
+	run := func(plain bool) (*Server, *recordingTransport) {
 		tr := &recordingTransport{}
-		s, err := New(Options{Engine: editingEngine{}, Transport: tr, DecodeCacheBytes: cacheBytes})
+		s, err := New(Options{Engine: editingEngine{}, Transport: tr})
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.plainDecode = cacheBytes < 0
+		s.plainDecode = plain
 		for _, b := range bodies {
-			req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(b))
+			req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(b))
 			req.Header.Set("X-Claude-Code-Session-Id", "s1")
 			s.ServeHTTP(httptest.NewRecorder(), req)
 		}
 		return s, tr
 	}
-	_, fresh := run(-1)
-	cached, got := run(0)
+	_, fresh := run(true)
+	cached, got := run(false)
 	if len(fresh.bodies) != len(bodies) || len(got.bodies) != len(bodies) {
 		t.Fatalf("sent %d and %d of %d requests", len(fresh.bodies), len(got.bodies), len(bodies))
 	}
@@ -122,11 +131,10 @@ func TestDecodeCacheSendsWhatAFreshDecodeSends(t *testing.T) {
 			edits++
 		}
 	}
-	if edits < 10 {
+	if edits < minEdits {
 		t.Fatalf("only %d requests edited: the test does not exercise the splice", edits)
 	}
-	reused, decoded := cached.decoded.reused.Load(), cached.decoded.decoded.Load()
-	if reused < 2*decoded {
+	if reused, decoded := cached.decoded.reused.Load(), cached.decoded.decoded.Load(); reused < 2*decoded {
 		t.Fatalf("reused %d messages, decoded %d: the cache is not used", reused, decoded)
 	}
 }
@@ -238,33 +246,5 @@ func TestDecodeCacheResponses(t *testing.T) {
 	}
 	bodies = append(bodies, []byte(`{"model":"gpt-5","store":false,"input":`+strings.Replace(responsesInput(10), "ok 3", "changed", 1)+`}`),
 		[]byte(`{"model":"gpt-5","store":true,"input":`+responsesInput(10)+`}`))
-	run := func(cacheBytes int64) (*Server, *recordingTransport) {
-		tr := &recordingTransport{}
-		s, err := New(Options{Engine: editingEngine{}, Transport: tr, DecodeCacheBytes: cacheBytes})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.plainDecode = cacheBytes < 0
-		for _, b := range bodies {
-			s.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/v1/responses", bytes.NewReader(b)))
-		}
-		return s, tr
-	}
-	_, fresh := run(-1)
-	cached, got := run(0)
-	edits := 0
-	for i := range bodies {
-		if !bytes.Equal(fresh.bodies[i], got.bodies[i]) {
-			t.Fatalf("request %d: with the cache the upstream got\n%s\nwithout it\n%s", i, got.bodies[i], fresh.bodies[i])
-		}
-		if !bytes.Equal(got.bodies[i], bodies[i]) {
-			edits++
-		}
-	}
-	if edits < 8 {
-		t.Fatalf("only %d requests edited", edits)
-	}
-	if reused, decoded := cached.decoded.reused.Load(), cached.decoded.decoded.Load(); reused < 2*decoded {
-		t.Fatalf("reused %d items, decoded %d", reused, decoded)
-	}
+	compareCachedDecode(t, "/v1/responses", bodies, 8)
 }
