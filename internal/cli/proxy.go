@@ -22,6 +22,7 @@ func newProxyCmd(e *env) *cobra.Command {
 		listen              string
 		anthropicURL, oaURL string
 		maxSessions         int
+		decodeCacheMB       int
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy",
@@ -53,6 +54,13 @@ accepting and lets the requests in flight finish.`,
 			}
 			if maxSessions < 1 {
 				return usagef("invalid --max-sessions %d: must be at least 1", maxSessions)
+			}
+			if decodeCacheMB < 0 {
+				return usagef("invalid --decode-cache %d: must be 0 (none) or more MiB", decodeCacheMB)
+			}
+			decodeCache := int64(decodeCacheMB) << 20
+			if decodeCacheMB == 0 {
+				decodeCache = -1 // keep nothing
 			}
 			log := e.logger
 			if !log.Enabled(cmd.Context(), slog.LevelInfo) {
@@ -91,7 +99,7 @@ accepting and lets the requests in flight finish.`,
 			if err != nil {
 				return usagef("%v", err)
 			}
-			srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: anthropicURL, OpenAIURL: oaURL, Logger: log})
+			srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: anthropicURL, OpenAIURL: oaURL, Logger: log, DecodeCacheBytes: decodeCache})
 			if err != nil {
 				if errors.Is(err, proxy.ErrInvalidURL) {
 					return usagef("%v", err)
@@ -114,6 +122,7 @@ accepting and lets the requests in flight finish.`,
 	fs.StringVar(&anthropicURL, "upstream-anthropic", proxy.DefaultAnthropicURL, "Anthropic API base URL")
 	fs.StringVar(&oaURL, "upstream-openai", proxy.DefaultOpenAIURL, "OpenAI API base URL")
 	fs.IntVar(&maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions kept in memory (least recently used out first)")
+	fs.IntVar(&decodeCacheMB, "decode-cache", proxy.DefaultDecodeCacheBytes>>20, "MiB of decoded messages kept for the next request of each conversation to reuse (0: none; each request is then decoded whole)")
 	f.register(fs, true)
 	fs.StringVar(&f.workspace, "workspace", pipeline.DefaultWorkspaceDir, "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
 	fs.StringVar(&f.store, "store", "", storeFlagHelp)

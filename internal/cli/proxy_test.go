@@ -22,6 +22,7 @@ func TestProxyBadUsage(t *testing.T) {
 		{"proxy", "--upstream-anthropic", "ftp://example.com"},
 		{"proxy", "--limit", "0"},
 		{"proxy", "--max-sessions", "0"},
+		{"proxy", "--decode-cache", "-1"},
 		{"proxy", "extra-arg"},
 	} {
 		code, out, errs := runCLI(t, "", args...)
