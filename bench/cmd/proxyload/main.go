@@ -49,7 +49,11 @@ func main() {
 	if *conc <= 0 || *conc > *sessions {
 		*conc = *sessions
 	}
-	if err := run(*sessions, *requests, *size, *conc, *bin, *asJSON, flag.Args()); err != nil {
+	rep, err := run(*sessions, *requests, *size, *conc, *bin, flag.Args())
+	if rep != nil {
+		rep.print(*asJSON)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "proxyload:", err)
 		os.Exit(1)
 	}
@@ -59,6 +63,7 @@ func main() {
 type report struct {
 	Sessions, Requests, Errors int
 	Concurrency                int
+	Warm                       int     // requests with a proxy log line, each session's first left out
 	HistoryBytes               int     // of a session's first request
 	LastBytes                  int     // of a session's last request
 	ProxyP50MS, ProxyP99MS     float64 // the proxy's own overhead_ms, warm requests (all but each session's first)
@@ -74,34 +79,34 @@ type report struct {
 	Seconds                    float64
 }
 
-func run(sessions, requests, size, conc int, bin string, asJSON bool, proxyArgs []string) error {
+func run(sessions, requests, size, conc int, bin string, proxyArgs []string) (*report, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir, err := os.MkdirTemp("", "proxyload-")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	if bin == "" {
 		bin = filepath.Join(dir, "agentctx")
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/agentctx")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/agentctx/agentctx/cmd/agentctx")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
-			return fmt.Errorf("build: %w", err)
+			return nil, fmt.Errorf("build: %w", err)
 		}
 	}
 
 	up := &upstream{got: map[string]time.Time{}}
 	upLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	go http.Serve(upLn, up)
 	upURL := "http://" + upLn.Addr().String()
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
@@ -111,10 +116,10 @@ func run(sessions, requests, size, conc int, bin string, asJSON bool, proxyArgs 
 	cmd.Dir = dir
 	logs, err := cmd.StderrPipe()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
 	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
 	overheads := map[string][]float64{} // by session, in order
@@ -141,7 +146,7 @@ func run(sessions, requests, size, conc int, bin string, asJSON bool, proxyArgs 
 	}()
 	base := "http://" + addr
 	if err := waitUp(ctx, base+"/agentctx/stats"); err != nil {
-		return err
+		return nil, err
 	}
 	idle := rssMB(cmd.Process.Pid)
 
@@ -253,13 +258,22 @@ func run(sessions, requests, size, conc int, bin string, asJSON bool, proxyArgs 
 	rep.FirstP50MS = pct(first, 50)
 	rep.OutsideP50MS, rep.OutsideP99MS = pct(outside, 50), pct(outside, 99)
 	rep.DirectP50MS, rep.DirectP99MS = pct(direct, 50), pct(direct, 99)
+	rep.Warm = len(warm)
+	if len(errs) > 0 {
+		return &rep, fmt.Errorf("%d requests failed; first: %w", len(errs), errs[0])
+	}
+	return &rep, nil
+}
+
+// print writes the report, as text or JSON.
+func (rep *report) print(asJSON bool) {
 	if asJSON {
 		enc := json.NewEncoder(os.Stdout)
 		enc.SetIndent("", "  ")
 		enc.Encode(rep)
 	} else {
 		fmt.Printf("%d sessions x %d requests, %d sessions at a time (%d bytes at first, %d at last) in %.1f s, %d errors\n",
-			sessions, requests, conc, rep.HistoryBytes, rep.LastBytes, rep.Seconds, rep.Errors)
+			rep.Sessions, rep.Requests/max(rep.Sessions, 1), rep.Concurrency, rep.HistoryBytes, rep.LastBytes, rep.Seconds, rep.Errors)
 		fmt.Printf("proxy overhead, warm requests (its log): p50 %.2f ms, p99 %.2f ms, max %.2f ms (first request of a session: p50 %.2f ms)\n",
 			rep.ProxyP50MS, rep.ProxyP99MS, rep.ProxyMaxMS, rep.FirstP50MS)
 		fmt.Printf("client send -> upstream has the body: through the proxy p50 %.2f ms, p99 %.2f ms; direct p50 %.2f ms, p99 %.2f ms\n",
@@ -268,10 +282,6 @@ func run(sessions, requests, size, conc int, bin string, asJSON bool, proxyArgs 
 		fmt.Printf("proxy memory: %.0f MB resident after the run (%.0f MB idle); live heap at its last GC %.0f MB (%.2fx the last history per session), decode cache %.0f MB\n",
 			rep.RSSMB, rep.IdleRSSMB, rep.LiveHeapMB, rep.LiveHeapPerSession, rep.DecodeCacheMB)
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%d requests failed; first: %w", len(errs), errs[0])
-	}
-	return nil
 }
 
 // history is one session's conversation, as Claude Code would send it.
