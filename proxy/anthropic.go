@@ -32,37 +32,28 @@ var stringContent = []byte(`"content":"`)
 
 // canonical returns enc in the form prefixes are compared in (see
 // appendStripped); enc itself when it is already in it.
-func canonical(buf, enc []byte) []byte {
+func canonical(enc []byte) []byte {
 	if !bytes.Contains(enc, cacheKey) && !bytes.Contains(enc, stringContent) {
 		return enc
 	}
-	return appendStripped(buf[:0], enc, true)
+	return appendStripped(nil, enc, true)
 }
 
 // msgHash hashes a message's encoding in the form prefixes are compared
-// in. buf is scratch space.
-func msgHash(buf *[]byte, enc []byte) uint64 {
-	var b []byte
-	if buf != nil {
-		b = *buf
-	}
-	c := canonical(b, enc)
-	if buf != nil && len(c) > 0 && (len(enc) == 0 || &c[0] != &enc[0]) {
-		*buf = c
-	}
-	return hash64(c)
+// in.
+func msgHash(enc []byte) uint64 {
+	return hash64(canonical(enc))
 }
 
 // hashesOf returns the msgHash of each encoding, taking the ones known
 // (non-zero in known, which may be shorter or nil) as they are.
 func hashesOf(encs [][]byte, known []uint64) []uint64 {
 	hs := make([]uint64, len(encs))
-	var buf []byte
 	for j, e := range encs {
 		if j < len(known) && known[j] != 0 {
 			hs[j] = known[j]
 		} else {
-			hs[j] = msgHash(&buf, e)
+			hs[j] = msgHash(e)
 		}
 	}
 	return hs

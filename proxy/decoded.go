@@ -42,13 +42,26 @@ type decodedMsg struct {
 	group atomic.Pointer[groupedMsg]
 }
 
+// encoded is a message with what the proxy derives from its encoding.
+type encoded struct {
+	msg  agentctx.Message
+	enc  []byte
+	hash uint64 // msgHash(enc)
+	bp   int    // countBreakpoints(enc)
+}
+
+func encode(m agentctx.Message) (encoded, error) {
+	enc, err := m.AppendJSON(nil)
+	if err != nil {
+		return encoded{}, err
+	}
+	return encoded{msg: m, enc: enc, hash: msgHash(enc), bp: countBreakpoints(enc)}, nil
+}
+
 // groupedMsg is the assistant message a run of Responses items maps to.
 type groupedMsg struct {
 	items []*decodedMsg
-	msg   agentctx.Message
-	enc   []byte
-	hash  uint64
-	bp    int
+	encoded
 }
 
 // grouped returns the message the run of items makes: the one made last
@@ -63,11 +76,11 @@ func grouped(run []*decodedMsg, msg agentctx.Message) (*groupedMsg, error) {
 			return g, nil
 		}
 	}
-	enc, err := msg.AppendJSON(nil)
+	e, err := encode(msg)
 	if err != nil {
 		return nil, err
 	}
-	g := &groupedMsg{items: run, msg: msg, enc: enc, hash: msgHash(nil, enc), bp: countBreakpoints(enc)}
+	g := &groupedMsg{items: run, encoded: e}
 	run[0].group.Store(g)
 	return g, nil
 }
@@ -83,11 +96,11 @@ func (c *decodeCache) decodeItem(raw []byte) (*decodedMsg, error) {
 		d.sum = c.fingerprint(raw)
 	}
 	if it.kind == itemMessage || it.kind == itemOutput {
-		enc, err := it.msg.AppendJSON(nil)
+		e, err := encode(it.msg)
 		if err != nil {
 			return nil, err
 		}
-		d.msg, d.hash, d.bp = it.msg, msgHash(nil, enc), countBreakpoints(enc)
+		d.msg, d.hash, d.bp = e.msg, e.hash, e.bp
 	}
 	return d, nil
 }
@@ -98,16 +111,16 @@ func (c *decodeCache) decodeMsg(raw []byte) (*decodedMsg, error) {
 	if err != nil {
 		return nil, err
 	}
-	enc, err := m.AppendJSON(nil)
+	e, err := encode(m)
 	if err != nil {
 		return nil, err
 	}
-	d := &decodedMsg{n: len(raw), msg: m, hash: msgHash(nil, enc), bp: countBreakpoints(enc)}
+	d := &decodedMsg{n: len(raw), msg: m, hash: e.hash, bp: e.bp}
 	if c != nil {
 		d.sum = c.fingerprint(raw)
 	}
-	if !bytes.Equal(enc, raw) {
-		d.enc = enc
+	if !bytes.Equal(e.enc, raw) {
+		d.enc = e.enc
 	}
 	return d, nil
 }
@@ -296,9 +309,12 @@ func (ls *listScan) scan(i int) (int, error) {
 			i = end
 		}
 		if k == 0 && ls.cache != nil {
-			ls.key = ls.prefix + ls.cache.firstKey(data[start:i])
+			fp := ls.cache.fingerprint(data[start:i])
+			var b [8]byte
+			binary.LittleEndian.PutUint64(b[:], fp[0])
+			ls.key = ls.prefix + string(b[:])
 			cached = ls.cache.get(ls.key)
-			if len(cached) > 0 && ls.cache.same(cached[0], data[start:i]) {
+			if len(cached) > 0 && cached[0].n == i-start && cached[0].sum == fp {
 				hit = cached[0]
 			}
 		}
@@ -314,13 +330,6 @@ func (ls *listScan) scan(i int) (int, error) {
 		}
 		return i, &rawjson.SyntaxError{Offset: int64(i), Msg: "invalid character after array element"}
 	}
-}
-
-// firstKey is the part of a cache key taken from the first message.
-func (c *decodeCache) firstKey(first []byte) string {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], maphash.Bytes(c.seed, first))
-	return string(b[:])
 }
 
 // decode returns the decoded messages of the scanned list, decoding the

@@ -319,7 +319,7 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 	if s.opts.Engine != nil && rt.api != "" && !s.plainDecode {
 		ls = s.decoded.newListScan(rt.api, r.Header)
 	}
-	b, err := parseBodyScan(raw, ls)
+	b, err := parseBody(raw, ls)
 	if err != nil {
 		return raw // not JSON: the upstream will answer
 	}
@@ -359,9 +359,6 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		// encodings (for Responses, of the items mapped onto messages).
 		if conv.enc == nil {
 			conv.enc, _ = encodeAll(conv.doc.Messages)
-		}
-		if conv.hash == nil {
-			conv.hash = hashesOf(conv.enc, nil)
 		}
 		x.sentEnc, x.sentHash = conv.enc, conv.hash
 		if rt.api != APIResponses {
@@ -408,49 +405,24 @@ func decodeConversation(ctx context.Context, api API, b *body) (*conversation, e
 		return nil, nil
 	}
 	var err error
-	if ls := b.scan; ls != nil && api == APIResponses {
-		// Split as the body was, the items the cache held reused.
-		dm, err := ls.decode()
-		if err != nil {
-			return nil, err
-		}
-		its := make([]*responseItem, len(dm))
-		for k, d := range dm {
-			its[k] = d.item
-		}
-		msgs, groups := groupResponseItems(its)
-		c.items, c.groups = ls.items, groups
-		c.doc = &agentctx.Document{Format: agentctx.FormatArray, Messages: msgs}
-		c.enc, c.hash, c.breaks = make([][]byte, len(msgs)), make([]uint64, len(msgs)), make([]int, len(msgs))
-		for k, g := range groups {
-			if d := dm[g[0]]; len(g) == 1 && d.item.kind != itemReasoning && d.item.kind != itemCall {
-				c.hash[k], c.breaks[k] = d.hash, d.bp // the encoding, when needed, from the message
-				continue
-			}
-			run := make([]*decodedMsg, len(g))
-			for i, idx := range g {
-				run[i] = dm[idx]
-			}
-			gm, err := grouped(run, msgs[k])
-			if err != nil {
-				return nil, err
-			}
-			msgs[k], c.enc[k], c.hash[k], c.breaks[k] = gm.msg, gm.enc, gm.hash, gm.bp
-		}
-		return c, nil
-	}
-	if ls := b.scan; ls != nil && api != APIResponses {
+	if ls := b.scan; ls != nil {
 		// Split as the body was, the messages the cache held reused.
 		dm, err := ls.decode()
 		if err != nil {
 			return nil, err
+		}
+		c.items = ls.items
+		if api == APIResponses {
+			if err := c.mapItems(dm); err != nil {
+				return nil, err
+			}
+			return c, nil
 		}
 		msgs := make([]agentctx.Message, len(dm))
 		c.enc, c.hash, c.breaks = make([][]byte, len(dm)), make([]uint64, len(dm)), make([]int, len(dm))
 		for k, d := range dm {
 			msgs[k], c.enc[k], c.hash[k], c.breaks[k] = d.msg, d.encoding(ls.items[k]), d.hash, d.bp
 		}
-		c.items = ls.items
 		if c.doc, err = agentctx.RequestDocument(b.raw, c.list, msgs); err != nil {
 			return nil, err
 		}
@@ -477,6 +449,36 @@ func decodeConversation(ctx context.Context, api API, b *body) (*conversation, e
 		return nil, fmt.Errorf("decoded %d messages of %d", len(c.doc.Messages), len(c.items))
 	}
 	return c, nil
+}
+
+// mapItems maps the decoded Responses items of c onto messages (see
+// ResponsesMessages): a message or output item is its cached message, a
+// run of calls and reasoning the assistant message it made last time.
+func (c *conversation) mapItems(dm []*decodedMsg) error {
+	its := make([]*responseItem, len(dm))
+	for k, d := range dm {
+		its[k] = d.item
+	}
+	msgs, groups := groupResponseItems(its)
+	c.groups = groups
+	c.doc = &agentctx.Document{Format: agentctx.FormatArray, Messages: msgs}
+	c.enc, c.hash, c.breaks = make([][]byte, len(msgs)), make([]uint64, len(msgs)), make([]int, len(msgs))
+	for k, g := range groups {
+		if d := dm[g[0]]; len(g) == 1 && (d.item.kind == itemMessage || d.item.kind == itemOutput) {
+			c.hash[k], c.breaks[k] = d.hash, d.bp // the encoding, when needed, from the message
+			continue
+		}
+		run := make([]*decodedMsg, len(g))
+		for i, idx := range g {
+			run[i] = dm[idx]
+		}
+		gm, err := grouped(run, msgs[k])
+		if err != nil {
+			return err
+		}
+		msgs[k], c.enc[k], c.hash[k], c.breaks[k] = gm.msg, gm.enc, gm.hash, gm.bp
+	}
+	return nil
 }
 
 // edit returns the body to send for the messages the Engine prepared:

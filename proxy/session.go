@@ -22,35 +22,24 @@ type body struct {
 	scan    *listScan // the split of "messages", when the body was parsed with one
 }
 
-func parseBody(raw []byte) (*body, error) {
+// parseBody splits a body into its top-level members; with ls (which may
+// be nil), it splits the list of messages as it goes, reusing what the
+// cache holds of the conversation.
+func parseBody(raw []byte, ls *listScan) (*body, error) {
 	i := rawjson.SkipSpace(raw, 0)
 	if i == len(raw) || raw[i] != '{' {
 		return nil, errNotObject
 	}
-	ms, err := rawjson.Members(raw[i:])
-	if err != nil {
-		return nil, err
+	var hook func(string, int) (int, error)
+	if ls != nil {
+		ls.data, hook = raw[i:], ls.valueAt
 	}
-	return &body{raw: raw, members: ms}, nil
-}
-
-// parseBodyScan is parseBody splitting the list of messages with ls as it
-// goes (reusing what the cache holds of the conversation).
-func parseBodyScan(raw []byte, ls *listScan) (*body, error) {
-	if ls == nil {
-		return parseBody(raw)
-	}
-	i := rawjson.SkipSpace(raw, 0)
-	if i == len(raw) || raw[i] != '{' {
-		return nil, errNotObject
-	}
-	ls.data = raw[i:]
-	ms, err := rawjson.MembersFunc(raw[i:], ls.valueAt)
+	ms, err := rawjson.MembersFunc(raw[i:], hook)
 	if err != nil {
 		return nil, err
 	}
 	b := &body{raw: raw, members: ms}
-	if rawjson.Kind(b.get(ls.member)) == '[' {
+	if ls != nil && rawjson.Kind(b.get(ls.member)) == '[' {
 		b.scan = ls
 	}
 	return b, nil
@@ -110,7 +99,7 @@ func SessionKey(h http.Header, raw []byte) (key, source string) {
 	if v := strings.TrimSpace(h.Get("X-Claude-Code-Session-Id")); v != "" {
 		return v, "x-claude-code-session-id"
 	}
-	b, err := parseBody(raw)
+	b, err := parseBody(raw, nil)
 	if err != nil {
 		b = &body{raw: raw}
 	}
@@ -154,7 +143,7 @@ func conversationHash(b *body) string {
 	}
 	var elems [][]byte
 	var err error
-	if b.scan != nil && list != nil {
+	if b.scan != nil && len(list) > 0 && len(b.get(b.scan.member)) > 0 && &list[0] == &b.get(b.scan.member)[0] {
 		elems = b.scan.items // split already
 	} else if rawjson.Kind(list) != '"' {
 		elems, err = rawjson.Elements(list)

@@ -57,7 +57,7 @@ func align(in []agentctx.Message, inEnc [][]byte, inHash []uint64, inBreaks []in
 			a.outEnc[j] = enc
 			var h uint64
 			if inHash != nil {
-				h = msgHash(nil, enc)
+				h = msgHash(enc)
 				a.outHash[j] = h
 			}
 			for k := next; k < len(inEnc); k++ {
@@ -72,10 +72,7 @@ func align(in []agentctx.Message, inEnc [][]byte, inHash []uint64, inBreaks []in
 					}
 				}
 				if len(inEnc[k]) == len(enc) && bytes.Equal(inEnc[k], enc) {
-					a.match[j] = k
-					if k < len(inHash) {
-						a.outHash[j] = inHash[k]
-					}
+					a.match[j] = k // its hash is h, computed above
 					next = k + 1
 					break
 				}
@@ -109,7 +106,7 @@ func (a *alignment) breakpoints(j int) int {
 // hash returns the msgHash of message j to send.
 func (a *alignment) hash(j int) uint64 {
 	if a.outHash[j] == 0 {
-		a.outHash[j] = msgHash(nil, a.outEnc[j])
+		a.outHash[j] = msgHash(a.outEnc[j])
 	}
 	return a.outHash[j]
 }

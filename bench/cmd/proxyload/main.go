@@ -221,7 +221,7 @@ func run(sessions, requests, size, conc int, bin string, proxyArgs []string) (*r
 					}
 					mu.Unlock()
 				}
-				h.next()
+				h.exchange()
 			}
 		}()
 	}
@@ -322,8 +322,6 @@ func (h *history) exchange() []string {
 	return []string{a, u}
 }
 
-func (h *history) next() { h.exchange() }
-
 // body is the request: the last message carries the breakpoint, as Claude
 // Code's do.
 func (h *history) body() []byte {
@@ -378,16 +376,17 @@ func (u *upstream) take(id string) (time.Time, bool) {
 	return t, ok
 }
 
-var fieldRE = map[string]*regexp.Regexp{}
+// slogField matches key=value in a slog text line.
+var slogField = regexp.MustCompile(`(?:^| )([a-z_]+)=("(?:[^"\\]|\\.)*"|\S+)`)
 
 // field returns the value of key=value in a slog text line.
 func field(line, key string) string {
-	re := fieldRE[key]
-	if re == nil {
-		re = regexp.MustCompile(`(?:^| )` + key + `=("(?:[^"\\]|\\.)*"|\S+)`)
-		fieldRE[key] = re
+	var m []string
+	for _, f := range slogField.FindAllStringSubmatch(line, -1) {
+		if f[1] == key {
+			m = f[1:]
+		}
 	}
-	m := re.FindStringSubmatch(line)
 	if m == nil {
 		return ""
 	}
