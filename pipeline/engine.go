@@ -373,7 +373,7 @@ func (c *call) store(ctx context.Context) error {
 		if action == nil {
 			action = workspace.DefaultActionName
 		}
-		repl, off, err := c.p.ws.OffloadToolResult(ctx, workspace.ToolCall{ID: r.ID, Name: u.Name, Action: action(u)}, r.Content)
+		repl, off, err := c.p.ws.OffloadToolResult(ctx, workspace.ToolCall{ID: r.ID, Name: u.Name, Action: action(u), Input: u.Input}, r.Content)
 		if err != nil {
 			failed = err
 			break

@@ -30,7 +30,9 @@ type OffloadMode string
 const (
 	// OffloadWorkspace stores every tool result whole as a workspace
 	// artifact and replaces the content of those of 40,000 characters or
-	// more by a <knowledge_list> reference (SPEC §5). The default.
+	// more (of the text the model reads: workspace.InlineChars) by a
+	// <knowledge_list> reference (SPEC §5); a read of stored content back
+	// is never replaced (workspace.Workspace.ReadsBack). The default.
 	OffloadWorkspace OffloadMode = "workspace"
 	// OffloadFiles writes every tool result of 100 characters or more to
 	// <dir>/tool-result-<id>.md and replaces its content by

@@ -22,7 +22,14 @@
 // time and sizes. A result of fewer than 40,000 characters stays in the
 // context as it is; a larger one is replaced by a <knowledge_list> entry
 // with the artifact id, the tool name, the size, a short head and tail
-// preview, and the names of the tools that read it back. Offload never
+// preview, and the names of the tools that read it back. The size is that
+// of the text the model reads (InlineChars): the characters of a string,
+// or of the texts of text blocks joined by newlines (other blocks count as
+// their JSON), not of the JSON that carries them. A read of the
+// workspace's own content (a read-back tool, or the agent's file tool on
+// an artifact's content file: ReadsBack) is stored but never replaced, so
+// reading back never loops on a new reference; each read is one page,
+// bounded by the reading tool. Offload never
 // modifies its input, and offloading the same history again writes nothing
 // new. OffloadToolResult does the same for one result as it arrives.
 //

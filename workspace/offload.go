@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -17,6 +18,9 @@ type ToolCall struct {
 	ID     string // the tool call id (tool_use id / tool_call_id); required
 	Name   string // the tool's name
 	Action string // the tool's action, when it has several (see DefaultActionName)
+	// Input is the call's input (its arguments), when known: it tells a
+	// read of the workspace's own content files (see ReadsBack).
+	Input json.RawMessage
 }
 
 // Offloaded describes one tool result stored by an offload.
@@ -32,6 +36,10 @@ type Offloaded struct {
 	// Unchanged reports that the store already held this result with the
 	// same content and metadata, so nothing was written.
 	Unchanged bool `json:"unchanged"`
+	// ReadBack reports that the call read the workspace's own stored
+	// content (ReadsBack): the result stays in the context whatever its
+	// size.
+	ReadBack bool `json:"read_back,omitempty"`
 }
 
 // OffloadResult is the result of Offload.
@@ -89,7 +97,7 @@ func (w *Workspace) Offload(ctx context.Context, msgs []agentctx.Message) (*Offl
 		}
 		call := ToolCall{ID: r.ID}
 		if u, ok := calls[r.ID]; ok {
-			call.Name, call.Action = u.Name, w.opts.ActionName(u)
+			call.Name, call.Action, call.Input = u.Name, w.opts.ActionName(u), u.Input
 		}
 		var (
 			c   agentctx.Content
@@ -123,7 +131,12 @@ func (w *Workspace) isOwnReference(r agentctx.ToolResult) bool {
 
 // OffloadToolResult stores one tool result whole and returns the content to
 // put in the context in its place: content itself under the inline limit,
-// else a <knowledge_list> entry (a string).
+// else a <knowledge_list> entry (a string). The limit is measured on the
+// text the model reads (InlineChars). A result of a call that reads the
+// workspace's own content back (ReadsBack: a read-back tool, or the
+// agent's file tool on an artifact's content file) always stays whole: the
+// reading tool already bounded it to a page, and a reference in its place
+// would send the agent back to what it just read.
 //
 // A string is stored as it is, with type text. Content made only of text
 // blocks (as SDKs send tool results) is stored as its text too, the blocks
@@ -167,7 +180,8 @@ func (w *Workspace) OffloadToolResult(ctx context.Context, call ToolCall, conten
 
 	m := Measure(a)
 	off.Info = m.Info
-	off.Indexed = content.Chars() >= w.opts.InlineLimit
+	off.ReadBack = w.ReadsBack(call)
+	off.Indexed = !off.ReadBack && InlineChars(content) >= w.opts.InlineLimit
 	base := a.ID
 	for k := 1; ; k++ {
 		if k > 1 {
