@@ -53,3 +53,30 @@ func RequestDocument(body, list []byte, msgs []Message) (*Document, error) {
 	doc.setMessages(msgs)
 	return doc, nil
 }
+
+// WithMember returns a copy of the document whose top-level member key
+// holds raw (a JSON value): the member is replaced where it stands, or
+// added after the others. d is not modified. Only a document read from a
+// JSON object (FormatObject, a request body) has members; for any other an
+// error matching ErrInvalidInput is returned. raw must be valid JSON and is
+// not copied.
+func (d *Document) WithMember(key string, raw json.RawMessage) (*Document, error) {
+	if d.Format != FormatObject || d.listKey == "" {
+		return nil, &InputError{Msg: "set member " + key + ": the document is not a JSON object with messages"}
+	}
+	if key == d.listKey {
+		return nil, &InputError{Msg: "set member " + key + ": use WithMessages for the messages"}
+	}
+	if err := rawjson.Valid(raw); err != nil {
+		return nil, &InputError{Msg: "set member " + key + ": " + err.Error()}
+	}
+	c := *d
+	c.convs = nil
+	c.members = append([]member(nil), d.members...)
+	if m := findMember(c.members, key); m != nil {
+		m.raw, m.flags, m.str = raw, 0, ""
+		return &c, nil
+	}
+	c.members = append(c.members, member{key: key, raw: raw})
+	return &c, nil
+}

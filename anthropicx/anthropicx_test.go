@@ -189,8 +189,11 @@ func TestAgentLoop(t *testing.T) {
 	// What the API received: the log replaced by a reference, the system
 	// prompt and tools as the SDK wrote them.
 	sent := api.last()
-	if strings.Contains(string(sent["messages"]), "INFO batch 100 exported") || !strings.Contains(string(sent["messages"]), "knowledge_list") {
-		t.Errorf("the large result was sent as is")
+	if n := strings.Count(string(sent["messages"]), "<knowledge_list>"); n != 1 {
+		t.Errorf("the request holds %d references, want 1: the large result's (the page read back stays whole)", n)
+	}
+	if !strings.Contains(string(sent["messages"]), "[Read limit of 40,000 characters reached") {
+		t.Errorf("the page read back did not reach the model whole")
 	}
 	if !strings.Contains(string(sent["system"]), "careful operator") || !strings.Contains(string(sent["tools"]), "grep_knowledge") || string(sent["model"]) != `"claude-test"` {
 		t.Errorf("request members changed: %v", sent)

@@ -43,6 +43,10 @@ type BatchOptions struct {
 	// Logger receives a debug line per file and an info line per call that
 	// offloaded something. Nil discards.
 	Logger *slog.Logger
+	// Keep, when set, leaves the results it returns true for as they are,
+	// whatever their size (a caller's placeholder that names where the
+	// original is kept, for one).
+	Keep func(r agentctx.ToolResult) bool
 }
 
 // BatchResult is the outcome of Batch.
@@ -105,7 +109,7 @@ func Batch(ctx context.Context, msgs []agentctx.Message, opts BatchOptions) (Bat
 	var plan []planned
 	for r := range agentctx.ToolResults(msgs) {
 		data, n := contentText(r.Content)
-		if n < minChars || (r.Content.IsText() && IsReference(data)) {
+		if n < minChars || (r.Content.IsText() && IsReference(data)) || opts.Keep != nil && opts.Keep(r) {
 			continue
 		}
 		base, err := fsutil.SafeName(r.ID)

@@ -520,7 +520,12 @@ func (c *call) offload(ctx context.Context) error {
 		c.finish(StepReport{Step: StepOffload, Skipped: true}, t0, c.view)
 		return nil
 	case OffloadFiles:
-		s, next, err := c.p.offloadFiles(ctx, c.view)
+		// A pruned result's placeholder names its stored original: kept.
+		pruned := func(r agentctx.ToolResult) bool {
+			rs := c.st.Results[c.keys[[2]int{r.Message, r.Block}]]
+			return r.Message >= c.live && rs != nil && rs.Action == actionPruned
+		}
+		s, next, err := c.p.offloadFiles(ctx, c.view, pruned)
 		if err != nil {
 			return err
 		}

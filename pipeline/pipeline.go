@@ -36,9 +36,13 @@ const (
 	OffloadWorkspace OffloadMode = "workspace"
 	// OffloadFiles writes every tool result of 100 characters or more to
 	// <dir>/tool-result-<id>.md and replaces its content by
-	// "[Content offloaded to: ./tool-result-<id>.md]" (SPEC §3.1).
+	// "[Content offloaded to: ./tool-result-<id>.md]" (SPEC §3.1). The
+	// workspace store keeps every result whole too (never replaced by a
+	// reference), so a pruned result names its stored original.
 	OffloadFiles OffloadMode = "files"
-	// OffloadNone turns the step off.
+	// OffloadNone replaces nothing by a reference; the workspace store
+	// still keeps every result whole, so a pruned result names its stored
+	// original (nothing removed is lost in any mode).
 	OffloadNone OffloadMode = "none"
 )
 
@@ -107,7 +111,8 @@ type Options struct {
 
 	// Offload selects the offload step's mode; "" means OffloadWorkspace.
 	Offload OffloadMode
-	// Store keeps the artifacts in mode OffloadWorkspace. Nil means a
+	// Store keeps the artifacts (in every mode: the originals of pruned
+	// results too). Nil means a
 	// directory store (dirstore) at WorkspaceDir, opened by New and closed
 	// by Close. A Store given here is not closed by the Pipeline.
 	Store workspace.Store
@@ -299,7 +304,12 @@ func New(opts Options) (*Pipeline, error) {
 		o.Files.Dir = offload.DefaultDir
 	}
 
-	if o.Offload == OffloadWorkspace {
+	// Every mode keeps the originals of what it removes: the workspace
+	// store keeps every result whole, so a pruned result's placeholder
+	// names where its original is. Only mode workspace replaces large
+	// results by references to it; the other modes need the store only
+	// when they prune.
+	if o.Offload == OffloadWorkspace || !o.NoPrune {
 		store := o.Store
 		if store == nil {
 			if o.WorkspaceDir == "" {
@@ -320,6 +330,9 @@ func New(opts Options) (*Pipeline, error) {
 			}
 		}
 		wo := o.Workspace
+		if o.Offload != OffloadWorkspace {
+			wo.InlineLimit = math.MaxInt // stored, never replaced by a reference
+		}
 		if wo.SessionID == "" {
 			wo.SessionID = o.SessionID
 		}
@@ -331,7 +344,9 @@ func New(opts Options) (*Pipeline, error) {
 		}
 		o.Store = store
 		p.ws = workspace.New(store, &wo)
-		p.archiver = workspaceArchiver{ws: p.ws, now: o.Now}
+		if o.Offload == OffloadWorkspace {
+			p.archiver = workspaceArchiver{ws: p.ws, now: o.Now}
+		}
 	}
 	p.sessionID = o.SessionID
 	p.namespace = o.Workspace.Namespace
@@ -453,12 +468,14 @@ func (p *Pipeline) RequestTokens(doc *agentctx.Document) int {
 }
 
 // offloadFiles writes the large results of view to files (seed 000).
-func (p *Pipeline) offloadFiles(ctx context.Context, view []agentctx.Message) (StepReport, []agentctx.Message, error) {
+func (p *Pipeline) offloadFiles(ctx context.Context, view []agentctx.Message, keep func(agentctx.ToolResult) bool) (StepReport, []agentctx.Message, error) {
 	s := StepReport{Step: StepOffload}
 	dir, _ := filepath.Abs(p.opts.Files.Dir)
 	rep := &OffloadReport{Mode: OffloadFiles, Dir: dir}
 	s.Offload = rep
-	res, err := offload.Batch(ctx, view, p.opts.Files)
+	bo := p.opts.Files
+	bo.Keep = keep
+	res, err := offload.Batch(ctx, view, bo)
 	if err != nil {
 		return s, nil, fmt.Errorf("pipeline: offload: %w", err)
 	}

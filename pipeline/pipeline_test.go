@@ -73,7 +73,7 @@ func TestDefaultArchiveDir(t *testing.T) {
 		t.Errorf("the summary does not name its archive %s", c.Archive)
 	}
 	// Without a workspace, archives are files (seed 002 names).
-	p = newPipeline(t, pipeline.Options{Offload: pipeline.OffloadNone, Compact: compact.Options{Limit: 200}, Now: func() time.Time { return now }})
+	p = newPipeline(t, pipeline.Options{Offload: pipeline.OffloadNone, NoPrune: true, Compact: compact.Options{Limit: 200}, Now: func() time.Time { return now }})
 	res = mustPrepare(t, p, msgs)
 	c = res.Report.Step(pipeline.StepCompact).Compact
 	want, _ := filepath.Abs(filepath.Join(compact.DefaultDir, pipeline.DefaultSessionID, "compact-20260131T020000Z-1.json"))

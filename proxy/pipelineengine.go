@@ -5,19 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
-	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/tokens"
-	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/dirstore"
 )
 
@@ -267,7 +262,7 @@ func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, 
 	for _, w := range res.Report.Warnings {
 		e.log.Info("proxy: session warning", "session", req.SessionKey, "warning", w)
 	}
-	out := e.withPaths(res.Messages, s.p.Workspace())
+	out := s.p.WithPaths(res.Messages)
 	pr := &Prepared{Messages: out, TokensBefore: res.Report.TokensBefore, TokensAfter: res.Report.TokensAfter, Unchanged: true}
 	if ss := res.Report.Session; ss != nil {
 		pr.PrefixChanged = ss.PrefixChanged
@@ -286,83 +281,6 @@ func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, 
 		}
 	}
 	return pr, nil
-}
-
-// knowledgeRef is how a workspace reference to an offloaded result starts.
-const knowledgeRef = "<knowledge_list>\n<knowledge id=\""
-
-// withPaths adds, to each reference that names an artifact and to each
-// pruned result whose original is stored, the absolute path of the
-// artifact's content file when the store keeps one. The paths depend on
-// the artifacts alone, so every request of a session gets the same bytes.
-func (e *PipelineEngine) withPaths(msgs []agentctx.Message, ws *workspace.Workspace) []agentctx.Message {
-	pather, ok := e.opts.Pipeline.Store.(workspace.Pather)
-	if !ok || ws == nil {
-		return msgs
-	}
-	ns := ws.Namespace()
-	placeholder := e.opts.Pipeline.Prune.Placeholder
-	if placeholder == "" {
-		placeholder = prune.DefaultPlaceholder
-	}
-	pathOf := func(id string) (string, bool) {
-		path, err := pather.Path(ns, id)
-		if err != nil {
-			return "", false
-		}
-		if abs, err := filepath.Abs(path); err == nil {
-			path = abs
-		}
-		if _, err := os.Stat(path); err != nil {
-			return "", false
-		}
-		return path, true
-	}
-	return agentctx.MapToolResults(msgs, func(r agentctx.ToolResult) (agentctx.Content, bool) {
-		if !r.Content.IsText() {
-			return agentctx.Content{}, false
-		}
-		text := r.Content.Text()
-		if !strings.HasPrefix(text, placeholder+"\n") && !strings.HasPrefix(text, knowledgeRef) || strings.Contains(text, "\n<file>") {
-			return agentctx.Content{}, false
-		}
-		var id, what string
-		switch {
-		case strings.HasPrefix(text, placeholder+"\n") && strings.Contains(text, prunedRef):
-			// A pruned result: the placeholder names the artifact.
-			rest := text[strings.Index(text, prunedRef)+len(prunedRef):]
-			end := strings.IndexByte(rest, '"')
-			if end < 0 {
-				return agentctx.Content{}, false
-			}
-			id, what = rest[:end], "the original output"
-		case strings.HasPrefix(text, knowledgeRef):
-			rest := text[len(knowledgeRef):]
-			end := strings.IndexByte(rest, '"')
-			if end < 0 {
-				return agentctx.Content{}, false
-			}
-			id, what = htmlUnescape(rest[:end]), "the whole content"
-		default:
-			return agentctx.Content{}, false
-		}
-		path, ok := pathOf(id)
-		if !ok {
-			return agentctx.Content{}, false
-		}
-		return agentctx.Text(text + "\n<file>" + path + "</file> (" + what + ": read it with your file tool)"), true
-	})
-}
-
-// prunedRef is how a pruned result's placeholder names its artifact (see
-// workspace.ReadCall).
-const prunedRef = workspace.ToolGetKnowledgeByID + `(artifact_id="`
-
-func htmlUnescape(s string) string {
-	if !strings.Contains(s, "&") {
-		return s
-	}
-	return strings.NewReplacer("&quot;", `"`, "&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
 }
 
 // Observe implements Engine: it keeps the session's last usage and feeds

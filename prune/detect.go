@@ -57,8 +57,10 @@ func textHasTerminalFeatures(s string) bool {
 
 // harnessExitCode reads the exit status that agent harnesses write in plain
 // text around command output (beyond the seed): mini-swe-agent starts with
-// "<returncode>N</returncode>", OpenHands ends with "[The command completed
-// with exit code N.]". ok is false when s has neither.
+// "<returncode>N</returncode>", Codex writes "Exit code: N" or "Process
+// exited with code N" in its first lines (codexExitCode), OpenHands ends
+// with "[The command completed with exit code N.]". ok is false when s has
+// none of them.
 func harnessExitCode(s string) (code int, ok bool) {
 	t := strings.TrimLeft(s, " \t\r\n")
 	if rest, found := strings.CutPrefix(t, "<returncode>"); found {
@@ -67,6 +69,9 @@ func harnessExitCode(s string) (code int, ok bool) {
 			return n, true
 		}
 		return 0, false
+	}
+	if n, ok := codexExitCode(t); ok {
+		return n, true
 	}
 	t = strings.TrimRight(s, " \t\r\n")
 	const head, tail = "[The command completed with exit code ", ".]"
@@ -79,6 +84,25 @@ func harnessExitCode(s string) (code int, ok bool) {
 	}
 	n, err := strconv.Atoi(t[i+len(head) : len(t)-len(tail)])
 	return n, err == nil
+}
+
+// codexExitCode reads the exit status of Codex's shell tools, which write
+// it in the first lines of their output: "Exit code: N" (shell) or
+// "Process exited with code N" (exec_command, after "Chunk ID" and "Wall
+// time" lines). t starts at the first character that is not white space.
+func codexExitCode(t string) (int, bool) {
+	for k := 0; k < 4 && t != ""; k++ {
+		line, rest, _ := strings.Cut(t, "\n")
+		line = strings.TrimRight(line, "\r")
+		for _, p := range [...]string{"Exit code: ", "Process exited with code "} {
+			if num, ok := strings.CutPrefix(line, p); ok {
+				n, err := strconv.Atoi(strings.TrimSpace(num))
+				return n, err == nil
+			}
+		}
+		t = rest
+	}
+	return 0, false
 }
 
 // contentIsError reports whether the content itself says the call failed:

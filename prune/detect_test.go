@@ -1,7 +1,11 @@
 package prune
 
 import (
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentctx/agentctx"
 )
@@ -107,5 +111,45 @@ func TestErrorContent(t *testing.T) {
 	}
 	if !contentIsError(agentctx.BlockList(agentctx.TextBlock(`{"stdout":"","exitCode":2}`))) {
 		t.Error("exitCode in a text block not detected")
+	}
+}
+
+// The shell tools of the agents people run count as terminal output by name
+// (any case) and, for Codex, by the exit status its output starts with
+// (issue 22: Codex's results were never cleared).
+func TestAgentShellTools(t *testing.T) {
+	old := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := old.Add(time.Hour)
+	cases := []struct {
+		tool, output string
+		pruned       bool
+	}{
+		{"exec_command", "Chunk ID: 1a2b\nWall time: 0.0521 seconds\nProcess exited with code 0\nOriginal token count: 120\nOutput:\n" + strings.Repeat("ok\n", 300), true},
+		{"exec_command", "Chunk ID: 1a2b\nWall time: 0.0521 seconds\nProcess exited with code 2\nOutput:\n" + strings.Repeat("fail\n", 300), false},
+		{"shell", "Exit code: 0\nWall time: 0.1 seconds\nOutput:\n" + strings.Repeat("ok\n", 300), true},
+		{"shell", "Exit code: 1\nWall time: 0.1 seconds\nOutput:\n" + strings.Repeat("no\n", 300), false},
+		{"local_shell", strings.Repeat("ok\n", 300), true},
+		{"execute_bash", strings.Repeat("ok\n", 300) + "[The command completed with exit code 0.]", true},
+		{"run_shell_command", strings.Repeat("ok\n", 300), true},
+		{"bash", strings.Repeat("ok\n", 300), true},
+		{"BASH", strings.Repeat("ok\n", 300), true},
+		{"a_tool_of_mine", "Exit code: 0\n" + strings.Repeat("ok\n", 300), true}, // by shape
+		{"a_tool_of_mine", strings.Repeat("ok\n", 300), false},
+	}
+	for _, c := range cases {
+		t.Run(c.tool, func(t *testing.T) {
+			var msgs []agentctx.Message
+			for i := range 6 { // the newest five are kept
+				id := fmt.Sprintf("call_%d", i)
+				in, _ := json.Marshal(map[string]string{"cmd": "x"})
+				msgs = append(msgs,
+					agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(agentctx.ToolUseBlock(id, c.tool, in))).WithTimestamp(old),
+					agentctx.NewMessage(agentctx.RoleUser, agentctx.BlockList(agentctx.ToolResultBlock(id, agentctx.Text(c.output), false))).WithTimestamp(old.Add(time.Duration(i)*time.Second)))
+			}
+			res := Prune(msgs, Options{Now: func() time.Time { return now }})
+			if got := res.PrunedCount > 0; got != c.pruned {
+				t.Fatalf("pruned = %v (%d), want %v", got, res.PrunedCount, c.pruned)
+			}
+		})
 	}
 }

@@ -27,11 +27,14 @@ const (
 )
 
 // DefaultToolNames returns the tool names whose results are terminal output
-// by default, whatever their content: "terminal-execute" (seed 004) and
-// "Bash" (Claude Code, which marks failed commands with is_error). Each call
-// returns a new slice.
+// by default, whatever their content (names match in any case): the shell
+// tools of the agents people run. "terminal-execute" (seed 004), "Bash"
+// (Claude Code, which marks failed commands with is_error; also SWE-agent's
+// and opencode's "bash"), "shell", "exec_command" and "local_shell"
+// (Codex), "execute_bash" (OpenHands) and "run_shell_command" (Gemini CLI).
+// Each call returns a new slice.
 func DefaultToolNames() []string {
-	return []string{"terminal-execute", "Bash"}
+	return []string{"terminal-execute", "Bash", "shell", "exec_command", "local_shell", "execute_bash", "run_shell_command"}
 }
 
 // Options configure [Prune]. The zero value gives the seed's behaviour: the

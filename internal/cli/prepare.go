@@ -64,7 +64,8 @@ type prepareFlags struct {
 	force, strict        bool
 	noArchive            bool
 
-	verify bool
+	verify   bool
+	readBack string
 
 	clearAtLeast int
 	clearTrigger float64
@@ -119,6 +120,7 @@ func (f *prepareFlags) register(fs *pflag.FlagSet, eval bool) {
 	fs.StringVar(&f.session, "session", compact.DefaultSessionID, "the conversation's session: repeated calls with one session re-apply its earlier decisions (state in <workspace>/.sessions); its artifacts are read back with --session")
 	fs.StringVar(&f.dir, "dir", offload.DefaultDir, "directory of the archives (<dir>/<session>/) and of --offload files")
 	fs.BoolVar(&f.verify, "verify", false, "read back every artifact, file and archive written and compare it with the original")
+	fs.StringVar(&f.readBack, "read-back", string(pipeline.ReadBackTools), "how the printed request lets the model read back what a reference stands for: tools (declare get_knowledge_by_id and the other read tools in the body's tools when a reference names them), paths (add each artifact's content file path to its reference, for agents with a file tool) or none")
 }
 
 // options checks the flags and returns the pipeline options they make
@@ -338,6 +340,7 @@ type prepareRun struct {
 	store    workspace.Store
 	sessions session.Store
 	keepMeta bool // keep timestamp and messageStatus in what is sent
+	readBack pipeline.ReadBack
 }
 
 // toSend returns the prepared messages as they are sent: without the
@@ -407,13 +410,22 @@ run on a saved transcript. In order:
             artifact tool_result_<id>) and replace those of --inline-limit
             characters or more by a reference the agent reads back;
             --offload files writes results of --min-chars or more to
-            <dir>/tool-result-<id>.md instead;
+            <dir>/tool-result-<id>.md instead, and --offload none
+            replaces nothing; in every mode the workspace keeps every
+            result whole, so a pruned result names its stored original;
   count     count the tokens (plus a request body's top-level system);
   compact   at --limit × --threshold tokens or more, archive the middle of
             the conversation to <dir>/<session>/compact-*.json and replace it
             with a summary (once: a result still over the trigger is reported,
             not compacted again);
   validate  check that every tool call and result pair up.
+
+A printed request that holds references can be sent as it is: with
+--read-back tools (the default) the read tools they name
+(get_knowledge_by_id, get_knowledge_by_lines, grep_knowledge, ...) are
+declared in the body's "tools", in its API's shape, for an agent loop that
+answers them from the workspace; --read-back paths adds each artifact's
+content file path to its reference instead, for an agent with a file tool.
 
 It prints {"messages", "report"}: the messages to send and, per step, what
 changed, characters and tokens saved, artifacts and files written, and time.
@@ -467,7 +479,11 @@ named after them.`,
 			if err != nil {
 				return err
 			}
-			run := &prepareRun{e: e, f: f, base: base, keepMeta: keepMeta}
+			rb, err := pipeline.ParseReadBack(f.readBack)
+			if err != nil {
+				return usagef("invalid --read-back: %q (want tools, paths or none)", f.readBack)
+			}
+			run := &prepareRun{e: e, f: f, base: base, keepMeta: keepMeta, readBack: rb}
 			if out != "" {
 				printJSON := jsonReports || !e.s.OutIsTerminal
 				return run.prepareFiles(ctx, out, args, showSummary, printJSON)
@@ -486,15 +502,19 @@ named after them.`,
 			defer run.closeStore()
 			convs := conversationsOf(file, "", doc)
 			var outs []prepareOutput
-			for _, c := range convs {
+			docs := make([]*agentctx.Document, len(convs))
+			for i, c := range convs {
 				res, err := run.prepareOne(ctx, c)
 				if err != nil {
 					return err
 				}
 				outs = append(outs, prepareOutput{Conversation: c.name, Messages: run.toSend(res.Messages), Report: res.Report})
+				if docs[i], err = run.withReadTools(c.doc, res.Messages); err != nil {
+					return err
+				}
 			}
 			for i, o := range outs {
-				if err := e.writeDocResult(ctx, convs[i].doc, o.Messages, o, messagesOnly); err != nil {
+				if err := e.writeDocResult(ctx, docs[i], o.Messages, o, messagesOnly); err != nil {
 					return err
 				}
 			}
@@ -578,7 +598,24 @@ func (r *prepareRun) prepareOne(ctx context.Context, c conversation) (*pipeline.
 		}
 		return nil, err
 	}
+	if r.readBack == pipeline.ReadBackPaths {
+		res.Messages = p.WithPaths(res.Messages)
+	}
 	return res, nil
+}
+
+// withReadTools returns the document to print around the prepared
+// messages: with the read tools declared when --read-back tools and the
+// messages name one.
+func (r *prepareRun) withReadTools(doc *agentctx.Document, msgs []agentctx.Message) (*agentctx.Document, error) {
+	if r.readBack != pipeline.ReadBackTools {
+		return doc, nil
+	}
+	out, _, err := pipeline.WithReadTools(doc, msgs)
+	if err != nil {
+		return nil, fmt.Errorf("declare the read tools: %w", err)
+	}
+	return out, nil
 }
 
 // prepareFiles is prepare --out DIR FILE...: every input is read and checked
@@ -650,6 +687,10 @@ func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []st
 				}
 			}
 			summaries = append(summaries, done{file, c.name, outputs[i], res.Report})
+		}
+		if doc, err = r.withReadTools(doc, msgs); err != nil {
+			bar.finish()
+			return fmt.Errorf("%s: %w", file, err)
 		}
 		var buf bytes.Buffer
 		if err := doc.WithMessages(msgs).Encode(&buf); err != nil {

@@ -1,0 +1,216 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/prune"
+	"github.com/agentctx/agentctx/workspace"
+)
+
+// ReadBack says how a prepared request lets the model read back what was
+// replaced by a reference (an offloaded result, a pruned result's
+// original).
+type ReadBack string
+
+// ReadBack modes.
+const (
+	// ReadBackTools declares the workspace's read tools
+	// (get_knowledge_by_id, ...) in the request body's "tools" when the
+	// prepared messages name one and the body does not declare them yet,
+	// so that the request can be sent as it is (WithReadTools). The agent
+	// loop answers their calls with workspace.Workspace.Execute.
+	ReadBackTools ReadBack = "tools"
+	// ReadBackPaths adds to each reference the absolute path of the
+	// artifact's content file, for agents that read files with their own
+	// tool (WithPaths); the store must keep files (a directory store).
+	ReadBackPaths ReadBack = "paths"
+	// ReadBackNone leaves the request as the steps made it.
+	ReadBackNone ReadBack = "none"
+)
+
+// ParseReadBack returns the ReadBack mode named s ("" is ReadBackTools).
+func ParseReadBack(s string) (ReadBack, error) {
+	switch ReadBack(s) {
+	case "":
+		return ReadBackTools, nil
+	case ReadBackTools, ReadBackPaths, ReadBackNone:
+		return ReadBack(s), nil
+	}
+	return "", fmt.Errorf("%w: unknown read-back mode %q (want tools, paths or none)", ErrInvalidOption, s)
+}
+
+// NamesReadTool reports whether msgs tell the model to call a read tool:
+// a reference, a pruned result's placeholder or a summary naming
+// get_knowledge_by_id.
+func NamesReadTool(msgs []agentctx.Message) bool {
+	call := workspace.ToolGetKnowledgeByID + "("
+	for _, m := range msgs {
+		if m.Content.IsText() {
+			if strings.Contains(m.Content.Text(), call) {
+				return true
+			}
+			continue
+		}
+		for _, b := range m.Content.Blocks() {
+			if strings.Contains(b.Text, call) || b.Type == agentctx.BlockToolResult && strings.Contains(b.Content.AsText(), call) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// WithReadTools returns doc, a request body, with the workspace's read
+// tools added to its "tools" member when msgs name one (NamesReadTool) and
+// the body does not declare get_knowledge_by_id yet: in the OpenAI Chat
+// Completions shape when the body's tools or messages are OpenAI's, else
+// in the Anthropic shape. added reports whether anything was added; doc
+// is returned as it is otherwise (and for a document that is not a JSON
+// object). doc is not modified.
+func WithReadTools(doc *agentctx.Document, msgs []agentctx.Message) (out *agentctx.Document, added bool, err error) {
+	if doc.Format != agentctx.FormatObject || !NamesReadTool(msgs) {
+		return doc, false, nil
+	}
+	raw, _ := doc.Member("tools")
+	var list []json.RawMessage
+	if len(raw) > 0 && rawjson.Kind(raw) == '[' {
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return nil, false, fmt.Errorf("pipeline: read tools: the body's tools: %w", err)
+		}
+	} else if len(raw) > 0 && string(raw) != "null" {
+		return nil, false, fmt.Errorf("%w: the body's tools is not a list", agentctx.ErrInvalidInput)
+	}
+	openai := false
+	for _, t := range list {
+		var d struct {
+			Name     string `json:"name"`
+			Type     string `json:"type"`
+			Function *struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if json.Unmarshal(t, &d) != nil {
+			continue
+		}
+		if d.Function != nil {
+			openai, d.Name = true, d.Function.Name
+		}
+		if d.Name == workspace.ToolGetKnowledgeByID {
+			return doc, false, nil
+		}
+	}
+	if len(list) == 0 {
+		for _, m := range msgs {
+			if m.Role == agentctx.RoleTool || len(m.ToolCalls) > 0 {
+				openai = true
+				break
+			}
+		}
+	}
+	for _, d := range workspace.Tools() {
+		var b []byte
+		if openai {
+			b, err = json.Marshal(d.OpenAI())
+		} else {
+			b, err = json.Marshal(d)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		list = append(list, b)
+	}
+	b, err := json.Marshal(list)
+	if err != nil {
+		return nil, false, err
+	}
+	out, err = doc.WithMember("tools", b)
+	if err != nil {
+		return nil, false, err
+	}
+	return out, true, nil
+}
+
+// fileMark starts what WithPaths adds to a reference.
+const fileMark = "\n<file>"
+
+// WithPaths returns msgs with, after each reference to an offloaded result
+// and each pruned result's placeholder that names its stored original, the
+// absolute path of the artifact's content file, for an agent that reads
+// files with its own tool. It adds nothing when the Pipeline's store keeps
+// no files (workspace.Pather), or for an artifact whose file does not
+// exist. The paths depend on the artifacts alone, so every request of a
+// session gets the same bytes. msgs is not modified.
+func (p *Pipeline) WithPaths(msgs []agentctx.Message) []agentctx.Message {
+	pather, ok := p.opts.Store.(workspace.Pather)
+	if !ok || p.ws == nil {
+		return msgs
+	}
+	ns := p.ws.Namespace()
+	placeholder := p.opts.Prune.Placeholder
+	if placeholder == "" {
+		placeholder = prune.DefaultPlaceholder
+	}
+	return agentctx.MapToolResults(msgs, func(r agentctx.ToolResult) (agentctx.Content, bool) {
+		if !r.Content.IsText() {
+			return agentctx.Content{}, false
+		}
+		text := r.Content.Text()
+		id, what, ok := referencedArtifact(text, placeholder)
+		if !ok || strings.Contains(text, fileMark) {
+			return agentctx.Content{}, false
+		}
+		path, err := pather.Path(ns, id)
+		if err != nil {
+			return agentctx.Content{}, false
+		}
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		if _, err := os.Stat(path); err != nil {
+			return agentctx.Content{}, false
+		}
+		return agentctx.Text(text + fileMark + path + "</file> (" + what + ": read it with your file tool)"), true
+	})
+}
+
+// knowledgeRef is how a workspace reference to an offloaded result starts.
+const knowledgeRef = "<knowledge_list>\n<knowledge id=\""
+
+// prunedRef is how a pruned result's placeholder names its artifact (see
+// workspace.ReadCall).
+const prunedRef = workspace.ToolGetKnowledgeByID + `(artifact_id="`
+
+// referencedArtifact returns the artifact a reference or a pruned result's
+// placeholder names, and what of it the artifact holds.
+func referencedArtifact(text, placeholder string) (id, what string, ok bool) {
+	switch {
+	case strings.HasPrefix(text, placeholder+"\n") && strings.Contains(text, prunedRef):
+		rest := text[strings.Index(text, prunedRef)+len(prunedRef):]
+		end := strings.IndexByte(rest, '"')
+		if end < 0 {
+			return "", "", false
+		}
+		return rest[:end], "the original output", true
+	case strings.HasPrefix(text, knowledgeRef):
+		rest := text[len(knowledgeRef):]
+		end := strings.IndexByte(rest, '"')
+		if end < 0 {
+			return "", "", false
+		}
+		return htmlUnescape(rest[:end]), "the whole content", true
+	}
+	return "", "", false
+}
+
+func htmlUnescape(s string) string {
+	if !strings.Contains(s, "&") {
+		return s
+	}
+	return strings.NewReplacer("&quot;", `"`, "&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
+}
