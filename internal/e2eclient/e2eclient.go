@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentctx/agentctx/internal/fsutil"
 )
 
 // The real clients the end-to-end tests drive, from npm.
@@ -58,32 +60,44 @@ func Install(t testing.TB) string {
 		}
 		t.Skip("npm not found: the end-to-end tests with Claude Code and Codex need it")
 	}
-	installOnce.Do(func() {
-		dir := Cache()
-		stamp := filepath.Join(dir, ".installed-"+strings.NewReplacer("/", "_", "@", "").Replace(ClaudePackage+"+"+CodexPackage))
-		if _, err := os.Stat(stamp); err == nil {
-			installDir = dir
-			return
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			installErr = err
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--prefix", dir, ClaudePackage, CodexPackage)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			installErr = fmt.Errorf("npm install: %v\n%s", err, out)
-			return
-		}
-		installErr = os.WriteFile(stamp, nil, 0o644)
-		installDir = dir
-	})
+	installOnce.Do(func() { installDir, installErr = install(Cache()) })
 	if installErr != nil {
 		t.Fatal(installErr)
 	}
 	return installDir
+}
+
+// install installs the clients into dir once per machine: test binaries
+// run in parallel (go test ./... starts one per package), so the install
+// runs under a lock file in dir that every process takes, and a stamp
+// written after a complete install tells the others it is done.
+func install(dir string) (string, error) {
+	stamp := filepath.Join(dir, ".installed-"+strings.NewReplacer("/", "_", "@", "").Replace(ClaudePackage+"+"+CodexPackage))
+	if _, err := os.Stat(stamp); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	unlock, err := fsutil.Lock(filepath.Join(dir, ".install.lock"))
+	if err != nil {
+		return "", fmt.Errorf("lock the install: %w", err)
+	}
+	defer unlock()
+	if _, err := os.Stat(stamp); err == nil {
+		return dir, nil // another process installed while this one waited
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--prefix", dir, ClaudePackage, CodexPackage)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("npm install: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(stamp, nil, 0o644); err != nil {
+		return "", err
+	}
+	return dir, nil
 }
 
 // ClaudeCommand returns the command that runs Claude Code installed in
