@@ -1,18 +1,39 @@
 // Package agentctxadk runs agentctx's pipeline inside an adk-go agent
 // (google.golang.org/adk): a BeforeModelCallback that prepares the contents
 // of every model request (prune, offload large function responses to the
-// workspace, compact).
+// workspace, compact), an AfterModelCallback that feeds the usage of every
+// response back, and the read-back tools with which the model reads an
+// offloaded response again.
 //
 //	p, _ := pipeline.New(pipeline.Options{SessionID: "s1"})
 //	agent, _ := llmagent.New(llmagent.Config{
 //		Model:                model,
+//		Tools:                append(myTools, agentctxadk.ReadBackTools(p.Workspace())...),
 //		BeforeModelCallbacks: []llmagent.BeforeModelCallback{agentctxadk.BeforeModelCallback(p, nil)},
+//		AfterModelCallbacks:  []llmagent.AfterModelCallback{agentctxadk.AfterModelCallback(p, nil)},
 //		...
 //	})
 //
-// The callback replaces the request's Contents only: the session's events,
-// the history the agent keeps, are never modified. It is a module of its
-// own, so that the agentctx module does not depend on adk-go.
+// # What the callbacks do
+//
+// The before callback replaces the request's Contents only: the session's
+// events, the history the agent keeps, are never modified. A large
+// function response is sent as a <knowledge_list> reference naming its
+// artifact; ReadBackTools (get_knowledge_by_id, get_knowledge_by_lines,
+// grep_knowledge, ...) answer from the pipeline's workspace, so give them
+// to the agent whenever the pipeline offloads.
+//
+// Every request is counted as it is sent: its contents, its system
+// instruction (Config.SystemInstruction) and its tool declarations
+// (Config.Tools), which count toward the compaction trigger as a request
+// body's "system" and "tools" do. The after callback feeds the usage of
+// the response (UsageMetadata: PromptTokenCount, of which
+// CachedContentTokenCount were cached) back to the pipeline
+// (Pipeline.Observe), so that the session's estimates rest on the
+// provider's own count.
+//
+// It is a module of its own, so that the agentctx module does not depend
+// on adk-go.
 package agentctxadk
 
 import (
@@ -21,6 +42,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/agent/llmagent"
@@ -31,17 +53,32 @@ import (
 	"github.com/agentctx/agentctx/pipeline"
 )
 
-// Preparer runs the pipeline on a conversation: *pipeline.Pipeline
-// implements it.
+// Preparer runs the pipeline on a request read as a document: its
+// contents and what is sent besides them (the system instruction, the tool
+// declarations), which count toward the compaction trigger.
+// *pipeline.Pipeline implements it.
 type Preparer interface {
-	Prepare(ctx context.Context, msgs []agentctx.Message) (*pipeline.Result, error)
+	PrepareDocument(ctx context.Context, doc *agentctx.Document) (*pipeline.Result, error)
 }
 
-// Options configure the callback. The zero value means: a model request
-// whose contents cannot be prepared fails with the error.
+// Observer is told the usage the provider reported for a request the
+// callbacks prepared, so that the session's later estimates start from it.
+// *pipeline.Pipeline implements it; it is an optional ability of a
+// Preparer, or set in Options.
+type Observer interface {
+	Observe(ctx context.Context, u pipeline.Usage) error
+}
+
+// Options configure the callbacks. The zero value means: a model request
+// whose contents cannot be prepared fails with the error; usage is fed
+// back when the Preparer is an Observer.
 type Options struct {
 	// OnResult, when set, is called with the result of every preparation.
 	OnResult func(ctx context.Context, res *pipeline.Result)
+	// Observer receives the usage of every response that reports one
+	// (LLMResponse.UsageMetadata); nil means the Preparer when it
+	// implements Observer.
+	Observer Observer
 	// FailOpen sends the contents unchanged when they cannot be prepared,
 	// after logging why.
 	FailOpen bool
@@ -49,24 +86,33 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+func (o *Options) resolve(p Preparer) Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.Observer == nil {
+		c.Observer, _ = p.(Observer)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
 // BeforeModelCallback returns the callback that prepares the contents of
-// every model request with p. opts may be nil.
+// every model request with p, counting the request's system instruction
+// (Config.SystemInstruction) and tool declarations (Config.Tools) with
+// them. opts may be nil.
 func BeforeModelCallback(p Preparer, opts *Options) llmagent.BeforeModelCallback {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	o := opts.resolve(p)
 	return func(ctx agent.CallbackContext, req *model.LLMRequest) (*model.LLMResponse, error) {
-		out, res, err := PrepareContents(ctx, p, req.Contents)
+		out, res, err := PrepareContents(ctx, p, req.Contents, req.Config)
 		if err != nil {
 			if !o.FailOpen {
 				return nil, fmt.Errorf("agentctx: prepare model request: %w", err)
 			}
-			log.LogAttrs(ctx, slog.LevelWarn, "agentctx: model request sent unprepared", slog.String("error", err.Error()))
+			o.Logger.LogAttrs(ctx, slog.LevelWarn, "agentctx: model request sent unprepared", slog.String("error", err.Error()))
 			return nil, nil
 		}
 		if o.OnResult != nil {
@@ -77,15 +123,46 @@ func BeforeModelCallback(p Preparer, opts *Options) llmagent.BeforeModelCallback
 	}
 }
 
+// AfterModelCallback returns the callback that feeds the usage of every
+// model response (UsageMetadata) back to the pipeline, for the request the
+// BeforeModelCallback over the same pipeline prepared last: register both.
+// A streamed response is observed once, on its final (not Partial)
+// response. The response itself is left alone. opts may be nil.
+func AfterModelCallback(p Preparer, opts *Options) llmagent.AfterModelCallback {
+	o := opts.resolve(p)
+	return func(ctx agent.CallbackContext, resp *model.LLMResponse, respErr error) (*model.LLMResponse, error) {
+		if o.Observer == nil || respErr != nil || resp == nil || resp.Partial || resp.UsageMetadata == nil || resp.UsageMetadata.PromptTokenCount <= 0 {
+			return nil, nil
+		}
+		if err := o.Observer.Observe(ctx, Usage(resp.UsageMetadata)); err != nil {
+			o.Logger.LogAttrs(ctx, slog.LevelWarn, "agentctx: cannot record usage", slog.String("error", err.Error()))
+		}
+		return nil, nil
+	}
+}
+
+// Usage converts a response's usage metadata to the pipeline's usage of
+// the last request prepared. PromptTokenCount holds every input token,
+// cached content included (CachedContentTokenCount), which is reported as
+// cache reads.
+func Usage(u *genai.GenerateContentResponseUsageMetadata) pipeline.Usage {
+	cached := min(max(u.CachedContentTokenCount, 0), u.PromptTokenCount)
+	return pipeline.Usage{InputTokens: int(u.PromptTokenCount - cached), CacheReadInputTokens: int(cached),
+		OutputTokens: int(u.CandidatesTokenCount)}
+}
+
 // indexField ties a converted message to its original content.
 const indexField = "agentctx_adk_index"
 
-// PrepareContents runs p on genai contents and returns the contents to
-// send: the original *genai.Content values where the pipeline kept a
-// message, copies where it replaced a function response (its response
-// becomes {"result": <reference>}, or keeps its one key), and new user
-// contents for summaries. in is never modified.
-func PrepareContents(ctx context.Context, p Preparer, in []*genai.Content) ([]*genai.Content, *pipeline.Result, error) {
+// PrepareContents runs p on genai contents sent with config and returns
+// the contents to send: the original *genai.Content values where the
+// pipeline kept a message, copies where it replaced a function response
+// (its response becomes {"result": <reference>}, or keeps its one key),
+// and new user contents for summaries. The system instruction and the tool
+// declarations of config are counted with the contents (as RequestTokens
+// counts a request body's "system" and "tools"); config may be nil. in is
+// never modified.
+func PrepareContents(ctx context.Context, p Preparer, in []*genai.Content, config *genai.GenerateContentConfig) ([]*genai.Content, *pipeline.Result, error) {
 	msgs, ids := Messages(in)
 	for i := range msgs {
 		var err error
@@ -93,7 +170,11 @@ func PrepareContents(ctx context.Context, p Preparer, in []*genai.Content) ([]*g
 			return nil, nil, err
 		}
 	}
-	res, err := p.Prepare(ctx, msgs)
+	doc, err := requestDocument(ctx, msgs, config)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := p.PrepareDocument(ctx, doc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -109,6 +190,38 @@ func PrepareContents(ctx context.Context, p Preparer, in []*genai.Content) ([]*g
 	}
 	res.Messages = agentctx.StripMetadata(res.Messages, indexField)
 	return out, res, nil
+}
+
+// requestDocument returns msgs as the document of a request that sends
+// config's system instruction (its text) and tools (their JSON) too.
+func requestDocument(ctx context.Context, msgs []agentctx.Message, config *genai.GenerateContentConfig) (*agentctx.Document, error) {
+	var body struct {
+		System   string          `json:"system,omitempty"`
+		Tools    []*genai.Tool   `json:"tools,omitempty"`
+		Messages json.RawMessage `json:"messages"`
+	}
+	body.Messages = json.RawMessage("[]")
+	if config != nil {
+		body.Tools = config.Tools
+		if si := config.SystemInstruction; si != nil {
+			var texts []string
+			for _, part := range si.Parts {
+				if part != nil && part.Text != "" {
+					texts = append(texts, part.Text)
+				}
+			}
+			body.System = strings.Join(texts, "\n")
+		}
+	}
+	b, err := json.Marshal(&body)
+	if err != nil {
+		return nil, fmt.Errorf("agentctxadk: system instruction and tools: %w", err)
+	}
+	doc, err := agentctx.ParseDocument(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	return doc.WithMessages(msgs), nil
 }
 
 // rebuild returns orig, or a copy with the function responses whose

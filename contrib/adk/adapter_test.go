@@ -158,13 +158,159 @@ func TestMessagesWithoutIDs(t *testing.T) {
 
 type failing struct{}
 
-func (failing) Prepare(context.Context, []agentctx.Message) (*pipeline.Result, error) {
+func (failing) PrepareDocument(context.Context, *agentctx.Document) (*pipeline.Result, error) {
 	return nil, fmt.Errorf("store is down")
 }
 
 func TestFailure(t *testing.T) {
 	in := []*genai.Content{genai.NewContentFromText("hi", genai.RoleUser)}
-	if _, _, err := agentctxadk.PrepareContents(t.Context(), failing{}, in); err == nil || !strings.Contains(err.Error(), "store is down") {
+	if _, _, err := agentctxadk.PrepareContents(t.Context(), failing{}, in, nil); err == nil || !strings.Contains(err.Error(), "store is down") {
 		t.Errorf("error %v", err)
+	}
+}
+
+func newPipeline(t *testing.T) *pipeline.Pipeline {
+	t.Helper()
+	dir := t.TempDir()
+	p, err := pipeline.New(pipeline.Options{SessionID: "s1", WorkspaceDir: filepath.Join(dir, "ws"),
+		Compact: compact.Options{Dir: filepath.Join(dir, "archive")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// agentConfig is the configuration of the agents of the tests: the model,
+// the tools and the callbacks over p.
+type agentConfig struct {
+	llm         model.LLM
+	tools       []tool.Tool
+	instruction string
+	after       bool // register the AfterModelCallback too
+}
+
+// runAgent runs an llmagent with the callbacks over p on one question and
+// returns the results of its preparations.
+func runAgent(t *testing.T, p *pipeline.Pipeline, c agentConfig) []*pipeline.Result {
+	t.Helper()
+	ctx := t.Context()
+	var results []*pipeline.Result
+	opts := &agentctxadk.Options{OnResult: func(_ context.Context, r *pipeline.Result) { results = append(results, r) }}
+	cfg := llmagent.Config{
+		Name: "ops", Description: "ops agent", Instruction: c.instruction, Model: c.llm, Tools: c.tools,
+		BeforeModelCallbacks: []llmagent.BeforeModelCallback{agentctxadk.BeforeModelCallback(p, opts)},
+	}
+	if c.after {
+		cfg.AfterModelCallbacks = []llmagent.AfterModelCallback{agentctxadk.AfterModelCallback(p, opts)}
+	}
+	a, err := llmagent.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := session.InMemoryService()
+	if _, err := sessions.Create(ctx, &session.CreateRequest{AppName: "app", UserID: "u", SessionID: "s1"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "app", Agent: a, SessionService: sessions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range r.Run(ctx, "u", "s1", genai.NewContentFromText("Why did the export fail?", genai.RoleUser), agent.RunConfig{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return results
+}
+
+func readLogTool(t *testing.T, log string) tool.Tool {
+	t.Helper()
+	readLog, err := functiontool.New(functiontool.Config{Name: "read_log", Description: "Read the job's log."},
+		func(tool.Context, noArgs) logResult { return logResult{Result: log} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return readLog
+}
+
+type deployArgs struct {
+	Env string `json:"env"`
+}
+
+// deployTool has 5.7 KB of declaration, as the read-back tools do.
+func deployTool(t *testing.T) tool.Tool {
+	t.Helper()
+	deploy, err := functiontool.New(functiontool.Config{Name: "deploy", Description: strings.Repeat("Deploy the service to the named environment and wait. ", 100)},
+		func(tool.Context, deployArgs) logResult { return logResult{Result: "ok"} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return deploy
+}
+
+const instruction = "Investigate failures of the nightly export. Read the job's log before anything else, find the first error, and say in one sentence what failed and why."
+
+// TestRequestCounted checks that the system instruction and the tool
+// declarations of a request count toward the trigger with its contents.
+func TestRequestCounted(t *testing.T) {
+	p := newPipeline(t)
+	// A long instruction, so that leaving it out cannot pass unseen.
+	long := strings.Repeat(instruction+" ", 40)
+	results := runAgent(t, p, agentConfig{llm: &fakeLLM{}, tools: []tool.Tool{readLogTool(t, "a short log"), deployTool(t)}, instruction: long})
+	if len(results) != 2 {
+		t.Fatalf("%d preparations", len(results))
+	}
+	first := results[0].Report
+	t.Logf("first request: %d tokens, %d of them besides the contents", first.TokensBefore, first.ReservedTokens)
+	mc := p.MessageCounter()
+	// 5.7 KB of declarations are over a thousand tokens, the instruction
+	// (to which the agent adds lines of its own) over a thousand more.
+	tools, system := mc.CountText(strings.Repeat("Deploy the service to the named environment and wait. ", 100)), mc.CountText(long)
+	if first.ReservedTokens < tools+system || tools < 1000 || system < 1000 {
+		t.Errorf("first request counted %d tokens, %d of them for the system instruction and tools; want at least %d + %d", first.TokensBefore, first.ReservedTokens, system, tools)
+	}
+	if second := results[1].Report; second.ReservedTokens != first.ReservedTokens {
+		t.Errorf("the instruction and tools counted %d, then %d", first.ReservedTokens, second.ReservedTokens)
+	}
+}
+
+// usageLLM is fakeLLM with usage metadata in every response.
+type usageLLM struct {
+	fakeLLM
+	prompt, cached int32
+}
+
+func (u *usageLLM) GenerateContent(ctx context.Context, req *model.LLMRequest, stream bool) iter.Seq2[*model.LLMResponse, error] {
+	return func(yield func(*model.LLMResponse, error) bool) {
+		for resp, err := range u.fakeLLM.GenerateContent(ctx, req, stream) {
+			if resp != nil {
+				resp.UsageMetadata = &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: u.prompt,
+					CachedContentTokenCount: u.cached, CandidatesTokenCount: 7, TotalTokenCount: u.prompt + 7}
+			}
+			if !yield(resp, err) {
+				return
+			}
+		}
+	}
+}
+
+// TestUsageObserved checks that the usage of a response calibrates the
+// session's estimate of the next request.
+func TestUsageObserved(t *testing.T) {
+	p := newPipeline(t)
+	results := runAgent(t, p, agentConfig{llm: &usageLLM{prompt: 2000, cached: 500}, tools: []tool.Tool{readLogTool(t, "a short log")},
+		instruction: instruction, after: true})
+	if len(results) != 2 {
+		t.Fatalf("%d preparations", len(results))
+	}
+	first, second := results[0].Report, results[1].Report
+	if first.Session.Calibrated || !second.Session.Calibrated {
+		t.Fatalf("calibrated: first %v, second %v", first.Session.Calibrated, second.Session.Calibrated)
+	}
+	// The provider counted the first request as 2,000 tokens (cached ones
+	// included): the second is estimated from it.
+	if want := 2000 + second.TokensAfter - first.TokensAfter; second.EstimatedTokens != want {
+		t.Errorf("second request estimated at %d tokens, want %d", second.EstimatedTokens, want)
 	}
 }
