@@ -86,7 +86,7 @@ const pointersIntro = `Kept whole: read one back with get_knowledge_by_id(artifa
 
 // DefaultMaxPointers bounds the pointers of one summary (see
 // Options.MaxPointers).
-const DefaultMaxPointers = 100
+const DefaultMaxPointers = 50
 
 // maxPointerInput bounds the input shown on a result's line, in
 // characters.
