@@ -147,7 +147,11 @@ func (p Pointer) line() string {
 		details = append(details, commas(p.Chars)+" chars")
 	}
 	if p.Lines > 0 {
-		details = append(details, commas(p.Lines)+" lines")
+		unit := " lines"
+		if p.Lines == 1 {
+			unit = " line"
+		}
+		details = append(details, commas(p.Lines)+unit)
 	}
 	if p.Bytes > 0 {
 		details = append(details, commas(p.Bytes)+" bytes")
@@ -239,7 +243,7 @@ func parsePointer(line string) (Pointer, bool) {
 			switch unit {
 			case "chars":
 				p.Chars = n
-			case "lines":
+			case "lines", "line":
 				p.Lines = n
 			case "bytes":
 				p.Bytes = n

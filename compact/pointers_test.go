@@ -262,7 +262,7 @@ func TestPointersRoundTrip(t *testing.T) {
 	ps := []compact.Pointer{
 		{Kind: compact.PointerResult, ArtifactID: "tool_result_a", Path: "/x/a, b (c)/tool_result_a.txt", ToolName: "Bash", Input: "echo `x` → y", Chars: 1_234_567, Lines: 12},
 		{Kind: compact.PointerResult, ArtifactID: "tool_result_b", ToolName: "mcp tool"},
-		{Kind: compact.PointerResult, ArtifactID: "tool_result_c"},
+		{Kind: compact.PointerResult, ArtifactID: "tool_result_c", Chars: 5, Lines: 1},
 		{Kind: compact.PointerArchive, Path: "/a/.offload/s/compact-20261122T071400Z-1.json", Bytes: 99, Messages: 1},
 		{Kind: compact.PointerArchive, ArtifactID: "compact_0123"},
 	}
