@@ -206,6 +206,7 @@ func Compact(ctx context.Context, msgs []agentctx.Message, opts Options) (*Resul
 		source = o.Originals(msgs, h, t)
 	}
 	req := Request{Messages: source}
+	var archived *Pointer
 	if !o.NoArchive {
 		archiver := o.Archiver
 		if archiver == nil {
@@ -215,6 +216,10 @@ func Compact(ctx context.Context, msgs []agentctx.Message, opts Options) (*Resul
 		switch {
 		case err == nil:
 			res.Archive, res.ArchiveID, res.ArchiveBytes, req.Archive = a.Path, a.ID, a.Bytes, a.ID
+			archived = &Pointer{Kind: PointerArchive, Path: a.Path, Bytes: a.Bytes, Messages: len(source)}
+			if a.ID != a.Path {
+				archived.ArtifactID = a.ID
+			}
 			log.Info("compact: archived the middle", "archive", a.ID, "messages", len(source))
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
@@ -223,6 +228,13 @@ func Compact(ctx context.Context, msgs []agentctx.Message, opts Options) (*Resul
 		default:
 			log.Error("compact: archive failed; compacting anyway", "err", err)
 		}
+	}
+	if o.MaxPointers > 0 {
+		var extra []Pointer
+		if o.Pointers != nil {
+			extra = o.Pointers(msgs, h, t)
+		}
+		req.Pointers = capPointers(pointersOf(source, extra, archived), o.MaxPointers)
 	}
 	summary, attempts, err := summarize(ctx, o, req)
 	res.Attempts = attempts
@@ -238,6 +250,7 @@ func Compact(ctx context.Context, msgs []agentctx.Message, opts Options) (*Resul
 		res.Reason = ReasonSummarizerFailed
 		return res, nil
 	}
+	summary = WithPointers(summary, req.Pointers)
 	sm := agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(summary))
 	out := make([]agentctx.Message, 0, h+1+len(msgs)-t)
 	out = append(out, msgs[:h]...)

@@ -225,6 +225,7 @@ func TestCompactAssembles(t *testing.T) {
 	o := baseOpts(t)
 	o.Limit, o.Threshold, o.TailRatio = 200, 0.9, 0.05 // trigger 180, tail 10
 	o.Summarizer = &fakeSummarizer{script: []any{"THE SUMMARY"}}
+	o.MaxPointers = -1 // the summary as written (pointers: TestCompactPointers)
 	res, err := compact.Compact(context.Background(), msgs, o)
 	if err != nil {
 		t.Fatal(err)
@@ -295,6 +296,7 @@ func TestCompactEdges(t *testing.T) {
 			o.Limit, o.Threshold, o.TailRatio = 200, 0.9, 0.05
 			o.Force = tc.force
 			o.Summarizer = &fakeSummarizer{script: []any{"S"}}
+			o.MaxPointers = -1
 			res, err := compact.Compact(context.Background(), tc.msgs, o)
 			if err != nil {
 				t.Fatal(err)

@@ -58,6 +58,31 @@
 // middle holds an earlier summary it is carried into the new one, so a
 // conversation can be compacted any number of times.
 //
+// # Pointers
+//
+// A summary drops the text of what it covers, so it says where the
+// originals are: it ends with a "## Stored originals" section (see
+// PointersTitle), one line per Pointer, such as
+//
+//	## Stored originals
+//	Kept whole: read one back with get_knowledge_by_id(...), or read its file. ...
+//	- Bash `go test ./...` → tool_result_toolu_01 (/abs/.agentctx/ns/tool_result_toolu_01.txt, 60,127 chars, 812 lines)
+//	- Archive of 89 messages → compact_4bbb520b5ce37c2c (/abs/.agentctx/ns/compact_4bbb520b5ce37c2c.txt, 123,456 bytes)
+//
+// The pointers are those of the tool results the caller stored
+// (Options.Pointers: a pipeline gives the artifact id and, for a store with
+// files, the absolute path of every stored result in the middle), then the
+// archive's (its id and path), after the pointers of any earlier summary in
+// the middle (ParsePointers reads them back), each once, so pointers
+// survive any number of compactions. Options.MaxPointers bounds them
+// (DefaultMaxPointers). Every summarizer gets them in Request.Pointers:
+// Extractive writes the section, ModelSummarizer shows it to the model and
+// asks it to keep it verbatim, and Compact then makes the section of every
+// summary, of any Summarizer, exactly RenderPointers(Request.Pointers)
+// (WithPointers): a pointer the model dropped or changed is put back, one
+// it kept is not repeated. The section holds nothing volatile, so the same
+// pointers give the same bytes.
+//
 // # Archive
 //
 // Before anything is summarized the middle is written, as indented JSON,
@@ -66,8 +91,13 @@
 // Options.Now, and seq one more than the highest in the directory. Writes
 // are atomic and never replace a file; concurrent compactions never share a
 // sequence number. A failed archive is logged and compaction goes on;
-// Options.ArchiveRequired makes it an error. The summary names the archive,
-// so the agent knows where the originals are.
+// Options.ArchiveRequired makes it an error. Options.Archiver keeps archives
+// elsewhere (a pipeline keeps them as workspace artifacts compact_<hash>).
+// The summary's pointer section names the archive (its artifact id, and its
+// file's path when it has one), so the agent knows where the originals
+// are. A file archive's path carries its timestamp, but the same messages
+// archived again in the same directory reuse the file, so the same middle
+// still gives the same summary.
 //
 // # Failures
 //

@@ -142,3 +142,28 @@ func ExampleModelSummarizer() {
 	// ## Goals and key decisions
 	// - Say hello.
 }
+
+func ExampleWithPointers() {
+	summary := compact.SummaryTitle + "\n\n## Current state\n- The tests pass."
+	ps := []compact.Pointer{
+		{Kind: compact.PointerResult, ToolName: "Bash", Input: "go test ./...", ArtifactID: "tool_result_toolu_01",
+			Path: "/work/.agentctx/default/tool_result_toolu_01.txt", Chars: 60127, Lines: 812},
+		{Kind: compact.PointerArchive, ArtifactID: "compact_4bbb520b5ce37c2c", Messages: 89,
+			Path: "/work/.agentctx/default/compact_4bbb520b5ce37c2c.txt", Bytes: 123456},
+	}
+	// A summarizer (a model) that left the pointers out gets them back.
+	out := compact.WithPointers(summary, ps)
+	fmt.Println(out)
+	fmt.Println(len(compact.ParsePointers(out)), "pointers read back")
+	// Output:
+	// # Summary of the earlier conversation
+	//
+	// ## Current state
+	// - The tests pass.
+	//
+	// ## Stored originals
+	// Kept whole: read one back with get_knowledge_by_id(artifact_id="<id>"), or read its file. An archive holds its messages as JSON, an earlier summary with its own stored originals included.
+	// - Bash `go test ./...` → tool_result_toolu_01 (/work/.agentctx/default/tool_result_toolu_01.txt, 60,127 chars, 812 lines)
+	// - Archive of 89 messages → compact_4bbb520b5ce37c2c (/work/.agentctx/default/compact_4bbb520b5ce37c2c.txt, 123,456 bytes)
+	// 2 pointers read back
+}

@@ -72,19 +72,27 @@ const shortBudget = 600
 // starts with "Error:", or reports a non-zero exit code ("Exit code 2",
 // <returncode>1</returncode>, {"exitCode":1}).
 //
+// The summary ends with the pointer section of Request.Pointers (see
+// PointersTitle): where each stored original and the archive can be read
+// back. MaxTokens and MaxChars bound the summary before that section, which
+// Options.MaxPointers bounds instead.
+//
 // A previous summary of this package in the messages (see IsSummary) is
 // carried: its requests stay verbatim before the new ones, and its other
 // lines go back into their sections, so repeated compactions keep the start
-// of the story.
+// of the story. Its pointer section is not read as part of the story: its
+// pointers come back in Request.Pointers (Compact puts them there).
 type Extractive struct {
-	// MaxTokens bounds the summary, in tokens of Counter. Zero means
-	// DefaultSummaryTokens. A short middle gets less: about half the size
-	// of the user's and the assistant's words and tool inputs plus a
-	// fortieth of the tool output (at least 600 tokens), plus its requests. The requests are kept whole while they fit in
-	// 55% of it; beyond that the oldest long ones are shortened, and then
-	// the oldest but the first are left out.
+	// MaxTokens bounds the summary, in tokens of Counter, without its
+	// pointer section. Zero means DefaultSummaryTokens. A short middle
+	// gets less: about half the size of the user's and the assistant's
+	// words and tool inputs plus a fortieth of the tool output (at least
+	// 600 tokens), plus its requests. The requests are kept whole while
+	// they fit in 55% of it; beyond that the oldest long ones are
+	// shortened, and then the oldest but the first are left out.
 	MaxTokens int
-	// MaxChars, when positive, also bounds the summary in characters.
+	// MaxChars, when positive, also bounds the summary in characters,
+	// without its pointer section.
 	MaxChars int
 	// Counter measures the summary. Nil means tokens.O200kBase().
 	Counter tokens.Counter
@@ -113,7 +121,7 @@ func (e Extractive) Summarize(ctx context.Context, req Request) (string, error) 
 		x.add(i, &req.Messages[i])
 	}
 	x.archive = req.Archive
-	return x.render(tc, budget, e.MaxChars), nil
+	return WithPointers(x.render(tc, budget, e.MaxChars), req.Pointers), nil
 }
 
 // Section headings, in order. The first five are seed 002's.
@@ -244,8 +252,11 @@ const (
 func (x *extraction) add(i int, m *agentctx.Message) {
 	x.msgs++
 	if IsSummary(*m) {
-		x.addPrevious(messageText(*m))
-		x.scanText(i, messageText(*m), weightUser)
+		// Its pointers are not part of the story: they come back in
+		// Request.Pointers.
+		text := StripPointers(messageText(*m))
+		x.addPrevious(text)
+		x.scanText(i, text, weightUser)
 		return
 	}
 	if m.Role == agentctx.RoleUser {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -74,6 +75,13 @@ If the conversation begins with an earlier summary, carry its content into the n
 // for one call.
 const MergePrompt = `The conversation was too long to summarize at once; below are the summaries of its consecutive parts, oldest first. Merge them into one summary of the whole conversation. Start with the line "` + SummaryTitle + `" and keep the same sections (User requests; Goals and key decisions; File operations; Key identifiers; Tool calls; Errors and fixes; Current state). Keep every user request verbatim, in order, and every path and identifier exactly as written; keep every concrete fact once; where parts disagree, the later part is right; the current state is the state at the end of the last part.`
 
+// PointersPrompt follows the conversation (or the partial summaries) when
+// the request has pointers (Request.Pointers); the pointer section follows
+// it inside <stored_originals> tags. Whatever the model writes, the summary
+// ends with that section (WithPointers): the model is asked to keep it so
+// that it can also name the ids where they help.
+const PointersPrompt = `The originals of these messages are stored whole; the section below says where. End your summary with this section exactly as written: the same heading and the same lines, every artifact id and path unchanged, none left out. You may also name these ids where they help (a result worth reading again).`
+
 // ModelSummarizer is a Summarizer that asks a Model. It renders the messages
 // as readable text (see Render), with very long tool results shortened, and
 // when the text is larger than InputTokens it summarizes the conversation in
@@ -119,7 +127,11 @@ func (s *ModelSummarizer) Summarize(ctx context.Context, req Request) (string, e
 	if budget <= 0 {
 		budget = DefaultInputTokens
 	}
-	budget = max(budget-tc.Count(SystemPrompt)-tc.Count(SummaryPrompt)-64, minPartTokens)
+	pointers := ""
+	if section := RenderPointers(req.Pointers); section != "" {
+		pointers = "\n\n" + PointersPrompt + "\n<stored_originals>\n" + section + "\n</stored_originals>"
+	}
+	budget = max(budget-tc.Count(SystemPrompt)-tc.Count(SummaryPrompt)-tc.Count(pointers)-64, minPartTokens)
 	maxChars := s.MaxResultChars
 	if maxChars <= 0 {
 		maxChars = DefaultMaxResultChars
@@ -155,10 +167,12 @@ func (s *ModelSummarizer) Summarize(ctx context.Context, req Request) (string, e
 	summaries := make([]string, len(parts))
 	for i, p := range parts {
 		prompt := SummaryPrompt
+		tail := pointers
 		if len(parts) > 1 {
 			prompt += fmt.Sprintf("\n\nThis is part %d of %d of the conversation.", i+1, len(parts))
+			tail = "" // the merge keeps them
 		}
-		out, err := s.call(ctx, log, prompt+"\n\n<conversation>\n"+p+"</conversation>", fmt.Sprintf("part %d/%d", i+1, len(parts)))
+		out, err := s.call(ctx, log, prompt+"\n\n<conversation>\n"+p+"</conversation>"+tail, fmt.Sprintf("part %d/%d", i+1, len(parts)))
 		if err != nil {
 			return "", err
 		}
@@ -169,20 +183,20 @@ func (s *ModelSummarizer) Summarize(ctx context.Context, req Request) (string, e
 			summaries = []string{strings.Join(summaries, "\n\n")}
 			break
 		}
-		merged, err := s.merge(ctx, log, tc, budget, summaries, round)
+		merged, err := s.merge(ctx, log, tc, budget, summaries, round, pointers)
 		if err != nil {
 			return "", err
 		}
 		summaries = merged
 	}
-	return finish(summaries[0], req.Archive), nil
+	return finish(summaries[0], req), nil
 }
 
 // merge merges groups of consecutive summaries that fit the budget with
 // one call per group, and returns the merged summaries. Every summary is
 // first held to a third of the budget, so each group holds at least two and
 // every round makes progress; a last summary left alone passes through.
-func (s *ModelSummarizer) merge(ctx context.Context, log *slog.Logger, tc tokens.Counter, budget int, in []string, round int) ([]string, error) {
+func (s *ModelSummarizer) merge(ctx context.Context, log *slog.Logger, tc tokens.Counter, budget int, in []string, round int, pointers string) ([]string, error) {
 	var out []string
 	for i := 0; i < len(in); {
 		var b strings.Builder
@@ -204,7 +218,7 @@ func (s *ModelSummarizer) merge(ctx context.Context, log *slog.Logger, tc tokens
 			i = j
 			continue
 		}
-		merged, err := s.call(ctx, log, MergePrompt+"\n\n"+b.String(), fmt.Sprintf("merge round %d", round))
+		merged, err := s.call(ctx, log, MergePrompt+"\n\n"+b.String()+strings.TrimPrefix(pointers, "\n"), fmt.Sprintf("merge round %d", round))
 		if err != nil {
 			return nil, err
 		}
@@ -227,18 +241,21 @@ func (s *ModelSummarizer) call(ctx context.Context, log *slog.Logger, prompt, wh
 	return out, nil
 }
 
-// finish makes sure the summary starts with SummaryTitle and names the
-// archive when its name is stable (an artifact id); a file path, which
-// carries a timestamp, is left out: a summary holds nothing volatile.
-func finish(summary, archive string) string {
+// finish makes sure the summary starts with SummaryTitle, names the
+// archive when its name is stable (an artifact id) and the pointers do not
+// (a file path, which carries a timestamp, is left out of that sentence),
+// and ends with the pointer section of req.Pointers (WithPointers): the
+// pointers a model left out or changed are put back.
+func finish(summary string, req Request) string {
 	summary = strings.TrimSpace(summary)
 	if !strings.HasPrefix(summary, SummaryTitle) {
 		summary = SummaryTitle + "\n\n" + summary
 	}
-	if stableArchive(archive) && !strings.Contains(summary, archive) {
+	archive := req.Archive
+	if stableArchive(archive) && !strings.Contains(summary, archive) && !slices.ContainsFunc(req.Pointers, func(p Pointer) bool { return p.ArtifactID == archive }) {
 		summary += "\n\n" + archiveLine(archive)
 	}
-	return summary
+	return WithPointers(summary, req.Pointers)
 }
 
 // Render writes msgs as readable text for a summarizer, one numbered

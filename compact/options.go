@@ -107,6 +107,20 @@ type Options struct {
 	// summarized in place of msgs[h:t], so that a summary describes what
 	// really happened and not the placeholders. It must not modify msgs.
 	Originals func(msgs []agentctx.Message, h, t int) []agentctx.Message
+	// Pointers, if set, returns where the originals of the tool results in
+	// msgs[h:t] are stored (their artifact ids, and their files' paths
+	// when there are files), for the summary's pointer section (see
+	// PointersTitle); results it leaves out get no line. ToolName and Input
+	// may be left empty: Compact fills them from the calls in msgs[h:t]
+	// (by ToolCallID). It must not modify msgs. The pointers of earlier
+	// summaries in msgs[h:t] and of the archive are added by Compact.
+	Pointers func(msgs []agentctx.Message, h, t int) []Pointer
+	// MaxPointers bounds the pointers of a summary. Zero means
+	// DefaultMaxPointers; a negative value means none (no pointer
+	// section). Past the bound the oldest results go first, then the
+	// oldest archives: each archive holds the summary before it, with its
+	// own pointers, so nothing becomes unreachable.
+	MaxPointers int
 	// ArchiveRequired makes a failed archive an error that stops compaction
 	// before anything is summarized. By default (seed 002 F-006) the
 	// failure is logged and compaction goes on.
@@ -167,6 +181,9 @@ func (o Options) resolved() Options {
 	}
 	if o.Backoff == nil {
 		o.Backoff = DefaultBackoff
+	}
+	if o.MaxPointers == 0 {
+		o.MaxPointers = DefaultMaxPointers
 	}
 	if o.Dir == "" {
 		o.Dir = DefaultDir

@@ -17,10 +17,17 @@ type Request struct {
 	// previous summary (see IsSummary), which must be carried into the new
 	// one. It is shared with the caller and must not be modified.
 	Messages []agentctx.Message
-	// Archive is the absolute path of the file that holds Messages whole,
-	// or empty when none was written. A summary may name it so the agent
-	// knows where the originals are.
+	// Archive is the id of the archive that holds Messages whole
+	// (Archived.ID: an artifact id, or a file archive's path), or empty
+	// when none was written. Its pointer, with its path, is among
+	// Pointers.
 	Archive string
+	// Pointers say where the originals of Messages are stored: the tool
+	// results the caller kept (Options.Pointers), those an earlier summary
+	// in Messages listed, and the archive. A summarizer should end its
+	// summary with RenderPointers(Pointers); whatever it writes, Compact
+	// makes the summary's pointer section that one (WithPointers).
+	Pointers []Pointer
 }
 
 // A Summarizer writes the summary that replaces the middle of a history.

@@ -24,7 +24,8 @@ const ArchiveIDPrefix = "compact_"
 
 // workspaceArchiver keeps compaction archives as artifacts of the session's
 // workspace, where the agent reads them back with the same tools as any
-// offloaded result.
+// offloaded result, or from the artifact's file (Archived.Path, absolute)
+// when the store keeps files.
 type workspaceArchiver struct {
 	ws  *workspace.Workspace
 	now func() time.Time
@@ -39,10 +40,7 @@ func (a workspaceArchiver) Archive(ctx context.Context, sessionID string, msgs [
 	}
 	sum := sha256.Sum256(data)
 	id := ArchiveIDPrefix + hex.EncodeToString(sum[:8])
-	out := compact.Archived{ID: id, Bytes: len(data)}
-	if p, ok := a.ws.Store().(workspace.Pather); ok {
-		out.Path, _ = p.Path(a.ws.Namespace(), id)
-	}
+	out := compact.Archived{ID: id, Path: artifactPath(a.ws.Store(), a.ws.Namespace(), id), Bytes: len(data)}
 	prev, err := a.ws.Store().Stat(ctx, a.ws.Namespace(), id)
 	switch {
 	case err == nil && prev.SHA256 == hex.EncodeToString(sum[:]):

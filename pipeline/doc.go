@@ -82,6 +82,26 @@
 // the summary itself. Options.Verify reads all of it back and compares it
 // with the originals byte for byte.
 //
+// A summary says where the originals of what it covers are, so that an
+// agent with nothing but a shell and a file reader can read an early value
+// back: it ends with a "## Stored originals" section (compact.PointersTitle)
+// with one line per stored result it covers that was pruned or offloaded,
+// or that was sent whole with at least 4,000 characters (a shorter one is
+// left to the summary's line about its call and to the archive), and one
+// for the archive (compact_<hash>). Each line has the artifact id and, for
+// a store that keeps files (the default directory store), the absolute
+// path of its content file:
+//
+//	## Stored originals
+//	Kept whole: read one back with get_knowledge_by_id(...), or read its file. ...
+//	- Bash `go test ./...` → tool_result_toolu_01 (/abs/.agentctx/default%2Fsessions%2Fdefault/tool_result_toolu_01.txt, 41,474 chars, 784 lines)
+//
+// A later compaction carries these lines into its own summary, up to
+// compact.Options.MaxPointers; past it the oldest go first, and stay
+// listed in the summary inside the archive that replaced them. On
+// examples/session.json (--limit 14000) the section has 15 lines and
+// 1,148 tokens: the summary grows from 2,008 to 3,156 tokens.
+//
 // # Evaluation
 //
 // Evaluate runs Prepare over every transcript in a directory, each

@@ -658,7 +658,9 @@ const retryAfterFailure = 5
 // after a compaction (its recent messages alone are too large) is not
 // compacted again until it has been below the trigger. The summary is of
 // the original messages, not of prune's placeholders or references; they
-// are archived first, and what cannot be archived is not compacted.
+// are archived first, and what cannot be archived is not compacted. The
+// summary ends with the pointers of the stored results it covers and of
+// the archive (resultPointers, compact.Pointer).
 func (c *call) compact(ctx context.Context, over bool) error {
 	t0 := time.Now()
 	o := &c.p.opts
@@ -718,6 +720,11 @@ func (c *call) compact(ctx context.Context, over bool) error {
 			out = append(out, c.original(i))
 		}
 		return out
+	}
+	if o.Compact.Pointers == nil {
+		copts.Pointers = func(view []agentctx.Message, h, t int) []compact.Pointer {
+			return c.resultPointers(ctx, view, h, t)
+		}
 	}
 	res, err := compact.Compact(ctx, c.view, copts)
 	var aerr *compact.ArchiveError

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/internal/cli"
 	"github.com/agentctx/agentctx/tokens"
 )
@@ -166,8 +167,11 @@ func TestCompactCommand(t *testing.T) {
 			t.Errorf("summary lacks %q", w)
 		}
 	}
-	if strings.Contains(o.Summary, o.Archive) { // nothing volatile in a summary (issue 14)
-		t.Error("the summary names the archive")
+	// The summary's pointers name the archive's file (issue 21); nothing
+	// volatile (issue 14): the same input gives the same archive, so the
+	// same summary (checked below).
+	if !strings.Contains(o.Summary, "\n## "+compact.PointersTitle+"\n") || !strings.Contains(o.Summary, "→ "+o.Archive+" (") {
+		t.Error("the summary's pointers do not name the archive")
 	}
 	if after, _ := os.ReadFile(file); string(after) != in {
 		t.Error("the input file changed")
@@ -176,8 +180,8 @@ func TestCompactCommand(t *testing.T) {
 	// A second run of the same input reuses its archive: the same messages
 	// are archived once.
 	code, out, _ = runCLI(t, in, "compact", "--dir", dir, "--session", "s/1", "--limit", strconv.Itoa(n))
-	if o2 := decodeCompact(t, out); code != 0 || o2.Archive != o.Archive {
-		t.Errorf("second archive = %s (exit %d), want %s", o2.Archive, code, o.Archive)
+	if o2 := decodeCompact(t, out); code != 0 || o2.Archive != o.Archive || o2.Summary != o.Summary {
+		t.Errorf("second archive = %s (exit %d), want %s; same summary %v", o2.Archive, code, o.Archive, o2.Summary == o.Summary)
 	}
 }
 
