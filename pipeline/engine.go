@@ -103,6 +103,8 @@ func (p *Pipeline) run(ctx context.Context, st *state, in []agentctx.Message, ex
 	c.forget()
 	st.Requests++
 	st.Counted = c.tokens
+	st.observeGrowth(c.rep.TokensBefore)
+	st.LastAt = c.now.UTC()
 	if c.broke {
 		st.Breaks++
 	}
@@ -449,12 +451,28 @@ func (c *call) prune() {
 			}
 		}
 	}
-	pressure := c.st.estimate(c.tokens, o.EstimateRatio) >= int(o.ClearTrigger*float64(c.threshold()))
-	if len(pending) > 0 && (o.Stateless || o.ClearAtLeast < 0 || freed >= o.ClearAtLeast && pressure) {
+	var clear []prune.Pruned
+	est := c.st.estimate(c.tokens, o.EstimateRatio)
+	switch {
+	case len(pending) == 0:
+	case o.Stateless || o.ClearAtLeast < 0:
+		clear = pending
+	case o.Clearing == ClearBatched:
+		if freed >= o.ClearAtLeast && est >= int(o.ClearTrigger*float64(c.threshold())) {
+			clear = pending
+		}
+	default:
+		clear, s.Clearing = c.priceClearing(pending, c.countsOf(c.view), est >= c.threshold())
+	}
+	if len(clear) > 0 {
 		c.broke = true
-		c.p.log.Info("pipeline: pruned stale terminal output", "session", c.p.sessionID, "results", len(pending), "freed_tokens", freed)
-		now = append(now, pending...)
-		pending = nil
+		n := 0
+		for _, pr := range clear {
+			n += pr.FreedTokens
+		}
+		c.p.log.Info("pipeline: pruned stale terminal output", "session", c.p.sessionID, "results", len(clear), "freed_tokens", n)
+		now = append(now, clear...)
+		pending = pending[:len(pending)-len(clear)] // clear is a suffix of pending
 	}
 	s.Pending, s.PendingTokens = len(pending), 0
 	for _, pr := range pending {

@@ -16,6 +16,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/offload"
+	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/tokens"
@@ -158,6 +159,19 @@ type Options struct {
 	// DefaultClearTrigger; a negative value clears at any size.
 	ClearTrigger float64
 
+	// Clearing decides when stale results already sent are cleared;
+	// "" means ClearPriced. ClearAtLeast and ClearTrigger apply to
+	// ClearBatched only.
+	Clearing Clearing
+	// Prices weigh an edit under ClearPriced (only the ratios of cache
+	// read and write to input prices matter for the decision; the amounts
+	// are reported). The zero value means Claude Sonnet's
+	// (pricing.Fallback(pricing.Anthropic)).
+	Prices pricing.Prices
+	// Horizon bounds the number of requests an edit is expected to serve
+	// under ClearPriced; 0 means DefaultHorizon.
+	Horizon int
+
 	// EstimateRatio converts our count into the provider's before any
 	// usage has been reported (see Observe): 0 means 1 (o200k_base counts
 	// as they are); ClaudeRatio estimates Claude's count.
@@ -187,6 +201,12 @@ func (o *Options) Validate() error {
 	case "", OffloadWorkspace, OffloadFiles, OffloadNone:
 	default:
 		return fmt.Errorf("%w: unknown Offload mode %q (want workspace, files or none)", ErrInvalidOption, o.Offload)
+	}
+	if _, err := ParseClearing(string(o.Clearing)); err != nil {
+		return err
+	}
+	if o.Horizon < 0 {
+		return fmt.Errorf("%w: Horizon %d is negative", ErrInvalidOption, o.Horizon)
 	}
 	switch {
 	case o.ReservedTokens < 0:
@@ -252,6 +272,9 @@ func New(opts Options) (*Pipeline, error) {
 	}
 	if o.ClearAtLeast == 0 {
 		o.ClearAtLeast = DefaultClearAtLeast
+	}
+	if o.Clearing == "" {
+		o.Clearing = ClearPriced
 	}
 	switch {
 	case o.ClearTrigger == 0:

@@ -61,8 +61,9 @@ type ReplayResult struct {
 	// CacheCost is the input the prepared requests would be billed, in
 	// token-equivalents at Anthropic's prompt-cache prices: the part of a
 	// request that starts like the previous one read from the cache (0.1×),
-	// the rest written to it (1.25×). It weighs what a cache break costs
-	// against what clearing saves.
+	// the rest written to it (1.25×), all of it when the previous request
+	// is older than the cache's lifetime (5 minutes). It weighs what a
+	// cache break costs against what clearing saves.
 	CacheCost int `json:"cache_cost"`
 	// Ratio is the provider's tokens per counted token fitted from the
 	// recorded usage by the end of the session (0 without usage).
@@ -157,6 +158,8 @@ func Replay(ctx context.Context, doc *agentctx.Document, opts ReplayOptions) (*R
 		stable     []float64
 		times      []float64
 		lastTime   time.Time
+		prevClock  time.Time
+		ttl        = p.prices().TTL
 	)
 	for k, idx := range requests {
 		if err := ctx.Err(); err != nil {
@@ -194,6 +197,8 @@ func Replay(ctx context.Context, doc *agentctx.Document, opts ReplayOptions) (*R
 			return nil, fmt.Errorf("request %d: %w", k+1, err)
 		}
 		cached := 0
+		cold := k > 0 && clock.Sub(prevClock) > ttl // the cache expired: every token written again
+		prevClock = clock
 		if k > 0 {
 			rr.PrefixStable, rr.CacheBreak = prefixStability(prev, cur)
 			stable = append(stable, rr.PrefixStable)
@@ -201,6 +206,9 @@ func Replay(ctx context.Context, doc *agentctx.Document, opts ReplayOptions) (*R
 				res.CacheBreaks++
 			}
 			cached = min(int(rr.PrefixStable*float64(prevTokens)), rr.TokensSent)
+			if cold {
+				cached = 0
+			}
 		}
 		cost += 0.1*float64(cached) + 1.25*float64(rr.TokensSent-cached)
 		prev, prevTokens = cur, rr.TokensSent

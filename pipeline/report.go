@@ -113,10 +113,12 @@ type StepReport struct {
 	Changed int `json:"changed"`
 	New     int `json:"new"`
 	// Pending and PendingTokens are, for prune, the stale results waiting
-	// until together they free Options.ClearAtLeast tokens, and what they
-	// would free.
+	// to be cleared (see Options.Clearing), and what they would free.
 	Pending       int `json:"pending,omitempty"`
 	PendingTokens int `json:"pending_tokens,omitempty"`
+	// Clearing is, for prune under ClearPriced, how the stale results
+	// already sent were weighed; nil when there were none.
+	Clearing *ClearDecision `json:"clearing,omitempty"`
 	// CharsSaved and TokensSaved are what the step took out of the list
 	// (negative when it added more than it removed, as a synthetic result
 	// does). Characters are those of SPEC §1.

@@ -65,6 +65,7 @@ func TestDecisionsAreStickyAcrossCalls(t *testing.T) {
 	o := options(t)
 	o.Compact.Limit = 6_000
 	o.ClearAtLeast = 1_000
+	o.Clearing = pipeline.ClearBatched // the batches are what is tested
 	var clock time.Time
 	o.Now = func() time.Time { return clock }
 	p := newPipeline(t, o)
@@ -431,13 +432,23 @@ func TestReplayExampleSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := pipeline.Replay(context.Background(), doc, pipeline.ReplayOptions{Options: pipeline.Options{Compact: compact.Options{Limit: 14_000}}})
+	res, err := pipeline.Replay(context.Background(), doc, pipeline.ReplayOptions{Options: pipeline.Options{Compact: compact.Options{Limit: 14_000}, Clearing: pipeline.ClearBatched}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Requests != 49 || res.Compactions != 1 || res.CacheBreaks > res.Requests/20 || res.PrefixStableRatio < 0.95 {
-		t.Errorf("replay: %d requests, %d compactions, %d breaks, stable %.3f", res.Requests, res.Compactions, res.CacheBreaks, res.PrefixStableRatio)
+		t.Errorf("replay, batched: %d requests, %d compactions, %d breaks, stable %.3f", res.Requests, res.Compactions, res.CacheBreaks, res.PrefixStableRatio)
 	}
+	// Priced clearing breaks the cache more often, where that is free (a
+	// cold cache) or pays, and costs no more.
+	priced, err := pipeline.Replay(context.Background(), doc, pipeline.ReplayOptions{Options: pipeline.Options{Compact: compact.Options{Limit: 14_000}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if priced.Requests != 49 || priced.Compactions != 1 || priced.CacheCost > res.CacheCost {
+		t.Errorf("replay, priced: %d requests, %d compactions, cache cost %d (batched %d)", priced.Requests, priced.Compactions, priced.CacheCost, res.CacheCost)
+	}
+	t.Logf("cache cost: batched %d, priced %d", res.CacheCost, priced.CacheCost)
 }
 
 // TestReplaySharedTranscripts checks the targets of the live-session work

@@ -53,6 +53,14 @@ type state struct {
 	// compaction), for reports.
 	Compactions int `json:"compactions"`
 	Breaks      int `json:"breaks"`
+	// LastAt is the time of the last prepared request: after a gap longer
+	// than the prompt cache's lifetime the cache is cold, and an edit
+	// costs nothing more. InputCounted is the count of that request as the
+	// client sent it, and Growth the mean growth per request (see
+	// observeGrowth): how many requests are left before compaction.
+	LastAt       time.Time `json:"last_at,omitzero"`
+	InputCounted int       `json:"input_counted,omitempty"`
+	Growth       float64   `json:"growth,omitempty"`
 }
 
 // resultState is the decision on one tool result.

@@ -1,0 +1,189 @@
+package pipeline
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/pricing"
+	"github.com/agentctx/agentctx/prune"
+)
+
+// Clearing selects when results a provider has already been sent, found
+// stale, are cleared (replaced by prune's placeholder). Clearing one
+// changes what earlier requests sent: the provider's prompt cache must be
+// written again from the edit on, so when to clear is a question of money.
+type Clearing string
+
+// Clearing policies.
+const (
+	// ClearPriced clears when the clearing pays for itself (the default):
+	// the tokens it frees, read from the cache by each request expected to
+	// follow before the next compaction (at most Options.Horizon), must
+	// cost more than writing the cache again from the earliest cleared
+	// result on. Only the newest stale results may be cleared when that
+	// pays and clearing them all does not. When the cache has gone cold
+	// (no request for longer than its lifetime) or a compaction is due,
+	// clearing costs nothing more, and every stale result is cleared.
+	ClearPriced Clearing = "priced"
+	// ClearBatched is the rule of earlier versions: stale results wait
+	// until together they free Options.ClearAtLeast tokens and the
+	// request reaches Options.ClearTrigger of the compaction trigger.
+	ClearBatched Clearing = "batched"
+)
+
+// DefaultHorizon is the default of Options.Horizon.
+const DefaultHorizon = 50
+
+// ParseClearing returns the policy named s ("" is ClearPriced).
+func ParseClearing(s string) (Clearing, error) {
+	switch Clearing(s) {
+	case "":
+		return ClearPriced, nil
+	case ClearPriced, ClearBatched:
+		return Clearing(s), nil
+	}
+	return "", fmt.Errorf("%w: unknown clearing policy %q (want priced or batched)", ErrInvalidOption, s)
+}
+
+// ClearDecision is how the priced policy weighed a batch of stale results
+// already sent (see ClearPriced). Money is in USD at Options.Prices.
+type ClearDecision struct {
+	// Candidates and CandidateTokens are the stale results already sent,
+	// not cleared yet, and the tokens they would free.
+	Candidates      int `json:"candidates"`
+	CandidateTokens int `json:"candidate_tokens"`
+	// Horizon is the number of requests the saving was counted over.
+	Horizon int `json:"horizon"`
+	// Cold reports a cache gone cold since the last request; Due a
+	// compaction due on this request (the cache breaks anyway).
+	Cold bool `json:"cold,omitempty"`
+	Due  bool `json:"due,omitempty"`
+	// Cleared and ClearedTokens are what was cleared; Saving the modeled
+	// saving of that over the horizon, Cost the cache rewrite it causes
+	// (of clearing every candidate when none was cleared; both 0 when cold
+	// or due: nothing to weigh).
+	Cleared       int     `json:"cleared"`
+	ClearedTokens int     `json:"cleared_tokens"`
+	Saving        float64 `json:"saving_usd"`
+	Cost          float64 `json:"cost_usd"`
+}
+
+// prices returns the prices edits are weighed with.
+func (p *Pipeline) prices() pricing.Prices {
+	if p.opts.Prices.Input > 0 {
+		return p.opts.Prices
+	}
+	return pricing.Fallback(pricing.Anthropic)
+}
+
+// cacheTTL returns how long the provider keeps this conversation's cached
+// prefix: an hour when a breakpoint asks for it (cache_control.ttl "1h"),
+// else the provider's default lifetime.
+func (c *call) cacheTTL(pr pricing.Prices) time.Duration {
+	ttl := pr.TTL
+	if ttl <= 0 {
+		ttl = 5 * time.Minute
+	}
+	for i := len(c.view) - 1; i >= 0 && i >= len(c.view)-4; i-- {
+		for _, b := range c.view[i].Content.Blocks() {
+			if cc, ok := b.Field("cache_control"); ok && bytes.Contains(cc, []byte(`"1h"`)) {
+				return max(ttl, time.Hour)
+			}
+		}
+	}
+	return ttl
+}
+
+// priceClearing chooses which of the pending stale results (already sent)
+// to clear now under ClearPriced: a suffix of them, by position, or none.
+// counts are the tokens of each message of c.view.
+func (c *call) priceClearing(pending []prune.Pruned, counts []int, due bool) ([]prune.Pruned, *ClearDecision) {
+	pr := c.p.prices()
+	d := &ClearDecision{Candidates: len(pending), Due: due}
+	for _, p := range pending {
+		d.CandidateTokens += p.FreedTokens
+	}
+	last := c.st.LastAt
+	d.Cold = !last.IsZero() && c.now.Sub(last) > c.cacheTTL(pr)
+	if d.Cold || d.Due {
+		d.Cleared, d.ClearedTokens = len(pending), d.CandidateTokens
+		return pending, d
+	}
+	d.Horizon = c.horizon()
+	// tail[k]: the tokens from message k to the end.
+	tail := make([]int, len(counts)+1)
+	for k := len(counts) - 1; k >= 0; k-- {
+		tail[k] = tail[k+1] + counts[k]
+	}
+	read := pr.CacheRead
+	rewrite := pr.CacheWrite - pr.CacheRead // a token written instead of read
+	best, bestNet := -1, 0.0
+	freed := 0
+	for k := len(pending) - 1; k >= 0; k-- { // pending is in list order
+		freed += pending[k].FreedTokens
+		m := pending[k].MessageIndex
+		if m >= len(counts) {
+			continue
+		}
+		saving := float64(freed) * float64(d.Horizon) * read / 1e6
+		cost := float64(max(tail[m]-freed, 0)) * rewrite / 1e6
+		if net := saving - cost; net > bestNet {
+			best, bestNet = k, net
+			d.Saving, d.Cost = saving, cost
+		}
+		if k == 0 && best < 0 { // none pays: report what clearing them all would
+			d.Saving, d.Cost = saving, cost
+		}
+	}
+	if best < 0 {
+		return nil, d
+	}
+	for _, p := range pending[best:] {
+		d.Cleared++
+		d.ClearedTokens += p.FreedTokens
+	}
+	return pending[best:], d
+}
+
+// horizon returns the number of requests expected to follow this one
+// before the next compaction: the room left under the trigger divided by
+// the session's growth per request, within [1, Options.Horizon].
+func (c *call) horizon() int {
+	h := c.p.opts.Horizon
+	if h <= 0 {
+		h = DefaultHorizon
+	}
+	g := c.st.Growth
+	if g <= 0 {
+		return h
+	}
+	room := float64(c.threshold() - c.tokens)
+	if room <= 0 {
+		return 1
+	}
+	return max(1, min(h, int(room/g)))
+}
+
+// observeGrowth records how much the request grew since the last one, as
+// the client sent it (an exponentially weighted mean of the growth per
+// request).
+func (st *state) observeGrowth(inputCount int) {
+	if st.InputCounted > 0 && inputCount > st.InputCounted {
+		d := float64(inputCount - st.InputCounted)
+		if st.Growth == 0 {
+			st.Growth = d
+		} else {
+			st.Growth = 0.8*st.Growth + 0.2*d
+		}
+	}
+	st.InputCounted = inputCount
+}
+
+// countsOf returns the token count of each message of list, as the last
+// count of it left them.
+func (c *call) countsOf(list []agentctx.Message) []int {
+	c.countList(list) // counts only what the last count did not see
+	return c.memoCounts
+}

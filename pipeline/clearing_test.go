@@ -1,0 +1,101 @@
+package pipeline_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/pipeline"
+)
+
+// clearingSession runs a session whose first result (of bigChars
+// characters, terminal output) goes stale while the conversation grows by
+// tailChars per request (file reads), with gap between requests. It returns the prune
+// step's report of each request.
+func clearingSession(t *testing.T, bigChars, tailChars int, gap time.Duration, requests int) []*pipeline.StepReport {
+	t.Helper()
+	o := options(t)
+	o.Compact.Limit = 1_000_000 // no compaction
+	clock := now
+	o.Now = func() time.Time { return clock }
+	p := newPipeline(t, o)
+	out := func(n int) string { return `{"stdout":"` + strings.Repeat("ok ", n/3) + `","exitCode":0}` }
+	hist := history(user("build", clock), exchange("toolu_big", "terminal-execute", "make", out(bigChars), false, clock))
+	var reps []*pipeline.StepReport
+	for i := range requests {
+		clock = clock.Add(gap)
+		// The conversation grows by file reads, which never go stale.
+		hist = append(hist, exchange("toolu_"+string(rune('a'+i)), "Read", "main.go", strings.Repeat("code ", tailChars/5), false, clock)...)
+		res := mustPrepare(t, p, hist)
+		reps = append(reps, res.Report.Step(pipeline.StepPrune))
+	}
+	return reps
+}
+
+func clearedAt(reps []*pipeline.StepReport) []int {
+	var at []int
+	for i, r := range reps {
+		if r.New > 0 {
+			at = append(at, i)
+		}
+	}
+	return at
+}
+
+// An edit whose cache rewrite costs more than what it saves is not made;
+// one that pays is made once.
+func TestPricedClearing(t *testing.T) {
+	// A small stale result under a long tail: clearing it would rewrite
+	// the whole tail to save little.
+	reps := clearingSession(t, 3_000, 12_000, 3*time.Minute, 10)
+	if at := clearedAt(reps); len(at) != 0 {
+		t.Fatalf("cleared at requests %v: the rewrite costs more than it saves", at)
+	}
+	last := reps[len(reps)-1]
+	if last.Pending == 0 || last.Clearing == nil || last.Clearing.Cleared != 0 || last.Clearing.Cost <= last.Clearing.Saving {
+		t.Fatalf("want a pending result weighed and left: %+v %+v", last, last.Clearing)
+	}
+	// A large stale result under a short tail: clearing pays at once, and
+	// once.
+	reps = clearingSession(t, 36_000, 600, 3*time.Minute, 10) // under the inline limit: kept, then stale
+	at := clearedAt(reps)
+	if len(at) != 1 {
+		t.Fatalf("cleared at requests %v, want once", at)
+	}
+	d := reps[at[0]].Clearing
+	if d == nil || d.Cleared != 1 || d.Saving <= d.Cost {
+		t.Fatalf("decision %+v", d)
+	}
+	for _, r := range reps[at[0]+1:] {
+		if r.Changed != 1 || r.New != 0 {
+			t.Fatalf("the clearing did not stick: %+v", r)
+		}
+	}
+}
+
+// After an idle gap longer than the cache's lifetime the cache is cold:
+// clearing costs nothing more and is done at once.
+func TestColdCacheClearing(t *testing.T) {
+	reps := clearingSession(t, 3_000, 12_000, 6*time.Minute, 10)
+	at := clearedAt(reps)
+	if len(at) == 0 {
+		t.Fatal("nothing cleared on a cold cache")
+	}
+	if d := reps[at[0]].Clearing; d == nil || !d.Cold {
+		t.Fatalf("decision %+v, want cold", d)
+	}
+}
+
+// The seed's batching stays available.
+func TestBatchedClearingOption(t *testing.T) {
+	if _, err := pipeline.New(pipeline.Options{Clearing: "sometimes"}); err == nil {
+		t.Fatal("an unknown clearing policy was accepted")
+	}
+	o := options(t)
+	o.Clearing = pipeline.ClearBatched
+	p := newPipeline(t, o)
+	if _, err := p.Prepare(t.Context(), []agentctx.Message{user("hi", now)}); err != nil {
+		t.Fatal(err)
+	}
+}
