@@ -198,3 +198,19 @@ func TestCacheConcurrent(t *testing.T) {
 		t.Errorf("%d entries alive after 5 minutes", n)
 	}
 }
+
+// BenchmarkCacheBill bills a 400-block request (a long conversation at
+// message granularity) whose prefix the previous request cached.
+func BenchmarkCacheBill(b *testing.B) {
+	sonnet, _ := pricing.Default().Lookup("claude-sonnet-4-5")
+	c := pricing.NewCache(sonnet)
+	spec := many("m", 400)
+	spec[398].bp = true
+	c.Bill(time.Unix(0, 0), blocks(spec[:399]), 0)
+	spec[399].bp = true
+	bl := blocks(spec)
+	b.ResetTimer()
+	for i := range b.N {
+		c.Bill(time.Unix(int64(i%60), 0), bl, 0)
+	}
+}
