@@ -2,7 +2,9 @@
 // provider and model (USD per million tokens, as the providers publish
 // them), the cost of a request's usage, and the parameters of each
 // provider's prompt cache that decide what an edit of a conversation
-// costs (the cache lifetime, the minimum cacheable prefix).
+// costs (the cache lifetime, the minimum cacheable prefix), and a Cache
+// that simulates a provider's prompt cache, to bill a sequence of requests
+// as the provider would.
 //
 // The prices are the providers' published list prices when this table was
 // written (see Default); they change, so every user of the package takes a

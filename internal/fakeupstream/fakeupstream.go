@@ -7,6 +7,12 @@
 // prefix before a signed thinking block, and a request over its context
 // window. A Script decides what the "model" answers, so a test can make it
 // call tools.
+//
+// The fake bills like the real APIs: it counts each block of a request
+// (o200k_base), runs the request through a pricing.Cache per API key and
+// model, reports that usage in its answers (cache reads and writes
+// included), and keeps the bill (Server.Bill, and GET /_fake/bill for a
+// harness in another process).
 package fakeupstream
 
 import (
@@ -18,6 +24,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // Wire formats.
@@ -61,18 +70,31 @@ type Reply struct {
 	// Error, when set, ends an Anthropic stream with an error event after
 	// message_start.
 	Error string
-	// InputTokens overrides the reported input tokens.
+	// InputTokens, when set, is the usage reported and billed: that many
+	// uncached input tokens, nothing read from or written to the cache,
+	// and 10 output tokens (or OutputTokens). Zero reports the prompt
+	// cache's usage (see Server.Bill).
 	InputTokens int
+	// OutputTokens overrides the output tokens, counted from the reply's
+	// thinking, text and tool calls when zero.
+	OutputTokens int
 }
 
 // Options configure a Server. The zero value answers "ok" to everything,
-// with a 200,000-token context window.
+// with a 200,000-token context window, and bills at the default prices.
 type Options struct {
 	// Script answers each accepted request; nil answers "ok".
 	Script func(c *Call) Reply
 	// ContextWindow is the window in tokens, estimated as a quarter of the
 	// body's bytes; 0 means 200,000.
 	ContextWindow int
+	// Now is the clock of the prompt caches' lifetimes; nil means
+	// time.Now.
+	Now func() time.Time
+	// Prices are the prices and prompt-cache parameters of each model; nil
+	// means pricing.Default(). A model the table does not know is billed
+	// at pricing.Fallback of its API's provider.
+	Prices pricing.Table
 }
 
 // Record is one request the fake received.
@@ -94,6 +116,8 @@ type Server struct {
 
 	mu      sync.Mutex
 	records []Record
+
+	billing billing
 }
 
 // New returns a Server.
@@ -101,7 +125,13 @@ func New(opts Options) *Server {
 	if opts.ContextWindow <= 0 {
 		opts.ContextWindow = 200_000
 	}
-	return &Server{opts: opts}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Prices == nil {
+		opts.Prices = pricing.Default()
+	}
+	return &Server{opts: opts, billing: billing{caches: map[string]*pricing.Cache{}, sessions: map[string]Totals{}}}
 }
 
 // Records returns the requests received so far.
@@ -133,6 +163,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"input_tokens":42}`)
 		s.record(Record{Method: r.Method, Path: path})
 		return
+	case r.Method == http.MethodGet && path == BillPath:
+		s.serveBill(w)
+		return
 	case r.Method == http.MethodGet && path == "/v1/models":
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"data":[{"id":"fake-model","type":"model"}],"object":"list"}`)
@@ -157,6 +190,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.record(rec)
 	if rec.Rejected != "" {
+		s.reject(r.Header, body)
 		writeErr(w, api, http.StatusBadRequest, "invalid_request_error", rec.Rejected)
 		return
 	}
@@ -165,16 +199,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Script != nil {
 		reply = s.opts.Script(c)
 	}
-	if reply.InputTokens == 0 {
-		reply.InputTokens = len(raw) / 4
-	}
+	u := s.usage(c, reply)
 	switch api {
 	case APIAnthropic:
-		s.anthropic(w, c, reply)
+		s.anthropic(w, c, reply, u)
 	case APIChat:
-		s.chat(w, c, reply)
+		s.chat(w, c, reply, u)
 	default:
-		s.responses(w, c, reply)
+		s.responses(w, c, reply, u)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/agentctx/agentctx/pricing"
 )
 
 func (s *Server) id(prefix string) string { return fmt.Sprintf("%s_%06d", prefix, s.seq.Add(1)) }
@@ -32,6 +34,15 @@ func (e *sse) event(name string, v any) {
 	}
 }
 
+// anthropicUsage is the usage object of the Messages API, with output
+// tokens out.
+func anthropicUsage(u pricing.Usage, out int) map[string]any {
+	return map[string]any{"input_tokens": u.Input, "output_tokens": out, "cache_read_input_tokens": u.CacheRead,
+		"cache_creation_input_tokens": u.CacheWrite + u.CacheWrite1h,
+		"cache_creation":              map[string]any{"ephemeral_5m_input_tokens": u.CacheWrite, "ephemeral_1h_input_tokens": u.CacheWrite1h},
+		"service_tier":                "standard"}
+}
+
 func inputJSON(in map[string]any) string {
 	if in == nil {
 		in = map[string]any{}
@@ -41,7 +52,7 @@ func inputJSON(in map[string]any) string {
 }
 
 // anthropic answers in the Messages format, streamed or not.
-func (s *Server) anthropic(w http.ResponseWriter, c *Call, r Reply) {
+func (s *Server) anthropic(w http.ResponseWriter, c *Call, r Reply, u pricing.Usage) {
 	msgs := asSlice(c.Body["messages"])
 	var content []any
 	if r.Thinking != "" {
@@ -58,7 +69,7 @@ func (s *Server) anthropic(w http.ResponseWriter, c *Call, r Reply) {
 	if len(r.ToolCalls) > 0 {
 		stop = "tool_use"
 	}
-	usage := map[string]any{"input_tokens": r.InputTokens, "output_tokens": 10, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+	usage := anthropicUsage(u, u.Output)
 	msg := map[string]any{"id": s.id("msg"), "type": "message", "role": "assistant", "model": c.Model,
 		"stop_reason": stop, "stop_sequence": nil, "usage": usage}
 	if !c.Stream {
@@ -74,7 +85,7 @@ func (s *Server) anthropic(w http.ResponseWriter, c *Call, r Reply) {
 	}
 	start["content"] = []any{}
 	start["stop_reason"] = nil
-	start["usage"] = map[string]any{"input_tokens": r.InputTokens, "output_tokens": 1, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}
+	start["usage"] = anthropicUsage(u, 1)
 	e.event("message_start", map[string]any{"type": "message_start", "message": start})
 	if r.Error != "" {
 		e.event("error", map[string]any{"type": "error", "error": map[string]any{"type": "overloaded_error", "message": r.Error}})
@@ -107,12 +118,13 @@ func (s *Server) anthropic(w http.ResponseWriter, c *Call, r Reply) {
 		}
 		e.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
 	}
-	e.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{"output_tokens": 10}})
+	e.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{
+		"input_tokens": u.Input, "cache_read_input_tokens": u.CacheRead, "cache_creation_input_tokens": u.CacheWrite + u.CacheWrite1h, "output_tokens": u.Output}})
 	e.event("message_stop", map[string]any{"type": "message_stop"})
 }
 
 // chat answers in the Chat Completions format, streamed or not.
-func (s *Server) chat(w http.ResponseWriter, c *Call, r Reply) {
+func (s *Server) chat(w http.ResponseWriter, c *Call, r Reply, u pricing.Usage) {
 	id := s.id("chatcmpl")
 	var calls []any
 	for i, tc := range r.ToolCalls {
@@ -123,8 +135,9 @@ func (s *Server) chat(w http.ResponseWriter, c *Call, r Reply) {
 	if len(calls) > 0 {
 		finish = "tool_calls"
 	}
-	usage := map[string]any{"prompt_tokens": r.InputTokens, "completion_tokens": 10, "total_tokens": r.InputTokens + 10,
-		"prompt_tokens_details": map[string]any{"cached_tokens": 0}}
+	in := u.InputTotal()
+	usage := map[string]any{"prompt_tokens": in, "completion_tokens": u.Output, "total_tokens": in + u.Output,
+		"prompt_tokens_details": map[string]any{"cached_tokens": u.CacheRead}}
 	if !c.Stream {
 		msg := map[string]any{"role": "assistant", "content": r.Text}
 		if len(calls) > 0 {
@@ -158,7 +171,7 @@ func (s *Server) chat(w http.ResponseWriter, c *Call, r Reply) {
 }
 
 // responses answers in the Responses format, streamed or not.
-func (s *Server) responses(w http.ResponseWriter, c *Call, r Reply) {
+func (s *Server) responses(w http.ResponseWriter, c *Call, r Reply, u pricing.Usage) {
 	rid := s.id("resp")
 	var output []any
 	if r.Thinking != "" {
@@ -173,8 +186,9 @@ func (s *Server) responses(w http.ResponseWriter, c *Call, r Reply) {
 		output = append(output, map[string]any{"type": "function_call", "id": s.id("fc"), "call_id": s.id("call"),
 			"name": tc.Name, "arguments": inputJSON(tc.Input), "status": "completed"})
 	}
-	usage := map[string]any{"input_tokens": r.InputTokens, "output_tokens": 10, "total_tokens": r.InputTokens + 10,
-		"input_tokens_details": map[string]any{"cached_tokens": 0}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}
+	in := u.InputTotal()
+	usage := map[string]any{"input_tokens": in, "output_tokens": u.Output, "total_tokens": in + u.Output,
+		"input_tokens_details": map[string]any{"cached_tokens": u.CacheRead}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}
 	resp := map[string]any{"id": rid, "object": "response", "status": "completed", "model": c.Model, "output": output, "usage": usage}
 	if !c.Stream {
 		w.Header().Set("Content-Type", "application/json")
