@@ -54,7 +54,8 @@ var continueByID = regexp.MustCompile(`Continue with get_knowledge_by_id\(artifa
 func TestClaudeCodeReadBack(t *testing.T) {
 	clients := e2eclient.Install(t)
 
-	// A workspace holding the original as session s1's offloaded result.
+	// A workspace holding the original as session s1's offloaded result;
+	// agentctx mcp is registered as the README shows, without the session.
 	wsDir := filepath.Join(t.TempDir(), "ws")
 	store, err := dirstore.Open(wsDir, nil)
 	if err != nil {
@@ -81,7 +82,7 @@ func TestClaudeCodeReadBack(t *testing.T) {
 	}
 	config := filepath.Join(t.TempDir(), "mcp.json")
 	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"agentctx": map[string]any{
-		"command": bin, "args": []string{"mcp", "--workspace", wsDir, "--session", "s1"}}}})
+		"command": bin, "args": []string{"mcp", "--workspace", wsDir}}}})
 	if err := os.WriteFile(config, cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}

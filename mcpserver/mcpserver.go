@@ -5,13 +5,26 @@
 // # Quick start
 //
 //	store, _ := dirstore.Open(".agentctx", nil)
-//	srv := mcpserver.New(store, &mcpserver.Options{SessionID: "s1"})
-//	err := srv.Run(ctx, &mcp.StdioTransport{}) // or http.Handle("/", srv.Handler())
+//	srv := mcpserver.New(store, nil) // the namespace "default", every session
+//	err := srv.Run(ctx, &mcp.StdioTransport{}) // or http.Handle("/mcp", srv.Handler())
 //
 // From the command line: agentctx mcp --workspace DIR [--namespace NS]
 // [--session ID] [--http ADDR], and for Claude Code:
 //
 //	claude mcp add agentctx -- agentctx mcp --workspace DIR
+//
+// agentctx proxy serves the same tools at /mcp on its own port, over the
+// store it writes to:
+//
+//	claude mcp add --transport http agentctx http://127.0.0.1:8787/mcp
+//
+// # What a call may reach
+//
+// The namespace served: a tool reads any artifact of it by the id the model
+// was given, whichever session stored it (ids are unique in a namespace),
+// and nothing of another namespace. The listings and the session-wide grep
+// cover every session, or Options.SessionID when set; a call naming a
+// session_id (or a filter with one) lists that session's.
 //
 // # Tools
 //
@@ -67,10 +80,14 @@ const (
 // Options configure a Server. The zero value means every default.
 type Options struct {
 	// Namespace is the workspace namespace served; "" means
-	// workspace.DefaultNamespace.
+	// workspace.DefaultNamespace. Every tool reads any artifact of it by
+	// id, whichever session stored it, and nothing of another namespace.
 	Namespace string
 	// SessionID, when set, is the session the listing and session-wide
-	// search tools cover unless a call names another one.
+	// search tools cover unless a call names another one; "" means every
+	// session of the namespace. Reads by id find any artifact of the
+	// namespace either way (and, with a SessionID, also those that earlier
+	// versions kept in workspace.SessionNamespace(Namespace, SessionID)).
 	SessionID string
 	// MaxChars caps the characters of every page; 0 means DefaultMaxChars.
 	MaxChars int
@@ -191,8 +208,7 @@ func title(name string) string {
 
 func (s *Server) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args := s.scope(name, req.Params.Arguments)
-		text, err := s.Call(ctx, name, args)
+		text, err := s.Call(ctx, name, req.Params.Arguments)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, err // the client went away: a protocol error
@@ -205,85 +221,14 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 	}
 }
 
-// scope adds the server's session to the listing and session-wide search
-// calls that name none.
-func (s *Server) scope(name string, args json.RawMessage) json.RawMessage {
-	if s.opts.SessionID == "" {
-		return args
-	}
-	switch name {
-	case workspace.ToolGetToolResultOffloadInfo, workspace.ToolGrepSessionKnowledge, workspace.ToolQueryArtifacts:
-	default:
-		return args
-	}
-	var m map[string]json.RawMessage
-	if len(args) == 0 || string(args) == "null" {
-		m = map[string]json.RawMessage{}
-	} else if json.Unmarshal(args, &m) != nil {
-		return args // Execute explains what is wrong
-	}
-	session, _ := json.Marshal(s.opts.SessionID)
-	if name == workspace.ToolQueryArtifacts {
-		var f map[string]json.RawMessage
-		if raw, ok := m["filter"]; ok && string(raw) != "null" {
-			if json.Unmarshal(raw, &f) != nil {
-				return args
-			}
-		}
-		if f == nil {
-			f = map[string]json.RawMessage{}
-		}
-		if _, ok := f[workspace.KeySessionID]; ok {
-			return args
-		}
-		f[workspace.KeySessionID] = session
-		m["filter"], _ = json.Marshal(f)
-	} else {
-		if v, ok := m["session_id"]; ok && string(v) != "null" {
-			return args
-		}
-		m["session_id"] = session
-	}
-	out, err := json.Marshal(m)
-	if err != nil {
-		return args
-	}
-	return out
-}
-
-// namedSession returns the session a listing or session-wide search call
-// names (its session_id argument, or the session_id of query_artifacts'
-// filter), "" for none. Artifacts live apart per session (see
-// workspace.SessionNamespace), so such a call reads that session.
-func namedSession(name string, args json.RawMessage) string {
-	var m struct {
-		SessionID string            `json:"session_id"`
-		Filter    map[string]string `json:"filter"`
-	}
-	if len(args) == 0 || json.Unmarshal(args, &m) != nil {
-		return ""
-	}
-	switch name {
-	case workspace.ToolGrepSessionKnowledge, workspace.ToolGetToolResultOffloadInfo:
-		return m.SessionID
-	case workspace.ToolQueryArtifacts:
-		return m.Filter[workspace.KeySessionID]
-	}
-	return ""
-}
-
 // Call runs a read-back tool as the server does for a client, and returns
 // one page: at most MaxChars characters and MaxTokens tokens, with a
 // notice saying how to read on when the read is longer. Errors are as
 // workspace.Workspace.Execute returns them, with the text for the model.
 func (s *Server) Call(ctx context.Context, name string, args json.RawMessage) (string, error) {
 	limit := s.opts.MaxChars
-	session := s.opts.SessionID
-	if named := namedSession(name, args); named != "" {
-		session = named // a call may name another session of the namespace
-	}
 	for range 8 {
-		ws := workspace.New(s.store, &workspace.Options{Namespace: s.opts.Namespace, SessionID: session, MaxChars: limit})
+		ws := workspace.New(s.store, &workspace.Options{Namespace: s.opts.Namespace, SessionID: s.opts.SessionID, MaxChars: limit})
 		text, err := ws.Execute(ctx, name, args)
 		if err != nil {
 			return text, err

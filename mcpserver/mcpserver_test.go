@@ -21,9 +21,6 @@ import (
 
 func put(t *testing.T, store workspace.Store, ns, id, session, content string) {
 	t.Helper()
-	if session != "" {
-		ns = workspace.SessionNamespace(ns, session) // where a session's artifacts live
-	}
 	_, err := store.Put(t.Context(), ns, workspace.Artifact{
 		Info: workspace.Info{ID: id, Metadata: workspace.Metadata{
 			workspace.KeyContextType: workspace.ContextToolResult, workspace.KeySessionID: session,
@@ -128,6 +125,8 @@ func TestReadBack(t *testing.T) {
 		// The session-wide tools cover the server's session unless told otherwise.
 		{"grep_session_knowledge", map[string]any{"pattern": "ERROR"}, "tool_result_a:2:line two ERROR"},
 		{"grep_session_knowledge", map[string]any{"pattern": "ERROR", "session_id": "s2"}, "tool_result_b:1:other ERROR"},
+		// A read by id reaches every session of the namespace.
+		{"get_knowledge_by_id", map[string]any{"artifact_id": "tool_result_b"}, "other ERROR\n"},
 	}
 	for _, c := range cases {
 		got, isErr := callText(t, cs, c.name, c.args)
@@ -159,6 +158,51 @@ func TestReadBack(t *testing.T) {
 	}
 	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "rm_rf", Arguments: map[string]any{}}); err == nil {
 		t.Errorf("unknown tool: no protocol error")
+	}
+}
+
+// TestNoSession: a server that names no session (as agentctx mcp is
+// registered) reads and lists what a session-scoped Workspace stored (as
+// the proxy and prepare --session do), without knowing the session.
+func TestNoSession(t *testing.T) {
+	ctx := t.Context()
+	store := memstore.New()
+	big := strings.Repeat("stored by a session ERROR\n", 2_000)
+	ws := workspace.New(store, &workspace.Options{SessionID: "3f2a-unknown-to-the-user"})
+	ref, off, err := ws.OffloadToolResult(ctx, workspace.ToolCall{ID: "toolu_9", Name: "bash"}, agentctx.Text(big))
+	if err != nil || !off.Indexed {
+		t.Fatal(err, off.Indexed)
+	}
+	// A compaction archive, as the pipeline keeps it in its workspace.
+	if _, err := store.Put(ctx, ws.Namespace(), workspace.Artifact{Info: workspace.Info{ID: "compact_0123456789abcdef",
+		Metadata: workspace.Metadata{workspace.KeyContextType: "compaction_archive", workspace.KeySessionID: ws.SessionID()}}, Content: "[]"}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ref.Text(), `"tool_result_toolu_9"`) {
+		t.Fatalf("reference: %.200s", ref.Text())
+	}
+	cs := connect(t, mcpserver.New(store, nil))
+	for _, c := range []struct {
+		name string
+		args any
+		want string // a part of the result
+	}{
+		{"get_knowledge_by_id", map[string]any{"artifact_id": "tool_result_toolu_9"}, "stored by a session ERROR\nstored by"},
+		{"get_knowledge_by_lines", map[string]any{"artifact_id": "tool_result_toolu_9", "start_line": 2, "end_line": 2}, "Lines 2-2 of 2000\nstored by a session ERROR"},
+		{"grep_knowledge", map[string]any{"artifact_id": "tool_result_toolu_9", "pattern": "ERROR", "max_results": 1}, "1:stored by a session ERROR"},
+		{"get_knowledge_by_id", map[string]any{"artifact_id": "compact_0123456789abcdef"}, "[]"},
+		{"grep_session_knowledge", map[string]any{"pattern": "ERROR", "max_results": 1}, "tool_result_toolu_9:1:stored by a session ERROR"},
+		{"get_tool_result_offload_info", nil, `"artifact_id":"tool_result_toolu_9"`},
+		{"get_tool_result_offload_info", map[string]any{"session_id": "3f2a-unknown-to-the-user"}, `"artifact_id":"tool_result_toolu_9"`},
+		{"query_artifacts", nil, `"id":"compact_0123456789abcdef"`},
+	} {
+		got, isErr := callText(t, cs, c.name, c.args)
+		if isErr || !strings.Contains(got, c.want) {
+			t.Errorf("%s(%v) = %.200q (error %v), want it to hold %q", c.name, c.args, got, isErr, c.want)
+		}
+	}
+	if got, _ := callText(t, cs, "get_tool_result_offload_info", map[string]any{"session_id": "another"}); got != "[]" {
+		t.Errorf("a session filter that matches nothing: %s", got)
 	}
 }
 

@@ -39,8 +39,8 @@ func TestZeroOptionsAreTheEmbeddedDefaults(t *testing.T) {
 	if r.Limit != compact.DefaultLimit || r.ThresholdTokens != 184_000 {
 		t.Errorf("limit %d, threshold %d: want the defaults of seed 002", r.Limit, r.ThresholdTokens)
 	}
-	// Artifacts are scoped to the session ("default").
-	if _, err := os.Stat(filepath.Join(pipeline.DefaultWorkspaceDir, "default%2Fsessions%2Fdefault", "tool_result_toolu_1.txt")); err != nil {
+	// Artifacts live in the namespace ("default"), whatever the session.
+	if _, err := os.Stat(filepath.Join(pipeline.DefaultWorkspaceDir, "default", "tool_result_toolu_1.txt")); err != nil {
 		t.Errorf("default workspace: %v", err)
 	}
 	if got := resultText(res.Messages, "toolu_1"); !strings.HasPrefix(got, "<knowledge_list>") {

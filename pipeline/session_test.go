@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -290,21 +291,32 @@ func (failingArchiver) Archive(context.Context, string, []agentctx.Message) (com
 }
 
 // TestSessionsKeepTheirArtifacts: two sessions reuse tool ids with other
-// content; each reads back its own, byte for byte.
+// content; they share the namespace, so the second takes a suffixed id,
+// and the id each reference names reads back its own content, byte for
+// byte, for any reader of the namespace.
 func TestSessionsKeepTheirArtifacts(t *testing.T) {
 	store := memstore.New()
 	sessions := session.NewMemStore()
 	contents := map[string]string{"s1": strings.Repeat("first session\n", 4000), "s2": strings.Repeat("second session\n", 4000)}
-	for id, c := range contents {
+	named := map[string]string{} // artifact id named in the reference -> content
+	for _, id := range []string{"s1", "s2"} {
 		o := options(t)
 		o.Store, o.Sessions, o.SessionID = store, sessions, id
-		mustPrepare(t, newPipeline(t, o), history(user("go", now), exchange("toolu_1", "Read", "cat", c, false, now)))
+		res := mustPrepare(t, newPipeline(t, o), history(user("go", now), exchange("toolu_1", "Read", "cat", contents[id], false, now)))
+		m := regexp.MustCompile(`<knowledge id="([^"]+)"`).FindStringSubmatch(resultText(res.Messages, "toolu_1"))
+		if m == nil {
+			t.Fatalf("session %s: no reference", id)
+		}
+		named[m[1]] = contents[id]
 	}
-	for id, c := range contents {
-		ws := workspace.New(store, &workspace.Options{SessionID: id, MaxChars: workspace.NoLimit})
-		got, err := ws.GetKnowledgeByID(context.Background(), "tool_result_toolu_1", 0)
+	if len(named) != 2 {
+		t.Fatalf("the two sessions' results are named by %d ids, want 2", len(named))
+	}
+	ws := workspace.New(store, &workspace.Options{MaxChars: workspace.NoLimit})
+	for id, c := range named {
+		got, err := ws.GetKnowledgeByID(context.Background(), id, 0)
 		if err != nil || got != c {
-			t.Errorf("session %s reads back %d bytes, %v", id, len(got), err)
+			t.Errorf("%s reads back %d bytes, %v", id, len(got), err)
 		}
 	}
 }

@@ -59,6 +59,12 @@ type Options struct {
 	// what is new in it): 0 means DefaultDecodeCacheBytes, a negative
 	// value keeps nothing. About twice the bytes of the messages kept.
 	DecodeCacheBytes int64
+	// MCP, when set, serves MCPPath (/mcp and below) on the proxy's own
+	// listener: typically the read-back tools over MCP streamable HTTP
+	// (mcpserver's Handler) over the store and namespace the Engine writes
+	// to. Requests to MCPPath never go upstream; without MCP they are
+	// answered 404.
+	MCP http.Handler
 }
 
 // Server is the proxy, an http.Handler. Build it with New.
@@ -145,7 +151,12 @@ func baseURL(s string) (*url.URL, error) {
 // Serve serves on ln until ctx is done, then stops accepting and waits for
 // in-flight requests (streams included) up to ShutdownTimeout.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+	stop, stopped := context.WithCancel(context.Background()) // ends MCP streams at shutdown
+	defer stopped()
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, BaseContext: func(net.Listener) context.Context {
+		return context.WithValue(context.WithoutCancel(ctx), stopKey{}, stop)
+	}}
+	hs.RegisterOnShutdown(stopped)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -234,6 +245,10 @@ type exchange struct {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == StatsPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		s.serveStats(w)
+		return
+	}
+	if isMCP(r.URL.Path) {
+		s.serveMCP(w, r)
 		return
 	}
 	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") || headerHas(r.Header, "Connection", "upgrade") {

@@ -42,6 +42,26 @@
 // notice naming the call that reads on. Get and Query return the artifacts
 // themselves, uncapped.
 //
+// # Sessions, and what a read may reach
+//
+// Every session's artifacts live in the Workspace's namespace itself, with
+// session_id in their metadata. An id is never overwritten with other
+// content: the same tool call id with other content, in this session or
+// another, is stored as tool_result_<id>-2 (-3, ...), and the reference
+// names that id. So the id a model was given names one artifact of the
+// namespace, and every reader of the namespace (a Workspace with any or no
+// SessionID, the MCP server, the CLI) resolves it without knowing the
+// session. The listings (GrepSession, QueryArtifacts,
+// ToolResultOffloadInfo) cover every session, or the Workspace's SessionID
+// by default when it has one; a call may name a session to filter by.
+//
+// What a read may reach is the namespace: every artifact in it, whoever
+// stored it, and nothing in another namespace. A store shared by parties
+// that must not read each other's results gives each a namespace of its
+// own. (Versions before this layout kept a session's artifacts in
+// SessionNamespace(namespace, session); a Workspace with that SessionID
+// still reads them by id.)
+//
 // # Agent tools
 //
 // Tools returns the same reads as tool definitions (name, description,
@@ -62,7 +82,7 @@
 // (pure Go) with a trigram index that speeds up grep over many artifacts,
 // pgstore keeps a PostgreSQL database that a fleet of agents or proxies
 // shares, and memstore keeps memory for tests. Namespaces keep workspaces
-// apart within one store.
+// apart within one store; sessions share theirs.
 //
 // Lines and Grep work over any Store (with Get and Query); a backend that
 // can do better implements the optional LineReader or Searcher interface

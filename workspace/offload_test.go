@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -110,9 +112,9 @@ func TestOffloadBoundary(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
-					// One session per case: the same call id with other
-					// content would take a suffixed id in one session.
-					ws := workspace.New(store, &workspace.Options{Now: now, SessionID: "s-" + c.name})
+					// One namespace per case: the same call id with other
+					// content would take a suffixed id in one namespace.
+					ws := workspace.New(store, &workspace.Options{Now: now, Namespace: "n-" + c.name, SessionID: "s1"})
 					msgs := anthropic(t, "bash", `{"command":"cat big.log"}`, agentctx.Text(c.content))
 					before := mustJSON(t, msgs)
 					res, err := ws.Offload(ctx, msgs)
@@ -333,20 +335,36 @@ func TestOffloadReusedIDKeepsBoth(t *testing.T) {
 	}
 }
 
-func TestOffloadSessionsAreApart(t *testing.T) {
+// Every session's artifacts share the namespace: the same tool call id with
+// other content in another session takes a suffixed id, the reference names
+// it, and any reader of the namespace, with or without a session, resolves
+// each reference to its own content (SPEC §10).
+func TestOffloadSessionsShareTheNamespace(t *testing.T) {
 	store := memstore.New()
-	contents := map[string]string{"s1": "first session's output", "s2": "second session's output"}
-	for sess, c := range contents {
+	refs := map[string]string{} // artifact id named in the reference -> content
+	for _, sess := range []string{"s1", "s2"} {
+		content := sess + " output " + strings.Repeat("x", 50_000)
 		ws := workspace.New(store, &workspace.Options{Now: now, SessionID: sess})
-		if _, err := ws.Offload(ctx, anthropic(t, "bash", `{}`, agentctx.Text(c))); err != nil {
+		res, err := ws.Offload(ctx, anthropic(t, "bash", `{}`, agentctx.Text(content)))
+		if err != nil {
 			t.Fatal(err)
 		}
+		id := res.Artifacts[0].ID
+		if !strings.Contains(resultContent(res.Messages)[0].Text(), "<knowledge id=\""+id+"\"") {
+			t.Errorf("session %s: the reference does not name %s", sess, id)
+		}
+		refs[id] = content
 	}
-	for sess, want := range contents {
-		ws := workspace.New(store, &workspace.Options{SessionID: sess})
-		got, err := ws.GetKnowledgeByID(ctx, "tool_result_toolu_01", 0)
-		if err != nil || got != want {
-			t.Errorf("session %s reads %q, %v; want %q", sess, got, err, want)
+	if len(refs) != 2 || refs["tool_result_toolu_01"] == "" || refs["tool_result_toolu_01-2"] == "" {
+		t.Fatalf("the two sessions' results got the ids %v, want tool_result_toolu_01 and tool_result_toolu_01-2", slices.Collect(maps.Keys(refs)))
+	}
+	for _, reader := range []string{"", "s1", "s2", "s3"} {
+		ws := workspace.New(store, &workspace.Options{SessionID: reader, MaxChars: workspace.NoLimit})
+		for id, want := range refs {
+			got, err := ws.GetKnowledgeByID(ctx, id, 0)
+			if err != nil || got != want {
+				t.Errorf("reader with session %q: %s reads %.20q, %v; want %.20q", reader, id, got, err, want)
+			}
 		}
 	}
 }

@@ -24,7 +24,7 @@ import (
 // byte, so reading back a small tool result gives exactly the original. An
 // offset beyond the content is ErrInvalidRange.
 func (w *Workspace) GetKnowledgeByID(ctx context.Context, id string, offset int) (string, error) {
-	a, err := w.store.Get(ctx, w.opts.Namespace, id)
+	a, err := w.Get(ctx, id)
 	if err != nil {
 		return "", err
 	}
@@ -68,7 +68,15 @@ func (w *Workspace) GetKnowledgeByID(ctx context.Context, id string, offset int)
 // "Lines a-b of N". A start below 1, after end, or past the last line is
 // ErrInvalidRange.
 func (w *Workspace) GetKnowledgeByLines(ctx context.Context, id string, start, end int) (string, error) {
-	lr, err := Lines(ctx, w.store, w.opts.Namespace, id, start, end)
+	var (
+		lr *LineRange
+		ns string
+	)
+	err := w.byID(func(namespace string) (err error) {
+		lr, err = Lines(ctx, w.store, namespace, id, start, end)
+		ns = namespace
+		return err
+	})
 	if err != nil {
 		return "", err
 	}
@@ -93,7 +101,7 @@ func (w *Workspace) GetKnowledgeByLines(ctx context.Context, id string, start, e
 	}
 	// The first line alone is over the cap: show its start and point at the
 	// character offset where it goes on.
-	a, err := w.store.Get(ctx, w.opts.Namespace, id)
+	a, err := w.store.Get(ctx, ns, id)
 	if err != nil {
 		return "", err
 	}
@@ -137,7 +145,11 @@ func (w *Workspace) grepQuery(pattern string, o GrepOptions) GrepQuery {
 func (w *Workspace) GrepKnowledge(ctx context.Context, id, pattern string, o GrepOptions) (string, error) {
 	q := w.grepQuery(pattern, o)
 	q.ID = id
-	res, err := Grep(ctx, w.store, w.opts.Namespace, q)
+	var res *GrepResult
+	err := w.byID(func(namespace string) (err error) {
+		res, err = Grep(ctx, w.store, namespace, q)
+		return err
+	})
 	if err != nil {
 		return "", err
 	}
@@ -151,14 +163,15 @@ func (w *Workspace) GrepKnowledge(ctx context.Context, id, pattern string, o Gre
 type SessionGrepOptions struct {
 	GrepOptions
 	// SessionID selects the session; "" means the workspace's SessionID,
-	// and all sessions when that is empty too.
+	// and every session of the namespace when that is empty too.
 	SessionID string
 	// TaskID, when set, narrows the search to one task.
 	TaskID string
 }
 
-// GrepSession searches every offloaded tool result of a session, in the
-// order they were stored. Lines are written "ID:N:line" for a match and
+// GrepSession searches every offloaded tool result of a session (see
+// SessionGrepOptions.SessionID), or of the whole namespace, in the order
+// they were stored. Lines are written "ID:N:line" for a match and
 // "ID-N-line" for context, as grep does for several files.
 func (w *Workspace) GrepSession(ctx context.Context, pattern string, o SessionGrepOptions) (string, error) {
 	q := w.grepQuery(pattern, o.GrepOptions)
@@ -242,9 +255,11 @@ type ArtifactSummary struct {
 
 // QueryArtifacts lists the artifacts whose metadata matches f (seed:
 // query_artifacts(search_filter)), as a JSON array with one artifact per
-// line, ordered by creation.
+// line, ordered by creation. When f names no session_id, a workspace with
+// a SessionID lists that session's artifacts, one without lists every
+// session's.
 func (w *Workspace) QueryArtifacts(ctx context.Context, f Filter) (string, error) {
-	list, err := w.store.Query(ctx, w.opts.Namespace, f)
+	list, err := w.store.Query(ctx, w.opts.Namespace, w.sessionFilter(f))
 	if err != nil {
 		return "", err
 	}
@@ -294,8 +309,13 @@ func OffloadInfo(ctx context.Context, s Store, namespace, taskID, sessionID stri
 }
 
 // ToolResultOffloadInfo returns the overview of the workspace's offloaded
-// tool results (see OffloadInfo) as a JSON array, one result per line.
+// tool results (see OffloadInfo) as a JSON array, one result per line:
+// those of sessionID; when that is "", of the workspace's SessionID, or of
+// every session when the workspace has none.
 func (w *Workspace) ToolResultOffloadInfo(ctx context.Context, taskID, sessionID string) (string, error) {
+	if sessionID == "" {
+		sessionID = w.opts.SessionID
+	}
 	list, err := OffloadInfo(ctx, w.store, w.opts.Namespace, taskID, sessionID)
 	if err != nil {
 		return "", err

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/memstore"
 )
@@ -290,5 +291,132 @@ func TestQueryAndOffloadInfo(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(strings.SplitN(got, "\n\n[", 2)[0]), &list); err != nil {
 		t.Errorf("the cut list is not JSON: %v", err)
+	}
+}
+
+// A workspace without a session lists and searches every session's
+// artifacts; one with a session lists its own unless a call names another.
+func TestListingsCoverEverySession(t *testing.T) {
+	store := memstore.New()
+	for _, sess := range []string{"s1", "s2"} {
+		ws := workspace.New(store, &workspace.Options{Now: now, SessionID: sess})
+		msgs := anthropic(t, "bash", `{}`, agentctx.Text("needle of "+sess+"\n"))
+		if _, err := ws.Offload(ctx, msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(list string) string {
+		var entries []workspace.OffloadEntry
+		if err := json.Unmarshal([]byte(list), &entries); err != nil {
+			t.Fatalf("%v: %s", err, list)
+		}
+		var out []string
+		for _, e := range entries {
+			out = append(out, e.ArtifactID+"@"+e.SessionID)
+		}
+		return strings.Join(out, " ")
+	}
+	queried := func(list string) string {
+		var entries []workspace.ArtifactSummary
+		if err := json.Unmarshal([]byte(list), &entries); err != nil {
+			t.Fatalf("%v: %s", err, list)
+		}
+		var out []string
+		for _, e := range entries {
+			out = append(out, e.ID+"@"+e.Metadata["session_id"])
+		}
+		return strings.Join(out, " ")
+	}
+	all := workspace.New(store, nil)
+	s2 := workspace.New(store, &workspace.Options{SessionID: "s2"})
+	for _, c := range []struct {
+		name string
+		run  func() (string, error)
+		want string
+	}{
+		{"offload info, no session", func() (string, error) { return all.ToolResultOffloadInfo(ctx, "", "") }, "tool_result_toolu_01@s1 tool_result_toolu_01-2@s2"},
+		{"offload info, filter", func() (string, error) { return all.ToolResultOffloadInfo(ctx, "", "s2") }, "tool_result_toolu_01-2@s2"},
+		{"offload info, own session", func() (string, error) { return s2.ToolResultOffloadInfo(ctx, "", "") }, "tool_result_toolu_01-2@s2"},
+		{"offload info, other session", func() (string, error) { return s2.ToolResultOffloadInfo(ctx, "", "s1") }, "tool_result_toolu_01@s1"},
+	} {
+		got, err := c.run()
+		if err != nil || ids(got) != c.want {
+			t.Errorf("%s: %v %s, want %s", c.name, err, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		ws   *workspace.Workspace
+		f    workspace.Metadata
+		want string
+	}{
+		{"query, no session", all, nil, "tool_result_toolu_01@s1 tool_result_toolu_01-2@s2"},
+		{"query, filter", all, workspace.Metadata{"session_id": "s1"}, "tool_result_toolu_01@s1"},
+		{"query, own session", s2, workspace.Metadata{"context_type": "tool_result"}, "tool_result_toolu_01-2@s2"},
+		{"query, other session", s2, workspace.Metadata{"session_id": "s1"}, "tool_result_toolu_01@s1"},
+	} {
+		got, err := c.ws.QueryArtifacts(ctx, workspace.Filter{Metadata: c.f})
+		if err != nil || queried(got) != c.want {
+			t.Errorf("%s: %v %s, want %s", c.name, err, got, c.want)
+		}
+	}
+	if list, _ := s2.Query(ctx, workspace.Filter{}); len(list) != 2 {
+		t.Errorf("Query of a session's workspace lists %d artifacts, want the namespace's 2", len(list))
+	}
+	got, err := all.GrepSession(ctx, "needle", workspace.SessionGrepOptions{})
+	if want := "tool_result_toolu_01:1:needle of s1\ntool_result_toolu_01-2:1:needle of s2"; err != nil || got != want {
+		t.Errorf("grep of every session: %q %v, want %q", got, err, want)
+	}
+	got, _ = s2.GrepSession(ctx, "needle", workspace.SessionGrepOptions{})
+	if want := "tool_result_toolu_01-2:1:needle of s2"; got != want {
+		t.Errorf("grep of the own session: %q, want %q", got, want)
+	}
+}
+
+// Workspaces written before the flat layout kept a session's artifacts in
+// SessionNamespace(ns, session): a workspace with that session still reads
+// them by id, after a miss in the namespace.
+func TestLegacySessionNamespaceReadByID(t *testing.T) {
+	store := memstore.New()
+	legacy := workspace.SessionNamespace("proj", "s/1")
+	content := "old\nlayout ERROR\n"
+	if _, err := store.Put(ctx, legacy, workspace.Artifact{Info: workspace.Info{ID: "tool_result_old", Created: clock,
+		Metadata: workspace.Metadata{"context_type": "tool_result", "session_id": "s/1"}}, Content: content}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Put(ctx, "proj", workspace.Artifact{Info: workspace.Info{ID: "tool_result_new", Created: clock}, Content: "new\n"}); err != nil {
+		t.Fatal(err)
+	}
+	ws := workspace.New(store, &workspace.Options{Namespace: "proj", SessionID: "s/1"})
+	if ws.Namespace() != "proj" || ws.BaseNamespace() != "proj" {
+		t.Errorf("Namespace %q, BaseNamespace %q; want proj", ws.Namespace(), ws.BaseNamespace())
+	}
+	for name, read := range map[string]func() (string, error){
+		"get":   func() (string, error) { return ws.GetKnowledgeByID(ctx, "tool_result_old", 0) },
+		"lines": func() (string, error) { return ws.GetKnowledgeByLines(ctx, "tool_result_old", 2, 2) },
+		"grep": func() (string, error) {
+			return ws.GrepKnowledge(ctx, "tool_result_old", "ERROR", workspace.GrepOptions{})
+		},
+		"tool": func() (string, error) {
+			return ws.Execute(ctx, "get_knowledge_by_id", json.RawMessage(`{"artifact_id":"tool_result_old"}`))
+		},
+	} {
+		got, err := read()
+		if err != nil || !strings.Contains(got, "layout ERROR") {
+			t.Errorf("%s of a legacy artifact: %q %v", name, got, err)
+		}
+	}
+	if a, err := ws.Get(ctx, "tool_result_new"); err != nil || a.Content != "new\n" {
+		t.Errorf("Get of the namespace's artifact: %v", err)
+	}
+	// A miss in both names the namespace searched.
+	_, err := ws.GetKnowledgeByID(ctx, "tool_result_none", 0)
+	var we *workspace.Error
+	if !errors.Is(err, workspace.ErrNotFound) || !errors.As(err, &we) || we.Namespace != "proj" {
+		t.Errorf("miss: %v", err)
+	}
+	// Without the session, the legacy namespace is not searched.
+	if _, err := workspace.New(store, &workspace.Options{Namespace: "proj"}).GetKnowledgeByID(ctx, "tool_result_old", 0); !errors.Is(err, workspace.ErrNotFound) {
+		t.Errorf("a workspace without the session read the legacy artifact: %v", err)
 	}
 }

@@ -116,10 +116,10 @@ func tools(maxChars, maxResults int) []ToolDefinition {
 		},
 		{
 			Name: ToolGrepSessionKnowledge,
-			Description: join("Search every stored tool result of the session with a regular expression, like grep -n over many files.",
+			Description: join("Search every stored tool result of the session (of every session when there is no current one) with a regular expression, like grep -n over many files.",
 				"Lines are shown as \"ARTIFACT_ID:N:line\" (match) and \"ARTIFACT_ID-N-line\" (context).", capNote),
 			InputSchema: schema(grepProps+`,
-				"session_id": {"type": "string", "description": "Session to search. Default: the current session."},
+				"session_id": {"type": "string", "description": "Session to search. Default: the current session, or every session when there is none."},
 				"task_id": {"type": "string", "description": "Only tool results of this task."}`, "pattern"),
 		},
 		{
@@ -127,7 +127,7 @@ func tools(maxChars, maxResults int) []ToolDefinition {
 			Description: join("List stored artifacts whose metadata matches every key of filter exactly",
 				"(keys: context_type, biz_id (the tool call id), task_id, session_id, agent_id, tool_name, action_name).",
 				"Returns a JSON array of {id, type, created_at, chars, lines, metadata}, oldest first.", capNote),
-			InputSchema: schema(`"filter": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Metadata to match, e.g. {\"context_type\": \"tool_result\", \"session_id\": \"...\"}. Empty: all artifacts."},
+			InputSchema: schema(`"filter": {"type": "object", "additionalProperties": {"type": "string"}, "description": "Metadata to match, e.g. {\"context_type\": \"tool_result\", \"session_id\": \"...\"}. Without session_id: the current session's artifacts, or every session's when there is none."},
 				"limit": {"type": "integer", "minimum": 1, "description": "Most artifacts to list."},
 				"offset": {"type": "integer", "minimum": 0, "description": "Artifacts to skip."}`),
 		},
@@ -136,7 +136,7 @@ func tools(maxChars, maxResults int) []ToolDefinition {
 			Description: join("List the tool results stored in this workspace: artifact_id, biz_id (the tool call id), tool_name, action_name, size in characters and lines.",
 				"Read one with get_knowledge_by_id, get_knowledge_by_lines or grep_knowledge.", capNote),
 			InputSchema: schema(`"task_id": {"type": "string", "description": "Only tool results of this task."},
-				"session_id": {"type": "string", "description": "Only tool results of this session."}`),
+				"session_id": {"type": "string", "description": "Only tool results of this session. Default: the current session, or every session when there is none."}`),
 		},
 	}
 }
@@ -236,7 +236,7 @@ func modelError(tool string, err error) string {
 	if errors.As(err, &we) {
 		msg = we.Err.Error()
 		if errors.Is(err, ErrNotFound) {
-			msg = fmt.Sprintf("no artifact %s in this workspace; get_tool_result_offload_info lists the stored tool results", quote(we.ID))
+			msg = fmt.Sprintf("no artifact %s in this workspace (namespace %s); get_tool_result_offload_info lists the stored tool results", quote(we.ID), quote(we.Namespace))
 		}
 	}
 	return "Error: " + tool + ": " + strings.Join(strings.Fields(msg), " ")

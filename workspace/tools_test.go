@@ -109,7 +109,7 @@ func TestExecute(t *testing.T) {
 		{"get_knowledge_by_id", `{"id":"tool_result_a"}`, workspace.ErrInvalidArguments, `unknown argument "id"; the arguments are artifact_id, offset`},
 		{"get_knowledge_by_id", `{"artifact_id":"tool_result_a","offset":-1}`, workspace.ErrInvalidArguments, "offset must be at least 0, got -1"},
 		{"get_knowledge_by_id", `{"artifact_id":"tool_result_a","offset":99}`, workspace.ErrInvalidRange, "offset 99 is beyond the end (20 characters)"},
-		{"get_knowledge_by_id", `{"artifact_id":"tool_result_zz"}`, workspace.ErrNotFound, `no artifact "tool_result_zz" in this workspace; get_tool_result_offload_info lists the stored tool results`},
+		{"get_knowledge_by_id", `{"artifact_id":"tool_result_zz"}`, workspace.ErrNotFound, `no artifact "tool_result_zz" in this workspace (namespace "default"); get_tool_result_offload_info lists the stored tool results`},
 		{"get_knowledge_by_lines", `{"artifact_id":"tool_result_a","start_line":1}`, workspace.ErrInvalidArguments, "end_line is required"},
 		{"get_knowledge_by_lines", `{"artifact_id":"tool_result_a","start_line":0,"end_line":1}`, workspace.ErrInvalidArguments, "start_line must be at least 1, got 0"},
 		{"get_knowledge_by_lines", `{"artifact_id":"tool_result_a","start_line":1.5,"end_line":2}`, workspace.ErrInvalidArguments, "start_line must be an integer, got 1.5"},

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strings"
 	"time"
@@ -41,13 +42,20 @@ type Options struct {
 	Namespace string
 
 	// AgentID, TaskID and SessionID are written in the metadata of every
-	// offloaded tool result. SessionID is also the default session of
-	// GrepSession.
+	// offloaded tool result.
 	//
-	// A non-empty SessionID scopes the workspace to that session (SPEC §9):
-	// its artifacts live in the store namespace SessionNamespace(Namespace,
-	// SessionID), so the same tool call id in another session is another
-	// artifact, and every read of this Workspace sees that session only.
+	// Every session's artifacts live in the namespace itself (SPEC §10):
+	// an id is never overwritten with other content (see
+	// OffloadToolResult), so the id a model was given names one artifact
+	// of the namespace, whichever session stored it, and any Workspace of
+	// the namespace reads it by that id, with or without a SessionID.
+	//
+	// A non-empty SessionID is the default session of the listings written
+	// for a model (GrepSession, QueryArtifacts, ToolResultOffloadInfo): a
+	// call that names no session lists this one's; without a SessionID
+	// they cover every session. A read by id that misses in the namespace
+	// also looks in SessionNamespace(Namespace, SessionID), where
+	// versions before this layout kept a session's artifacts.
 	AgentID, TaskID, SessionID string
 	// Metadata is added to every offloaded tool result (the keys above and
 	// context_type, biz_id, tool_name and action_name take precedence).
@@ -80,11 +88,17 @@ type Options struct {
 // Workspace is a view of one namespace of a Store: it offloads tool
 // results into it and reads them back, as Go calls and as agent tools.
 // It is safe for concurrent use when its Store is.
+//
+// What a read may reach is the namespace: every artifact of it, whichever
+// session, task or agent stored it, and nothing of another namespace (but
+// SessionNamespace(Namespace, SessionID), where earlier versions kept this
+// session's artifacts). A store shared by tenants that must not read each
+// other's results gives each tenant a namespace of its own.
 type Workspace struct {
-	store Store
-	opts  Options // Namespace is the store namespace: scoped to SessionID when set
-	base  string  // the namespace the Options named
-	log   *slog.Logger
+	store  Store
+	opts   Options
+	legacy string // SessionNamespace(Namespace, SessionID) for a SessionID, else ""
+	log    *slog.Logger
 }
 
 // New returns a Workspace over store. opts may be nil.
@@ -98,9 +112,8 @@ func New(store Store, opts *Options) *Workspace {
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
 	}
-	w.base = o.Namespace
 	if o.SessionID != "" {
-		o.Namespace = SessionNamespace(o.Namespace, o.SessionID)
+		w.legacy = SessionNamespace(o.Namespace, o.SessionID)
 	}
 	if o.InlineLimit <= 0 {
 		o.InlineLimit = DefaultInlineLimit
@@ -137,21 +150,28 @@ func New(store Store, opts *Options) *Workspace {
 func (w *Workspace) Store() Store { return w.store }
 
 // Namespace returns the store namespace the workspace's artifacts live in:
-// SessionNamespace(namespace, session) for a workspace scoped to a session,
-// else the namespace its Options named.
+// the namespace its Options named (DefaultNamespace when they named none),
+// whatever its SessionID.
 func (w *Workspace) Namespace() string { return w.opts.Namespace }
 
-// BaseNamespace returns the namespace the workspace's Options named (the
-// default one when they named none), before scoping to a session.
-func (w *Workspace) BaseNamespace() string { return w.base }
+// BaseNamespace returns the namespace the workspace's Options named. It
+// equals Namespace since artifacts no longer live apart per session, and
+// is kept for the callers written before.
+func (w *Workspace) BaseNamespace() string { return w.opts.Namespace }
 
-// SessionID returns the session the workspace is scoped to, "" for none.
+// SessionID returns the session the workspace writes in its artifacts'
+// metadata and lists by default, "" for none.
 func (w *Workspace) SessionID() string { return w.opts.SessionID }
 
-// SessionNamespace returns the store namespace of a session's artifacts in
-// namespace: namespace + "/sessions/" + the session id, with "%" and "/" of
-// the id written as %25 and %2F so that different (namespace, session)
-// pairs never share a namespace.
+// SessionNamespace returns the store namespace where versions before the
+// flat layout kept a session's artifacts: namespace + "/sessions/" + the
+// session id, with "%" and "/" of the id written as %25 and %2F so that
+// different (namespace, session) pairs never share a namespace.
+//
+// Deprecated: artifacts live in the namespace itself, with session_id in
+// their metadata. A Workspace with a SessionID still reads an id it does
+// not find in its namespace from here, so workspaces written by earlier
+// versions stay readable.
 func SessionNamespace(namespace, sessionID string) string {
 	if namespace == "" {
 		namespace = DefaultNamespace
@@ -161,12 +181,48 @@ func SessionNamespace(namespace, sessionID string) string {
 
 // Get returns an artifact of the workspace whole, without the read cap.
 func (w *Workspace) Get(ctx context.Context, id string) (*Artifact, error) {
-	return w.store.Get(ctx, w.opts.Namespace, id)
+	var a *Artifact
+	err := w.byID(func(ns string) (err error) {
+		a, err = w.store.Get(ctx, ns, id)
+		return err
+	})
+	return a, err
 }
 
-// Query lists the artifacts of the workspace whose metadata matches f.
+// byID runs a read of one artifact in the workspace's namespace and, when
+// it reports ErrNotFound and the workspace has a SessionID, once more in
+// the legacy namespace of the session (see SessionNamespace). A miss in
+// both returns the first error, which names the namespace.
+func (w *Workspace) byID(read func(namespace string) error) error {
+	err := read(w.opts.Namespace)
+	if err == nil || w.legacy == "" || !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err2 := read(w.legacy); !errors.Is(err2, ErrNotFound) {
+		return err2
+	}
+	return err
+}
+
+// Query lists the artifacts of the workspace's namespace whose metadata
+// matches f, of every session (f may name one with session_id).
 func (w *Workspace) Query(ctx context.Context, f Filter) ([]Info, error) {
 	return w.store.Query(ctx, w.opts.Namespace, f)
+}
+
+// sessionFilter returns f narrowed to the workspace's session when f names
+// no session_id and the workspace has one.
+func (w *Workspace) sessionFilter(f Filter) Filter {
+	if w.opts.SessionID == "" {
+		return f
+	}
+	if _, ok := f.Metadata[KeySessionID]; ok {
+		return f
+	}
+	md := cloneMetadata(f.Metadata)
+	md[KeySessionID] = w.opts.SessionID
+	f.Metadata = md
+	return f
 }
 
 // DefaultActionName returns the action of a tool call: the string member

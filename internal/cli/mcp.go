@@ -30,13 +30,20 @@ grep_session_knowledge, query_artifacts, get_tool_result_offload_info) over
 the Model Context Protocol: on stdin/stdout by default, or as a streamable
 HTTP endpoint at --http ADDR.
 
+A tool reads any artifact of the namespace by the id the model was given,
+whichever session stored it (the proxy's, prepare --session's), and nothing
+of another namespace; the listings and grep_session_knowledge cover every
+session unless --session, or a call's session_id, names one.
+
 Every tool carries _meta {"anthropic/alwaysLoad": true}, so Claude Code loads
 it up front, and every result is one page under --max-chars characters and
 --max-tokens tokens, with a notice saying how to read on.
 
-  claude mcp add agentctx -- agentctx mcp --workspace DIR`,
-		Example: `  agentctx mcp --workspace .agentctx --session s1
-  claude mcp add agentctx -- agentctx mcp --workspace "$PWD/.agentctx"
+  claude mcp add agentctx -- agentctx mcp --workspace DIR
+
+agentctx proxy serves the same tools at /mcp on its own port.`,
+		Example: `  claude mcp add agentctx -- agentctx mcp --workspace "$PWD/.agentctx"
+  agentctx mcp --workspace .agentctx --session s1
   agentctx mcp --http 127.0.0.1:8790`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -64,7 +71,7 @@ it up front, and every result is one page under --max-chars characters and
 	cmd.Flags().StringVar(&f.path, "workspace", ".agentctx", "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
 	cmd.Flags().StringVar(&f.store, "store", "", storeFlagHelp)
 	cmd.Flags().StringVar(&f.namespace, "namespace", workspace.DefaultNamespace, "namespace inside the workspace")
-	cmd.Flags().StringVar(&session, "session", "", "session the listing and session-wide search cover by default")
+	cmd.Flags().StringVar(&session, "session", "", "session the listings and session-wide search cover by default (default: every session)")
 	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP at this address (host:port) instead of stdio")
 	cmd.Flags().IntVar(&maxChars, "max-chars", mcpserver.DefaultMaxChars, "characters per page")
 	cmd.Flags().IntVar(&maxTokens, "max-tokens", mcpserver.DefaultMaxTokens, "o200k_base tokens per page")

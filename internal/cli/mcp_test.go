@@ -45,7 +45,9 @@ type nopCloser struct{ io.Writer }
 func (nopCloser) Close() error { return nil }
 
 // TestMCPStdio runs agentctx mcp in-process on pipes and talks to it with
-// the official SDK's client, as Claude Code does over stdio.
+// the official SDK's client, as Claude Code does over stdio. It is
+// registered as the README shows, without the session the results were
+// stored for.
 func TestMCPStdio(t *testing.T) {
 	dir, original := offloadedWorkspace(t)
 	inR, inW := io.Pipe()
@@ -53,7 +55,7 @@ func TestMCPStdio(t *testing.T) {
 	var errb bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Run(t.Context(), []string{"mcp", "--workspace", dir, "--session", "s1"}, cli.Streams{In: inR, Out: outW, Err: &errb})
+		done <- cli.Run(t.Context(), []string{"mcp", "--workspace", dir}, cli.Streams{In: inR, Out: outW, Err: &errb})
 		outW.Close()
 	}()
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
@@ -239,7 +241,7 @@ func TestMCPSeesLaterResults(t *testing.T) {
 			outR, outW := io.Pipe()
 			done := make(chan int, 1)
 			go func() {
-				done <- cli.Run(t.Context(), []string{"mcp", "--workspace", dir, "--session", "s1"}, cli.Streams{In: inR, Out: outW, Err: io.Discard})
+				done <- cli.Run(t.Context(), []string{"mcp", "--workspace", dir}, cli.Streams{In: inR, Out: outW, Err: io.Discard})
 				outW.Close()
 			}()
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(t.Context(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)

@@ -263,10 +263,11 @@ func TestPrepareCommandOut(t *testing.T) {
 		}
 	}
 	// Each conversation of a run over several files is a session of its
-	// own, with its own artifacts.
-	for _, ns := range []string{"default%2Fsessions%2Fopenhands%252Fcalc__calc-1", "default%2Fsessions%2Fsession"} {
-		if _, err := os.Stat(filepath.Join(dir, "ws", ns)); err != nil {
-			t.Errorf("namespace %s: %v", ns, err)
+	// own: its artifacts carry its session id, in the one namespace.
+	for _, session := range []string{"openhands/calc__calc-1", "session"} {
+		code, out, errOut := prepRun(t, false, "", "ws", "ls", "--workspace", filepath.Join(dir, "ws"), "--session", session)
+		if code != 0 || !strings.Contains(out, `"session_id":"`+session+`"`) {
+			t.Errorf("artifacts of session %s: exit %d %.200s %s", session, code, out, errOut)
 		}
 	}
 

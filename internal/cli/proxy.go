@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/mcpserver"
 	"github.com/agentctx/agentctx/offload"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
@@ -37,9 +39,16 @@ POST /v1/messages, /v1/chat/completions and /v1/responses (with store
 false and no previous_response_id) are edited; everything else passes
 through. A request that needs no edit goes upstream byte for byte.
 GET /agentctx/stats reports per session. SIGINT or SIGTERM stops
-accepting and lets the requests in flight finish.`,
+accepting and lets the requests in flight finish.
+
+/mcp serves the read-back tools (get_knowledge_by_id, ...; see agentctx
+mcp) over MCP streamable HTTP, reading the store and namespace the proxy
+writes to, every session: the proxy prints the line that registers it,
+
+  claude mcp add --transport http agentctx http://127.0.0.1:8787/mcp`,
 		Example: `  agentctx proxy --limit 150000
   ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude
+  claude mcp add --transport http agentctx http://127.0.0.1:8787/mcp
   agentctx proxy --store postgres://agentctx@db/agentctx --listen 0.0.0.0:8787
   curl -s http://127.0.0.1:8787/agentctx/stats | jq '.sessions[] | {requests, compactions, prefix_changes, cache_breaks}'`,
 		Args: cobra.NoArgs,
@@ -99,7 +108,11 @@ accepting and lets the requests in flight finish.`,
 			if err != nil {
 				return usagef("%v", err)
 			}
-			srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: anthropicURL, OpenAIURL: oaURL, Logger: log, DecodeCacheBytes: decodeCache})
+			// The read-back tools at /mcp, over the store and namespace the
+			// engine writes to, every session.
+			mcpSrv := mcpserver.New(store, &mcpserver.Options{Namespace: f.namespace, Version: agentctx.Version, Logger: log})
+			srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: anthropicURL, OpenAIURL: oaURL, Logger: log, DecodeCacheBytes: decodeCache,
+				MCP: mcpSrv.Handler()})
 			if err != nil {
 				if errors.Is(err, proxy.ErrInvalidURL) {
 					return usagef("%v", err)
@@ -114,6 +127,8 @@ accepting and lets the requests in flight finish.`,
 			base := "http://" + ln.Addr().String()
 			fmt.Fprintf(e.s.Out, "ANTHROPIC_BASE_URL=%s\n", base)
 			fmt.Fprintf(e.s.Err, "agentctx proxy: listening on %s (OpenAI clients: base URL %s/v1); stats at %s%s\n", base, base, base, proxy.StatsPath)
+			fmt.Fprintf(e.s.Err, "agentctx proxy: read-back tools over MCP at %s%s; for Claude Code:\n", base, proxy.MCPPath)
+			fmt.Fprintf(e.s.Err, "claude mcp add --transport http agentctx %s%s\n", localURL(ln.Addr()), proxy.MCPPath)
 			return srv.Serve(cmd.Context(), ln)
 		},
 	}
@@ -132,4 +147,18 @@ accepting and lets the requests in flight finish.`,
 	sf.DefValue, sf.Usage = summarizerUpstream, "upstream (the client's own model and credentials, extractive when that fails), extractive, anthropic or openai"
 	f.summarizer = summarizerUpstream
 	return cmd
+}
+
+// localURL is the base URL a client on this machine reaches a listener
+// at: its address, with a loopback host in place of an unspecified one
+// (0.0.0.0, ::).
+func localURL(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return "http://" + addr.String()
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }

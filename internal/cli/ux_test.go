@@ -306,8 +306,10 @@ func TestEnvironmentDefaults(t *testing.T) {
 	oneLineError(t, code, out, errs, "AGENTCTX_LIMIT")
 	delete(env, "AGENTCTX_LIMIT")
 
-	// A session id in the environment is the session of the ws commands:
-	// its artifacts are offloaded, listed and read there, and no other.
+	// A session id in the environment is the session ws offload writes;
+	// the reads find its artifacts with any session or none, and the
+	// listings cover every session (--session filters, the environment
+	// does not).
 	ws := filepath.Join(t.TempDir(), "ws")
 	if code, _, errs := run("ws", "offload", "--workspace", ws); code != 0 {
 		t.Fatal(errs)
@@ -322,8 +324,11 @@ func TestEnvironmentDefaults(t *testing.T) {
 	}
 	env["AGENTCTX_SESSION"] = "other"
 	_, out, _ = runStreams(t, t.Context(), cli.Streams{LookupEnv: lookup}, "ws", "ls", "--workspace", ws)
-	if strings.Contains(out, "tool_result_toolu_1") {
-		t.Errorf("ws ls in another session lists this one's artifacts: %.300s", out)
+	if !strings.Contains(out, "tool_result_toolu_1") {
+		t.Errorf("ws ls with AGENTCTX_SESSION=other does not list every session's artifacts: %.300s", out)
+	}
+	if code, _, errs = runStreams(t, t.Context(), cli.Streams{LookupEnv: lookup}, "ws", "get", "--workspace", ws, "tool_result_toolu_1"); code != 0 {
+		t.Errorf("ws get with AGENTCTX_SESSION=other: exit %d, %s", code, errs)
 	}
 
 	// Help names the variables.

@@ -49,7 +49,10 @@ The workspace (--workspace) is a directory of plain files, readable with
 ls and cat; a path ending in .db, .sqlite or .sqlite3 is an indexed SQLite
 file instead. --store postgres://... (or AGENTCTX_STORE) keeps the workspace
 in a PostgreSQL database shared by a fleet, and overrides --workspace.
-Namespaces (--namespace) keep workspaces apart.
+Namespaces (--namespace) keep workspaces apart; the sessions of a namespace
+share it (an id is never reused for other content), so get, lines and grep
+find an artifact by its id whichever session stored it, and ls and grep
+without ID cover every session unless --session names one.
 
 get, lines and grep print what the agent tool returns, capped at
 --max-chars characters (0 lifts the cap). An ID is the artifact id as ws ls
@@ -125,8 +128,13 @@ func exists(p string) bool {
 }
 
 // wsError makes what the user got wrong (an unknown id, a bad range or
-// pattern) a usage error, exit 2; store failures stay runtime failures.
+// pattern) a usage error, exit 2; store failures stay runtime failures. A
+// missing artifact says where to look: its error names the namespace
+// searched, and ws ls lists what it holds.
 func wsError(err error) error {
+	if errors.Is(err, workspace.ErrNotFound) {
+		return &usageError{fmt.Errorf("%w (agentctx ws ls lists the namespace's artifacts)", err)}
+	}
 	for _, target := range []error{workspace.ErrNotFound, workspace.ErrInvalidRange, workspace.ErrInvalidPattern,
 		workspace.ErrInvalidID, workspace.ErrInvalidNamespace, workspace.ErrInvalidMetadata} {
 		if errors.Is(err, target) {
@@ -300,9 +308,10 @@ past the last line is clamped) after the header "Lines a-b of N".`,
 	return cmd
 }
 
-// sessionFlagHelp describes --session of the reading commands: artifacts
-// offloaded for a session live apart from other sessions' artifacts.
-const sessionFlagHelp = "the session whose artifacts to read (the --session they were offloaded with)"
+// sessionFlagHelp describes --session of the reads by id: an id names one
+// artifact of the namespace whatever its session, so the flag only helps
+// with workspaces written by versions that kept each session apart.
+const sessionFlagHelp = "not needed (ids are unique in the namespace); also looks where earlier versions kept this session's artifacts"
 
 func newWSGrepCmd(e *env, f *wsFlags) *cobra.Command {
 	var (
@@ -317,8 +326,9 @@ expression, and prints "N:line" for matches, "N-line" for context lines
 and "--" between groups. At most --max-results matching lines are shown
 (0: all), with a warning when more match.
 
-Without ID it searches every stored tool result of the namespace (of one
-session with --session, one task with --task) and prints "ID:N:line".`,
+Without ID it searches every stored tool result of the namespace, of every
+session (of one session with --session, one task with --task), and prints
+"ID:N:line".`,
 		Example: `  agentctx ws grep -i -C 2 tool_result_toolu_01 'error|fail'
   agentctx ws grep --session s1 'panic:'`,
 		Args: cobra.RangeArgs(1, 2),
@@ -358,9 +368,9 @@ session with --session, one task with --task) and prints "ID:N:line".`,
 	cmd.Flags().IntVarP(&o.Context, "context", "C", 0, "lines of context before and after each match")
 	cmd.Flags().IntVar(&maxResults, "max-results", workspace.DefaultMaxResults, "most matching lines shown; 0 shows all")
 	cmd.Flags().IntVar(&maxChars, "max-chars", workspace.DefaultMaxChars, "cap on the characters printed; 0 lifts it")
-	cmd.Flags().StringVar(&o.SessionID, "session", "", sessionFlagHelp)
+	cmd.Flags().StringVar(&o.SessionID, "session", "", "without ID: search only this session's tool results (default: every session)")
 	cmd.Flags().StringVar(&o.TaskID, "task", "", "without ID: search only this task's tool results")
-	// --session is the session whose artifacts are searched: AGENTCTX_SESSION applies.
+	markNoEnv(cmd, "session") // a filter: without it, every session is searched
 	return cmd
 }
 
@@ -375,8 +385,9 @@ func newWSLsCmd(e *env, f *wsFlags) *cobra.Command {
 		Short: "List artifacts by metadata (query_artifacts)",
 		Long: `ls prints the artifacts whose metadata matches every filter given, as a
 JSON list ordered by creation time: id, type, metadata, created_at, and
-sizes (chars, lines, bytes, sha256). A filter given as "" matches
-artifacts that lack the key.`,
+sizes (chars, lines, bytes, sha256), of every session of the namespace
+unless --session names one. A filter given as "" matches artifacts that
+lack the key.`,
 		Example: `  agentctx ws ls --session s1
   agentctx ws ls --meta tool_name=Bash --limit 10`,
 		Args: cobra.NoArgs,
@@ -399,7 +410,7 @@ artifacts that lack the key.`,
 				}
 				filter.Metadata[k] = v
 			}
-			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{SessionID: session})
+			ws, closeStore, err := f.open(cmd.Context(), e, false, workspace.Options{})
 			if err != nil {
 				return err
 			}
@@ -412,11 +423,11 @@ artifacts that lack the key.`,
 		},
 	}
 	cmd.Flags().StringVar(&contextType, "context-type", "", "match metadata context_type (tool_result for offloaded tool results)")
-	cmd.Flags().StringVar(&session, "session", "", "list the artifacts offloaded for this session")
+	cmd.Flags().StringVar(&session, "session", "", "match metadata session_id (default: every session)")
 	cmd.Flags().StringVar(&task, "task", "", "match metadata task_id")
 	cmd.Flags().StringVar(&bizID, "biz-id", "", "match metadata biz_id (the tool call id)")
 	cmd.Flags().StringArrayVar(&meta, "meta", nil, "match any metadata key: KEY=VALUE (repeatable)")
 	cmd.Flags().IntVar(&limit, "limit", 0, "most artifacts listed; 0 lists all")
-	markNoEnv(cmd, "limit") // a filter here; --session is the session whose artifacts are listed
+	markNoEnv(cmd, "limit", "session") // filters here
 	return cmd
 }

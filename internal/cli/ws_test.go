@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -130,10 +130,13 @@ func TestWSCommands(t *testing.T) {
 				{"grep session", []string{"grep", "--session", "s1", `^/src$`}, 0, "tool_result_small:1:/src\n", ""},
 				{"grep other session", []string{"grep", "--session", "s2", `src`}, 0, `No lines match "src" in 0 offloaded tool results.` + "\n", ""},
 				{"grep ID with --task", []string{"grep", "--task", "t1", "tool_result_small", "x"}, 2, "", "--task selects tool results to search when no ID is given"},
-				{"get without the session", []string{"get", "--session", "s2", "tool_result_small"}, 2, "", "artifact not found"},
+				{"get with another session", []string{"get", "--session", "s2", "tool_result_small"}, 0, "/src\n", ""}, // ids are unique in the namespace
+				{"get with the session", []string{"get", "--session", "s1", "tool_result_small"}, 0, "/src\n", ""},
 				{"grep bad pattern", []string{"grep", "tool_result_small", "("}, 2, "", "invalid pattern"},
-				{"grep missing", []string{"grep", "nope", "x"}, 2, "", `workspace: grep "nope" in namespace "default/sessions/s1": artifact not found`},
-				{"get missing", []string{"get", "nope"}, 2, "", `workspace: get "nope" in namespace "default/sessions/s1": artifact not found`},
+				{"grep missing", []string{"grep", "nope", "x"}, 2, "", `workspace: grep "nope" in namespace "default": artifact not found (agentctx ws ls lists the namespace's artifacts)`},
+				{"get missing", []string{"get", "nope"}, 2, "", `workspace: get "nope" in namespace "default": artifact not found (agentctx ws ls lists the namespace's artifacts)`},
+				{"lines missing", []string{"lines", "--session", "s1", "nope", "1", "2"}, 2, "", `workspace: lines "nope" in namespace "default": artifact not found (agentctx ws ls lists the namespace's artifacts)`},
+				{"grep every session", []string{"grep", `^/src$`}, 0, "tool_result_small:1:/src\n", ""},
 				{"get other namespace", []string{"get", "--namespace", "other", "tool_result_small"}, 2, "", "artifact not found"},
 				{"get bad max-chars", []string{"get", "--max-chars", "-1", "tool_result_small"}, 2, "", "--max-chars must be 0"},
 				{"ls empty namespace", []string{"ls", "--namespace", "other"}, 0, "[]\n", ""},
@@ -142,10 +145,9 @@ func TestWSCommands(t *testing.T) {
 			}
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
+					// The artifacts were offloaded for session s1; reads
+					// find them without it.
 					args := append([]string{"ws", "--workspace", ws}, tt.args...)
-					if len(tt.args) > 0 && tt.args[0] != "frob" && !slices.Contains(tt.args, "--session") {
-						args = append(args, "--session", "s1") // the artifacts were offloaded for session s1
-					}
 					out, errOut, code := run(t, "", args...)
 					if code != tt.code || tt.out != "" && out != tt.out || !strings.Contains(errOut, tt.err) {
 						t.Errorf("exit %d, want %d\nstdout %q\nwant   %q\nstderr %q, want %q", code, tt.code, out, tt.out, errOut, tt.err)
@@ -163,7 +165,7 @@ func TestWSCommands(t *testing.T) {
 				args []string
 				want []string
 			}{
-				{nil, nil}, // the artifacts live in session s1
+				{nil, []string{"tool_result_small", "tool_result_large", "tool_result_edge"}}, // every session
 				{[]string{"--session", "s1"}, []string{"tool_result_small", "tool_result_large", "tool_result_edge"}},
 				{[]string{"--context-type", "tool_result", "--session", "s1", "--task", "t1"}, []string{"tool_result_small", "tool_result_large", "tool_result_edge"}},
 				{[]string{"--session", "s1", "--biz-id", "large"}, []string{"tool_result_large"}},
@@ -290,6 +292,75 @@ func TestWSTranscripts(t *testing.T) {
 				got, _, code := run(t, "", "ws", "get", "--workspace", ws, "--session", "s", "--max-chars", "0", a.ID)
 				if code != 0 || len([]rune(got)) != a.Chars {
 					t.Errorf("%s: exit %d, %d characters, want %d", a.ID, code, len([]rune(got)), a.Chars)
+				}
+			}
+		})
+	}
+}
+
+// TestWSAfterPrepare: prepare stores the results of its session (the
+// session "default" when none is named; any session id when one is); ws
+// get, lines, grep and ls find them without --session, as the README and
+// the help examples run them.
+func TestWSAfterPrepare(t *testing.T) {
+	session := filepath.Join("..", "..", "examples", "session.json")
+	for _, prepSession := range []string{"", "3f2a-unknown-to-the-user"} {
+		t.Run("session="+prepSession, func(t *testing.T) {
+			dir := t.TempDir()
+			ws := filepath.Join(dir, "ws")
+			args := []string{"prepare", "--limit", "14000", "--workspace", ws, "--dir", filepath.Join(dir, "offload"), "--summary", "never"}
+			if prepSession != "" {
+				args = append(args, "--session", prepSession)
+			}
+			out, errOut, code := run(t, "", append(args, session)...)
+			if code != 0 {
+				t.Fatalf("prepare: exit %d: %s", code, errOut)
+			}
+			// The ids the model was given (in placeholders, references and
+			// the summary) and the archive of the compaction.
+			id := regexp.MustCompile(`tool_result_[A-Za-z0-9_-]+`).FindString(out)
+			archive := regexp.MustCompile(`compact_[0-9a-f]{16}`).FindString(out)
+			if id == "" || archive == "" {
+				t.Fatalf("prepare output names no artifact (%q) or archive (%q)", id, archive)
+			}
+
+			out, errOut, code = run(t, "", "ws", "ls", "--workspace", ws)
+			var list []struct {
+				ID       string            `json:"id"`
+				Metadata map[string]string `json:"metadata"`
+			}
+			if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list) < 46 {
+				t.Fatalf("ws ls: exit %d, %d artifacts, %s", code, len(list), errOut)
+			}
+			var tool string
+			for _, a := range list {
+				if a.ID == id {
+					tool = a.Metadata["tool_name"]
+				}
+			}
+			if tool == "" {
+				t.Fatalf("ws ls does not list %s", id)
+			}
+			for _, c := range []struct {
+				args []string
+				want string
+			}{
+				{[]string{"get", id}, ""},
+				{[]string{"get", archive}, `"role"`},
+				{[]string{"lines", id, "1", "3"}, "Lines 1-3 of "},
+				{[]string{"grep", "-i", id, "."}, "1:"},
+				{[]string{"grep", "--max-results", "1", "."}, ":1:"},
+				{[]string{"ls", "--meta", "tool_name=" + tool, "--limit", "10"}, `"id":"tool_result_`},
+			} {
+				out, errOut, code := run(t, "", append([]string{"ws", "--workspace", ws}, c.args...)...)
+				if code != 0 || out == "" || !strings.Contains(out, c.want) {
+					t.Errorf("ws %v: exit %d, stdout %.200q, stderr %q", c.args, code, out, errOut)
+				}
+			}
+			if prepSession != "" {
+				out, _, code := run(t, "", "ws", "ls", "--workspace", ws, "--session", "another")
+				if code != 0 || out != "[]\n" {
+					t.Errorf("ws ls --session another: %d %.200s", code, out)
 				}
 			}
 		})

@@ -95,8 +95,8 @@ func TestCompactionRerunOnConflict(t *testing.T) {
 	if compactions == 0 {
 		t.Fatal("no compaction: the test exercised nothing")
 	}
-	archives, err := store.Query(ctx, workspace.SessionNamespace(workspace.DefaultNamespace, "race"),
-		workspace.Filter{Metadata: workspace.Metadata{workspace.KeyContextType: pipeline.ContextCompactionArchive}})
+	archives, err := store.Query(ctx, workspace.DefaultNamespace,
+		workspace.Filter{Metadata: workspace.Metadata{workspace.KeyContextType: pipeline.ContextCompactionArchive, workspace.KeySessionID: "race"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -734,7 +734,7 @@ func checkArtifacts(t *testing.T, bin, store string, cfg config, u *upstream) {
 	}
 	checked := 0
 	for r := range named {
-		a, err := st.Get(ctx, workspace.SessionNamespace(workspace.DefaultNamespace, r.session), r.id)
+		a, err := st.Get(ctx, workspace.DefaultNamespace, r.id) // every session's artifacts share the namespace
 		if err != nil {
 			t.Errorf("artifact %s of session %s: %v", r.id, r.session, err)
 			continue
@@ -836,9 +836,9 @@ func checkSameStore(t *testing.T, controlDB, fleetDB string, cfg config, ctlUp, 
 	archives, orphans, ctlOrphans := 0, 0, 0
 	for s := range cfg.Sessions {
 		name := sessionName(s)
-		ns := workspace.SessionNamespace(workspace.DefaultNamespace, name)
+		ns := workspace.DefaultNamespace // every session's artifacts share it, with their session_id
 		list := func(st *pgstore.Store) map[string]string {
-			infos, err := st.Query(ctx, ns, workspace.Filter{})
+			infos, err := st.Query(ctx, ns, workspace.Filter{Metadata: workspace.Metadata{workspace.KeySessionID: name}})
 			if err != nil {
 				t.Fatalf("query %s: %v", ns, err)
 			}
