@@ -22,8 +22,9 @@ const ContextCompactionArchive = "compaction_archive"
 // once, under the same id, however often they are summarized.
 const ArchiveIDPrefix = "compact_"
 
-// workspaceArchiver keeps compaction archives as artifacts of the session's
-// workspace, where the agent reads them back with the same tools as any
+// workspaceArchiver keeps compaction archives as artifacts of the
+// workspace's namespace (shared by its sessions: content-addressed), where
+// the agent reads them back with the same tools as any
 // offloaded result, or from the artifact's file (Archived.Path, absolute)
 // when the store keeps files.
 type workspaceArchiver struct {

@@ -133,8 +133,9 @@ type Options struct {
 	Compact   compact.Options
 
 	// SessionID names the conversation: the key of its session state, the
-	// session its artifacts are scoped to, the subdirectory of file
-	// archives. "" means DefaultSessionID.
+	// session_id of its artifacts (which live in the workspace's namespace
+	// with every session's, under ids unique there), the subdirectory of
+	// file archives. "" means DefaultSessionID.
 	SessionID string
 
 	// Sessions keeps the session state (SPEC §9): every decision made for

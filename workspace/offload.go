@@ -196,7 +196,9 @@ func (w *Workspace) OffloadToolResult(ctx context.Context, call ToolCall, conten
 		switch {
 		case err == nil && (prev.SHA256 != m.SHA256 || prev.Type != m.Type):
 			continue // another result holds this id: never overwrite it
-		case err == nil && maps.Equal(prev.Metadata, m.Metadata):
+		case err == nil && sameResult(prev.Metadata, m.Metadata):
+			// The same result, stored by this or another session (a
+			// resumed or forked conversation): the first writer keeps it.
 			off.Info, off.Unchanged = prev, true
 		case err == nil || errors.Is(err, ErrNotFound):
 			info, err := w.store.Put(ctx, ns, a)
@@ -217,6 +219,24 @@ func (w *Workspace) OffloadToolResult(ctx context.Context, call ToolCall, conten
 		return content, off, nil
 	}
 	return agentctx.Text(w.knowledgeList(off.Info, a.Content)), off, nil
+}
+
+// sameResult reports whether two artifacts' metadata describe the same
+// tool result, whoever stored it: equal but for the keys that say which
+// session, agent and task wrote it.
+func sameResult(a, b Metadata) bool {
+	owner := func(k string) bool { return k == KeySessionID || k == KeyAgentID || k == KeyTaskID }
+	for k, v := range a {
+		if !owner(k) && b[k] != v {
+			return false
+		}
+	}
+	for k, v := range b {
+		if !owner(k) && a[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // maxSuffix bounds the suffixed ids tried for one tool call id.

@@ -318,7 +318,7 @@ func TestWSAfterPrepare(t *testing.T) {
 			}
 			// The ids the model was given (in placeholders, references and
 			// the summary) and the archive of the compaction.
-			id := regexp.MustCompile(`tool_result_[A-Za-z0-9_-]+`).FindString(out)
+			id := regexp.MustCompile(`tool_result_toolu[A-Za-z0-9_-]+`).FindString(out)
 			archive := regexp.MustCompile(`compact_[0-9a-f]{16}`).FindString(out)
 			if id == "" || archive == "" {
 				t.Fatalf("prepare output names no artifact (%q) or archive (%q)", id, archive)
