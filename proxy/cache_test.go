@@ -145,7 +145,7 @@ func TestCacheBreaksOnlyWhereTheEngineChangesThePrefix(t *testing.T) {
 		Workspace:    workspace.Options{InlineLimit: 4000},
 		Prune:        prune.Options{MaxAge: time.Minute, KeepRecent: 1, ToolNames: []string{"bash"}},
 		ClearAtLeast: 2000,
-		Clearing:     pipeline.ClearBatched, // batches, then a compaction
+		Clearing:     pipeline.ClearBatched,                         // batches, then a compaction
 		Compact:      compact.Options{Limit: 5_000, MaxRetries: -1}, // real token counts from the billing fake
 	}})
 	middling := func(i int) string { return strings.Repeat(fmt.Sprintf("middling output of step %d\n", i), 140) }
