@@ -53,6 +53,12 @@ type Request struct {
 	ThinkingEnabled bool
 	// Received is when the proxy received the request.
 	Received time.Time
+	// Prefix is set only on the request an Engine hands a summarizer (see
+	// PipelineOptions.Summarizer): the body last forwarded upstream for
+	// the session, nil when unknown. A summary request that sends it with
+	// its instruction appended at the end reuses the provider's prompt
+	// cache of that request (UpstreamSummarizers does).
+	Prefix []byte
 }
 
 // Prepared is the Engine's answer: the messages to send.
@@ -115,6 +121,15 @@ type Usage = pipeline.Usage
 type Engine interface {
 	Prepare(ctx context.Context, req *Request) (*Prepared, error)
 	Observe(ctx context.Context, sessionKey string, u Usage)
+}
+
+// Forwarder is implemented by Engines that want the body of each prepared
+// request as it went upstream (the proxy calls Forwarded after the
+// upstream accepted it with 200): PipelineEngine keeps the last one of a
+// session whose next request may compact, so its summary request can reuse
+// the provider's prompt cache. body must not be modified.
+type Forwarder interface {
+	Forwarded(sessionKey string, api API, body []byte)
 }
 
 // Closer is implemented by Engines that hold resources; Server.Close calls it.

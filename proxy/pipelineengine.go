@@ -81,6 +81,13 @@ type pipeSession struct {
 	usage    Usage
 	lastUsed time.Time
 	busy     int
+
+	// prefix is the body last forwarded upstream, kept while the session
+	// is near its compaction trigger (see Forwarded); tokens is the count
+	// of the last prepared request.
+	prefix    []byte
+	prefixAPI API
+	tokens    int
 }
 
 var _ Engine = (*PipelineEngine)(nil)
@@ -176,7 +183,11 @@ func (e *PipelineEngine) session(req *Request) (*pipeSession, error) {
 		if e.opts.Summarizer != nil {
 			mk := e.opts.Summarizer
 			o.Compact.Summarizer = compact.SummarizerFunc(func(ctx context.Context, r compact.Request) (string, error) {
-				return mk(s.last).Summarize(ctx, r)
+				last := *s.last // s.mu is held: Prepare runs the summarizer
+				if s.prefixAPI == last.API {
+					last.Prefix = s.prefix
+				}
+				return mk(&last).Summarize(ctx, r)
 			})
 		}
 		o.ReservedTokens += e.reserved(req)
@@ -264,6 +275,10 @@ func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, 
 	}
 	out := s.p.WithPaths(res.Messages)
 	pr := &Prepared{Messages: out, TokensBefore: res.Report.TokensBefore, TokensAfter: res.Report.TokensAfter, Unchanged: true}
+	s.tokens = res.Report.TokensAfter
+	if st := res.Report.Step(pipeline.StepCompact); st != nil && st.Compact != nil && st.Compact.Compacted {
+		s.prefix = nil // the next prefix is the compacted request's
+	}
 	if ss := res.Report.Session; ss != nil {
 		pr.PrefixChanged = ss.PrefixChanged
 	}
@@ -281,6 +296,29 @@ func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, 
 		}
 	}
 	return pr, nil
+}
+
+// Forwarded implements Forwarder: it keeps the body of a session's last
+// forwarded request while that request is at least half the compaction
+// trigger (a compaction may come within a few requests; below that the
+// body is not kept, which bounds the memory to the sessions near their
+// window), so the summary request of its compaction can send that very
+// prefix, which the provider has cached, with the summary instruction
+// appended.
+func (e *PipelineEngine) Forwarded(key string, api API, body []byte) {
+	e.mu.Lock()
+	s := e.sessions[key]
+	e.mu.Unlock()
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tokens*2 < e.opts.Pipeline.Compact.ThresholdTokens() {
+		s.prefix = nil
+		return
+	}
+	s.prefix, s.prefixAPI = body, api
 }
 
 // Observe implements Engine: it keeps the session's last usage and feeds

@@ -311,6 +311,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer resp.Body.Close()
 	x.status = resp.StatusCode
+	if f, ok := s.opts.Engine.(Forwarder); ok && x.prepared != nil && resp.StatusCode == http.StatusOK && sent != nil {
+		f.Forwarded(x.session, x.api, sent)
+	}
 	s.relay(w, resp, x)
 	s.finish(r, x)
 }

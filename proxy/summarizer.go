@@ -83,27 +83,16 @@ func UpstreamSummarizers(opts UpstreamSummarizerOptions) func(req *Request) comp
 }
 
 func summarizeUpstream(ctx context.Context, client *http.Client, o *UpstreamSummarizerOptions, req *Request, r compact.Request) (string, error) {
-	conv := compact.Render(r.Messages, 0)
-	if utf8.RuneCountInString(conv) > o.MaxInputChars {
-		conv = shortenMiddle(conv, o.MaxInputChars)
-	}
-	prompt := compact.SummaryPrompt + "\n\n<conversation>\n" + conv + "</conversation>"
-	var body []byte
-	var base, path string
-	q := func(s string) []byte { return rawjson.AppendString(nil, s) }
+	base, path := o.OpenAIURL, "/v1/responses"
 	switch req.API {
 	case APIAnthropic:
 		base, path = o.AnthropicURL, "/v1/messages"
-		body = fmt.Appendf(nil, `{"model":%s,"max_tokens":%d,"system":%s,"messages":[{"role":"user","content":%s}]}`,
-			q(req.Model), o.MaxTokens, q(compact.SystemPrompt), q(prompt))
 	case APIChat:
-		base, path = o.OpenAIURL, "/v1/chat/completions"
-		body = fmt.Appendf(nil, `{"model":%s,"messages":[{"role":"system","content":%s},{"role":"user","content":%s}]}`,
-			q(req.Model), q(compact.SystemPrompt), q(prompt))
-	default:
-		base, path = o.OpenAIURL, "/v1/responses"
-		body = fmt.Appendf(nil, `{"model":%s,"store":false,"instructions":%s,"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":%s}]}]}`,
-			q(req.Model), q(compact.SystemPrompt), q(prompt))
+		path = "/v1/chat/completions"
+	}
+	body, cached, err := summaryBody(o, req, r)
+	if err != nil {
+		return "", err
 	}
 	u, err := baseURL(base)
 	if err != nil {
@@ -124,11 +113,16 @@ func summarizeUpstream(ctx context.Context, client *http.Client, o *UpstreamSumm
 		hr.Header.Set("Anthropic-Version", "2023-06-01")
 	}
 	// A subscription client authenticates with a bearer token that needs
-	// its OAuth beta; no other beta applies to a plain summary request.
+	// its OAuth beta; no other beta applies to a plain summary request. A
+	// request on the forwarded body needs every beta that body was sent
+	// with (context management, thinking, ...).
 	for _, b := range strings.Split(req.Header.Get("Anthropic-Beta"), ",") {
-		if b = strings.TrimSpace(b); strings.HasPrefix(b, "oauth-") {
+		if b = strings.TrimSpace(b); b != "" && (cached || strings.HasPrefix(b, "oauth-")) {
 			addBeta(hr.Header, b)
 		}
+	}
+	if cached && bytes.Contains(body, []byte(`"prefix_mismatch_behavior"`)) {
+		addBeta(hr.Header, ThinkingBindingBeta)
 	}
 	hr.Header.Set(HeaderSummary, "1")
 	resp, err := client.Do(hr)
@@ -144,6 +138,34 @@ func summarizeUpstream(ctx context.Context, client *http.Client, o *UpstreamSumm
 		return "", &compact.APIError{Provider: string(req.API), StatusCode: resp.StatusCode, Err: fmt.Errorf("%.200s", data)}
 	}
 	return answerText(data, req.API), nil
+}
+
+// summaryBody returns the body of the summary request: the session's last
+// forwarded body with the instruction appended, which the provider has
+// cached (see cachedSummaryBody), when the Engine knows it; else a request
+// of its own with the conversation rendered as text.
+func summaryBody(o *UpstreamSummarizerOptions, req *Request, r compact.Request) (body []byte, cached bool, err error) {
+	if len(req.Prefix) > 0 {
+		if body, err := cachedSummaryBody(req.API, req.Prefix, r); err == nil {
+			return body, true, nil
+		}
+	}
+	conv := compact.Render(r.Messages, 0)
+	if utf8.RuneCountInString(conv) > o.MaxInputChars {
+		conv = shortenMiddle(conv, o.MaxInputChars)
+	}
+	prompt := compact.SummaryPrompt + "\n\n<conversation>\n" + conv + "</conversation>"
+	q := func(s string) []byte { return rawjson.AppendString(nil, s) }
+	switch req.API {
+	case APIAnthropic:
+		return fmt.Appendf(nil, `{"model":%s,"max_tokens":%d,"system":%s,"messages":[{"role":"user","content":%s}]}`,
+			q(req.Model), o.MaxTokens, q(compact.SystemPrompt), q(prompt)), false, nil
+	case APIChat:
+		return fmt.Appendf(nil, `{"model":%s,"messages":[{"role":"system","content":%s},{"role":"user","content":%s}]}`,
+			q(req.Model), q(compact.SystemPrompt), q(prompt)), false, nil
+	}
+	return fmt.Appendf(nil, `{"model":%s,"store":false,"instructions":%s,"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":%s}]}]}`,
+		q(req.Model), q(compact.SystemPrompt), q(prompt)), false, nil
 }
 
 // HeaderSummary marks the summary requests the proxy sends upstream.
