@@ -1,6 +1,7 @@
 package pipeline_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +98,44 @@ func TestBatchedClearingOption(t *testing.T) {
 	p := newPipeline(t, o)
 	if _, err := p.Prepare(t.Context(), []agentctx.Message{user("hi", now)}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Size tests use the request as forwarded: after a compaction the client
+// keeps sending its whole, growing history (it never learns of the
+// summary), and the session must not take that for a request near its
+// window (issue 22: batches fired on almost every step, far below the
+// trigger).
+func TestSizeTestsUseTheForwardedRequest(t *testing.T) {
+	o := options(t)
+	o.Compact.Limit = 20_000
+	o.Compact.TailRatio = 0.2
+	clock := now
+	o.Now = func() time.Time { return clock }
+	p := newPipeline(t, o)
+	hist := history(user("build", clock))
+	compactions, overAfter := 0, 0
+	for i := range 60 {
+		clock = clock.Add(time.Minute)
+		hist = append(hist, exchange(fmt.Sprint("toolu_", i), "Read", "f.go", strings.Repeat("code line\n", 120), false, clock)...)
+		res := mustPrepare(t, p, hist)
+		r := &res.Report
+		cs := r.Step(pipeline.StepCompact)
+		if cs.Compact.Compacted {
+			compactions++
+			continue
+		}
+		if compactions > 0 && r.TokensBefore > r.ThresholdTokens {
+			overAfter++
+			if c := r.Step(pipeline.StepCount).Count; c.ShouldCompact || c.Tokens >= c.ThresholdTokens {
+				t.Fatalf("request %d: the client's %d tokens were taken for the forwarded %d", i, r.TokensBefore, r.TokensAfter)
+			}
+			if d := r.Step(pipeline.StepPrune).Clearing; d != nil && d.Due {
+				t.Fatalf("request %d: a compaction was taken as due at %d forwarded tokens", i, r.TokensAfter)
+			}
+		}
+	}
+	if compactions == 0 || overAfter == 0 {
+		t.Fatalf("%d compactions, %d requests over the trigger as sent after one: the test needs both", compactions, overAfter)
 	}
 }
