@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/tokens"
 	"github.com/agentctx/agentctx/workspace/dirstore"
@@ -191,6 +192,9 @@ func (e *PipelineEngine) session(req *Request) (*pipeSession, error) {
 			})
 		}
 		o.ReservedTokens += e.reserved(req)
+		if o.Prices.Input == 0 {
+			o.Prices = pricesOf(req)
+		}
 		p, err := pipeline.New(o)
 		if err != nil {
 			e.log.Error("proxy: cannot start a session pipeline", "session", req.SessionKey, "err", err)
@@ -202,6 +206,19 @@ func (e *PipelineEngine) session(req *Request) (*pipeSession, error) {
 	s.lastUsed = now
 	s.busy++
 	return s, nil
+}
+
+// pricesOf returns the list prices of the request's model, by which the
+// session weighs its edits (pipeline.Options.Prices): the model's entry in
+// pricing.Default, else its provider's fallback.
+func pricesOf(req *Request) pricing.Prices {
+	if p, ok := pricing.Default().Lookup(req.Model); ok {
+		return p
+	}
+	if req.API == APIAnthropic {
+		return pricing.Fallback(pricing.Anthropic)
+	}
+	return pricing.Fallback(pricing.OpenAI)
 }
 
 // reserved counts what every request of a session sends besides what
