@@ -314,7 +314,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f, ok := s.opts.Engine.(Forwarder); ok && x.prepared != nil && resp.StatusCode == http.StatusOK && sent != nil {
 		f.Forwarded(x.session, x.api, sent)
 	}
-	s.relay(w, resp, x)
+	if err := s.relay(w, resp, x); err != nil {
+		// The upstream cut its answer: cut the client's too, as
+		// httputil.ReverseProxy does, so it sees a transport error (and
+		// retries) rather than a complete-looking answer.
+		s.log.Warn("proxy: the upstream's answer was cut; aborting the client's", "path", r.URL.Path, "session", x.session, "err", redactErr(err))
+		x.status = http.StatusBadGateway
+		s.finish(r, x)
+		panic(http.ErrAbortHandler)
+	}
 	s.finish(r, x)
 }
 
@@ -585,7 +593,10 @@ func (s *Server) upstreamRequest(r *http.Request, rt route, body io.Reader, sent
 
 // relay copies the upstream response to the client as it arrives, flushing
 // after every write, and reads usage (and thinking signatures) on the way.
-func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) {
+// relay writes the upstream's answer to the client as it arrives, and its
+// trailers after it. It returns the error that cut the upstream's body
+// short, if any (what was read is relayed first).
+func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) error {
 	h := w.Header()
 	for k, vs := range resp.Header {
 		h[k] = append([]string(nil), vs...)
@@ -598,6 +609,27 @@ func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) 
 	if resp.Uncompressed {
 		h.Del("Content-Length")
 		h.Del("Content-Encoding")
+	}
+	announced := make(map[string]bool, len(resp.Trailer))
+	if len(resp.Trailer) > 0 {
+		keys := make([]string, 0, len(resp.Trailer))
+		for k := range resp.Trailer {
+			keys = append(keys, k)
+			announced[k] = true
+		}
+		h.Del("Trailer")
+		h.Add("Trailer", strings.Join(keys, ", "))
+	}
+	// The trailers, once the body is read whole: those announced as they
+	// are, any other under http.TrailerPrefix.
+	trailers := func() {
+		for k, vs := range resp.Trailer {
+			if announced[k] {
+				h[k] = append([]string(nil), vs...)
+			} else {
+				h[http.TrailerPrefix+k] = append([]string(nil), vs...)
+			}
+		}
 	}
 	w.WriteHeader(resp.StatusCode)
 	rc := http.NewResponseController(w)
@@ -626,12 +658,16 @@ func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) 
 	}
 	if track && !sse {
 		// A whole JSON answer: read it, then relay it.
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+		data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+		if err != nil {
+			return err // a cut answer is not parsed nor relayed whole
+		}
 		sc.whole(data, x.api)
 		seen()
 		w.Write(data)
 		x.usage, x.gotUsage = sc.usage, sc.got
-		return
+		trailers()
+		return nil
 	}
 	buf := make([]byte, 32<<10)
 	for {
@@ -642,15 +678,21 @@ func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) 
 				seen()
 			}
 			if _, werr := w.Write(buf[:n]); werr != nil {
-				return
+				return nil // the client left: nothing to tell it
 			}
 			_ = rc.Flush()
 		}
-		if err != nil {
+		if err == io.EOF {
 			break
+		}
+		if err != nil {
+			x.usage, x.gotUsage = sc.usage, sc.got
+			return err
 		}
 	}
 	x.usage, x.gotUsage = sc.usage, sc.got
+	trailers()
+	return nil
 }
 
 // observe feeds the usage of an exchange to the engine, once, when it is

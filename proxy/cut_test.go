@@ -1,0 +1,75 @@
+package proxy_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// A cut upstream answer reaches the client as a transport error, as it
+// would directly, for a stream, a chunked body and a body with a length
+// (issue 24: the proxy ended its response normally, status 200, and the
+// client took the half answer for a whole one).
+func TestCutUpstreamAbortsTheClient(t *testing.T) {
+	cases := map[string]http.HandlerFunc{
+		"sse": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\"}\n\n")
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		},
+		"chunked json": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"id":"m1","content":[`)
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		},
+		"content-length": func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", "1000")
+			fmt.Fprint(w, `{"id":"m1"`)
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		},
+	}
+	for name, h := range cases {
+		t.Run(name, func(t *testing.T) {
+			base := newProxy(t, h, nil)
+			resp, err := http.Post(base+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`))
+			if err != nil {
+				return // cut before the headers: an error too
+			}
+			defer resp.Body.Close()
+			if _, err := io.ReadAll(resp.Body); err == nil {
+				t.Fatal("the client read a cut answer to its end without an error")
+			}
+		})
+	}
+}
+
+// Trailers of the upstream's answer reach the client.
+func TestTrailersRelayed(t *testing.T) {
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Trailer", "X-Checksum")
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {}\n\n")
+		w.(http.Flusher).Flush()
+		w.Header().Set("X-Checksum", "abc")
+		w.Header().Set(http.TrailerPrefix+"X-Late", "late")
+	})
+	base := newProxy(t, up, nil)
+	resp, err := http.Post(base+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	io.ReadAll(resp.Body)
+	if got := resp.Trailer.Get("X-Checksum"); got != "abc" {
+		t.Errorf("trailer X-Checksum = %q, want abc", got)
+	}
+	if got := resp.Trailer.Get("X-Late"); got != "late" {
+		t.Errorf("trailer X-Late = %q, want late", got)
+	}
+}
