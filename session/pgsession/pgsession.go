@@ -14,13 +14,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentctx/agentctx/internal/pgmigrate"
+	"github.com/agentctx/agentctx/internal/secret"
 	"github.com/agentctx/agentctx/session"
 )
 
@@ -59,10 +59,7 @@ var _ session.Store = (*Store)(nil)
 // Open connects to the database at url (postgres://...), creating or
 // migrating the sessions table when needed.
 func Open(ctx context.Context, dbURL string, opts *Options) (*Store, error) {
-	loc := dbURL
-	if u, err := url.Parse(dbURL); err == nil {
-		loc = u.Redacted()
-	}
+	loc := secret.URL(dbURL)
 	cfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
 		return nil, fmt.Errorf("pgsession: open %s: %w", loc, err)

@@ -32,7 +32,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -43,6 +42,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/agentctx/agentctx/internal/pgmigrate"
+	"github.com/agentctx/agentctx/internal/secret"
 	"github.com/agentctx/agentctx/workspace"
 )
 
@@ -188,20 +188,8 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	return s, nil
 }
 
-// redact returns a URL without its password; a key=value string is
-// reduced to its host and database.
-func redact(s string) string {
-	if u, err := url.Parse(s); err == nil && u.Scheme != "" {
-		return u.Redacted()
-	}
-	var keep []string
-	for _, f := range strings.Fields(s) {
-		if k, _, ok := strings.Cut(f, "="); ok && (k == "host" || k == "port" || k == "dbname" || k == "user") {
-			keep = append(keep, f)
-		}
-	}
-	return strings.Join(keep, " ")
-}
+// redact returns a database URL with its secrets masked.
+func redact(s string) string { return secret.URL(s) }
 
 // Location implements workspace.Locator: the database URL without its
 // password.
