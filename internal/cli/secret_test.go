@@ -12,7 +12,7 @@ func TestStorePasswordNeverPrinted(t *testing.T) {
 		"postgres://u:s3cret-pw@127.0.0.1:1/db?sslmode=disable&connect_timeout=1",
 		"postgres://127.0.0.1:1/db?password=s3cret-pw&sslmode=disable&connect_timeout=1",
 	} {
-		out, errOut, code := run(t, "", "ws", "ls", "--store", store)
+		code, out, errOut := runCLI(t, "", "ws", "ls", "--store", store)
 		if code == 0 {
 			t.Fatalf("ws ls on a closed port exited 0")
 		}
