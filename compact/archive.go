@@ -216,7 +216,7 @@ func writeArchive(ctx context.Context, dir string, data []byte, opts ArchiveOpti
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", &ArchiveError{Op: "mkdir", Path: dir, Err: err}
 	}
 	seq, err := highestSeq(dir)

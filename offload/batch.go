@@ -130,7 +130,7 @@ func Batch(ctx context.Context, msgs []agentctx.Message, opts BatchOptions) (Bat
 	if err != nil {
 		return BatchResult{}, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return BatchResult{}, &WriteError{Op: "mkdir", Path: dir, Err: err}
 	}
 

@@ -217,8 +217,8 @@ func TestMessageOnDisk(t *testing.T) {
 		t.Errorf("sessions are not kept apart")
 	}
 	fi, err := os.Stat(first.File)
-	if err != nil || fi.Mode().Perm() != 0o644 {
-		t.Errorf("file mode = %v, %v; want 0644", fi.Mode(), err)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("file mode = %v, %v; want 0600 (the owner only)", fi.Mode(), err)
 	}
 	noTempFiles(t, root)
 }

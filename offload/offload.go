@@ -147,8 +147,8 @@ func (f WriterFunc) WriteFile(ctx context.Context, path string, data []byte) err
 // through a temporary file in the same directory and a rename, so a crash
 // never leaves a partial file. The zero value is ready to use.
 type OSWriter struct {
-	Perm    fs.FileMode // mode of new files; zero means 0o644
-	DirPerm fs.FileMode // mode of new directories; zero means 0o755
+	Perm    fs.FileMode // mode of new files; zero means 0o600
+	DirPerm fs.FileMode // mode of new directories; zero means 0o700
 	Sync    bool        // fsync each file before it becomes visible
 }
 
@@ -168,7 +168,7 @@ func (w OSWriter) WriteFile(ctx context.Context, path string, data []byte) error
 
 func dirPerm(p fs.FileMode) fs.FileMode {
 	if p == 0 {
-		return 0o755
+		return 0o700
 	}
 	return p
 }

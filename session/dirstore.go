@@ -117,7 +117,7 @@ func (s *DirStore) Save(ctx context.Context, ns, id string, data []byte, version
 		return 0, err
 	}
 	fail := func(err error) (int64, error) { return 0, &Error{Op: "save", Namespace: ns, ID: id, Err: err} }
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fail(err)
 	}
 	unlock, err := fsutil.Lock(lock)

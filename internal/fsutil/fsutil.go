@@ -115,7 +115,7 @@ func UnsafeName(name string) (id string, ok bool) {
 
 // Options control how a file is written.
 type Options struct {
-	Perm fs.FileMode // file mode; zero means 0o644
+	Perm fs.FileMode // file mode; zero means 0o600 (the owner only: what agentctx stores holds tool output)
 	Sync bool        // fsync the file before it becomes visible
 }
 
@@ -204,7 +204,7 @@ func writeTemp(dir string, data []byte, o Options) (string, error) {
 	}
 	perm := o.Perm
 	if perm == 0 {
-		perm = 0o644
+		perm = 0o600
 	}
 	if err == nil {
 		err = os.Chmod(name, perm)
@@ -246,4 +246,20 @@ func CreateFile(path string, data []byte, o Options) error {
 		return err
 	}
 	return nil
+}
+
+// CreatePrivate creates an empty file at path, readable and writable by its
+// owner only, unless something already exists there (which is left as it
+// is). Databases that create their file on first open (SQLite, with its
+// -wal and -shm files taking the file's mode) are given it first, so that
+// what they store is not readable by other users.
+func CreatePrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }

@@ -12,7 +12,7 @@ import (
 // it, waiting for other holders, in this process or another. The returned
 // function releases the lock.
 func Lock(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}

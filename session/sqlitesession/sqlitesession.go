@@ -15,6 +15,8 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/agentctx/agentctx/session"
+
+	"github.com/agentctx/agentctx/internal/fsutil"
 )
 
 // Store is a session.Store in an SQLite file. It is safe for concurrent use
@@ -43,6 +45,11 @@ CREATE TABLE IF NOT EXISTS sessions (
 func Open(ctx context.Context, path string) (*Store, error) {
 	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)",
 		strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(path))
+	if path != ":memory:" && path != "" {
+		if err := fsutil.CreatePrivate(path); err != nil {
+			return nil, fmt.Errorf("sqlitesession: open %s: %w", path, err)
+		}
+	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitesession: open %s: %w", path, err)

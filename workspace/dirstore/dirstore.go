@@ -163,7 +163,7 @@ func (s *Store) nsLock(dir string) *sync.RWMutex {
 // processes. create makes the namespace directory first.
 func (s *Store) lockWrite(dir string, create bool) (unlock func(), err error) {
 	if create {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
 		}
 	}

@@ -16,7 +16,7 @@ func lockFile(path string, exclusive bool) (*os.File, error) {
 	if exclusive {
 		flag, how = os.O_RDWR|os.O_CREATE, syscall.LOCK_EX
 	}
-	f, err := os.OpenFile(path, flag, 0o644)
+	f, err := os.OpenFile(path, flag, 0o600)
 	if err != nil {
 		return nil, err
 	}

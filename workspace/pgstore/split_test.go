@@ -47,7 +47,7 @@ func TestSplit(t *testing.T) {
 func TestRedact(t *testing.T) {
 	cases := map[string]string{
 		"postgres://agentctx:s3cret@db:5432/ws?sslmode=disable":     "postgres://agentctx:xxxxx@db:5432/ws?sslmode=disable",
-		"host=db port=5432 user=agentctx password=s3cret dbname=ws": "host=db port=5432 user=agentctx dbname=ws",
+		"host=db port=5432 user=agentctx password=s3cret dbname=ws": "host=db port=5432 user=agentctx password=xxxxx dbname=ws",
 		"postgres://db/ws": "postgres://db/ws",
 	}
 	for in, want := range cases {

@@ -28,6 +28,8 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/agentctx/agentctx/workspace"
+
+	"github.com/agentctx/agentctx/internal/fsutil"
 )
 
 // Options configure a Store. The zero value is the default.
@@ -103,6 +105,11 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	}
 	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(%s)",
 		escapePath(path), o.BusyTimeout.Milliseconds(), sync)
+	if path != ":memory:" && path != "" {
+		if err := fsutil.CreatePrivate(path); err != nil {
+			return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+		}
+	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
