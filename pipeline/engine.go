@@ -81,7 +81,7 @@ func (p *Pipeline) run(ctx context.Context, st *state, in []agentctx.Message, ex
 	if err != nil {
 		return nil, err
 	}
-	c.hist = hist
+	c.in, c.hist = cur, hist
 	c.applyCompaction()
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -100,10 +100,12 @@ func (p *Pipeline) run(ctx context.Context, st *state, in []agentctx.Message, ex
 	if err := c.compact(ctx, over); err != nil {
 		return nil, err
 	}
-	c.forget()
+	if !c.behind { // a request behind the session leaves the longer history's decisions and growth alone
+		c.forget()
+		st.observeGrowth(c.rep.TokensBefore)
+	}
 	st.Requests++
 	st.Counted = c.tokens
-	st.observeGrowth(c.rep.TokensBefore)
 	st.LastAt = c.now.UTC()
 	if c.broke {
 		st.Breaks++
@@ -152,6 +154,7 @@ type call struct {
 	rep      *Report
 	tokens   int // of the list as it stands, reserved tokens included
 
+	in   []agentctx.Message // the input
 	hist []agentctx.Message // the repaired input
 	src  []agentctx.Message // hist with the summary in place: the originals of the view's results
 	view []agentctx.Message // what will be sent
@@ -160,6 +163,9 @@ type call struct {
 	head, live, base int
 	compacted        bool
 	fresh            bool // compacted by this call
+	// behind is set when the history is the start of what the session's
+	// compaction summarized: the call neither applies nor replaces it.
+	behind bool
 	// reusedTokens and reusedChars are what the session's summary saved
 	// when it was put in place of the messages it stands for.
 	reusedTokens, reusedChars int
@@ -290,7 +296,11 @@ func (c *call) repair(cur []agentctx.Message) ([]agentctx.Message, error) {
 }
 
 // applyCompaction puts the session's summary in place of the messages it
-// stands for, when the history still starts with exactly those messages.
+// stands for, when the history still starts with exactly those messages and
+// goes on after them. A history that is only the start of them (a retry,
+// a regenerate, a request sent alongside a longer one) is behind the
+// session: it keeps its own messages, and the session keeps its
+// compaction for the longer history (see behind.go).
 func (c *call) applyCompaction() {
 	c.view, c.head, c.live, c.base = c.hist, 0, 0, 0
 	defer func() { c.src = c.view }()
@@ -298,7 +308,12 @@ func (c *call) applyCompaction() {
 	if cs == nil {
 		return
 	}
-	if len(c.hist) < cs.N || cs.Head >= cs.N || leadingSystem(c.hist[:cs.N]) < cs.Head {
+	if len(c.hist) <= cs.N && cs.Head < cs.N && (c.startOf(cs, c.hist) || c.startOf(cs, c.in)) {
+		c.behind = true
+		c.rep.Warnings = append(c.rep.Warnings, fmt.Sprintf("the request holds %d of the %d messages the session's summary stands for (a retry, or a request older than the session's last): it is prepared from its own messages, and the summary is kept for the longer history", len(c.hist), cs.N))
+		return
+	}
+	if len(c.hist) <= cs.N || cs.Head >= cs.N || leadingSystem(c.hist[:cs.N]) < cs.Head {
 		c.dropCompaction()
 		return
 	}
@@ -669,24 +684,42 @@ const maxRemembered = 8
 
 // retryAfterFailure is the number of requests after which a compaction
 // whose summary failed is tried again in the same crossing of the trigger.
+//
+// The rule for a failed compaction: it is tried again as soon as its cause
+// may be gone, and at once when waiting would send a request the provider
+// rejects.
+//   - A failed archive (a full disk, a store down) costs nothing paid: the
+//     next request over the trigger tries again.
+//   - A failed summary (the model down, timing out) is not paid for on
+//     every request: the requests over the trigger but within the limit
+//     send the history uncompacted for retryAfterFailure requests, then try
+//     again.
+//   - A request over the limit (Options.Compact.Limit, in the provider's
+//     estimated tokens) is always compacted if anything can be summarized,
+//     whatever the failures and crossings before: sent as it is it would
+//     be rejected, so trying costs nothing extra.
 const retryAfterFailure = 5
 
 // compact summarizes the middle of the view when its estimate reaches the
 // trigger, once per crossing of the trigger: a list that stays over it
 // after a compaction (its recent messages alone are too large) is not
-// compacted again until it has been below the trigger. The summary is of
-// the original messages, not of prune's placeholders or references; they
-// are archived first, and what cannot be archived is not compacted. The
-// summary ends with the pointers of the stored results it covers and of
-// the archive (resultPointers, compact.Pointer).
+// compacted again until it has been below the trigger, unless it reaches
+// the limit. A failed compaction is tried again as retryAfterFailure says.
+// The summary is of the original messages, not of prune's placeholders or
+// references; they are archived first, and what cannot be archived is not
+// compacted. The summary ends with the pointers of the stored results it
+// covers and of the archive (resultPointers, compact.Pointer). A request
+// behind the session (c.behind) is compacted on its own messages, and its
+// summary is not kept: the session's compaction is the longer history's.
 func (c *call) compact(ctx context.Context, over bool) error {
 	t0 := time.Now()
 	o := &c.p.opts
 	st := c.st
-	if !over {
-		st.Crossed = 0
+	if !over && !c.behind {
+		st.Crossed, st.RetryAt = 0, 0
 	}
 	rep := c.rep
+	overLimit := c.overLimit()
 	cr := &CompactReport{}
 	if c.compacted {
 		cr.Reused, cr.ReusedArchive = c.base-c.head, st.Compaction.Archive
@@ -713,13 +746,15 @@ func (c *call) compact(ctx context.Context, over bool) error {
 		rep.BelowThreshold = true
 		finish(c.view)
 		return nil
-	case st.Crossed > 0 && c.tokens < st.Crossed+c.growthToCompactAgain() && !o.Stateless:
+	case overLimit || o.Stateless:
+		// Over the limit: try whatever happened before.
+	case !c.behind && st.Crossed > 0 && c.tokens < st.Crossed+c.growthToCompactAgain():
 		rep.BelowThreshold = false
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens are still at or over the trigger of %s after this crossing was compacted; not compacting again until the list has been below it or has grown by %s tokens", num(c.tokens), num(rep.ThresholdTokens), num(c.growthToCompactAgain())))
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens are still at or over the trigger of %s after this crossing was compacted; not compacting again until the list has been below it, has grown by %s tokens or reaches the limit", num(c.tokens), num(rep.ThresholdTokens), num(c.growthToCompactAgain())))
 		finish(c.view)
 		return nil
-	case st.RetryAt > st.Requests && !o.Stateless:
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the last summary failed; compaction is tried again in %d request(s)", st.RetryAt-st.Requests))
+	case st.RetryAt > st.Requests:
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the last summary failed; compaction is tried again in %d request(s), or at once when a request reaches the limit", st.RetryAt-st.Requests))
 		finish(c.view)
 		return nil
 	}
@@ -748,8 +783,9 @@ func (c *call) compact(ctx context.Context, over bool) error {
 	var aerr *compact.ArchiveError
 	switch {
 	case errors.As(err, &aerr):
-		st.RetryAt = st.Requests + retryAfterFailure
-		rep.Warnings = append(rep.Warnings, "not compacted: the summarized messages could not be archived ("+aerr.Error()+")")
+		// Nothing was paid for: the next request over the trigger tries
+		// again.
+		rep.Warnings = append(rep.Warnings, "not compacted: the summarized messages could not be archived ("+aerr.Error()+"); tried again on the next request over the trigger")
 		finish(c.view)
 		return nil
 	case err != nil:
@@ -764,7 +800,9 @@ func (c *call) compact(ctx context.Context, over bool) error {
 		st.RetryAt = st.Requests + retryAfterFailure
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the summary failed after %d attempt(s); the messages are sent uncompacted", res.Attempts))
 	case compact.ReasonNothingToCompact:
-		st.Crossed = c.tokens
+		if !c.behind {
+			st.Crossed = c.tokens
+		}
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens reach the trigger of %s, but there is nothing left to summarize: the most recent messages alone are too large", num(c.tokens), num(rep.ThresholdTokens)))
 	default:
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("compacted to %s tokens, still at or over the trigger of %s (%s); not compacting again", num(res.Tokens), num(rep.ThresholdTokens), res.Reason))
@@ -773,19 +811,23 @@ func (c *call) compact(ctx context.Context, over bool) error {
 		finish(c.view)
 		return nil
 	}
-	// The crossing is handled unless the estimate of the compacted list is
-	// below the trigger: then the next crossing is a new one.
-	st.Crossed = 0
-	if st.estimate(res.Tokens, o.EstimateRatio) >= rep.ThresholdTokens {
-		st.Crossed = res.Tokens
-	}
+	st.RetryAt = 0
 	n := c.histIndex(res.End-1) + 1
-	d, ok := c.p.prefixDigest(c.hist[:n])
-	if !ok {
-		return fmt.Errorf("pipeline: compact: cannot hash the summarized history")
+	if !c.behind {
+		// The crossing is handled unless the estimate of the compacted
+		// list is below the trigger: then the next crossing is a new one.
+		st.Crossed = 0
+		if st.estimate(res.Tokens, o.EstimateRatio) >= rep.ThresholdTokens {
+			st.Crossed = res.Tokens
+		}
+		d, ok := c.p.prefixDigest(c.hist[:n])
+		marks, mok := prefixMarks(c.hist[:n], n-maxMarks)
+		if !ok || !mok {
+			return fmt.Errorf("pipeline: compact: cannot hash the summarized history")
+		}
+		st.Compaction = &compactionState{Head: res.Head, N: n, Digest: hexDigest(d), Marks: marks, Summary: res.Summary, Archive: res.ArchiveID, At: c.now.UTC(),
+			Chars: charsOf(c.hist[res.Head:n])}
 	}
-	st.Compaction = &compactionState{Head: res.Head, N: n, Digest: hexDigest(d), Summary: res.Summary, Archive: res.ArchiveID, At: c.now.UTC(),
-		Chars: charsOf(c.hist[res.Head:n])}
 	st.Compactions++
 	c.broke = true
 	s.Changed = res.Stats.CompactedMessageCount
@@ -806,6 +848,12 @@ func (c *call) compact(ctx context.Context, over bool) error {
 	c.head, c.live, c.base, c.compacted, c.fresh = res.Head, res.Head+1, n, true, true
 	finish(c.view)
 	return nil
+}
+
+// overLimit reports whether the request as it stands is estimated over
+// the context window: sent as it is, the provider would reject it.
+func (c *call) overLimit() bool {
+	return c.st.estimate(c.tokens, c.p.opts.EstimateRatio) > c.rep.Limit
 }
 
 // calibrated returns the compact options with the window in our units:

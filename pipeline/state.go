@@ -11,6 +11,7 @@ import (
 	"hash/maphash"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,7 +41,10 @@ type state struct {
 	// below the trigger.
 	Crossed int `json:"crossed,omitempty"`
 	// RetryAt is the request count from which a compaction whose summary
-	// failed may be tried again in the same crossing.
+	// failed may be tried again in the same crossing (see retryAfterFailure
+	// for the whole rule): a request over the limit tries at once, and a
+	// failed archive sets no RetryAt. 0 once a compaction succeeds or the
+	// list goes below the trigger.
 	RetryAt int `json:"retry_at,omitempty"`
 	// Usage is the provider's last reported usage and the calibration.
 	Usage *usageState `json:"usage,omitempty"`
@@ -90,11 +94,15 @@ const (
 // compactionState is a compaction: the first N messages of the history
 // (after the Head leading system messages, which are kept) are replaced by
 // Summary. Digest is the hash of the history's first N messages, so the
-// summary is only used for the very messages it stands for.
+// summary is only used for the very messages it stands for. Marks are the
+// digests of the shorter prefixes of those messages, the last maxMarks of
+// them (see prefixMarks): a request they match is behind the session, not a
+// history that went another way.
 type compactionState struct {
 	Head    int       `json:"head"`
 	N       int       `json:"n"`
 	Digest  string    `json:"digest"`
+	Marks   []string  `json:"marks,omitempty"`
 	Summary string    `json:"summary"`
 	Archive string    `json:"archive,omitempty"`
 	At      time.Time `json:"at"`
@@ -247,6 +255,7 @@ func (st *state) clone() *state {
 	}
 	if st.Compaction != nil {
 		cc := *st.Compaction
+		cc.Marks = slices.Clone(cc.Marks)
 		c.Compaction = &cc
 	}
 	if st.Usage != nil {

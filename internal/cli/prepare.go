@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -402,6 +403,7 @@ func newPrepareCmd(e *env) *cobra.Command {
 		out, summary           string
 		messagesOnly, keepMeta bool
 		jsonReports            bool
+		allowOverLimit         bool
 	)
 	cmd := &cobra.Command{
 		Use:   "prepare [FILE] | prepare --out DIR FILE...",
@@ -450,7 +452,12 @@ the file's name, in the input's shape, printing one JSON report per line
 there instead). A file holding several conversations (an OpenHands
 output.jsonl) is prepared one conversation at a time; several conversations
 keep apart in the workspace under <namespace>/<name>, and their sessions are
-named after them.`,
+named after them.
+
+When a prepared request is still over --limit (in the provider's estimated
+tokens: compaction is off, failed, or found nothing to summarize), its JSON
+is printed all the same and prepare exits 1 with the reason on stderr;
+--allow-over-limit exits 0 instead.`,
 		Example: `  agentctx prepare --limit 100000 session.jsonl > prepared.json
   agentctx prepare --limit 14000 examples/session.json | jq .report
   agentctx prepare --messages-only --no-compact < request.json
@@ -493,7 +500,11 @@ named after them.`,
 			run := &prepareRun{e: e, f: f, base: base, keepMeta: keepMeta, readBack: rb}
 			if out != "" {
 				printJSON := jsonReports || !e.s.OutIsTerminal
-				return run.prepareFiles(ctx, out, args, showSummary, printJSON)
+				reps, err := run.prepareFiles(ctx, out, args, showSummary, printJSON)
+				if err != nil || allowOverLimit {
+					return err
+				}
+				return overLimit(reps)
 			}
 			doc, err := e.readInput(ctx, args)
 			if err != nil {
@@ -530,7 +541,14 @@ named after them.`,
 					e.printSummary(file, o.Conversation, "", o.Report)
 				}
 			}
-			return nil
+			if allowOverLimit {
+				return nil
+			}
+			reps := make([]namedReport, len(outs))
+			for i, o := range outs {
+				reps[i] = namedReport{file: file, name: o.Conversation, rep: o.Report}
+			}
+			return overLimit(reps)
 		},
 	}
 	f.register(cmd.Flags(), false)
@@ -539,7 +557,56 @@ named after them.`,
 	cmd.Flags().BoolVar(&messagesOnly, "messages-only", false, "print the messages without the other members of a request body (model, system, tools, ...)")
 	cmd.Flags().BoolVar(&keepMeta, "keep-metadata", false, "keep timestamp and messageStatus on the messages (removed from what is sent by default)")
 	cmd.Flags().BoolVar(&jsonReports, "json", false, "with --out: print the JSON reports on stdout even when it is a terminal")
+	cmd.Flags().BoolVar(&allowOverLimit, "allow-over-limit", false, "exit 0 when a prepared request is still over --limit (by default its JSON is printed and prepare exits 1)")
 	return cmd
+}
+
+// namedReport is the report of one prepared conversation and where it
+// came from.
+type namedReport struct {
+	file, name string
+	rep        pipeline.Report
+}
+
+// errOverLimit is the error of a prepare run that printed a request still
+// over the limit: the provider would reject it.
+var errOverLimit = errors.New("over the limit")
+
+// overLimit returns an error naming the first prepared request whose
+// estimated tokens are over its limit, and why compaction did not bring
+// it under.
+func overLimit(reps []namedReport) error {
+	for _, r := range reps {
+		rep := r.rep
+		if rep.Limit <= 0 || rep.EstimatedTokens <= rep.Limit {
+			continue
+		}
+		where := strings.TrimPrefix(r.file+": "+r.name, ": ")
+		where = strings.TrimSuffix(where, ": ")
+		if where != "" {
+			where += ": "
+		}
+		return fmt.Errorf("%sthe prepared request is %d tokens, %w of %d: %s (its JSON is printed; --allow-over-limit to exit 0)",
+			where, rep.EstimatedTokens, errOverLimit, rep.Limit, overLimitReason(rep))
+	}
+	return nil
+}
+
+// overLimitReason says why a request over the limit was not brought under
+// it.
+func overLimitReason(rep pipeline.Report) string {
+	s := rep.Step(pipeline.StepCompact)
+	switch {
+	case s == nil:
+		return "not compacted"
+	case s.Skipped:
+		return "compaction is off"
+	case len(rep.Warnings) > 0:
+		return rep.Warnings[len(rep.Warnings)-1]
+	case s.Compact != nil && s.Compact.Reason != "":
+		return string(s.Compact.Reason)
+	}
+	return "compaction could not bring it under"
 }
 
 func summaryMode(s string, terminal bool) (bool, error) {
@@ -628,33 +695,33 @@ func (r *prepareRun) withReadTools(doc *agentctx.Document, msgs []agentctx.Messa
 // prepareFiles is prepare --out DIR FILE...: every input is read and checked
 // first, so that bad input writes nothing; then each is prepared and written
 // to DIR under its own name.
-func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []string, showSummary, printJSON bool) error {
+func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []string, showSummary, printJSON bool) ([]namedReport, error) {
 	e := r.e
 	outputs := make([]string, len(files))
 	seen := make(map[string]string)
 	for i, file := range files {
 		if file == "-" {
-			return usagef("--out takes files, not stdin")
+			return nil, usagef("--out takes files, not stdin")
 		}
 		out := filepath.Join(outDir, filepath.Base(file))
 		if prev, dup := seen[out]; dup {
-			return usagef("%s and %s would both be written to %s", prev, file, out)
+			return nil, usagef("%s and %s would both be written to %s", prev, file, out)
 		}
 		seen[out] = file
 		if same(out, file) {
-			return usagef("%s would be overwritten by its own output: choose another --out", file)
+			return nil, usagef("%s would be overwritten by its own output: choose another --out", file)
 		}
 		outputs[i] = out
 		if _, err := e.readInput(ctx, []string{file}); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return fmt.Errorf("--out: %w", err)
+		return nil, fmt.Errorf("--out: %w", err)
 	}
 	removeStaleTemp(outDir)
 	if err := r.openStore(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	defer r.closeStore()
 
@@ -667,13 +734,13 @@ func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []st
 	for i, file := range files {
 		if err := ctx.Err(); err != nil {
 			bar.finish()
-			return err
+			return nil, err
 		}
 		bar.update(i, filepath.Base(file))
 		doc, err := e.readInput(ctx, []string{file})
 		if err != nil {
 			bar.finish()
-			return err
+			return nil, err
 		}
 		prefix := ""
 		if len(files) > 1 {
@@ -684,33 +751,33 @@ func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []st
 			res, err := r.prepareOne(ctx, c)
 			if err != nil {
 				bar.finish()
-				return err
+				return nil, err
 			}
 			msgs = append(msgs, r.toSend(res.Messages)...)
 			if printJSON {
 				if err := e.writeJSON(ctx, prepareFileOutput{File: file, Conversation: c.name, Output: outputs[i], Report: res.Report}); err != nil {
 					bar.finish()
-					return err
+					return nil, err
 				}
 			}
 			summaries = append(summaries, done{file, c.name, outputs[i], res.Report})
 		}
 		if doc, err = r.withReadTools(doc, msgs); err != nil {
 			bar.finish()
-			return fmt.Errorf("%s: %w", file, err)
+			return nil, fmt.Errorf("%s: %w", file, err)
 		}
 		var buf bytes.Buffer
 		if err := doc.WithMessages(msgs).Encode(&buf); err != nil {
 			bar.finish()
-			return fmt.Errorf("%s: encode: %w", file, err)
+			return nil, fmt.Errorf("%s: encode: %w", file, err)
 		}
 		if err := ctx.Err(); err != nil {
 			bar.finish()
-			return err
+			return nil, err
 		}
 		if err := fsutil.WriteFile(outputs[i], buf.Bytes(), fsutil.Options{}); err != nil {
 			bar.finish()
-			return fmt.Errorf("write %s: %w", outputs[i], err)
+			return nil, fmt.Errorf("write %s: %w", outputs[i], err)
 		}
 	}
 	bar.update(len(files), "")
@@ -720,7 +787,11 @@ func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []st
 			e.printSummary(d.file, d.name, d.out, d.rep)
 		}
 	}
-	return nil
+	reps := make([]namedReport, len(summaries))
+	for i, d := range summaries {
+		reps[i] = namedReport{file: d.file, name: d.name, rep: d.rep}
+	}
+	return reps, nil
 }
 
 // same reports whether two paths name one file.
