@@ -341,7 +341,7 @@ type replayBill struct {
 	keys   []pricing.Key
 	counts []int
 	own    map[pricing.Key]bool // the digest of each of the agent's messages
-	ratio  float64 // provider tokens per counted token, last recorded
+	ratio  float64              // provider tokens per counted token, last recorded
 }
 
 func newReplayBill(p *Pipeline, table pricing.Table, extra int) *replayBill {
