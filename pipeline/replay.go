@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // ReplayOptions configure Replay.
@@ -27,6 +28,11 @@ type ReplayOptions struct {
 	// NoUsage replays without feeding the recorded usage back (the
 	// estimates then rest on EstimateRatio alone).
 	NoUsage bool
+	// Prices price each request by the model its assistant message
+	// records; nil means pricing.Default(). A request whose model the
+	// table does not know is priced at Options.Prices when set, else at
+	// pricing.Fallback(pricing.Anthropic).
+	Prices pricing.Table
 }
 
 // ErrNoRequests is returned by Replay for a transcript in which no model
@@ -68,6 +74,21 @@ type ReplayResult struct {
 	// Ratio is the provider's tokens per counted token fitted from the
 	// recorded usage by the end of the session (0 without usage).
 	Ratio float64 `json:"ratio"`
+	// CostWithoutUSD is the session's bill as recorded, in USD at
+	// ReplayOptions.Prices: the usage recorded for each request (a direct
+	// session's own bill), and for a request without one, the simulated
+	// bill of the request as the agent sent it. CostUSD estimates the bill
+	// of the prepared requests: each request's CostWithoutUSD plus the
+	// difference between two simulated prompt caches (pricing.Cache), one
+	// fed the prepared requests, one the requests as sent, at message
+	// granularity (the system prompt and tools, then a block per message;
+	// breakpoints on the system prompt, the last message, and, for the
+	// prepared request, the last message it changed, where the proxy puts
+	// one), counts scaled to the recorded usage. SavedUSD is CostWithoutUSD
+	// − CostUSD. Summary requests are not counted.
+	CostUSD        float64 `json:"cost_usd"`
+	CostWithoutUSD float64 `json:"cost_without_usd"`
+	SavedUSD       float64 `json:"saved_usd"`
 	// PerRequest has one entry per request, in order.
 	PerRequest []ReplayRequest `json:"per_request"`
 }
@@ -104,6 +125,10 @@ type ReplayRequest struct {
 	PendingTokens int     `json:"pending_tokens"`
 	Offloaded     int     `json:"offloaded"` // results newly replaced by a reference
 	Ms            float64 `json:"ms"`
+	// CostUSD and CostWithoutUSD are the request's part of the
+	// ReplayResult's.
+	CostUSD        float64 `json:"cost_usd"`
+	CostWithoutUSD float64 `json:"cost_without_usd"`
 }
 
 // Replay replays a recorded session the way an agent would have called
@@ -149,6 +174,7 @@ func Replay(ctx context.Context, doc *agentctx.Document, opts ReplayOptions) (*R
 		return nil, fmt.Errorf("%w: %w", agentctx.ErrInvalidInput, ErrNoRequests)
 	}
 	extra := p.RequestTokens(doc)
+	money := newReplayBill(p, opts.Prices, extra)
 	res := &ReplayResult{PerRequest: make([]ReplayRequest, 0, len(requests))}
 	var (
 		prev       []byte // the previous prepared list, as JSON
@@ -212,6 +238,9 @@ func Replay(ctx context.Context, doc *agentctx.Document, opts ReplayOptions) (*R
 		}
 		cost += 0.1*float64(cached) + 1.25*float64(rr.TokensSent-cached)
 		prev, prevTokens = cur, rr.TokensSent
+		rr.CostUSD, rr.CostWithoutUSD = money.request(clock, asst, doc.Messages[:idx], out.Messages, rep.TokensBefore)
+		res.CostUSD += rr.CostUSD
+		res.CostWithoutUSD += rr.CostWithoutUSD
 		if u, ok := recordedUsage(asst); ok {
 			rr.Usage = u.Total()
 			if k > 0 && rr.Usage > 0 {
@@ -233,6 +262,8 @@ func Replay(ctx context.Context, doc *agentctx.Document, opts ReplayOptions) (*R
 		res.PerRequest = append(res.PerRequest, rr)
 	}
 	res.Requests = len(requests)
+	res.SavedUSD = round6(res.CostWithoutUSD - res.CostUSD)
+	res.CostUSD, res.CostWithoutUSD = round6(res.CostUSD), round6(res.CostWithoutUSD)
 	res.CacheCost = int(math.Round(cost))
 	res.PrefixStableRatio = 1
 	if len(stable) > 0 {
@@ -296,3 +327,129 @@ func percentile(v []float64, p float64) float64 {
 	i := int(math.Ceil(p/100*float64(len(s)))) - 1
 	return s[min(max(i, 0), len(s)-1)]
 }
+
+// replayBill prices the requests of a replay (see ReplayResult.CostUSD):
+// two simulated prompt caches per model, fed the requests as the agent
+// sent them and as prepared.
+type replayBill struct {
+	p      *Pipeline
+	table  pricing.Table
+	head   pricing.Block // the system prompt and tools
+	caches map[string][2]*pricing.Cache
+	// keys and counts of the agent's messages, which every request
+	// repeats: computed once.
+	keys   []pricing.Key
+	counts []int
+	own    map[pricing.Key]bool // the digest of each of the agent's messages
+	ratio  float64              // provider tokens per counted token, last recorded
+}
+
+func newReplayBill(p *Pipeline, table pricing.Table, extra int) *replayBill {
+	if table == nil {
+		table = pricing.Default()
+	}
+	var k pricing.Key
+	head := pricing.Block{Prefix: k.Extend([]byte("system and tools")), Tokens: extra, Breakpoint: true}
+	return &replayBill{p: p, table: table, head: head, caches: map[string][2]*pricing.Cache{}, own: map[pricing.Key]bool{}, ratio: 1}
+}
+
+// request returns the cost of one request as prepared and as the agent
+// sent it (sent), made at now and answered by asst.
+func (rb *replayBill) request(now time.Time, asst agentctx.Message, sent, prepared []agentctx.Message, counted int) (with, without float64) {
+	model := ""
+	if raw, ok := asst.Field("model"); ok {
+		json.Unmarshal(raw, &model)
+	}
+	prices, ok := rb.table.Lookup(model)
+	if !ok {
+		prices = rb.p.prices()
+	}
+	cs, ok := rb.caches[model]
+	if !ok {
+		cs = [2]*pricing.Cache{pricing.NewCache(prices), pricing.NewCache(prices)}
+		rb.caches[model] = cs
+	}
+	// The agent's messages: keys chained from the system prompt, counted
+	// once.
+	for j := len(rb.keys); j < len(sent); j++ {
+		k := rb.head.Prefix
+		if j > 0 {
+			k = rb.keys[j-1]
+		}
+		d := digest(sent[j])
+		rb.own[d] = true
+		rb.keys = append(rb.keys, k.Extend(d[:]))
+		rb.counts = append(rb.counts, rb.p.mc.CountMessage(sent[j]))
+	}
+	recorded, hasUsage := recordedBill(asst)
+	if hasUsage && counted > 0 {
+		rb.ratio = float64(recorded.InputTotal()) / float64(counted)
+	}
+	scale := func(n int) int { return int(math.Round(float64(n) * rb.ratio)) }
+	output := recorded.Output
+	if !hasUsage {
+		output = rb.p.mc.CountMessage(asst)
+	}
+	head := rb.head
+	head.Tokens = scale(head.Tokens)
+	client := []pricing.Block{head}
+	for j := range sent {
+		client = append(client, pricing.Block{Prefix: rb.keys[j], Tokens: scale(rb.counts[j]), Breakpoint: j == len(sent)-1})
+	}
+	prep := []pricing.Block{head}
+	k, lastChanged := head.Prefix, -1
+	for j, m := range prepared {
+		d := digest(m)
+		k = k.Extend(d[:])
+		if !rb.own[d] && j < len(prepared)-1 {
+			lastChanged = j // a message the pipeline wrote
+		}
+		n := 0
+		if j < len(rb.keys) && k == rb.keys[j] {
+			n = rb.counts[j]
+		} else {
+			n = rb.p.mc.CountMessage(m)
+		}
+		prep = append(prep, pricing.Block{Prefix: k, Tokens: scale(n), Breakpoint: j == len(prepared)-1})
+	}
+	if lastChanged >= 0 {
+		prep[1+lastChanged].Breakpoint = true // the proxy's own breakpoint
+	}
+	uc := cs[0].Bill(now, client, output)
+	up := cs[1].Bill(now, prep, output)
+	without = prices.Cost(uc)
+	if hasUsage {
+		without = prices.Cost(recorded)
+	}
+	with = max(0, without+prices.Cost(up)-prices.Cost(uc))
+	return with, without
+}
+
+// digest identifies a message by its content.
+func digest(m agentctx.Message) pricing.Key {
+	enc, _ := m.AppendJSON(nil)
+	var k pricing.Key
+	return k.Extend(enc)
+}
+
+// recordedBill reads the usage recorded on an assistant message as it is
+// priced: Anthropic's usage, its cache writes split by lifetime where
+// cache_creation gives the split.
+func recordedBill(m agentctx.Message) (pricing.Usage, bool) {
+	u, ok := recordedUsage(m)
+	if !ok {
+		return pricing.Usage{}, false
+	}
+	raw, _ := m.Field("usage")
+	var split struct {
+		CacheCreation struct {
+			W1h int `json:"ephemeral_1h_input_tokens"`
+		} `json:"cache_creation"`
+	}
+	json.Unmarshal(raw, &split)
+	w1h := min(max(split.CacheCreation.W1h, 0), u.CacheCreationInputTokens)
+	return pricing.Usage{Input: u.InputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens - w1h,
+		CacheWrite1h: w1h, Output: u.OutputTokens}, true
+}
+
+func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }

@@ -104,6 +104,41 @@
 // (requests that changed a message the request before had sent, compared
 // without cache_control markers) beside the Engine's prefix changes (the
 // breaks it planned: prune batches and compactions), requests that asked
-// the API to drop thinking, the last usage and the proxy's overhead. Every
-// request is one slog line.
+// the API to drop thinking, the last usage and the proxy's overhead, and
+// the session's money (Bill); "total" sums the money of every session.
+// Every request is one slog line, with its cost_usd and cost_without_usd.
+//
+// # Money
+//
+// The bill so far (cost_usd) is exact up to the price table: the usage the
+// upstream reported for each answered request (uncached input, cache
+// reads, cache writes by lifetime, output) at Options.Prices for the
+// request's model, plus the summary requests UpstreamSummarizers sent
+// while the Engine prepared a request (summary_requests,
+// summary_cost_usd). Failed requests are not billed.
+//
+// The bill without agentctx (cost_without_usd) is an estimate: what the
+// requests as the client sent them would have cost, with no summary
+// requests. Per session and model the proxy keeps two simulated prompt
+// caches (pricing.Cache), one fed the requests as sent, one as received,
+// at message granularity: the tools and the system prompt, then one
+// block per message, a message's prefix chained from its msgHash, a
+// breakpoint on a message (or tools, system) that holds a cache_control.
+// A message's tokens are counted once (the Engine's MessageCounter,
+// memoized by msgHash); the tools and system prompt get what
+// Prepared.TokensBefore counts beyond the messages; every count is scaled
+// so that the request as sent adds up to the input the upstream reported.
+// Both answers are taken to be the one the upstream gave (the same output
+// tokens). The estimate is the actual cost plus the difference of the two
+// simulations:
+//
+//	cost_without = cost + sim(as received) − sim(as sent)
+//
+// so what the simulation does not model (another session's cache entries,
+// the provider's block boundaries) cancels out, and an unedited request
+// costs the same both ways. Limits: requests the Engine did not prepare
+// (an Engine error, a body over MaxBody) count as unedited; a client that
+// would have compacted its own history without agentctx (Claude Code's
+// auto-compact) is not modelled; the counts are the Engine's, calibrated
+// per request, not the provider's tokenizer.
 package proxy

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // Default upstreams.
@@ -65,6 +66,11 @@ type Options struct {
 	// to. Requests to MCPPath never go upstream; without MCP they are
 	// answered 404.
 	MCP http.Handler
+	// Prices price each request's usage, by its model, for the money in
+	// the statistics and the log (see Bill); nil means pricing.Default().
+	// A model the table does not know is priced at pricing.Fallback of
+	// its API's provider.
+	Prices pricing.Table
 }
 
 // Server is the proxy, an http.Handler. Build it with New.
@@ -80,6 +86,9 @@ type Server struct {
 	// ResponsesMessages), as the reference the tests hold the cached
 	// decode to.
 	plainDecode bool
+	// fallbackCounter counts messages for the bill when the Engine does
+	// not (see MessageCounter).
+	fallbackCounter defaultMessageCounter
 }
 
 // New returns a Server.
@@ -114,6 +123,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Prices == nil {
+		opts.Prices = pricing.Default()
 	}
 	var dc *decodeCache
 	switch {
@@ -239,6 +251,7 @@ type exchange struct {
 	observed   bool // the usage was given to the engine
 	status     int
 	engineErr  error
+	bill       exchangeBill
 }
 
 // ServeHTTP implements http.Handler.
@@ -350,6 +363,7 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		return raw // not JSON: the upstream will answer
 	}
 	x.session, _ = sessionKey(r.Header, b)
+	x.bill.model = b.str("model")
 	if rt.api == APIResponses && !fullHistory(b) {
 		return raw // the history lives upstream: nothing to edit
 	}
@@ -374,7 +388,8 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 	}
 	req := &Request{API: rt.api, SessionKey: x.session, Header: r.Header, Model: b.str("model"), Document: conv.doc,
 		Tools: b.get("tools"), System: system, ThinkingEnabled: x.thinkingOn, Received: x.start}
-	prep, err := s.opts.Engine.Prepare(r.Context(), req)
+	x.bill.tools, x.bill.system, x.bill.auto, x.bill.in = req.Tools, req.System, b.get("cache_control"), conv
+	prep, err := s.opts.Engine.Prepare(withSummaries(r.Context(), x), req)
 	if err != nil {
 		x.engineErr = err
 		return raw
@@ -537,6 +552,7 @@ func (s *Server) edit(api API, b *body, conv *conversation, msgs []agentctx.Mess
 		addBreakpoint(a, b.get("system"), b.get("tools"))
 	}
 	x.sentEnc, x.sentHash, x.sentMsgs = a.outEnc, a.outHash, a.out
+	x.bill.sentBreaks = a.outBreaks
 	if a.unchanged(len(inEnc)) {
 		return b.raw, nil
 	}
@@ -665,7 +681,7 @@ func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) 
 		sc.whole(data, x.api)
 		seen()
 		w.Write(data)
-		x.usage, x.gotUsage = sc.usage, sc.got
+		x.usage, x.gotUsage, x.bill.write1h = sc.usage, sc.got, sc.write1h
 		trailers()
 		return nil
 	}
@@ -686,11 +702,11 @@ func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) 
 			break
 		}
 		if err != nil {
-			x.usage, x.gotUsage = sc.usage, sc.got
+			x.usage, x.gotUsage, x.bill.write1h = sc.usage, sc.got, sc.write1h
 			return err
 		}
 	}
-	x.usage, x.gotUsage = sc.usage, sc.got
+	x.usage, x.gotUsage, x.bill.write1h = sc.usage, sc.got, sc.write1h
 	trailers()
 	return nil
 }
@@ -728,8 +744,13 @@ func (s *Server) rememberThinking(x *exchange, keys []string) {
 
 func (s *Server) finish(r *http.Request, x *exchange) {
 	dur := s.opts.Now().Sub(x.start)
+	var st *sessionStats
 	if x.session != "" {
-		st := s.stats.get(x.session)
+		st = s.stats.get(x.session)
+	}
+	s.bill(st, x)
+	s.stats.addTotal(x)
+	if st != nil {
 		st.record(x)
 		if x.gotUsage {
 			s.observe(context.WithoutCancel(r.Context()), x, x.usage) // when relay did not already
@@ -747,6 +768,12 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 		}
 		if x.gotUsage {
 			attrs = append(attrs, "usage_input", x.usage.Total(), "usage_output", x.usage.OutputTokens)
+		}
+		if b := &x.bill; b.billed {
+			attrs = append(attrs, "cost_usd", round6(b.cost), "cost_without_usd", round6(b.costWithout))
+		}
+		if b := &x.bill; len(b.summaries) > 0 {
+			attrs = append(attrs, "summary_requests", len(b.summaries), "summary_cost_usd", round6(b.summaryCost))
 		}
 		if x.engineErr != nil {
 			attrs = append(attrs, "engine_error", x.engineErr.Error())
@@ -781,6 +808,7 @@ var _ http.Handler = (*Server)(nil)
 type statsTable struct {
 	mu       sync.Mutex
 	sessions map[string]*sessionStats
+	total    TotalStats
 }
 
 func newStatsTable() *statsTable { return &statsTable{sessions: map[string]*sessionStats{}} }

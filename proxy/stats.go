@@ -25,6 +25,7 @@ type sessionStats struct {
 	sentAt       map[string]prefixHash // by thinking key: the prefix the block was last sent after
 	sentKeys     []string
 	overheads    []time.Duration
+	billing      sessionBilling
 }
 
 // SessionStats are the statistics of one session (GET /agentctx/stats).
@@ -59,6 +60,17 @@ type SessionStats struct {
 	// to upstream request sent.
 	OverheadMedianMS float64 `json:"overhead_median_ms"`
 	OverheadMaxMS    float64 `json:"overhead_max_ms"`
+	// Bill is the session's money so far: cost_usd, cost_without_usd,
+	// saved_usd, summary_requests, summary_cost_usd and the tokens billed.
+	Bill
+}
+
+// TotalStats are the requests and the money of every session since the
+// proxy started (GET /agentctx/stats, "total"), sessions dropped from the
+// statistics included.
+type TotalStats struct {
+	Requests int `json:"requests"`
+	Bill
 }
 
 // known implements thinkingMemory.
@@ -175,6 +187,7 @@ func (s *sessionStats) record(x *exchange) {
 	if x.gotUsage {
 		s.LastUsage = x.usage
 	}
+	s.Bill.add(&x.bill)
 	s.overheads = append(s.overheads, x.overhead)
 	if len(s.overheads) > 1000 {
 		s.overheads = s.overheads[len(s.overheads)-1000:]
@@ -186,6 +199,7 @@ func (s *sessionStats) snapshot(key string) SessionStats {
 	defer s.mu.Unlock()
 	out := s.SessionStats
 	out.Session = key
+	out.Bill = out.Bill.rounded()
 	if n := len(s.overheads); n > 0 {
 		d := append([]time.Duration(nil), s.overheads...)
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
@@ -217,8 +231,29 @@ func (s *Server) serveStats(w http.ResponseWriter) {
 	enc.SetEscapeHTML(false)
 	enc.Encode(struct {
 		Sessions []SessionStats `json:"sessions"`
+		Total    TotalStats     `json:"total"`
 		Process  ProcessStats   `json:"process"`
-	}{s.Stats(), s.ProcessStats()})
+	}{s.Stats(), s.Total(), s.ProcessStats()})
+}
+
+// Total returns the requests and the money of every session so far.
+func (s *Server) Total() TotalStats {
+	s.stats.mu.Lock()
+	defer s.stats.mu.Unlock()
+	t := s.stats.total
+	t.Bill = t.Bill.rounded()
+	return t
+}
+
+// addTotal counts an editable exchange in the total.
+func (t *statsTable) addTotal(x *exchange) {
+	if x.api == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.total.Requests++
+	t.total.Bill.add(&x.bill)
 }
 
 // ProcessStats is the memory of the proxy's process (GET /agentctx/stats,

@@ -137,6 +137,7 @@ func summarizeUpstream(ctx context.Context, client *http.Client, o *UpstreamSumm
 	if resp.StatusCode != http.StatusOK {
 		return "", &compact.APIError{Provider: string(req.API), StatusCode: resp.StatusCode, Err: fmt.Errorf("%.200s", data)}
 	}
+	reportSummary(ctx, req, data) // the proxy bills it to the request being prepared
 	return answerText(data, req.API), nil
 }
 

@@ -12,6 +12,9 @@ type usageScanner struct {
 	line  []byte
 	usage Usage
 	got   bool
+	// write1h is the part of the usage's cache writes with the 1-hour
+	// lifetime (Anthropic's cache_creation.ephemeral_1h_input_tokens).
+	write1h int
 	// final is set once the last event that carries usage was read
 	// (Anthropic's message_delta, the chat usage chunk, Responses'
 	// response.completed, a whole answer): the usage is then complete.
@@ -148,6 +151,11 @@ func (sc *usageScanner) anthropicUsage(u []byte) {
 	set("output_tokens", &sc.usage.OutputTokens)
 	set("cache_read_input_tokens", &sc.usage.CacheReadInputTokens)
 	set("cache_creation_input_tokens", &sc.usage.CacheCreationInputTokens)
+	// The split by lifetime, where given (message_start; message_delta
+	// may repeat the total only).
+	if n, ok := intOf(memberOf(memberOf(u, "cache_creation"), "ephemeral_1h_input_tokens")); ok {
+		sc.write1h = n
+	}
 }
 
 func (sc *usageScanner) chatUsage(u []byte) {

@@ -25,6 +25,7 @@ func newProxyCmd(e *env) *cobra.Command {
 		anthropicURL, oaURL string
 		maxSessions         int
 		decodeCacheMB       int
+		pricesFile          string
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy",
@@ -40,6 +41,13 @@ false and no previous_response_id) are edited; everything else passes
 through. A request that needs no edit goes upstream byte for byte.
 GET /agentctx/stats reports per session. SIGINT or SIGTERM stops
 accepting and lets the requests in flight finish.
+
+The stats carry money per session and in "total": cost_usd (the usage
+the upstream reported, summary requests included, at list prices;
+--prices FILE overrides them), cost_without_usd (an estimate of the same
+requests sent unedited: two simulated prompt caches, see the proxy
+package's documentation) and saved_usd; each request's log line carries
+its cost_usd and cost_without_usd.
 
 /mcp serves the read-back tools (get_knowledge_by_id, ...; see agentctx
 mcp) over MCP streamable HTTP, reading the store and namespace the proxy
@@ -66,6 +74,10 @@ writes to, every session: the proxy prints the line that registers it,
 			}
 			if decodeCacheMB < 0 {
 				return usagef("invalid --decode-cache %d: must be 0 (none) or more MiB", decodeCacheMB)
+			}
+			prices, err := readPrices(pricesFile)
+			if err != nil {
+				return err
 			}
 			decodeCache := int64(decodeCacheMB) << 20
 			if decodeCacheMB == 0 {
@@ -112,7 +124,7 @@ writes to, every session: the proxy prints the line that registers it,
 			// engine writes to, every session.
 			mcpSrv := mcpserver.New(store, &mcpserver.Options{Namespace: f.namespace, Version: agentctx.Version, Logger: log})
 			srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: anthropicURL, OpenAIURL: oaURL, Logger: log, DecodeCacheBytes: decodeCache,
-				MCP: mcpSrv.Handler()})
+				MCP: mcpSrv.Handler(), Prices: prices})
 			if err != nil {
 				if errors.Is(err, proxy.ErrInvalidURL) {
 					return usagef("%v", err)
@@ -138,6 +150,7 @@ writes to, every session: the proxy prints the line that registers it,
 	fs.StringVar(&oaURL, "upstream-openai", proxy.DefaultOpenAIURL, "OpenAI API base URL")
 	fs.IntVar(&maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions kept in memory (least recently used out first)")
 	fs.IntVar(&decodeCacheMB, "decode-cache", proxy.DefaultDecodeCacheBytes>>20, "MiB of decoded messages kept for the next request of each conversation to reuse (0: none; each request is then decoded whole)")
+	fs.StringVar(&pricesFile, "prices", "", pricesFlagHelp)
 	f.register(fs, true)
 	fs.StringVar(&f.workspace, "workspace", pipeline.DefaultWorkspaceDir, "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
 	fs.StringVar(&f.store, "store", "", storeFlagHelp)

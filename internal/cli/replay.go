@@ -15,6 +15,7 @@ func newReplayCmd(e *env) *cobra.Command {
 		ws, store, session string
 		noUsage            bool
 		perRequest         bool
+		pricesFile         string
 	)
 	cmd := &cobra.Command{
 		Use:   "replay FILE",
@@ -30,9 +31,13 @@ prepared messages do not start with the previous request's, byte for
 byte), prefix_stable_ratio (the share of the previous request a provider's
 prompt cache could still serve, averaged), count_error (|estimate − usage|
 / usage for the requests after the first: median_pct, p95_pct, n), the
-time of one prepare call (median_ms, max_ms) and per_request details
-(--per-request=false leaves them out). On a terminal a short summary goes
-to stderr.
+time of one prepare call (median_ms, max_ms), money (cost_without_usd:
+the session's bill as recorded, its usage at list prices; cost_usd: the
+estimated bill of the prepared requests, the recorded bill plus the
+difference of two simulated prompt caches, one fed the prepared requests,
+one the requests as sent; saved_usd, their difference; --prices FILE
+overrides the prices) and per_request details (--per-request=false leaves
+them out). On a terminal a short summary goes to stderr.
 
 The pipeline flags are those of prepare. The workspace is a fresh
 temporary one unless --workspace names one. A Claude Code session that
@@ -55,7 +60,11 @@ Claude Code compacted itself is replayed whole, from its first request
 			if err != nil {
 				return err
 			}
-			o := pipeline.ReplayOptions{Options: base, NoUsage: noUsage}
+			prices, err := readPrices(pricesFile)
+			if err != nil {
+				return err
+			}
+			o := pipeline.ReplayOptions{Options: base, NoUsage: noUsage, Prices: prices}
 			o.SessionID = session
 			loc, err := location(store, ws)
 			if err != nil {
@@ -87,9 +96,11 @@ Claude Code compacted itself is replayed whole, from its first request
 					name = args[0]
 				}
 				fmt.Fprintf(e.s.Err, "agentctx replay: %s: %d requests, %d compaction(s), %d cache break(s), prefix stable %.1f%%\n"+
-					"  count error: median %.2f%%, p95 %.2f%% over %d requests; prepare: median %.1f ms, max %.1f ms\n",
+					"  count error: median %.2f%%, p95 %.2f%% over %d requests; prepare: median %.1f ms, max %.1f ms\n"+
+					"  cost: $%.4f with agentctx (estimate), $%.4f without (as recorded), saved $%.4f\n",
 					name, res.Requests, res.Compactions, res.CacheBreaks, 100*res.PrefixStableRatio,
-					res.CountError.MedianPct, res.CountError.P95Pct, res.CountError.N, res.MedianMs, res.MaxMs)
+					res.CountError.MedianPct, res.CountError.P95Pct, res.CountError.N, res.MedianMs, res.MaxMs,
+					res.CostUSD, res.CostWithoutUSD, res.SavedUSD)
 			}
 			if !perRequest {
 				res.PerRequest = nil
@@ -103,5 +114,6 @@ Claude Code compacted itself is replayed whole, from its first request
 	cmd.Flags().StringVar(&session, "session", "replay", "the session id to replay as")
 	cmd.Flags().BoolVar(&noUsage, "no-usage", false, "do not feed the recorded usage back")
 	cmd.Flags().BoolVar(&perRequest, "per-request", true, "include per_request details")
+	cmd.Flags().StringVar(&pricesFile, "prices", "", pricesFlagHelp)
 	return cmd
 }

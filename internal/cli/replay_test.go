@@ -3,6 +3,7 @@ package cli_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,7 +58,17 @@ func TestReplayCommand(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	m := jsonKeys(t, out, "requests", "compactions", "cache_breaks", "prefix_stable_ratio", "count_error", "max_ms", "median_ms",
-		"tokens_before", "tokens_after", "cache_cost", "ratio", "per_request")
+		"tokens_before", "tokens_after", "cache_cost", "ratio", "per_request", "cost_usd", "cost_without_usd", "saved_usd")
+	// The recorded bill, by hand at claude-sonnet-4-5's prices: each tool
+	// turn i reads r_i−1003 tokens, writes 1,000 and outputs 50; the last
+	// request, of no known model, is priced at the pipeline's prices (the
+	// Anthropic fallback, the same): see claudeSession.
+	if got, want := mustFloat(t, m["cost_without_usd"]), recordedBill(path); math.Abs(got-want) > 1e-5 {
+		t.Errorf("cost_without_usd %v, want %v", got, want)
+	}
+	if with, saved := mustFloat(t, m["cost_usd"]), mustFloat(t, m["saved_usd"]); with <= 0 || saved <= 0 {
+		t.Errorf("cost_usd %v, saved_usd %v: offloading and compacting the build logs should save", with, saved)
+	}
 	var res struct {
 		Requests, Compactions, CacheBreaks int
 		PrefixStableRatio                  float64 `json:"prefix_stable_ratio"`
@@ -165,4 +176,27 @@ func TestPrepareSessionAcrossProcesses(t *testing.T) {
 	if code != 0 || !strings.Contains(got, `"id":"compact_`) {
 		t.Errorf("archive listing: %d %s %s", code, got, errOut)
 	}
+}
+
+// recordedBill prices the usage recorded in a session file at $3 in,
+// $0.30 read, $3.75 write and $15 out per million tokens.
+func recordedBill(path string) float64 {
+	data, _ := os.ReadFile(path)
+	total := 0.0
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var rec struct {
+			Message struct {
+				Usage struct {
+					In    int `json:"input_tokens"`
+					Read  int `json:"cache_read_input_tokens"`
+					Write int `json:"cache_creation_input_tokens"`
+					Out   int `json:"output_tokens"`
+				} `json:"usage"`
+			} `json:"message"`
+		}
+		json.Unmarshal([]byte(line), &rec)
+		u := rec.Message.Usage
+		total += (float64(u.In)*3 + float64(u.Read)*0.3 + float64(u.Write)*3.75 + float64(u.Out)*15) / 1e6
+	}
+	return total
 }
