@@ -3,9 +3,15 @@ package proxy_test
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/proxy"
 )
 
 // A cut upstream answer reaches the client as a transport error, as it
@@ -72,4 +78,31 @@ func TestTrailersRelayed(t *testing.T) {
 	if got := resp.Trailer.Get("X-Late"); got != "late" {
 		t.Errorf("trailer X-Late = %q, want late", got)
 	}
+}
+
+// An upstream error that echoes the client's key, during a summary, never
+// reaches the logs with the key in it (issue 24).
+func TestSummaryErrorNeverLogsTheKey(t *testing.T) {
+	const key = "sk-ant-api03-SECRETKEY1234567890"
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprintf(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key %s"}}`, r.Header.Get("X-Api-Key"))
+	})
+	var logs strings.Builder
+	us := newServer(t, up)
+	sum := proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{AnthropicURL: us, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	req := &proxy.Request{API: proxy.APIAnthropic, Model: "m", Header: http.Header{"X-Api-Key": {key}}}
+	_, err := sum(req).Summarize(t.Context(), compact.Request{Messages: []agentctx.Message{agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("hi"))}})
+	if err != nil {
+		t.Fatal(err) // the extractive fallback answers
+	}
+	if strings.Contains(logs.String(), "SECRETKEY") || !strings.Contains(logs.String(), "summary failed") {
+		t.Fatalf("logs: %s", logs.String())
+	}
+}
+
+func newServer(t *testing.T, h http.Handler) string {
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return s.URL
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/secret"
 )
 
 // UpstreamSummarizerOptions configure UpstreamSummarizers.
@@ -135,7 +136,7 @@ func summarizeUpstream(ctx context.Context, client *http.Client, o *UpstreamSumm
 		return "", err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return "", &compact.APIError{Provider: string(req.API), StatusCode: resp.StatusCode, Err: fmt.Errorf("%.200s", data)}
+		return "", &compact.APIError{Provider: string(req.API), StatusCode: resp.StatusCode, Err: fmt.Errorf("%.200s", secret.Scrub(string(data), req.Header.Get("X-Api-Key"), req.Header.Get("Authorization")))}
 	}
 	reportSummary(ctx, req, data) // the proxy bills it to the request being prepared
 	return answerText(data, req.API), nil
