@@ -201,6 +201,20 @@ type route struct {
 	api      API    // "" when not editable
 }
 
+// foreignAPI names the API family of a request meant for a provider the
+// proxy does not serve (Google's Gemini: x-goog-api-key, a ?key= query,
+// :generateContent paths, /v1beta/), or returns "".
+func foreignAPI(r *http.Request) string {
+	p := r.URL.Path
+	switch {
+	case r.Header.Get("X-Goog-Api-Key") != "", r.URL.Query().Has("key") && r.Header.Get("X-Api-Key") == "" && r.Header.Get("Authorization") == "",
+		strings.Contains(p, ":generateContent"), strings.Contains(p, ":streamGenerateContent"), strings.Contains(p, ":countTokens"),
+		strings.HasPrefix(p, "/v1beta/"):
+		return "Gemini API"
+	}
+	return ""
+}
+
 func (s *Server) route(r *http.Request) route {
 	p := r.URL.Path
 	rest := p
@@ -267,6 +281,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") || headerHas(r.Header, "Connection", "upgrade") {
 		writeError(w, http.StatusNotImplemented, "agentctx proxy: websocket upgrades are not supported; use HTTP streaming")
 		s.log.Info("proxy: refused an upgrade", "method", r.Method, "path", r.URL.Path)
+		return
+	}
+	if family := foreignAPI(r); family != "" {
+		// Forwarded, it would reach a provider it was not written for,
+		// with the client's key for another.
+		writeError(w, http.StatusNotImplemented, "agentctx proxy: "+family+" requests are not served (only Anthropic Messages and OpenAI Chat Completions and Responses); nothing was forwarded")
+		s.log.Info("proxy: refused a request of another API", "method", r.Method, "path", r.URL.Path, "api", family)
 		return
 	}
 	x := &exchange{start: s.opts.Now(), status: 0}
