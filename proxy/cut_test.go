@@ -136,3 +136,42 @@ func TestForeignAPIRefused(t *testing.T) {
 		t.Fatalf("%d requests of another API were forwarded", forwarded)
 	}
 }
+
+// The statistics and MCP endpoints answer only requests addressed to a
+// loopback name, or carrying the token when one is set (issue 24: stats
+// were unauthenticated with no Host check: DNS rebinding from a browser).
+func TestStatsAndMCPAreGuarded(t *testing.T) {
+	for _, c := range []struct {
+		token, host, auth string
+		want              int
+	}{
+		{"", "", "", 200},
+		{"", "attacker.example", "", http.StatusMisdirectedRequest},
+		{"s3cret-token", "", "", http.StatusForbidden},
+		{"s3cret-token", "attacker.example", "Bearer s3cret-token", 200},
+	} {
+		us := newServer(t, http.NotFoundHandler())
+		srv, err := proxy.New(proxy.Options{AnthropicURL: us, Token: c.token, MCP: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := newServer(t, srv)
+		for _, path := range []string{proxy.StatsPath, proxy.MCPPath} {
+			req, _ := http.NewRequest(http.MethodGet, ps+path, nil)
+			if c.host != "" {
+				req.Host = c.host
+			}
+			if c.auth != "" {
+				req.Header.Set("Authorization", c.auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != c.want {
+				t.Errorf("%s token %q host %q auth %q: status %d, want %d", path, c.token, c.host, c.auth, resp.StatusCode, c.want)
+			}
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/httpguard"
 	"github.com/agentctx/agentctx/internal/rawjson"
 	"github.com/agentctx/agentctx/pricing"
 )
@@ -66,6 +67,13 @@ type Options struct {
 	// to. Requests to MCPPath never go upstream; without MCP they are
 	// answered 404.
 	MCP http.Handler
+	// Token, when set, is required of every request to the statistics and
+	// MCP endpoints (X-Agentctx-Token, or Authorization: Bearer); without
+	// it they answer only requests addressed to a loopback name (Host:
+	// localhost, 127.0.0.1, ::1), so a web page cannot read them through
+	// DNS rebinding. Model requests are not affected: the upstream checks
+	// their keys.
+	Token string
 	// Prices price each request's usage, by its model, for the money in
 	// the statistics and the log (see Bill); nil means pricing.Default().
 	// A model the table does not know is priced at pricing.Fallback of
@@ -270,12 +278,16 @@ type exchange struct {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == StatsPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-		s.serveStats(w)
-		return
-	}
-	if isMCP(r.URL.Path) {
-		s.serveMCP(w, r)
+	if r.URL.Path == StatsPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) || isMCP(r.URL.Path) {
+		if !httpguard.Allowed(r, s.opts.Token) {
+			httpguard.Refuse(w, s.opts.Token)
+			return
+		}
+		if isMCP(r.URL.Path) {
+			s.serveMCP(w, r)
+		} else {
+			s.serveStats(w)
+		}
 		return
 	}
 	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") || headerHas(r.Header, "Connection", "upgrade") {

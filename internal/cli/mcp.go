@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -15,11 +16,13 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/mcpserver"
 	"github.com/agentctx/agentctx/workspace"
+
+	"github.com/agentctx/agentctx/internal/httpguard"
 )
 
 func newMCPCmd(e *env) *cobra.Command {
 	f := &wsFlags{}
-	var session, addr string
+	var session, addr, token string
 	var maxChars, maxTokens int
 	cmd := &cobra.Command{
 		Use:   "mcp",
@@ -65,18 +68,25 @@ agentctx proxy serves the same tools at /mcp on its own port.`,
 			if addr == "" {
 				return serveStdio(cmd.Context(), srv, e.s.In, e.s.Out)
 			}
-			return serveHTTP(cmd.Context(), srv, addr, e.s.Err)
+			if token == "" {
+				token = os.Getenv(tokenEnv)
+			}
+			return serveHTTP(cmd.Context(), srv, addr, token, e.s.Err)
 		},
 	}
 	cmd.Flags().StringVar(&f.path, "workspace", ".agentctx", "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
 	cmd.Flags().StringVar(&f.store, "store", "", storeFlagHelp)
 	cmd.Flags().StringVar(&f.namespace, "namespace", workspace.DefaultNamespace, "namespace inside the workspace")
 	cmd.Flags().StringVar(&session, "session", "", "session the listings and session-wide search cover by default (default: every session)")
-	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP at this address (host:port) instead of stdio")
+	cmd.Flags().StringVar(&addr, "http", "", "serve streamable HTTP at this address (host:port; a missing host is 127.0.0.1) instead of stdio")
+	cmd.Flags().StringVar(&token, "token", "", "with --http: the token every request must carry (X-Agentctx-Token or Authorization: Bearer; default $"+tokenEnv+"); required on a non-loopback address, and without it only requests to a loopback name are answered")
 	cmd.Flags().IntVar(&maxChars, "max-chars", mcpserver.DefaultMaxChars, "characters per page")
 	cmd.Flags().IntVar(&maxTokens, "max-tokens", mcpserver.DefaultMaxTokens, "o200k_base tokens per page")
 	return cmd
 }
+
+// tokenEnv names the environment variable that gives --token its default.
+const tokenEnv = "AGENTCTX_TOKEN"
 
 // serveStdio serves one client on in/out until in ends or ctx is done.
 func serveStdio(ctx context.Context, srv *mcpserver.Server, in io.Reader, out io.Writer) error {
@@ -89,12 +99,16 @@ func serveStdio(ctx context.Context, srv *mcpserver.Server, in io.Reader, out io
 
 // serveHTTP serves streamable HTTP at addr until ctx is done, and says
 // where on stderr.
-func serveHTTP(ctx context.Context, srv *mcpserver.Server, addr string, stderr io.Writer) error {
+func serveHTTP(ctx context.Context, srv *mcpserver.Server, addr, token string, stderr io.Writer) error {
+	addr, err := httpguard.ListenAddr(addr, token)
+	if err != nil {
+		return usagef("--http: %v", err)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return usagef("--http %s: %v", addr, err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: httpguard.Wrap(srv.Handler(), token), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stderr, "agentctx mcp: serving streamable HTTP at http://%s/\n", ln.Addr())
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -26,6 +27,7 @@ func newProxyCmd(e *env) *cobra.Command {
 		maxSessions         int
 		decodeCacheMB       int
 		pricesFile          string
+		token               string
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy",
@@ -122,9 +124,12 @@ writes to, every session: the proxy prints the line that registers it,
 			}
 			// The read-back tools at /mcp, over the store and namespace the
 			// engine writes to, every session.
+			if token == "" {
+				token = os.Getenv(tokenEnv)
+			}
 			mcpSrv := mcpserver.New(store, &mcpserver.Options{Namespace: f.namespace, Version: agentctx.Version, Logger: log})
 			srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: anthropicURL, OpenAIURL: oaURL, Logger: log, DecodeCacheBytes: decodeCache,
-				MCP: mcpSrv.Handler(), Prices: prices})
+				MCP: mcpSrv.Handler(), Prices: prices, Token: token})
 			if err != nil {
 				if errors.Is(err, proxy.ErrInvalidURL) {
 					return usagef("%v", err)
@@ -132,6 +137,12 @@ writes to, every session: the proxy prints the line that registers it,
 				return err
 			}
 			defer srv.Close()
+			if _, _, err := net.SplitHostPort(listen); err != nil {
+				return usagef("--listen %s: %v", listen, err)
+			}
+			if h, p, _ := net.SplitHostPort(listen); h == "" {
+				listen = net.JoinHostPort("127.0.0.1", p) // loopback unless told otherwise
+			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return usagef("--listen %s: %v", listen, err)
@@ -151,6 +162,7 @@ writes to, every session: the proxy prints the line that registers it,
 	fs.IntVar(&maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions kept in memory (least recently used out first)")
 	fs.IntVar(&decodeCacheMB, "decode-cache", proxy.DefaultDecodeCacheBytes>>20, "MiB of decoded messages kept for the next request of each conversation to reuse (0: none; each request is then decoded whole)")
 	fs.StringVar(&pricesFile, "prices", "", pricesFlagHelp)
+	fs.StringVar(&token, "token", "", "the token the statistics and MCP endpoints require (X-Agentctx-Token or Authorization: Bearer; default $"+tokenEnv+"); without it they answer requests to a loopback name only")
 	f.register(fs, true)
 	fs.StringVar(&f.workspace, "workspace", pipeline.DefaultWorkspaceDir, "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
 	fs.StringVar(&f.store, "store", "", storeFlagHelp)

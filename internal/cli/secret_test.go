@@ -21,3 +21,13 @@ func TestStorePasswordNeverPrinted(t *testing.T) {
 		}
 	}
 }
+
+// agentctx mcp --http on a non-loopback address needs a token (issue 24:
+// it served every interface with no authentication).
+func TestMCPHTTPNeedsATokenOffLoopback(t *testing.T) {
+	t.Setenv("AGENTCTX_TOKEN", "")
+	code, _, errOut := runCLI(t, "", "mcp", "--workspace", t.TempDir(), "--http", "0.0.0.0:0")
+	if code != 2 || !strings.Contains(errOut, "token") {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
