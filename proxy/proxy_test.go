@@ -394,6 +394,16 @@ func TestSessionKey(t *testing.T) {
 	if a != b || a == c || !strings.HasPrefix(a, "h-") {
 		t.Errorf("hash keys: %q %q %q; want the first two equal and the third different", a, b, c)
 	}
+	// Two users who start alike are two sessions (issue 24: they shared
+	// one and recompacted each other's).
+	first := []byte(`{"system":"s","messages":[{"role":"user","content":"first"}]}`)
+	u1, _ := proxy.SessionKey(http.Header{"X-Api-Key": {"key-of-user-one"}}, first)
+	u1again, _ := proxy.SessionKey(http.Header{"X-Api-Key": {"key-of-user-one"}}, first)
+	u2, _ := proxy.SessionKey(http.Header{"X-Api-Key": {"key-of-user-two"}}, first)
+	u3, _ := proxy.SessionKey(http.Header{"Authorization": {"Bearer token-three"}}, first)
+	if u1 != u1again || u1 == u2 || u1 == u3 || u2 == u3 || strings.Contains(u1, "user-one") {
+		t.Errorf("keys by credentials: %q %q %q %q", u1, u1again, u2, u3)
+	}
 }
 
 func TestStatsEndpoint(t *testing.T) {

@@ -92,8 +92,9 @@ var userIDSession = regexp.MustCompile(`session_([0-9A-Za-z-]+)`)
 // x-claude-code-session-id header; the session_id in metadata.user_id
 // (Claude Code writes a JSON object there, older versions
 // "user_…_session_<uuid>"); the body's prompt_cache_key; the
-// X-Agentctx-Session header; else "h-" and a hash of the system prompt and
-// the first user message, which every request of a conversation repeats.
+// X-Agentctx-Session header; else "h-" and a hash of the client's
+// credentials, the system prompt and the first user message, which every
+// request of a conversation repeats.
 // The source names which rule gave the key.
 func SessionKey(h http.Header, raw []byte) (key, source string) {
 	if v := strings.TrimSpace(h.Get("X-Claude-Code-Session-Id")); v != "" {
@@ -124,13 +125,18 @@ func sessionKey(h http.Header, b *body) (key, source string) {
 	if v := strings.TrimSpace(h.Get(HeaderSession)); v != "" {
 		return v, "x-agentctx-session"
 	}
-	return "h-" + conversationHash(b), "hash"
+	return "h-" + conversationHash(h, b), "hash"
 }
 
-// conversationHash hashes the system prompt (system or instructions) and
-// the first user message (messages or input) of a body.
-func conversationHash(b *body) string {
+// conversationHash hashes the client's credentials (so that two users who
+// start alike are two sessions), the system prompt (system or
+// instructions) and the first user message (messages or input) of a body.
+func conversationHash(h http.Header, b *body) string {
 	s := sha256.New()
+	for _, k := range [...]string{"X-Api-Key", "Authorization", "X-Goog-Api-Key"} {
+		s.Write([]byte(h.Get(k)))
+		s.Write([]byte{0})
+	}
 	sys := b.get("system")
 	if sys == nil {
 		sys = b.get("instructions")
