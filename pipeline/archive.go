@@ -30,11 +30,18 @@ const ArchiveIDPrefix = "compact_"
 type workspaceArchiver struct {
 	ws  *workspace.Workspace
 	now func() time.Time
+	// bound bounds each store call (Pipeline.storeCtx); nil: ctx alone.
+	bound func(context.Context) (context.Context, context.CancelFunc)
 }
 
 var _ compact.Archiver = workspaceArchiver{}
 
 func (a workspaceArchiver) Archive(ctx context.Context, sessionID string, msgs []agentctx.Message) (compact.Archived, error) {
+	if a.bound != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = a.bound(ctx)
+		defer cancel()
+	}
 	data, err := compact.EncodeArchive(msgs)
 	if err != nil {
 		return compact.Archived{}, &compact.ArchiveError{Op: "encode", Path: a.ws.Namespace(), Err: err}

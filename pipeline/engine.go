@@ -390,7 +390,10 @@ func (c *call) store(ctx context.Context) error {
 		if action == nil {
 			action = workspace.DefaultActionName
 		}
-		repl, off, err := c.p.ws.OffloadToolResult(ctx, workspace.ToolCall{ID: r.ID, Name: u.Name, Action: action(u), Input: u.Input}, r.Content)
+		sctx, cancel := c.p.storeCtx(ctx)
+		repl, off, err := c.p.ws.OffloadToolResult(sctx, workspace.ToolCall{ID: r.ID, Name: u.Name, Action: action(u), Input: u.Input}, r.Content)
+		err = storeErr(ctx, sctx, err)
+		cancel()
 		if err != nil {
 			failed = err
 			break

@@ -74,6 +74,13 @@ const DefaultClearTrigger = 0.8
 // our count of the same histories (1.32 and 1.31; see BENCHMARKS.md).
 const ClaudeRatio = 1.31
 
+// DefaultStoreTimeout is the default of Options.StoreTimeout.
+const DefaultStoreTimeout = 5 * time.Second
+
+// ErrStoreTimeout is matched (errors.Is) by the error of a store call that
+// took longer than Options.StoreTimeout.
+var ErrStoreTimeout = errors.New("pipeline: the store did not answer in time")
+
 // ErrInvalidOption is matched (errors.Is) by the error New returns for an
 // option out of its range.
 var ErrInvalidOption = errors.New("pipeline: invalid option")
@@ -169,6 +176,13 @@ type Options struct {
 	// are reported). The zero value means Claude Sonnet's
 	// (pricing.Fallback(pricing.Anthropic)).
 	Prices pricing.Prices
+	// StoreTimeout bounds each call to the workspace and session stores
+	// (a hung database, a lock a stuck process holds): past it the call
+	// fails with an error matching ErrStoreTimeout, and Prepare with it (a
+	// proxy then forwards the request unedited). 0 means
+	// DefaultStoreTimeout; a negative value means no bound but ctx's.
+	StoreTimeout time.Duration
+
 	// Horizon bounds the number of requests an edit is expected to serve
 	// under ClearPriced; 0 means DefaultHorizon.
 	Horizon int
@@ -277,6 +291,9 @@ func New(opts Options) (*Pipeline, error) {
 	if o.Clearing == "" {
 		o.Clearing = ClearPriced
 	}
+	if o.StoreTimeout == 0 {
+		o.StoreTimeout = DefaultStoreTimeout
+	}
 	switch {
 	case o.ClearTrigger == 0:
 		o.ClearTrigger = DefaultClearTrigger
@@ -369,7 +386,7 @@ func New(opts Options) (*Pipeline, error) {
 		o.Store = store
 		p.ws = workspace.New(store, &wo)
 		if o.Offload == OffloadWorkspace {
-			p.archiver = workspaceArchiver{ws: p.ws, now: o.Now}
+			p.archiver = workspaceArchiver{ws: p.ws, now: o.Now, bound: p.storeCtx}
 		}
 	}
 	p.sessionID = o.SessionID
@@ -614,3 +631,21 @@ func slicesOf[T any](seq func(func(T) bool)) []T {
 type textCounter struct{ mc *tokens.MessageCounter }
 
 func (c textCounter) Count(s string) int { return c.mc.CountText(s) }
+
+// storeCtx returns the context of one store call: ctx bounded by
+// Options.StoreTimeout.
+func (p *Pipeline) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if p.opts.StoreTimeout < 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, p.opts.StoreTimeout, ErrStoreTimeout)
+}
+
+// storeErr marks an error of a store call that ran out of its own time
+// (not ctx's) as ErrStoreTimeout.
+func storeErr(ctx, callCtx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil || !errors.Is(context.Cause(callCtx), ErrStoreTimeout) || errors.Is(err, ErrStoreTimeout) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrStoreTimeout, err)
+}

@@ -31,6 +31,8 @@ func (c *call) resultPointers(ctx context.Context, view []agentctx.Message, h, t
 		return nil
 	}
 	store, ns := c.p.ws.Store(), c.p.ws.Namespace()
+	ctx, cancel := c.p.storeCtx(ctx) // one bound for the sizes of the range
+	defer cancel()
 	var out []compact.Pointer
 	for r := range agentctx.ToolResults(view[h:t]) {
 		rs := c.st.Results[c.keys[[2]int{h + r.Message, r.Block}]]

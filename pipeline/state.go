@@ -193,7 +193,10 @@ func (p *Pipeline) loadState(ctx context.Context) (*state, int64, error) {
 	if p.opts.Stateless {
 		return newState(), 0, nil
 	}
-	data, v, err := p.sessions.Load(ctx, p.namespace, p.sessionID)
+	sctx, cancel := p.storeCtx(ctx)
+	data, v, err := p.sessions.Load(sctx, p.namespace, p.sessionID)
+	err = storeErr(ctx, sctx, err)
+	cancel()
 	if errors.Is(err, session.ErrNotFound) {
 		return newState(), 0, nil
 	}
@@ -275,7 +278,10 @@ func (p *Pipeline) saveState(ctx context.Context, st *state, v int64) (int64, er
 	if p.opts.Stateless {
 		return 0, nil
 	}
-	nv, err := p.sessions.Save(ctx, p.namespace, p.sessionID, data, v)
+	sctx, cancel := p.storeCtx(ctx)
+	nv, err := p.sessions.Save(sctx, p.namespace, p.sessionID, data, v)
+	err = storeErr(ctx, sctx, err)
+	cancel()
 	if err == nil {
 		p.rememberState(data, st)
 	}

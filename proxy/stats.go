@@ -2,11 +2,14 @@ package proxy
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"runtime/metrics"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/agentctx/agentctx/pipeline"
 )
 
 // maxThinking bounds the thinking signatures remembered per session.
@@ -30,14 +33,17 @@ type sessionStats struct {
 
 // SessionStats are the statistics of one session (GET /agentctx/stats).
 type SessionStats struct {
-	Session     string `json:"session"`
-	API         API    `json:"api"`
-	Requests    int    `json:"requests"`
-	Edited      int    `json:"edited"`
-	DropBlock   int    `json:"drop_block"` // requests sent asking the API to drop thinking whose prefix changed
-	Errors      int    `json:"errors"`
-	BytesBefore int64  `json:"bytes_before"`
-	BytesAfter  int64  `json:"bytes_after"`
+	Session   string `json:"session"`
+	API       API    `json:"api"`
+	Requests  int    `json:"requests"`
+	Edited    int    `json:"edited"`
+	DropBlock int    `json:"drop_block"` // requests sent asking the API to drop thinking whose prefix changed
+	Errors    int    `json:"errors"`
+	// StoreTimeouts counts the requests forwarded unedited because a
+	// store did not answer within pipeline.Options.StoreTimeout.
+	StoreTimeouts int   `json:"store_timeouts"`
+	BytesBefore   int64 `json:"bytes_before"`
+	BytesAfter    int64 `json:"bytes_after"`
 	// TokensBefore and TokensAfter are the Engine's counts of the last
 	// request, as received and as sent.
 	TokensBefore int `json:"tokens_before"`
@@ -172,6 +178,9 @@ func (s *sessionStats) record(x *exchange) {
 	}
 	if x.engineErr != nil || x.status >= 400 {
 		s.Errors++
+	}
+	if errors.Is(x.engineErr, pipeline.ErrStoreTimeout) {
+		s.StoreTimeouts++ // forwarded unedited: the store did not answer
 	}
 	s.BytesBefore += int64(x.bytesIn)
 	s.BytesAfter += int64(x.bytesOut)

@@ -120,7 +120,7 @@ func (s *DirStore) Save(ctx context.Context, ns, id string, data []byte, version
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fail(err)
 	}
-	unlock, err := fsutil.Lock(lock)
+	unlock, err := fsutil.LockContext(ctx, lock)
 	if err != nil {
 		return fail(err)
 	}
@@ -156,7 +156,7 @@ func (s *DirStore) Delete(ctx context.Context, ns, id string) error {
 		}
 		return &Error{Op: "delete", Namespace: ns, ID: id, Err: err}
 	}
-	unlock, err := fsutil.Lock(lock)
+	unlock, err := fsutil.LockContext(ctx, lock)
 	if err != nil {
 		return &Error{Op: "delete", Namespace: ns, ID: id, Err: err}
 	}

@@ -1,0 +1,79 @@
+package proxy_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/proxy"
+	"github.com/agentctx/agentctx/session"
+)
+
+// hungSessions is a session store that never answers (a database stopped
+// with SIGSTOP): every call waits until its ctx ends.
+type hungSessions struct{ session.Store }
+
+func (hungSessions) Load(ctx context.Context, ns, id string) ([]byte, int64, error) {
+	<-ctx.Done()
+	return nil, 0, ctx.Err()
+}
+
+func (hungSessions) Save(ctx context.Context, ns, id string, data []byte, v int64) (int64, error) {
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
+
+// A hung store costs a request its store timeout, not the client's
+// patience: the proxy forwards it unedited and counts the timeout (issue
+// 24: requests hung 90 s until the client gave up).
+func TestHungStoreForwardsTheOriginal(t *testing.T) {
+	e := pipelineEngine(t, proxy.PipelineOptions{Pipeline: pipeline.Options{
+		Sessions:     hungSessions{session.NewMemStore()},
+		StoreTimeout: 200 * time.Millisecond,
+	}})
+	fake := fakeupstream.New(fakeupstream.Options{})
+	base := newProxy(t, fake, e)
+	start := time.Now()
+	resp := post(t, base+"/v1/messages", toolTurns(2, 500), map[string]string{proxy.HeaderSession: "s1"})
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if took := time.Since(start); resp.StatusCode != 200 || took > 3*time.Second {
+		t.Fatalf("status %d after %v: want the original forwarded within the store timeout", resp.StatusCode, took)
+	}
+	if n := len(fake.Records()); n != 1 {
+		t.Fatalf("%d requests upstream, want 1", n)
+	}
+	got := 0
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, st := range statsOf(t, base) {
+			got = st.StoreTimeouts
+		}
+		if got > 0 {
+			break
+		}
+	}
+	if got != 1 {
+		t.Fatalf("store_timeouts = %d, want 1", got)
+	}
+}
+
+func statsOf(t *testing.T, base string) []proxy.SessionStats {
+	t.Helper()
+	resp, err := http.Get(base + proxy.StatsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Sessions []proxy.SessionStats `json:"sessions"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out.Sessions
+}
