@@ -79,6 +79,10 @@ type Options struct {
 	// A model the table does not know is priced at pricing.Fallback of
 	// its API's provider.
 	Prices pricing.Table
+	// ContextManagement says where edits go: ContextClient ("" too) in the
+	// messages, ContextNative through the provider's own context
+	// management where it has one (see native.go).
+	ContextManagement ContextManagement
 }
 
 // Server is the proxy, an http.Handler. Build it with New.
@@ -258,6 +262,10 @@ type exchange struct {
 	session    string
 	edited     bool
 	dropBlock  bool // ask the API to drop thinking blocks whose prefix changed
+	native     bool // a context-management edit was added (its beta is needed)
+	held       int  // tool results held as last sent (see holdEdits)
+	thinkIn    int  // thinking blocks the client sent
+	thinkOut   int  // thinking blocks forwarded
 	bytesIn    int
 	bytesOut   int
 	prepared   *Prepared
@@ -326,6 +334,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err == nil && x.dropBlock {
 		addBeta(up.Header, ThinkingBindingBeta)
 	}
+	if err == nil && x.native {
+		addBeta(up.Header, ContextManagementBeta)
+	}
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "agentctx proxy: "+err.Error())
 		return
@@ -341,6 +352,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		go func() {
 			defer close(recorded)
 			st.sentMessages(x, x.api == APIAnthropic && x.thinkingOn)
+			if x.api == APIAnthropic {
+				st.last.set(x.sentMsgs, x.sentEnc)
+			}
 		}()
 	}
 	resp, err := s.client.Do(up)
@@ -437,6 +451,10 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		x.sentEnc, x.sentHash = conv.enc, conv.hash
 		if rt.api != APIResponses {
 			x.sentMsgs = conv.doc.Messages
+		}
+		if rt.api == APIAnthropic {
+			x.thinkIn = countThinking(conv.doc.Messages)
+			x.thinkOut = x.thinkIn
 		}
 		return raw
 	}
@@ -571,6 +589,11 @@ func (s *Server) edit(api API, b *body, conv *conversation, msgs []agentctx.Mess
 	if err != nil {
 		return nil, err
 	}
+	var cmEdit []byte
+	if api == APIAnthropic {
+		x.thinkIn = countThinking(conv.doc.Messages)
+		cmEdit = s.placeEdits(a, conv.doc.Messages, inEnc, x)
+	}
 	if api == APIAnthropic && !a.unchanged(len(inEnc)) {
 		if inHash == nil {
 			inHash = hashesOf(inEnc, nil)
@@ -584,9 +607,12 @@ func (s *Server) edit(api API, b *body, conv *conversation, msgs []agentctx.Mess
 		}
 		addBreakpoint(a, b.get("system"), b.get("tools"))
 	}
+	if api == APIAnthropic {
+		x.thinkOut = countThinking(a.out)
+	}
 	x.sentEnc, x.sentHash, x.sentMsgs = a.outEnc, a.outHash, a.out
 	x.bill.sentBreaks = a.outBreaks
-	if a.unchanged(len(inEnc)) {
+	if a.unchanged(len(inEnc)) && cmEdit == nil {
 		return b.raw, nil
 	}
 	var list []byte
@@ -602,8 +628,16 @@ func (s *Server) edit(api API, b *body, conv *conversation, msgs []agentctx.Mess
 		th := b.get("thinking")
 		spans = append(spans, span{th, withDropBlock(th)})
 	}
+	cm := b.get("context_management")
+	if cmEdit != nil && cm != nil {
+		spans = append(spans, span{cm, withEdit(cm, cmEdit)})
+	}
 	x.edited = true
-	return replaceValues(b.raw, spans...), nil
+	out := replaceValues(b.raw, spans...)
+	if cmEdit != nil && cm == nil {
+		out = appendMember(out, "context_management", withEdit(nil, cmEdit))
+	}
+	return out, nil
 }
 
 // hopHeaders are not forwarded (RFC 9110 §7.6.1), nor is Accept-Encoding:

@@ -29,6 +29,9 @@ type sessionStats struct {
 	sentKeys     []string
 	overheads    []time.Duration
 	billing      sessionBilling
+
+	// Signed thinking and context management (native.go).
+	last sentList // the messages the last request sent
 }
 
 // SessionStats are the statistics of one session (GET /agentctx/stats).
@@ -60,6 +63,7 @@ type SessionStats struct {
 	// sticky edits CacheBreaks is at most PrefixChanges (plus the changes
 	// the client made to its own history).
 	PrefixChanges int `json:"prefix_changes"`
+	ThinkingStats
 	// LastUsage is the usage the upstream reported last.
 	LastUsage Usage `json:"last_usage"`
 	// OverheadMedianMS and OverheadMaxMS are the time from request received
@@ -176,6 +180,7 @@ func (s *sessionStats) record(x *exchange) {
 	if x.dropBlock {
 		s.DropBlock++
 	}
+	s.recordThinking(x)
 	if x.engineErr != nil || x.status >= 400 {
 		s.Errors++
 	}

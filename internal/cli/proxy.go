@@ -22,7 +22,7 @@ const summarizerUpstream = "upstream"
 func newProxyCmd(e *env) *cobra.Command {
 	var (
 		f                   prepareFlags
-		listen              string
+		listen, contextMgmt string
 		anthropicURL, oaURL string
 		maxSessions         int
 		decodeCacheMB       int
@@ -63,6 +63,9 @@ writes to, every session: the proxy prints the line that registers it,
   curl -s http://127.0.0.1:8787/agentctx/stats | jq '.sessions[] | {requests, compactions, prefix_changes, cache_breaks}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cm := proxy.ContextManagement(contextMgmt); cm != proxy.ContextClient && cm != proxy.ContextNative {
+				return usagef("--context-management %q: want client or native", contextMgmt)
+			}
 			summ := f.summarizer
 			if summ == summarizerUpstream {
 				f.summarizer = summarizerExtractive
@@ -129,7 +132,7 @@ writes to, every session: the proxy prints the line that registers it,
 			}
 			mcpSrv := mcpserver.New(store, &mcpserver.Options{Namespace: f.namespace, Version: agentctx.Version, Logger: log})
 			srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: anthropicURL, OpenAIURL: oaURL, Logger: log, DecodeCacheBytes: decodeCache,
-				MCP: mcpSrv.Handler(), Prices: prices, Token: token})
+				MCP: mcpSrv.Handler(), Prices: prices, Token: token, ContextManagement: proxy.ContextManagement(contextMgmt)})
 			if err != nil {
 				if errors.Is(err, proxy.ErrInvalidURL) {
 					return usagef("%v", err)
@@ -157,6 +160,7 @@ writes to, every session: the proxy prints the line that registers it,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&listen, "listen", "127.0.0.1:8787", "address to listen on")
+	fs.StringVar(&contextMgmt, "context-management", string(proxy.ContextClient), "where edits go: client (in the messages) or native (Anthropic context editing for already-sent results)")
 	fs.StringVar(&anthropicURL, "upstream-anthropic", proxy.DefaultAnthropicURL, "Anthropic API base URL")
 	fs.StringVar(&oaURL, "upstream-openai", proxy.DefaultOpenAIURL, "OpenAI API base URL")
 	fs.IntVar(&maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions kept in memory (least recently used out first)")

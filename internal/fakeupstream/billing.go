@@ -36,6 +36,9 @@ type Totals struct {
 	// Rejections counts the model requests answered with a 400 (invalid,
 	// or "prompt is too long").
 	Rejections int `json:"rejections"`
+
+	// Signed thinking and context editing (contextmgmt.go).
+	ThinkingTotals
 }
 
 // InputTotal returns every input token billed: uncached, read and written.
@@ -117,7 +120,11 @@ func (s *Server) usage(c *Call, reply Reply) pricing.Usage {
 		out = outputTokens(reply)
 	}
 	cache := s.cache(c.API, apiKey(c.Header), c.Model)
-	u := cache.Bill(s.opts.Now(), requestBlocks(c.API, c.Body), out)
+	billed := c.Body
+	if c.Edited != nil {
+		billed = c.Edited // the prompt the model reads
+	}
+	u := cache.Bill(s.opts.Now(), requestBlocks(c.API, billed), out)
 	if reply.InputTokens != 0 {
 		u = pricing.Usage{Input: reply.InputTokens, Output: 10}
 		if reply.OutputTokens != 0 {
@@ -136,6 +143,11 @@ func (s *Server) usage(c *Call, reply Reply) pricing.Usage {
 		t.Output += u.Output
 		t.USD += cost
 		t.LargestRequest = max(t.LargestRequest, u.InputTotal())
+		for _, a := range c.Applied {
+			t.ContextEdits++
+			t.ClearedToolUses += a.ClearedToolUses
+			t.ClearedInputTokens += a.ClearedInputTokens
+		}
 		return t
 	}
 	s.billing.total = add(s.billing.total)

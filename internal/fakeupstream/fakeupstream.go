@@ -54,6 +54,11 @@ type Call struct {
 	Turn int
 	// Stream reports a streaming request.
 	Stream bool
+	// Edited is the body after the server-side context_management edits
+	// (what the model reads and what is billed), Applied those edits; nil
+	// without edits.
+	Edited  map[string]any
+	Applied []AppliedEdit
 }
 
 // ToolCall is a call the model makes.
@@ -195,6 +200,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := s.call(api, r, body, raw)
+	if api == APIAnthropic {
+		s.countThinking(r.Header, body)
+		if e, applied := applyContextManagement(body); applied != nil {
+			c.Edited, c.Applied = e, applied
+		}
+	}
 	reply := Reply{Text: "ok"}
 	if s.opts.Script != nil {
 		reply = s.opts.Script(c)
@@ -247,6 +258,9 @@ func (s *Server) check(api string, header http.Header, body map[string]any, size
 		}
 		if n := countCacheControl(body["system"]) + countCacheControl(body["tools"]) + countCacheControl(body["messages"]); n > 4 {
 			return fmt.Sprintf("A maximum of 4 blocks with cache_control may be provided. Found %d.", n)
+		}
+		if r := checkContextManagement(header, body); r != "" {
+			return r
 		}
 		if r := checkThinking(header, body); r != "" {
 			return r
@@ -440,7 +454,25 @@ func checkThinking(header http.Header, body map[string]any) string {
 			return ""
 		}
 	}
+	if i, j := invalidThinking(body, nil); i >= 0 {
+		return fmt.Sprintf("messages.%d.content.%d: the thinking block's prefix binding does not match this request: system, tools or an earlier message changed after the block was produced", i, j)
+	}
+	return ""
+}
+
+// dropBlock reports whether a request asks for invalid thinking blocks to
+// be dropped.
+func dropBlock(body map[string]any) bool {
+	return asMap(asMap(body["thinking"])["block_binding"])["prefix_mismatch_behavior"] == "drop_block"
+}
+
+// invalidThinking returns the place of the first signed thinking block
+// whose prefix changed (-1, -1 when none); with n, it counts them all in
+// *n. Once a block is invalid, every later thinking block is (the API
+// drops them with it).
+func invalidThinking(body map[string]any, n *int) (int, int) {
 	msgs, _ := body["messages"].([]any)
+	fi, fj := -1, -1
 	for i, mv := range msgs {
 		m := asMap(mv)
 		if m["role"] != "assistant" {
@@ -449,19 +481,27 @@ func checkThinking(header http.Header, body map[string]any) string {
 		c, _ := m["content"].([]any)
 		for j, bv := range c {
 			b := asMap(bv)
-			if b["type"] != "thinking" {
+			if b["type"] != "thinking" && b["type"] != "redacted_thinking" {
 				continue
 			}
 			sig, _ := b["signature"].(string)
-			if !strings.HasPrefix(sig, SignaturePrefix) {
+			invalid := fi >= 0
+			if !invalid && b["type"] == "thinking" && strings.HasPrefix(sig, SignaturePrefix) {
+				invalid = signature(body["system"], body["tools"], msgs[:i], c[:j]) != sig
+			}
+			if !invalid {
 				continue
 			}
-			if signature(body["system"], body["tools"], msgs[:i], c[:j]) != sig {
-				return fmt.Sprintf("messages.%d.content.%d: the thinking block's prefix binding does not match this request: system, tools or an earlier message changed after the block was produced", i, j)
+			if fi < 0 {
+				fi, fj = i, j
 			}
+			if n == nil {
+				return fi, fj
+			}
+			*n++
 		}
 	}
-	return ""
+	return fi, fj
 }
 
 func (s *Server) call(api string, r *http.Request, body map[string]any, raw []byte) *Call {

@@ -72,6 +72,9 @@ func (s *Server) anthropic(w http.ResponseWriter, c *Call, r Reply, u pricing.Us
 	usage := anthropicUsage(u, u.Output)
 	msg := map[string]any{"id": s.id("msg"), "type": "message", "role": "assistant", "model": c.Model,
 		"stop_reason": stop, "stop_sequence": nil, "usage": usage}
+	if c.Applied != nil {
+		msg["context_management"] = map[string]any{"applied_edits": c.Applied}
+	}
 	if !c.Stream {
 		msg["content"] = content
 		w.Header().Set("Content-Type", "application/json")
@@ -118,8 +121,12 @@ func (s *Server) anthropic(w http.ResponseWriter, c *Call, r Reply, u pricing.Us
 		}
 		e.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
 	}
-	e.event("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{
-		"input_tokens": u.Input, "cache_read_input_tokens": u.CacheRead, "cache_creation_input_tokens": u.CacheWrite + u.CacheWrite1h, "output_tokens": u.Output}})
+	delta := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{
+		"input_tokens": u.Input, "cache_read_input_tokens": u.CacheRead, "cache_creation_input_tokens": u.CacheWrite + u.CacheWrite1h, "output_tokens": u.Output}}
+	if c.Applied != nil {
+		delta["context_management"] = map[string]any{"applied_edits": c.Applied}
+	}
+	e.event("message_delta", delta)
 	e.event("message_stop", map[string]any{"type": "message_stop"})
 }
 

@@ -1,0 +1,422 @@
+package proxy
+
+// # Edits and signed thinking
+//
+// Recent Claude models check, for every thinking or redacted_thinking
+// block sent back, that system, tools and every message before it are what
+// they were when the block was produced (Anthropic's "preserved thinking:
+// prefix checks"). A failed check is a 400, or, with the beta
+// thinking-binding-controls-2026-08-01 and
+// thinking.block_binding.prefix_mismatch_behavior "drop_block", the block
+// and every later thinking block are dropped. While thinking is on, the
+// final assistant message of a tool loop must start with a thinking block,
+// so an edit before the open turn's thinking can only be sent with
+// drop_block. A coding agent's task is usually one open turn, so every
+// client-side edit of an already-sent message (a prune batch, an offload of
+// an old result, a compaction) invalidates the open turn's thinking, and,
+// once sent, the invalid block stays in the history of the turn.
+//
+// Server-side context management runs after the prefix check (the
+// binding is to the bytes the client sent), so it is thinking-safe by
+// construction:
+//
+//   - Context editing (beta context-management-2025-06-27):
+//     context_management.edits holds clear_tool_uses_20250919 (trigger
+//     input_tokens|tool_uses, default 100,000 input tokens; keep tool_uses,
+//     default 3; clear_at_least input_tokens; exclude_tools; clear_tool_inputs)
+//     and clear_thinking_20251015 (keep thinking_turns or "all"; it must be
+//     listed first). The API clears the oldest tool results in order and
+//     puts a placeholder in their place; the response reports
+//     context_management.applied_edits with cleared_tool_uses,
+//     cleared_thinking_turns and cleared_input_tokens. Clearing invalidates
+//     the prompt cache from the first cleared block: the edited prompt is
+//     what is billed and cached.
+//   - Compaction (compact_20260112, threshold-triggered, and on-demand
+//     compaction with compaction blocks) and OpenAI Responses compaction
+//     (context_management with compact_threshold, /responses/compact) are
+//     the providers' summaries; they are not used yet.
+//
+// What the providers do not do is keep what they clear readable, count
+// offline, or work across providers: agentctx keeps deciding, storing and
+// counting, and only the application of the decision moves.
+//
+// # Modes
+//
+// ContextClient (the default until measured) sends every edit in the
+// messages. ContextNative, for Anthropic, sends the decisions that would
+// change a message the session already sent before a thinking block as a
+// clear_tool_uses_20250919 edit appended to context_management.edits (the
+// client's own edits, such as Claude Code's clear_thinking_20251015, stay
+// first and untouched), with the beta added: those messages go as they were
+// last sent, so no thinking block is invalidated and the prompt cache
+// breaks only where the server clears. Edits of messages not yet sent (the
+// newest results) and compactions stay client-side. Other APIs fall back
+// to client-side edits.
+//
+// The mapping is an approximation: the server clears the oldest tool uses
+// and keeps the last N, so agentctx sends exclude_tools (the tools none of
+// whose results it cleared) and keep (the candidates after the longest
+// run, oldest first, of uses it cleared). The server therefore clears a
+// subset of what agentctx decided, never a result agentctx did not store;
+// a decision after the first kept candidate waits, sent whole, until the
+// run reaches it (pruning by age clears oldest first, so this is rare).
+// No clear_at_least is sent: agentctx batches its own decisions, so the
+// cleared set, and with it the cache, changes only with a new batch.
+
+import (
+	"bytes"
+	"sync"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/rawjson"
+)
+
+// ContextManagement says where edits are applied.
+type ContextManagement string
+
+const (
+	// ContextClient applies every edit in the messages sent (the zero
+	// value).
+	ContextClient ContextManagement = "client"
+	// ContextNative delegates the edits of already-sent messages to the
+	// provider's own context management where it has one (Anthropic
+	// context editing), and applies the rest in the messages.
+	ContextNative ContextManagement = "native"
+)
+
+// ContextManagementBeta is the beta Anthropic's context editing needs, and
+// ClearToolUses the edit agentctx appends.
+const (
+	ContextManagementBeta = "context-management-2025-06-27"
+	ClearToolUses         = "clear_tool_uses_20250919"
+)
+
+// sentList is what a session's last edited request sent: its messages and
+// their encodings, by position.
+type sentList struct {
+	mu   sync.Mutex
+	msgs []agentctx.Message
+	enc  [][]byte
+}
+
+func (l *sentList) get() ([]agentctx.Message, [][]byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.msgs, l.enc
+}
+
+func (l *sentList) set(msgs []agentctx.Message, enc [][]byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msgs, l.enc = msgs, enc
+}
+
+// lastThinking returns the index of the last message to send that holds a
+// thinking block, or -1.
+func lastThinking(a *alignment) int {
+	for j := len(a.out) - 1; j >= 0; j-- {
+		if hasThinking(&a.out[j]) {
+			return j
+		}
+	}
+	return -1
+}
+
+// toolResultIDs returns the tool_use_id of each tool_result of a message,
+// in order; nil when it has a block of another kind.
+func toolResultIDs(m *agentctx.Message) []string {
+	if !onlyToolResults(m) {
+		return nil
+	}
+	var ids []string
+	for _, b := range m.Content.Blocks() {
+		ids = append(ids, b.ToolUseID)
+	}
+	return ids
+}
+
+// holdEdits puts back, in the messages to send before the last thinking
+// block, each message of tool results that the Engine changed since the
+// session's last request sent it (a new batch of pruned or offloaded old
+// results), as it was sent: sending the change would invalidate every
+// thinking block after it. It returns the ids of the tool calls whose
+// results were held (the decisions not applied in the messages). The
+// messages at a position the last request did not send, and lists whose
+// messages the last request did not send in the same places (a
+// compaction), are left as they are.
+func holdEdits(a *alignment, inEnc [][]byte, lastMsgs []agentctx.Message, lastEnc [][]byte) []string {
+	lt := lastThinking(a)
+	var held []string
+	for j := 0; j < lt && j < len(lastEnc); j++ {
+		if a.match[j] >= 0 && a.match[j] == j {
+			continue // the client's own message
+		}
+		if bytes.Equal(canonical(a.outEnc[j]), canonical(lastEnc[j])) {
+			continue // sent so last time: sticky
+		}
+		ids := toolResultIDs(&a.out[j])
+		prev := toolResultIDs(&lastMsgs[j])
+		if ids == nil || !equalStrings(ids, prev) {
+			break // another list than last time's: not a held edit
+		}
+		ob, pb := a.out[j].Content.Blocks(), lastMsgs[j].Content.Blocks()
+		for i := range ob {
+			if !sameBlock(ob[i], pb[i]) {
+				held = append(held, ob[i].ToolUseID)
+			}
+		}
+		// As sent, without the breakpoints it had then: the client's
+		// breakpoints have moved on since, and there are at most four.
+		enc, m := lastEnc[j], lastMsgs[j]
+		if j < len(inEnc) && bytes.Equal(inEnc[j], enc) {
+			a.match[j] = j // the client's bytes, as they came
+		} else {
+			a.match[j] = -1
+			if bytes.Contains(enc, cacheKey) {
+				enc = appendStripped(nil, enc, false)
+				var err error
+				if m, err = agentctx.DecodeMessage(enc); err != nil {
+					break
+				}
+			}
+		}
+		a.out[j], a.outEnc[j], a.outHash[j], a.outBreaks[j] = m, enc, 0, -1
+	}
+	if held != nil {
+		a.firstChanged = len(a.out)
+		for j := range a.out {
+			if a.match[j] != j {
+				a.firstChanged = j
+				break
+			}
+		}
+	}
+	return held
+}
+
+func sameBlock(x, y agentctx.Block) bool {
+	bx, err1 := x.MarshalJSON()
+	by, err2 := y.MarshalJSON()
+	return err1 == nil && err2 == nil && bytes.Equal(canonical(bx), canonical(by))
+}
+
+func equalStrings(x, y []string) bool {
+	if len(x) != len(y) {
+		return false
+	}
+	for i := range x {
+		if x[i] != y[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// clearEdit returns the clear_tool_uses_20250919 edit that has the server
+// clear the tool results agentctx cleared (see the package notes on the
+// approximation), or nil when it would clear nothing. cleared holds the
+// ids of the tool calls whose results agentctx cleared, in the messages or
+// held.
+func clearEdit(msgs []agentctx.Message, cleared map[string]bool) []byte {
+	type use struct{ id, name string }
+	var uses []use
+	hit := map[string]bool{} // tool names with a cleared use
+	for i := range msgs {
+		if msgs[i].Role != agentctx.RoleAssistant {
+			continue
+		}
+		for _, b := range msgs[i].Content.Blocks() {
+			if b.Type == agentctx.BlockToolUse {
+				uses = append(uses, use{b.ID, b.Name})
+				if cleared[b.ID] {
+					hit[b.Name] = true
+				}
+			}
+		}
+	}
+	var exclude []string
+	seen := map[string]bool{}
+	cands, run := 0, 0
+	inRun := true
+	for _, u := range uses {
+		if !hit[u.name] {
+			if !seen[u.name] {
+				seen[u.name] = true
+				exclude = append(exclude, u.name)
+			}
+			continue
+		}
+		cands++
+		if inRun && cleared[u.id] {
+			run++
+		} else {
+			inRun = false
+		}
+	}
+	if run == 0 {
+		return nil
+	}
+	buf := []byte(`{"type":"` + ClearToolUses + `","trigger":{"type":"input_tokens","value":1},"keep":{"type":"tool_uses","value":`)
+	buf = appendInt(buf, cands-run)
+	buf = append(buf, '}')
+	if len(exclude) > 0 {
+		buf = append(buf, `,"exclude_tools":[`...)
+		for i, n := range exclude {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = rawjson.AppendString(buf, n)
+		}
+		buf = append(buf, ']')
+	}
+	return append(buf, '}')
+}
+
+func appendInt(b []byte, n int) []byte {
+	if n >= 10 {
+		b = appendInt(b, n/10)
+	}
+	return append(b, byte('0'+n%10))
+}
+
+// clearedIDs returns the ids of the tool calls whose results the messages
+// to send changed from the client's (a placeholder or a reference), plus
+// held.
+func clearedIDs(in, out []agentctx.Message, held []string) map[string]bool {
+	orig := map[string]agentctx.Block{}
+	for i := range in {
+		for _, b := range in[i].Content.Blocks() {
+			if b.Type == agentctx.BlockToolResult {
+				orig[b.ToolUseID] = b
+			}
+		}
+	}
+	ids := map[string]bool{}
+	for _, id := range held {
+		ids[id] = true
+	}
+	for i := range out {
+		for _, b := range out[i].Content.Blocks() {
+			if b.Type != agentctx.BlockToolResult {
+				continue
+			}
+			if o, ok := orig[b.ToolUseID]; ok && !sameBlock(o, b) {
+				ids[b.ToolUseID] = true
+			}
+		}
+	}
+	return ids
+}
+
+// withEdit returns the context_management object with edit appended to
+// its edits (created when absent): the client's own edits stay first.
+func withEdit(cm, edit []byte) []byte {
+	if rawjson.Kind(cm) != '{' {
+		cm = []byte(`{}`)
+	}
+	edits := memberOf(cm, "edits")
+	var list []byte
+	if rawjson.Kind(edits) == '[' {
+		els, err := rawjson.Elements(edits)
+		if err != nil {
+			return cm
+		}
+		list = append(list, '[')
+		for _, e := range els {
+			list = append(list, e...)
+			list = append(list, ',')
+		}
+		list = append(list, edit...)
+		list = append(list, ']')
+	} else {
+		list = append(append([]byte{'['}, edit...), ']')
+	}
+	return setMember(cm, "edits", list)
+}
+
+// appendMember returns the object raw with a member added before its
+// closing brace.
+func appendMember(raw []byte, key string, value []byte) []byte {
+	end := bytes.LastIndexByte(raw, '}')
+	if end < 0 {
+		return raw
+	}
+	out := make([]byte, 0, len(raw)+len(key)+len(value)+4)
+	out = append(out, raw[:end]...)
+	if len(bytes.TrimSpace(raw[bytes.IndexByte(raw, '{')+1:end])) > 0 {
+		out = append(out, ',')
+	}
+	out = rawjson.AppendString(out, key)
+	out = append(out, ':')
+	out = append(out, value...)
+	return append(out, raw[end:]...)
+}
+
+// ThinkingStats are a session's figures on signed thinking and context
+// management (GET /agentctx/stats).
+type ThinkingStats struct {
+	// ThinkingSent counts the thinking blocks the client sent (Anthropic),
+	// ThinkingForwarded those the proxy forwarded.
+	ThinkingSent      int `json:"thinking_sent"`
+	ThinkingForwarded int `json:"thinking_forwarded"`
+	// NativeEdits counts the requests sent with a context-management edit
+	// of agentctx's (ContextNative); HeldResults the tool results sent as
+	// last sent instead of edited in the messages (see holdEdits).
+	NativeEdits int `json:"native_edits"`
+	HeldResults int `json:"held_results"`
+}
+
+// recordThinking adds an exchange's figures; s.mu is held.
+func (s *sessionStats) recordThinking(x *exchange) {
+	s.ThinkingSent += x.thinkIn
+	s.ThinkingForwarded += x.thinkOut
+	s.HeldResults += x.held
+	if x.native {
+		s.NativeEdits++
+	}
+}
+
+// countThinking counts the thinking and redacted_thinking blocks of
+// assistant messages.
+func countThinking(msgs []agentctx.Message) int {
+	n := 0
+	for i := range msgs {
+		if msgs[i].Role != agentctx.RoleAssistant {
+			continue
+		}
+		for _, b := range msgs[i].Content.Blocks() {
+			if isThinking(b) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// placeEdits decides, for an Anthropic request, where the Engine's edits
+// go (see the package notes above): with ContextNative, edits of messages
+// already sent before a thinking block are held and the returned
+// context-management edit asks the server to clear those results; with
+// ContextClient, they are held while the open turn carries thinking (they
+// go with the turn's end or with a compaction), and nil is returned.
+func (s *Server) placeEdits(a *alignment, in []agentctx.Message, inEnc [][]byte, x *exchange) []byte {
+	if x.session == "" {
+		return nil
+	}
+	native := s.opts.ContextManagement == ContextNative
+	var held []string
+	if p := x.prepared; (native || x.thinkingOn) && (p == nil || !p.Compacted) {
+		o := openTurn(a.out)
+		if native || o >= 0 && hasThinking(&a.out[o]) {
+			lastMsgs, lastEnc := s.stats.get(x.session).last.get()
+			held = holdEdits(a, inEnc, lastMsgs, lastEnc)
+			x.held = len(held)
+		}
+	}
+	if !native {
+		return nil
+	}
+	edit := clearEdit(a.out, clearedIDs(in, a.out, held))
+	x.native = edit != nil
+	return edit
+}
