@@ -54,6 +54,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -250,4 +251,58 @@ func (s *Server) Call(ctx context.Context, name string, args json.RawMessage) (s
 		limit = next
 	}
 	return "", errors.New("mcpserver: cannot fit a page under the token cap") // not reached for sane caps
+}
+
+// HandlerFor returns a streamable HTTP handler that serves each request
+// with the Server of its own namespace: namespace(r) names it (ok false
+// refuses the request with 403, nothing read), and the Server is made on
+// first use over store with opts (whose Namespace it replaces). A shared
+// proxy isolating tenants by credentials (proxy.Options.Tenants) serves
+// read-back this way, so a client reads only its own tenant's artifacts.
+// At most maxServers servers are kept (the least recently made go first);
+// 0 means 1,000.
+func HandlerFor(store workspace.Store, opts *Options, namespace func(r *http.Request) (string, bool), maxServers int) http.Handler {
+	if maxServers <= 0 {
+		maxServers = 1000
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	var (
+		mu      sync.Mutex
+		servers = map[string]*Server{}
+		order   []string
+	)
+	serverOf := func(ns string) *Server {
+		mu.Lock()
+		defer mu.Unlock()
+		if s := servers[ns]; s != nil {
+			return s
+		}
+		so := o
+		so.Namespace = ns
+		s := New(store, &so)
+		servers[ns] = s
+		order = append(order, ns)
+		if len(order) > maxServers {
+			delete(servers, order[0])
+			order = order[1:]
+		}
+		return s
+	}
+	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		ns, ok := namespace(r)
+		if !ok {
+			return nil
+		}
+		return serverOf(ns).mcp
+	}, &mcp.StreamableHTTPOptions{Logger: o.Logger})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := namespace(r); !ok {
+			http.Error(w, "agentctx mcp: this server reads a tenant's artifacts: send the credentials of the tenant", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

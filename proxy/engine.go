@@ -35,6 +35,10 @@ const (
 type Request struct {
 	API        API
 	SessionKey string
+	// Tenant, when set (Options.Tenants), names the client's tenant
+	// (see Tenant): the Engine keeps its sessions and artifacts in
+	// TenantNamespace(its namespace, Tenant); "" means its own namespace.
+	Tenant string
 	// Header holds the client's request headers, credentials included:
 	// an Engine must never log them.
 	Header http.Header

@@ -174,6 +174,9 @@ func (e *PipelineEngine) session(req *Request) (*pipeSession, error) {
 		e.evict(now)
 		o := e.opts.Pipeline
 		o.SessionID = req.SessionKey
+		if req.Tenant != "" {
+			o.Workspace.Namespace = TenantNamespace(o.Workspace.Namespace, req.Tenant)
+		}
 		if o.Now == nil {
 			o.Now = e.opts.Now
 		}

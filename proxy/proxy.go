@@ -74,6 +74,13 @@ type Options struct {
 	// DNS rebinding. Model requests are not affected: the upstream checks
 	// their keys.
 	Token string
+	// Tenants isolates the clients of a shared proxy by their credentials
+	// (the digest of their X-Api-Key or Authorization header): each
+	// tenant's sessions and artifacts live in a namespace of its own
+	// (Request.Tenant, TenantNamespace), and a session key names
+	// its tenant, so two tenants never share a session. Read-back over MCP
+	// is then served per tenant too (mcpserver.HandlerFor).
+	Tenants bool
 	// Prices price each request's usage, by its model, for the money in
 	// the statistics and the log (see Bill); nil means pricing.Default().
 	// A model the table does not know is priced at pricing.Fallback of
@@ -410,6 +417,14 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		return raw // not JSON: the upstream will answer
 	}
 	x.session, _ = sessionKey(r.Header, b)
+	var tenant string
+	if s.opts.Tenants {
+		t, ok := Tenant(r.Header)
+		if !ok {
+			return raw // no credentials: the upstream answers, nothing is kept
+		}
+		tenant, x.session = t, "t-"+t+"-"+x.session
+	}
 	x.bill.model = b.str("model")
 	if rt.api == APIResponses && !fullHistory(b) {
 		return raw // the history lives upstream: nothing to edit
@@ -433,7 +448,7 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 	if rt.api == APIResponses {
 		system = b.get("instructions")
 	}
-	req := &Request{API: rt.api, SessionKey: x.session, Header: r.Header, Model: b.str("model"), Document: conv.doc,
+	req := &Request{API: rt.api, SessionKey: x.session, Tenant: tenant, Header: r.Header, Model: b.str("model"), Document: conv.doc,
 		Tools: b.get("tools"), System: system, ThinkingEnabled: x.thinkingOn, Received: x.start}
 	x.bill.tools, x.bill.system, x.bill.auto, x.bill.in = req.Tools, req.System, b.get("cache_control"), conv
 	prep, err := s.opts.Engine.Prepare(withSummaries(r.Context(), x), req)

@@ -183,3 +183,29 @@ func orNull(raw []byte) []byte {
 var hashSeed = maphash.MakeSeed()
 
 func hash64(b []byte) uint64 { return maphash.Bytes(hashSeed, b) }
+
+// Tenant returns the tenant a request's credentials name: the first 16
+// hex digits of the SHA-256 of its X-Api-Key, else of its Authorization
+// header; ok is false for a request with neither. The credentials
+// themselves are never part of it.
+func Tenant(h http.Header) (tenant string, ok bool) {
+	cred := h.Get("X-Api-Key")
+	if cred == "" {
+		cred = h.Get("Authorization")
+	}
+	if cred == "" {
+		return "", false
+	}
+	sum := sha256.Sum256([]byte(cred))
+	return hex.EncodeToString(sum[:8]), true
+}
+
+// TenantNamespace returns the namespace of a tenant's sessions and
+// artifacts under base ("default" when base is ""): base + "/tenants/" +
+// tenant.
+func TenantNamespace(base, tenant string) string {
+	if base == "" {
+		base = "default"
+	}
+	return base + "/tenants/" + tenant
+}
