@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -25,6 +26,7 @@ func newProxyCmd(e *env) *cobra.Command {
 		anthropicURL, oaURL string
 		maxSessions         int
 		decodeCacheMB       int
+		clockSpeed          float64
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy",
@@ -67,6 +69,12 @@ writes to, every session: the proxy prints the line that registers it,
 			if decodeCacheMB < 0 {
 				return usagef("invalid --decode-cache %d: must be 0 (none) or more MiB", decodeCacheMB)
 			}
+			if clockSpeed <= 0 {
+				return usagef("invalid --clock-speed %g: must be more than 0", clockSpeed)
+			}
+			if clockSpeed != 1 && cmd.Flags().Changed("now") {
+				return usagef("--clock-speed and --now cannot be used together")
+			}
 			decodeCache := int64(decodeCacheMB) << 20
 			if decodeCacheMB == 0 {
 				decodeCache = -1 // keep nothing
@@ -96,6 +104,10 @@ writes to, every session: the proxy prints the line that registers it,
 			po.Compact.Dir = f.dir
 			po.Files.Dir = f.dir
 			eo := proxy.PipelineOptions{Pipeline: po, MaxSessions: maxSessions, Logger: log}
+			if clockSpeed != 1 {
+				eo.Now = acceleratedClock(time.Now(), clockSpeed)
+				eo.Pipeline.Now = eo.Now
+			}
 			if summ == summarizerUpstream && !f.noCompact {
 				eo.Summarizer = proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{
 					AnthropicURL: anthropicURL, OpenAIURL: oaURL, Logger: log,
@@ -138,6 +150,8 @@ writes to, every session: the proxy prints the line that registers it,
 	fs.StringVar(&oaURL, "upstream-openai", proxy.DefaultOpenAIURL, "OpenAI API base URL")
 	fs.IntVar(&maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions kept in memory (least recently used out first)")
 	fs.IntVar(&decodeCacheMB, "decode-cache", proxy.DefaultDecodeCacheBytes>>20, "MiB of decoded messages kept for the next request of each conversation to reuse (0: none; each request is then decoded whole)")
+	fs.Float64Var(&clockSpeed, "clock-speed", 1, "for simulations: the proxy's clock (prune ages, artifact times, idle sessions) runs N times faster than the wall clock from the proxy's start; request durations in the log stay wall time")
+	fs.MarkHidden("clock-speed")
 	f.register(fs, true)
 	fs.StringVar(&f.workspace, "workspace", pipeline.DefaultWorkspaceDir, "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
 	fs.StringVar(&f.store, "store", "", storeFlagHelp)
@@ -147,6 +161,15 @@ writes to, every session: the proxy prints the line that registers it,
 	sf.DefValue, sf.Usage = summarizerUpstream, "upstream (the client's own model and credentials, extractive when that fails), extractive, anthropic or openai"
 	f.summarizer = summarizerUpstream
 	return cmd
+}
+
+// acceleratedClock returns a clock that reads start at start and runs
+// speed times faster than the wall clock from then (on the monotonic
+// clock): what a simulation of a long session in a short run needs.
+func acceleratedClock(start time.Time, speed float64) func() time.Time {
+	return func() time.Time {
+		return start.Add(time.Duration(float64(time.Since(start)) * speed))
+	}
 }
 
 // localURL is the base URL a client on this machine reaches a listener
