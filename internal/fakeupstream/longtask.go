@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // LongTask is a scripted model that drives a real client through a long
@@ -18,7 +19,9 @@ import (
 // are realistic and sized 2,000 to 60,000 characters in a fixed mix (test
 // and build logs, grep results, heads of files, whole file reads), then a
 // final answer. The files the steps read are written beforehand by
-// WriteLongTaskFiles into the client's working directory.
+// WriteLongTaskFiles into the client's working directory. With a
+// simulated clock (LongTaskOptions.ClockSpeed) the model takes its time to
+// answer and the tests and builds take theirs, as in a real session.
 //
 // The model decides its next step from the request it receives only: the
 // highest step marker ("lt-step-NNN", which every step's assistant text
@@ -47,10 +50,13 @@ type LongTaskOptions struct {
 	// wrote the files: a file tool (Claude Code's Read) gets absolute
 	// paths under it. Shell commands use relative paths.
 	Dir string
-	// Pause is the real seconds a slow step (a long build, one step in
-	// 12) sleeps before its output: with an accelerated clock, a pause
-	// past the prompt cache's lifetime. 0 means no pause.
-	Pause float64
+	// ClockSpeed, when more than 0, makes the task take time as a real
+	// session does, on a clock that runs ClockSpeed times faster than the
+	// wall clock: the model answers after its latency (ModelLatency of
+	// its output, divided by ClockSpeed), and a step's command sleeps its
+	// tool's time (Step.Duration, divided by ClockSpeed) before printing.
+	// 0 means no delays.
+	ClockSpeed float64
 	// SummaryHeader marks a summary request of agentctx's proxy; "" means
 	// DefaultSummaryHeader.
 	SummaryHeader string
@@ -133,6 +139,20 @@ func longTaskCheck(steps int) string {
 
 // Script answers the requests; use it as Options.Script.
 func (m *LongTask) Script(c *Call) Reply {
+	r := m.reply(c)
+	if m.opts.ClockSpeed > 0 {
+		time.Sleep(time.Duration(float64(ModelLatency(outputTokens(r))) / m.opts.ClockSpeed))
+	}
+	return r
+}
+
+// ModelLatency is how long the model takes to answer with out output
+// tokens: 2 seconds to the first token, then 50 tokens a second.
+func ModelLatency(out int) time.Duration {
+	return 2*time.Second + time.Duration(out)*time.Second/50
+}
+
+func (m *LongTask) reply(c *Call) Reply {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.stats.Requests++
@@ -231,8 +251,8 @@ func toolSet(c *Call) tools {
 
 func (m *LongTask) toolCall(t tools, i int, st Step) ToolCall {
 	cmd := st.Command
-	if st.Slow && m.opts.Pause > 0 {
-		cmd = fmt.Sprintf("sleep %s; %s", strconv.FormatFloat(m.opts.Pause, 'f', -1, 64), cmd)
+	if d := st.Duration.Seconds(); d > 0 && m.opts.ClockSpeed > 0 {
+		cmd = fmt.Sprintf("sleep %s; %s", strconv.FormatFloat(d/m.opts.ClockSpeed, 'f', 3, 64), cmd)
 	}
 	switch {
 	case t.bash && st.Kind == KindRead && t.read:
@@ -276,30 +296,39 @@ type Step struct {
 	// Size is the characters of the output (of the file, for KindRead),
 	// within a few percent.
 	Size int
-	// Slow marks a step that pauses (LongTaskOptions.Pause) first.
-	Slow bool
+	// Duration is the session time the tool takes (a test run, a build):
+	// with LongTaskOptions.ClockSpeed, the command sleeps that first.
+	Duration time.Duration
 }
+
+// Tool times of the steps: a test run, and a slow build (past
+// Anthropic's 5-minute cache lifetime, within OpenAI's 10 minutes).
+const (
+	TestTime      = 40 * time.Second
+	SlowBuildTime = 6 * time.Minute
+)
 
 // stepMix is the fixed mix of 12 steps, repeated: most outputs a few
 // thousand characters, three of 20,000 to 60,000 (one of them Bash, under
-// Claude Code's 30,000-character cut of Bash output), one slow build.
+// Claude Code's 30,000-character cut of Bash output); three test runs and
+// one slow build take time.
 var stepMix = [12]struct {
 	kind StepKind
 	size int
-	slow bool
+	time time.Duration
 }{
-	{KindTest, 3000, false},
-	{KindGrep, 2500, false},
-	{KindRead, 30000, false},
-	{KindHead, 3000, false},
-	{KindBuild, 5000, true},
-	{KindGrep, 6000, false},
-	{KindTest, 8000, false},
-	{KindRead, 14000, false},
-	{KindHead, 4000, false},
-	{KindTest, 22000, false},
-	{KindRead, 55000, false},
-	{KindGrep, 4000, false},
+	{KindTest, 3000, TestTime},
+	{KindGrep, 2500, 0},
+	{KindRead, 30000, 0},
+	{KindHead, 3000, 0},
+	{KindBuild, 5000, SlowBuildTime},
+	{KindGrep, 6000, 0},
+	{KindTest, 8000, TestTime},
+	{KindRead, 14000, 0},
+	{KindHead, 4000, 0},
+	{KindTest, 22000, TestTime},
+	{KindRead, 55000, 0},
+	{KindGrep, 4000, 0},
 }
 
 // headLines is the lines a KindHead step prints.
@@ -309,10 +338,10 @@ const headLines = 80
 func LongTaskStep(i, steps int) Step {
 	if i == steps {
 		p := "logs/final-test.log"
-		return Step{Kind: KindFinal, Path: p, Command: "cat " + p, Size: 2500}
+		return Step{Kind: KindFinal, Path: p, Command: "cat " + p, Size: 2500, Duration: TestTime}
 	}
 	mx := stepMix[(i-1)%len(stepMix)]
-	st := Step{Kind: mx.kind, Size: mx.size, Slow: mx.slow}
+	st := Step{Kind: mx.kind, Size: mx.size, Duration: mx.time}
 	switch mx.kind {
 	case KindTest:
 		st.Path = fmt.Sprintf("logs/test-%03d.log", i)

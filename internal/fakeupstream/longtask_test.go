@@ -155,7 +155,7 @@ func TestLongTaskIgnoresRequestsWithoutTools(t *testing.T) {
 }
 
 func TestLongTaskCodex(t *testing.T) {
-	m := fakeupstream.NewLongTask(fakeupstream.LongTaskOptions{Steps: 120, Pause: 6})
+	m := fakeupstream.NewLongTask(fakeupstream.LongTaskOptions{Steps: 120, ClockSpeed: 60})
 	c := &fakeupstream.Call{API: fakeupstream.APIResponses, Header: http.Header{}, ToolNames: []string{"exec_command", "apply_patch"},
 		Body: map[string]any{}, Raw: []byte(`{"input":[{"role":"assistant","content":"lt-step-004: next"}]}`)}
 	r := m.Script(c)
@@ -163,7 +163,7 @@ func TestLongTaskCodex(t *testing.T) {
 		t.Fatalf("reply %+v", r)
 	}
 	// Step 5 is the slow build.
-	if cmd := r.ToolCalls[0].Input["cmd"]; cmd != "sleep 6; cat logs/build-005.log" {
+	if cmd := r.ToolCalls[0].Input["cmd"]; cmd != "sleep 6.000; cat logs/build-005.log" {
 		t.Errorf("step 5's command is %q", cmd)
 	}
 }
