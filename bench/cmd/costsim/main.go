@@ -62,6 +62,7 @@ func main() {
 	flag.Float64Var(&cfg.ClockSpeed, "clock-speed", 60, "the session's clock runs this many times faster than the wall clock")
 	flag.StringVar(&cfg.Bin, "bin", "", "agentctx binary (default: go build ./cmd/agentctx)")
 	flag.BoolVar(&cfg.Verbose, "v", false, "print one line per model request: its usage and cost")
+	flag.StringVar(&cfg.Dump, "dump", "", "write each model request's body into this directory (CLIENT-ARM-NNN.json), with -v")
 	flag.DurationVar(&cfg.Timeout, "timeout", 45*time.Minute, "bound of one arm's client run")
 	flag.Parse()
 	switch *client {
@@ -100,6 +101,7 @@ type config struct {
 	ClockSpeed float64
 	Bin        string
 	Verbose    bool
+	Dump       string
 	Timeout    time.Duration
 	ProxyArgs  []string
 	// ClientDir is the directory the clients are installed in.
@@ -213,7 +215,7 @@ func runArm(ctx context.Context, cfg config, client, arm string, log io.Writer) 
 	fake := fakeupstream.New(fakeupstream.Options{Script: model.Script, Now: clock})
 	var h http.Handler = fake
 	if cfg.Verbose {
-		h = &perRequest{fake: fake, start: start, clock: clock, w: log, prefix: client + "/" + arm}
+		h = &perRequest{fake: fake, start: start, clock: clock, w: log, prefix: client + "/" + arm, dump: cfg.Dump}
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -419,6 +421,7 @@ type perRequest struct {
 	clock  func() time.Time
 	w      io.Writer
 	prefix string
+	dump   string
 	mu     sync.Mutex
 	n      int
 }
@@ -443,6 +446,9 @@ func (p *perRequest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.n++
+	if p.dump != "" {
+		os.WriteFile(filepath.Join(p.dump, fmt.Sprintf("%s-%03d.json", strings.ReplaceAll(p.prefix, "/", "-"), p.n)), body, 0o644)
+	}
 	fmt.Fprintf(p.w, "%s #%d t=%s %s last=%s bytes=%d in=%d read=%d write=%d/%d out=%d usd=%.4f rejected=%d\n",
 		p.prefix, p.n, p.clock().Sub(p.start).Round(time.Second), kind, lastMarker(body), len(body),
 		after.Input-before.Input, after.CacheRead-before.CacheRead, after.CacheWrite-before.CacheWrite, after.CacheWrite1h-before.CacheWrite1h,
