@@ -150,6 +150,11 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]result, error) {
 			return nil, fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	}
+	if cfg.Dump != "" {
+		if err := os.MkdirAll(cfg.Dump, 0o755); err != nil {
+			return nil, err
+		}
+	}
 	var (
 		res  []result
 		errs []error
