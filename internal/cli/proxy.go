@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -28,6 +29,7 @@ func newProxyCmd(e *env) *cobra.Command {
 		decodeCacheMB       int
 		pricesFile          string
 		token               string
+		clockSpeed          float64
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy",
@@ -80,6 +82,12 @@ writes to, every session: the proxy prints the line that registers it,
 			if decodeCacheMB < 0 {
 				return usagef("invalid --decode-cache %d: must be 0 (none) or more MiB", decodeCacheMB)
 			}
+			if clockSpeed <= 0 {
+				return usagef("invalid --clock-speed %g: must be more than 0", clockSpeed)
+			}
+			if clockSpeed != 1 && cmd.Flags().Changed("now") {
+				return usagef("--clock-speed and --now cannot be used together")
+			}
 			prices, err := readPrices(pricesFile)
 			if err != nil {
 				return err
@@ -113,6 +121,10 @@ writes to, every session: the proxy prints the line that registers it,
 			po.Compact.Dir = f.dir
 			po.Files.Dir = f.dir
 			eo := proxy.PipelineOptions{Pipeline: po, MaxSessions: maxSessions, Logger: log}
+			if clockSpeed != 1 {
+				eo.Now = acceleratedClock(time.Now(), clockSpeed)
+				eo.Pipeline.Now = eo.Now
+			}
 			if summ == summarizerUpstream && !f.noCompact {
 				eo.Summarizer = proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{
 					AnthropicURL: anthropicURL, OpenAIURL: oaURL, Logger: log,
@@ -167,6 +179,8 @@ writes to, every session: the proxy prints the line that registers it,
 	fs.IntVar(&decodeCacheMB, "decode-cache", proxy.DefaultDecodeCacheBytes>>20, "MiB of decoded messages kept for the next request of each conversation to reuse (0: none; each request is then decoded whole)")
 	fs.StringVar(&pricesFile, "prices", "", pricesFlagHelp)
 	fs.StringVar(&token, "token", "", "the token the statistics and MCP endpoints require (X-Agentctx-Token or Authorization: Bearer; default $"+tokenEnv+"); without it they answer requests to a loopback name only")
+	fs.Float64Var(&clockSpeed, "clock-speed", 1, "for simulations: the proxy's clock (prune ages, artifact times, idle sessions) runs N times faster than the wall clock from the proxy's start; request durations in the log stay wall time")
+	fs.MarkHidden("clock-speed")
 	f.register(fs, true)
 	fs.StringVar(&f.workspace, "workspace", pipeline.DefaultWorkspaceDir, "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
 	fs.StringVar(&f.store, "store", "", storeFlagHelp)
@@ -176,6 +190,15 @@ writes to, every session: the proxy prints the line that registers it,
 	sf.DefValue, sf.Usage = summarizerUpstream, "upstream (the client's own model and credentials, extractive when that fails), extractive, anthropic or openai"
 	f.summarizer = summarizerUpstream
 	return cmd
+}
+
+// acceleratedClock returns a clock that reads start at start and runs
+// speed times faster than the wall clock from then (on the monotonic
+// clock): what a simulation of a long session in a short run needs.
+func acceleratedClock(start time.Time, speed float64) func() time.Time {
+	return func() time.Time {
+		return start.Add(time.Duration(float64(time.Since(start)) * speed))
+	}
 }
 
 // localURL is the base URL a client on this machine reaches a listener

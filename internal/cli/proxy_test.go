@@ -27,12 +27,22 @@ func TestProxyBadUsage(t *testing.T) {
 		{"proxy", "--limit", "0"},
 		{"proxy", "--max-sessions", "0"},
 		{"proxy", "--decode-cache", "-1"},
+		{"proxy", "--clock-speed", "0"},
+		{"proxy", "--clock-speed", "60", "--now", "2026-01-01T00:00:00Z"},
 		{"proxy", "extra-arg"},
 	} {
 		code, out, errs := runCLI(t, "", args...)
 		if code != cli.ExitUsage || out != "" || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2, one line on stderr", args, code, out, errs)
 		}
+	}
+}
+
+// --clock-speed is for simulations: it works but --help does not list it.
+func TestProxyClockSpeedHidden(t *testing.T) {
+	_, out, _ := runCLI(t, "", "proxy", "--help")
+	if !strings.Contains(out, "--upstream-anthropic") || strings.Contains(out, "clock-speed") {
+		t.Errorf("proxy --help lists --clock-speed, or is not the help:\n%s", out)
 	}
 }
 
