@@ -21,11 +21,13 @@ const (
 	// ClearPriced clears when the clearing pays for itself (the default):
 	// the tokens it frees, read from the cache by each request expected to
 	// follow before the next compaction (at most Options.Horizon), must
-	// cost more than writing the cache again from the earliest cleared
-	// result on. Only the newest stale results may be cleared when that
-	// pays and clearing them all does not. When the cache has gone cold
-	// (no request for longer than its lifetime) or a compaction is due,
-	// clearing costs nothing more, and every stale result is cleared.
+	// cost more than writing the conversation's messages to the cache
+	// again (an edit below the last few messages loses the cache of every
+	// message: see priceClearing). When the cache has gone cold (no
+	// request for longer than its lifetime) or a compaction is due,
+	// clearing costs nothing more: every stale result is cleared then. In
+	// practice stale output is cleared when the agent pauses and when the
+	// window fills, in one batch each time.
 	ClearPriced Clearing = "priced"
 	// ClearBatched is the rule of earlier versions: stale results wait
 	// until together they free Options.ClearAtLeast tokens and the
@@ -112,39 +114,31 @@ func (c *call) priceClearing(pending []prune.Pruned, counts []int, due bool) ([]
 		return pending, d
 	}
 	d.Horizon = c.horizon()
-	// tail[k]: the tokens from message k to the end.
-	tail := make([]int, len(counts)+1)
-	for k := len(counts) - 1; k >= 0; k-- {
-		tail[k] = tail[k+1] + counts[k]
+	// What an edit rewrites: not the tokens after it, but every message.
+	// The provider keeps a prefix only at the breakpoints of earlier
+	// requests, for minutes after its last use, and looks for one only
+	// within 20 blocks of the request's own breakpoints (Anthropic):
+	// the prefixes of older positions have expired or are out of reach,
+	// so after an edit below the last few messages the cache serves the
+	// system prompt and tools alone (measured with bench/cmd/costsim:
+	// pricing the tail after the edit cleared a result or two on most
+	// requests and cost 1.16 times the direct bill on a long session).
+	// Clearing every stale result at once is then the only batch worth
+	// weighing.
+	total := 0
+	for _, n := range counts {
+		total += n
 	}
 	read := pr.CacheRead
 	rewrite := pr.CacheWrite - pr.CacheRead // a token written instead of read
-	best, bestNet := -1, 0.0
-	freed := 0
-	for k := len(pending) - 1; k >= 0; k-- { // pending is in list order
-		freed += pending[k].FreedTokens
-		m := pending[k].MessageIndex
-		if m >= len(counts) {
-			continue
-		}
-		saving := float64(freed) * float64(d.Horizon) * read / 1e6
-		cost := float64(max(tail[m]-freed, 0)) * rewrite / 1e6
-		if net := saving - cost; net > bestNet {
-			best, bestNet = k, net
-			d.Saving, d.Cost = saving, cost
-		}
-		if k == 0 && best < 0 { // none pays: report what clearing them all would
-			d.Saving, d.Cost = saving, cost
-		}
-	}
-	if best < 0 {
+	freed := d.CandidateTokens
+	d.Saving = float64(freed) * float64(d.Horizon) * read / 1e6
+	d.Cost = float64(max(total-freed, 0)) * rewrite / 1e6
+	if d.Saving <= d.Cost {
 		return nil, d
 	}
-	for _, p := range pending[best:] {
-		d.Cleared++
-		d.ClearedTokens += p.FreedTokens
-	}
-	return pending[best:], d
+	d.Cleared, d.ClearedTokens = len(pending), freed
+	return pending, d
 }
 
 // horizon returns the number of requests expected to follow this one
