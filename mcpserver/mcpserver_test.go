@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"strings"
@@ -356,5 +357,48 @@ func TestReferenceTextNamesServedTools(t *testing.T) {
 		if !seen[want] {
 			t.Errorf("no text names %s", want)
 		}
+	}
+}
+
+// headerTransport adds a header to every request.
+type headerTransport struct{ key, value string }
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(h.key, h.value)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// HandlerFor serves each client the namespace its request names, and no
+// other: a shared proxy's tenants read only their own artifacts.
+func TestHandlerForTenants(t *testing.T) {
+	store := memstore.New()
+	put(t, store, "default/tenants/a", "tool_result_x", "", "tenant a's output\n")
+	put(t, store, "default/tenants/b", "tool_result_x", "", "tenant b's output\n")
+	hs := httptest.NewServer(mcpserver.HandlerFor(store, nil, func(r *http.Request) (string, bool) {
+		t := r.Header.Get("X-Tenant")
+		return "default/tenants/" + t, t != ""
+	}, 0))
+	defer hs.Close()
+	for _, tenant := range []string{"a", "b"} {
+		client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+		cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: hs.URL, DisableStandaloneSSE: true,
+			HTTPClient: &http.Client{Transport: headerTransport{"X-Tenant", tenant}}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, isErr := callText(t, cs, "get_knowledge_by_id", map[string]any{"artifact_id": "tool_result_x"})
+		cs.Close()
+		if isErr || got != "tenant "+tenant+"'s output\n" {
+			t.Errorf("tenant %s read %q", tenant, got)
+		}
+	}
+	resp, err := http.Post(hs.URL, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a request naming no tenant: status %d, want 403", resp.StatusCode)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/dirstore"
 )
 
 // hungSessions is a session store that never answers (a database stopped
@@ -76,4 +78,43 @@ func statsOf(t *testing.T, base string) []proxy.SessionStats {
 		t.Fatal(err)
 	}
 	return out.Sessions
+}
+
+// With Tenants, two clients whose requests are alike (the same session
+// header, the same history) are two sessions whose artifacts live apart,
+// each in its tenant's namespace (issue 24: a shared proxy mixed them).
+func TestTenantsLiveApart(t *testing.T) {
+	dir := t.TempDir()
+	store, err := dirstore.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	e := pipelineEngine(t, proxy.PipelineOptions{Pipeline: pipeline.Options{Store: store, Workspace: workspace.Options{InlineLimit: 1000}}})
+	fake := fakeupstream.New(fakeupstream.Options{})
+	us := newServer(t, fake)
+	srv, err := proxy.New(proxy.Options{Engine: e, AnthropicURL: us, Tenants: true, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newServer(t, srv)
+	for _, key := range []string{"key-of-tenant-one", "key-of-tenant-two"} {
+		resp := post(t, base+"/v1/messages", toolTurns(2, 2000), map[string]string{"X-Api-Key": key, proxy.HeaderSession: "s1"})
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	sessions := statsOf(t, base)
+	if len(sessions) != 2 || sessions[0].Session == sessions[1].Session {
+		t.Fatalf("sessions %+v: want two", sessions)
+	}
+	for _, key := range []string{"key-of-tenant-one", "key-of-tenant-two"} {
+		tenant, _ := proxy.Tenant(http.Header{"X-Api-Key": {key}})
+		list, err := store.Query(t.Context(), proxy.TenantNamespace("default", tenant), workspace.Filter{})
+		if err != nil || len(list) == 0 {
+			t.Fatalf("tenant %s: %d artifacts, %v", tenant, len(list), err)
+		}
+	}
+	if list, _ := store.Query(t.Context(), "default", workspace.Filter{}); len(list) != 0 {
+		t.Fatalf("%d artifacts outside the tenants' namespaces", len(list))
+	}
 }

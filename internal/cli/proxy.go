@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"time"
 
@@ -29,6 +30,7 @@ func newProxyCmd(e *env) *cobra.Command {
 		decodeCacheMB       int
 		pricesFile          string
 		token               string
+		tenants             bool
 		clockSpeed          float64
 	)
 	cmd := &cobra.Command{
@@ -142,9 +144,18 @@ writes to, every session: the proxy prints the line that registers it,
 			if token == "" {
 				token = os.Getenv(tokenEnv)
 			}
-			mcpSrv := mcpserver.New(store, &mcpserver.Options{Namespace: f.namespace, Version: agentctx.Version, Logger: log})
+			mcpOpts := &mcpserver.Options{Namespace: f.namespace, Version: agentctx.Version, Logger: log}
+			mcpHandler := mcpserver.New(store, mcpOpts).Handler()
+			if tenants {
+				// Read-back per tenant: a client reads the artifacts of the
+				// credentials it sends, no others.
+				mcpHandler = mcpserver.HandlerFor(store, mcpOpts, func(r *http.Request) (string, bool) {
+					t, ok := proxy.Tenant(r.Header)
+					return proxy.TenantNamespace(f.namespace, t), ok
+				}, 0)
+			}
 			srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: anthropicURL, OpenAIURL: oaURL, Logger: log, DecodeCacheBytes: decodeCache,
-				MCP: mcpSrv.Handler(), Prices: prices, Token: token, ContextManagement: proxy.ContextManagement(contextMgmt)})
+				MCP: mcpHandler, Prices: prices, Token: token, Tenants: tenants, ContextManagement: proxy.ContextManagement(contextMgmt)})
 			if err != nil {
 				if errors.Is(err, proxy.ErrInvalidURL) {
 					return usagef("%v", err)
@@ -178,6 +189,7 @@ writes to, every session: the proxy prints the line that registers it,
 	fs.IntVar(&maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions kept in memory (least recently used out first)")
 	fs.IntVar(&decodeCacheMB, "decode-cache", proxy.DefaultDecodeCacheBytes>>20, "MiB of decoded messages kept for the next request of each conversation to reuse (0: none; each request is then decoded whole)")
 	fs.StringVar(&pricesFile, "prices", "", pricesFlagHelp)
+	fs.BoolVar(&tenants, "tenants", false, "isolate the clients of a shared proxy by their credentials: each API key keeps its sessions and artifacts in a namespace of its own (<namespace>/tenants/<digest>), and /mcp reads only the artifacts of the credentials the MCP client sends (X-Api-Key or Authorization)")
 	fs.StringVar(&token, "token", "", "the token the statistics and MCP endpoints require (X-Agentctx-Token or Authorization: Bearer; default $"+tokenEnv+"); without it they answer requests to a loopback name only")
 	fs.Float64Var(&clockSpeed, "clock-speed", 1, "for simulations: the proxy's clock (prune ages, artifact times, idle sessions) runs N times faster than the wall clock from the proxy's start; request durations in the log stay wall time")
 	fs.MarkHidden("clock-speed")
