@@ -75,9 +75,14 @@
 //
 // # Stores
 //
-// Store is a small interface (Put, Get, Stat, Query, Delete, Close) whose
-// contract every backend proves by running the storetest conformance
-// suite: dirstore keeps plain files in a directory (the embedded default,
+// Store is a small interface (Put, Create, Get, Stat, Query, Delete,
+// Close) whose contract every backend proves by running the storetest
+// conformance suite (and, for the backends processes share, its
+// RunProcesses): Put replaces, Create never does (ErrExists), atomically
+// across processes, which is how racing writers of one tool result id
+// each keep their own artifact.
+//
+// dirstore keeps plain files in a directory (the embedded default,
 // readable with ls and cat), sqlitestore keeps an indexed SQLite file
 // (pure Go) with a trigram index that speeds up grep over many artifacts,
 // pgstore keeps a PostgreSQL database that a fleet of agents or proxies

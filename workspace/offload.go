@@ -148,7 +148,11 @@ func (w *Workspace) isOwnReference(r agentctx.ToolResult) bool {
 // An artifact is never overwritten with different content (SPEC §9): when
 // tool_result_<id> already holds other content, the result is stored as
 // tool_result_<id>-2 (then -3, ...), and the reference names that id. The
-// same content under the same id is not written again.
+// same content under the same id is not written again. A free id is
+// taken with Store.Create, so this holds for writers racing on one id
+// (sessions of two proxies sharing a store, two processes): the loser
+// finds the winner's artifact and takes the next id, or shares it when
+// it holds the same result.
 func (w *Workspace) OffloadToolResult(ctx context.Context, call ToolCall, content agentctx.Content) (agentctx.Content, Offloaded, error) {
 	off := Offloaded{Message: -1, Block: -1}
 	if call.ID == "" {
@@ -183,11 +187,11 @@ func (w *Workspace) OffloadToolResult(ctx context.Context, call ToolCall, conten
 	off.ReadBack = w.ReadsBack(call)
 	off.Indexed = !off.ReadBack && InlineChars(content) >= w.opts.InlineLimit
 	base := a.ID
-	for k := 1; ; k++ {
+	for k, lost := 1, 0; ; {
 		if k > 1 {
 			a.ID = base + "-" + strconv.Itoa(k)
 		}
-		if k > maxSuffix {
+		if k > maxSuffix || lost > maxSuffix {
 			err := fmt.Errorf("workspace: offload: %d artifacts already hold other results of tool call %q", maxSuffix, call.ID)
 			w.log.ErrorContext(ctx, "workspace: storing a tool result failed", append(logAttrs, "error", err)...)
 			return content, off, err
@@ -195,13 +199,30 @@ func (w *Workspace) OffloadToolResult(ctx context.Context, call ToolCall, conten
 		prev, err := w.store.Stat(ctx, ns, a.ID) // the description, not the content
 		switch {
 		case err == nil && (prev.SHA256 != m.SHA256 || prev.Type != m.Type):
+			k++
 			continue // another result holds this id: never overwrite it
 		case err == nil && sameResult(prev.Metadata, m.Metadata):
 			// The same result, stored by this or another session (a
 			// resumed or forked conversation): the first writer keeps it.
 			off.Info, off.Unchanged = prev, true
-		case err == nil || errors.Is(err, ErrNotFound):
+		case err == nil:
+			// The same content with another description: Put replaces
+			// only the description, the content stays what it was.
 			info, err := w.store.Put(ctx, ns, a)
+			if err != nil {
+				w.log.ErrorContext(ctx, "workspace: storing a tool result failed", append(logAttrs, "artifact_id", a.ID, "error", err)...)
+				return content, off, err
+			}
+			off.Info = info
+		case errors.Is(err, ErrNotFound):
+			// Create, not Put: another writer may store this id between
+			// the Stat and now (another proxy, another process); then
+			// look at what it stored, on this id again.
+			info, err := w.store.Create(ctx, ns, a)
+			if errors.Is(err, ErrExists) {
+				lost++
+				continue
+			}
 			if err != nil {
 				w.log.ErrorContext(ctx, "workspace: storing a tool result failed", append(logAttrs, "artifact_id", a.ID, "error", err)...)
 				return content, off, err

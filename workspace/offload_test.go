@@ -237,7 +237,7 @@ func TestOffloadMetadata(t *testing.T) {
 	}
 }
 
-// countingStore counts the writes that reach a store.
+// countingStore counts the writes that reach a store (Put and Create).
 type countingStore struct {
 	workspace.Store
 	mu   sync.Mutex
@@ -254,6 +254,17 @@ func (c *countingStore) Put(ctx context.Context, ns string, a workspace.Artifact
 		return workspace.Info{}, fail
 	}
 	return c.Store.Put(ctx, ns, a)
+}
+
+func (c *countingStore) Create(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
+	c.mu.Lock()
+	c.puts++
+	fail := c.fail
+	c.mu.Unlock()
+	if fail != nil {
+		return workspace.Info{}, fail
+	}
+	return c.Store.Create(ctx, ns, a)
 }
 
 func TestOffloadAgainWritesNothing(t *testing.T) {

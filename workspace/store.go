@@ -17,7 +17,8 @@ import (
 //     returns an error matching ctx.Err() and changes nothing. Long
 //     listings and searches stop when ctx ends.
 //   - Errors wrap sentinels for errors.Is: a missing artifact is
-//     ErrNotFound (Get, Stat, Delete, and Lines and Grep with an ID); a bad
+//     ErrNotFound (Get, Stat, Delete, and Lines and Grep with an ID); an id
+//     already taken is ErrExists (Create); a bad
 //     id is ErrInvalidID, a bad namespace ErrInvalidNamespace, bad metadata
 //     ErrInvalidMetadata, a bad line range ErrInvalidRange, a pattern that
 //     does not compile ErrInvalidPattern, use after Close ErrClosed.
@@ -25,7 +26,12 @@ import (
 //   - Ids and namespaces are any non-empty valid UTF-8 ("/", "..", NUL and
 //     very long ids included); two different ids are two artifacts.
 //   - Put replaces an artifact with the same id whole (content, type,
-//     metadata, created time). Sizes and SHA256 are computed by the store
+//     metadata, created time). Create never replaces: it stores an
+//     artifact only when its id is free, atomically, so that of any number
+//     of writers creating one id at once (goroutines, processes, machines
+//     sharing the store) exactly one succeeds and every other gets
+//     ErrExists, and the id holds the winner's artifact. Writes that must
+//     not replace use Create. Sizes and SHA256 are computed by the store
 //     (see Measure); the values in the argument are ignored. The store
 //     keeps no reference to the argument's map, and callers may modify
 //     what a method returns.
@@ -45,6 +51,11 @@ type Store interface {
 	// Put stores a, replacing any artifact with the same id in namespace,
 	// and returns its description as stored.
 	Put(ctx context.Context, namespace string, a Artifact) (Info, error)
+	// Create stores a only when no artifact has its id in namespace, and
+	// returns its description as stored; when the id is taken it changes
+	// nothing and returns an error matching ErrExists. The check and the
+	// write are one atomic step, across processes too.
+	Create(ctx context.Context, namespace string, a Artifact) (Info, error)
 	// Get returns an artifact with its whole content.
 	Get(ctx context.Context, namespace, id string) (*Artifact, error)
 	// Stat returns an artifact's description (sizes and SHA256 included)
@@ -127,7 +138,7 @@ type LineRange struct {
 // Error is the error a Store returns: the operation, the key, and the
 // cause (a sentinel, a context error, or an I/O error).
 type Error struct {
-	Op        string // "put", "get", "stat", "lines", "grep", "query", "delete"
+	Op        string // "put", "create", "get", "stat", "lines", "grep", "query", "delete"
 	Namespace string
 	ID        string // empty for operations on a whole namespace
 	Err       error
@@ -151,6 +162,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // Sentinel errors for callers to branch on with errors.Is.
 var (
 	ErrNotFound         = errors.New("artifact not found")
+	ErrExists           = errors.New("artifact already exists")
 	ErrInvalidID        = errors.New("invalid artifact id: want non-empty UTF-8")
 	ErrInvalidNamespace = errors.New("invalid namespace: want non-empty UTF-8")
 	ErrInvalidMetadata  = errors.New("invalid metadata: want non-empty UTF-8 keys and UTF-8 values")

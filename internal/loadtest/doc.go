@@ -3,6 +3,11 @@
 // internal/pgtest) in front of one fake upstream, driven by many sessions
 // whose requests land on either replica at random.
 //
+// TestFleetRacingWriters runs the replicas with racing writers on reused
+// tool call ids (issue 24 item 3): sessions on both replicas store results
+// of one tool call id at once, and every reference must resolve to its own
+// session's output.
+//
 // The short form (TestFleetShort) runs with every `go test ./...`; the full
 // form (TestFleetLoad: 50 sessions × 20 requests, then one replica killed
 // with SIGKILL mid-run) needs the build tag:

@@ -231,10 +231,25 @@ func readMeta(path string) (*metaFile, error) {
 
 // Put implements workspace.Store.
 func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
+	return s.write(ctx, "put", ns, a)
+}
+
+// Create implements workspace.Store. The id is checked under the
+// namespace's write lock, which every writer takes (across processes with
+// flock on Unix; elsewhere within one process only): an artifact whose
+// description exists is taken, one whose description a crash left
+// unwritten is not.
+func (s *Store) Create(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
+	return s.write(ctx, "create", ns, a)
+}
+
+// write stores a under the namespace's write lock; op "create" stores it
+// only when its id is free.
+func (s *Store) write(ctx context.Context, op, ns string, a workspace.Artifact) (workspace.Info, error) {
 	fail := func(err error) (workspace.Info, error) {
-		return workspace.Info{}, &workspace.Error{Op: "put", Namespace: ns, ID: a.ID, Err: err}
+		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
 	}
-	if err := s.check(ctx, "put", ns, a.ID, true); err != nil {
+	if err := s.check(ctx, op, ns, a.ID, true); err != nil {
 		return workspace.Info{}, err
 	}
 	if err := workspace.ValidateArtifact(&a); err != nil {
@@ -264,6 +279,15 @@ func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (works
 	defer unlock()
 	if err := ctx.Err(); err != nil {
 		return fail(err)
+	}
+	if op == "create" {
+		_, err := os.Lstat(filepath.Join(dir, name+metaExt))
+		if err == nil {
+			return fail(workspace.ErrExists)
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return fail(err)
+		}
 	}
 	o := fsutil.Options{Sync: s.opts.Sync}
 	if err := fsutil.WriteFile(filepath.Join(dir, name+contentExt), []byte(m.Content), o); err != nil {

@@ -37,13 +37,26 @@ func (s *Store) check(ctx context.Context, op, ns, id string, needID bool) error
 
 // Put implements workspace.Store.
 func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
+	return s.put(ctx, "put", ns, a)
+}
+
+// Create implements workspace.Store: the check and the write are one step
+// under the store's lock.
+func (s *Store) Create(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
+	return s.put(ctx, "create", ns, a)
+}
+
+func (s *Store) put(ctx context.Context, op, ns string, a workspace.Artifact) (workspace.Info, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.check(ctx, "put", ns, a.ID, true); err != nil {
+	if err := s.check(ctx, op, ns, a.ID, true); err != nil {
 		return workspace.Info{}, err
 	}
 	if err := workspace.ValidateArtifact(&a); err != nil {
-		return workspace.Info{}, &workspace.Error{Op: "put", Namespace: ns, ID: a.ID, Err: err}
+		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
+	}
+	if _, taken := s.ns[ns][a.ID]; taken && op == "create" {
+		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: workspace.ErrExists}
 	}
 	m := workspace.Measure(a)
 	if s.ns[ns] == nil {

@@ -303,16 +303,39 @@ func copyReader(rid int64, content string, chunks []chunk) io.Reader {
 // (COPY) in one transaction: readers see the old artifact or the new one
 // whole.
 func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
-	if err := s.check(ctx, "put", ns, a.ID, true); err != nil {
+	return s.write(ctx, "put", ns, a)
+}
+
+// Create implements workspace.Store: an INSERT that does nothing on a
+// taken id (the server makes concurrent inserts of one id wait for each
+// other), then the content, in one transaction.
+func (s *Store) Create(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
+	return s.write(ctx, "create", ns, a)
+}
+
+// upsert is what Put does with a taken id: replace the description (the
+// chunks are then replaced too); Create does nothing.
+const upsert = ` ON CONFLICT (ns, id) DO UPDATE SET type = EXCLUDED.type, created_s = EXCLUDED.created_s,
+				created_ns = EXCLUDED.created_ns, chars = EXCLUDED.chars, lines = EXCLUDED.lines,
+				bytes = EXCLUDED.bytes, sha256 = EXCLUDED.sha256, metadata = EXCLUDED.metadata,
+				meta_keys = EXCLUDED.meta_keys, meta_pairs = EXCLUDED.meta_pairs, searchable = EXCLUDED.searchable`
+
+// write stores a; op "create" stores it only when its id is free.
+func (s *Store) write(ctx context.Context, op, ns string, a workspace.Artifact) (workspace.Info, error) {
+	if err := s.check(ctx, op, ns, a.ID, true); err != nil {
 		return workspace.Info{}, err
 	}
 	if err := workspace.ValidateArtifact(&a); err != nil {
-		return workspace.Info{}, &workspace.Error{Op: "put", Namespace: ns, ID: a.ID, Err: err}
+		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
 	}
 	m := workspace.Measure(a)
 	md, err := json.Marshal(m.Metadata)
 	if err != nil {
-		return workspace.Info{}, &workspace.Error{Op: "put", Namespace: ns, ID: a.ID, Err: err}
+		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
+	}
+	onConflict := upsert
+	if op == "create" {
+		onConflict = ` ON CONFLICT (ns, id) DO NOTHING`
 	}
 	chunks, searchable := split(m.Content, s.chunk, s.regex)
 	keys := make([][]byte, 0, len(m.Metadata))
@@ -324,14 +347,12 @@ func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (works
 		var rid int64
 		err := tx.QueryRow(ctx, `INSERT INTO agentctx_artifacts
 			(ns, id, type, created_s, created_ns, chars, lines, bytes, sha256, metadata, meta_keys, meta_pairs, searchable)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-			ON CONFLICT (ns, id) DO UPDATE SET type = EXCLUDED.type, created_s = EXCLUDED.created_s,
-				created_ns = EXCLUDED.created_ns, chars = EXCLUDED.chars, lines = EXCLUDED.lines,
-				bytes = EXCLUDED.bytes, sha256 = EXCLUDED.sha256, metadata = EXCLUDED.metadata,
-				meta_keys = EXCLUDED.meta_keys, meta_pairs = EXCLUDED.meta_pairs, searchable = EXCLUDED.searchable
-			RETURNING rid`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`+onConflict+` RETURNING rid`,
 			[]byte(ns), []byte(m.ID), []byte(m.Type), m.Created.Unix(), m.Created.Nanosecond(),
 			m.Chars, m.Lines, m.Bytes, m.SHA256, md, keys, pairs, searchable).Scan(&rid)
+		if errors.Is(err, pgx.ErrNoRows) { // only Create leaves the id taken
+			return workspace.ErrExists
+		}
 		if err != nil {
 			return err
 		}
@@ -346,8 +367,11 @@ func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (works
 		}
 		return nil
 	})
+	if errors.Is(err, workspace.ErrExists) {
+		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
+	}
 	if err != nil {
-		return workspace.Info{}, wrap(ctx, "put", ns, a.ID, err)
+		return workspace.Info{}, wrap(ctx, op, ns, a.ID, err)
 	}
 	return m.Info.Clone(), nil
 }

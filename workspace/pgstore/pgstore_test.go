@@ -106,3 +106,15 @@ func TestLargeArtifact(t *testing.T) {
 		t.Errorf("Stat: %+v %v", st, err)
 	}
 }
+
+// TestProcesses: processes sharing the database create the same ids at
+// once.
+func TestProcesses(t *testing.T) {
+	storetest.RunProcesses(t, pgstore.FreshURL, func(t testing.TB, url string) workspace.Store {
+		s, err := pgstore.Open(context.Background(), url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentctx/agentctx/internal/pgtest"
 	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/storetest"
 )
 
 var (
@@ -20,6 +21,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if storetest.Child() { // a child of RunProcesses uses the parent's database
+		os.Exit(m.Run())
+	}
 	server, startErr = pgtest.Start(context.Background(), nil)
 	code := m.Run()
 	if server != nil {

@@ -153,16 +153,28 @@ func wrap(ctx context.Context, op, ns, id string, err error) error {
 
 // Put implements workspace.Store.
 func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
-	if err := s.check(ctx, "put", ns, a.ID, true); err != nil {
+	return s.write(ctx, "put", ns, a)
+}
+
+// Create implements workspace.Store: an INSERT that does nothing on a
+// taken id, in a write transaction (which SQLite serializes across
+// processes).
+func (s *Store) Create(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
+	return s.write(ctx, "create", ns, a)
+}
+
+// write stores a; op "create" stores it only when its id is free.
+func (s *Store) write(ctx context.Context, op, ns string, a workspace.Artifact) (workspace.Info, error) {
+	if err := s.check(ctx, op, ns, a.ID, true); err != nil {
 		return workspace.Info{}, err
 	}
 	if err := workspace.ValidateArtifact(&a); err != nil {
-		return workspace.Info{}, &workspace.Error{Op: "put", Namespace: ns, ID: a.ID, Err: err}
+		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
 	}
 	m := workspace.Measure(a)
 	md, err := json.Marshal(m.Metadata)
 	if err != nil {
-		return workspace.Info{}, &workspace.Error{Op: "put", Namespace: ns, ID: a.ID, Err: err}
+		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
 	}
 	indexed := utf8.ValidString(m.Content)
 	s.wmu.Lock()
@@ -171,7 +183,10 @@ func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (works
 		// Writes first: the transaction takes the write lock before it
 		// reads anything, so it never fails on a stale snapshot.
 		var old int64
-		err := tx.QueryRowContext(ctx, `DELETE FROM artifacts WHERE ns = ? AND id = ? RETURNING rid`, ns, m.ID).Scan(&old)
+		err := sql.ErrNoRows
+		if op == "put" {
+			err = tx.QueryRowContext(ctx, `DELETE FROM artifacts WHERE ns = ? AND id = ? RETURNING rid`, ns, m.ID).Scan(&old)
+		}
 		switch {
 		case err == nil:
 			if _, err := tx.ExecContext(ctx, `DELETE FROM meta WHERE rid = ?`, old); err != nil {
@@ -186,9 +201,12 @@ func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (works
 		var rid int64
 		err = tx.QueryRowContext(ctx, `INSERT INTO artifacts
 			(ns, id, type, created_s, created_ns, chars, lines, bytes, sha256, metadata, indexed, content)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING rid`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (ns, id) DO NOTHING RETURNING rid`,
 			ns, m.ID, string(m.Type), m.Created.Unix(), m.Created.Nanosecond(), m.Chars, m.Lines, m.Bytes,
 			m.SHA256, string(md), indexed, []byte(m.Content)).Scan(&rid)
+		if errors.Is(err, sql.ErrNoRows) { // only Create leaves the id taken
+			return workspace.ErrExists
+		}
 		if err != nil {
 			return err
 		}
@@ -204,8 +222,11 @@ func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (works
 		}
 		return nil
 	})
+	if errors.Is(err, workspace.ErrExists) {
+		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
+	}
 	if err != nil {
-		return workspace.Info{}, wrap(ctx, "put", ns, a.ID, err)
+		return workspace.Info{}, wrap(ctx, op, ns, a.ID, err)
 	}
 	return m.Info.Clone(), nil
 }

@@ -23,3 +23,8 @@ func TestConformance(t *testing.T) { storetest.Run(t, open) }
 func TestReopen(t *testing.T) { storetest.TestReopen(t, open) }
 
 func BenchmarkStore(b *testing.B) { storetest.Benchmark(b, open) }
+
+// TestProcesses: processes sharing the file create the same ids at once.
+func TestProcesses(t *testing.T) {
+	storetest.RunProcesses(t, func(t testing.TB) string { return t.TempDir() }, open)
+}

@@ -170,6 +170,8 @@ var rules = []rule{
 	{"Defaults", "an empty Type is text; a zero Created stays zero; nil metadata reads as empty", ruleDefaults},
 	{"Missing", "a missing artifact is ErrNotFound from Get, Stat, Lines, Grep and Delete, in a *workspace.Error", ruleMissing},
 	{"Overwrite", "Put replaces an artifact whole", ruleOverwrite},
+	{"Create", "Create stores an artifact as Put does when its id is free, and never replaces one: a taken id is ErrExists, in a *workspace.Error", ruleCreate},
+	{"CreateRace", "goroutines creating one id at once with different contents: exactly one wins, every other gets ErrExists, the id holds the winner's artifact", ruleCreateRace},
 	{"Stat", "Stat describes an artifact exactly as Put and Get do, and follows overwrites and deletes", ruleStat},
 	{"OddIDs", "any non-empty UTF-8 id is its own artifact and never leaves the store's directory", ruleOddIDs},
 	{"InvalidKeys", "empty or non-UTF-8 ids and namespaces, and bad metadata, are rejected with their sentinel", ruleInvalidKeys},
@@ -291,6 +293,125 @@ func ruleOverwrite(t *testing.T, s workspace.Store, _ string) {
 	}
 }
 
+func ruleCreate(t *testing.T, s workspace.Store, _ string) {
+	first := art("tool_result_call_1", "first result\nof call 1\n", workspace.Metadata{"session_id": "s1"}, t0)
+	info, err := s.Create(bg, "default", first)
+	if err != nil {
+		t.Fatalf("Create of a free id: %v", err)
+	}
+	want := workspace.Measure(first).Info
+	if !infoEqual(info, want) {
+		t.Errorf("Create returned\n %+v\nwant %+v", info, want)
+	}
+	checkArtifact(t, mustGet(t, s, "default", first.ID), want, first.Content)
+
+	for _, other := range []workspace.Artifact{
+		art(first.ID, "another result\n", workspace.Metadata{"session_id": "s2"}, t0.Add(time.Hour)),
+		first, // the same artifact again: still taken
+		{Info: workspace.Info{ID: first.ID, Type: workspace.TypeJSON}, Content: "{}"},
+	} {
+		_, err := s.Create(bg, "default", other)
+		wantErr(t, err, workspace.ErrExists, "create")
+		var we *workspace.Error
+		if errors.As(err, &we) && (we.ID != first.ID || we.Namespace != "default") {
+			t.Errorf("create: *workspace.Error = %+v, want id and namespace", we)
+		}
+		checkArtifact(t, mustGet(t, s, "default", first.ID), want, first.Content)
+		if st, err := s.Stat(bg, "default", first.ID); err != nil || !infoEqual(st, want) {
+			t.Errorf("Stat after a refused Create = %+v, %v; want %+v", st, err, want)
+		}
+	}
+	if list := mustQuery(t, s, "default", workspace.Filter{Metadata: workspace.Metadata{"session_id": "s2"}}); len(list) != 0 {
+		t.Errorf("a refused Create left metadata behind: %q", ids(list))
+	}
+	if res, err := workspace.Grep(bg, s, "default", workspace.GrepQuery{Pattern: "another"}); err != nil || res.Total != 0 {
+		t.Errorf("a refused Create left content behind: %+v, %v", res, err)
+	}
+
+	// The id is free in another namespace, and again after a Delete.
+	if _, err := s.Create(bg, "other", art(first.ID, "other namespace", nil, t0)); err != nil {
+		t.Errorf("Create of the id in another namespace: %v", err)
+	}
+	if err := s.Delete(bg, "default", first.ID); err != nil {
+		t.Fatal(err)
+	}
+	again := art(first.ID, "after delete\n", nil, t0)
+	info, err = s.Create(bg, "default", again)
+	if err != nil {
+		t.Fatalf("Create after Delete: %v", err)
+	}
+	checkArtifact(t, mustGet(t, s, "default", first.ID), info, again.Content)
+	// Put still replaces what Create stored.
+	put := mustPut(t, s, "default", art(first.ID, "put over\n", workspace.Metadata{"k": "v"}, t0))
+	checkArtifact(t, mustGet(t, s, "default", first.ID), put, "put over\n")
+	if got := mustGet(t, s, "other", first.ID); got.Content != "other namespace" {
+		t.Errorf("other namespace: %q", got.Content)
+	}
+}
+
+// raceContent is writer w's content for a raced id: sizes differ, so that
+// a mix of two writers shows.
+func raceContent(id string, w int) string {
+	return strings.Repeat(fmt.Sprintf("%s written by writer %d\n", id, w), 1+w%5*30)
+}
+
+func ruleCreateRace(t *testing.T, s workspace.Store, _ string) {
+	const writers, ids = 8, 20
+	type outcome struct {
+		won    bool
+		info   workspace.Info
+		failed error
+	}
+	results := make([][]outcome, ids)
+	for i := range results {
+		results[i] = make([]outcome, writers)
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			<-start
+			for i := range ids {
+				id := fmt.Sprintf("tool_result_race_%02d", i)
+				md := workspace.Metadata{"writer": strconv.Itoa(w)}
+				info, err := s.Create(bg, "default", art(id, raceContent(id, w), md, t0))
+				switch {
+				case err == nil:
+					results[i][w] = outcome{won: true, info: info}
+				case !errors.Is(err, workspace.ErrExists):
+					results[i][w] = outcome{failed: err}
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i := range ids {
+		id := fmt.Sprintf("tool_result_race_%02d", i)
+		winner := -1
+		for w, o := range results[i] {
+			if o.failed != nil {
+				t.Errorf("%s: writer %d: Create failed with %v, want success or ErrExists", id, w, o.failed)
+			}
+			if o.won {
+				if winner >= 0 {
+					t.Errorf("%s: writers %d and %d both created it", id, winner, w)
+				}
+				winner = w
+			}
+		}
+		if winner < 0 {
+			t.Errorf("%s: no writer created it", id)
+			continue
+		}
+		got := mustGet(t, s, "default", id)
+		if got.Content != raceContent(id, winner) || got.Metadata["writer"] != strconv.Itoa(winner) {
+			t.Errorf("%s: holds writer %s's artifact (%d bytes), but writer %d won", id, got.Metadata["writer"], len(got.Content), winner)
+		}
+		checkArtifact(t, got, results[i][winner].info, raceContent(id, winner))
+	}
+}
+
 // oddIDs are ids that a naive file or SQL backend gets wrong.
 var oddIDs = []string{
 	"tool_result_toolu_01ABCdef", "a/b", "a/b/c", "/abs", "../escape", "..", ".", ".hidden", "a\\b", "C:\\x",
@@ -389,6 +510,8 @@ func ruleInvalidKeys(t *testing.T, s workspace.Store, _ string) {
 	for _, id := range []string{"", "bad\xffutf8"} {
 		_, err := s.Put(bg, "default", art(id, "x", nil, t0))
 		wantErr(t, err, workspace.ErrInvalidID, "put")
+		_, err = s.Create(bg, "default", art(id, "x", nil, t0))
+		wantErr(t, err, workspace.ErrInvalidID, "create")
 		_, err = s.Get(bg, "default", id)
 		wantErr(t, err, workspace.ErrInvalidID, "get")
 		_, err = s.Stat(bg, "default", id)
@@ -400,6 +523,8 @@ func ruleInvalidKeys(t *testing.T, s workspace.Store, _ string) {
 	for _, ns := range []string{"", "bad\xff"} {
 		_, err := s.Put(bg, ns, art("x", "x", nil, t0))
 		wantErr(t, err, workspace.ErrInvalidNamespace, "put")
+		_, err = s.Create(bg, ns, art("x", "x", nil, t0))
+		wantErr(t, err, workspace.ErrInvalidNamespace, "create")
 		_, err = s.Query(bg, ns, workspace.Filter{})
 		wantErr(t, err, workspace.ErrInvalidNamespace, "query")
 		_, err = s.Stat(bg, ns, "x")
@@ -410,6 +535,8 @@ func ruleInvalidKeys(t *testing.T, s workspace.Store, _ string) {
 	for _, md := range []workspace.Metadata{{"": "v"}, {"k": "\xff"}, {"\xfe": "v"}} {
 		_, err := s.Put(bg, "default", art("x", "x", md, t0))
 		wantErr(t, err, workspace.ErrInvalidMetadata, "put")
+		_, err = s.Create(bg, "default", art("x", "x", md, t0))
+		wantErr(t, err, workspace.ErrInvalidMetadata, "create")
 	}
 	if list := mustQuery(t, s, "default", workspace.Filter{}); len(list) != 0 {
 		t.Errorf("rejected puts stored something: %q", ids(list))
@@ -781,6 +908,10 @@ func ruleCancelled(t *testing.T, s workspace.Store, _ string) {
 	check("Put", err)
 	_, err = s.Put(ctx, "default", art("kept", "overwritten", nil, t0))
 	check("Put over", err)
+	_, err = s.Create(ctx, "default", art("created", "y", nil, t0))
+	check("Create", err)
+	_, err = s.Create(ctx, "default", art("kept", "y", nil, t0))
+	check("Create over", err)
 	_, err = s.Get(ctx, "default", "kept")
 	check("Get", err)
 	_, err = s.Stat(ctx, "default", "kept")
@@ -907,6 +1038,8 @@ func ruleClosed(t *testing.T, s workspace.Store, _ string) {
 	wantErr(t, err, workspace.ErrClosed, "get")
 	_, err = s.Put(bg, "default", art("y", "y", nil, t0))
 	wantErr(t, err, workspace.ErrClosed, "put")
+	_, err = s.Create(bg, "default", art("y", "y", nil, t0))
+	wantErr(t, err, workspace.ErrClosed, "create")
 	_, err = s.Query(bg, "default", workspace.Filter{})
 	wantErr(t, err, workspace.ErrClosed, "query")
 	_, err = workspace.Grep(bg, s, "default", workspace.GrepQuery{Pattern: "x"})
