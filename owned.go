@@ -25,6 +25,7 @@ func DecodeOwnedMessage(raw []byte) (Message, error) {
 
 // own makes m share no memory with the bytes it was decoded from.
 func (m *Message) own() {
+	dropDecoded(m.members, m.Content)
 	m.members = ownMembers(m.members)
 	m.Content = m.Content.own(findMember(m.members, "content"))
 	if m.ToolCalls != nil {
@@ -43,6 +44,18 @@ func (m *Message) own() {
 			env.members[i] = mb
 		}
 		m.env = env
+	}
+}
+
+// dropDecoded drops, before ms is copied, the JSON of a known "content"
+// member that decoded into blocks (Content.own drops it after): the blocks
+// hold it all, and a large content is not copied only to be let go.
+func dropDecoded(ms []member, c Content) {
+	if c.kind != ContentBlocks {
+		return
+	}
+	if m := findMember(ms, "content"); m != nil && m.flags&known != 0 {
+		m.raw, m.flags = nil, m.flags|dropped
 	}
 }
 
@@ -69,12 +82,7 @@ func ownMembers(ms []member) []member {
 // isCanonicalToken reports whether token is the JSON string s as
 // rawjson.AppendString writes it.
 func isCanonicalToken(token []byte, s string) bool {
-	if len(token) < len(s)+2 {
-		return false
-	}
-	var buf [256]byte
-	enc := rawjson.AppendString(buf[:0], s)
-	return bytes.Equal(enc, token)
+	return rawjson.IsString(token, s) // compared as written: a long string is not copied
 }
 
 // own returns c holding its own bytes; m is its member, whose copy of the
@@ -103,6 +111,7 @@ func (c Content) own(m *member) Content {
 
 // own returns b holding its own bytes.
 func (b Block) own() Block {
+	dropDecoded(b.members, b.Content)
 	b.members = ownMembers(b.members)
 	if in := findMember(b.members, "input"); in != nil && in.flags&known != 0 {
 		b.Input = in.raw[:len(in.raw):len(in.raw)]

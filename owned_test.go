@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/agentctx/agentctx"
@@ -113,4 +115,41 @@ func FuzzDecodeOwnedMessage(f *testing.F) {
 			t.Fatalf("owned encodes %s (%v), not %s (%v)", b, e2, a, e1)
 		}
 	})
+}
+
+// allocatedBy returns the bytes f allocates.
+func allocatedBy(f func()) uint64 {
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	f()
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc
+}
+
+// TestDecodeOwnedMessageCopiesALargeResultOnce holds the decoding of a
+// message with one large tool result (issue 24) to about one copy of its
+// text: the string decoded, no encoding written to be compared, no copy of
+// the content's JSON made to be dropped. It allocated 8 times the message
+// before.
+func TestDecodeOwnedMessageCopiesALargeResultOnce(t *testing.T) {
+	for _, content := range []string{
+		`"` + strings.Repeat(`drwxr-xr-x  2 root root 4096 Nov 23 file.go ok\n`, 1<<15) + `"`,
+		`[{"type":"text","text":"` + strings.Repeat(`line of output\n`, 1<<16) + `"}]`,
+	} {
+		raw := []byte(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":` + content + `}]}`)
+		var m agentctx.Message
+		n := allocatedBy(func() {
+			var err error
+			if m, err = agentctx.DecodeOwnedMessage(raw); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if limit := uint64(len(raw)) * 3 / 2; n > limit {
+			t.Errorf("decoding a %d-byte message allocated %d bytes (%.1f×), want at most 1.5×", len(raw), n, float64(n)/float64(len(raw)))
+		}
+		enc, err := m.AppendJSON(nil)
+		if err != nil || string(enc) != string(raw) {
+			t.Fatalf("the message does not encode as it came (err %v)", err)
+		}
+	}
 }

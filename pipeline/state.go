@@ -122,8 +122,15 @@ type usageState struct {
 // contentDigest is the stored hash of a result's content: the first 12
 // bytes of its SHA-256, in hex.
 func contentDigest(text string) string {
-	sum := sha256.Sum256([]byte(text))
-	return hex.EncodeToString(sum[:12])
+	// Through a small buffer, so that a large text is not copied whole.
+	h := sha256.New()
+	var buf [32 << 10]byte
+	for text != "" {
+		n := copy(buf[:], text)
+		h.Write(buf[:n])
+		text = text[n:]
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
 }
 
 // digestMemo remembers contentDigest by a 128-bit fingerprint of the text

@@ -42,7 +42,10 @@ func canonical(enc []byte) []byte {
 // msgHash hashes a message's encoding in the form prefixes are compared
 // in.
 func msgHash(enc []byte) uint64 {
-	return hash64(canonical(enc))
+	if !bytes.Contains(enc, cacheKey) && !bytes.Contains(enc, stringContent) {
+		return hash64(enc)
+	}
+	return hashStripped(enc) // hash64(canonical(enc)), not written out
 }
 
 // hashesOf returns the msgHash of each encoding, taking the ones known

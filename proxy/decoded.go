@@ -50,8 +50,13 @@ type encoded struct {
 	bp   int    // countBreakpoints(enc)
 }
 
-func encode(m agentctx.Message) (encoded, error) {
-	enc, err := m.AppendJSON(nil)
+func encode(m agentctx.Message) (encoded, error) { return encodeSized(m, 0) }
+
+// encodeSized is encode with room for size bytes made at once (the size
+// of the message's bytes, which its encoding usually is), so that a large
+// message is not copied as its encoding grows.
+func encodeSized(m agentctx.Message, size int) (encoded, error) {
+	enc, err := m.AppendJSON(make([]byte, 0, size))
 	if err != nil {
 		return encoded{}, err
 	}
@@ -111,7 +116,7 @@ func (c *decodeCache) decodeMsg(raw []byte) (*decodedMsg, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := encode(m)
+	e, err := encodeSized(m, len(raw))
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"errors"
+	"hash/maphash"
 	"sort"
 
 	"github.com/agentctx/agentctx"
@@ -246,46 +247,105 @@ func replaceValues(raw []byte, spans ...span) []byte {
 // content as a string or as a text block, without changing what the model
 // read).
 func appendStripped(dst, raw []byte, normalize bool) []byte {
+	w := &strippedAppender{b: dst}
+	writeStripped(w, raw, normalize)
+	return w.b
+}
+
+// hashStripped returns hash64(appendStripped(nil, raw, true)) without
+// writing the stripped form out: a large message is hashed as it is read.
+func hashStripped(raw []byte) uint64 {
+	w := &strippedHasher{}
+	w.h.SetSeed(hashSeed)
+	writeStripped(w, raw, true)
+	return w.h.Sum64()
+}
+
+// strippedWriter receives the stripped form of a value (see
+// writeStripped) in pieces.
+type strippedWriter interface {
+	lit(s string)       // JSON punctuation
+	raw(b []byte)       // bytes as they are
+	str(s string)       // s as a JSON string (rawjson.AppendString)
+	compact(raw []byte) // a JSON value, compacted (rawjson.AppendCompact)
+}
+
+// strippedAppender appends to b.
+type strippedAppender struct{ b []byte }
+
+func (w *strippedAppender) lit(s string)       { w.b = append(w.b, s...) }
+func (w *strippedAppender) raw(b []byte)       { w.b = append(w.b, b...) }
+func (w *strippedAppender) str(s string)       { w.b = rawjson.AppendString(w.b, s) }
+func (w *strippedAppender) compact(raw []byte) { w.b = rawjson.AppendCompact(w.b, raw) }
+
+// strippedHasher hashes what it receives, the small pieces through a
+// scratch buffer; a string token, compact as written, is hashed in place.
+type strippedHasher struct {
+	h       maphash.Hash
+	scratch []byte
+}
+
+func (w *strippedHasher) lit(s string) { w.h.WriteString(s) }
+func (w *strippedHasher) raw(b []byte) { w.h.Write(b) }
+func (w *strippedHasher) str(s string) {
+	w.scratch = rawjson.AppendString(w.scratch[:0], s)
+	w.h.Write(w.scratch)
+}
+func (w *strippedHasher) compact(raw []byte) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		w.h.Write(raw) // a string token: AppendCompact copies it as it is
+		return
+	}
+	w.scratch = rawjson.AppendCompact(w.scratch[:0], raw)
+	w.h.Write(w.scratch)
+}
+
+// writeStripped writes the stripped form of raw (see appendStripped) to w.
+func writeStripped(w strippedWriter, raw []byte, normalize bool) {
 	switch rawjson.Kind(raw) {
 	case '{':
 		ms, err := rawjson.Members(raw)
 		if err != nil {
-			return rawjson.AppendCompact(dst, raw)
+			w.compact(raw)
+			return
 		}
-		dst = append(dst, '{')
+		w.lit("{")
 		first := true
 		for _, m := range ms {
 			if m.Key == "cache_control" {
 				continue
 			}
 			if !first {
-				dst = append(dst, ',')
+				w.lit(",")
 			}
 			first = false
-			dst = rawjson.AppendString(dst, m.Key)
-			dst = append(dst, ':')
+			w.str(m.Key)
+			w.lit(":")
 			if normalize && m.Key == "content" && rawjson.Kind(m.Value) == '"' {
-				dst = append(dst, `[{"type":"text","text":`...)
-				dst = append(dst, m.Value...)
-				dst = append(dst, "}]"...)
+				w.lit(`[{"type":"text","text":`)
+				w.raw(m.Value)
+				w.lit("}]")
 				continue
 			}
-			dst = appendStripped(dst, m.Value, normalize)
+			writeStripped(w, m.Value, normalize)
 		}
-		return append(dst, '}')
+		w.lit("}")
+		return
 	case '[':
 		els, err := rawjson.Elements(raw)
 		if err != nil {
-			return rawjson.AppendCompact(dst, raw)
+			w.compact(raw)
+			return
 		}
-		dst = append(dst, '[')
+		w.lit("[")
 		for i, el := range els {
 			if i > 0 {
-				dst = append(dst, ',')
+				w.lit(",")
 			}
-			dst = appendStripped(dst, el, normalize)
+			writeStripped(w, el, normalize)
 		}
-		return append(dst, ']')
+		w.lit("]")
+		return
 	}
-	return rawjson.AppendCompact(dst, raw)
+	w.compact(raw)
 }

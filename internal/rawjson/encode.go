@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Unquote decodes a raw JSON string token (quotes included) that has already
@@ -67,8 +68,12 @@ func Unquote(raw []byte) string {
 			}
 			i += 2
 		case c < utf8.RuneSelf:
-			out = append(out, c)
-			i++
+			j := i + 1
+			for j < len(body) && body[j] != '\\' && body[j] < utf8.RuneSelf {
+				j++
+			}
+			out = append(out, body[i:j]...)
+			i = j
 		default:
 			r, size := utf8.DecodeRune(body[i:])
 			if r == utf8.RuneError && size == 1 {
@@ -79,7 +84,9 @@ func Unquote(raw []byte) string {
 			i += size
 		}
 	}
-	return string(out)
+	// out is not used again: the string takes its memory rather than a
+	// copy, as strings.Builder does (a large string is held once).
+	return unsafe.String(unsafe.SliceData(out), len(out))
 }
 
 // hex4 decodes four hex digits, or returns -1.
@@ -162,6 +169,78 @@ func AppendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// IsString reports whether token is exactly AppendString(nil, s), without
+// writing it: a long string is compared run by run.
+func IsString(token []byte, s string) bool {
+	if len(token) < len(s)+2 || token[0] != '"' || token[len(token)-1] != '"' {
+		return false
+	}
+	t := token[1 : len(token)-1]
+	start := 0
+	// eat consumes p from the front of t.
+	eat := func(p string) bool {
+		if len(t) < len(p) || string(t[:len(p)]) != p {
+			return false
+		}
+		t = t[len(p):]
+		return true
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				if !eat(s[start:i]) || !eat("\uFFFD") {
+					return false
+				}
+				i++
+				start = i
+				continue
+			}
+			i += size
+			continue
+		}
+		if !eat(s[start:i]) {
+			return false
+		}
+		var esc string
+		switch c {
+		case '"':
+			esc = `\"`
+		case '\\':
+			esc = `\\`
+		case '\b':
+			esc = `\b`
+		case '\f':
+			esc = `\f`
+		case '\n':
+			esc = `\n`
+		case '\r':
+			esc = `\r`
+		case '\t':
+			esc = `\t`
+		default:
+			var u = [6]byte{'\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF]}
+			if !eat(string(u[:])) {
+				return false
+			}
+			i++
+			start = i
+			continue
+		}
+		if !eat(esc) {
+			return false
+		}
+		i++
+		start = i
+	}
+	return eat(s[start:]) && len(t) == 0
 }
 
 // AppendCompact appends a valid raw JSON value with insignificant whitespace

@@ -196,3 +196,29 @@ func TestMembersFunc(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// FuzzIsString holds IsString to AppendString: a token is the string's
+// encoding exactly when AppendString writes it, for every string and every
+// token (the string's own encoding, an unquoted token, or bytes).
+func FuzzIsString(f *testing.F) {
+	for _, s := range []string{"plain", `q"b\`, "\b\f\n\r\t", "\x00\x1f\x7f", "é🚀", "bad\xffutf8", "\u2028", ""} {
+		f.Add(s, []byte(`"`+s+`"`))
+	}
+	f.Add("a\nb", []byte(`"a\u000ab"`))
+	f.Add("\xff", []byte("\"\uFFFD\""))
+	f.Fuzz(func(t *testing.T, s string, token []byte) {
+		enc := AppendString(nil, s)
+		if !IsString(enc, s) {
+			t.Fatalf("IsString(%s, %q) = false for its own encoding", enc, s)
+		}
+		if got, want := IsString(token, s), string(token) == string(enc); got != want {
+			t.Fatalf("IsString(%q, %q) = %v, want %v", token, s, got, want)
+		}
+		if end, err := ValueEnd(token, 0); err == nil && end == len(token) && token[0] == '"' {
+			u := Unquote(token)
+			if got, want := IsString(token, u), string(token) == string(AppendString(nil, u)); got != want {
+				t.Fatalf("IsString(%q, Unquote) = %v, want %v", token, got, want)
+			}
+		}
+	})
+}

@@ -1,0 +1,203 @@
+package proxy_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/proxy"
+	"github.com/agentctx/agentctx/workspace/memstore"
+)
+
+// manyMessagesRequest is an Anthropic request of about size bytes made of
+// n small messages: tool_use and tool_result pairs, each result a short
+// line padded so that the whole is about size bytes.
+func manyMessagesRequest(size, n int) []byte {
+	var b bytes.Buffer
+	b.Grow(size + 4096)
+	b.WriteString(`{"model":"claude-x","max_tokens":32000,"system":"You are an agent.","tools":[{"name":"Bash","description":"run","input_schema":{"type":"object"}}],"messages":[`)
+	head := b.Len()
+	per := (size-head)/n - 1 // bytes per message, with its comma
+	pad := func(fixed int) string {
+		if k := per - fixed; k > 0 {
+			return strings.Repeat("x", k)
+		}
+		return ""
+	}
+	for i := 0; i < n; i += 2 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		use := fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_%07d","name":"Bash","input":{"command":"ls %d%%s"}}]}`, i, i)
+		fmt.Fprintf(&b, use, pad(len(use)-2))
+		res := fmt.Sprintf(`,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%07d","content":"ok %d %%s"}]}`, i, i)
+		fmt.Fprintf(&b, res, pad(len(res)-2))
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+// hugeResultRequest is an Anthropic request whose one tool result is
+// about size bytes of terminal output.
+func hugeResultRequest(size int) []byte {
+	var b bytes.Buffer
+	b.Grow(size + 4096)
+	b.WriteString(`{"model":"claude-x","max_tokens":32000,"system":"You are an agent.","tools":[{"name":"Bash","description":"run","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"list everything"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls -laR /"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"`)
+	line := `drwxr-xr-x  2 root root 4096 Nov 23 file.go ok\n`
+	for i := 0; b.Len() < size; i++ {
+		b.WriteString(line[:len(line)-2])
+		fmt.Fprintf(&b, "%d\\n", i)
+	}
+	b.WriteString(`"}]}]}`)
+	return b.Bytes()
+}
+
+// heapPeak samples the heap (the bytes of objects, live or not yet
+// collected) every half millisecond from start to stop and keeps the
+// highest value.
+type heapPeak struct {
+	stop chan struct{}
+	done chan uint64
+}
+
+func heapObjects() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func startHeapPeak() *heapPeak {
+	h := &heapPeak{stop: make(chan struct{}), done: make(chan uint64, 1)}
+	go func() {
+		peak := heapObjects()
+		t := time.NewTicker(500 * time.Microsecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-h.stop:
+				h.done <- max(peak, heapObjects())
+				return
+			case <-t.C:
+				peak = max(peak, heapObjects())
+			}
+		}
+	}()
+	return h
+}
+
+// processCPU returns the CPU time of the process so far (user and
+// system, every thread: the garbage collector's and the kernel's work on
+// files included), which a loaded machine does not inflate as it does
+// wall time.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// end returns the peak.
+func (h *heapPeak) end() uint64 {
+	close(h.stop)
+	return <-h.done
+}
+
+// BenchmarkHugeRequest sends one huge request through the proxy over the
+// pipeline engine (a fresh directory workspace and session each time, so
+// every request is a session's first) to a local upstream: 10 MB of
+// 100,000 small messages (tool_use and tool_result pairs), and one 60 MB
+// tool result; and the first again over a workspace in memory (the
+// engine's own cost, without 50,000 artifacts written as files). It reports the peak heap above what was held before the
+// request, in MB and as a multiple of the body ("peak/body"), with the
+// time per request and the process's CPU time per request (cpu-ms/op),
+// which a loaded machine inflates less (issue 24).
+func BenchmarkHugeRequest(b *testing.B) {
+	var mu sync.Mutex
+	var upstreamBytes int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		upstreamBytes = n
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"usage":{"input_tokens":1,"output_tokens":1}}`)
+	}))
+	defer up.Close()
+	many := func() []byte { return manyMessagesRequest(10<<20, 100_000) }
+	for _, tc := range []struct {
+		name string
+		body func() []byte
+		mem  bool // the workspace in memory: the engine without the file system
+	}{
+		{"10MB-1e5msgs", many, false},
+		{"60MB-result", func() []byte { return hugeResultRequest(60 << 20) }, false},
+		{"10MB-1e5msgs-memstore", many, true},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			body := tc.body()
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			var peak uint64
+			var edited int
+			var cpu time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				o := pipeline.Options{WorkspaceDir: filepath.Join(b.TempDir(), "ws"), NoCompact: true}
+				if tc.mem {
+					o.Store = memstore.New()
+				}
+				e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{Pipeline: o})
+				if err != nil {
+					b.Fatal(err)
+				}
+				srv, err := proxy.New(proxy.Options{Engine: e, AnthropicURL: up.URL})
+				if err != nil {
+					b.Fatal(err)
+				}
+				req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(body))
+				req.Header.Set(proxy.HeaderSession, fmt.Sprint("huge", i))
+				w := httptest.NewRecorder()
+				runtime.GC()
+				base := heapObjects()
+				hp := startHeapPeak()
+				cpu0 := processCPU()
+				b.StartTimer()
+				srv.ServeHTTP(w, req)
+				b.StopTimer()
+				cpu += processCPU() - cpu0
+				if p := hp.end(); p > base && p-base > peak {
+					peak = p - base
+				}
+				if w.Code != 200 {
+					b.Fatalf("status %d: %s", w.Code, w.Body.String())
+				}
+				if st := srv.Stats(); len(st) == 1 {
+					edited += st[0].Edited
+				}
+				e.Close()
+				b.StartTimer()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
+			b.ReportMetric(float64(peak)/(1<<20), "peak-MB")
+			b.ReportMetric(float64(peak)/float64(len(body)), "peak/body")
+			b.ReportMetric(float64(edited)/float64(b.N), "edited/op")
+			mu.Lock()
+			b.ReportMetric(float64(upstreamBytes)/float64(len(body)), "sent/body")
+			mu.Unlock()
+		})
+	}
+}
