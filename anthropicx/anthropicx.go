@@ -40,7 +40,11 @@ import (
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
 
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/rawjson"
 	"github.com/agentctx/agentctx/internal/sdkmw"
+	"github.com/agentctx/agentctx/internal/thinking"
+	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/workspace"
 )
 
@@ -84,7 +88,34 @@ var provider = sdkmw.Provider{
 	Match: func(r *http.Request) bool {
 		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/messages")
 	},
-	Usage: readUsage,
+	Usage:   readUsage,
+	Binding: thinkingBinding,
+}
+
+// thinkingBinding returns, for a request with thinking on, the prefix the
+// open turn's signed thinking binds (the same rule as the proxy's, in
+// internal/thinking): the pipeline defers its edits there and compacts
+// the whole list, so that no thinking block the API judges invalid is
+// sent.
+func thinkingBinding(body []byte, doc *agentctx.Document) pipeline.CallOptions {
+	ms, err := rawjson.Members(body)
+	if err != nil {
+		return pipeline.CallOptions{}
+	}
+	for _, m := range ms {
+		if m.Key != "thinking" || rawjson.Kind(m.Value) != '{' {
+			continue
+		}
+		if tm, err := rawjson.Members(m.Value); err == nil {
+			for _, f := range tm {
+				if f.Key == "type" && rawjson.Unquote(f.Value) == "disabled" {
+					return pipeline.CallOptions{}
+				}
+			}
+		}
+		return pipeline.CallOptions{Bound: thinking.Bound(doc.Messages)}
+	}
+	return pipeline.CallOptions{}
 }
 
 // Middleware returns the middleware that prepares every Messages request

@@ -191,6 +191,9 @@ func Compact(ctx context.Context, msgs []agentctx.Message, opts Options) (*Resul
 	}
 
 	h, t := split(msgs, counts, o.tailTokens())
+	if o.SummarizeAll {
+		t = len(msgs)
+	}
 	middle := msgs[h:t:t]
 	if len(middle) == 0 || (len(middle) == 1 && IsSummary(middle[0])) {
 		res.Reason = ReasonNothingToCompact

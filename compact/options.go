@@ -60,6 +60,12 @@ type Options struct {
 	// DefaultTailRatio; a negative value means a budget of zero (the tail is
 	// then the last message, plus what tool pairing adds).
 	TailRatio float64
+	// SummarizeAll summarizes everything after the head: no tail is kept,
+	// and the summary is the last message of the list. A caller whose list
+	// ends in a message that may not follow a changed prefix (the last
+	// assistant message of an open tool loop with signed thinking) sends
+	// the summary alone, which the model answers afresh.
+	SummarizeAll bool
 
 	// Counter counts the tokens of text. Nil means tokens.O200kBase().
 	Counter tokens.Counter

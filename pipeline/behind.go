@@ -47,7 +47,7 @@ func prefixMarks(msgs []agentctx.Message, from int) ([]string, bool) {
 			marks = append(marks, hex.EncodeToString(d[:markSize]))
 		}
 		var err error
-		buf, err = msgs[i].AppendJSON(buf[:0])
+		buf, err = appendDigestForm(buf[:0], &msgs[i])
 		if err != nil {
 			return nil, false
 		}

@@ -1,12 +1,14 @@
 package pipeline
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"sync"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/rawjson"
 )
 
 // digestOf hashes the lossless JSON of msgs, each message length-prefixed.
@@ -16,7 +18,7 @@ func digestOf(msgs []agentctx.Message) ([sha256.Size]byte, bool) {
 	var n [8]byte
 	for i := range msgs {
 		var err error
-		buf, err = msgs[i].AppendJSON(buf[:0])
+		buf, err = appendDigestForm(buf[:0], &msgs[i])
 		if err != nil {
 			return [sha256.Size]byte{}, false
 		}
@@ -70,4 +72,63 @@ func (p *Pipeline) prefixDigest(msgs []agentctx.Message) ([sha256.Size]byte, boo
 		m.mu.Unlock()
 	}
 	return d, ok
+}
+
+var cacheControlKey = []byte(`"cache_control"`)
+
+// appendDigestForm appends the encoding in which a message is hashed for
+// the compaction digest and marks: its JSON without cache_control members,
+// which clients move from message to message between requests without
+// changing what the model reads (Claude Code marks the last message, which
+// a compaction that summarizes the whole list covers). A message without
+// one is hashed as it encodes.
+func appendDigestForm(buf []byte, m *agentctx.Message) ([]byte, error) {
+	start := len(buf)
+	buf, err := m.AppendJSON(buf)
+	if err != nil || !bytes.Contains(buf[start:], cacheControlKey) {
+		return buf, err
+	}
+	enc := append([]byte(nil), buf[start:]...)
+	return appendWithout(buf[:start], enc, "cache_control"), nil
+}
+
+// appendWithout appends the compact JSON of raw without the members named
+// key, at any depth.
+func appendWithout(dst, raw []byte, key string) []byte {
+	switch rawjson.Kind(raw) {
+	case '{':
+		ms, err := rawjson.Members(raw)
+		if err != nil {
+			return rawjson.AppendCompact(dst, raw)
+		}
+		dst = append(dst, '{')
+		first := true
+		for _, m := range ms {
+			if m.Key == key {
+				continue
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = append(dst, m.RawKey...)
+			dst = append(dst, ':')
+			dst = appendWithout(dst, m.Value, key)
+		}
+		return append(dst, '}')
+	case '[':
+		els, err := rawjson.Elements(raw)
+		if err != nil {
+			return rawjson.AppendCompact(dst, raw)
+		}
+		dst = append(dst, '[')
+		for i, el := range els {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendWithout(dst, el, key)
+		}
+		return append(dst, ']')
+	}
+	return rawjson.AppendCompact(dst, raw)
 }

@@ -17,7 +17,7 @@ import (
 // prepare runs the session engine once: load the session's state, run the
 // steps on the history with it, save it with compare-and-swap (running the
 // steps again on the newer state when another writer saved first).
-func (p *Pipeline) prepare(ctx context.Context, in []agentctx.Message, extraReserved int) (*Result, error) {
+func (p *Pipeline) prepare(ctx context.Context, in []agentctx.Message, extraReserved int, co CallOptions) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -26,7 +26,7 @@ func (p *Pipeline) prepare(ctx context.Context, in []agentctx.Message, extraRese
 		result error // an unpaired list to send: returned with the result
 	)
 	version, err := p.update(ctx, func(st *state) error {
-		r, err := p.run(ctx, st, in, extraReserved)
+		r, err := p.run(ctx, st, in, extraReserved, co)
 		if err != nil && !errors.Is(err, agentctx.ErrUnpaired) {
 			return err
 		}
@@ -60,11 +60,11 @@ func (p *Pipeline) Observe(ctx context.Context, u Usage) error {
 
 // run is one pass of the steps over in with the session state st, which it
 // updates.
-func (p *Pipeline) run(ctx context.Context, st *state, in []agentctx.Message, extraReserved int) (*Result, error) {
+func (p *Pipeline) run(ctx context.Context, st *state, in []agentctx.Message, extraReserved int, co CallOptions) (*Result, error) {
 	start := time.Now()
 	o := &p.opts
 	reserved := o.ReservedTokens + extraReserved
-	c := &call{p: p, st: st, now: o.Now(), reserved: reserved}
+	c := &call{p: p, st: st, now: o.Now(), reserved: reserved, co: co}
 	c.rep = &Report{
 		MessagesBefore: len(in),
 		ReservedTokens: reserved,
@@ -151,6 +151,7 @@ type call struct {
 	st       *state
 	now      time.Time
 	reserved int
+	co       CallOptions
 	rep      *Report
 	tokens   int // of the list as it stands, reserved tokens included
 
@@ -347,6 +348,12 @@ func (c *call) original(i int) agentctx.Message {
 	return c.src[i]
 }
 
+// bound reports whether the message at index i of the view is one the
+// caller's thinking binding forbids the steps to change (CallOptions).
+func (c *call) bound(i int) bool {
+	return !c.co.EditBound && i >= c.live && c.histIndex(i) < c.co.Bound
+}
+
 // histIndex maps an index of the view after the summary to the history.
 func (c *call) histIndex(i int) int {
 	if !c.compacted {
@@ -399,7 +406,7 @@ func (c *call) store(ctx context.Context) error {
 			break
 		}
 		rs.Artifact = off.ID
-		if off.Indexed && rs.Action == "" {
+		if off.Indexed && rs.Action == "" && !c.bound(pos[0]) {
 			rs.Action, rs.At, rs.Content = actionOffloaded, c.now.UTC(), repl.Text()
 		}
 		c.newArtifacts = append(c.newArtifacts, newArtifact{off: off, pos: pos, written: !off.Unchanged})
@@ -461,6 +468,8 @@ func (c *call) prune() {
 			pr.FreedTokens = pr.Tokens - c.p.mc.CountText(c.placeholder(po.Placeholder, rs.Artifact))
 			switch {
 			case pr.FreedTokens <= 0:
+			case c.bound(pr.MessageIndex): // before the open turn's thinking: later
+				s.Deferred++
 			case c.unsent[key]: // never sent: pruning it costs no cache
 				now = append(now, pr)
 			default:
@@ -764,6 +773,9 @@ func (c *call) compact(ctx context.Context, over bool) error {
 
 	copts := c.calibrated()
 	copts.Force = true // the trigger is the estimate's, checked above
+	// A tail after the summary would keep the open turn's thinking after
+	// a changed prefix: the summary ends the request.
+	copts.SummarizeAll = c.co.Bound > 0
 	copts.SessionID = c.p.sessionID
 	copts.ArchiveRequired = true // nothing is lost: what cannot be archived is not compacted
 	if c.p.archiver != nil && o.Compact.Archiver == nil {

@@ -488,7 +488,41 @@ type Result struct {
 // fails to write (the workspace store, offload files, an archive or summary
 // made required by Options.Compact), and when ctx is done.
 func (p *Pipeline) Prepare(ctx context.Context, msgs []agentctx.Message) (*Result, error) {
-	return p.prepare(ctx, msgs, 0)
+	return p.prepare(ctx, msgs, 0, CallOptions{})
+}
+
+// CallOptions are what a caller knows of one request besides its
+// messages. The zero value means nothing is known.
+type CallOptions struct {
+	// Bound is the number of leading input messages that a signed
+	// thinking block the provider will check is bound to: Anthropic's
+	// preserved thinking accepts the last assistant message of an open
+	// tool loop (which must start with its thinking) only after exactly
+	// the messages it was produced after, and judges it invalid after any
+	// change to them (a 400, or the block dropped with drop_block). Zero
+	// means no message is bound (no thinking, or the turn has ended: the
+	// thinking of ended turns may be removed instead).
+	//
+	// The Pipeline changes no bound message. A new prune or offload
+	// decision on an already-sent result there is deferred: not applied
+	// and not recorded (StepReport.Deferred), it is made again once the
+	// turn has ended. Decisions made before are applied as before, so the
+	// bound messages go as they were last sent. A compaction, which must
+	// change them, summarizes the whole list (compact.Options.SummarizeAll):
+	// the request ends with the summary, and no thinking block is sent
+	// after a changed prefix.
+	Bound int
+	// EditBound makes the decisions on bound results be made and applied
+	// as usual: the caller does not send them in the messages but
+	// delegates them to the provider (Anthropic context editing, which
+	// applies after the prefix check). Compaction still keeps to Bound.
+	EditBound bool
+}
+
+// PrepareCall is PrepareDocument with what the caller knows of the
+// request (see CallOptions).
+func (p *Pipeline) PrepareCall(ctx context.Context, doc *agentctx.Document, co CallOptions) (*Result, error) {
+	return p.prepare(ctx, doc.Messages, p.RequestTokens(doc), co)
 }
 
 // PrepareDocument prepares the messages of a document read with
@@ -499,7 +533,7 @@ func (p *Pipeline) Prepare(ctx context.Context, msgs []agentctx.Message) (*Resul
 // agentctx.Document.Conversations) is prepared as one: prepare each
 // conversation with its own Pipeline instead.
 func (p *Pipeline) PrepareDocument(ctx context.Context, doc *agentctx.Document) (*Result, error) {
-	return p.prepare(ctx, doc.Messages, p.RequestTokens(doc))
+	return p.prepare(ctx, doc.Messages, p.RequestTokens(doc), CallOptions{})
 }
 
 // RequestTokens counts what a request body sends besides its messages: the

@@ -116,6 +116,11 @@ type StepReport struct {
 	// to be cleared (see Options.Clearing), and what they would free.
 	Pending       int `json:"pending,omitempty"`
 	PendingTokens int `json:"pending_tokens,omitempty"`
+	// Deferred counts, for prune and offload, the decisions this call did
+	// not apply because the result lies in the bound prefix
+	// (CallOptions.Bound): they are not recorded as applied, and are made
+	// again once the prefix no longer binds them.
+	Deferred int `json:"deferred,omitempty"`
 	// Clearing is, for prune under ClearPriced, how the stale results
 	// already sent were weighed; nil when there were none.
 	Clearing *ClearDecision `json:"clearing,omitempty"`

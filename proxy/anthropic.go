@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/thinking"
 )
 
 // MaxBreakpoints is the most cache_control breakpoints the Anthropic API
@@ -87,52 +88,15 @@ func thinkingKey(b agentctx.Block) string {
 	return stringOf(raw)
 }
 
-func isThinking(b agentctx.Block) bool {
-	return b.Type == agentctx.BlockThinking || b.Type == agentctx.BlockRedactedThinking
-}
+func isThinking(b agentctx.Block) bool { return thinking.IsBlock(b) }
 
-func hasThinking(m *agentctx.Message) bool {
-	if m.Role != agentctx.RoleAssistant {
-		return false
-	}
-	for _, b := range m.Content.Blocks() {
-		if isThinking(b) {
-			return true
-		}
-	}
-	return false
-}
+func hasThinking(m *agentctx.Message) bool { return thinking.Has(m) }
 
 // openTurn returns the index of the assistant message whose turn is still
 // open (followed only by messages of tool results), or -1.
-func openTurn(msgs []agentctx.Message) int {
-	for j := len(msgs) - 1; j >= 0; j-- {
-		m := &msgs[j]
-		if m.Role == agentctx.RoleAssistant {
-			if j == len(msgs)-1 {
-				return -1
-			}
-			return j
-		}
-		if !onlyToolResults(m) {
-			return -1
-		}
-	}
-	return -1
-}
+func openTurn(msgs []agentctx.Message) int { return thinking.OpenTurn(msgs) }
 
-func onlyToolResults(m *agentctx.Message) bool {
-	bl := m.Content.Blocks()
-	if m.Role != agentctx.RoleUser || len(bl) == 0 {
-		return false
-	}
-	for _, b := range bl {
-		if b.Type != agentctx.BlockToolResult {
-			return false
-		}
-	}
-	return true
-}
+func onlyToolResults(m *agentctx.Message) bool { return thinking.OnlyToolResults(m) }
 
 // thinkingVerdict is what fixThinking decided.
 type thinkingVerdict int

@@ -140,8 +140,15 @@ func checkUpstream(t *testing.T, fake *fakeupstream.Server, srv *proxy.Server) {
 	if n == 0 {
 		t.Fatal("the upstream saw no model request")
 	}
-	if !seen.offload || !seen.prune || !seen.summary {
-		t.Errorf("upstream requests show offload %v, prune %v, compaction %v; want all three", seen.offload, seen.prune, seen.summary)
+	// Claude Code's task is one open turn with signed thinking: the prune
+	// decisions on results before its thinking are deferred (issue 23), so
+	// they show as deferred, not as placeholders upstream.
+	deferred := 0
+	for _, st := range srv.Stats() {
+		deferred += st.DeferredResults
+	}
+	if !seen.offload || !seen.prune && deferred == 0 || !seen.summary {
+		t.Errorf("upstream requests show offload %v, prune %v (deferred %d), compaction %v; want all three", seen.offload, seen.prune, deferred, seen.summary)
 	}
 	var edited, compactions, planned, counted int
 	var before, after int64

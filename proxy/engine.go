@@ -55,6 +55,12 @@ type Request struct {
 	// ThinkingEnabled reports that the request asks for extended thinking
 	// (Anthropic "thinking" of a type other than "disabled").
 	ThinkingEnabled bool
+	// Binding is what the open turn's signed thinking binds (set by the
+	// server for Anthropic requests with thinking on): the leading
+	// messages an Engine must not change, and whether their edits are
+	// delegated to the provider (ContextNative). See
+	// pipeline.CallOptions.
+	Binding pipeline.CallOptions
 	// Received is when the proxy received the request.
 	Received time.Time
 	// Prefix is set only on the request an Engine hands a summarizer (see
@@ -91,6 +97,9 @@ type Prepared struct {
 	// Pruned and Offloaded count the tool results changed by this call.
 	Pruned    int
 	Offloaded int
+	// Deferred counts the decisions not applied because the result lies
+	// in the prefix the open turn's thinking binds (Request.Binding).
+	Deferred int
 	// Unchanged, when true, tells the proxy that Messages are the
 	// request's own, unchanged: it forwards the body as received without
 	// comparing the lists (a fast path; false is always correct).

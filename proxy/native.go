@@ -364,6 +364,10 @@ type ThinkingStats struct {
 	// last sent instead of edited in the messages (see holdEdits).
 	NativeEdits int `json:"native_edits"`
 	HeldResults int `json:"held_results"`
+	// DeferredResults counts the Engine's decisions deferred because the
+	// result lay before the open turn's thinking (Request.Binding): not
+	// applied, and not recorded as applied.
+	DeferredResults int `json:"deferred_results"`
 }
 
 // recordThinking adds an exchange's figures; s.mu is held.
@@ -371,6 +375,9 @@ func (s *sessionStats) recordThinking(x *exchange) {
 	s.ThinkingSent += x.thinkIn
 	s.ThinkingForwarded += x.thinkOut
 	s.HeldResults += x.held
+	if x.prepared != nil {
+		s.DeferredResults += x.prepared.Deferred
+	}
 	if x.native {
 		s.NativeEdits++
 	}

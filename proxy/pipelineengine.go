@@ -286,7 +286,7 @@ func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, 
 	// keep nothing else of the request.
 	s.last = &Request{API: req.API, SessionKey: req.SessionKey, Header: req.Header.Clone(), Model: req.Model, Received: req.Received}
 
-	res, err := s.p.PrepareDocument(ctx, req.Document)
+	res, err := s.p.PrepareCall(ctx, req.Document, req.Binding)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +308,7 @@ func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, 
 		}
 		switch st.Step {
 		case pipeline.StepPrune:
-			pr.Pruned = st.New
+			pr.Pruned, pr.Deferred = st.New, st.Deferred
 		case pipeline.StepOffload:
 			pr.Offloaded = st.New
 		case pipeline.StepCompact:

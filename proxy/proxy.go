@@ -17,6 +17,8 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/httpguard"
 	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/thinking"
+	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pricing"
 )
 
@@ -450,6 +452,9 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 	}
 	req := &Request{API: rt.api, SessionKey: x.session, Tenant: tenant, Header: r.Header, Model: b.str("model"), Document: conv.doc,
 		Tools: b.get("tools"), System: system, ThinkingEnabled: x.thinkingOn, Received: x.start}
+	if rt.api == APIAnthropic && x.thinkingOn {
+		req.Binding = pipeline.CallOptions{Bound: thinking.Bound(conv.doc.Messages), EditBound: s.opts.ContextManagement == ContextNative}
+	}
 	x.bill.tools, x.bill.system, x.bill.auto, x.bill.in = req.Tools, req.System, b.get("cache_control"), conv
 	prep, err := s.opts.Engine.Prepare(withSummaries(r.Context(), x), req)
 	if err != nil {

@@ -123,6 +123,9 @@ type Server struct {
 	records []Record
 
 	billing billing
+	// thought holds the ids of the tool calls the fake made in a reply
+	// that started with thinking (see checkFinalThinking).
+	thought sync.Map
 }
 
 // New returns a Server.
@@ -260,6 +263,9 @@ func (s *Server) check(api string, header http.Header, body map[string]any, size
 			return fmt.Sprintf("A maximum of 4 blocks with cache_control may be provided. Found %d.", n)
 		}
 		if r := checkContextManagement(header, body); r != "" {
+			return r
+		}
+		if r := s.checkFinalThinking(body); r != "" {
 			return r
 		}
 		if r := checkThinking(header, body); r != "" {
@@ -456,6 +462,49 @@ func checkThinking(header http.Header, body map[string]any) string {
 	}
 	if i, j := invalidThinking(body, nil); i >= 0 {
 		return fmt.Sprintf("messages.%d.content.%d: the thinking block's prefix binding does not match this request: system, tools or an earlier message changed after the block was produced", i, j)
+	}
+	return ""
+}
+
+// checkFinalThinking applies the rule of thinking with tool use: while
+// thinking is on, the last assistant message of an open tool loop (before
+// the last set of tool results) must be sent back with the thinking it was
+// produced with, first. The fake knows which of its replies had thinking
+// (an adaptive model may answer without): those whose tool calls it
+// recorded in thought.
+func (s *Server) checkFinalThinking(body map[string]any) string {
+	th := asMap(body["thinking"])
+	if th == nil || th["type"] == "disabled" {
+		return ""
+	}
+	msgs, _ := body["messages"].([]any)
+	if len(msgs) < 2 {
+		return ""
+	}
+	last := asMap(msgs[len(msgs)-1])
+	bl := blocksOf(last)
+	if last["role"] != "user" || len(bl) == 0 {
+		return ""
+	}
+	for _, b := range bl {
+		if b["type"] != "tool_result" {
+			return ""
+		}
+	}
+	prev := asMap(msgs[len(msgs)-2])
+	pb := blocksOf(prev)
+	if prev["role"] != "assistant" || len(pb) == 0 {
+		return ""
+	}
+	if t := pb[0]["type"]; t == "thinking" || t == "redacted_thinking" {
+		return ""
+	}
+	for _, b := range pb {
+		if id, _ := b["id"].(string); b["type"] == "tool_use" && id != "" {
+			if _, ok := s.thought.Load(id); ok {
+				return fmt.Sprintf("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%v`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks).", len(msgs)-2, pb[0]["type"])
+			}
+		}
 	}
 	return ""
 }

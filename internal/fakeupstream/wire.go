@@ -63,7 +63,11 @@ func (s *Server) anthropic(w http.ResponseWriter, c *Call, r Reply, u pricing.Us
 		content = append(content, map[string]any{"type": "text", "text": r.Text})
 	}
 	for _, tc := range r.ToolCalls {
-		content = append(content, map[string]any{"type": "tool_use", "id": s.id("toolu"), "name": tc.Name, "input": tc.Input})
+		id := s.id("toolu")
+		if r.Thinking != "" {
+			s.thought.Store(id, true)
+		}
+		content = append(content, map[string]any{"type": "tool_use", "id": id, "name": tc.Name, "input": tc.Input})
 	}
 	stop := "end_turn"
 	if len(r.ToolCalls) > 0 {

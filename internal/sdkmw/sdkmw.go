@@ -23,6 +23,13 @@ type Preparer interface {
 	PrepareDocument(ctx context.Context, doc *agentctx.Document) (*pipeline.Result, error)
 }
 
+// CallPreparer is the optional ability of a Preparer to take what the
+// middleware knows of a request besides its messages
+// (*pipeline.Pipeline implements it).
+type CallPreparer interface {
+	PrepareCall(ctx context.Context, doc *agentctx.Document, co pipeline.CallOptions) (*pipeline.Result, error)
+}
+
 // Usage is the token usage a provider reported for one response,
 // normalized across providers.
 type Usage struct {
@@ -96,6 +103,9 @@ type Provider struct {
 	// Usage reads usage from a response body or one streamed event's data
 	// into u, and reports whether it found any.
 	Usage func(data []byte, u *Usage) bool
+	// Binding, when set, returns what the request's signed thinking binds
+	// (pipeline.CallOptions), given to a CallPreparer.
+	Binding func(body []byte, doc *agentctx.Document) pipeline.CallOptions
 }
 
 // ErrNotMessages is returned (wrapped) for a matched request whose body is
@@ -134,7 +144,7 @@ func New(p Preparer, prov Provider, o *Options) Middleware {
 		if err != nil {
 			return nil, fmt.Errorf("agentctx: read request body: %w", err)
 		}
-		out, err := Prepare(ctx, p, body, opts.OnResult)
+		out, err := Prepare(ctx, p, prov.Binding, body, opts.OnResult)
 		if err != nil {
 			if !opts.FailOpen {
 				return nil, fmt.Errorf("agentctx: prepare %s request: %w", prov.Name, err)
@@ -154,8 +164,9 @@ func New(p Preparer, prov Provider, o *Options) Middleware {
 
 // Prepare runs p on a request body and returns the body to send: the same
 // object with the prepared messages, metadata (timestamp, messageStatus)
-// stripped.
-func Prepare(ctx context.Context, p Preparer, body []byte, onResult func(context.Context, *pipeline.Result)) ([]byte, error) {
+// stripped. binding, when set and p is a CallPreparer, says what the
+// request's thinking binds.
+func Prepare(ctx context.Context, p Preparer, binding func([]byte, *agentctx.Document) pipeline.CallOptions, body []byte, onResult func(context.Context, *pipeline.Result)) ([]byte, error) {
 	doc, err := agentctx.ParseDocument(ctx, body)
 	if err != nil {
 		return nil, err
@@ -163,7 +174,12 @@ func Prepare(ctx context.Context, p Preparer, body []byte, onResult func(context
 	if doc.Format != agentctx.FormatObject {
 		return nil, ErrNotMessages
 	}
-	res, err := p.PrepareDocument(ctx, doc)
+	var res *pipeline.Result
+	if cp, ok := p.(CallPreparer); ok && binding != nil {
+		res, err = cp.PrepareCall(ctx, doc, binding(body, doc))
+	} else {
+		res, err = p.PrepareDocument(ctx, doc)
+	}
 	if err != nil {
 		return nil, err
 	}

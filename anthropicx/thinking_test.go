@@ -1,0 +1,148 @@
+package anthropicx_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go"
+	"github.com/anthropics/anthropic-sdk-go/option"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/anthropicx"
+	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/prune"
+	"github.com/agentctx/agentctx/workspace"
+)
+
+// documentOnly hides the pipeline's PrepareCall: the middleware cannot
+// tell it what the request's thinking binds (the behaviour before issue
+// 23).
+type documentOnly struct{ p *pipeline.Pipeline }
+
+func (d documentOnly) PrepareDocument(ctx context.Context, doc *agentctx.Document) (*pipeline.Result, error) {
+	return d.p.PrepareDocument(ctx, doc)
+}
+
+// thinkingLoop runs an agent loop on anthropic-sdk-go, thinking on, one
+// open turn of tool rounds, through the middleware, against the fake API
+// with its preserved-thinking prefix check (a changed prefix before a
+// signed block is a 400, as no drop_block is asked for). It returns the
+// fake's bill, the reports and the loop's error.
+func thinkingLoop(t *testing.T, bind bool) (fakeupstream.Bill, []pipeline.Report, error) {
+	const steps = 12
+	var mu sync.Mutex
+	step := 0
+	fake := fakeupstream.New(fakeupstream.Options{Script: func(c *fakeupstream.Call) fakeupstream.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		if step == steps {
+			return fakeupstream.Reply{Thinking: "All steps ran.", Text: "done"}
+		}
+		step++
+		return fakeupstream.Reply{Thinking: fmt.Sprintf("Step %d comes next.", step), Text: fmt.Sprintf("Running step %d.", step),
+			ToolCalls: []fakeupstream.ToolCall{{Name: "bash", Input: map[string]any{"command": fmt.Sprintf("step %d", step)}}}}
+	}})
+	api := httptest.NewServer(fake)
+	t.Cleanup(api.Close)
+
+	dir := t.TempDir()
+	p, err := pipeline.New(pipeline.Options{
+		SessionID:    "s1",
+		WorkspaceDir: filepath.Join(dir, "ws"),
+		Workspace:    workspace.Options{InlineLimit: 8000},
+		Prune:        prune.Options{MaxAge: time.Millisecond, KeepRecent: 1, ToolNames: []string{"bash"}},
+		ClearAtLeast: 1000,
+		Compact:      compact.Options{Limit: 8_000, Dir: filepath.Join(dir, "archive")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	var prep anthropicx.Preparer = p
+	if !bind {
+		prep = documentOnly{p}
+	}
+	var reports []pipeline.Report
+	c := anthropic.NewClient(option.WithBaseURL(api.URL), option.WithAPIKey("test"), option.WithMaxRetries(0),
+		anthropicx.WithPipelineOptions(prep, &anthropicx.Options{OnResult: func(_ context.Context, r *pipeline.Result) {
+			reports = append(reports, r.Report)
+		}}))
+	params := anthropic.MessageNewParams{
+		Model: "claude-test", MaxTokens: 4096,
+		Thinking: anthropic.ThinkingConfigParamOfEnabled(1024),
+		Tools:    []anthropic.ToolUnionParam{{OfTool: &anthropic.ToolParam{Name: "bash", InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{}}}}},
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Run the steps."))},
+	}
+	for turn := 0; turn <= steps; turn++ {
+		msg, err := c.Messages.New(t.Context(), params)
+		if err != nil {
+			return fake.Bill(), reports, err
+		}
+		params.Messages = append(params.Messages, msg.ToParam())
+		var results []anthropic.ContentBlockParamUnion
+		for _, block := range msg.Content {
+			if u, ok := block.AsAny().(anthropic.ToolUseBlock); ok {
+				// Large outputs (offloaded) alternate with middling ones
+				// (kept whole, then stale).
+				lines := 600
+				if turn%2 == 1 {
+					lines = 150
+				}
+				var out strings.Builder
+				for i := range lines {
+					fmt.Fprintf(&out, "%d step-%d-padding-padding-padding\n", i, turn)
+				}
+				fmt.Fprintf(&out, "RESULT=%d\n", turn)
+				results = append(results, anthropic.NewToolResultBlock(u.ID, out.String(), false))
+			}
+		}
+		if len(results) == 0 {
+			break
+		}
+		params.Messages = append(params.Messages, anthropic.NewUserMessage(results...))
+	}
+	return fake.Bill(), reports, nil
+}
+
+// TestThinkingLoop is issue 23's proof for the SDK: an anthropic-sdk-go
+// loop through anthropicx with signed thinking sends no thinking block the
+// API judges invalid, without drop_block, while the pipeline still
+// offloads, defers its prune decisions and compacts.
+func TestThinkingLoop(t *testing.T) {
+	bill, reports, err := thinkingLoop(t, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deferred, compactions int
+	for _, r := range reports {
+		if s := r.Step(pipeline.StepPrune); s != nil {
+			deferred += s.Deferred
+		}
+		if s := r.Step(pipeline.StepCompact); s != nil && s.Compact != nil && s.Compact.Compacted {
+			compactions++
+		}
+	}
+	t.Logf("requests %d, rejections %d, thinking blocks %d, invalid %d, drop_block %d; deferred %d, compactions %d",
+		bill.Requests, bill.Rejections, bill.ThinkingBlocks, bill.InvalidThinking, bill.DropBlockRequests, deferred, compactions)
+	if bill.Rejections != 0 || bill.InvalidThinking != 0 || bill.DropBlockRequests != 0 {
+		t.Errorf("%d rejections, %d invalid thinking blocks, %d drop_block requests; want none", bill.Rejections, bill.InvalidThinking, bill.DropBlockRequests)
+	}
+	if deferred == 0 || compactions == 0 {
+		t.Errorf("deferred %d, compactions %d: the loop did not exercise the binding", deferred, compactions)
+	}
+
+	// Without the binding (a Preparer that is not a CallPreparer), the
+	// same loop edits a result before the open turn's thinking, and the
+	// API rejects the request.
+	if _, _, err := thinkingLoop(t, false); err == nil || !strings.Contains(err.Error(), "prefix binding") {
+		t.Errorf("without the binding: %v; want the prefix check's 400", err)
+	}
+}
