@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/prune"
 )
@@ -98,10 +97,10 @@ func (c *call) cacheTTL(pr pricing.Prices) time.Duration {
 	return ttl
 }
 
-// priceClearing chooses which of the pending stale results (already sent)
-// to clear now under ClearPriced: a suffix of them, by position, or none.
-// counts are the tokens of each message of c.view.
-func (c *call) priceClearing(pending []prune.Pruned, counts []int, due bool) ([]prune.Pruned, *ClearDecision) {
+// priceClearing chooses whether to clear the pending stale results
+// (already sent) now under ClearPriced: all of them or none. tokens is the
+// count of the request as it will be forwarded (reserved tokens included).
+func (c *call) priceClearing(pending []prune.Pruned, tokens int, due bool) ([]prune.Pruned, *ClearDecision) {
 	pr := c.p.prices()
 	d := &ClearDecision{Candidates: len(pending), Due: due}
 	for _, p := range pending {
@@ -109,11 +108,17 @@ func (c *call) priceClearing(pending []prune.Pruned, counts []int, due bool) ([]
 	}
 	last := c.st.LastAt
 	d.Cold = !last.IsZero() && c.now.Sub(last) > c.cacheTTL(pr)
+	// A due compaction breaks the cache anyway, but only if it still
+	// happens: when clearing would bring the request back under the
+	// trigger, clearing replaces the compaction and is weighed like any
+	// other edit (clearing a result or two to stay just under the trigger,
+	// request after request, rewrites the cache each time: costsim).
+	d.Due = d.Due && c.st.estimate(tokens-d.CandidateTokens, c.p.opts.EstimateRatio) >= c.threshold()
 	if d.Cold || d.Due {
 		d.Cleared, d.ClearedTokens = len(pending), d.CandidateTokens
 		return pending, d
 	}
-	d.Horizon = c.horizon()
+	d.Horizon = c.horizon(tokens)
 	// What an edit rewrites: not the tokens after it, but every message.
 	// The provider keeps a prefix only at the breakpoints of earlier
 	// requests, for minutes after its last use, and looks for one only
@@ -125,10 +130,7 @@ func (c *call) priceClearing(pending []prune.Pruned, counts []int, due bool) ([]
 	// requests and cost 1.16 times the direct bill on a long session).
 	// Clearing every stale result at once is then the only batch worth
 	// weighing.
-	total := 0
-	for _, n := range counts {
-		total += n
-	}
+	total := tokens - c.reserved // the messages: system and tools stay cached
 	read := pr.CacheRead
 	rewrite := pr.CacheWrite - pr.CacheRead // a token written instead of read
 	freed := d.CandidateTokens
@@ -144,7 +146,7 @@ func (c *call) priceClearing(pending []prune.Pruned, counts []int, due bool) ([]
 // horizon returns the number of requests expected to follow this one
 // before the next compaction: the room left under the trigger divided by
 // the session's growth per request, within [1, Options.Horizon].
-func (c *call) horizon() int {
+func (c *call) horizon(tokens int) int {
 	h := c.p.opts.Horizon
 	if h <= 0 {
 		h = DefaultHorizon
@@ -153,7 +155,7 @@ func (c *call) horizon() int {
 	if g <= 0 {
 		return h
 	}
-	room := float64(c.threshold() - c.tokens)
+	room := float64(c.threshold() - tokens)
 	if room <= 0 {
 		return 1
 	}
@@ -175,9 +177,9 @@ func (st *state) observeGrowth(inputCount int) {
 	st.InputCounted = inputCount
 }
 
-// countsOf returns the token count of each message of list, as the last
-// count of it left them.
-func (c *call) countsOf(list []agentctx.Message) []int {
-	c.countList(list) // counts only what the last count did not see
-	return c.memoCounts
+// forwardedTokens counts the request as it will be forwarded, so far: the
+// view with the references of the results already offloaded in place.
+func (c *call) forwardedTokens() int {
+	var s StepReport
+	return c.countList(c.replace(actionOffloaded, &s)) + c.reserved
 }

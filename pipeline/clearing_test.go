@@ -139,3 +139,36 @@ func TestSizeTestsUseTheForwardedRequest(t *testing.T) {
 		t.Fatalf("%d compactions, %d requests over the trigger as sent after one: the test needs both", compactions, overAfter)
 	}
 }
+
+// A compaction is due only when the request as it will be forwarded (with
+// offloaded results as references) reaches the trigger, not the client's
+// whole request (issue 22: the client's 192,000 tokens, 115,000 forwarded,
+// made every newly stale result a "free" clearing on a warm cache, each
+// rewriting the cache).
+func TestDueCompactionUsesTheForwardedSize(t *testing.T) {
+	o := options(t)
+	o.Compact.Limit = 40_000 // trigger 36,800
+	clock := now
+	o.Now = func() time.Time { return clock }
+	p := newPipeline(t, o)
+	out := func(n int) string { return `{"stdout":"` + strings.Repeat("ok ", n/3) + `","exitCode":0}` }
+	hist := history(user("build", clock), exchange("toolu_small", "terminal-execute", "make", out(3000), false, clock))
+	var last *pipeline.Report
+	for i := range 12 {
+		clock = clock.Add(2 * time.Minute) // a warm cache
+		// Large file reads: offloaded at once, so the client's request
+		// grows far past the trigger while the forwarded one stays small.
+		hist = append(hist, exchange(fmt.Sprint("toolu_read", i), "Read", "big.go", strings.Repeat("a line of code\n", 3_000), false, clock)...)
+		res := mustPrepare(t, p, hist)
+		last = &res.Report
+		if r := res.Report.Step(pipeline.StepPrune); r.New > 0 {
+			t.Fatalf("request %d: cleared %d result(s) on a warm cache (%+v): the client sent %d tokens, %d forwarded", i, r.New, r.Clearing, res.Report.TokensBefore, res.Report.TokensAfter)
+		}
+	}
+	if last.TokensBefore < last.ThresholdTokens || last.TokensAfter >= last.ThresholdTokens {
+		t.Fatalf("the test needs a client request over the trigger (%d) and a forwarded one under it (%d), trigger %d", last.TokensBefore, last.TokensAfter, last.ThresholdTokens)
+	}
+	if d := last.Step(pipeline.StepPrune).Clearing; d == nil || d.Due || d.Candidates == 0 {
+		t.Fatalf("clearing decision %+v: want a stale result weighed, not due", d)
+	}
+}

@@ -479,7 +479,15 @@ func (c *call) prune() {
 		}
 	}
 	var clear []prune.Pruned
-	est := c.st.estimate(c.tokens, o.EstimateRatio)
+	var est, fwd int
+	if len(pending) > 0 {
+		// Size tests use the request as it will be forwarded: with the
+		// references of the results already offloaded in place (the
+		// offload step puts them there after this one), not the client's
+		// whole results.
+		fwd = c.forwardedTokens()
+		est = c.st.estimate(fwd, o.EstimateRatio)
+	}
 	switch {
 	case len(pending) == 0:
 	case o.Stateless || o.ClearAtLeast < 0:
@@ -489,7 +497,7 @@ func (c *call) prune() {
 			clear = pending
 		}
 	default:
-		clear, s.Clearing = c.priceClearing(pending, c.countsOf(c.view), est >= c.threshold())
+		clear, s.Clearing = c.priceClearing(pending, fwd, est >= c.threshold())
 	}
 	if len(clear) > 0 {
 		c.broke = true
@@ -497,7 +505,11 @@ func (c *call) prune() {
 		for _, pr := range clear {
 			n += pr.FreedTokens
 		}
-		c.p.log.Info("pipeline: pruned stale terminal output", "session", c.p.sessionID, "results", len(clear), "freed_tokens", n)
+		attrs := []any{"session", c.p.sessionID, "results", len(clear), "freed_tokens", n}
+		if d := s.Clearing; d != nil {
+			attrs = append(attrs, "cold", d.Cold, "due", d.Due, "saving_usd", d.Saving, "cost_usd", d.Cost)
+		}
+		c.p.log.Info("pipeline: pruned stale terminal output", attrs...)
 		now = append(now, clear...)
 		pending = pending[:len(pending)-len(clear)] // clear is a suffix of pending
 	}
