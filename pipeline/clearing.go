@@ -2,11 +2,14 @@ package pipeline
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"time"
 
+	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/prune"
+	"github.com/agentctx/agentctx/workspace"
 )
 
 // Clearing selects when results a provider has already been sent, found
@@ -33,6 +36,9 @@ const (
 	// request reaches Options.ClearTrigger of the compaction trigger.
 	ClearBatched Clearing = "batched"
 )
+
+// DefaultColdInlineLimit is the default of Options.ColdInlineLimit.
+const DefaultColdInlineLimit = 8_000
 
 // DefaultHorizon is the default of Options.Horizon.
 const DefaultHorizon = 50
@@ -106,8 +112,7 @@ func (c *call) priceClearing(pending []prune.Pruned, tokens int, due bool) ([]pr
 	for _, p := range pending {
 		d.CandidateTokens += p.FreedTokens
 	}
-	last := c.st.LastAt
-	d.Cold = !last.IsZero() && c.now.Sub(last) > c.cacheTTL(pr)
+	d.Cold = c.cold
 	// A due compaction breaks the cache anyway, but only if it still
 	// happens: when clearing would bring the request back under the
 	// trigger, clearing replaces the compaction and is weighed like any
@@ -182,4 +187,58 @@ func (st *state) observeGrowth(inputCount int) {
 func (c *call) forwardedTokens() int {
 	var s StepReport
 	return c.countList(c.replace(actionOffloaded, &s)) + c.reserved
+}
+
+// coldSweep replaces by references, when the provider's cache has gone
+// cold, the results kept whole of Options.ColdInlineLimit characters or
+// more (measured as workspace.InlineChars) that are not among the most
+// recent ones prune keeps: the next request writes the cache again anyway,
+// so shrinking the history now costs nothing and saves on every later
+// request. Reads of stored content back stay whole, and so does what the
+// caller's thinking binding protects. It reports how many it replaced.
+func (c *call) coldSweep(ctx context.Context) (int, error) {
+	o := &c.p.opts
+	limit := o.ColdInlineLimit
+	if limit == 0 {
+		limit = DefaultColdInlineLimit
+	}
+	if !c.cold || limit < 0 || o.Clearing != ClearPriced || c.p.ws == nil {
+		return 0, nil
+	}
+	keep := o.Prune.KeepRecent
+	if keep == 0 {
+		keep = prune.DefaultKeepRecent
+	}
+	var rs []agentctx.ToolResult
+	for r := range agentctx.ToolResults(c.view[c.live:]) {
+		r.Message += c.live
+		rs = append(rs, r)
+	}
+	n := 0
+	for i, r := range rs {
+		if i >= len(rs)-max(keep, 0) {
+			break // the most recent results stay whole
+		}
+		st := c.st.Results[c.keys[[2]int{r.Message, r.Block}]]
+		if st == nil || st.Action != "" || st.Artifact == "" || c.bound(r.Message) || workspace.InlineChars(r.Content) < limit {
+			continue
+		}
+		u := c.calls[r.ID]
+		if c.p.ws.ReadsBack(workspace.ToolCall{ID: r.ID, Name: u.Name, Input: u.Input}) {
+			continue
+		}
+		sctx, cancel := c.p.storeCtx(ctx)
+		ref, err := c.p.ws.Reference(sctx, st.Artifact)
+		err = storeErr(ctx, sctx, err)
+		cancel()
+		if err != nil {
+			return n, fmt.Errorf("pipeline: offload: %w", err)
+		}
+		st.Action, st.At, st.Content = actionOffloaded, c.now.UTC(), ref
+		n++
+	}
+	if n > 0 {
+		c.broke = true
+	}
+	return n, nil
 }

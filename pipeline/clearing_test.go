@@ -172,3 +172,45 @@ func TestDueCompactionUsesTheForwardedSize(t *testing.T) {
 		t.Fatalf("clearing decision %+v: want a stale result weighed, not due", d)
 	}
 }
+
+// When the cache has gone cold, results kept whole of ColdInlineLimit
+// characters or more (not the most recent, not reads of stored content)
+// are replaced by references: the rewrite happens anyway, the saving
+// lasts. A warm cache never sees it.
+func TestColdCacheSweep(t *testing.T) {
+	o := options(t)
+	clock := now
+	o.Now = func() time.Time { return clock }
+	p := newPipeline(t, o)
+	file := strings.Repeat("a line of the file\n", 600) // 11,400 characters: kept whole
+	hist := history(user("read it", clock), exchange("toolu_old", "Read", "a.go", file, false, clock))
+	hist = append(hist, exchange("toolu_back", "get_knowledge_by_id", "x", file+"page", false, clock)...)
+	for i := range 6 {
+		clock = clock.Add(time.Minute)
+		hist = append(hist, exchange(fmt.Sprint("toolu_", i), "Read", "b.go", file+fmt.Sprint(i), false, clock)...)
+		res := mustPrepare(t, p, hist)
+		if got := resultText(res.Messages, "toolu_old"); got != file {
+			t.Fatalf("request %d, warm: the result was replaced", i)
+		}
+	}
+	clock = clock.Add(20 * time.Minute) // the cache expired
+	res := mustPrepare(t, p, hist)
+	if got := resultText(res.Messages, "toolu_old"); !strings.HasPrefix(got, "<knowledge_list>") || !strings.Contains(got, "tool_result_toolu_old") {
+		t.Fatalf("cold: the old result was not replaced by its reference: %.80q", got)
+	}
+	if got := resultText(res.Messages, "toolu_back"); got != file+"page" {
+		t.Fatal("cold: a read of stored content back was replaced")
+	}
+	if got := resultText(res.Messages, "toolu_5"); got != file+"5" {
+		t.Fatal("cold: a recent result was replaced")
+	}
+	if !res.Report.Session.PrefixChanged {
+		t.Fatal("the sweep did not report the changed prefix")
+	}
+	// Sticky: the next, warm request sends the same reference.
+	clock = clock.Add(time.Minute)
+	again := mustPrepare(t, p, hist)
+	if resultText(again.Messages, "toolu_old") != resultText(res.Messages, "toolu_old") || again.Report.Session.PrefixChanged {
+		t.Fatal("the sweep's decision did not stick")
+	}
+}

@@ -83,6 +83,7 @@ func (p *Pipeline) run(ctx context.Context, st *state, in []agentctx.Message, ex
 	}
 	c.in, c.hist = cur, hist
 	c.applyCompaction()
+	c.cold = !st.LastAt.IsZero() && c.now.Sub(st.LastAt) > c.cacheTTL(p.prices())
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -147,9 +148,12 @@ func (p *Pipeline) run(ctx context.Context, st *state, in []agentctx.Message, ex
 
 // call is the working state of one run.
 type call struct {
-	p        *Pipeline
-	st       *state
-	now      time.Time
+	p   *Pipeline
+	st  *state
+	now time.Time
+	// cold reports that the provider's prompt cache has expired since the
+	// session's last request: an edit costs nothing more now.
+	cold     bool
 	reserved int
 	co       CallOptions
 	rep      *Report
@@ -591,6 +595,11 @@ func (c *call) offload(ctx context.Context) error {
 		return nil
 	}
 	s := StepReport{Step: StepOffload}
+	swept, err := c.coldSweep(ctx)
+	if err != nil {
+		return err
+	}
+	s.New += swept
 	rep := &OffloadReport{Mode: OffloadWorkspace, Workspace: c.p.wsRoot, Namespace: c.p.ws.Namespace()}
 	s.Offload = rep
 	pather, _ := o.Store.(workspace.Pather)

@@ -176,6 +176,14 @@ type Options struct {
 	// are reported). The zero value means Claude Sonnet's
 	// (pricing.Fallback(pricing.Anthropic)).
 	Prices pricing.Prices
+	// ColdInlineLimit is, under ClearPriced in mode workspace, the size in
+	// characters from which a result kept whole is replaced by a reference
+	// once the provider's cache has gone cold (an edit then costs nothing
+	// more; the most recent results and reads of stored content back stay
+	// whole). 0 means DefaultColdInlineLimit; a negative value turns it
+	// off.
+	ColdInlineLimit int
+
 	// StoreTimeout bounds each call to the workspace and session stores
 	// (a hung database, a lock a stuck process holds): past it the call
 	// fails with an error matching ErrStoreTimeout, and Prepare with it (a

@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -135,4 +136,16 @@ func (w *Workspace) root() string {
 		return "" // every path would match
 	}
 	return loc + string(filepath.Separator)
+}
+
+// Reference returns the <knowledge_list> entry that stands for a stored
+// artifact in the context, as OffloadToolResult writes it for a result of
+// the inline limit or more: for a caller that replaces a result it kept
+// whole before (a cold prompt cache makes that free).
+func (w *Workspace) Reference(ctx context.Context, id string) (string, error) {
+	a, err := w.Get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return w.knowledgeList(a.Info, a.Content), nil
 }
