@@ -134,8 +134,29 @@ func (c *call) priceClearing(pending []prune.Pruned, tokens int, due bool) ([]pr
 	// pricing the tail after the edit cleared a result or two on most
 	// requests and cost 1.16 times the direct bill on a long session).
 	// Clearing every stale result at once is then the only batch worth
-	// weighing.
+	// weighing. OpenAI's cache has neither limit: there the rewrite is of
+	// the messages after the earliest edit.
 	total := tokens - c.reserved // the messages: system and tools stay cached
+	if pr.Provider == pricing.OpenAI {
+		// OpenAI caches every prefix of a request, with no breakpoints
+		// and no lookback: an edit loses only what follows it. The share
+		// of the messages after the earliest edit, from the view's counts.
+		counts := c.countsOf(c.view)
+		first := len(counts)
+		for _, p := range pending {
+			first = min(first, p.MessageIndex)
+		}
+		after, all := 0, 0
+		for i, n := range counts {
+			all += n
+			if i >= first {
+				after += n
+			}
+		}
+		if all > 0 {
+			total = int(float64(total) * float64(after) / float64(all))
+		}
+	}
 	read := pr.CacheRead
 	rewrite := pr.CacheWrite - pr.CacheRead // a token written instead of read
 	freed := d.CandidateTokens
@@ -241,4 +262,11 @@ func (c *call) coldSweep(ctx context.Context) (int, error) {
 		c.broke = true
 	}
 	return n, nil
+}
+
+// countsOf returns the token count of each message of list (counting only
+// what the last count of a list did not see).
+func (c *call) countsOf(list []agentctx.Message) []int {
+	c.countList(list)
+	return c.memoCounts
 }

@@ -8,16 +8,20 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // clearingSession runs a session whose first result (of bigChars
 // characters, terminal output) goes stale while the conversation grows by
 // tailChars per request (file reads), with gap between requests. It returns the prune
 // step's report of each request.
-func clearingSession(t *testing.T, bigChars, tailChars int, gap time.Duration, requests int) []*pipeline.StepReport {
+func clearingSession(t *testing.T, bigChars, tailChars int, gap time.Duration, requests int, prices ...pricing.Prices) []*pipeline.StepReport {
 	t.Helper()
 	o := options(t)
 	o.Compact.Limit = 1_000_000 // no compaction
+	if len(prices) > 0 {
+		o.Prices = prices[0]
+	}
 	clock := now
 	o.Now = func() time.Time { return clock }
 	p := newPipeline(t, o)
@@ -212,5 +216,33 @@ func TestColdCacheSweep(t *testing.T) {
 	again := mustPrepare(t, p, hist)
 	if resultText(again.Messages, "toolu_old") != resultText(res.Messages, "toolu_old") || again.Report.Session.PrefixChanged {
 		t.Fatal("the sweep's decision did not stick")
+	}
+}
+
+// OpenAI caches every prefix, with no breakpoints and no lookback: an edit
+// costs only the messages after it, so a stale result under a short tail
+// is cleared there on a warm cache, while with Anthropic's cache (an edit
+// below the last messages loses them all) a mid-history one is not.
+func TestPricedClearingByProvider(t *testing.T) {
+	gpt, _ := pricing.Default().Lookup("gpt-5")
+	sonnet, _ := pricing.Default().Lookup("claude-sonnet-4-5")
+	// A stale 3,000-character result followed by 12,000 characters a
+	// request: early in the history, under a long tail.
+	for _, c := range []struct {
+		name   string
+		prices pricing.Prices
+		want   bool
+	}{{"anthropic", sonnet, false}, {"openai", gpt, false}} {
+		reps := clearingSession(t, 3_000, 12_000, 3*time.Minute, 10, c.prices)
+		if got := len(clearedAt(reps)) > 0; got != c.want {
+			t.Errorf("%s, long tail: cleared %v, want %v", c.name, got, c.want)
+		}
+	}
+	// A large stale result under a short tail: worth clearing where the
+	// rewrite is the tail (OpenAI) as where it is every message.
+	for _, p := range []pricing.Prices{sonnet, gpt} {
+		if at := clearedAt(clearingSession(t, 36_000, 600, 3*time.Minute, 10, p)); len(at) != 1 {
+			t.Errorf("%s, short tail: cleared at %v, want once", p.Provider, at)
+		}
 	}
 }
