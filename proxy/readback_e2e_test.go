@@ -21,7 +21,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -52,35 +51,16 @@ func buildAgentctx(t *testing.T) string {
 	return bin
 }
 
-// syncBuffer is a bytes.Buffer safe for a process's writes and the test's
-// reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // runAgentctxProxy runs `agentctx proxy` in dir (so that its workspace is
 // the default dir/.agentctx) on a free loopback port, with upstream as
 // both APIs and extra flags, and returns its base URL and its log.
-func runAgentctxProxy(t *testing.T, bin, dir, upstream string, extra ...string) (string, *syncBuffer) {
+func runAgentctxProxy(t *testing.T, bin, dir, upstream string, extra ...string) (string, *e2eclient.SyncBuffer) {
 	t.Helper()
 	args := append([]string{"proxy", "--listen", "127.0.0.1:0", "--upstream-anthropic", upstream, "--upstream-openai", upstream}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(e2eclient.MinimalEnv(), "HOME="+t.TempDir())
-	logBuf := &syncBuffer{}
+	logBuf := &e2eclient.SyncBuffer{}
 	cmd.Stderr = logBuf
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -141,7 +121,7 @@ type readBackFixture struct {
 	fake      *fakeupstream.Server
 	model     *fakeupstream.ReadBack
 	base      string
-	proxyLog  *syncBuffer
+	proxyLog  *e2eclient.SyncBuffer
 	workspace string
 }
 

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/agentctx/agentctx/internal/e2eclient"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -121,28 +121,10 @@ func sscanf(s, format string, v ...any) (int, error) {
 	return len(v), nil
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestMCPHTTP(t *testing.T) {
 	dir, original := offloadedWorkspace(t)
 	ctx, cancel := context.WithCancel(t.Context())
-	var errb syncBuffer
+	var errb e2eclient.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- cli.Run(ctx, []string{"mcp", "--workspace", dir, "--session", "s1", "--http", "127.0.0.1:0", "--max-chars", "60000", "--max-tokens", "30000"},

@@ -148,3 +148,23 @@ func Tail(s string) string {
 	}
 	return s
 }
+
+// SyncBuffer is a bytes.Buffer safe for a process's (or goroutine's)
+// writes and another goroutine's reads: a child's stderr read while it
+// runs.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

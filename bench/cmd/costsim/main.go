@@ -271,7 +271,7 @@ func runArm(ctx context.Context, cfg config, client, arm string, log io.Writer) 
 type proxyProc struct {
 	cmd  *exec.Cmd
 	base string
-	log  *syncBuffer
+	log  *e2eclient.SyncBuffer
 }
 
 // startProxy runs `agentctx proxy` in dir (its workspace dir/.agentctx)
@@ -282,7 +282,7 @@ func startProxy(ctx context.Context, cfg config, dir, home, upstream string) (*p
 	cmd := exec.Command(cfg.Bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(e2eclient.MinimalEnv(), "HOME="+home)
-	p := &proxyProc{cmd: cmd, log: &syncBuffer{}}
+	p := &proxyProc{cmd: cmd, log: &e2eclient.SyncBuffer{}}
 	cmd.Stderr = p.log
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -325,24 +325,6 @@ func (p *proxyProc) stop(log io.Writer, failed bool) {
 	if failed {
 		fmt.Fprintf(log, "agentctx proxy log:\n%s\n", e2eclient.Tail(p.log.String()))
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a process's writes and our reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // prompt is the user's request: it names no step (the model finds its
