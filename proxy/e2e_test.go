@@ -77,6 +77,7 @@ func e2eEngine(t *testing.T, upstream string, limit, clearAtLeast int, tool stri
 			Workspace:    workspace.Options{InlineLimit: 8000},
 			Prune:        prune.Options{MaxAge: time.Millisecond, KeepRecent: 1, ToolNames: []string{tool}},
 			ClearAtLeast: clearAtLeast,
+			Clearing:     pipeline.ClearBatched, // batches near the trigger, within a dozen turns
 			Compact:      compact.Options{Limit: limit, Dir: filepath.Join(dir, "archive"), MaxRetries: -1},
 		},
 		// Summaries by the fake upstream, as the client's own model.
