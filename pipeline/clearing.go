@@ -113,12 +113,20 @@ func (c *call) priceClearing(pending []prune.Pruned, tokens int, due bool) ([]pr
 		d.CandidateTokens += p.FreedTokens
 	}
 	d.Cold = c.cold
-	// A due compaction breaks the cache anyway, but only if it still
-	// happens: when clearing would bring the request back under the
-	// trigger, clearing replaces the compaction and is weighed like any
-	// other edit (clearing a result or two to stay just under the trigger,
-	// request after request, rewrites the cache each time: costsim).
-	d.Due = d.Due && c.st.estimate(tokens-d.CandidateTokens, c.p.opts.EstimateRatio) >= c.threshold()
+	// A due compaction rewrites the cache anyway: clearing then costs
+	// nothing more when the compaction still follows, and when clearing
+	// averts it with room to grow (a tail's worth of tokens), clearing is
+	// the cheaper rewrite (no summary, nothing lost from the context).
+	// Clearing a result or two to stay just under the trigger, request
+	// after request, would rewrite the cache each time (costsim): then
+	// the compaction goes ahead instead.
+	if d.Due {
+		after := c.st.estimate(tokens-d.CandidateTokens, c.p.opts.EstimateRatio)
+		room := c.threshold() - after
+		if room > 0 && room < max(c.p.opts.Compact.TailTokens(), 1_000) {
+			return nil, d
+		}
+	}
 	if d.Cold || d.Due {
 		d.Cleared, d.ClearedTokens = len(pending), d.CandidateTokens
 		return pending, d

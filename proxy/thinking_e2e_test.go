@@ -81,8 +81,11 @@ func TestClaudeCodeThinkingModes(t *testing.T) {
 				t.Errorf("%s mode: %d invalid thinking blocks, drop_block on %d of %d requests", mode, bill.InvalidThinking, bill.DropBlockRequests, bill.Requests)
 			}
 			if mode == proxy.ContextNative {
-				if s.ThinkingForwarded != s.ThinkingSent {
-					t.Errorf("native mode: %d of %d thinking blocks forwarded", s.ThinkingForwarded, s.ThinkingSent)
+				// Every block is forwarded unless a compaction summarized
+				// the messages that held it (the window filled: clearing
+				// would have left too little room to be worth its rewrite).
+				if s.Compactions == 0 && s.ThinkingForwarded != s.ThinkingSent || s.ThinkingForwarded > s.ThinkingSent {
+					t.Errorf("native mode: %d of %d thinking blocks forwarded, %d compactions", s.ThinkingForwarded, s.ThinkingSent, s.Compactions)
 				}
 				if s.NativeEdits == 0 || bill.ClearedToolUses == 0 {
 					t.Errorf("native mode: no edit delegated (native_edits %d, cleared %d)", s.NativeEdits, bill.ClearedToolUses)
