@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"github.com/agentctx/agentctx/internal/textfmt"
 	"strconv"
 	"strings"
 
@@ -144,34 +145,22 @@ func (p Pointer) line() string {
 		b.WriteString(p.Path)
 	}
 	if p.Chars > 0 {
-		details = append(details, commas(p.Chars)+" chars")
+		details = append(details, textfmt.Thousands(p.Chars)+" chars")
 	}
 	if p.Lines > 0 {
 		unit := " lines"
 		if p.Lines == 1 {
 			unit = " line"
 		}
-		details = append(details, commas(p.Lines)+unit)
+		details = append(details, textfmt.Thousands(p.Lines)+unit)
 	}
 	if p.Bytes > 0 {
-		details = append(details, commas(p.Bytes)+" bytes")
+		details = append(details, textfmt.Thousands(p.Bytes)+" bytes")
 	}
 	if len(details) > 0 {
 		b.WriteString(" (" + strings.Join(details, ", ") + ")")
 	}
 	return b.String()
-}
-
-// commas writes n with thousands separators: 60,127.
-func commas(n int) string {
-	s := strconv.Itoa(n)
-	if n < 0 {
-		return "-" + commas(-n)
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
 
 // ParsePointers returns the pointers listed in the pointer sections (see

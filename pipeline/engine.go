@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentctx/agentctx/internal/textfmt"
 	"strings"
 	"sync"
 	"time"
@@ -771,7 +772,7 @@ func (c *call) compact(ctx context.Context, over bool) error {
 		s.Skipped = true
 		rep.BelowThreshold = !over
 		if over {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens reach the trigger of %s and compaction is off", num(c.tokens), num(rep.ThresholdTokens)))
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens reach the trigger of %s and compaction is off", textfmt.Thousands(c.tokens), textfmt.Thousands(rep.ThresholdTokens)))
 		}
 		finish(c.view)
 		return nil
@@ -783,7 +784,7 @@ func (c *call) compact(ctx context.Context, over bool) error {
 		// Over the limit: try whatever happened before.
 	case !c.behind && st.Crossed > 0 && c.tokens < st.Crossed+c.growthToCompactAgain():
 		rep.BelowThreshold = false
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens are still at or over the trigger of %s after this crossing was compacted; not compacting again until the list has been below it, has grown by %s tokens or reaches the limit", num(c.tokens), num(rep.ThresholdTokens), num(c.growthToCompactAgain())))
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens are still at or over the trigger of %s after this crossing was compacted; not compacting again until the list has been below it, has grown by %s tokens or reaches the limit", textfmt.Thousands(c.tokens), textfmt.Thousands(rep.ThresholdTokens), textfmt.Thousands(c.growthToCompactAgain())))
 		finish(c.view)
 		return nil
 	case st.RetryAt > st.Requests:
@@ -839,9 +840,9 @@ func (c *call) compact(ctx context.Context, over bool) error {
 		if !c.behind {
 			st.Crossed = c.tokens
 		}
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens reach the trigger of %s, but there is nothing left to summarize: the most recent messages alone are too large", num(c.tokens), num(rep.ThresholdTokens)))
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens reach the trigger of %s, but there is nothing left to summarize: the most recent messages alone are too large", textfmt.Thousands(c.tokens), textfmt.Thousands(rep.ThresholdTokens)))
 	default:
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("compacted to %s tokens, still at or over the trigger of %s (%s); not compacting again", num(res.Tokens), num(rep.ThresholdTokens), res.Reason))
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("compacted to %s tokens, still at or over the trigger of %s (%s); not compacting again", textfmt.Thousands(res.Tokens), textfmt.Thousands(rep.ThresholdTokens), res.Reason))
 	}
 	if !res.Compacted {
 		finish(c.view)

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"github.com/agentctx/agentctx/internal/textfmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -358,15 +359,15 @@ func (e *Evaluation) WriteMarkdown(w io.Writer) error {
 			pairing += fmt.Sprintf(" (%d repaired)", r.Repairs)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %d → %d | %s | %s | %s | %s | %d | %d (%s) | %d (%s) | %d (%s) | %s (%d/%d) | %.1f | %.1f |\n",
-			mdEscape(name), r.Format, r.Messages, r.MessagesAfter, num(r.TokensBefore), num(r.TokensAfter),
-			yes(r.BelowThreshold), pairing, r.Pruned, r.Stored, num(r.StoredBytes), r.Replaced, num(r.ReplacedBytes),
-			r.Compacted, num(r.ArchivedBytes), yes(r.Identical), r.Checked, r.Checked, millis(r.Read), millis(r.Prepare))
+			mdEscape(name), r.Format, r.Messages, r.MessagesAfter, textfmt.Thousands(r.TokensBefore), textfmt.Thousands(r.TokensAfter),
+			yes(r.BelowThreshold), pairing, r.Pruned, r.Stored, textfmt.Thousands(r.StoredBytes), r.Replaced, textfmt.Thousands(r.ReplacedBytes),
+			r.Compacted, textfmt.Thousands(r.ArchivedBytes), yes(r.Identical), r.Checked, r.Checked, millis(r.Read), millis(r.Prepare))
 		if r.Notice != "" {
 			fmt.Fprintf(&b, "| ↳ %s |||||||||||||\n", mdEscape(r.Notice))
 		}
 	}
 	fmt.Fprintf(&b, "\n%d file(s), %d conversation(s), %d met every target; limit %s tokens, trigger %s; total %s.\n",
-		e.Files, e.Conversations, e.Passed, num(e.Limit), num(e.ThresholdTokens), e.Duration.Round(time.Millisecond))
+		e.Files, e.Conversations, e.Passed, textfmt.Thousands(e.Limit), textfmt.Thousands(e.ThresholdTokens), e.Duration.Round(time.Millisecond))
 	if len(e.Skipped) > 0 {
 		fmt.Fprintf(&b, "\nNot read (%d):\n", len(e.Skipped))
 		for _, f := range e.Skipped {

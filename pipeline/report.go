@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/agentctx/agentctx/internal/textfmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -317,8 +318,8 @@ func (r *Report) String() string {
 		state = "STILL OVER the trigger"
 	}
 	fmt.Fprintf(&b, "tokens    %s → %s (limit %s, trigger %s: %s)\n",
-		num(r.TokensBefore), num(r.TokensAfter), num(r.Limit), num(r.ThresholdTokens), state)
-	fmt.Fprintf(&b, "messages  %s → %s\n", num(r.MessagesBefore), num(r.MessagesAfter))
+		textfmt.Thousands(r.TokensBefore), textfmt.Thousands(r.TokensAfter), textfmt.Thousands(r.Limit), textfmt.Thousands(r.ThresholdTokens), state)
+	fmt.Fprintf(&b, "messages  %s → %s\n", textfmt.Thousands(r.MessagesBefore), textfmt.Thousands(r.MessagesAfter))
 	for i := range r.Steps {
 		s := &r.Steps[i]
 		if line := s.summary(); line != "" {
@@ -384,9 +385,9 @@ func (s *StepReport) summary() string {
 			return ""
 		}
 		if s.Count.ShouldCompact {
-			return fmt.Sprintf("%s tokens: at or over the trigger", num(s.Count.Tokens))
+			return fmt.Sprintf("%s tokens: at or over the trigger", textfmt.Thousands(s.Count.Tokens))
 		}
-		return fmt.Sprintf("%s tokens: below the trigger", num(s.Count.Tokens))
+		return fmt.Sprintf("%s tokens: below the trigger", textfmt.Thousands(s.Count.Tokens))
 	case StepCompact:
 		c := s.Compact
 		if c == nil {
@@ -450,30 +451,12 @@ func relPath(p string) string {
 	return p
 }
 
-// num writes n with thousands separators.
-func num(n int) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
 func signed(n int) string {
 	if n > 0 {
-		return "+" + num(n)
+		return "+" + textfmt.Thousands(n)
 	}
 	if n == 0 {
 		return "±0"
 	}
-	return num(n)
+	return textfmt.Thousands(n)
 }

@@ -133,17 +133,14 @@ func replaceLast(els [][]byte, last []byte) []byte {
 	return append(out, ']')
 }
 
-// offsetOf returns where sub, a subslice of b, starts in b, or -1.
+// offsetOf returns where sub, a subslice of b, starts in b, or -1: the
+// difference of their capacities, checked.
 func offsetOf(b, sub []byte) int {
-	if len(sub) == 0 || len(b) == 0 {
+	off := cap(b) - cap(sub)
+	if len(sub) == 0 || off < 0 || off >= len(b) || &b[off] != &sub[0] {
 		return -1
 	}
-	for i := range b {
-		if &b[i] == &sub[0] {
-			return i
-		}
-	}
-	return -1
+	return off
 }
 
 // summaryInstruction asks for the summary of the conversation above,

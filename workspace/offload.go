@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentctx/agentctx/internal/textfmt"
 	"maps"
 	"strconv"
 	"strings"
@@ -379,7 +380,7 @@ func (w *Workspace) knowledgeList(info Info, content string) string {
 	b.WriteString("</head>\n")
 	if len(tail) > 0 {
 		if omitted > 0 {
-			fmt.Fprintf(&b, "[... %s lines not shown ...]\n", commas(omitted))
+			fmt.Fprintf(&b, "[... %s lines not shown ...]\n", textfmt.Thousands(omitted))
 		}
 		b.WriteString("<tail>\n")
 		for _, l := range tail {
@@ -392,7 +393,7 @@ func (w *Workspace) knowledgeList(info Info, content string) string {
 	fmt.Fprintf(&b, "<note>This tool result is too large for the context (%s characters, %s lines) and is stored whole as artifact %s. "+
 		"Read what you need with get_knowledge_by_id(artifact_id=%s), get_knowledge_by_lines(artifact_id=%s, start_line, end_line) "+
 		"or grep_knowledge(artifact_id=%s, pattern).</note>\n",
-		commas(info.Chars), commas(info.Lines), q, q, q, q)
+		textfmt.Thousands(info.Chars), textfmt.Thousands(info.Lines), q, q, q, q)
 	b.WriteString("</knowledge>\n</knowledge_list>")
 	return b.String()
 }
@@ -478,18 +479,6 @@ func cutFront(s string, n int) string {
 		k++
 	}
 	return "…" + s[i:]
-}
-
-// commas writes n with thousands separators: 40000 → "40,000".
-func commas(n int) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return "-" + commas(-n)
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
 
 // ReadCall returns the call that reads an artifact back whole, as the

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"github.com/agentctx/agentctx/internal/textfmt"
 	"slices"
 	"strings"
 	"time"
@@ -49,7 +50,7 @@ func (w *Workspace) GetKnowledgeByID(ctx context.Context, id string, offset int)
 		}
 		var n strings.Builder
 		fmt.Fprintf(&n, "[Read limit of %s characters reached: showing characters %s-%s of %s (lines %d-%d of %d",
-			commas(limit), commas(offset+1), commas(offset+shownChars), commas(a.Chars), first, last, a.Lines)
+			textfmt.Thousands(limit), textfmt.Thousands(offset+1), textfmt.Thousands(offset+shownChars), textfmt.Thousands(a.Chars), first, last, a.Lines)
 		if !whole {
 			fmt.Fprintf(&n, ", line %d cut", last)
 		}
@@ -94,7 +95,7 @@ func (w *Workspace) GetKnowledgeByLines(ctx context.Context, id string, start, e
 		header := fmt.Sprintf("Lines %d-%d of %d", lr.Start, last, lr.Total)
 		return header + "\n" + strings.Join(lr.Lines[:k], "\n"),
 			fmt.Sprintf("[Read limit of %s characters reached: lines %d-%d not shown. Continue with get_knowledge_by_lines(artifact_id=%s, start_line=%d, end_line=%d).]",
-				commas(limit), last+1, lr.End, q, last+1, lr.End)
+				textfmt.Thousands(limit), last+1, lr.End, q, last+1, lr.End)
 	}
 	if text, notice := wholeLines(0); utf8.RuneCountInString(text)+2+utf8.RuneCountInString(notice) <= limit {
 		return fitNotice(limit, wholeLines), nil // at least the first line fits whole
@@ -112,7 +113,7 @@ func (w *Workspace) GetKnowledgeByLines(ctx context.Context, id string, start, e
 		_, partial := fitLines(lr.Lines[:1], max(budget-len(header)-1, 1))
 		shown := utf8.RuneCountInString(partial)
 		notice := fmt.Sprintf("[Read limit of %s characters reached: line %d is %s characters long and is cut after %s. Continue it with get_knowledge_by_id(artifact_id=%s, offset=%d)",
-			commas(limit), lr.Start, commas(lineChars), commas(shown), q, lineStart+shown)
+			textfmt.Thousands(limit), lr.Start, textfmt.Thousands(lineChars), textfmt.Thousands(shown), q, lineStart+shown)
 		if lr.Start < lr.End {
 			notice += fmt.Sprintf(", and read the next lines with get_knowledge_by_lines(artifact_id=%s, start_line=%d, end_line=%d)", q, lr.Start+1, lr.End)
 		}
@@ -154,7 +155,7 @@ func (w *Workspace) GrepKnowledge(ctx context.Context, id, pattern string, o Gre
 		return "", err
 	}
 	if res.Total == 0 {
-		return fmt.Sprintf("No lines of %s match %s (%s lines searched).", id, quote(pattern), commas(res.Lines)), nil
+		return fmt.Sprintf("No lines of %s match %s (%s lines searched).", id, quote(pattern), textfmt.Thousands(res.Lines)), nil
 	}
 	return w.renderGrep(res, q, false), nil
 }
@@ -190,7 +191,7 @@ func (w *Workspace) GrepSession(ctx context.Context, pattern string, o SessionGr
 		return "", err
 	}
 	if res.Total == 0 {
-		return fmt.Sprintf("No lines match %s in %s offloaded tool results.", quote(pattern), commas(res.Searched)), nil
+		return fmt.Sprintf("No lines match %s in %s offloaded tool results.", quote(pattern), textfmt.Thousands(res.Searched)), nil
 	}
 	return w.renderGrep(res, q, true), nil
 }
@@ -221,7 +222,7 @@ func (w *Workspace) renderGrep(res *GrepResult, q GrepQuery, withID bool) string
 	var warning string
 	if res.Limited() {
 		warning = fmt.Sprintf("[Showing the first %s of %s matching lines (max_results=%d). Narrow the pattern or raise max_results to see more.]",
-			commas(res.Matches), commas(res.Total), q.Limit())
+			textfmt.Thousands(res.Matches), textfmt.Thousands(res.Total), q.Limit())
 	}
 	limit := w.opts.MaxChars
 	text := strings.Join(lines, "\n")
@@ -235,7 +236,7 @@ func (w *Workspace) renderGrep(res *GrepResult, q GrepQuery, withID bool) string
 			shown = partial
 		}
 		notice := fmt.Sprintf("[Read limit of %s characters reached: %s of %s output lines shown. Narrow the pattern, use fewer context_lines, or read around a match with get_knowledge_by_lines.]",
-			commas(limit), commas(k), commas(len(lines)))
+			textfmt.Thousands(limit), textfmt.Thousands(k), textfmt.Thousands(len(lines)))
 		if warning != "" {
 			notice += "\n" + warning
 		}
@@ -353,7 +354,7 @@ func (w *Workspace) renderList(items []any, hint string) string {
 			shown[k-1] = strings.TrimSuffix(shown[k-1], ",")
 		}
 		return "[\n" + strings.Join(shown, "\n") + "\n]",
-			fmt.Sprintf("[Read limit of %s characters reached: %d of %d listed; %s.]", commas(limit), k, len(items), hint)
+			fmt.Sprintf("[Read limit of %s characters reached: %d of %d listed; %s.]", textfmt.Thousands(limit), k, len(items), hint)
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentctx/agentctx/internal/textfmt"
 	"math"
 	"slices"
 	"strconv"
@@ -72,7 +73,7 @@ func (w *Workspace) OpenAITools() []OpenAITool {
 }
 
 func tools(maxChars, maxResults int) []ToolDefinition {
-	capNote := "Output is cut at " + commas(maxChars) + " characters, with a notice that tells how to read on."
+	capNote := "Output is cut at " + textfmt.Thousands(maxChars) + " characters, with a notice that tells how to read on."
 	if maxChars < 0 {
 		capNote = ""
 	}

@@ -30,6 +30,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/agentctx/agentctx/internal/textfmt"
 	"io"
 	"net"
 	"net/http"
@@ -491,19 +492,10 @@ func printTable(w io.Writer, cfg config, res []result) {
 		}
 		b := r.Bill
 		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s / %s | %s | %.4f | %s | %s | %d | %d / %d | %s | %s / %s |\n",
-			r.Client, r.Arm, b.Requests, num(b.Input), num(b.CacheRead), num(b.CacheWrite), num(b.CacheWrite1h), num(b.Output),
-			b.USD, ratio, num(b.LargestRequest), b.Rejections, r.Stats.ClientSummaries, r.Stats.ProxySummaries, ans,
+			r.Client, r.Arm, b.Requests, textfmt.Thousands(b.Input), textfmt.Thousands(b.CacheRead), textfmt.Thousands(b.CacheWrite), textfmt.Thousands(b.CacheWrite1h), textfmt.Thousands(b.Output),
+			b.USD, ratio, textfmt.Thousands(b.LargestRequest), b.Rejections, r.Stats.ClientSummaries, r.Stats.ProxySummaries, ans,
 			r.Wall.Round(time.Second), hm(r.Session))
 	}
-}
-
-// num writes n with thousands separators.
-func num(n int) string {
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
 
 func hm(d time.Duration) string {
