@@ -5,6 +5,7 @@
 package fsutil
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -262,4 +263,35 @@ func CreatePrivate(path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// Busy reports whether err is SQLite's "database is locked" (SQLITE_BUSY
+// or SQLITE_LOCKED), which a first open of a file by several processes at
+// once can return without waiting for the busy timeout (switching the file
+// to WAL mode takes an exclusive lock).
+func Busy(err error) bool {
+	if err == nil {
+		return false
+	}
+	s := err.Error()
+	return strings.Contains(s, "SQLITE_BUSY") || strings.Contains(s, "SQLITE_LOCKED") || strings.Contains(s, "database is locked")
+}
+
+// RetryBusy runs fn until it returns an error that is not Busy, or for as
+// long as timeout (or ctx) allows, waiting a little longer each time.
+func RetryBusy(ctx context.Context, timeout time.Duration, fn func() error) error {
+	deadline := time.Now().Add(timeout)
+	wait := 5 * time.Millisecond
+	for {
+		err := fn()
+		if !Busy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 200*time.Millisecond)
+	}
 }

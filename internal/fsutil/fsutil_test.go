@@ -1,6 +1,7 @@
 package fsutil
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -179,5 +180,23 @@ func TestTempNamesAreStale(t *testing.T) {
 	}
 	if n, _ := RemoveStaleTemp(dir, time.Nanosecond, time.Now().Add(time.Hour)); n != 1 {
 		t.Errorf("removed %d, want 1", n)
+	}
+}
+
+func TestRetryBusy(t *testing.T) {
+	n := 0
+	err := RetryBusy(context.Background(), time.Second, func() error {
+		n++
+		if n < 3 {
+			return errors.New("database is locked (5) (SQLITE_BUSY)")
+		}
+		return nil
+	})
+	if err != nil || n != 3 {
+		t.Fatalf("err %v after %d tries, want nil after 3", err, n)
+	}
+	other := errors.New("no such table")
+	if err := RetryBusy(context.Background(), time.Second, func() error { return other }); err != other {
+		t.Fatalf("a non-busy error was retried or changed: %v", err)
 	}
 }

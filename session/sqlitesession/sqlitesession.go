@@ -54,7 +54,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlitesession: open %s: %w", path, err)
 	}
-	if _, err := db.ExecContext(ctx, schema); err != nil {
+	// Processes opening a new file at once may find it locked while one
+	// of them sets it up (WAL mode): try again within the busy timeout.
+	err = fsutil.RetryBusy(ctx, 10*time.Second, func() error {
+		_, err := db.ExecContext(ctx, schema)
+		return err
+	})
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlitesession: open %s: %w", path, err)
 	}

@@ -114,7 +114,13 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
-	if _, err := db.ExecContext(ctx, schema); err != nil {
+	// Processes opening a new file at once may find it locked while one
+	// of them sets it up (WAL mode): try again within the busy timeout.
+	err = fsutil.RetryBusy(ctx, o.BusyTimeout, func() error {
+		_, err := db.ExecContext(ctx, schema)
+		return err
+	})
+	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,7 +75,8 @@ func RunProcesses(t *testing.T, newKey func(t testing.TB) string, open func(t te
 		cmd   *exec.Cmd
 		stdin *os.File
 		out   string
-		log   strings.Builder
+		log   syncLog
+		done  chan error // the child's exit
 	}
 	children := make([]*child, writers)
 	for w := range writers {
@@ -91,19 +93,26 @@ func RunProcesses(t *testing.T, newKey func(t testing.TB) string, open func(t te
 		if err := c.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		c.done = make(chan error, 1)
+		go func() { c.done <- c.cmd.Wait() }()
 		r.Close()
 		t.Cleanup(func() { wr.Close() })
 		children[w] = c
 	}
 	// Start them together, once every child has opened the store.
 	deadline := time.Now().Add(60 * time.Second)
-	for _, c := range children {
+	for w, c := range children {
 		for {
 			if _, err := os.Stat(c.out + ".ready"); err == nil {
 				break
 			}
+			select {
+			case err := <-c.done: // it ended before opening the store
+				t.Fatalf("child %d ended before it opened the store: %v\n%s", w, err, c.log.String())
+			default:
+			}
 			if time.Now().After(deadline) {
-				t.Fatalf("a child did not open the store within 60s")
+				t.Fatalf("child %d did not open the store within 60s:\n%s", w, c.log.String())
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -113,7 +122,7 @@ func RunProcesses(t *testing.T, newKey func(t testing.TB) string, open func(t te
 	}
 	outcomes := make([][]processOutcome, writers)
 	for w, c := range children {
-		if err := c.cmd.Wait(); err != nil {
+		if err := <-c.done; err != nil {
 			t.Fatalf("child %d: %v\n%s", w, err, c.log.String())
 		}
 		data, err := os.ReadFile(c.out)
@@ -208,4 +217,23 @@ func runChild(t *testing.T, key string, open func(t testing.TB, key string) work
 	if err := os.WriteFile(out, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// syncLog is a child's output, written by its copying goroutine and read
+// by the test.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
