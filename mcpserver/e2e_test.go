@@ -19,6 +19,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/e2eclient"
 	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"github.com/agentctx/agentctx/internal/testbin"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/dirstore"
 )
@@ -76,10 +77,7 @@ func TestClaudeCodeReadBack(t *testing.T) {
 	wantLines := fmt.Sprintf("Lines %d-%d of %d\n", firstLine, lastLine, len(lines)-1) +
 		strings.TrimSuffix(strings.Join(lines[firstLine-1:lastLine], ""), "\n")
 
-	bin := filepath.Join(t.TempDir(), "agentctx")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/agentctx/agentctx/cmd/agentctx").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testbin.Agentctx(t)
 	config := filepath.Join(t.TempDir(), "mcp.json")
 	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"agentctx": map[string]any{
 		"command": bin, "args": []string{"mcp", "--workspace", wsDir}}}})

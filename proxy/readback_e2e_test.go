@@ -28,6 +28,7 @@ import (
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/internal/e2eclient"
 	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"github.com/agentctx/agentctx/internal/testbin"
 	"github.com/agentctx/agentctx/proxy"
 )
 
@@ -41,14 +42,11 @@ func readBackToken(t *testing.T) string {
 	return "tok_" + hex.EncodeToString(h[:8])
 }
 
-// buildAgentctx builds the agentctx command into a temporary directory.
+// buildAgentctx returns the agentctx command, built once per source tree
+// (internal/testbin).
 func buildAgentctx(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "agentctx")
-	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/agentctx/agentctx/cmd/agentctx").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return testbin.Agentctx(t)
 }
 
 // runAgentctxProxy runs `agentctx proxy` in dir (so that its workspace is

@@ -18,54 +18,26 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/agentctx/agentctx/internal/testbin"
 )
 
 // These tests drive the real binary on a pseudo-terminal, as a person at a
 // terminal meets it: the hint while it waits on stdin, Ctrl-C, the progress
-// bar. They build the binary first and skip where no pty can be made.
+// bar. They build the binary once (internal/testbin) and skip where no pty can be made.
 
 // hang is how long a test waits for something that must happen before it
 // declares the binary stuck. It is a bound on a failure, not a measurement.
 const hang = 60 * time.Second
 
-// binary is the agentctx binary TestMain builds once for every test, or
-// why it could not.
-var binary struct {
-	path, skip string
-}
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "agentctx-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := func() int {
-		defer os.RemoveAll(dir)
-		goBin, err := exec.LookPath("go")
-		switch {
-		case runtime.GOOS == "windows":
-			binary.skip = "no pseudo-terminal on Windows"
-		case err != nil:
-			binary.skip = "go not in PATH"
-		default:
-			binary.path = filepath.Join(dir, "agentctx")
-			if out, err := exec.Command(goBin, "build", "-o", binary.path, ".").CombinedOutput(); err != nil {
-				fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
-				return 1
-			}
-		}
-		return m.Run()
-	}()
-	os.Exit(code)
-}
-
+// buildBinary returns the agentctx binary, built once per source tree
+// (internal/testbin); it skips where no pseudo-terminal can be made.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	if binary.skip != "" {
-		t.Skip(binary.skip)
+	if runtime.GOOS == "windows" {
+		t.Skip("no pseudo-terminal on Windows")
 	}
-	return binary.path
+	return testbin.Agentctx(t)
 }
 
 // term is a process running on a pseudo-terminal, and what it printed.

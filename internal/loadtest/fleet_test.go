@@ -27,6 +27,7 @@ import (
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/internal/fakeupstream"
 	"github.com/agentctx/agentctx/internal/pgtest"
+	"github.com/agentctx/agentctx/internal/testbin"
 	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/pgstore"
@@ -186,15 +187,11 @@ func runFleet(t *testing.T, cfg config) {
 	logOverhead(t, "fleet (2 replicas)", run, fleetStats)
 }
 
-// buildAgentctx builds the agentctx binary once for the test.
+// buildAgentctx returns the agentctx binary, built once per source tree
+// (internal/testbin).
 func buildAgentctx(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "agentctx")
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/agentctx/agentctx/cmd/agentctx")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return testbin.Agentctx(t)
 }
 
 // upstream is the fake upstream behind a recorder that files each model

@@ -1,0 +1,73 @@
+package testbin
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func write(t *testing.T, root, rel, s string) {
+	t.Helper()
+	p := filepath.Join(root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The key changes with any source, asset, go.mod or environment that
+// changes the build, and with nothing else.
+func TestSourceKey(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "go.mod", "module m\n")
+	write(t, root, "main.go", "package main\nfunc main() {}\n")
+	write(t, root, "web/index.html", "<p>")
+	key := func() string {
+		t.Helper()
+		k, err := sourceKey(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	base := key()
+	for _, rel := range []string{"main_test.go", "testdata/x.json", ".git/HEAD", "sub/go.mod", "sub/x.go"} {
+		write(t, root, rel, "ignored")
+		if k := key(); k != base {
+			t.Errorf("writing %s changed the key", rel)
+		}
+	}
+	for _, rel := range []string{"main.go", "web/index.html", "go.mod", "go.sum", "pkg/a.go"} {
+		write(t, root, rel, "changed "+rel)
+		k := key()
+		if k == base {
+			t.Errorf("writing %s did not change the key", rel)
+		}
+		base = k
+	}
+	t.Setenv("GOFLAGS", "-tags=x")
+	if key() == base {
+		t.Error("GOFLAGS did not change the key")
+	}
+}
+
+// Agentctx builds a binary that runs, once: a second process finds it in
+// the cache.
+func TestAgentctx(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go not in PATH")
+	}
+	bin := Agentctx(t)
+	out, err := exec.CommandContext(t.Context(), bin, "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "agentctx") {
+		t.Fatalf("%s --help: %v\n%s", bin, err, out)
+	}
+	again, err := build()
+	if err != nil || again != bin {
+		t.Fatalf("second build: %q, %v; want the cached %q", again, err, bin)
+	}
+}
