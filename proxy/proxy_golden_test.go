@@ -18,7 +18,6 @@ package proxy_test
 // changes these transcripts.
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,7 +25,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,7 +35,6 @@ import (
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/proxy/enginetest"
-	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/workspace"
 )
 
@@ -50,40 +47,6 @@ func slowClock(step int) time.Duration { return time.Duration(6 * step) }
 
 // goldenEpoch is the step clock's start.
 var goldenEpoch = time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC)
-
-// recordingSessions is a session store that keeps what was last saved
-// under each key, for the transcripts.
-type recordingSessions struct {
-	session.Store
-	mu   sync.Mutex
-	last map[string][]byte
-}
-
-func (r *recordingSessions) Save(ctx context.Context, ns, id string, data []byte, version int64) (int64, error) {
-	v, err := r.Store.Save(ctx, ns, id, data, version)
-	if err == nil {
-		r.mu.Lock()
-		r.last[ns+"/"+id] = append([]byte(nil), data...)
-		r.mu.Unlock()
-	}
-	return v, err
-}
-
-func (r *recordingSessions) dump() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	keys := make([]string, 0, len(r.last))
-	for k := range r.last {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var s strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&s, "--- session state %s ", k)
-		s.WriteString(golden.Body(r.last[k]))
-	}
-	return s.String()
-}
 
 // goldenStep is one client request of a scripted session.
 type goldenStep struct {
@@ -244,7 +207,7 @@ func runGolden(t *testing.T, sc *goldenScenario) []byte {
 	dir := golden.FixedDir(t, "proxy-"+sc.name)
 	var step atomic.Int64
 	now := func() time.Time { return goldenEpoch.Add(sc.clock(int(step.Load())) * time.Minute) }
-	sessions := &recordingSessions{Store: session.NewMemStore(), last: map[string][]byte{}}
+	sessions := golden.NewSessions()
 	e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{
 		Pipeline: pipeline.Options{
 			WorkspaceDir: filepath.Join(dir, "ws"),
@@ -291,7 +254,7 @@ func runGolden(t *testing.T, sc *goldenScenario) []byte {
 		resp.Body.Close()
 		fmt.Fprintf(&out, "\n=== step %d: %s\n", i+1, st.label)
 		fmt.Fprintf(&out, "--- client → proxy: POST %s, %d messages ", sc.path(), len(st.items))
-		out.WriteString(golden.Body(body)[:strings.IndexByte(golden.Body(body), '\n')+1])
+		out.WriteString(golden.Head(body))
 		fmt.Fprintf(&out, "--- proxy → client: %d\n", resp.StatusCode)
 		recs := fake.Records()
 		for _, r := range recs[seen:] {
@@ -305,7 +268,7 @@ func runGolden(t *testing.T, sc *goldenScenario) []byte {
 			}
 			fmt.Fprintf(&out, "--- proxy → upstream: %s %s (%s%s) ", r.Method, r.Path, verdict, same)
 			if same != "" {
-				out.WriteString(golden.Body(r.Body)[:strings.IndexByte(golden.Body(r.Body), '\n')+1])
+				out.WriteString(golden.Head(r.Body))
 			} else {
 				out.WriteString(golden.Body(r.Body))
 			}
@@ -318,7 +281,7 @@ func runGolden(t *testing.T, sc *goldenScenario) []byte {
 		if n > compactions {
 			compacted, compactions = append(compacted, i), n
 		}
-		out.WriteString(sessions.dump())
+		out.WriteString(sessions.Dump())
 	}
 	for i, st := range steps {
 		run(i, st)
