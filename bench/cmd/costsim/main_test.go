@@ -8,14 +8,16 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx/internal/e2eclient"
+	"github.com/agentctx/agentctx/internal/testbin"
 )
 
 // TestSmoke runs the simulation tiny: both clients, both arms, three
-// steps, through a freshly built agentctx proxy. It needs the real
-// clients, so it skips without npm (unless CI is set) and with -short.
+// steps, through the agentctx proxy built once per source tree
+// (internal/testbin). It needs the real clients, so it skips without npm
+// (unless CI is set) and with -short.
 func TestSmoke(t *testing.T) {
 	cfg := config{Clients: []string{"claude", "codex"}, Arms: []string{"direct", "proxy"}, Steps: 3, ClockSpeed: 60,
-		Timeout: 2 * time.Minute, ClientDir: e2eclient.Install(t)}
+		Timeout: 2 * time.Minute, ClientDir: e2eclient.Install(t), Bin: testbin.Agentctx(t)}
 	var log bytes.Buffer
 	res, err := run(t.Context(), cfg, &log)
 	if err != nil {

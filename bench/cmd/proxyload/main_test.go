@@ -1,14 +1,19 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/agentctx/agentctx/internal/testbin"
+)
 
 // TestSmoke runs the load script small: two sessions of 60 KB, three
-// requests each, through a freshly built agentctx proxy.
+// requests each, through the agentctx proxy built once per source tree
+// (internal/testbin; the command builds its own when run alone).
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds agentctx")
+		t.Skip("runs the agentctx binary")
 	}
-	rep, err := run(2, 3, 60_000, 2, "", nil)
+	rep, err := run(2, 3, 60_000, 2, testbin.Agentctx(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
