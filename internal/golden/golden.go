@@ -5,8 +5,9 @@
 //
 //	go test ./proxy ./anthropicx ./openaix -run Golden -update
 //
-// (name only packages that import golden: the flag is defined here). It is
-// for tests only.
+// (name only packages that import golden: the flag is defined here, so a
+// package whose tests define their own -update must not import golden).
+// It is for tests only.
 package golden
 
 import (

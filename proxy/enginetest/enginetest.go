@@ -75,8 +75,8 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultTurns       = 16
-	DefaultResultChars = 4000
+	DefaultTurns       = 12
+	DefaultResultChars = 3000
 )
 
 // Options configure Run. The zero value of every field but New means the
@@ -124,7 +124,8 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Run runs every rule against Engines made by o.New.
+// Run runs every rule against Engines made by o.New, the APIs in
+// parallel subtests.
 func Run(t *testing.T, o Options) {
 	t.Helper()
 	if o.New == nil {
@@ -133,6 +134,7 @@ func Run(t *testing.T, o Options) {
 	o = o.withDefaults()
 	for _, api := range o.APIs {
 		t.Run(string(api), func(t *testing.T) {
+			t.Parallel()
 			s := &suite{o: o, api: api}
 			rules := []struct {
 				name string

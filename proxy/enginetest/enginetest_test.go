@@ -22,7 +22,7 @@ func pipelineEngine(limit int) func(t *testing.T, dir string) proxy.Engine {
 		e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{
 			Pipeline: pipeline.Options{
 				WorkspaceDir: filepath.Join(dir, "ws"),
-				Workspace:    workspace.Options{InlineLimit: 10000},
+				Workspace:    workspace.Options{InlineLimit: 8000},
 				Prune:        prune.Options{MaxAge: -1, KeepRecent: 3},
 				Compact:      compact.Options{Limit: limit, Dir: filepath.Join(dir, "archive")},
 			},
@@ -47,10 +47,12 @@ var knownPipeline = map[string]string{
 
 // The PipelineEngine pruning older results and offloading big ones.
 func TestPipelineEnginePruning(t *testing.T) {
-	enginetest.Run(t, enginetest.Options{New: pipelineEngine(9000), ExpectEdits: true, Known: knownPipeline})
+	t.Parallel()
+	enginetest.Run(t, enginetest.Options{New: pipelineEngine(7000), ExpectEdits: true, Known: knownPipeline})
 }
 
 // The PipelineEngine compacting the history now and then.
 func TestPipelineEngineCompacting(t *testing.T) {
-	enginetest.Run(t, enginetest.Options{New: pipelineEngine(4000), Turns: 12, ExpectEdits: true, Known: knownPipeline})
+	t.Parallel()
+	enginetest.Run(t, enginetest.Options{New: pipelineEngine(4000), ExpectEdits: true, Known: knownPipeline})
 }
