@@ -333,6 +333,7 @@ func TestClaudeCodeReadBackMCP(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each run has its own fixture: upstream, proxy, directories
 			f := newReadBackFixture(t, func(f *readBackFixture) fakeupstream.ReadBackOptions {
 				return fakeupstream.ReadBackOptions{Mode: fakeupstream.ByID, Produce: claudeProduce(f.bigPath),
 					Filler: claudeFiller(3), Fillers: 2, ReadID: claudeReadID}

@@ -23,6 +23,7 @@ func TestClaudeCodeThinkingModes(t *testing.T) {
 	dir := e2eclient.Install(t)
 	for _, mode := range []proxy.ContextManagement{proxy.ContextClient, proxy.ContextNative} {
 		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel() // each mode has its own upstream, engine, proxy and client
 			const turns = 12
 			fake := fakeupstream.New(fakeupstream.Options{
 				ContextWindow: 36_000,
