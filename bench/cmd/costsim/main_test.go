@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,28 +14,57 @@ import (
 
 // TestSmoke runs the simulation tiny: both clients, both arms, three
 // steps, through the agentctx proxy built once per source tree
-// (internal/testbin). It needs the real clients, so it skips without npm
-// (unless CI is set) and with -short.
+// (internal/testbin), the four runs side by side (each has its own
+// directories, fake and proxy). It needs the real clients, so it skips
+// without npm (unless CI is set) and with -short.
 func TestSmoke(t *testing.T) {
-	cfg := config{Clients: []string{"claude", "codex"}, Arms: []string{"direct", "proxy"}, Steps: 3, ClockSpeed: 60,
+	base := config{Clients: []string{"claude", "codex"}, Arms: []string{"direct", "proxy"}, Steps: 3, ClockSpeed: 60,
 		Timeout: 2 * time.Minute, ClientDir: e2eclient.Install(t), Bin: testbin.Agentctx(t)}
-	var log bytes.Buffer
-	res, err := run(t.Context(), cfg, &log)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, e2eclient.Tail(log.String()))
+	var (
+		mu  sync.Mutex
+		got = map[string]result{}
+	)
+	t.Run("runs", func(t *testing.T) {
+		for _, client := range base.Clients {
+			for _, arm := range base.Arms {
+				t.Run(client+"-"+arm, func(t *testing.T) {
+					t.Parallel()
+					cfg := base
+					cfg.Clients, cfg.Arms = []string{client}, []string{arm}
+					var log bytes.Buffer
+					res, err := run(t.Context(), cfg, &log)
+					if err != nil {
+						t.Fatalf("%v\n%s", err, e2eclient.Tail(log.String()))
+					}
+					if len(res) != 1 {
+						t.Fatalf("%d results, want 1", len(res))
+					}
+					r := res[0]
+					if !r.OK || r.Bill.Rejections != 0 || r.Bill.Requests < 4 || r.Bill.USD <= 0 || r.Stats.Steps != 3 {
+						t.Errorf("%s %s: %+v", r.Client, r.Arm, r)
+					}
+					mu.Lock()
+					got[client+" "+arm] = r
+					mu.Unlock()
+				})
+			}
+		}
+	})
+	var res []result
+	for _, client := range base.Clients {
+		for _, arm := range base.Arms {
+			if r, ok := got[client+" "+arm]; ok {
+				res = append(res, r)
+			}
+		}
 	}
 	if len(res) != 4 {
 		t.Fatalf("%d results, want 4", len(res))
 	}
-	for _, r := range res {
-		if !r.OK || r.Bill.Rejections != 0 || r.Bill.Requests < 4 || r.Bill.USD <= 0 || r.Stats.Steps != 3 {
-			t.Errorf("%s %s: %+v", r.Client, r.Arm, r)
-		}
-	}
 	var table strings.Builder
-	printTable(&table, cfg, res)
+	printTable(&table, base, res)
 	if n := strings.Count(table.String(), "| correct |"); n != 4 {
 		t.Errorf("the table shows %d correct answers, want 4:\n%s", n, table.String())
 	}
-	printTable(io.Discard, cfg, nil)
+	printTable(io.Discard, base, nil)
 }
