@@ -34,6 +34,13 @@ func (r *Sessions) Save(ctx context.Context, ns, id string, data []byte, version
 	return v, err
 }
 
+// Last returns the state last saved under namespace/id, nil when none.
+func (r *Sessions) Last(key string) []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last[key]
+}
+
 // Dump renders every state last saved, by namespace/id, with Body.
 func (r *Sessions) Dump() string {
 	r.mu.Lock()
