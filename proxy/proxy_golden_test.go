@@ -125,6 +125,33 @@ func scriptSteps(api proxy.API, key string, turns, chars int, thinking bool) fun
 	}
 }
 
+// readBackSteps is an Anthropic session whose fourth result (three times
+// the others, so offloaded) is read back whole by the path of its
+// artifact's file, with Claude Code's Read tool, before the session goes
+// on.
+func readBackSteps() []goldenStep {
+	script := enginetest.Script(proxy.APIAnthropic, "golden-read", 9, 1200)
+	var out []goldenStep
+	for i, r := range script[:5] {
+		out = append(out, goldenStep{label: fmt.Sprintf("growth (turn %d)", i), items: r.Items})
+	}
+	// Turn 3's result (call_goldenread_03) is offloaded; the model reads
+	// its file.
+	base := script[4].Items
+	path := "/tmp/agentctx-golden/proxy-anthropic-readback/ws/default/tool_result_call_goldenread_03.txt"
+	read := fmt.Appendf(nil, `{"role":"assistant","content":[{"type":"tool_use","id":"toolu_read_1","name":"Read","input":{"file_path":%q}}]}`, path)
+	content, _ := json.Marshal(enginetest.ResultText(3, 3*1200))
+	result := fmt.Appendf(nil, `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_read_1","content":%s}]}`, content)
+	items := append(slices.Clone(base), read, result)
+	out = append(out, goldenStep{label: "the model reads the offloaded result back by its path", items: items})
+	// The session goes on with the read-back result in its history.
+	for i, r := range script[5:] {
+		more := append(slices.Clone(items), r.Items[len(base):]...)
+		out = append(out, goldenStep{label: fmt.Sprintf("growth after the read-back (turn %d)", 5+i), items: more})
+	}
+	return out
+}
+
 // withThinking gives every assistant message of an Anthropic history a
 // signed thinking block first (a signature the fake upstream does not
 // check: it checks only its own).
@@ -179,6 +206,12 @@ func goldenScenarios() []*goldenScenario {
 			},
 		)
 	}
+	// The model reads an offloaded result back by the path its reference
+	// names (Claude Code's Read), then the session goes on.
+	out = append(out, &goldenScenario{
+		name: "anthropic-readback", api: proxy.APIAnthropic, limit: 5000, inline: 3000, clock: fastClock,
+		steps: readBackSteps,
+	})
 	for _, mode := range []proxy.ContextManagement{proxy.ContextClient, proxy.ContextNative} {
 		for _, c := range []struct {
 			name  string
