@@ -27,7 +27,12 @@ import (
 	"github.com/agentctx/agentctx/proxy/enginetest"
 )
 
-const goldenReply = `{"id":"msg_golden","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":12,"cache_read_input_tokens":900,"cache_creation_input_tokens":40,"output_tokens":5}}`
+// goldenReply is the upstream's answer to a request of the bytes sent: its
+// usage counts a token per four bytes, most of them read from the cache.
+func goldenReply(sent []byte) []byte {
+	n := len(sent) / 4
+	return fmt.Appendf(nil, `{"id":"msg_golden","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":%d,"cache_read_input_tokens":%d,"cache_creation_input_tokens":0,"output_tokens":5}}`, n/10, n-n/10)
+}
 
 func goldenSteps(key string, thinking bool) []golden.Step {
 	var out []golden.Step
@@ -50,9 +55,12 @@ func goldenSteps(key string, thinking bool) []golden.Step {
 	for i, r := range script {
 		out = append(out, golden.Step{Label: fmt.Sprintf("turn %d", i), Body: body(r.Items)})
 	}
-	// A retry of an earlier request, then the client edits its first
+	// Retries of earlier requests (turn 6 compacts in the compaction
+	// runs: turn 5 is behind it), then the client edits its first
 	// message.
-	out = append(out, golden.Step{Label: "retry of turn 6", Body: body(script[6].Items)})
+	for _, k := range []int{5, 6} {
+		out = append(out, golden.Step{Label: fmt.Sprintf("retry of turn %d, after later turns", k), Body: body(script[k].Items)})
+	}
 	last := script[len(script)-1].EditFirstText("Find why the tests fail and fix them.")
 	out = append(out, golden.Step{Label: "the client edits its first message", Body: body(last.Items)})
 	return out
@@ -73,7 +81,7 @@ func TestGolden(t *testing.T) {
 			sdk := golden.SDK{
 				Name: "anthropicx-" + c.name, Title: "anthropicx middleware, " + c.name,
 				URL: "https://api.anthropic.com/v1/messages", Steps: goldenSteps("golden-"+c.name, c.thinking),
-				Limit: c.limit, Inline: 3000, Clock: c.clock, Reply: []byte(goldenReply),
+				Limit: c.limit, Inline: 3000, Clock: c.clock, Reply: goldenReply,
 				New: func(p *pipeline.Pipeline) golden.Middleware {
 					mw := anthropicx.Middleware(p, nil)
 					return func(r *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {

@@ -27,7 +27,12 @@ import (
 	"github.com/agentctx/agentctx/proxy/enginetest"
 )
 
-const goldenReply = `{"id":"chatcmpl-golden","object":"chat.completion","created":1772614800,"model":"gpt-5","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":950,"completion_tokens":5,"total_tokens":955,"prompt_tokens_details":{"cached_tokens":900}}}`
+// goldenReply is the upstream's answer to a request of the bytes sent: its
+// usage counts a token per four bytes, most of them cached.
+func goldenReply(sent []byte) []byte {
+	n := len(sent) / 4
+	return fmt.Appendf(nil, `{"id":"chatcmpl-golden","object":"chat.completion","created":1772614800,"model":"gpt-5","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":%d,"completion_tokens":5,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}}`, n, n+5, n-n/10)
+}
 
 func goldenSteps(key string) []golden.Step {
 	var out []golden.Step
@@ -42,9 +47,12 @@ func goldenSteps(key string) []golden.Step {
 	for i, r := range script {
 		out = append(out, golden.Step{Label: fmt.Sprintf("turn %d", i), Body: body(r.Items)})
 	}
-	// A retry of an earlier request, then the client edits its first
+	// Retries of earlier requests (turn 6 compacts in the compaction
+	// runs: turn 5 is behind it), then the client edits its first
 	// message.
-	out = append(out, golden.Step{Label: "retry of turn 6", Body: body(script[6].Items)})
+	for _, k := range []int{5, 6} {
+		out = append(out, golden.Step{Label: fmt.Sprintf("retry of turn %d, after later turns", k), Body: body(script[k].Items)})
+	}
 	last := script[len(script)-1].EditFirstText("Find why the tests fail and fix them.")
 	out = append(out, golden.Step{Label: "the client edits its first message", Body: body(last.Items)})
 	return out
@@ -63,7 +71,7 @@ func TestGolden(t *testing.T) {
 			sdk := golden.SDK{
 				Name: "openaix-" + c.name, Title: "openaix middleware (Chat Completions), " + c.name,
 				URL: "https://api.openai.com/v1/chat/completions", Steps: goldenSteps("golden-" + c.name),
-				Limit: c.limit, Inline: 3000, Clock: c.clock, Reply: []byte(goldenReply),
+				Limit: c.limit, Inline: 3000, Clock: c.clock, Reply: goldenReply,
 				New: func(p *pipeline.Pipeline) golden.Middleware {
 					mw := openaix.Middleware(p, nil)
 					return func(r *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {

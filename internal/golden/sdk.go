@@ -31,7 +31,9 @@ type Middleware = func(req *http.Request, next func(*http.Request) (*http.Respon
 // SDK describes a transcript of an SDK middleware: Steps go through the
 // middleware over a pipeline (session "golden", over FixedDir(Name), on
 // the step clock Clock, with compaction limit Limit and inline limit
-// Inline) to a recorder that answers Reply.
+// Inline) to a recorder that answers Reply(the bytes it received) (its
+// usage should follow the request's size, as a provider's does, or the
+// pipeline's calibration scales its counts down).
 type SDK struct {
 	Name, Title string
 	URL         string
@@ -40,7 +42,7 @@ type SDK struct {
 	Inline      int
 	Clock       func(step int) time.Duration
 	New         func(p *pipeline.Pipeline) Middleware
-	Reply       []byte
+	Reply       func(sent []byte) []byte
 }
 
 // Run runs the steps and returns the transcript: for each step the bytes
@@ -83,7 +85,7 @@ func (s SDK) Run(t *testing.T) []byte {
 			}
 			sent = append(sent, b)
 			return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
-				Body: io.NopCloser(bytes.NewReader(s.Reply)), Request: r}, nil
+				Body: io.NopCloser(bytes.NewReader(s.Reply(b))), Request: r}, nil
 		}
 		resp, err := mw(req, next)
 		fmt.Fprintf(&out, "\n=== step %d: %s\n", i+1, st.Label)
