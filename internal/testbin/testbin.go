@@ -8,6 +8,7 @@
 package testbin
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -148,9 +149,10 @@ func moduleRoot() (string, error) {
 }
 
 // sourceKey hashes what a build of the module depends on: every file of
-// the module but tests, testdata and hidden directories (Go sources,
-// go.mod, go.sum, embedded assets), and the toolchain and environment that
-// change the output.
+// the module but tests, testdata, hidden directories and documents (*.md,
+// unless a Go file of their directory embeds files): Go sources, go.mod,
+// go.sum, embedded assets; and the toolchain and environment that change
+// the output.
 func sourceKey(root string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
@@ -158,6 +160,7 @@ func sourceKey(root string) (string, error) {
 		fmt.Fprintf(h, "%s=%s\n", v, os.Getenv(v))
 	}
 	var files []string
+	embeds := map[string]bool{} // directories with a Go file that embeds
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -178,6 +181,15 @@ func sourceKey(root string) (string, error) {
 		if !d.Type().IsRegular() || strings.HasSuffix(name, "_test.go") {
 			return nil
 		}
+		if strings.HasSuffix(name, ".go") {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if bytes.Contains(b, []byte("//go:embed")) {
+				embeds[filepath.Dir(path)] = true
+			}
+		}
 		files = append(files, path)
 		return nil
 	})
@@ -186,6 +198,9 @@ func sourceKey(root string) (string, error) {
 	}
 	sort.Strings(files)
 	for _, f := range files {
+		if strings.HasSuffix(f, ".md") && !embedded(embeds, root, f) {
+			continue
+		}
 		rel, _ := filepath.Rel(root, f)
 		fmt.Fprintf(h, "%s\x00", filepath.ToSlash(rel))
 		r, err := os.Open(f)
@@ -200,6 +215,19 @@ func sourceKey(root string) (string, error) {
 		fmt.Fprintf(h, "\x00%d\n", n)
 	}
 	return hex.EncodeToString(h.Sum(nil))[:24], nil
+}
+
+// embedded reports whether a Go file of f's directory, or of one above it
+// within root, embeds files (a pattern may name a subdirectory).
+func embedded(embeds map[string]bool, root, f string) bool {
+	for dir := filepath.Dir(f); ; dir = filepath.Dir(dir) {
+		if embeds[dir] {
+			return true
+		}
+		if dir == root || dir == filepath.Dir(dir) {
+			return false
+		}
+	}
 }
 
 // touch marks a build as used now, so prune keeps it.

@@ -35,13 +35,15 @@ func TestSourceKey(t *testing.T) {
 		return k
 	}
 	base := key()
-	for _, rel := range []string{"main_test.go", "testdata/x.json", ".git/HEAD", "sub/go.mod", "sub/x.go"} {
+	for _, rel := range []string{"main_test.go", "testdata/x.json", ".git/HEAD", "sub/go.mod", "sub/x.go", "README.md", "pkg/doc.md"} {
 		write(t, root, rel, "ignored")
 		if k := key(); k != base {
 			t.Errorf("writing %s changed the key", rel)
 		}
 	}
-	for _, rel := range []string{"main.go", "web/index.html", "go.mod", "go.sum", "pkg/a.go"} {
+	write(t, root, "web/embed.go", "package web\n//go:embed *\nvar fs embed.FS\n")
+	base = key()
+	for _, rel := range []string{"main.go", "web/index.html", "web/notes.md", "go.mod", "go.sum", "pkg/a.go"} {
 		write(t, root, rel, "changed "+rel)
 		k := key()
 		if k == base {
