@@ -60,6 +60,11 @@ type NativeSummarizerOptions struct {
 	// not compact (other APIs, no credentials) and of a failed compaction;
 	// nil means compact.Extractive{} for every request.
 	Fallback func(req *Request) compact.Summarizer
+	// MaxInputChars bounds the texts of the middle sent to be compacted
+	// (the longest are cut in their middle: the originals are stored, and
+	// the summary's pointers say where); 0 means 400,000 characters
+	// (about 100K tokens).
+	MaxInputChars int
 	// Logger receives a line when a compaction fails; nil discards.
 	Logger *slog.Logger
 }
@@ -79,6 +84,9 @@ func NativeSummarizers(opts NativeSummarizerOptions) func(req *Request) compact.
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxInputChars <= 0 {
+		opts.MaxInputChars = 400_000
 	}
 	fallback := opts.Fallback
 	if fallback == nil {
@@ -111,7 +119,7 @@ func NativeSummarizers(opts NativeSummarizerOptions) func(req *Request) compact.
 // compactUpstream compacts the middle with the provider and returns the
 // summary holding the window.
 func compactUpstream(ctx context.Context, client *http.Client, o *NativeSummarizerOptions, req *Request, r compact.Request) (string, error) {
-	items, err := respcompact.Items(r.Messages)
+	items, err := respcompact.Items(r.Messages, o.MaxInputChars)
 	if err != nil {
 		return "", err
 	}

@@ -267,3 +267,24 @@ func TestNativeSummarizersFallback(t *testing.T) {
 		}
 	}
 }
+
+// TestNativeSummarizersBoundInput: the middle sent to be compacted is cut
+// to MaxInputChars (originals whole would overflow the model's window: a
+// 400 and the fallback's summary, as a 120-step Codex session showed).
+func TestNativeSummarizersBoundInput(t *testing.T) {
+	fake := fakeupstream.New(fakeupstream.Options{ContextWindow: 20_000})
+	up := startUpstream(t, fake)
+	asst := agentctx.NewMessage(agentctx.RoleAssistant, agentctx.Text(""))
+	asst.ToolCalls = []agentctx.ToolCall{{ID: "c1", Type: "function", Function: agentctx.FunctionCall{Name: "shell", Arguments: "{}"}}}
+	res := agentctx.NewMessage(agentctx.RoleTool, agentctx.Text(strings.Repeat("a long output line\n", 12_000)))
+	res.ToolCallID = "c1"
+	r := compact.Request{Messages: []agentctx.Message{agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("go")), asst, res}}
+	req := &proxy.Request{API: proxy.APIResponses, Model: "m", Header: http.Header{"Authorization": {"Bearer k"}}}
+	s, err := proxy.NativeSummarizers(proxy.NativeSummarizerOptions{OpenAIURL: up, MaxInputChars: 40_000})(req).Summarize(t.Context(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(s, respcompact.Marker) || fake.Bill().Rejections != 0 {
+		t.Errorf("the provider did not compact (%d rejections): %.200s", fake.Bill().Rejections, s)
+	}
+}

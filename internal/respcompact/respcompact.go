@@ -50,6 +50,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
@@ -152,26 +153,38 @@ type inputItem struct {
 // developer message, user and assistant text as message items, an
 // assistant's tool calls as function_call items, a tool message as a
 // function_call_output; a summary holding a window as the window's items
-// and its text.
-func Items(msgs []agentctx.Message) ([]json.RawMessage, error) {
-	var out []json.RawMessage
-	add := func(v any) error {
-		b, err := json.Marshal(v)
-		out = append(out, b)
-		return err
+// and its text. When maxChars > 0 and the texts (outputs and messages)
+// exceed it, the longest are cut in their middle to one length, so that
+// they fit: the originals are stored, and the summary's pointers say
+// where.
+func Items(msgs []agentctx.Message, maxChars int) ([]json.RawMessage, error) {
+	type entry struct {
+		raw  json.RawMessage
+		item *inputItem
+	}
+	var es []entry
+	var texts []*string
+	add := func(it inputItem) {
+		es = append(es, entry{item: &it})
+		switch {
+		case it.Output != nil:
+			texts = append(texts, it.Output)
+		case len(it.Content) > 0:
+			texts = append(texts, &it.Content[0].Text)
+		}
 	}
 	for i := range msgs {
 		m := &msgs[i]
 		text := textOf(m)
 		switch m.Role {
 		case agentctx.RoleTool:
-			if err := add(inputItem{Type: "function_call_output", CallID: m.ToolCallID, Output: &text}); err != nil {
-				return nil, err
-			}
+			add(inputItem{Type: "function_call_output", CallID: m.ToolCallID, Output: &text})
 			continue
 		case agentctx.RoleUser:
 			if items, rest, ok := Split(text); ok {
-				out = append(out, items...)
+				for _, it := range items {
+					es = append(es, entry{raw: it})
+				}
 				text = rest
 			}
 		}
@@ -183,32 +196,82 @@ func Items(msgs []agentctx.Message) ([]json.RawMessage, error) {
 			part = "output_text"
 		}
 		if strings.TrimSpace(text) != "" {
-			if err := add(inputItem{Type: "message", Role: role, Content: []contentPart{{Type: part, Text: text}}}); err != nil {
-				return nil, err
-			}
+			add(inputItem{Type: "message", Role: role, Content: []contentPart{{Type: part, Text: text}}})
 		}
 		for _, tc := range m.ToolCalls {
 			args := tc.Function.Arguments
-			if err := add(inputItem{Type: "function_call", CallID: tc.ID, Name: tc.Function.Name, Arguments: &args}); err != nil {
-				return nil, err
-			}
+			add(inputItem{Type: "function_call", CallID: tc.ID, Name: tc.Function.Name, Arguments: &args})
 		}
 		for _, b := range m.Content.Blocks() {
 			switch b.Type {
 			case agentctx.BlockToolUse:
 				args := string(b.Input)
-				if err := add(inputItem{Type: "function_call", CallID: b.ID, Name: b.Name, Arguments: &args}); err != nil {
-					return nil, err
-				}
+				add(inputItem{Type: "function_call", CallID: b.ID, Name: b.Name, Arguments: &args})
 			case agentctx.BlockToolResult:
 				res := b.Content.AsText()
-				if err := add(inputItem{Type: "function_call_output", CallID: b.ToolUseID, Output: &res}); err != nil {
-					return nil, err
-				}
+				add(inputItem{Type: "function_call_output", CallID: b.ToolUseID, Output: &res})
 			}
 		}
 	}
+	fit(texts, maxChars)
+	out := make([]json.RawMessage, 0, len(es))
+	for _, e := range es {
+		if e.raw != nil {
+			out = append(out, e.raw)
+			continue
+		}
+		b, err := json.Marshal(e.item)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
 	return out, nil
+}
+
+// fit cuts the longest texts in their middle to one length so that all
+// of them hold at most max characters (bytes) in all; nothing when max
+// <= 0 or they fit.
+func fit(texts []*string, max int) {
+	total := 0
+	for _, t := range texts {
+		total += len(*t)
+	}
+	if max <= 0 || total <= max {
+		return
+	}
+	// The largest length L with sum(min(len, L)) <= max.
+	lo, hi := 0, max
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		n := 0
+		for _, t := range texts {
+			n += min(len(*t), mid)
+		}
+		if n <= max {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	for _, t := range texts {
+		if len(*t) > lo {
+			*t = cutMiddle(*t, lo)
+		}
+	}
+}
+
+// cutMiddle keeps about n bytes of s, its head and tail, on rune
+// boundaries, with a note of what was left out.
+func cutMiddle(s string, n int) string {
+	head, tail := n*2/3, n/3
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	for tail > 0 && !utf8.RuneStart(s[len(s)-tail]) {
+		tail--
+	}
+	return s[:head] + fmt.Sprintf("\n[... %d characters left out here; the original is stored ...]\n", len(s)-head-tail) + s[len(s)-tail:]
 }
 
 // textOf returns a message's text: its string content, or its text blocks

@@ -57,7 +57,7 @@ func TestItems(t *testing.T) {
 		agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("do it")),
 		asst, res,
 	}
-	items, err := respcompact.Items(msgs)
+	items, err := respcompact.Items(msgs, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,5 +95,55 @@ func TestCompact(t *testing.T) {
 	var e *respcompact.Error
 	if !errors.As(err, &e) || e.StatusCode != 400 || strings.Contains(err.Error(), "sk-secret") {
 		t.Errorf("no model: %v", err)
+	}
+}
+
+func TestItemsFit(t *testing.T) {
+	out := func(id string, n int) agentctx.Message {
+		m := agentctx.NewMessage(agentctx.RoleTool, agentctx.Text(strings.Repeat("é", n/2)))
+		m.ToolCallID = id
+		return m
+	}
+	asst := agentctx.NewMessage(agentctx.RoleAssistant, agentctx.Text(""))
+	asst.ToolCalls = []agentctx.ToolCall{{ID: "a", Function: agentctx.FunctionCall{Name: "sh"}}, {ID: "b", Function: agentctx.FunctionCall{Name: "sh"}}}
+	msgs := []agentctx.Message{agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("task")), asst, out("a", 100_000), out("b", 200)}
+	for _, tc := range []struct {
+		max      int
+		cut      bool
+		maxBytes int
+	}{
+		{0, false, 0},
+		{200_000, false, 0},
+		{5_000, true, 5_000 + 200},
+	} {
+		items, err := respcompact.Items(msgs, tc.max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var texts int
+		var long, short string
+		for _, it := range items {
+			var v map[string]any
+			if err := json.Unmarshal(it, &v); err != nil {
+				t.Fatalf("max %d: %v", tc.max, err)
+			}
+			if o, ok := v["output"].(string); ok {
+				texts += len(o)
+				if v["call_id"] == "a" {
+					long = o
+				} else {
+					short = o
+				}
+			}
+		}
+		if got := strings.Contains(long, "left out"); got != tc.cut {
+			t.Errorf("max %d: cut %v, want %v", tc.max, got, tc.cut)
+		}
+		if len(short) != 200 {
+			t.Errorf("max %d: the short output was cut to %d bytes", tc.max, len(short))
+		}
+		if tc.maxBytes > 0 && texts > tc.maxBytes {
+			t.Errorf("max %d: %d bytes of output sent", tc.max, texts)
+		}
 	}
 }
