@@ -67,8 +67,9 @@ type CompactionPayload struct {
 	InputTokens int `json:"input_tokens"`
 	// CallIDs are the call_ids of the tool calls summarized, sorted.
 	CallIDs []string `json:"call_ids,omitempty"`
-	// SummaryTokens is what the item costs as input: an eighth of
-	// InputTokens, at least 64.
+	// SummaryTokens is what the item costs as input, and what writing it
+	// cost as output: an eighth of InputTokens, at least 64 and at most
+	// 8,192 (the output budget of agentctx's own summaries).
 	SummaryTokens int `json:"summary_tokens"`
 }
 
@@ -232,7 +233,7 @@ func compactItems(items []any) CompactionPayload {
 		p.CallIDs = append(p.CallIDs, id)
 	}
 	sort.Strings(p.CallIDs)
-	p.SummaryTokens = max(p.InputTokens/8, 64)
+	p.SummaryTokens = min(max(p.InputTokens/8, 64), 8192)
 	return p
 }
 
