@@ -42,6 +42,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
@@ -65,6 +66,9 @@ type NativeSummarizerOptions struct {
 	// the summary's pointers say where); 0 means 400,000 characters
 	// (about 100K tokens).
 	MaxInputChars int
+	// Timeout bounds one compaction request; 0 means 2 minutes. On
+	// timeout the fallback summarizes.
+	Timeout time.Duration
 	// Logger receives a line when a compaction fails; nil discards.
 	Logger *slog.Logger
 }
@@ -84,6 +88,9 @@ func NativeSummarizers(opts NativeSummarizerOptions) func(req *Request) compact.
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 2 * time.Minute
 	}
 	if opts.MaxInputChars <= 0 {
 		opts.MaxInputChars = 400_000
@@ -130,6 +137,8 @@ func compactUpstream(ctx context.Context, client *http.Client, o *NativeSummariz
 		}
 	}
 	h.Set(HeaderSummary, "1")
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
 	res, err := respcompact.Compact(ctx, client, respcompact.Request{BaseURL: o.OpenAIURL, Header: h, Model: req.Model, Input: items})
 	if err != nil {
 		return "", err

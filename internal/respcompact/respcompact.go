@@ -291,8 +291,8 @@ func textOf(m *agentctx.Message) string {
 
 // Request is one compaction call.
 type Request struct {
-	// BaseURL is the API's base URL (https://api.openai.com, or one
-	// ending in /v1).
+	// BaseURL is the API's base URL without /v1, as the proxy's upstream
+	// (https://api.openai.com): Path is appended.
 	BaseURL string
 	// Header holds the headers to send: the client's credentials
 	// (Authorization, OpenAI-Organization, OpenAI-Project) and whatever
@@ -340,8 +340,7 @@ func Compact(ctx context.Context, client *http.Client, r Request) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	base := strings.TrimSuffix(strings.TrimSuffix(r.BaseURL, "/"), "/v1")
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, base+Path, bytes.NewReader(body))
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(r.BaseURL, "/")+Path, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

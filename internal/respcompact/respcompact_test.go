@@ -84,7 +84,7 @@ func TestCompact(t *testing.T) {
 	defer up.Close()
 	in := []json.RawMessage{json.RawMessage(`{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}`)}
 	h := http.Header{"Authorization": {"Bearer sk-secret-secret"}}
-	res, err := respcompact.Compact(context.Background(), nil, respcompact.Request{BaseURL: up.URL + "/v1", Header: h, Model: "m", Input: in})
+	res, err := respcompact.Compact(context.Background(), nil, respcompact.Request{BaseURL: up.URL + "/", Header: h, Model: "m", Input: in})
 	if err != nil {
 		t.Fatal(err)
 	}
