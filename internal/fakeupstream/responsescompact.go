@@ -41,7 +41,10 @@ package fakeupstream
 // client: its encrypted_content is "fakecmp1." + base64url(payload) + "." +
 // a MAC of the payload, where the payload records what was summarized
 // (CompactionPayload). A compaction item in the input is billed as its
-// SummaryTokens, the tokens of the state it carries.
+// SummaryTokens, the tokens of the state it carries. A request whose
+// threshold is crossed is billed its whole input (the compaction pass
+// reads it) and, as output, the answer's tokens plus the item's
+// SummaryTokens; the script sees the request as sent.
 
 import (
 	"crypto/hmac"
