@@ -26,6 +26,14 @@
 // (the Responses API among them) pass through unchanged. When the pipeline
 // also implements Observer, the usage of every response is fed back to it
 // (for a streamed response, ask for it with stream_options.include_usage).
+//
+// # Context management
+//
+// Every edit is applied in the messages sent: Chat Completions has no
+// context management of OpenAI's, so there is nothing for a native mode to
+// delegate to (the proxy's --context-management native falls back the
+// same way for it). OpenAI's compaction exists only for the Responses API,
+// which this middleware passes through; the proxy applies it there.
 package openaix
 
 import (

@@ -100,7 +100,9 @@
 // # Reports
 //
 // GET /agentctx/stats answers with per-session statistics (SessionStats):
-// requests, bytes and tokens before and after, compactions, cache breaks
+// requests, bytes and tokens before and after, compactions (those whose
+// summary the provider wrote, ContextNative on the Responses API, also as
+// provider_compactions; see native_responses.go), cache breaks
 // (requests that changed a message the request before had sent, compared
 // without cache_control markers) beside the Engine's prefix changes (the
 // breaks it planned: prune batches and compactions), requests that asked
@@ -114,8 +116,8 @@
 // upstream reported for each answered request (uncached input, cache
 // reads, cache writes by lifetime, output) at Options.Prices for the
 // request's model, plus the summary requests UpstreamSummarizers sent
-// while the Engine prepared a request (summary_requests,
-// summary_cost_usd). Failed requests are not billed.
+// (and the compaction requests NativeSummarizers sent) while the Engine
+// prepared a request (summary_requests, summary_cost_usd). Failed requests are not billed.
 //
 // The bill without agentctx (cost_without_usd) is an estimate: what the
 // requests as the client sent them would have cost, with no summary

@@ -272,6 +272,7 @@ type exchange struct {
 	edited     bool
 	dropBlock  bool // ask the API to drop thinking blocks whose prefix changed
 	native     bool // a context-management edit was added (its beta is needed)
+	provCmp    bool // a provider's compaction window is sent (native_responses.go)
 	held       int  // tool results held as last sent (see holdEdits)
 	thinkIn    int  // thinking blocks the client sent
 	thinkOut   int  // thinking blocks forwarded
@@ -640,6 +641,7 @@ func (s *Server) edit(api API, b *body, conv *conversation, msgs []agentctx.Mess
 		if list, err = spliceResponses(conv.items, conv.doc.Messages, conv.groups, a); err != nil {
 			return nil, err
 		}
+		x.provCmp = x.prepared != nil && x.prepared.Compacted && providerCompacted(a)
 	} else {
 		list = spliceList(conv.items, a)
 	}

@@ -251,6 +251,10 @@ func spliceResponses(items [][]byte, in []agentctx.Message, groups [][]int, a *a
 				emit(append(b, '}'))
 			}
 		default:
+			window, text := nativeWindow(m) // a provider's compaction (native_responses.go)
+			for _, it := range window {
+				emit(it)
+			}
 			role, part := m.Role, "input_text"
 			switch role {
 			case agentctx.RoleAssistant:
@@ -261,7 +265,7 @@ func spliceResponses(items [][]byte, in []agentctx.Message, groups [][]int, a *a
 			b := []byte(`{"type":"message","role":`)
 			b = rawjson.AppendString(b, role)
 			b = append(b, `,"content":[{"type":"`+part+`","text":`...)
-			b = rawjson.AppendString(b, messageText(m))
+			b = rawjson.AppendString(b, text)
 			emit(append(b, "}]}"...))
 		}
 	}

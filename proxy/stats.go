@@ -52,6 +52,10 @@ type SessionStats struct {
 	TokensBefore int `json:"tokens_before"`
 	TokensAfter  int `json:"tokens_after"`
 	Compactions  int `json:"compactions"`
+	// ProviderCompactions counts the compactions whose summary the
+	// provider wrote (ContextNative, OpenAI Responses: a compaction item
+	// of POST /v1/responses/compact; see native_responses.go).
+	ProviderCompactions int `json:"provider_compactions"`
 	// CacheBreaks counts requests whose messages sent do not start with
 	// the messages sent by the request before (compared without
 	// cache_control markers, which move without changing what a provider
@@ -193,6 +197,9 @@ func (s *sessionStats) record(x *exchange) {
 		s.TokensBefore, s.TokensAfter = p.TokensBefore, p.TokensAfter
 		if p.Compacted {
 			s.Compactions++
+			if x.provCmp {
+				s.ProviderCompactions++
+			}
 		}
 		if p.PrefixChanged {
 			s.PrefixChanges++

@@ -135,6 +135,11 @@ writes to, every session: the proxy prints the line that registers it,
 				// summarizer falls back to the extractive one itself.
 				eo.Pipeline.Compact.MaxRetries = -1
 			}
+			if proxy.ContextManagement(contextMgmt) == proxy.ContextNative && !f.noCompact {
+				// OpenAI Responses: the provider's compaction writes the
+				// summary (the other APIs keep the summarizer chosen).
+				eo.Summarizer = proxy.NativeSummarizers(proxy.NativeSummarizerOptions{OpenAIURL: oaURL, Logger: log, Fallback: eo.Summarizer})
+			}
 			engine, err := proxy.NewPipelineEngine(eo)
 			if err != nil {
 				return usagef("%v", err)
@@ -183,7 +188,7 @@ writes to, every session: the proxy prints the line that registers it,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&listen, "listen", "127.0.0.1:8787", "address to listen on")
-	fs.StringVar(&contextMgmt, "context-management", string(proxy.ContextClient), "where edits go: client (in the messages) or native (Anthropic context editing for already-sent results)")
+	fs.StringVar(&contextMgmt, "context-management", string(proxy.ContextClient), "where edits go: client (in the messages) or native (Anthropic context editing for already-sent results; OpenAI Responses compaction for compactions)")
 	fs.StringVar(&anthropicURL, "upstream-anthropic", proxy.DefaultAnthropicURL, "Anthropic API base URL")
 	fs.StringVar(&oaURL, "upstream-openai", proxy.DefaultOpenAIURL, "OpenAI API base URL")
 	fs.IntVar(&maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions kept in memory (least recently used out first)")

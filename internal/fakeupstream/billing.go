@@ -36,6 +36,10 @@ type Totals struct {
 	// Rejections counts the model requests answered with a 400 (invalid,
 	// or "prompt is too long").
 	Rejections int `json:"rejections"`
+	// Compactions counts the Responses compaction passes: POST
+	// /v1/responses/compact, and requests whose context_management
+	// threshold was crossed.
+	Compactions int `json:"compactions"`
 
 	// Signed thinking and context editing (contextmgmt.go).
 	ThinkingTotals
@@ -143,6 +147,9 @@ func (s *Server) usage(c *Call, reply Reply) pricing.Usage {
 		t.Output += u.Output
 		t.USD += cost
 		t.LargestRequest = max(t.LargestRequest, u.InputTotal())
+		if c.compaction {
+			t.Compactions++
+		}
 		for _, a := range c.Applied {
 			t.ContextEdits++
 			t.ClearedToolUses += a.ClearedToolUses
@@ -286,6 +293,8 @@ func requestBlocks(api string, body map[string]any) []pricing.Block {
 				it := asMap(iv)
 				n := 0
 				switch {
+				case it["type"] == "compaction":
+					n = compactionItemTokens(it)
 				case it["content"] != nil:
 					n = count(textOf(it["content"]))
 				case it["output"] != nil:

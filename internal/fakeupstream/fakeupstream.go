@@ -59,6 +59,11 @@ type Call struct {
 	// without edits.
 	Edited  map[string]any
 	Applied []AppliedEdit
+	// Compaction is the compaction item a Responses request's
+	// context_management threshold produced (responsescompact.go): the
+	// answer's first output item; nil without one.
+	Compaction map[string]any
+	compaction bool // a compaction pass: counted in Totals.Compactions
 }
 
 // ToolCall is a call the model makes.
@@ -166,6 +171,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		api = APIChat
 	case r.Method == http.MethodPost && path == "/v1/responses":
 		api = APIResponses
+	case r.Method == http.MethodPost && path == CompactPath:
+		s.serveCompact(w, r)
+		return
 	case path == "/v1/messages/count_tokens":
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"input_tokens":42}`)
@@ -209,9 +217,21 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			c.Edited, c.Applied = e, applied
 		}
 	}
+	var compactTokens int
+	if api == APIResponses {
+		c.Compaction, compactTokens = s.thresholdCompaction(body)
+		c.compaction = c.Compaction != nil
+	}
 	reply := Reply{Text: "ok"}
 	if s.opts.Script != nil {
 		reply = s.opts.Script(c)
+	}
+	if compactTokens > 0 {
+		// The compaction pass's output is billed with the answer's.
+		if reply.OutputTokens == 0 {
+			reply.OutputTokens = outputTokens(reply)
+		}
+		reply.OutputTokens += compactTokens
 	}
 	u := s.usage(c, reply)
 	switch api {
@@ -275,8 +295,14 @@ func (s *Server) check(api string, header http.Header, body map[string]any, size
 		msgs, _ := body["messages"].([]any)
 		return chatPairing(msgs)
 	case APIResponses:
+		if _, r := checkContextManagementResponses(body); r != "" {
+			return r
+		}
 		if in, ok := body["input"].([]any); ok {
-			return responsesPairing(in)
+			if r := responsesPairing(in); r != "" {
+				return r
+			}
+			return checkCompactionItems(in)
 		}
 	}
 	return ""

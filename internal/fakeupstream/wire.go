@@ -185,6 +185,9 @@ func (s *Server) chat(w http.ResponseWriter, c *Call, r Reply, u pricing.Usage) 
 func (s *Server) responses(w http.ResponseWriter, c *Call, r Reply, u pricing.Usage) {
 	rid := s.id("resp")
 	var output []any
+	if c.Compaction != nil {
+		output = append(output, c.Compaction)
+	}
 	if r.Thinking != "" {
 		output = append(output, map[string]any{"type": "reasoning", "id": s.id("rs"), "summary": []any{},
 			"encrypted_content": "enc:" + r.Thinking})
@@ -227,6 +230,8 @@ func (s *Server) responses(w http.ResponseWriter, c *Call, r Reply, u pricing.Us
 			ev("response.content_part.done", map[string]any{"item_id": o["id"], "output_index": i, "content_index": 0, "part": map[string]any{"type": "output_text", "text": r.Text, "annotations": []any{}}})
 		case "reasoning":
 			ev("response.output_item.added", map[string]any{"output_index": i, "item": map[string]any{"type": "reasoning", "id": o["id"], "summary": []any{}}})
+		case "compaction":
+			ev("response.output_item.added", map[string]any{"output_index": i, "item": o})
 		case "function_call":
 			added := map[string]any{"type": "function_call", "id": o["id"], "call_id": o["call_id"], "name": o["name"], "arguments": "", "status": "in_progress"}
 			ev("response.output_item.added", map[string]any{"output_index": i, "item": added})
