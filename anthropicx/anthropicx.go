@@ -41,7 +41,6 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/rawjson"
 	"github.com/agentctx/agentctx/internal/sdkmw"
 	"github.com/agentctx/agentctx/internal/thinking"
 	"github.com/agentctx/agentctx/pipeline"
@@ -98,30 +97,23 @@ var provider = sdkmw.Provider{
 // the whole list, so that no thinking block the API judges invalid is
 // sent.
 func thinkingBinding(body []byte, doc *agentctx.Document) pipeline.CallOptions {
-	ms, err := rawjson.Members(body)
-	if err != nil {
+	if !thinkingOn(body) {
 		return pipeline.CallOptions{}
 	}
-	for _, m := range ms {
-		if m.Key != "thinking" || rawjson.Kind(m.Value) != '{' {
-			continue
-		}
-		if tm, err := rawjson.Members(m.Value); err == nil {
-			for _, f := range tm {
-				if f.Key == "type" && rawjson.Unquote(f.Value) == "disabled" {
-					return pipeline.CallOptions{}
-				}
-			}
-		}
-		return pipeline.CallOptions{Bound: thinking.Bound(doc.Messages)}
-	}
-	return pipeline.CallOptions{}
+	return pipeline.CallOptions{Bound: thinking.Bound(doc.Messages)}
 }
 
 // Middleware returns the middleware that prepares every Messages request
 // with p. opts may be nil.
+//
+// The middleware remembers the prefix each thinking block of its loop was
+// produced after, and removes the thinking of an ended turn once an edit
+// changed what came before it (internal/thinking.Fix, the proxy's rule):
+// use one middleware per loop (per Pipeline).
 func Middleware(p Preparer, opts *Options) option.Middleware {
-	return sdkmw.New(p, provider, opts)
+	prov := provider
+	prov.Finish = newThinkingMemory().finish
+	return sdkmw.New(p, prov, opts)
 }
 
 // WithPipeline is the client option that prepares every Messages request

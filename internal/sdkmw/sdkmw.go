@@ -106,6 +106,10 @@ type Provider struct {
 	// Binding, when set, returns what the request's signed thinking binds
 	// (pipeline.CallOptions), given to a CallPreparer.
 	Binding func(body []byte, doc *agentctx.Document) pipeline.CallOptions
+	// Finish, when set, is called with each preparation's result before
+	// the body is written (and before Options.OnResult): it may replace
+	// res.Messages (anthropicx removes the thinking an edit invalidated).
+	Finish func(body []byte, doc *agentctx.Document, res *pipeline.Result) error
 }
 
 // ErrNotMessages is returned (wrapped) for a matched request whose body is
@@ -144,7 +148,7 @@ func New(p Preparer, prov Provider, o *Options) Middleware {
 		if err != nil {
 			return nil, fmt.Errorf("agentctx: read request body: %w", err)
 		}
-		out, err := Prepare(ctx, p, prov.Binding, body, opts.OnResult)
+		out, err := prepare(ctx, p, prov, body, opts.OnResult)
 		if err != nil {
 			if !opts.FailOpen {
 				return nil, fmt.Errorf("agentctx: prepare %s request: %w", prov.Name, err)
@@ -167,6 +171,11 @@ func New(p Preparer, prov Provider, o *Options) Middleware {
 // stripped. binding, when set and p is a CallPreparer, says what the
 // request's thinking binds.
 func Prepare(ctx context.Context, p Preparer, binding func([]byte, *agentctx.Document) pipeline.CallOptions, body []byte, onResult func(context.Context, *pipeline.Result)) ([]byte, error) {
+	return prepare(ctx, p, Provider{Binding: binding}, body, onResult)
+}
+
+func prepare(ctx context.Context, p Preparer, prov Provider, body []byte, onResult func(context.Context, *pipeline.Result)) ([]byte, error) {
+	binding := prov.Binding
 	doc, err := agentctx.ParseDocument(ctx, body)
 	if err != nil {
 		return nil, err
@@ -182,6 +191,11 @@ func Prepare(ctx context.Context, p Preparer, binding func([]byte, *agentctx.Doc
 	}
 	if err != nil {
 		return nil, err
+	}
+	if prov.Finish != nil {
+		if err := prov.Finish(body, doc, res); err != nil {
+			return nil, err
+		}
 	}
 	if onResult != nil {
 		onResult(ctx, res)
