@@ -124,25 +124,42 @@ func (s *Server) usage(c *Call, reply Reply) pricing.Usage {
 	if c.Edited != nil {
 		billed = c.Edited // the prompt the model reads
 	}
-	u := cache.Bill(s.opts.Now(), requestBlocks(c.API, billed), out)
+	// A threshold compaction is a sampling step of its own, billed like
+	// a request on the prompt it read, before the message step reads the
+	// compacted one (compaction.go); a paused answer has no message step.
+	var cu pricing.Usage
+	if cp := c.compaction; cp != nil {
+		cu = cache.Bill(s.opts.Now(), requestBlocks(c.API, cp.Full), count(cp.Summary))
+		c.compUsage = cu
+		billed = cp.Compacted
+	}
+	var u pricing.Usage
+	if c.compaction == nil || !c.compaction.Paused {
+		u = cache.Bill(s.opts.Now(), requestBlocks(c.API, billed), out)
+	}
 	if reply.InputTokens != 0 {
 		u = pricing.Usage{Input: reply.InputTokens, Output: 10}
 		if reply.OutputTokens != 0 {
 			u.Output = reply.OutputTokens
 		}
 	}
-	cost := cache.Prices().Cost(u)
+	cost := cache.Prices().Cost(u) + cache.Prices().Cost(cu)
 	s.billing.mu.Lock()
 	defer s.billing.mu.Unlock()
 	add := func(t Totals) Totals {
 		t.Requests++
-		t.Input += u.Input
-		t.CacheRead += u.CacheRead
-		t.CacheWrite += u.CacheWrite
-		t.CacheWrite1h += u.CacheWrite1h
-		t.Output += u.Output
+		for _, x := range []pricing.Usage{cu, u} {
+			t.Input += x.Input
+			t.CacheRead += x.CacheRead
+			t.CacheWrite += x.CacheWrite
+			t.CacheWrite1h += x.CacheWrite1h
+			t.Output += x.Output
+			t.LargestRequest = max(t.LargestRequest, x.InputTotal())
+		}
 		t.USD += cost
-		t.LargestRequest = max(t.LargestRequest, u.InputTotal())
+		if c.compaction != nil {
+			t.Compactions++
+		}
 		for _, a := range c.Applied {
 			t.ContextEdits++
 			t.ClearedToolUses += a.ClearedToolUses
@@ -380,6 +397,9 @@ func blockTokens(b map[string]any) int {
 			return n
 		}
 		return 0
+	case "compaction":
+		t, _ := b["content"].(string)
+		return count(t)
 	case "image":
 		return imageTokens
 	}

@@ -59,6 +59,11 @@ type Call struct {
 	// without edits.
 	Edited  map[string]any
 	Applied []AppliedEdit
+	// Summary is the summary of the threshold compaction the request
+	// triggered (compaction.go), "" when none ran.
+	Summary    string
+	compaction *compaction
+	compUsage  pricing.Usage
 }
 
 // ToolCall is a call the model makes.
@@ -205,12 +210,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := s.call(api, r, body, raw)
 	if api == APIAnthropic {
 		s.countThinking(r.Header, body)
-		if e, applied := applyContextManagement(body); applied != nil {
-			c.Edited, c.Applied = e, applied
+		c.Edited, c.Applied = applyContextManagement(body)
+		read := body
+		if c.Edited != nil {
+			read = c.Edited
+		}
+		if c.compaction = compact(read); c.compaction != nil {
+			c.Summary = c.compaction.Summary
 		}
 	}
 	reply := Reply{Text: "ok"}
-	if s.opts.Script != nil {
+	switch {
+	case c.compaction != nil && c.compaction.Paused:
+		reply = Reply{} // the answer stops after the compaction block
+	case s.opts.Script != nil:
 		reply = s.opts.Script(c)
 	}
 	u := s.usage(c, reply)
@@ -263,6 +276,9 @@ func (s *Server) check(api string, header http.Header, body map[string]any, size
 			return fmt.Sprintf("A maximum of 4 blocks with cache_control may be provided. Found %d.", n)
 		}
 		if r := checkContextManagement(header, body); r != "" {
+			return r
+		}
+		if r := checkCompactionBlocks(body); r != "" {
 			return r
 		}
 		if r := s.checkFinalThinking(body); r != "" {
