@@ -1,6 +1,8 @@
 package fakeupstream
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -22,7 +24,10 @@ import (
 //     the content, and continues the answer from the compacted context; with
 //     pause_after_compaction it stops after the block, stop_reason
 //     "compaction". Streamed, the block is a content_block_start of type
-//     compaction and one compaction_delta with the whole summary.
+//     compaction and a compaction_delta with content and encrypted_content
+//     (opaque, to be sent back verbatim: the SDKs' stream accumulators copy
+//     both, anthropic-sdk-typescript's BetaMessageStream since the fix of
+//     its encrypted_content round trip).
 //   - usage.iterations lists the sampling steps ({"type":"compaction",...}
 //     then {"type":"message",...}, each with input_tokens, output_tokens and
 //     the cache figures); the top-level usage is the message step's only.
@@ -177,7 +182,10 @@ func compact(read map[string]any) *compaction {
 	return &compaction{Full: read, Compacted: after, Summary: summary, Paused: paused}
 }
 
-// compactionBlock is the block an answer starts with.
+// block is the block an answer starts with: the summary, and an opaque
+// encrypted_content the client is to send back verbatim (the fake makes
+// it from the summary and does not require it back).
 func (c *compaction) block() map[string]any {
-	return map[string]any{"type": "compaction", "content": c.Summary}
+	h := sha256.Sum256([]byte(c.Summary))
+	return map[string]any{"type": "compaction", "content": c.Summary, "encrypted_content": "fakecompact:" + hex.EncodeToString(h[:12])}
 }

@@ -114,3 +114,40 @@ func TestThresholdCompaction(t *testing.T) {
 		t.Errorf("paused: %d stop %v content %v", st, m["stop_reason"], m["content"])
 	}
 }
+
+// TestCompactionBeforeOpenTurnThinking: in a tool loop, the answer that
+// carried a compaction block is sent back with the block first and its
+// thinking second; the rule that the open turn's last assistant message
+// starts with thinking counts from after the block.
+func TestCompactionBeforeOpenTurnThinking(t *testing.T) {
+	calls := 0
+	fake := fakeupstream.New(fakeupstream.Options{Script: func(c *fakeupstream.Call) fakeupstream.Reply {
+		calls++
+		if calls > 1 {
+			return fakeupstream.Reply{Thinking: "done", Text: "ok"}
+		}
+		return fakeupstream.Reply{Thinking: "run it", ToolCalls: []fakeupstream.ToolCall{{Name: "Read", Input: map[string]any{}}}}
+	}})
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	edit := `"context_management":{"edits":[{"type":"compact_20260112","trigger":{"type":"input_tokens","value":50000}}]}`
+	hist := strings.TrimSuffix(history(30), "]") + `,{"role":"user","content":"next"}]`
+	body := `{"model":"claude-sonnet-4-6","max_tokens":10,"thinking":{"type":"enabled","budget_tokens":1024},"messages":` + hist + `,` + edit + `}`
+	st, m := postCM(t, srv.URL, fakeupstream.CompactBeta, body)
+	if st != 200 {
+		t.Fatalf("%d %v", st, m)
+	}
+	content := m["content"].([]any)
+	var id string
+	for _, b := range content {
+		if bm := b.(map[string]any); bm["type"] == "tool_use" {
+			id = bm["id"].(string)
+		}
+	}
+	answer, _ := json.Marshal(map[string]any{"role": "assistant", "content": content})
+	next := `{"model":"claude-sonnet-4-6","max_tokens":10,"thinking":{"type":"enabled","budget_tokens":1024},"messages":` +
+		strings.TrimSuffix(hist, "]") + `,` + string(answer) + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + id + `","content":"x"}]}],` + edit + `}`
+	if st, m := postCM(t, srv.URL, fakeupstream.CompactBeta, next); st != 200 {
+		t.Errorf("the loop after a compaction: %d %v", st, m)
+	}
+}

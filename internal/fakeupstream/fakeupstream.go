@@ -509,6 +509,9 @@ func (s *Server) checkFinalThinking(body map[string]any) string {
 	}
 	prev := asMap(msgs[len(msgs)-2])
 	pb := blocksOf(prev)
+	for len(pb) > 0 && pb[0]["type"] == "compaction" {
+		pb = pb[1:] // a threshold compaction's block comes first (compaction.go)
+	}
 	if prev["role"] != "assistant" || len(pb) == 0 {
 		return ""
 	}
