@@ -27,6 +27,16 @@
 // messages (prune, offload, compact; the top-level system prompt counted),
 // and sends the prepared body. When the pipeline also implements Observer,
 // the usage of every response (streamed or not) is fed back to it.
+//
+// # Signed thinking
+//
+// With thinking on, the middleware follows the proxy's rules (one
+// implementation, in internal/thinking): the pipeline does not edit the
+// messages the open turn's thinking is bound to (pipeline.CallOptions),
+// and the thinking of an ended turn is removed once an edit changed what
+// came before it, so no thinking block the API would judge invalid is
+// sent. The middleware remembers the prefix each block was produced after
+// from the requests it sent: use one middleware per loop.
 package anthropicx
 
 import (
