@@ -126,7 +126,7 @@ import (
 	"sync"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/ctxedit"
 )
 
 // ContextManagement says where edits are applied.
@@ -145,8 +145,8 @@ const (
 // ContextManagementBeta is the beta Anthropic's context editing needs, and
 // ClearToolUses the edit agentctx appends.
 const (
-	ContextManagementBeta = "context-management-2025-06-27"
-	ClearToolUses         = "clear_tool_uses_20250919"
+	ContextManagementBeta = ctxedit.Beta
+	ClearToolUses         = ctxedit.ClearToolUses
 )
 
 // sentList is what a session's last edited request sent: its messages and
@@ -270,144 +270,11 @@ func equalStrings(x, y []string) bool {
 	return true
 }
 
-// clearEdit returns the clear_tool_uses_20250919 edit that has the server
-// clear the tool results agentctx cleared (see the package notes on the
-// approximation), or nil when it would clear nothing. cleared holds the
-// ids of the tool calls whose results agentctx cleared, in the messages or
-// held.
-func clearEdit(msgs []agentctx.Message, cleared map[string]bool) []byte {
-	type use struct{ id, name string }
-	var uses []use
-	hit := map[string]bool{} // tool names with a cleared use
-	for i := range msgs {
-		if msgs[i].Role != agentctx.RoleAssistant {
-			continue
-		}
-		for _, b := range msgs[i].Content.Blocks() {
-			if b.Type == agentctx.BlockToolUse {
-				uses = append(uses, use{b.ID, b.Name})
-				if cleared[b.ID] {
-					hit[b.Name] = true
-				}
-			}
-		}
-	}
-	var exclude []string
-	seen := map[string]bool{}
-	cands, run := 0, 0
-	inRun := true
-	for _, u := range uses {
-		if !hit[u.name] {
-			if !seen[u.name] {
-				seen[u.name] = true
-				exclude = append(exclude, u.name)
-			}
-			continue
-		}
-		cands++
-		if inRun && cleared[u.id] {
-			run++
-		} else {
-			inRun = false
-		}
-	}
-	if run == 0 {
-		return nil
-	}
-	buf := []byte(`{"type":"` + ClearToolUses + `","trigger":{"type":"input_tokens","value":1},"keep":{"type":"tool_uses","value":`)
-	buf = appendInt(buf, cands-run)
-	buf = append(buf, '}')
-	if len(exclude) > 0 {
-		buf = append(buf, `,"exclude_tools":[`...)
-		for i, n := range exclude {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = rawjson.AppendString(buf, n)
-		}
-		buf = append(buf, ']')
-	}
-	return append(buf, '}')
-}
-
-func appendInt(b []byte, n int) []byte {
-	if n >= 10 {
-		b = appendInt(b, n/10)
-	}
-	return append(b, byte('0'+n%10))
-}
-
 // clearedIDs returns the ids of the tool calls whose results the messages
 // to send changed from the client's (a placeholder or a reference), plus
 // held.
 func clearedIDs(in, out []agentctx.Message, held []string) map[string]bool {
-	orig := map[string]agentctx.Block{}
-	for i := range in {
-		for _, b := range in[i].Content.Blocks() {
-			if b.Type == agentctx.BlockToolResult {
-				orig[b.ToolUseID] = b
-			}
-		}
-	}
-	ids := map[string]bool{}
-	for _, id := range held {
-		ids[id] = true
-	}
-	for i := range out {
-		for _, b := range out[i].Content.Blocks() {
-			if b.Type != agentctx.BlockToolResult {
-				continue
-			}
-			if o, ok := orig[b.ToolUseID]; ok && !sameBlock(o, b) {
-				ids[b.ToolUseID] = true
-			}
-		}
-	}
-	return ids
-}
-
-// withEdit returns the context_management object with edit appended to
-// its edits (created when absent): the client's own edits stay first.
-func withEdit(cm, edit []byte) []byte {
-	if rawjson.Kind(cm) != '{' {
-		cm = []byte(`{}`)
-	}
-	edits := memberOf(cm, "edits")
-	var list []byte
-	if rawjson.Kind(edits) == '[' {
-		els, err := rawjson.Elements(edits)
-		if err != nil {
-			return cm
-		}
-		list = append(list, '[')
-		for _, e := range els {
-			list = append(list, e...)
-			list = append(list, ',')
-		}
-		list = append(list, edit...)
-		list = append(list, ']')
-	} else {
-		list = append(append([]byte{'['}, edit...), ']')
-	}
-	return setMember(cm, "edits", list)
-}
-
-// appendMember returns the object raw with a member added before its
-// closing brace.
-func appendMember(raw []byte, key string, value []byte) []byte {
-	end := bytes.LastIndexByte(raw, '}')
-	if end < 0 {
-		return raw
-	}
-	out := make([]byte, 0, len(raw)+len(key)+len(value)+4)
-	out = append(out, raw[:end]...)
-	if len(bytes.TrimSpace(raw[bytes.IndexByte(raw, '{')+1:end])) > 0 {
-		out = append(out, ',')
-	}
-	out = rawjson.AppendString(out, key)
-	out = append(out, ':')
-	out = append(out, value...)
-	return append(out, raw[end:]...)
+	return ctxedit.ClearedIDs(in, out, held, sameBlock)
 }
 
 // ThinkingStats are a session's figures on signed thinking and context
@@ -481,7 +348,7 @@ func (s *Server) placeEdits(a *alignment, in []agentctx.Message, inEnc [][]byte,
 	if !native {
 		return nil
 	}
-	edit := clearEdit(a.out, clearedIDs(in, a.out, held))
+	edit := ctxedit.ClearEdit(a.out, clearedIDs(in, a.out, held))
 	x.native = edit != nil
 	return edit
 }
