@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/httpguard"
 	"github.com/agentctx/agentctx/internal/ctxedit"
+	"github.com/agentctx/agentctx/internal/httpguard"
 	"github.com/agentctx/agentctx/internal/rawjson"
 	"github.com/agentctx/agentctx/internal/thinking"
 	"github.com/agentctx/agentctx/pipeline"
