@@ -126,6 +126,35 @@ func Middleware(p Preparer, opts *Options) option.Middleware {
 	return sdkmw.New(p, prov, opts)
 }
 
+// NativeMiddleware is Middleware in native context-management mode (the
+// proxy's --context-management native): while thinking is on, the
+// pipeline's prune and offload decisions on results already sent before a
+// thinking block are not applied in the messages, which go as last sent,
+// but delegated to Anthropic's context editing: a clear_tool_uses_20250919
+// edit appended to the request's context_management.edits (the caller's
+// own edits stay first), with its beta header. The API applies it after
+// the thinking prefix check, so the open turn keeps its thinking; the
+// pipeline still stores every original, counts and reports. Compactions
+// stay the pipeline's own. Use one middleware per loop.
+func NativeMiddleware(p Preparer, opts *Options) option.Middleware {
+	m := newThinkingMemory()
+	m.native = true
+	prov := provider
+	prov.Binding = func(body []byte, doc *agentctx.Document) pipeline.CallOptions {
+		co := thinkingBinding(body, doc)
+		co.EditBound = co.Bound > 0
+		return co
+	}
+	prov.Finish = m.finish
+	return sdkmw.New(p, prov, opts)
+}
+
+// WithPipelineNative is the client option that prepares every Messages
+// request with p in native mode (NativeMiddleware).
+func WithPipelineNative(p Preparer, opts *Options) option.RequestOption {
+	return option.WithMiddleware(NativeMiddleware(p, opts))
+}
+
 // WithPipeline is the client option that prepares every Messages request
 // with p: anthropic.NewClient(anthropicx.WithPipeline(p)).
 func WithPipeline(p Preparer) option.RequestOption {

@@ -3,10 +3,13 @@ package anthropicx
 import (
 	"encoding/json"
 	"hash/maphash"
+	"net/http"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/ctxedit"
 	"github.com/agentctx/agentctx/internal/rawjson"
 	"github.com/agentctx/agentctx/internal/thinking"
 	"github.com/agentctx/agentctx/pipeline"
@@ -57,6 +60,13 @@ type thinkingMemory struct {
 	sent      bool            // a request went
 	lastIn    int             // the number of the client's messages it held
 	lastChain thinking.Prefix // the prefix of the messages it sent
+
+	// native delegates the clearing of results already sent before a
+	// thinking block to Anthropic's context editing (NativeMiddleware);
+	// lastOut and lastOutHash are the messages the last request sent.
+	native      bool
+	lastOut     []agentctx.Message
+	lastOutHash []uint64
 }
 
 func newThinkingMemory() *thinkingMemory {
@@ -129,7 +139,7 @@ func stripCacheControl(v any) any {
 // documented way to keep older turns after trimming), so that no block the
 // API judges invalid is sent. The open turn's thinking is kept: the
 // pipeline does not edit the messages it binds (CallOptions.Bound).
-func (m *thinkingMemory) finish(body []byte, doc *agentctx.Document, res *pipeline.Result) error {
+func (m *thinkingMemory) finish(req *http.Request, body []byte, doc *agentctx.Document, res *pipeline.Result) (map[string][]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	in := doc.Messages
@@ -157,11 +167,25 @@ func (m *thinkingMemory) finish(body []byte, doc *agentctx.Document, res *pipeli
 	}
 	out := slices.Clone(agentctx.StripMetadata(res.Messages))
 	outHash := make([]uint64, len(out))
-	first := len(out)
 	for j := range out {
 		outHash[j] = m.hash(&out[j])
-		if first == len(out) && (j >= len(in) || outHash[j] != inHash[j]) {
+	}
+	on := thinkingOn(body)
+	var members map[string][]byte
+	if m.native && on && !compacted(res) {
+		held := m.hold(out, outHash)
+		if edit := ctxedit.ClearEdit(out, ctxedit.ClearedIDs(in, out, held, nil)); edit != nil {
+			members = map[string][]byte{"context_management": ctxedit.WithEdit(ctxedit.Member(body, "context_management"), edit)}
+			if req != nil && !hasBeta(req.Header, ctxedit.Beta) {
+				req.Header.Add("anthropic-beta", ctxedit.Beta)
+			}
+		}
+	}
+	first := len(out)
+	for j := range out {
+		if j >= len(in) || outHash[j] != inHash[j] {
 			first = j
+			break
 		}
 	}
 	_, err := thinking.Fix(thinking.List{
@@ -179,9 +203,9 @@ func (m *thinkingMemory) finish(body []byte, doc *agentctx.Document, res *pipeli
 			outHash[j] = m.hash(&out[j])
 			return nil
 		},
-	}, m, thinkingOn(body))
+	}, m, on)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// A DropBlock verdict would need the request's thinking controls; the
 	// binding leaves none to give here (an invalid block of the open turn
@@ -191,6 +215,58 @@ func (m *thinkingMemory) finish(body []byte, doc *agentctx.Document, res *pipeli
 		chain = chain.Next(h)
 	}
 	m.sent, m.lastIn, m.lastChain = true, len(in), chain
+	m.lastOut, m.lastOutHash = out, outHash
 	res.Messages = out
-	return nil
+	return members, nil
+}
+
+// compacted reports whether the pipeline compacted the request.
+func compacted(res *pipeline.Result) bool {
+	s := res.Report.Step(pipeline.StepCompact)
+	return s != nil && s.Compact != nil && s.Compact.Compacted
+}
+
+// hold puts back, before the last thinking block, each message of tool
+// results the pipeline changed since the last request sent it, as it was
+// sent (the proxy's holdEdits): the change goes as a context-management
+// edit instead, which the API applies after the prefix check. It returns
+// the ids of the tool calls whose results were held; it stops at the first
+// changed message that is not such a held edit.
+func (m *thinkingMemory) hold(out []agentctx.Message, outHash []uint64) []string {
+	lt := -1
+	for j := len(out) - 1; j >= 0; j-- {
+		if thinking.Has(&out[j]) {
+			lt = j
+			break
+		}
+	}
+	var held []string
+	for j := 0; j < lt && j < len(m.lastOut); j++ {
+		if outHash[j] == m.lastOutHash[j] {
+			continue
+		}
+		ids, prev := ctxedit.ToolResultIDs(&out[j]), ctxedit.ToolResultIDs(&m.lastOut[j])
+		if ids == nil || !ctxedit.EqualStrings(ids, prev) {
+			break
+		}
+		ob, pb := out[j].Content.Blocks(), m.lastOut[j].Content.Blocks()
+		for i := range ob {
+			if !ctxedit.SameBlock(ob[i], pb[i]) {
+				held = append(held, ob[i].ToolUseID)
+			}
+		}
+		out[j], outHash[j] = m.lastOut[j], m.lastOutHash[j]
+	}
+	return held
+}
+
+func hasBeta(h http.Header, beta string) bool {
+	for _, v := range h.Values("anthropic-beta") {
+		for _, b := range strings.Split(v, ",") {
+			if strings.TrimSpace(b) == beta {
+				return true
+			}
+		}
+	}
+	return false
 }

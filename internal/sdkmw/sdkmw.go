@@ -12,8 +12,10 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/ctxedit"
 	"github.com/agentctx/agentctx/pipeline"
 )
 
@@ -108,8 +110,11 @@ type Provider struct {
 	Binding func(body []byte, doc *agentctx.Document) pipeline.CallOptions
 	// Finish, when set, is called with each preparation's result before
 	// the body is written (and before Options.OnResult): it may replace
-	// res.Messages (anthropicx removes the thinking an edit invalidated).
-	Finish func(body []byte, doc *agentctx.Document, res *pipeline.Result) error
+	// res.Messages (anthropicx removes the thinking an edit invalidated),
+	// change the request's headers (req is nil in Prepare), and return
+	// top-level members to set in the body sent (anthropicx's native mode
+	// sets context_management).
+	Finish func(req *http.Request, body []byte, doc *agentctx.Document, res *pipeline.Result) (members map[string][]byte, err error)
 }
 
 // ErrNotMessages is returned (wrapped) for a matched request whose body is
@@ -148,7 +153,7 @@ func New(p Preparer, prov Provider, o *Options) Middleware {
 		if err != nil {
 			return nil, fmt.Errorf("agentctx: read request body: %w", err)
 		}
-		out, err := prepare(ctx, p, prov, body, opts.OnResult)
+		out, err := prepare(ctx, req, p, prov, body, opts.OnResult)
 		if err != nil {
 			if !opts.FailOpen {
 				return nil, fmt.Errorf("agentctx: prepare %s request: %w", prov.Name, err)
@@ -171,10 +176,10 @@ func New(p Preparer, prov Provider, o *Options) Middleware {
 // stripped. binding, when set and p is a CallPreparer, says what the
 // request's thinking binds.
 func Prepare(ctx context.Context, p Preparer, binding func([]byte, *agentctx.Document) pipeline.CallOptions, body []byte, onResult func(context.Context, *pipeline.Result)) ([]byte, error) {
-	return prepare(ctx, p, Provider{Binding: binding}, body, onResult)
+	return prepare(ctx, nil, p, Provider{Binding: binding}, body, onResult)
 }
 
-func prepare(ctx context.Context, p Preparer, prov Provider, body []byte, onResult func(context.Context, *pipeline.Result)) ([]byte, error) {
+func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, body []byte, onResult func(context.Context, *pipeline.Result)) ([]byte, error) {
 	binding := prov.Binding
 	doc, err := agentctx.ParseDocument(ctx, body)
 	if err != nil {
@@ -192,8 +197,9 @@ func prepare(ctx context.Context, p Preparer, prov Provider, body []byte, onResu
 	if err != nil {
 		return nil, err
 	}
+	var members map[string][]byte
 	if prov.Finish != nil {
-		if err := prov.Finish(body, doc, res); err != nil {
+		if members, err = prov.Finish(req, body, doc, res); err != nil {
 			return nil, err
 		}
 	}
@@ -201,7 +207,18 @@ func prepare(ctx context.Context, p Preparer, prov Provider, body []byte, onResu
 		onResult(ctx, res)
 	}
 	out, err := doc.WithMessages(agentctx.StripMetadata(res.Messages)).AppendJSON(make([]byte, 0, len(body)))
-	return bytes.TrimSuffix(out, []byte("\n")), err
+	out = bytes.TrimSuffix(out, []byte("\n"))
+	if err == nil {
+		keys := make([]string, 0, len(members))
+		for k := range members {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			out = ctxedit.SetMember(out, k, members[k])
+		}
+	}
+	return out, err
 }
 
 func setBody(req *http.Request, b []byte) {
