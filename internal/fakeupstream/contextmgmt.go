@@ -328,3 +328,22 @@ func (s *Server) countThinking(header http.Header, body map[string]any) {
 	st.ThinkingTotals = add(st.ThinkingTotals)
 	s.billing.sessions[k] = st
 }
+
+// checkEditedWindow applies the context window to a request with context
+// management: to the prompt the model reads after the edits (a raw body
+// over the window is accepted when the server's clearing brings it under),
+// estimated as the other requests are, a quarter of the bytes.
+func (s *Server) checkEditedWindow(body, read map[string]any, size int) string {
+	if body["context_management"] == nil {
+		return ""
+	}
+	if read != nil {
+		if b, err := json.Marshal(read); err == nil {
+			size = len(b)
+		}
+	}
+	if size/4 > s.opts.ContextWindow {
+		return fmt.Sprintf("prompt is too long: %d tokens > %d maximum", size/4, s.opts.ContextWindow)
+	}
+	return ""
+}

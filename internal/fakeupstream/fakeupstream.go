@@ -201,6 +201,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else if reason := s.check(api, r.Header, body, len(raw)); reason != "" {
 		rec.Rejected = reason
 	}
+	var edited map[string]any
+	var applied []AppliedEdit
+	if rec.Rejected == "" && api == APIAnthropic {
+		edited, applied = applyContextManagement(body)
+		rec.Rejected = s.checkEditedWindow(body, edited, len(raw))
+	}
 	s.record(rec)
 	if rec.Rejected != "" {
 		s.reject(r.Header, body)
@@ -210,11 +216,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := s.call(api, r, body, raw)
 	if api == APIAnthropic {
 		s.countThinking(r.Header, body)
-		c.Edited, c.Applied = applyContextManagement(body)
+		c.Edited, c.Applied = edited, applied
 		read := body
 		if c.Edited != nil {
 			read = c.Edited
 		}
+
 		if c.compaction = compact(read); c.compaction != nil {
 			c.Summary = c.compaction.Summary
 		}
@@ -263,7 +270,9 @@ func writeErr(w http.ResponseWriter, api string, status int, typ, msg string) {
 
 // check applies the rules of the real API.
 func (s *Server) check(api string, header http.Header, body map[string]any, size int) string {
-	if size/4 > s.opts.ContextWindow {
+	if size/4 > s.opts.ContextWindow && (api != APIAnthropic || body["context_management"] == nil) {
+		// With context management, the window is the edited prompt's
+		// (checked after the edits, contextmgmt.go).
 		return fmt.Sprintf("prompt is too long: %d tokens > %d maximum", size/4, s.opts.ContextWindow)
 	}
 	switch api {
