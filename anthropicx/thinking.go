@@ -54,6 +54,7 @@ const maxThinkingKeys = 4096
 type thinkingMemory struct {
 	mu    sync.Mutex
 	seed  maphash.Seed
+	canon map[uint64]uint64 // by the hash of a message's encoding: its hash in the compared form
 	known map[string]thinking.Prefix
 	keys  []string // known's keys, oldest first
 
@@ -70,7 +71,7 @@ type thinkingMemory struct {
 }
 
 func newThinkingMemory() *thinkingMemory {
-	return &thinkingMemory{seed: maphash.MakeSeed(), known: map[string]thinking.Prefix{}}
+	return &thinkingMemory{seed: maphash.MakeSeed(), canon: map[uint64]uint64{}, known: map[string]thinking.Prefix{}}
 }
 
 // Known implements thinking.Memory; mu is held by the caller (finish).
@@ -103,6 +104,21 @@ func (m *thinkingMemory) hash(msg *agentctx.Message) uint64 {
 	if err != nil {
 		return 0
 	}
+	raw := maphash.Bytes(m.seed, enc)
+	if h, ok := m.canon[raw]; ok {
+		return h
+	}
+	h := m.canonicalHash(enc)
+	if len(m.canon) >= maxThinkingKeys*4 {
+		clear(m.canon) // a loop's messages come back every request: the memo refills
+	}
+	m.canon[raw] = h
+	return h
+}
+
+// canonicalHash hashes a message's encoding in the form prefixes are
+// compared in (see hash).
+func (m *thinkingMemory) canonicalHash(enc []byte) uint64 {
 	var v any
 	if json.Unmarshal(enc, &v) != nil {
 		return maphash.Bytes(m.seed, enc)
