@@ -3,6 +3,8 @@ package fakeupstream_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -149,5 +151,30 @@ func TestCompactionBeforeOpenTurnThinking(t *testing.T) {
 		strings.TrimSuffix(hist, "]") + `,` + string(answer) + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + id + `","content":"x"}]}],` + edit + `}`
 	if st, m := postCM(t, srv.URL, fakeupstream.CompactBeta, next); st != 200 {
 		t.Errorf("the loop after a compaction: %d %v", st, m)
+	}
+}
+
+// TestThresholdCompactionStreamed: streamed, the compaction block is a
+// content_block_start of type compaction then a compaction_delta with the
+// summary and the encrypted_content, and the usage carries the iterations.
+func TestThresholdCompactionStreamed(t *testing.T) {
+	fake := fakeupstream.New(fakeupstream.Options{})
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	body := `{"model":"claude-sonnet-4-6","max_tokens":10,"stream":true,"messages":` + history(30) +
+		`,"context_management":{"edits":[{"type":"compact_20260112","trigger":{"type":"input_tokens","value":50000}}]}}`
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/messages", strings.NewReader(body))
+	req.Header.Set("Anthropic-Beta", fakeupstream.CompactBeta)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	s := string(b)
+	for _, want := range []string{`"content_block":{"content":"","type":"compaction"}`, `"type":"compaction_delta"`, `"encrypted_content":"fakecompact:`, `"iterations":[{`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("stream lacks %s", want)
+		}
 	}
 }
