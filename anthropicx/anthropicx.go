@@ -27,6 +27,16 @@
 // messages (prune, offload, compact; the top-level system prompt counted),
 // and sends the prepared body. When the pipeline also implements Observer,
 // the usage of every response (streamed or not) is fed back to it.
+//
+// # Signed thinking
+//
+// With thinking on, the middleware follows the proxy's rules (one
+// implementation, in internal/thinking): the pipeline does not edit the
+// messages the open turn's thinking is bound to (pipeline.CallOptions),
+// and the thinking of an ended turn is removed once an edit changed what
+// came before it, so no thinking block the API would judge invalid is
+// sent. The middleware remembers the prefix each block was produced after
+// from the requests it sent: use one middleware per loop.
 package anthropicx
 
 import (
@@ -41,7 +51,6 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/rawjson"
 	"github.com/agentctx/agentctx/internal/sdkmw"
 	"github.com/agentctx/agentctx/internal/thinking"
 	"github.com/agentctx/agentctx/pipeline"
@@ -98,30 +107,52 @@ var provider = sdkmw.Provider{
 // the whole list, so that no thinking block the API judges invalid is
 // sent.
 func thinkingBinding(body []byte, doc *agentctx.Document) pipeline.CallOptions {
-	ms, err := rawjson.Members(body)
-	if err != nil {
+	if !thinkingOn(body) {
 		return pipeline.CallOptions{}
 	}
-	for _, m := range ms {
-		if m.Key != "thinking" || rawjson.Kind(m.Value) != '{' {
-			continue
-		}
-		if tm, err := rawjson.Members(m.Value); err == nil {
-			for _, f := range tm {
-				if f.Key == "type" && rawjson.Unquote(f.Value) == "disabled" {
-					return pipeline.CallOptions{}
-				}
-			}
-		}
-		return pipeline.CallOptions{Bound: thinking.Bound(doc.Messages)}
-	}
-	return pipeline.CallOptions{}
+	return pipeline.CallOptions{Bound: thinking.Bound(doc.Messages)}
 }
 
 // Middleware returns the middleware that prepares every Messages request
 // with p. opts may be nil.
+//
+// The middleware remembers the prefix each thinking block of its loop was
+// produced after, and removes the thinking of an ended turn once an edit
+// changed what came before it (internal/thinking.Fix, the proxy's rule):
+// use one middleware per loop (per Pipeline).
 func Middleware(p Preparer, opts *Options) option.Middleware {
-	return sdkmw.New(p, provider, opts)
+	prov := provider
+	prov.Finish = newThinkingMemory().finish
+	return sdkmw.New(p, prov, opts)
+}
+
+// NativeMiddleware is Middleware in native context-management mode (the
+// proxy's --context-management native): while thinking is on, the
+// pipeline's prune and offload decisions on results already sent before a
+// thinking block are not applied in the messages, which go as last sent,
+// but delegated to Anthropic's context editing: a clear_tool_uses_20250919
+// edit appended to the request's context_management.edits (the caller's
+// own edits stay first), with its beta header. The API applies it after
+// the thinking prefix check, so the open turn keeps its thinking; the
+// pipeline still stores every original, counts and reports. Compactions
+// stay the pipeline's own. Use one middleware per loop.
+func NativeMiddleware(p Preparer, opts *Options) option.Middleware {
+	m := newThinkingMemory()
+	m.native = true
+	prov := provider
+	prov.Binding = func(body []byte, doc *agentctx.Document) pipeline.CallOptions {
+		co := thinkingBinding(body, doc)
+		co.EditBound = co.Bound > 0
+		return co
+	}
+	prov.Finish = m.finish
+	return sdkmw.New(p, prov, opts)
+}
+
+// WithPipelineNative is the client option that prepares every Messages
+// request with p in native mode (NativeMiddleware).
+func WithPipelineNative(p Preparer, opts *Options) option.RequestOption {
+	return option.WithMiddleware(NativeMiddleware(p, opts))
 }
 
 // WithPipeline is the client option that prepares every Messages request

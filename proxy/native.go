@@ -31,10 +31,40 @@ package proxy
 //     cleared_thinking_turns and cleared_input_tokens. Clearing invalidates
 //     the prompt cache from the first cleared block: the edited prompt is
 //     what is billed and cached.
-//   - Compaction (compact_20260112, threshold-triggered, and on-demand
-//     compaction with compaction blocks) and OpenAI Responses compaction
-//     (context_management with compact_threshold, /responses/compact) are
-//     the providers' summaries; they are not used yet.
+//   - Threshold compaction
+//     (https://platform.claude.com/docs/en/build-with-claude/compaction-threshold,
+//     read 2026-11-25): beta compact-2026-01-12; the edit
+//     {"type":"compact_20260112"} in context_management.edits, with
+//     trigger {"type":"input_tokens","value":N} (default 150,000, at least
+//     50,000), pause_after_compaction (default false) and instructions
+//     (replaces the default summary prompt). Once the input reaches the
+//     trigger, the API summarizes the whole conversation in an extra
+//     sampling step and answers with a compaction block
+//     {"type":"compaction","content":summary} first (streamed as
+//     content_block_start then a compaction_delta carrying content and an
+//     opaque encrypted_content to send back verbatim), then continues the
+//     answer, or stops with stop_reason "compaction" when paused. The
+//     client appends the answer; on later requests the API drops every
+//     block before the compaction block. usage.iterations lists the
+//     compaction step and the message step; the top-level usage is the
+//     message step's only, while both are billed.
+//   - On-demand compaction
+//     (https://platform.claude.com/docs/en/build-with-claude/compaction-on-demand):
+//     beta compact-2026-09-04; a request with "compaction":{"type":
+//     "summarize"} answers with one signed compaction block and
+//     stop_reason "compaction", no reply; the block goes first in messages
+//     in place of what it summarized. It cannot be combined with
+//     context_management in one request, and the same system and tools
+//     must be sent (thinking kept after the block stays valid only if they
+//     match). Documented as the one to prefer where available.
+//   - OpenAI Responses compaction (context_management with
+//     compact_threshold, /responses/compact) is the rsp branch's.
+//
+// The strict fake (internal/fakeupstream, compaction.go) implements
+// threshold compaction as documented: the block, the dropped prefix, the
+// iterations billed, the betas required, and the rejections (a trigger
+// under 50,000, an unknown field, a compaction block sent back without
+// the edit declared).
 //
 // What the providers do not do is keep what they clear readable, count
 // offline, or work across providers: agentctx keeps deciding, storing and
@@ -62,13 +92,41 @@ package proxy
 // run reaches it (pruning by age clears oldest first, so this is rare).
 // No clear_at_least is sent: agentctx batches its own decisions, so the
 // cleared set, and with it the cache, changes only with a new batch.
+//
+// # Thinking of ended turns
+//
+// Whatever the mode, a client-side edit before an ended turn's thinking
+// invalidates it; the thinking of those turns is removed (the documented
+// way to keep them after trimming), by internal/thinking.Fix, the one
+// implementation the proxy (fixThinking) and anthropicx share.
+//
+// # Native compaction: the design, not yet built
+//
+// When agentctx would compact in native mode, the request would go as
+// last sent (held edits, as for clearing) with a compact_20260112 edit
+// appended whose trigger is the request's input (at least 50,000: below
+// that, the compaction stays client-side) and whose instructions carry
+// agentctx's summary prompt and its "## Stored originals" pointers, so the
+// read tools still reach what the summary replaced (agentctx stores every
+// original as it first sees it). Every later request of the session then
+// declares the edit with a trigger beyond the window (a request carrying a
+// compaction block must declare it), and the proxy cuts the history it
+// gives the engine at the compaction block, as the server does, so that
+// counts and session state follow what the model reads. Measured with
+// real Claude Code 2.1.330 against the fake (an edit injected in front of
+// it): Claude Code keeps the block in its history and sends it back first
+// in the assistant message, but with "content":"" and no
+// encrypted_content (its own stream handling skips compaction_delta), so
+// the proxy would have to restore the block it relayed before sending it
+// on; and a thinking block after it is bound to the block as sent. Until
+// then, native mode's compactions are agentctx's own (client-side).
 
 import (
 	"bytes"
 	"sync"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/ctxedit"
 )
 
 // ContextManagement says where edits are applied.
@@ -87,8 +145,8 @@ const (
 // ContextManagementBeta is the beta Anthropic's context editing needs, and
 // ClearToolUses the edit agentctx appends.
 const (
-	ContextManagementBeta = "context-management-2025-06-27"
-	ClearToolUses         = "clear_tool_uses_20250919"
+	ContextManagementBeta = ctxedit.Beta
+	ClearToolUses         = ctxedit.ClearToolUses
 )
 
 // sentList is what a session's last edited request sent: its messages and
@@ -212,144 +270,11 @@ func equalStrings(x, y []string) bool {
 	return true
 }
 
-// clearEdit returns the clear_tool_uses_20250919 edit that has the server
-// clear the tool results agentctx cleared (see the package notes on the
-// approximation), or nil when it would clear nothing. cleared holds the
-// ids of the tool calls whose results agentctx cleared, in the messages or
-// held.
-func clearEdit(msgs []agentctx.Message, cleared map[string]bool) []byte {
-	type use struct{ id, name string }
-	var uses []use
-	hit := map[string]bool{} // tool names with a cleared use
-	for i := range msgs {
-		if msgs[i].Role != agentctx.RoleAssistant {
-			continue
-		}
-		for _, b := range msgs[i].Content.Blocks() {
-			if b.Type == agentctx.BlockToolUse {
-				uses = append(uses, use{b.ID, b.Name})
-				if cleared[b.ID] {
-					hit[b.Name] = true
-				}
-			}
-		}
-	}
-	var exclude []string
-	seen := map[string]bool{}
-	cands, run := 0, 0
-	inRun := true
-	for _, u := range uses {
-		if !hit[u.name] {
-			if !seen[u.name] {
-				seen[u.name] = true
-				exclude = append(exclude, u.name)
-			}
-			continue
-		}
-		cands++
-		if inRun && cleared[u.id] {
-			run++
-		} else {
-			inRun = false
-		}
-	}
-	if run == 0 {
-		return nil
-	}
-	buf := []byte(`{"type":"` + ClearToolUses + `","trigger":{"type":"input_tokens","value":1},"keep":{"type":"tool_uses","value":`)
-	buf = appendInt(buf, cands-run)
-	buf = append(buf, '}')
-	if len(exclude) > 0 {
-		buf = append(buf, `,"exclude_tools":[`...)
-		for i, n := range exclude {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = rawjson.AppendString(buf, n)
-		}
-		buf = append(buf, ']')
-	}
-	return append(buf, '}')
-}
-
-func appendInt(b []byte, n int) []byte {
-	if n >= 10 {
-		b = appendInt(b, n/10)
-	}
-	return append(b, byte('0'+n%10))
-}
-
 // clearedIDs returns the ids of the tool calls whose results the messages
 // to send changed from the client's (a placeholder or a reference), plus
 // held.
 func clearedIDs(in, out []agentctx.Message, held []string) map[string]bool {
-	orig := map[string]agentctx.Block{}
-	for i := range in {
-		for _, b := range in[i].Content.Blocks() {
-			if b.Type == agentctx.BlockToolResult {
-				orig[b.ToolUseID] = b
-			}
-		}
-	}
-	ids := map[string]bool{}
-	for _, id := range held {
-		ids[id] = true
-	}
-	for i := range out {
-		for _, b := range out[i].Content.Blocks() {
-			if b.Type != agentctx.BlockToolResult {
-				continue
-			}
-			if o, ok := orig[b.ToolUseID]; ok && !sameBlock(o, b) {
-				ids[b.ToolUseID] = true
-			}
-		}
-	}
-	return ids
-}
-
-// withEdit returns the context_management object with edit appended to
-// its edits (created when absent): the client's own edits stay first.
-func withEdit(cm, edit []byte) []byte {
-	if rawjson.Kind(cm) != '{' {
-		cm = []byte(`{}`)
-	}
-	edits := memberOf(cm, "edits")
-	var list []byte
-	if rawjson.Kind(edits) == '[' {
-		els, err := rawjson.Elements(edits)
-		if err != nil {
-			return cm
-		}
-		list = append(list, '[')
-		for _, e := range els {
-			list = append(list, e...)
-			list = append(list, ',')
-		}
-		list = append(list, edit...)
-		list = append(list, ']')
-	} else {
-		list = append(append([]byte{'['}, edit...), ']')
-	}
-	return setMember(cm, "edits", list)
-}
-
-// appendMember returns the object raw with a member added before its
-// closing brace.
-func appendMember(raw []byte, key string, value []byte) []byte {
-	end := bytes.LastIndexByte(raw, '}')
-	if end < 0 {
-		return raw
-	}
-	out := make([]byte, 0, len(raw)+len(key)+len(value)+4)
-	out = append(out, raw[:end]...)
-	if len(bytes.TrimSpace(raw[bytes.IndexByte(raw, '{')+1:end])) > 0 {
-		out = append(out, ',')
-	}
-	out = rawjson.AppendString(out, key)
-	out = append(out, ':')
-	out = append(out, value...)
-	return append(out, raw[end:]...)
+	return ctxedit.ClearedIDs(in, out, held, sameBlock)
 }
 
 // ThinkingStats are a session's figures on signed thinking and context
@@ -423,7 +348,7 @@ func (s *Server) placeEdits(a *alignment, in []agentctx.Message, inEnc [][]byte,
 	if !native {
 		return nil
 	}
-	edit := clearEdit(a.out, clearedIDs(in, a.out, held))
+	edit := ctxedit.ClearEdit(a.out, clearedIDs(in, a.out, held))
 	x.native = edit != nil
 	return edit
 }

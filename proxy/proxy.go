@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/ctxedit"
 	"github.com/agentctx/agentctx/internal/httpguard"
 	"github.com/agentctx/agentctx/internal/rawjson"
 	"github.com/agentctx/agentctx/internal/thinking"
@@ -652,12 +653,12 @@ func (s *Server) edit(api API, b *body, conv *conversation, msgs []agentctx.Mess
 	}
 	cm := b.get("context_management")
 	if cmEdit != nil && cm != nil {
-		spans = append(spans, span{cm, withEdit(cm, cmEdit)})
+		spans = append(spans, span{cm, ctxedit.WithEdit(cm, cmEdit)})
 	}
 	x.edited = true
 	out := replaceValues(b.raw, spans...)
 	if cmEdit != nil && cm == nil {
-		out = appendMember(out, "context_management", withEdit(nil, cmEdit))
+		out = ctxedit.AppendMember(out, "context_management", ctxedit.WithEdit(nil, cmEdit))
 	}
 	return out, nil
 }

@@ -87,16 +87,16 @@ type TotalStats struct {
 	Bill
 }
 
-// known implements thinkingMemory.
-func (s *sessionStats) known(key string) (prefixHash, bool) {
+// Known implements thinking.Memory.
+func (s *sessionStats) Known(key string) (prefixHash, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h, ok := s.thinking[key]
 	return h, ok
 }
 
-// sent implements thinkingMemory.
-func (s *sessionStats) sent(key string) (prefixHash, bool) {
+// Sent implements thinking.Memory.
+func (s *sessionStats) Sent(key string) (prefixHash, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h, ok := s.sentAt[key]
@@ -143,7 +143,7 @@ func (s *sessionStats) sentMessages(x *exchange, thinking bool) {
 			}
 		}
 		if thinking {
-			chain = chain.next(h)
+			chain = chain.Next(h)
 		}
 	}
 	if thinking {

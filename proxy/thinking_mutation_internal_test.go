@@ -27,11 +27,11 @@ func encodings(t *testing.T, msgs []agentctx.Message) ([][]byte, []uint64) {
 	return enc, hashesOf(enc, nil)
 }
 
-// thinkingMem is a thinkingMemory of fixed answers.
+// thinkingMem is a thinking.Memory of fixed answers.
 type thinkingMem struct{ knownAt, sentAt map[string]prefixHash }
 
-func (m thinkingMem) known(k string) (prefixHash, bool) { h, ok := m.knownAt[k]; return h, ok }
-func (m thinkingMem) sent(k string) (prefixHash, bool)  { h, ok := m.sentAt[k]; return h, ok }
+func (m thinkingMem) Known(k string) (prefixHash, bool) { h, ok := m.knownAt[k]; return h, ok }
+func (m thinkingMem) Sent(k string) (prefixHash, bool)  { h, ok := m.sentAt[k]; return h, ok }
 
 // TestDeletionOnlyEditMovesFirstChanged: an edit that only deletes a
 // message shifts every later one; those keep their bytes but not their
@@ -85,7 +85,7 @@ func TestResentInvalidThinkingWithThinkingOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	var now prefixHash
-	now = now.next(a.hash(0)) // the prefix of message 1 as sent now
+	now = now.Next(a.hash(0)) // the prefix of message 1 as sent now
 	mem := thinkingMem{
 		knownAt: map[string]prefixHash{"sig-2": now + 1}, // produced after another prefix: invalid
 		sentAt:  map[string]prefixHash{"sig-2": now},     // sent after this one last time

@@ -36,9 +36,10 @@ type Totals struct {
 	// Rejections counts the model requests answered with a 400 (invalid,
 	// or "prompt is too long").
 	Rejections int `json:"rejections"`
-	// Compactions counts the Responses compaction passes: POST
+	// Compactions counts the compaction passes: Anthropic threshold
+	// compactions (compact_20260112), and Responses ones (POST
 	// /v1/responses/compact, and requests whose context_management
-	// threshold was crossed.
+	// threshold was crossed).
 	Compactions int `json:"compactions"`
 
 	// Signed thinking and context editing (contextmgmt.go).
@@ -128,26 +129,40 @@ func (s *Server) usage(c *Call, reply Reply) pricing.Usage {
 	if c.Edited != nil {
 		billed = c.Edited // the prompt the model reads
 	}
-	u := cache.Bill(s.opts.Now(), requestBlocks(c.API, billed), out)
+	// A threshold compaction is a sampling step of its own, billed like
+	// a request on the prompt it read, before the message step reads the
+	// compacted one (compaction.go); a paused answer has no message step.
+	var cu pricing.Usage
+	if cp := c.compaction; cp != nil {
+		cu = cache.Bill(s.opts.Now(), requestBlocks(c.API, cp.Full), count(cp.Summary))
+		c.compUsage = cu
+		billed = cp.Compacted
+	}
+	var u pricing.Usage
+	if c.compaction == nil || !c.compaction.Paused {
+		u = cache.Bill(s.opts.Now(), requestBlocks(c.API, billed), out)
+	}
 	if reply.InputTokens != 0 {
 		u = pricing.Usage{Input: reply.InputTokens, Output: 10}
 		if reply.OutputTokens != 0 {
 			u.Output = reply.OutputTokens
 		}
 	}
-	cost := cache.Prices().Cost(u)
+	cost := cache.Prices().Cost(u) + cache.Prices().Cost(cu)
 	s.billing.mu.Lock()
 	defer s.billing.mu.Unlock()
 	add := func(t Totals) Totals {
 		t.Requests++
-		t.Input += u.Input
-		t.CacheRead += u.CacheRead
-		t.CacheWrite += u.CacheWrite
-		t.CacheWrite1h += u.CacheWrite1h
-		t.Output += u.Output
+		for _, x := range []pricing.Usage{cu, u} {
+			t.Input += x.Input
+			t.CacheRead += x.CacheRead
+			t.CacheWrite += x.CacheWrite
+			t.CacheWrite1h += x.CacheWrite1h
+			t.Output += x.Output
+			t.LargestRequest = max(t.LargestRequest, x.InputTotal())
+		}
 		t.USD += cost
-		t.LargestRequest = max(t.LargestRequest, u.InputTotal())
-		if c.compaction {
+		if c.compaction != nil || c.respCompaction {
 			t.Compactions++
 		}
 		for _, a := range c.Applied {
@@ -389,6 +404,9 @@ func blockTokens(b map[string]any) int {
 			return n
 		}
 		return 0
+	case "compaction":
+		t, _ := b["content"].(string)
+		return count(t)
 	case "image":
 		return imageTokens
 	}

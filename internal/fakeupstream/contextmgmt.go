@@ -38,15 +38,13 @@ func hasBeta(h http.Header, beta string) bool {
 }
 
 // checkContextManagement rejects what the real API rejects in a
-// context_management object: without its beta, an unknown strategy,
-// clear_thinking after another strategy or without thinking on.
+// context_management object: an edit without its beta (context editing's,
+// or compaction's: compaction.go), an unknown strategy, clear_thinking
+// after another strategy or without thinking on.
 func checkContextManagement(header http.Header, body map[string]any) string {
 	cm, ok := body["context_management"]
 	if !ok {
 		return ""
-	}
-	if !hasBeta(header, ContextManagementBeta) {
-		return "context_management: Extra inputs are not permitted (this feature requires the beta " + ContextManagementBeta + ")"
 	}
 	edits, ok := asMap(cm)["edits"].([]any)
 	if !ok {
@@ -54,6 +52,15 @@ func checkContextManagement(header http.Header, body map[string]any) string {
 	}
 	for i, ev := range edits {
 		e := asMap(ev)
+		if e["type"] == Compact {
+			if r := checkCompactEdit(header, i, e); r != "" {
+				return r
+			}
+			continue
+		}
+		if !hasBeta(header, ContextManagementBeta) {
+			return "context_management: Extra inputs are not permitted (this feature requires the beta " + ContextManagementBeta + ")"
+		}
 		switch e["type"] {
 		case ClearToolUses:
 			for _, k := range []string{"trigger", "keep", "clear_at_least"} {
@@ -88,16 +95,18 @@ type AppliedEdit struct {
 }
 
 // applyContextManagement returns the body the model reads after the
-// request's context_management edits, and the edits applied; body itself
-// and nil when it has none. body is not modified.
+// request's context_management edits (nil when they change nothing), and
+// the edits applied. Every block before the last compaction block is
+// dropped first (compaction.go). body is not modified.
 func applyContextManagement(body map[string]any) (map[string]any, []AppliedEdit) {
 	edits, _ := asMap(body["context_management"])["edits"].([]any)
 	if len(edits) == 0 {
-		return body, nil
+		return nil, nil
 	}
 	var b map[string]any
 	raw, _ := json.Marshal(body)
 	json.Unmarshal(raw, &b) // a deep copy
+	dropped := dropBeforeCompaction(b)
 	msgs := asSlice(b["messages"])
 	var applied []AppliedEdit
 	for _, ev := range edits {
@@ -112,6 +121,9 @@ func applyContextManagement(body map[string]any) (map[string]any, []AppliedEdit)
 		if a.Type != "" {
 			applied = append(applied, a)
 		}
+	}
+	if applied == nil && !dropped {
+		return nil, nil
 	}
 	return b, applied
 }
@@ -279,6 +291,9 @@ type ThinkingTotals struct {
 	ContextEdits       int `json:"context_edits"`
 	ClearedToolUses    int `json:"cleared_tool_uses"`
 	ClearedInputTokens int `json:"cleared_input_tokens"`
+	// Compactions counts the threshold compactions run (compaction.go);
+	// their summary steps are billed in the totals like any request's.
+	Compactions int `json:"compactions"`
 }
 
 // countThinking adds an accepted request's thinking blocks to the bill.
@@ -312,4 +327,23 @@ func (s *Server) countThinking(header http.Header, body map[string]any) {
 	st := s.billing.sessions[k]
 	st.ThinkingTotals = add(st.ThinkingTotals)
 	s.billing.sessions[k] = st
+}
+
+// checkEditedWindow applies the context window to a request with context
+// management: to the prompt the model reads after the edits (a raw body
+// over the window is accepted when the server's clearing brings it under),
+// estimated as the other requests are, a quarter of the bytes.
+func (s *Server) checkEditedWindow(body, read map[string]any, size int) string {
+	if body["context_management"] == nil {
+		return ""
+	}
+	if read != nil {
+		if b, err := json.Marshal(read); err == nil {
+			size = len(b)
+		}
+	}
+	if size/4 > s.opts.ContextWindow {
+		return fmt.Sprintf("prompt is too long: %d tokens > %d maximum", size/4, s.opts.ContextWindow)
+	}
+	return ""
 }

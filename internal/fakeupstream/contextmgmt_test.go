@@ -95,3 +95,21 @@ func TestDropBlockCountsInvalidThinking(t *testing.T) {
 		t.Errorf("thinking totals %+v; want 2 blocks, 2 invalid, 1 drop_block request", got)
 	}
 }
+
+// TestWindowAfterContextEditing: with context management, the window
+// applies to the prompt after the server's edits, as the model reads it:
+// a request over the window that the clearing brings under is accepted;
+// the same request without the edit is too long.
+func TestWindowAfterContextEditing(t *testing.T) {
+	fake := fakeupstream.New(fakeupstream.Options{ContextWindow: 10_000})
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	hist := history(8) // about 20,000 tokens by the quarter-of-bytes estimate
+	edit := `"context_management":{"edits":[{"type":"clear_tool_uses_20250919","trigger":{"type":"input_tokens","value":1},"keep":{"type":"tool_uses","value":1}}]}`
+	if st, m := postCM(t, srv.URL, fakeupstream.ContextManagementBeta, `{"model":"m","max_tokens":10,"messages":`+hist+`,`+edit+`}`); st != 200 {
+		t.Errorf("cleared under the window: %d %v", st, m)
+	}
+	if st, m := postCM(t, srv.URL, "", `{"model":"m","max_tokens":10,"messages":`+hist+`}`); st != 400 || !strings.Contains(fmt.Sprint(m), "prompt is too long") {
+		t.Errorf("without the edit: %d %v; want prompt is too long", st, m)
+	}
+}

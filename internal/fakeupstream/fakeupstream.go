@@ -62,8 +62,13 @@ type Call struct {
 	// Compaction is the compaction item a Responses request's
 	// context_management threshold produced (responsescompact.go): the
 	// answer's first output item; nil without one.
-	Compaction map[string]any
-	compaction bool // a compaction pass: counted in Totals.Compactions
+	Compaction     map[string]any
+	respCompaction bool // a Responses compaction pass: counted in Totals.Compactions
+	// Summary is the summary of the Anthropic threshold compaction the
+	// request triggered (compaction.go), "" when none ran.
+	Summary    string
+	compaction *compaction
+	compUsage  pricing.Usage
 }
 
 // ToolCall is a call the model makes.
@@ -204,6 +209,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else if reason := s.check(api, r.Header, body, len(raw)); reason != "" {
 		rec.Rejected = reason
 	}
+	var edited map[string]any
+	var applied []AppliedEdit
+	if rec.Rejected == "" && api == APIAnthropic {
+		edited, applied = applyContextManagement(body)
+		rec.Rejected = s.checkEditedWindow(body, edited, len(raw))
+	}
 	s.record(rec)
 	if rec.Rejected != "" {
 		s.reject(r.Header, body)
@@ -213,17 +224,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := s.call(api, r, body, raw)
 	if api == APIAnthropic {
 		s.countThinking(r.Header, body)
-		if e, applied := applyContextManagement(body); applied != nil {
-			c.Edited, c.Applied = e, applied
+		c.Edited, c.Applied = edited, applied
+		read := body
+		if c.Edited != nil {
+			read = c.Edited
+		}
+
+		if c.compaction = compact(read); c.compaction != nil {
+			c.Summary = c.compaction.Summary
 		}
 	}
 	var compactTokens int
 	if api == APIResponses {
 		c.Compaction, compactTokens = s.thresholdCompaction(body)
-		c.compaction = c.Compaction != nil
+		c.respCompaction = c.Compaction != nil
 	}
 	reply := Reply{Text: "ok"}
-	if s.opts.Script != nil {
+	switch {
+	case c.compaction != nil && c.compaction.Paused:
+		reply = Reply{} // the answer stops after the compaction block
+	case s.opts.Script != nil:
 		reply = s.opts.Script(c)
 	}
 	if compactTokens > 0 {
@@ -270,7 +290,9 @@ func writeErr(w http.ResponseWriter, api string, status int, typ, msg string) {
 
 // check applies the rules of the real API.
 func (s *Server) check(api string, header http.Header, body map[string]any, size int) string {
-	if size/4 > s.opts.ContextWindow {
+	if size/4 > s.opts.ContextWindow && (api != APIAnthropic || body["context_management"] == nil) {
+		// With context management, the window is the edited prompt's
+		// (checked after the edits, contextmgmt.go).
 		return fmt.Sprintf("prompt is too long: %d tokens > %d maximum", size/4, s.opts.ContextWindow)
 	}
 	switch api {
@@ -283,6 +305,9 @@ func (s *Server) check(api string, header http.Header, body map[string]any, size
 			return fmt.Sprintf("A maximum of 4 blocks with cache_control may be provided. Found %d.", n)
 		}
 		if r := checkContextManagement(header, body); r != "" {
+			return r
+		}
+		if r := checkCompactionBlocks(body); r != "" {
 			return r
 		}
 		if r := s.checkFinalThinking(body); r != "" {
@@ -519,6 +544,9 @@ func (s *Server) checkFinalThinking(body map[string]any) string {
 	}
 	prev := asMap(msgs[len(msgs)-2])
 	pb := blocksOf(prev)
+	for len(pb) > 0 && pb[0]["type"] == "compaction" {
+		pb = pb[1:] // a threshold compaction's block comes first (compaction.go)
+	}
 	if prev["role"] != "assistant" || len(pb) == 0 {
 		return ""
 	}

@@ -63,6 +63,10 @@ type LongTaskOptions struct {
 	// SummaryTitle starts every summary the model writes (the proxy's
 	// compact.SummaryTitle, say); "" means none.
 	SummaryTitle string
+	// Thinking starts every step's answer with a signed thinking block,
+	// as a model with thinking on every turn does (Claude Code's
+	// adaptive thinking).
+	Thinking bool
 }
 
 // LongTaskStats count what the model answered.
@@ -182,7 +186,11 @@ func (m *LongTask) reply(c *Call) Reply {
 	st := LongTaskStep(i, m.opts.Steps)
 	m.stats.Steps++
 	m.stats.LastStep = max(m.stats.LastStep, i)
-	return Reply{Text: prose(i, st), ToolCalls: []ToolCall{m.toolCall(tools, i, st)}}
+	r := Reply{Text: prose(i, st), ToolCalls: []ToolCall{m.toolCall(tools, i, st)}}
+	if m.opts.Thinking {
+		r.Thinking = fmt.Sprintf("Step %d of %d comes next.", i, m.opts.Steps)
+	}
+	return r
 }
 
 // summary is the model's summary of a history whose last step is last.

@@ -333,7 +333,7 @@ func (s *Server) serveCompact(w http.ResponseWriter, r *http.Request) {
 	items := inputItems(body["input"])
 	p := compactItems(items)
 	c := s.call(APIResponses, r, body, raw)
-	c.compaction = true
+	c.respCompaction = true
 	u := s.usage(c, Reply{OutputTokens: p.SummaryTokens})
 	var output []any
 	for _, iv := range items {

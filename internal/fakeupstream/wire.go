@@ -54,10 +54,16 @@ func inputJSON(in map[string]any) string {
 // anthropic answers in the Messages format, streamed or not.
 func (s *Server) anthropic(w http.ResponseWriter, c *Call, r Reply, u pricing.Usage) {
 	msgs := asSlice(c.Body["messages"])
-	var content []any
+	var content, before []any
+	if c.compaction != nil {
+		// The compaction block first; what follows is bound to the bytes
+		// sent and the block (compaction.go).
+		content = append(content, c.compaction.block())
+		before = []any{c.compaction.block()}
+	}
 	if r.Thinking != "" {
 		content = append(content, map[string]any{"type": "thinking", "thinking": r.Thinking,
-			"signature": signature(c.Body["system"], c.Body["tools"], msgs, nil)})
+			"signature": signature(c.Body["system"], c.Body["tools"], msgs, before)})
 	}
 	if r.Text != "" {
 		content = append(content, map[string]any{"type": "text", "text": r.Text})
@@ -73,7 +79,13 @@ func (s *Server) anthropic(w http.ResponseWriter, c *Call, r Reply, u pricing.Us
 	if len(r.ToolCalls) > 0 {
 		stop = "tool_use"
 	}
+	if c.compaction != nil && c.compaction.Paused {
+		stop = "compaction"
+	}
 	usage := anthropicUsage(u, u.Output)
+	if c.compaction != nil {
+		usage["iterations"] = iterations(c, u)
+	}
 	msg := map[string]any{"id": s.id("msg"), "type": "message", "role": "assistant", "model": c.Model,
 		"stop_reason": stop, "stop_sequence": nil, "usage": usage}
 	if c.Applied != nil {
@@ -102,6 +114,9 @@ func (s *Server) anthropic(w http.ResponseWriter, c *Call, r Reply, u pricing.Us
 	for i, bv := range content {
 		b := bv.(map[string]any)
 		switch b["type"] {
+		case "compaction":
+			e.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "compaction", "content": ""}})
+			e.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "compaction_delta", "content": b["content"], "encrypted_content": b["encrypted_content"]}})
 		case "thinking":
 			e.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
 			e.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "thinking_delta", "thinking": b["thinking"]}})
@@ -130,8 +145,25 @@ func (s *Server) anthropic(w http.ResponseWriter, c *Call, r Reply, u pricing.Us
 	if c.Applied != nil {
 		delta["context_management"] = map[string]any{"applied_edits": c.Applied}
 	}
+	if c.compaction != nil {
+		delta["usage"].(map[string]any)["iterations"] = iterations(c, u)
+	}
 	e.event("message_delta", delta)
 	e.event("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// iterations is the usage.iterations of an answer with a threshold
+// compaction: the summary step, then the message step (none when paused).
+func iterations(c *Call, u pricing.Usage) []any {
+	it := func(typ string, x pricing.Usage) map[string]any {
+		return map[string]any{"type": typ, "input_tokens": x.Input, "output_tokens": x.Output,
+			"cache_read_input_tokens": x.CacheRead, "cache_creation_input_tokens": x.CacheWrite + x.CacheWrite1h}
+	}
+	out := []any{it("compaction", c.compUsage)}
+	if !c.compaction.Paused {
+		out = append(out, it("message", u))
+	}
+	return out
 }
 
 // chat answers in the Chat Completions format, streamed or not.

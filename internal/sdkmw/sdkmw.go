@@ -12,8 +12,10 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/ctxedit"
 	"github.com/agentctx/agentctx/pipeline"
 )
 
@@ -106,6 +108,13 @@ type Provider struct {
 	// Binding, when set, returns what the request's signed thinking binds
 	// (pipeline.CallOptions), given to a CallPreparer.
 	Binding func(body []byte, doc *agentctx.Document) pipeline.CallOptions
+	// Finish, when set, is called with each preparation's result before
+	// the body is written (and before Options.OnResult): it may replace
+	// res.Messages (anthropicx removes the thinking an edit invalidated),
+	// change the request's headers (req is nil in Prepare), and return
+	// top-level members to set in the body sent (anthropicx's native mode
+	// sets context_management).
+	Finish func(req *http.Request, body []byte, doc *agentctx.Document, res *pipeline.Result) (members map[string][]byte, err error)
 }
 
 // ErrNotMessages is returned (wrapped) for a matched request whose body is
@@ -144,7 +153,7 @@ func New(p Preparer, prov Provider, o *Options) Middleware {
 		if err != nil {
 			return nil, fmt.Errorf("agentctx: read request body: %w", err)
 		}
-		out, err := Prepare(ctx, p, prov.Binding, body, opts.OnResult)
+		out, err := prepare(ctx, req, p, prov, body, opts.OnResult)
 		if err != nil {
 			if !opts.FailOpen {
 				return nil, fmt.Errorf("agentctx: prepare %s request: %w", prov.Name, err)
@@ -167,6 +176,11 @@ func New(p Preparer, prov Provider, o *Options) Middleware {
 // stripped. binding, when set and p is a CallPreparer, says what the
 // request's thinking binds.
 func Prepare(ctx context.Context, p Preparer, binding func([]byte, *agentctx.Document) pipeline.CallOptions, body []byte, onResult func(context.Context, *pipeline.Result)) ([]byte, error) {
+	return prepare(ctx, nil, p, Provider{Binding: binding}, body, onResult)
+}
+
+func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, body []byte, onResult func(context.Context, *pipeline.Result)) ([]byte, error) {
+	binding := prov.Binding
 	doc, err := agentctx.ParseDocument(ctx, body)
 	if err != nil {
 		return nil, err
@@ -183,11 +197,28 @@ func Prepare(ctx context.Context, p Preparer, binding func([]byte, *agentctx.Doc
 	if err != nil {
 		return nil, err
 	}
+	var members map[string][]byte
+	if prov.Finish != nil {
+		if members, err = prov.Finish(req, body, doc, res); err != nil {
+			return nil, err
+		}
+	}
 	if onResult != nil {
 		onResult(ctx, res)
 	}
 	out, err := doc.WithMessages(agentctx.StripMetadata(res.Messages)).AppendJSON(make([]byte, 0, len(body)))
-	return bytes.TrimSuffix(out, []byte("\n")), err
+	out = bytes.TrimSuffix(out, []byte("\n"))
+	if err == nil {
+		keys := make([]string, 0, len(members))
+		for k := range members {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			out = ctxedit.SetMember(out, k, members[k])
+		}
+	}
+	return out, err
 }
 
 func setBody(req *http.Request, b []byte) {

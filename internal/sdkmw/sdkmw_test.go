@@ -154,3 +154,28 @@ func FuzzUsageReader(f *testing.F) {
 		}
 	})
 }
+
+// TestFinish: a provider's Finish sees the result before it is written, may
+// replace its messages, set a header and set top-level members.
+func TestFinish(t *testing.T) {
+	prov := provider
+	prov.Finish = func(req *http.Request, body []byte, doc *agentctx.Document, res *pipeline.Result) (map[string][]byte, error) {
+		req.Header.Set("X-Test", "1")
+		res.Messages = res.Messages[:1]
+		return map[string][]byte{"b": []byte(`{"x":2}`), "a": []byte(`1`)}, nil
+	}
+	mw := New(&identity{}, prov, nil)
+	req, _ := http.NewRequest(http.MethodPost, "http://x/v1/messages", strings.NewReader(`{"a":0,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}`))
+	var sent, header string
+	_, err := mw(req, func(r *http.Request) (*http.Response, error) {
+		b, _ := io.ReadAll(r.Body)
+		sent, header = string(b), r.Header.Get("X-Test")
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("{}"))}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sent != `{"a":1,"messages":[{"role":"user","content":"hi"}],"b":{"x":2}}` || header != "1" {
+		t.Errorf("sent %s, header %q", sent, header)
+	}
+}

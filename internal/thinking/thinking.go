@@ -1,7 +1,8 @@
 // Package thinking holds the rules of Anthropic's signed thinking that the
 // proxy and the SDK middleware (anthropicx) share: which blocks are
-// thinking, which turn is open, and which prefix of a request the open
-// turn's thinking is bound to (pipeline.CallOptions.Bound).
+// thinking, which turn is open, which prefix of a request the open turn's
+// thinking is bound to (Bound, for pipeline.CallOptions), and which
+// thinking of ended turns an edit invalidated and must be removed (Fix).
 //
 // Anthropic's preserved thinking accepts a thinking or redacted_thinking
 // block only after the very system, tools and messages it was produced

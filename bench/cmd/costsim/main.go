@@ -63,6 +63,7 @@ func main() {
 	flag.Float64Var(&cfg.ClockSpeed, "clock-speed", 60, "the session's clock runs this many times faster than the wall clock")
 	flag.StringVar(&cfg.Bin, "bin", "", "agentctx binary (default: go build ./cmd/agentctx)")
 	flag.BoolVar(&cfg.Verbose, "v", false, "print one line per model request: its usage and cost")
+	flag.BoolVar(&cfg.Thinking, "thinking", false, "the model answers every step with a signed thinking block first; the table then reports the thinking figures")
 	flag.StringVar(&cfg.Dump, "dump", "", "write each model request's body into this directory (CLIENT-ARM-NNN.json), with -v")
 	flag.DurationVar(&cfg.Timeout, "timeout", 45*time.Minute, "bound of one arm's client run")
 	flag.Parse()
@@ -102,6 +103,7 @@ type config struct {
 	ClockSpeed float64
 	Bin        string
 	Verbose    bool
+	Thinking   bool
 	Dump       string
 	Timeout    time.Duration
 	ProxyArgs  []string
@@ -217,7 +219,7 @@ func runArm(ctx context.Context, cfg config, client, arm string, log io.Writer) 
 	start := time.Now()
 	clock := accelerated(start, cfg.ClockSpeed)
 	model := fakeupstream.NewLongTask(fakeupstream.LongTaskOptions{Steps: cfg.Steps, Dir: work,
-		ClockSpeed: cfg.ClockSpeed, SummaryHeader: proxy.HeaderSummary, SummaryTitle: compact.SummaryTitle})
+		ClockSpeed: cfg.ClockSpeed, SummaryHeader: proxy.HeaderSummary, SummaryTitle: compact.SummaryTitle, Thinking: cfg.Thinking})
 	fake := fakeupstream.New(fakeupstream.Options{Script: model.Script, Now: clock})
 	var h http.Handler = fake
 	if cfg.Verbose {
@@ -495,6 +497,13 @@ func printTable(w io.Writer, cfg config, res []result) {
 			r.Client, r.Arm, b.Requests, textfmt.Thousands(b.Input), textfmt.Thousands(b.CacheRead), textfmt.Thousands(b.CacheWrite), textfmt.Thousands(b.CacheWrite1h), textfmt.Thousands(b.Output),
 			b.USD, ratio, textfmt.Thousands(b.LargestRequest), b.Rejections, r.Stats.ClientSummaries, r.Stats.ProxySummaries, ans,
 			r.Wall.Round(time.Second), hm(r.Session))
+	}
+	if cfg.Thinking {
+		fmt.Fprintln(w)
+		for _, r := range res {
+			fmt.Fprintf(w, "thinking, %s %s: %d blocks received, %d invalid, drop_block on %d of %d requests\n",
+				r.Client, r.Arm, r.Bill.ThinkingBlocks, r.Bill.InvalidThinking, r.Bill.DropBlockRequests, r.Bill.Requests)
+		}
 	}
 }
 
