@@ -110,6 +110,7 @@ type Server struct {
 	// fallbackCounter counts messages for the bill when the Engine does
 	// not (see MessageCounter).
 	fallbackCounter defaultMessageCounter
+	metrics         *promMetrics // MetricsPath (metrics.go)
 }
 
 // New returns a Server.
@@ -155,13 +156,15 @@ func New(opts Options) (*Server, error) {
 	case opts.DecodeCacheBytes > 0:
 		dc = newDecodeCache(opts.DecodeCacheBytes)
 	}
-	return &Server{
+	s := &Server{
 		decoded: dc,
 		opts:    opts, anthropic: a, openai: o,
 		client: &http.Client{Transport: opts.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		log:    opts.Logger,
 		stats:  newStatsTable(),
-	}, nil
+	}
+	s.metrics = newMetrics(s)
+	return s, nil
 }
 
 // ErrInvalidURL is matched by the error for an upstream URL that is not an
@@ -291,18 +294,23 @@ type exchange struct {
 	status     int
 	engineErr  error
 	bill       exchangeBill
+	cacheBreak bool // the messages sent do not extend the session's last (sentMessages)
 }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == StatsPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) || isMCP(r.URL.Path) {
+	get := r.Method == http.MethodGet || r.Method == http.MethodHead
+	if (r.URL.Path == StatsPath || r.URL.Path == MetricsPath) && get || isMCP(r.URL.Path) {
 		if !httpguard.Allowed(r, s.opts.Token) {
 			httpguard.Refuse(w, s.opts.Token)
 			return
 		}
-		if isMCP(r.URL.Path) {
+		switch {
+		case isMCP(r.URL.Path):
 			s.serveMCP(w, r)
-		} else {
+		case r.URL.Path == MetricsPath:
+			s.serveMetrics(w, r)
+		default:
 			s.serveStats(w)
 		}
 		return
@@ -837,6 +845,7 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 	}
 	s.bill(st, x)
 	s.stats.addTotal(x)
+	s.metrics.record(x)
 	if st != nil {
 		st.record(x)
 		if x.gotUsage {

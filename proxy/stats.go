@@ -165,6 +165,7 @@ func (s *sessionStats) sentMessages(x *exchange, thinking bool) {
 	if brk {
 		s.CacheBreaks++
 	}
+	x.cacheBreak = brk
 	s.lastSent = hs
 }
 
@@ -257,6 +258,13 @@ func (s *Server) Total() TotalStats {
 	t := s.stats.total
 	t.Bill = t.Bill.rounded()
 	return t
+}
+
+// len returns the number of sessions with statistics.
+func (t *statsTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.sessions)
 }
 
 // addTotal counts an editable exchange in the total.
