@@ -20,6 +20,8 @@ import (
 	"github.com/agentctx/agentctx/internal/thinking"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pricing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Default upstreams.
@@ -92,6 +94,11 @@ type Options struct {
 	// messages, ContextNative through the provider's own context
 	// management where it has one (see native.go).
 	ContextManagement ContextManagement
+	// TracerProvider, when set, traces each request's steps with
+	// OpenTelemetry (see tracing.go: SpanRequest and its children); nil
+	// traces nothing. NewOTLPTracerProvider makes one configured by the
+	// OTEL_* variables.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is the proxy, an http.Handler. Build it with New.
@@ -328,6 +335,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x := &exchange{start: s.opts.Now(), status: 0}
+	if ctx, sp := s.startSpan(r.Context(), SpanRequest, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path))); sp != nil {
+		defer sp.End()
+		r = r.WithContext(ctx)
+	}
 	rt := s.route(r)
 	x.api = rt.api
 	var body io.Reader = r.Body
@@ -374,7 +386,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}()
 	}
+	if ctx, sp := s.startSpan(up.Context(), SpanUpstream, trace.WithSpanKind(trace.SpanKindClient)); sp != nil {
+		up = up.WithContext(ctx)
+		defer sp.End() // once the answer is relayed
+	}
 	resp, err := s.client.Do(up)
+	if err != nil {
+		trace.SpanFromContext(up.Context()).RecordError(errors.New(redactErr(err)))
+	}
 	if recorded != nil {
 		<-recorded
 	}
@@ -418,6 +437,12 @@ func headerHas(h http.Header, key, token string) bool {
 // send: raw itself when nothing changed. Whatever fails, the client's
 // request goes upstream as it came.
 func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []byte {
+	_, dsp := s.startSpan(r.Context(), SpanDecode)
+	endDecode := func(err error) {
+		endSpan(dsp, err)
+		dsp = nil
+	}
+	defer func() { endDecode(nil) }()
 	var ls *listScan
 	if s.opts.Engine != nil && rt.api != "" && !s.plainDecode {
 		ls = s.decoded.newListScan(rt.api, r.Header)
@@ -447,6 +472,7 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		return raw
 	}
 	conv, err := decodeConversation(r.Context(), rt.api, b)
+	endDecode(err)
 	if err != nil {
 		x.engineErr = err
 		return raw
@@ -464,7 +490,11 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		req.Binding = pipeline.CallOptions{Bound: thinking.Bound(conv.doc.Messages), EditBound: s.opts.ContextManagement == ContextNative}
 	}
 	x.bill.tools, x.bill.system, x.bill.auto, x.bill.in = req.Tools, req.System, b.get("cache_control"), conv
-	prep, err := s.opts.Engine.Prepare(withSummaries(r.Context(), x), req)
+	pctx, psp := s.startSpan(withSummaries(r.Context(), x), SpanPrepare)
+	pstart := time.Now()
+	prep, err := s.opts.Engine.Prepare(pctx, req)
+	s.traceSteps(pctx, pstart, prep)
+	endSpan(psp, err)
 	if err != nil {
 		x.engineErr = err
 		return raw
@@ -846,6 +876,7 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 	s.bill(st, x)
 	s.stats.addTotal(x)
 	s.metrics.record(x)
+	traceFinish(r, x)
 	if st != nil {
 		st.record(x)
 		if x.gotUsage {
