@@ -7,15 +7,23 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"github.com/agentctx/agentctx/mcpserver"
+	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
+	"github.com/agentctx/agentctx/prune"
+	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/memstore"
 )
 
 // scripted is a proxy that has served a scripted agent session against
@@ -41,7 +49,26 @@ func scriptedSession(t *testing.T, turns int, opts proxy.Options) scripted {
 		return fakeupstream.Reply{Text: "FINAL"}
 	}})
 	up := startUpstream(t, fake)
-	opts.Engine = e2eEngine(t, up, 3_500, 500, "Bash")
+	store := memstore.New()
+	dir := t.TempDir()
+	engine, err := proxy.NewPipelineEngine(proxy.PipelineOptions{
+		Pipeline: pipeline.Options{
+			Store:        store,
+			Workspace:    workspace.Options{InlineLimit: 8000},
+			Prune:        prune.Options{MaxAge: time.Millisecond, KeepRecent: 1, ToolNames: []string{"Bash"}},
+			ClearAtLeast: 500,
+			Clearing:     pipeline.ClearBatched,
+			Compact:      compact.Options{Limit: 2_500, Dir: filepath.Join(dir, "archive"), MaxRetries: -1},
+		},
+		Summarizer: proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{AnthropicURL: up, OpenAIURL: up}),
+		Logger:     testLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { engine.Close() })
+	opts.Engine = engine
+	opts.ReadBack = mcpserver.New(store, nil).Call
 	opts.AnthropicURL, opts.OpenAIURL = up, up
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)

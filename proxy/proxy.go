@@ -99,6 +99,10 @@ type Options struct {
 	// traces nothing. NewOTLPTracerProvider makes one configured by the
 	// OTEL_* variables.
 	TracerProvider trace.TracerProvider
+	// ReadBack, when set, lets the dashboard list a session's artifacts
+	// and read them back (mcpserver.Server.Call: the read path of the MCP
+	// tools); nil shows none.
+	ReadBack ReadBack
 }
 
 // Server is the proxy, an http.Handler. Build it with New.
@@ -301,18 +305,21 @@ type exchange struct {
 	status     int
 	engineErr  error
 	bill       exchangeBill
-	cacheBreak bool // the messages sent do not extend the session's last (sentMessages)
+	cacheBreak bool   // the messages sent do not extend the session's last (sentMessages)
+	client     string // the client's User-Agent, its first word
 }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	get := r.Method == http.MethodGet || r.Method == http.MethodHead
-	if (r.URL.Path == StatsPath || r.URL.Path == MetricsPath) && get || isMCP(r.URL.Path) {
-		if !httpguard.Allowed(r, s.opts.Token) {
+	if (r.URL.Path == StatsPath || r.URL.Path == MetricsPath || s.isDashboard(r.URL.Path)) && get || isMCP(r.URL.Path) {
+		if !httpguard.Allowed(r, s.opts.Token) && !s.dashboardToken(r) {
 			httpguard.Refuse(w, s.opts.Token)
 			return
 		}
 		switch {
+		case s.isDashboard(r.URL.Path):
+			s.serveDashboard(w, r)
 		case isMCP(r.URL.Path):
 			s.serveMCP(w, r)
 		case r.URL.Path == MetricsPath:
@@ -334,7 +341,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.log.Info("proxy: refused a request of another API", "method", r.Method, "path", r.URL.Path, "api", family)
 		return
 	}
-	x := &exchange{start: s.opts.Now(), status: 0}
+	x := &exchange{start: s.opts.Now(), status: 0, client: clientOf(r.UserAgent())}
 	if ctx, sp := s.startSpan(r.Context(), SpanRequest, trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path))); sp != nil {
 		defer sp.End()

@@ -150,7 +150,9 @@ writes to, every session: the proxy prints the line that registers it,
 				token = os.Getenv(tokenEnv)
 			}
 			mcpOpts := &mcpserver.Options{Namespace: f.namespace, Version: agentctx.Version, Logger: log}
-			mcpHandler := mcpserver.New(store, mcpOpts).Handler()
+			readBack := mcpserver.New(store, mcpOpts)
+			mcpHandler := readBack.Handler()
+			dashReadBack := proxy.ReadBack(readBack.Call)
 			if tenants {
 				// Read-back per tenant: a client reads the artifacts of the
 				// credentials it sends, no others.
@@ -158,6 +160,7 @@ writes to, every session: the proxy prints the line that registers it,
 					t, ok := proxy.Tenant(r.Header)
 					return proxy.TenantNamespace(f.namespace, t), ok
 				}, 0)
+				dashReadBack = nil // the dashboard reads no tenant's artifacts
 			}
 			var tp trace.TracerProvider
 			if otel {
@@ -174,7 +177,7 @@ writes to, every session: the proxy prints the line that registers it,
 			}
 			srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: anthropicURL, OpenAIURL: oaURL, Logger: log, DecodeCacheBytes: decodeCache,
 				MCP: mcpHandler, Prices: prices, Token: token, Tenants: tenants, ContextManagement: proxy.ContextManagement(contextMgmt),
-				TracerProvider: tp})
+				TracerProvider: tp, ReadBack: dashReadBack})
 			if err != nil {
 				if errors.Is(err, proxy.ErrInvalidURL) {
 					return usagef("%v", err)
@@ -195,6 +198,7 @@ writes to, every session: the proxy prints the line that registers it,
 			base := "http://" + ln.Addr().String()
 			fmt.Fprintf(e.s.Out, "ANTHROPIC_BASE_URL=%s\n", base)
 			fmt.Fprintf(e.s.Err, "agentctx proxy: listening on %s (OpenAI clients: base URL %s/v1); stats at %s%s\n", base, base, base, proxy.StatsPath)
+			fmt.Fprintf(e.s.Err, "agentctx proxy: dashboard at %s%s, metrics at %s%s\n", localURL(ln.Addr()), proxy.DashboardPath, base, proxy.MetricsPath)
 			fmt.Fprintf(e.s.Err, "agentctx proxy: read-back tools over MCP at %s%s; for Claude Code:\n", base, proxy.MCPPath)
 			fmt.Fprintf(e.s.Err, "claude mcp add --transport http agentctx %s%s\n", localURL(ln.Addr()), proxy.MCPPath)
 			return srv.Serve(cmd.Context(), ln)
