@@ -14,6 +14,9 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
 )
 
@@ -200,4 +203,67 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("screenshot %s: %d bytes, %v", shot, len(b), err)
 	}
 	t.Logf("screenshot: %s", shot)
+}
+
+// The HTML report of examples/session.json, opened in a real browser (from
+// a file: it needs nothing else), draws the same charts.
+func TestReportInBrowser(t *testing.T) {
+	bin := chromium(t)
+	doc, err := agentctx.ReadFile(context.Background(), filepath.Join("..", "examples", "session.json"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := proxy.ReplayReport(context.Background(), "session.json", doc, pipeline.ReplayOptions{Options: pipeline.Options{
+		Compact: compact.Options{Limit: 20_000, Dir: t.TempDir()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Requests == 0 || len(rep.Timeline) != rep.Requests || rep.Before == nil {
+		t.Fatalf("report: %d requests, %d points", rep.Requests, len(rep.Timeline))
+	}
+	dir := os.Getenv("AGENTCTX_SCREENSHOT_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	path := filepath.Join(dir, "report.html")
+	var b bytes.Buffer
+	if err := proxy.WriteReportHTML(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	// Self-contained: nothing to load from a file or the network.
+	for _, link := range []string{`src="`, `href="`, "url(", "@import"} {
+		if bytes.Contains(b.Bytes(), []byte(link)) {
+			t.Errorf("the report loads something: %s", link)
+		}
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := parseDOM(t, headless(t, bin, "file://"+path, "--dump-dom"))
+	if attr(dom.all("body", "")[0], "data-loaded") != "1" {
+		t.Fatal("the report's script did not run")
+	}
+	tl := dom.byID("timeline")
+	if pts := tl.all("circle", "pt"); len(pts) != len(rep.Timeline) {
+		t.Errorf("%d points drawn, %d requests", len(pts), len(rep.Timeline))
+	}
+	for id, c := range map[string]*proxy.Composition{"composition": &rep.After, "composition-before": rep.Before} {
+		parts := map[string]string{}
+		for _, r := range dom.byID(id).all("rect", "") {
+			parts[attr(r, "data-part")] = attr(r, "data-v")
+		}
+		for k, v := range map[string]int{"system": c.System, "messages": c.Messages, "tool_results": c.ToolResults, "references": c.References} {
+			if v > 0 && parts[k] != strconv.Itoa(v) {
+				t.Errorf("%s bar %s = %q, want %d", id, k, parts[k], v)
+			}
+		}
+	}
+	if rep.After.References == 0 || rep.Before.References != 0 || rep.After.ToolResults >= rep.Before.ToolResults {
+		t.Errorf("before %+v, after %+v", rep.Before, rep.After)
+	}
+	shot := filepath.Join(dir, "report.png")
+	headless(t, bin, "file://"+path, "--screenshot="+shot)
+	if st, err := os.Stat(shot); err != nil || st.Size() < 10_000 {
+		t.Errorf("screenshot %s: %v", shot, err)
+	}
 }

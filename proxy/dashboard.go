@@ -174,16 +174,23 @@ func (s *Server) Composition(key string) (Composition, bool) {
 	st.mu.Lock()
 	v := st.view
 	st.mu.Unlock()
-	mc := s.counter()
-	text := s.fallbackCounter.get()
-	c := Composition{Session: key, Known: v.msgs != nil}
-	if len(v.system) > 0 {
-		c.System = text.CountText(string(v.system))
+	c := Compose(v.msgs, v.system, v.tools, s.counter(), s.fallbackCounter.get().CountText)
+	c.Session = key
+	return c, true
+}
+
+// Compose returns what fills a request's context: msgs (nil: not known),
+// its system prompt and tool definitions (raw JSON, counted as text by
+// text), by the counter mc.
+func Compose(msgs []agentctx.Message, system, tools []byte, mc MessageCounter, text func(string) int) Composition {
+	c := Composition{Known: msgs != nil}
+	if len(system) > 0 {
+		c.System = text(string(system))
 	}
-	if len(v.tools) > 0 {
-		c.Tools = text.CountText(string(v.tools))
+	if len(tools) > 0 {
+		c.Tools = text(string(tools))
 	}
-	for _, m := range v.msgs {
+	for _, m := range msgs {
 		switch {
 		case compact.IsSummary(m):
 			c.Summary += mc.CountMessage(m)
@@ -216,7 +223,7 @@ func (s *Server) Composition(key string) (Composition, bool) {
 			c.Messages += mc.CountMessage(m)
 		}
 	}
-	return c, true
+	return c
 }
 
 // isReference reports whether a tool result's text stands for a result

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -140,6 +141,30 @@ func TestDashboardProtectedLikeStats(t *testing.T) {
 		}
 		if want == 200 && (!strings.Contains(w.Body.String(), `src="app.js"`) || w.Header().Get("Content-Security-Policy") == "") {
 			t.Errorf("page: %s %v", w.Body.String(), w.Header())
+		}
+	}
+}
+
+// A live session's report is its statistics' timeline and its context.
+func TestFetchReport(t *testing.T) {
+	s := scriptedSession(t, 6, proxy.Options{Token: "tok"})
+	ctx := t.Context()
+	rep, err := proxy.FetchReport(ctx, nil, s.url, "tok", "dash-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := s.srv.Stats()[0]
+	c, _ := s.srv.Composition("dash-1")
+	if rep.Requests != ss.Requests || len(rep.Timeline) != ss.Requests || rep.After != c || rep.CostUSD != ss.CostUSD {
+		t.Errorf("report %+v, stats %+v", rep, ss)
+	}
+	var text strings.Builder
+	if err := proxy.WriteReportText(&text, rep); err != nil || strings.Count(text.String(), "\n") < ss.Requests+4 {
+		t.Errorf("text %v:\n%s", err, text.String())
+	}
+	for _, c := range []struct{ token, key string }{{"tok", "nope"}, {"bad", "dash-1"}} {
+		if _, err := proxy.FetchReport(ctx, nil, s.url, c.token, c.key); !errors.Is(err, proxy.ErrReport) || strings.Contains(err.Error(), "bad") {
+			t.Errorf("%v: %v", c, err)
 		}
 	}
 }

@@ -115,12 +115,19 @@
 
   const PARTS = ["system", "tools", "messages", "tool_results", "references", "summary"];
   const LABELS = { system: "system", tools: "tools", messages: "messages", tool_results: "tool results kept", references: "references", summary: "summary" };
-  function drawComposition(c) {
-    const svg = $("composition"), legend = $("composition-legend");
+  function sumParts(c) {
+    let t = 0;
+    PARTS.forEach(function (k) { t += (c && c[k]) || 0; });
+    return t;
+  }
+  // drawComposition draws c as a stacked bar whose full width is scale
+  // tokens (default: c's own total).
+  function drawComposition(c, id, scale) {
+    id = id || "composition";
+    const svg = $(id), legend = $(id + "-legend");
     svg.textContent = "";
     legend.textContent = "";
-    let total = 0;
-    PARTS.forEach(function (k) { total += c[k] || 0; });
+    const total = Math.max(scale || 0, sumParts(c));
     let at = 0;
     const W = 900;
     PARTS.forEach(function (k) {
@@ -182,7 +189,7 @@
       int(s.compactions) + " compactions · " + int(s.clearing_batches) + " clearing batches · " + int(s.cache_breaks) +
       " cache breaks · cache hit " + pct(hitRatio(s)) + " · bill " + usd(s.cost_usd) + " · saved " + usd(s.saved_usd);
     drawTimeline(s.timeline || []);
-    api(base + "api/context?session=" + encodeURIComponent(key)).then(drawComposition).catch(function () {});
+    api(base + "api/context?session=" + encodeURIComponent(key)).then(function (c) { drawComposition(c); }).catch(function () {});
     if (full) {
       $("viewer").hidden = true;
       api(base + "api/artifacts?session=" + encodeURIComponent(key)).then(function (p) { renderArtifacts(p, false); })
@@ -200,6 +207,22 @@
       $("updated").textContent = "updated " + new Date().toLocaleTimeString();
       document.body.setAttribute("data-loaded", "1");
     }).catch(function (e) { $("updated").textContent = "cannot read the statistics: " + e.message; });
+  }
+
+  // A report (agentctx report --html): the data is in the page.
+  const reportData = $("report-data");
+  if (reportData) {
+    const r = JSON.parse(reportData.textContent);
+    $("session-title").textContent = r.title;
+    $("session-summary").textContent = int(r.requests) + " requests · " + int(r.compactions) + " compactions · " +
+      int(r.clearing_batches) + " clearing batches · " + int(r.cache_breaks) + " cache breaks · bill " + usd(r.cost_usd) +
+      " · without agentctx " + usd(r.cost_without_usd) + " · saved " + usd(r.saved_usd);
+    drawTimeline(r.timeline || []);
+    const scale = Math.max(sumParts(r.after), sumParts(r.before));
+    drawComposition(r.after, "composition", scale);
+    if (r.before) { $("before-block").hidden = false; drawComposition(r.before, "composition-before", scale); }
+    document.body.setAttribute("data-loaded", "1");
+    return;
   }
 
   $("artifacts-more").addEventListener("click", function () {
