@@ -144,7 +144,6 @@ func WriteReportText(w io.Writer, r *Report) error {
 	return tw.Flush()
 }
 
-
 // ReplayReport replays a recorded session (pipeline.Replay with opts, in
 // memory unless opts names a store) and returns its report: the timeline
 // of the replayed requests, what filled the transcript as the agent sent
