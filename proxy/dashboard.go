@@ -146,9 +146,12 @@ func (s *sessionStats) recordView(x *exchange) {
 		pt.InputTokens, pt.CacheReadTokens = x.usage.InputTokens, x.usage.CacheReadInputTokens
 		pt.CacheWriteTokens, pt.OutputTokens = x.usage.CacheCreationInputTokens, x.usage.OutputTokens
 	}
-	v.Timeline = append(v.Timeline, pt)
-	if len(v.Timeline) > maxTimeline {
-		v.Timeline = append(v.Timeline[:0:0], v.Timeline[len(v.Timeline)-maxTimeline:]...)
+	if len(v.Timeline) == maxTimeline {
+		// In place: the oldest point goes.
+		copy(v.Timeline, v.Timeline[1:])
+		v.Timeline[maxTimeline-1] = pt
+	} else {
+		v.Timeline = append(v.Timeline, pt)
 	}
 	if x.sentMsgs != nil || x.api == APIResponses {
 		s.view.msgs = x.sentMsgs

@@ -21,3 +21,20 @@ func BenchmarkMetricsRecord(b *testing.B) {
 		s.metrics.record(x)
 	}
 }
+
+// A session's timeline keeps its last maxTimeline requests.
+func TestTimelineBounded(t *testing.T) {
+	st := &sessionStats{thinking: map[string]prefixHash{}, sentAt: map[string]prefixHash{}}
+	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	for i := range maxTimeline + 50 {
+		st.record(&exchange{api: APIAnthropic, start: t0.Add(time.Duration(i) * time.Second), status: 200,
+			prepared: &Prepared{TokensBefore: i}})
+	}
+	got := st.snapshot("s").Timeline
+	if len(got) != maxTimeline || got[0].TokensClient != 50 || got[len(got)-1].TokensClient != maxTimeline+49 {
+		t.Fatalf("%d points, first %+v", len(got), got[0])
+	}
+	if cap(st.Timeline) > 2*maxTimeline {
+		t.Errorf("the timeline's array grows: cap %d", cap(st.Timeline))
+	}
+}

@@ -167,7 +167,9 @@
       $("viewer").hidden = false;
       $("viewer-title").textContent = id;
       $("viewer-text").textContent = p.text;
-      const m = /offset[=:]\s*(\d+)/.exec(p.text.slice(-400));
+      // The read-back's notice names where to read on: its last offset=N.
+      const all = Array.from(p.text.slice(-400).matchAll(/offset=(\d+)\)/g));
+      const m = all.length ? all[all.length - 1] : null;
       viewer.next = m && +m[1] > offset ? +m[1] : null;
       viewer.at = offset;
       $("viewer-next").disabled = viewer.next === null;
