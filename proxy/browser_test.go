@@ -65,6 +65,15 @@ func attr(n *html.Node, key string) string {
 	return ""
 }
 
+func hasAttr(n *html.Node, key string) bool {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
 func hasClass(n *html.Node, c string) bool {
 	for _, f := range strings.Fields(attr(n, "class")) {
 		if f == c {
@@ -191,6 +200,30 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	if n := len(dom.byID("artifacts").all("tr", "artifact")); n == 0 {
 		t.Error("no artifact listed")
+	}
+
+	// An artifact opened in the viewer: its first page, read back as the
+	// MCP tool reads it, and the way to the next.
+	var big string
+	for _, tr := range dom.byID("artifacts").all("tr", "artifact") {
+		for _, td := range (node{tr}).all("td", "") {
+			if attr(td, "data-k") == "chars" {
+				if n, _ := strconv.Atoi(attr(td, "data-v")); n > 39_000 && big == "" {
+					big = attr(tr, "data-id")
+				}
+			}
+		}
+	}
+	if big == "" {
+		t.Fatal("no artifact longer than a page")
+	}
+	dom = parseDOM(t, headless(t, bin, page+"#/session/"+ss.Session+"/artifact/"+big, "--dump-dom"))
+	v := dom.byID("viewer-text")
+	if v.Node == nil || v.FirstChild == nil || !strings.HasPrefix(v.FirstChild.Data, "step ") || !strings.Contains(v.FirstChild.Data, "offset=") {
+		t.Errorf("viewer: %v", v.Node)
+	}
+	if next := dom.byID("viewer-next"); next.Node == nil || attr(next.Node, "disabled") != "" || hasAttr(next.Node, "disabled") {
+		t.Error("the viewer cannot read on")
 	}
 
 	dir := os.Getenv("AGENTCTX_SCREENSHOT_DIR")

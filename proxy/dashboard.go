@@ -256,6 +256,7 @@ func (s *Server) serveDashboard(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer") // the page's URL may carry its token
 	switch p := r.URL.Path; {
 	case p == strings.TrimSuffix(DashboardPath, "/"):
 		http.Redirect(w, r, DashboardPath+queryOf(r), http.StatusMovedPermanently)

@@ -153,7 +153,9 @@
       tr.append(cell("id", a.id, a.id, "text"), cell("kind", m.context_type || a.type, m.context_type || a.type, "text"),
         cell("tool", m.tool_name || "", m.tool_name || "–", "text"), cell("lines", a.lines, int(a.lines)),
         cell("chars", a.chars, int(a.chars)), cell("created", a.created_at, new Date(a.created_at).toLocaleTimeString()));
-      tr.addEventListener("click", function () { openViewer(a.id, 0, true); });
+      tr.addEventListener("click", function () {
+        location.hash = "#/session/" + encodeURIComponent(currentSession()) + "/artifact/" + encodeURIComponent(a.id);
+      });
       body.append(tr);
     });
     artifactsOffset = page.offset + page.artifacts.length;
@@ -178,10 +180,13 @@
     }).catch(function (e) { $("viewer").hidden = false; $("viewer-text").textContent = String(e); });
   }
 
-  function currentSession() {
-    const m = /^#\/session\/(.+)$/.exec(location.hash);
-    return m ? decodeURIComponent(m[1]) : null;
+  // The page's hash: #/session/KEY, or #/session/KEY/artifact/ID to open
+  // an artifact in the viewer.
+  function route() {
+    const m = /^#\/session\/([^/]+)(?:\/artifact\/(.+))?$/.exec(location.hash);
+    return m ? { session: decodeURIComponent(m[1]), artifact: m[2] ? decodeURIComponent(m[2]) : null } : {};
   }
+  function currentSession() { return route().session || null; }
 
   function renderSession(key, full) {
     const s = ((stats && stats.sessions) || []).find(function (s) { return s.session === key; });
@@ -194,6 +199,7 @@
     api(base + "api/context?session=" + encodeURIComponent(key)).then(function (c) { drawComposition(c); }).catch(function () {});
     if (full) {
       $("viewer").hidden = true;
+      if (route().artifact) openViewer(route().artifact, 0, true);
       api(base + "api/artifacts?session=" + encodeURIComponent(key)).then(function (p) { renderArtifacts(p, false); })
         .catch(function (e) { $("artifacts-notice").textContent = String(e.message || e); });
     }
