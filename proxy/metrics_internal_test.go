@@ -38,3 +38,18 @@ func TestTimelineBounded(t *testing.T) {
 		t.Errorf("the timeline's array grows: cap %d", cap(st.Timeline))
 	}
 }
+
+// BenchmarkSessionRecord is what the statistics, timeline included, add
+// to a request once its session's timeline is full.
+func BenchmarkSessionRecord(b *testing.B) {
+	st := &sessionStats{thinking: map[string]prefixHash{}, sentAt: map[string]prefixHash{}}
+	x := &exchange{api: APIAnthropic, status: 200, client: "claude-cli/2.0.0", prepared: &Prepared{TokensBefore: 50_000, TokensAfter: 20_000},
+		bill: exchangeBill{model: "claude-sonnet-4-5", system: make([]byte, 20_000), tools: make([]byte, 80_000)}}
+	for range maxTimeline {
+		st.record(x)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		st.record(x)
+	}
+}
