@@ -109,6 +109,17 @@
 // the API to drop thinking, the last usage and the proxy's overhead, and
 // the session's money (Bill); "total" sums the money of every session.
 // Every request is one slog line, with its cost_usd and cost_without_usd.
+// Each session's stats also carry its client, model, last activity,
+// clearing batches and a timeline of its last 200 requests (SessionView).
+//
+// MetricsPath (/metrics) serves the same counts in the Prometheus text
+// format, from a registry of the Server's own (Registry). DashboardPath
+// (/agentctx/) serves a dashboard over the statistics, embedded in the
+// binary: sessions, a session's timeline, what fills its context
+// (Composition) and its artifacts read back through Options.ReadBack.
+// Both are protected as the statistics are (Options.Token). With
+// Options.TracerProvider set, each request is traced with OpenTelemetry
+// (SpanRequest and its children; NewOTLPTracerProvider exports over OTLP).
 //
 // # Money
 //

@@ -104,6 +104,9 @@ type Prepared struct {
 	// request's own, unchanged: it forwards the body as received without
 	// comparing the lists (a fast path; false is always correct).
 	Unchanged bool
+	// Report is the pipeline's report of this call when the Engine runs
+	// one (PipelineEngine does), nil otherwise: traces show its steps.
+	Report *pipeline.Report
 }
 
 // Usage is what the upstream reported for one request: Anthropic's usage

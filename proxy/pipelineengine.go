@@ -294,7 +294,7 @@ func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, 
 		e.log.Info("proxy: session warning", "session", req.SessionKey, "warning", w)
 	}
 	out := s.p.WithPaths(res.Messages)
-	pr := &Prepared{Messages: out, TokensBefore: res.Report.TokensBefore, TokensAfter: res.Report.TokensAfter, Unchanged: true}
+	pr := &Prepared{Messages: out, TokensBefore: res.Report.TokensBefore, TokensAfter: res.Report.TokensAfter, Unchanged: true, Report: &res.Report}
 	s.tokens = res.Report.TokensAfter
 	if st := res.Report.Step(pipeline.StepCompact); st != nil && st.Compact != nil && st.Compact.Compacted {
 		s.prefix = nil // the next prefix is the compacted request's

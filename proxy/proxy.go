@@ -21,6 +21,8 @@ import (
 	"github.com/agentctx/agentctx/internal/thinking"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pricing"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Default upstreams.
@@ -93,6 +95,15 @@ type Options struct {
 	// messages, ContextNative through the provider's own context
 	// management where it has one (see native.go).
 	ContextManagement ContextManagement
+	// TracerProvider, when set, traces each request's steps with
+	// OpenTelemetry (see tracing.go: SpanRequest and its children); nil
+	// traces nothing. NewOTLPTracerProvider makes one configured by the
+	// OTEL_* variables.
+	TracerProvider trace.TracerProvider
+	// ReadBack, when set, lets the dashboard list a session's artifacts
+	// and read them back (mcpserver.Server.Call: the read path of the MCP
+	// tools); nil shows none.
+	ReadBack ReadBack
 }
 
 // Server is the proxy, an http.Handler. Build it with New.
@@ -111,6 +122,7 @@ type Server struct {
 	// fallbackCounter counts messages for the bill when the Engine does
 	// not (see MessageCounter).
 	fallbackCounter defaultMessageCounter
+	metrics         *promMetrics // MetricsPath (metrics.go)
 }
 
 // New returns a Server.
@@ -156,13 +168,15 @@ func New(opts Options) (*Server, error) {
 	case opts.DecodeCacheBytes > 0:
 		dc = newDecodeCache(opts.DecodeCacheBytes)
 	}
-	return &Server{
+	s := &Server{
 		decoded: dc,
 		opts:    opts, anthropic: a, openai: o,
 		client: &http.Client{Transport: opts.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 		log:    opts.Logger,
 		stats:  newStatsTable(),
-	}, nil
+	}
+	s.metrics = newMetrics(s)
+	return s, nil
 }
 
 // ErrInvalidURL is matched by the error for an upstream URL that is not an
@@ -293,18 +307,26 @@ type exchange struct {
 	status     int
 	engineErr  error
 	bill       exchangeBill
+	cacheBreak bool   // the messages sent do not extend the session's last (sentMessages)
+	client     string // the client's User-Agent, its first word
 }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == StatsPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) || isMCP(r.URL.Path) {
-		if !httpguard.Allowed(r, s.opts.Token) {
+	get := r.Method == http.MethodGet || r.Method == http.MethodHead
+	if (r.URL.Path == StatsPath || r.URL.Path == MetricsPath || s.isDashboard(r.URL.Path)) && get || isMCP(r.URL.Path) {
+		if !httpguard.Allowed(r, s.opts.Token) && !s.dashboardToken(r) {
 			httpguard.Refuse(w, s.opts.Token)
 			return
 		}
-		if isMCP(r.URL.Path) {
+		switch {
+		case s.isDashboard(r.URL.Path):
+			s.serveDashboard(w, r)
+		case isMCP(r.URL.Path):
 			s.serveMCP(w, r)
-		} else {
+		case r.URL.Path == MetricsPath:
+			s.serveMetrics(w, r)
+		default:
 			s.serveStats(w)
 		}
 		return
@@ -321,7 +343,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.log.Info("proxy: refused a request of another API", "method", r.Method, "path", r.URL.Path, "api", family)
 		return
 	}
-	x := &exchange{start: s.opts.Now(), status: 0}
+	x := &exchange{start: s.opts.Now(), status: 0, client: clientOf(r.UserAgent())}
+	if ctx, sp := s.startSpan(r.Context(), SpanRequest, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path))); sp != nil {
+		defer sp.End()
+		r = r.WithContext(ctx)
+	}
 	rt := s.route(r)
 	x.api = rt.api
 	var body io.Reader = r.Body
@@ -368,7 +395,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}()
 	}
+	if ctx, sp := s.startSpan(up.Context(), SpanUpstream, trace.WithSpanKind(trace.SpanKindClient)); sp != nil {
+		up = up.WithContext(ctx)
+		defer sp.End() // once the answer is relayed
+	}
 	resp, err := s.client.Do(up)
+	if err != nil {
+		trace.SpanFromContext(up.Context()).RecordError(errors.New(redactErr(err)))
+	}
 	if recorded != nil {
 		<-recorded
 	}
@@ -412,6 +446,12 @@ func headerHas(h http.Header, key, token string) bool {
 // send: raw itself when nothing changed. Whatever fails, the client's
 // request goes upstream as it came.
 func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []byte {
+	_, dsp := s.startSpan(r.Context(), SpanDecode)
+	endDecode := func(err error) {
+		endSpan(dsp, err)
+		dsp = nil
+	}
+	defer func() { endDecode(nil) }()
 	var ls *listScan
 	if s.opts.Engine != nil && rt.api != "" && !s.plainDecode {
 		ls = s.decoded.newListScan(rt.api, r.Header)
@@ -441,6 +481,7 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		return raw
 	}
 	conv, err := decodeConversation(r.Context(), rt.api, b)
+	endDecode(err)
 	if err != nil {
 		x.engineErr = err
 		return raw
@@ -458,7 +499,11 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		req.Binding = pipeline.CallOptions{Bound: thinking.Bound(conv.doc.Messages), EditBound: s.opts.ContextManagement == ContextNative}
 	}
 	x.bill.tools, x.bill.system, x.bill.auto, x.bill.in = req.Tools, req.System, b.get("cache_control"), conv
-	prep, err := s.opts.Engine.Prepare(withSummaries(r.Context(), x), req)
+	pctx, psp := s.startSpan(withSummaries(r.Context(), x), SpanPrepare)
+	pstart := time.Now()
+	prep, err := s.opts.Engine.Prepare(pctx, req)
+	s.traceSteps(pctx, pstart, prep)
+	endSpan(psp, err)
 	if err != nil {
 		x.engineErr = err
 		return raw
@@ -840,6 +885,8 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 	}
 	s.bill(st, x)
 	s.stats.addTotal(x)
+	s.metrics.record(x)
+	traceFinish(r, x)
 	if st != nil {
 		st.record(x)
 		if x.gotUsage {

@@ -32,6 +32,8 @@ type sessionStats struct {
 
 	// Signed thinking and context management (native.go).
 	last sentList // the messages the last request sent
+
+	view sessionView // the dashboard's (dashboard.go)
 }
 
 // SessionStats are the statistics of one session (GET /agentctx/stats).
@@ -77,6 +79,7 @@ type SessionStats struct {
 	// Bill is the session's money so far: cost_usd, cost_without_usd,
 	// saved_usd, summary_requests, summary_cost_usd and the tokens billed.
 	Bill
+	SessionView
 }
 
 // TotalStats are the requests and the money of every session since the
@@ -169,6 +172,7 @@ func (s *sessionStats) sentMessages(x *exchange, thinking bool) {
 	if brk {
 		s.CacheBreaks++
 	}
+	x.cacheBreak = brk
 	s.lastSent = hs
 }
 
@@ -209,6 +213,7 @@ func (s *sessionStats) record(x *exchange) {
 		s.LastUsage = x.usage
 	}
 	s.Bill.add(&x.bill)
+	s.recordView(x)
 	s.overheads = append(s.overheads, x.overhead)
 	if len(s.overheads) > 1000 {
 		s.overheads = s.overheads[len(s.overheads)-1000:]
@@ -221,6 +226,7 @@ func (s *sessionStats) snapshot(key string) SessionStats {
 	out := s.SessionStats
 	out.Session = key
 	out.Bill = out.Bill.rounded()
+	out.Timeline = append([]TimelinePoint(nil), s.Timeline...)
 	if n := len(s.overheads); n > 0 {
 		d := append([]time.Duration(nil), s.overheads...)
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
@@ -264,6 +270,13 @@ func (s *Server) Total() TotalStats {
 	t := s.stats.total
 	t.Bill = t.Bill.rounded()
 	return t
+}
+
+// len returns the number of sessions with statistics.
+func (t *statsTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.sessions)
 }
 
 // addTotal counts an editable exchange in the total.

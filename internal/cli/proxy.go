@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/mcpserver"
@@ -32,6 +34,7 @@ func newProxyCmd(e *env) *cobra.Command {
 		token               string
 		tenants             bool
 		clockSpeed          float64
+		otel                bool
 	)
 	cmd := &cobra.Command{
 		Use:   "proxy",
@@ -45,7 +48,9 @@ ANTHROPIC_BASE_URL (printed on start), or a Codex provider's base_url
 POST /v1/messages, /v1/chat/completions and /v1/responses (with store
 false and no previous_response_id) are edited; everything else passes
 through. A request that needs no edit goes upstream byte for byte.
-GET /agentctx/stats reports per session. SIGINT or SIGTERM stops
+GET /agentctx/stats reports per session, GET /metrics the same in the
+Prometheus text format (both need --token, or a loopback Host);
+--otel traces each request over OTLP. SIGINT or SIGTERM stops
 accepting and lets the requests in flight finish.
 
 The stats carry money per session and in "total": cost_usd (the usage
@@ -150,7 +155,9 @@ writes to, every session: the proxy prints the line that registers it,
 				token = os.Getenv(tokenEnv)
 			}
 			mcpOpts := &mcpserver.Options{Namespace: f.namespace, Version: agentctx.Version, Logger: log}
-			mcpHandler := mcpserver.New(store, mcpOpts).Handler()
+			readBack := mcpserver.New(store, mcpOpts)
+			mcpHandler := readBack.Handler()
+			dashReadBack := proxy.ReadBack(readBack.Call)
 			if tenants {
 				// Read-back per tenant: a client reads the artifacts of the
 				// credentials it sends, no others.
@@ -158,9 +165,24 @@ writes to, every session: the proxy prints the line that registers it,
 					t, ok := proxy.Tenant(r.Header)
 					return proxy.TenantNamespace(f.namespace, t), ok
 				}, 0)
+				dashReadBack = nil // the dashboard reads no tenant's artifacts
+			}
+			var tp trace.TracerProvider
+			if otel {
+				sdk, err := proxy.NewOTLPTracerProvider(cmd.Context(), os.Getenv)
+				if err != nil {
+					return usagef("--otel: %v", err)
+				}
+				defer func() {
+					ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 5*time.Second)
+					defer cancel()
+					sdk.Shutdown(ctx) // flush the last spans
+				}()
+				tp = sdk
 			}
 			srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: anthropicURL, OpenAIURL: oaURL, Logger: log, DecodeCacheBytes: decodeCache,
-				MCP: mcpHandler, Prices: prices, Token: token, Tenants: tenants, ContextManagement: proxy.ContextManagement(contextMgmt)})
+				MCP: mcpHandler, Prices: prices, Token: token, Tenants: tenants, ContextManagement: proxy.ContextManagement(contextMgmt),
+				TracerProvider: tp, ReadBack: dashReadBack})
 			if err != nil {
 				if errors.Is(err, proxy.ErrInvalidURL) {
 					return usagef("%v", err)
@@ -181,6 +203,7 @@ writes to, every session: the proxy prints the line that registers it,
 			base := "http://" + ln.Addr().String()
 			fmt.Fprintf(e.s.Out, "ANTHROPIC_BASE_URL=%s\n", base)
 			fmt.Fprintf(e.s.Err, "agentctx proxy: listening on %s (OpenAI clients: base URL %s/v1); stats at %s%s\n", base, base, base, proxy.StatsPath)
+			fmt.Fprintf(e.s.Err, "agentctx proxy: dashboard at %s%s, metrics at %s%s\n", localURL(ln.Addr()), proxy.DashboardPath, base, proxy.MetricsPath)
 			fmt.Fprintf(e.s.Err, "agentctx proxy: read-back tools over MCP at %s%s; for Claude Code:\n", base, proxy.MCPPath)
 			fmt.Fprintf(e.s.Err, "claude mcp add --transport http agentctx %s%s\n", localURL(ln.Addr()), proxy.MCPPath)
 			return srv.Serve(cmd.Context(), ln)
@@ -196,6 +219,7 @@ writes to, every session: the proxy prints the line that registers it,
 	fs.StringVar(&pricesFile, "prices", "", pricesFlagHelp)
 	fs.BoolVar(&tenants, "tenants", false, "isolate the clients of a shared proxy by their credentials: each API key keeps its sessions and artifacts in a namespace of its own (<namespace>/tenants/<digest>), and /mcp reads only the artifacts of the credentials the MCP client sends (X-Api-Key or Authorization)")
 	fs.StringVar(&token, "token", "", "the token the statistics and MCP endpoints require (X-Agentctx-Token or Authorization: Bearer; default $"+tokenEnv+"); without it they answer requests to a loopback name only")
+	fs.BoolVar(&otel, "otel", false, "trace each request's steps (decode, prepare and its pipeline steps, upstream) with OpenTelemetry, exported over OTLP/HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME...)")
 	fs.Float64Var(&clockSpeed, "clock-speed", 1, "for simulations: the proxy's clock (prune ages, artifact times, idle sessions) runs N times faster than the wall clock from the proxy's start; request durations in the log stay wall time")
 	fs.MarkHidden("clock-speed")
 	f.register(fs, true)

@@ -1,0 +1,170 @@
+package proxy_test
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/proxy"
+	"github.com/agentctx/agentctx/workspace"
+)
+
+func TestDashboardAPI(t *testing.T) {
+	s := scriptedSession(t, 14, proxy.Options{})
+	st := getStats(t, s.url, nil)
+	ss := st.Sessions[0]
+	if len(ss.Timeline) != ss.Requests || ss.Client != "claude-cli/2.0.0" || ss.Model != "claude-sonnet-4-5" || ss.LastActivity.IsZero() {
+		t.Fatalf("view: client %q model %q last %v, %d points for %d requests", ss.Client, ss.Model, ss.LastActivity, len(ss.Timeline), ss.Requests)
+	}
+	if ss.ClearingBatches != ss.PrefixChanges-ss.Compactions {
+		t.Errorf("clearing batches %d, prefix changes %d, compactions %d", ss.ClearingBatches, ss.PrefixChanges, ss.Compactions)
+	}
+	var sum proxy.TimelinePoint
+	marks := map[string]int{}
+	for _, p := range ss.Timeline {
+		sum.CacheReadTokens += p.CacheReadTokens
+		sum.CacheWriteTokens += p.CacheWriteTokens
+		sum.InputTokens += p.InputTokens
+		if p.Compacted {
+			marks["compacted"]++
+		}
+		if p.Clearing {
+			marks["clearing"]++
+		}
+		if p.CacheBreak {
+			marks["break"]++
+		}
+		if p.Offloaded > 0 {
+			marks["offloaded"]++
+		}
+	}
+	// The summary requests are billed to the session, not to a point.
+	if sum.CacheReadTokens > ss.CacheReadTokens || sum.InputTokens > ss.InputTokens || marks["compacted"] != ss.Compactions ||
+		marks["clearing"] != ss.ClearingBatches || marks["break"] != ss.CacheBreaks || marks["offloaded"] == 0 {
+		t.Errorf("timeline %+v, marks %v; stats %+v", sum, marks, ss)
+	}
+	last := ss.Timeline[len(ss.Timeline)-1]
+	if last.TokensClient != ss.TokensBefore || last.TokensForwarded != ss.TokensAfter {
+		t.Errorf("last point %+v, stats tokens %d/%d", last, ss.TokensBefore, ss.TokensAfter)
+	}
+
+	var c proxy.Composition
+	if err := json.Unmarshal(get(t, s.url+proxy.DashboardContextPath+"?session=dash-1", nil), &c); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Known || c.System == 0 || c.Tools == 0 || c.Messages == 0 || c.References == 0 || c.Summary == 0 {
+		t.Errorf("composition %+v", c)
+	}
+	// What fills the context adds up to about what the Engine counted.
+	if total := c.System + c.Tools + c.Messages + c.ToolResults + c.References + c.Summary; total < ss.TokensAfter/2 || total > ss.TokensAfter*2 {
+		t.Errorf("composition adds up to %d, the engine counted %d", total, ss.TokensAfter)
+	}
+
+	var page proxy.ArtifactsPage
+	if err := json.Unmarshal(get(t, s.url+proxy.DashboardArtifactsPath+"?session=dash-1", nil), &page); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	big := ""
+	for _, a := range page.Artifacts {
+		kinds[a.Metadata[workspace.KeyContextType]]++
+		if a.Chars > 39_000 && big == "" {
+			big = a.ID
+		}
+	}
+	if kinds[workspace.ContextToolResult] == 0 || kinds[pipeline.ContextCompactionArchive] == 0 || big == "" {
+		t.Fatalf("artifacts by kind %v (a big one: %q)", kinds, big)
+	}
+	// The viewer reads page by page, as the MCP tool does.
+	var rp proxy.ReadPage
+	if err := json.Unmarshal(get(t, s.url+proxy.DashboardReadPath+"?id="+url.QueryEscape(big), nil), &rp); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rp.Text, "offset=") || !strings.HasPrefix(rp.Text, "step ") {
+		t.Errorf("first page: %.200q ... %.300q", rp.Text, rp.Text[max(0, len(rp.Text)-300):])
+	}
+	resp, err := http.Get(s.url + proxy.DashboardReadPath + "?id=nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown artifact: %d", resp.StatusCode)
+	}
+}
+
+func TestDashboardProtectedLikeStats(t *testing.T) {
+	srv, err := proxy.New(proxy.Options{Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		target string
+		header map[string]string
+		want   int
+	}{
+		{"/agentctx/", nil, http.StatusForbidden},
+		{"/agentctx/app.js", nil, http.StatusForbidden},
+		{"/agentctx/?token=nope", nil, http.StatusForbidden},
+		{"/agentctx/api/context?session=x", nil, http.StatusForbidden},
+		{"/agentctx/?token=tok", nil, http.StatusOK},
+		{"/agentctx/app.js?token=tok", nil, http.StatusOK},
+		{"/agentctx/app.css", map[string]string{"X-Agentctx-Token": "tok"}, http.StatusOK},
+		{"/agentctx/api/context?session=x", map[string]string{"X-Agentctx-Token": "tok"}, http.StatusNotFound},
+		{"/agentctx/stats?token=tok", nil, http.StatusForbidden}, // stats takes the header only
+		{"/agentctx/nothing-here", map[string]string{"X-Agentctx-Token": "tok"}, http.StatusNotFound},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "http://proxy.example"+c.target, nil)
+		for k, v := range c.header {
+			req.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, req)
+		if w.Code != c.want {
+			t.Errorf("%s %v: %d, want %d", c.target, c.header, w.Code, c.want)
+		}
+		if c.target == "/agentctx/?token=tok" && !strings.Contains(w.Body.String(), `src="app.js?token=tok"`) {
+			t.Errorf("the page's assets do not carry its token: %s", w.Body.String())
+		}
+	}
+	open, _ := proxy.New(proxy.Options{})
+	for host, want := range map[string]int{"localhost:8787": 200, "evil.example": http.StatusMisdirectedRequest} {
+		w := httptest.NewRecorder()
+		open.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://"+host+"/agentctx/", nil))
+		if w.Code != want {
+			t.Errorf("Host %s: %d, want %d", host, w.Code, want)
+		}
+		if want == 200 && (!strings.Contains(w.Body.String(), `src="app.js"`) || w.Header().Get("Content-Security-Policy") == "") {
+			t.Errorf("page: %s %v", w.Body.String(), w.Header())
+		}
+	}
+}
+
+// A live session's report is its statistics' timeline and its context.
+func TestFetchReport(t *testing.T) {
+	s := scriptedSession(t, 6, proxy.Options{Token: "tok"})
+	ctx := t.Context()
+	rep, err := proxy.FetchReport(ctx, nil, s.url, "tok", "dash-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := s.srv.Stats()[0]
+	c, _ := s.srv.Composition("dash-1")
+	if rep.Requests != ss.Requests || len(rep.Timeline) != ss.Requests || rep.After != c || rep.CostUSD != ss.CostUSD {
+		t.Errorf("report %+v, stats %+v", rep, ss)
+	}
+	var text strings.Builder
+	if err := proxy.WriteReportText(&text, rep); err != nil || strings.Count(text.String(), "\n") < ss.Requests+4 {
+		t.Errorf("text %v:\n%s", err, text.String())
+	}
+	for _, c := range []struct{ token, key string }{{"tok", "nope"}, {"bad", "dash-1"}} {
+		if _, err := proxy.FetchReport(ctx, nil, s.url, c.token, c.key); !errors.Is(err, proxy.ErrReport) || strings.Contains(err.Error(), "bad") {
+			t.Errorf("%v: %v", c, err)
+		}
+	}
+}

@@ -1,0 +1,55 @@
+package proxy
+
+import (
+	"testing"
+	"time"
+)
+
+// BenchmarkMetricsRecord is what the metrics add to a request (the budget
+// is 50 µs; see BENCHMARKS.md).
+func BenchmarkMetricsRecord(b *testing.B) {
+	s, err := New(Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := &exchange{api: APIAnthropic, status: 200, edited: true, overhead: 2 * time.Millisecond,
+		prepared: &Prepared{TokensBefore: 50_000, TokensAfter: 20_000, PrefixChanged: true, Pruned: 3},
+		bill:     exchangeBill{billed: true, cost: 0.01, costWithout: 0.02}}
+	x.bill.usage.Input, x.bill.usage.CacheRead, x.bill.usage.Output = 100, 19_000, 300
+	b.ReportAllocs()
+	for b.Loop() {
+		s.metrics.record(x)
+	}
+}
+
+// A session's timeline keeps its last maxTimeline requests.
+func TestTimelineBounded(t *testing.T) {
+	st := &sessionStats{thinking: map[string]prefixHash{}, sentAt: map[string]prefixHash{}}
+	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	for i := range maxTimeline + 50 {
+		st.record(&exchange{api: APIAnthropic, start: t0.Add(time.Duration(i) * time.Second), status: 200,
+			prepared: &Prepared{TokensBefore: i}})
+	}
+	got := st.snapshot("s").Timeline
+	if len(got) != maxTimeline || got[0].TokensClient != 50 || got[len(got)-1].TokensClient != maxTimeline+49 {
+		t.Fatalf("%d points, first %+v", len(got), got[0])
+	}
+	if cap(st.Timeline) > 2*maxTimeline {
+		t.Errorf("the timeline's array grows: cap %d", cap(st.Timeline))
+	}
+}
+
+// BenchmarkSessionRecord is what the statistics, timeline included, add
+// to a request once its session's timeline is full.
+func BenchmarkSessionRecord(b *testing.B) {
+	st := &sessionStats{thinking: map[string]prefixHash{}, sentAt: map[string]prefixHash{}}
+	x := &exchange{api: APIAnthropic, status: 200, client: "claude-cli/2.0.0", prepared: &Prepared{TokensBefore: 50_000, TokensAfter: 20_000},
+		bill: exchangeBill{model: "claude-sonnet-4-5", system: make([]byte, 20_000), tools: make([]byte, 80_000)}}
+	for range maxTimeline {
+		st.record(x)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		st.record(x)
+	}
+}

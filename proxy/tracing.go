@@ -1,0 +1,147 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// TracerName is the instrumentation scope of the proxy's spans.
+const TracerName = "github.com/agentctx/agentctx/proxy"
+
+// Span names. A model request's span (SpanRequest) holds, in order, the
+// decoding of its body (SpanDecode), the Engine (SpanPrepare, with a
+// child per pipeline step the Engine reported: SpanStep + the step's
+// name, laid end to end from the start of SpanPrepare with their measured
+// durations; the store's reads and writes of tool results fall in the
+// "offload" step, the session state's in the rest of SpanPrepare) and the
+// upstream exchange, answer relayed (SpanUpstream).
+const (
+	SpanRequest  = "agentctx.request"
+	SpanDecode   = "agentctx.decode"
+	SpanPrepare  = "agentctx.prepare"
+	SpanStep     = "agentctx.step."
+	SpanUpstream = "agentctx.upstream"
+)
+
+// tracer returns the Server's tracer, nil when tracing is off.
+func (s *Server) tracer() trace.Tracer {
+	if s.opts.TracerProvider == nil {
+		return nil
+	}
+	return s.opts.TracerProvider.Tracer(TracerName)
+}
+
+// startSpan starts a span under ctx when tracing is on; end is never nil.
+func (s *Server) startSpan(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	t := s.tracer()
+	if t == nil {
+		return ctx, nil
+	}
+	return t.Start(ctx, name, opts...)
+}
+
+// endSpan ends sp (nil: tracing is off), marking err.
+func endSpan(sp trace.Span, err error) {
+	if sp == nil {
+		return
+	}
+	if err != nil {
+		sp.RecordError(err)
+		sp.SetStatus(codes.Error, redactErr(err))
+	}
+	sp.End()
+}
+
+// traceSteps adds to the prepare span one child per step of the Engine's
+// report, end to end from start.
+func (s *Server) traceSteps(ctx context.Context, start time.Time, p *Prepared) {
+	t := s.tracer()
+	if t == nil || p == nil || p.Report == nil {
+		return
+	}
+	at := start
+	for _, st := range p.Report.Steps {
+		_, sp := t.Start(ctx, SpanStep+string(st.Step), trace.WithTimestamp(at),
+			trace.WithAttributes(attribute.Bool("agentctx.step.skipped", st.Skipped), attribute.Int("agentctx.step.changed", st.Changed),
+				attribute.Int("agentctx.step.new", st.New), attribute.Int("agentctx.step.tokens_saved", st.TokensSaved),
+				attribute.Int("agentctx.step.tokens", st.Tokens)))
+		at = at.Add(st.Duration)
+		sp.End(trace.WithTimestamp(at))
+	}
+}
+
+// traceFinish sets the request span's attributes once the exchange is
+// done.
+func traceFinish(r *http.Request, x *exchange) {
+	sp := trace.SpanFromContext(r.Context())
+	if !sp.IsRecording() {
+		return
+	}
+	sp.SetAttributes(attribute.Int("http.response.status_code", x.status))
+	if x.api != "" {
+		sp.SetAttributes(attribute.String("agentctx.api", string(x.api)), attribute.String("agentctx.session", x.session),
+			attribute.Bool("agentctx.edited", x.edited), attribute.Int("agentctx.bytes_in", x.bytesIn), attribute.Int("agentctx.bytes_out", x.bytesOut),
+			attribute.Float64("agentctx.overhead_ms", ms(x.overhead)))
+		if p := x.prepared; p != nil {
+			sp.SetAttributes(attribute.Int("agentctx.tokens_before", p.TokensBefore), attribute.Int("agentctx.tokens_after", p.TokensAfter),
+				attribute.Bool("agentctx.compacted", p.Compacted), attribute.Bool("agentctx.prefix_changed", p.PrefixChanged))
+		}
+		if x.gotUsage {
+			sp.SetAttributes(attribute.Int("gen_ai.usage.input_tokens", x.usage.Total()), attribute.Int("gen_ai.usage.output_tokens", x.usage.OutputTokens))
+		}
+	}
+	if x.engineErr != nil {
+		sp.RecordError(x.engineErr)
+	}
+	if x.status >= 500 || x.status == 0 {
+		sp.SetStatus(codes.Error, http.StatusText(x.status))
+	}
+}
+
+// ErrOTLPProtocol is matched by the error of NewOTLPTracerProvider for an
+// OTLP protocol it does not speak.
+var ErrOTLPProtocol = errors.New("unsupported OTLP protocol (want http/protobuf)")
+
+// NewOTLPTracerProvider returns a tracer provider that exports spans in
+// batches to an OTLP collector over HTTP, configured by the standard
+// variables (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+// OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_TIMEOUT, OTEL_SERVICE_NAME,
+// OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER...), service name
+// "agentctx" by default. getenv reads the environment (nil: os.Getenv);
+// only OTEL_EXPORTER_OTLP_PROTOCOL is read through it, the exporter reads
+// the process's. Shut it down (with a deadline) to flush the last spans.
+func NewOTLPTracerProvider(ctx context.Context, getenv func(string) string) (*sdktrace.TracerProvider, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {
+		if p := strings.TrimSpace(getenv(k)); p != "" {
+			if p != "http/protobuf" {
+				return nil, fmt.Errorf("%s=%q: %w", k, p, ErrOTLPProtocol)
+			}
+			break
+		}
+	}
+	exp, err := otlptracehttp.New(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("otlp exporter: %w", err)
+	}
+	res, err := resource.Merge(resource.NewSchemaless(semconv.ServiceName("agentctx")), resource.Environment())
+	if err != nil {
+		res = resource.NewSchemaless(semconv.ServiceName("agentctx"))
+	}
+	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+}
