@@ -324,9 +324,8 @@ func (s *Sessions) Delete(ctx context.Context, ns, id string, dryRun bool) (*Pru
 	return rep, nil
 }
 
-// Prune applies r to namespace ns, or to every namespace of the session
-// store when ns is "" (a namespace with artifacts and no session state is
-// then not visited: name it).
+// Prune applies r to namespace ns, or when ns is "" to every namespace
+// that holds sessions or artifacts.
 //
 // What Prune guarantees, whatever r says:
 //   - a session's state is deleted only at the version that was judged
@@ -346,6 +345,18 @@ func (s *Sessions) Prune(ctx context.Context, ns string, r Retention) (*PruneRep
 	order, groups, err := s.namespaces(ctx, ns)
 	if err != nil {
 		return nil, err
+	}
+	if ns == "" {
+		spaces, err := s.Workspace.Namespaces(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("sessions: %w", err)
+		}
+		for _, n := range spaces {
+			if _, ok := groups[n]; !ok {
+				order = append(order, n)
+			}
+		}
+		slices.Sort(order)
 	}
 	live := cmp.Or(r.Live, DefaultLive)
 	if live < 0 {
