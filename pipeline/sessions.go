@@ -341,6 +341,48 @@ func (s *Sessions) Delete(ctx context.Context, ns, id string, dryRun bool) (*Pru
 // A session's state goes before its artifacts: a crash in between leaves
 // artifacts of no session, which the next Prune deletes by age or size.
 func (s *Sessions) Prune(ctx context.Context, ns string, r Retention) (*PruneReport, error) {
+	if ns != "" {
+		return s.prune(ctx, r, func(n string) bool { return n == ns }, ns)
+	}
+	return s.prune(ctx, r, func(string) bool { return true }, "")
+}
+
+// PruneEvery prunes by r every interval until ctx ends (first at once),
+// the namespaces for which match is true (nil: every one), and logs each
+// pruning that deleted something. It returns ctx's error; a failed
+// pruning is logged and tried again at the next interval. An interval of
+// 0 or less means an hour.
+func (s *Sessions) PruneEvery(ctx context.Context, interval time.Duration, r Retention, match func(namespace string) bool) error {
+	if interval <= 0 {
+		interval = time.Hour
+	}
+	if match == nil {
+		match = func(string) bool { return true }
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		rep, err := s.prune(ctx, r, match, "")
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			s.log().ErrorContext(ctx, "sessions: retention failed", "error", err)
+		case len(rep.Sessions) > 0 || rep.Artifacts > 0 || len(rep.Skipped) > 0:
+			s.log().InfoContext(ctx, "sessions: retention", "sessions", len(rep.Sessions), "artifacts", rep.Artifacts,
+				"bytes", rep.Bytes, "skipped", len(rep.Skipped), "remaining_bytes", rep.Remaining)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// prune applies r to the namespaces match accepts: ns alone when it is
+// not "", else every namespace holding sessions or artifacts.
+func (s *Sessions) prune(ctx context.Context, r Retention, match func(string) bool, ns string) (*PruneReport, error) {
 	rep := &PruneReport{Sessions: []string{}, DryRun: r.DryRun}
 	order, groups, err := s.namespaces(ctx, ns)
 	if err != nil {
@@ -357,6 +399,7 @@ func (s *Sessions) Prune(ctx context.Context, ns string, r Retention) (*PruneRep
 			}
 		}
 		slices.Sort(order)
+		order = slices.DeleteFunc(order, func(n string) bool { return !match(n) })
 	}
 	live := cmp.Or(r.Live, DefaultLive)
 	if live < 0 {

@@ -216,3 +216,34 @@ func TestSessionsDeleteKeepsNamedArtifacts(t *testing.T) {
 		t.Fatalf("Show live = %+v, %v: want its own and the shared artifact", d, err)
 	}
 }
+
+// PruneEvery prunes at once, then at each interval, the namespaces its
+// match accepts, and returns when its ctx ends.
+func TestPruneEvery(t *testing.T) {
+	f := newRetentionFixture(t)
+	if _, err := f.ss.Save(context.Background(), "other", "old", []byte(`{}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		done <- f.s.PruneEvery(ctx, time.Hour, Retention{MaxAge: time.Nanosecond, Live: -1}, func(ns string) bool { return ns == "default" })
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if l, _ := f.ss.List(context.Background(), "default"); len(l) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no pruning")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != context.Canceled {
+		t.Fatalf("PruneEvery returned %v", err)
+	}
+	if l, _ := f.ss.List(context.Background(), "other"); len(l) != 1 {
+		t.Fatalf("a namespace match refused was pruned: %+v", l)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/memstore"
@@ -274,6 +276,25 @@ type retentionFlags struct {
 	maxAge age
 	size   byteSize
 	live   age
+	every  time.Duration // the proxy's interval
+}
+
+// startRetention runs the retention in the background of a proxy when it
+// has one, over the proxy's namespace and the tenant namespaces under it,
+// and returns the function that stops it and waits for it.
+func startRetention(ctx context.Context, r retentionFlags, ws workspace.Store, ss session.Store, ns string, log *slog.Logger) func() {
+	ret := r.retention()
+	if ret.MaxAge == 0 && ret.MaxBytes == 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	s := &pipeline.Sessions{Workspace: ws, Sessions: ss, Logger: log}
+	go func() {
+		defer close(done)
+		s.PruneEvery(ctx, r.every, ret, func(n string) bool { return n == ns || strings.HasPrefix(n, proxy.TenantNamespace(ns, "")) })
+	}()
+	return func() { cancel(); <-done }
 }
 
 func (r *retentionFlags) add(cmd *cobra.Command) {
