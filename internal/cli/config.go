@@ -62,7 +62,7 @@ func checkValues(cmd *cobra.Command, f *config.File) error {
 			return
 		}
 		if c != cmd {
-			_, err = config.Settle(c.Flags(), config.Options{Command: commandPath(c), File: f, SectionOnly: filterFlag})
+			_, err = config.Settle(allFlags(c), config.Options{Command: commandPath(c), File: f, SectionOnly: filterFlag})
 		}
 		for _, sub := range c.Commands() {
 			walk(sub)
@@ -70,6 +70,16 @@ func checkValues(cmd *cobra.Command, f *config.File) error {
 	}
 	walk(cmd.Root())
 	return err
+}
+
+// allFlags returns every flag of c, its parents' persistent flags
+// included, whether or not c was parsed (cobra merges them only then).
+func allFlags(c *cobra.Command) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(c.Name(), pflag.ContinueOnError)
+	fs.AddFlagSet(c.Flags())
+	fs.AddFlagSet(c.PersistentFlags())
+	fs.AddFlagSet(c.InheritedFlags())
+	return fs
 }
 
 // filterFlag reports a flag that environment variables and the file's top
@@ -165,7 +175,7 @@ An unknown key or a bad value is an error (exit 2) for every command.`,
 				rep.Command = ""
 				rep.Settings, err = e.sharedSettings(root)
 			} else {
-				rep.Settings, err = config.Settle(target.Flags(), config.Options{
+				rep.Settings, err = config.Settle(allFlags(target), config.Options{
 					Command: commandPath(target), File: e.cfg.file, Env: envOf, LookupEnv: e.s.LookupEnv, SectionOnly: filterFlag,
 				})
 				if err != nil {

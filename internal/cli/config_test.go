@@ -116,6 +116,10 @@ func TestConfigCommand(t *testing.T) {
 	if !strings.Contains(out, `{"name":"retain-age","value":"720h0m0s","source":"file","origin":"`+cfg+`: sessions.prune.retain-age"}`) {
 		t.Errorf("sessions prune settings: %s", out)
 	}
+	out, _, _ = runEnv(t, map[string]string{"AGENTCTX_CONFIG": tempConfig(t, `{"ws": {"workspace": "/x"}}`)}, "config", "--json", "ws", "ls")
+	if !strings.Contains(out, `{"name":"workspace","value":"/x","source":"file"`) {
+		t.Errorf("a parent's persistent flag is not shown: %s", out)
+	}
 	if _, errOut, code := runEnv(t, env, "config", "nosuch"); code != 2 || !strings.Contains(errOut, "unknown command") {
 		t.Errorf("config nosuch: exit %d %q", code, errOut)
 	}
@@ -134,6 +138,7 @@ func TestConfigErrors(t *testing.T) {
 		"misplaced flag":  {`{"count": {"listen": ":1"}}`, `key "count.listen": unknown setting`},
 		"bad value":       {`{"limit": "lots"}`, `key "limit": invalid value for --limit`},
 		"bad nested":      {`{"proxy": {"max-sessions": true}}`, `key "proxy.max-sessions": invalid value`},
+		"bad persistent":  {`{"sessions": {"all": "maybe"}}`, `key "sessions.all": invalid value for --all`},
 		"bad json":        {`{"limit": 1,}`, "not a JSON object"},
 		"null":            {`{"limit": null}`, "null is not a value"},
 	} {
