@@ -123,14 +123,14 @@ func (s *DirStore) Save(ctx context.Context, ns, id string, data []byte, version
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fail(err)
 	}
-	if err := s.keepNames(dir, file, ns, id); err != nil {
-		return fail(err)
-	}
 	unlock, err := fsutil.LockContext(ctx, lock)
 	if err != nil {
 		return fail(err)
 	}
 	defer unlock()
+	if err := s.keepNames(dir, file, ns, id); err != nil {
+		return fail(err)
+	}
 	_, have, err := readFile(file)
 	if err != nil {
 		return fail(err)
@@ -173,6 +173,7 @@ func (s *DirStore) Delete(ctx context.Context, ns, id string) error {
 		}
 		return &Error{Op: "delete", Namespace: ns, ID: id, Err: err}
 	}
+	removeID(file)
 	return nil
 }
 
@@ -206,7 +207,17 @@ func (s *DirStore) DeleteVersion(ctx context.Context, ns, id string, version int
 	if err := os.Remove(file); err != nil {
 		return fail(err)
 	}
+	removeID(file)
 	return nil
+}
+
+// removeID removes the id kept beside a deleted session (keepNames), if
+// any; the lock file stays, as Delete leaves it.
+func removeID(file string) {
+	base := strings.TrimSuffix(file, ".session")
+	if strings.Contains(filepath.Base(base), "~") {
+		os.Remove(base + idSuffix)
+	}
 }
 
 // keyFile is the file, in a namespace's directory, holding the namespace
