@@ -192,3 +192,27 @@ func TestAgeAndSizeFlags(t *testing.T) {
 		}
 	}
 }
+
+// On a terminal ls prints a table, and JSON with --json.
+func TestSessionsLsTable(t *testing.T) {
+	dir := t.TempDir()
+	ws := filepath.Join(dir, "ws")
+	small, _ := filepath.Abs("../../testdata/messages.jsonl")
+	if _, errOut, code := run(t, "", "prepare", "--workspace", ws, "--session", "s\x01odd", "--dir", dir, small); code != 0 {
+		t.Fatal(errOut)
+	}
+	tty := func(args ...string) string {
+		var out, errb bytes.Buffer
+		if code := Run(t.Context(), args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb, OutIsTerminal: true}); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+		}
+		return out.String()
+	}
+	lines := strings.Split(strings.TrimSpace(tty("sessions", "ls", "--workspace", ws)), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "NAMESPACE  SESSION") || !strings.Contains(lines[1], `"s\x01odd"`) {
+		t.Fatalf("table:\n%s", strings.Join(lines, "\n"))
+	}
+	if out := tty("sessions", "ls", "--json", "--workspace", ws); !strings.HasPrefix(out, `[{"namespace":"default","id":"s\u0001odd"`) {
+		t.Fatalf("--json on a terminal: %s", out)
+	}
+}

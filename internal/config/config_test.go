@@ -208,3 +208,31 @@ func TestMask(t *testing.T) {
 		}
 	}
 }
+
+// No input makes Parse, Check or Settle panic; an error is always a
+// *config.Error matching ErrInvalid.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{`{}`, `{"limit": 5, "proxy": {"listen": ":1"}}`, `{"tags": ["a", 1, true]}`, `[`, `{"a": {"b": {"c": null}}}`, ``} {
+		f.Add([]byte(s))
+	}
+	schema := config.Schema{"": {"verbose"}, "proxy": {"listen", "limit", "tags"}}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := config.Parse("f.json", data)
+		if err != nil {
+			if !errors.Is(err, config.ErrInvalid) {
+				t.Fatalf("error %v does not match ErrInvalid", err)
+			}
+			return
+		}
+		if err := file.Check(schema); err != nil && !errors.Is(err, config.ErrInvalid) {
+			t.Fatalf("Check error %v does not match ErrInvalid", err)
+		}
+		fs := pflag.NewFlagSet("proxy", pflag.ContinueOnError)
+		fs.Int("limit", 1, "")
+		fs.String("listen", "", "")
+		fs.StringSlice("tags", nil, "")
+		if _, err := config.Settle(fs, config.Options{Command: []string{"proxy"}, File: file}); err != nil && !errors.Is(err, config.ErrInvalid) {
+			t.Fatalf("Settle error %v does not match ErrInvalid", err)
+		}
+	})
+}
