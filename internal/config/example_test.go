@@ -30,7 +30,9 @@ func ExampleSettle() {
 			}
 			return ""
 		},
-		LookupEnv: func(k string) (string, bool) { return map[string]string{"AGENTCTX_LIMIT": "100000"}[k], k == "AGENTCTX_LIMIT" },
+		LookupEnv: func(k string) (string, bool) {
+			return map[string]string{"AGENTCTX_LIMIT": "100000"}[k], k == "AGENTCTX_LIMIT"
+		},
 	})
 	if err != nil {
 		fmt.Println(err)
