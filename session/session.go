@@ -10,9 +10,12 @@
 // never lose an update. Package pipeline defines what the bytes hold.
 //
 // Backends: MemStore (memory), DirStore (a directory, one JSON file per
-// session, the default beside a directory workspace) and
-// session/sqlitesession (a table in an SQLite file). Every backend passes the
-// conformance suite in session/sessiontest.
+// session, the default beside a directory workspace), session/sqlitesession
+// (a table in an SQLite file) and session/pgsession (PostgreSQL, shared by
+// a fleet). Every backend passes the conformance suite in
+// session/sessiontest. Stat, List and DeleteVersion let housekeeping
+// (pipeline.Sessions: "agentctx sessions") list sessions and delete only
+// what it judged idle.
 package session
 
 import (
