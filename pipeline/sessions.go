@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentctx/agentctx/session"
@@ -58,7 +59,8 @@ type SessionInfo struct {
 	// its counts are then zero.
 	Unreadable string `json:"unreadable,omitempty"`
 
-	refs map[string]bool // artifacts the state names
+	refs    map[string]bool // artifacts the state names, and those its summaries name
+	summary string          // the compaction summary, whose pointers name artifacts
 }
 
 // SessionDetail is one session with its artifacts.
@@ -164,6 +166,9 @@ func (s *Sessions) view(ctx context.Context, ns string, infos []session.Info) (*
 		return nil, fmt.Errorf("sessions: list artifacts of %q: %w", ns, err)
 	}
 	v.artifacts = arts
+	if err := s.summaryRefs(ctx, v); err != nil {
+		return nil, err
+	}
 	for _, a := range arts {
 		i, ok := byID[a.Metadata[workspace.KeySessionID]]
 		if !ok {
@@ -209,10 +214,89 @@ func (s *Sessions) describe(ctx context.Context, in session.Info) (*SessionInfo,
 			si.refs[r.Artifact] = true
 		}
 	}
-	if st.Compaction != nil && st.Compaction.Archive != "" {
-		si.refs[st.Compaction.Archive] = true
+	if st.Compaction != nil {
+		if st.Compaction.Archive != "" {
+			si.refs[st.Compaction.Archive] = true
+		}
+		si.summary = st.Compaction.Summary
 	}
 	return si, nil
+}
+
+// summaryRefs adds to each session's references the artifacts its
+// compaction summary names (its "Stored originals" pointers, which the
+// model reads back) and, through the archives it names, those that the
+// summaries of earlier compactions inside them name: what a later
+// compaction carried out of its own summary stays listed there. An
+// archive is read once per namespace.
+func (s *Sessions) summaryRefs(ctx context.Context, v *nsView) error {
+	ids := map[string]bool{}
+	for _, a := range v.artifacts {
+		ids[a.ID] = true
+	}
+	archives := map[string][]string{} // archive id → artifacts its content names
+	for _, si := range v.sessions {
+		queue := mentions(si.summary, ids)
+		for id := range si.refs {
+			queue = append(queue, id)
+		}
+		seen := map[string]bool{}
+		for len(queue) > 0 {
+			id := queue[len(queue)-1]
+			queue = queue[:len(queue)-1]
+			if seen[id] || !ids[id] {
+				continue
+			}
+			seen[id] = true
+			si.refs[id] = true
+			if !strings.HasPrefix(id, ArchiveIDPrefix) {
+				continue
+			}
+			named, read := archives[id]
+			if !read {
+				a, err := s.Workspace.Get(ctx, v.ns, id)
+				if errors.Is(err, workspace.ErrNotFound) {
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("sessions: read archive: %w", err)
+				}
+				named = mentions(a.Content, ids)
+				archives[id] = named
+			}
+			queue = append(queue, named...)
+		}
+	}
+	return nil
+}
+
+// mentions returns the artifact ids of ids that text names: the words
+// starting with a prefix of the ids agentctx writes (tool_result_,
+// compact_), up to a character that ends a word in a pointer line or in
+// JSON (space, quote, bracket, comma, backquote), trailing dots and colons
+// aside.
+func mentions(text string, ids map[string]bool) []string {
+	var out []string
+	for _, prefix := range []string{workspace.ArtifactIDPrefix, ArchiveIDPrefix} {
+		rest := text
+		for {
+			i := strings.Index(rest, prefix)
+			if i < 0 {
+				break
+			}
+			rest = rest[i:]
+			end := strings.IndexAny(rest, " \t\n\r\"'`()[]{}<>,;\\")
+			if end < 0 {
+				end = len(rest)
+			}
+			word := strings.TrimRight(rest[:end], ".:")
+			if ids[word] {
+				out = append(out, word)
+			}
+			rest = rest[len(prefix):]
+		}
+	}
+	return out
 }
 
 // namespaces lists the sessions of ns ("" for every namespace), grouped by
@@ -332,7 +416,9 @@ func (s *Sessions) Delete(ctx context.Context, ns, id string, dryRun bool) (*Pru
 //     (session.Store.DeleteVersion): a session saved since is left whole
 //     and reported in Skipped;
 //   - an artifact is deleted only when no remaining session owns it or
-//     names it in its state (an offloaded result, a compaction archive);
+//     names it: in its state (a result's original, its compaction
+//     archive), in its compaction summary's pointers, or in the summaries
+//     inside the archives it names, however deep;
 //     when a state cannot be read, no artifact of no session is deleted in
 //     its namespace;
 //   - size pruning never deletes a session active within r.Live, nor an

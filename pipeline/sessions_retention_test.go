@@ -247,3 +247,56 @@ func TestPruneEvery(t *testing.T) {
 		t.Fatalf("a namespace match refused was pruned: %+v", l)
 	}
 }
+
+// An artifact that a remaining session's compaction summary points at, or
+// that the summary of an earlier compaction inside one of its archives
+// points at, stays: the model reads those back. The pointers are the
+// summary's "Stored originals" lines.
+func TestRetentionKeepsWhatSummariesName(t *testing.T) {
+	f := newRetentionFixture(t)
+	day := 24 * time.Hour
+	f.art(t, "tool_result_ptr1", "old", f.now.Add(-40*day), 10)
+	f.art(t, "tool_result_deep", "old", f.now.Add(-40*day), 10)
+	f.art(t, "tool_result_unnamed", "old", f.now.Add(-40*day), 10)
+	f.art(t, "compact_older", "old", f.now.Add(-40*day), 10)
+	// compact_older's content: an earlier summary with its pointer.
+	f.ws.Put(context.Background(), "default", workspace.Artifact{Info: workspace.Info{ID: "compact_older", Created: f.now.Add(-40 * day),
+		Metadata: workspace.Metadata{workspace.KeySessionID: "old"}},
+		Content: `[{"role":"user","content":"## Stored originals\n- Bash ` + "`ls`" + ` → tool_result_deep (/x/tool_result_deep.txt, 10 chars)"}]`})
+	f.art(t, "compact_recent", "live", f.now.Add(-time.Minute), 10)
+	f.ws.Put(context.Background(), "default", workspace.Artifact{Info: workspace.Info{ID: "compact_recent", Created: f.now.Add(-time.Minute),
+		Metadata: workspace.Metadata{workspace.KeySessionID: "live"}},
+		Content: `[{"role":"user","content":"earlier: originals in compact_older."}]`})
+	// live's state: compacted, its summary pointing at tool_result_ptr1.
+	st := newState()
+	st.Requests, st.LastAt = 9, f.now.Add(-time.Minute)
+	st.Compaction = &compactionState{Archive: "compact_recent", Summary: "...\n## Stored originals\n- Read → tool_result_ptr1 (12 chars)\n- archive: compact_recent"}
+	data, _ := json.Marshal(st)
+	_, v, _ := f.ss.Load(context.Background(), "default", "live")
+	if _, err := f.ss.Save(context.Background(), "default", "live", data, v); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.s.Prune(context.Background(), "default", Retention{MaxAge: 30 * day}); err != nil {
+		t.Fatal(err)
+	}
+	_, artifacts := f.left(t)
+	for _, keep := range []string{"tool_result_ptr1", "compact_older", "tool_result_deep", "compact_recent"} {
+		if !slices.Contains(artifacts, keep) {
+			t.Errorf("%s was deleted: a remaining session's summaries name it", keep)
+		}
+	}
+	if slices.Contains(artifacts, "tool_result_unnamed") {
+		t.Error("tool_result_unnamed was kept: nothing remaining names it")
+	}
+}
+
+func TestMentions(t *testing.T) {
+	ids := map[string]bool{"tool_result_a": true, "tool_result_a-2": true, "compact_ff": true, "tool_result_x.y": true}
+	text := "see tool_result_a, `tool_result_a-2`: and (compact_ff). tool_result_x.y. \"tool_result_b\" tool_result_"
+	got := mentions(text, ids)
+	slices.Sort(got)
+	want := []string{"compact_ff", "tool_result_a", "tool_result_a-2", "tool_result_x.y"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("mentions = %q, want %q", got, want)
+	}
+}

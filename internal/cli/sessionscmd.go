@@ -47,7 +47,7 @@ periodically when given them.
 What deletion guarantees: a session's state is deleted only at the version
 that was judged (one saved meanwhile is left whole and listed as skipped);
 an artifact is deleted only when no remaining session owns it or names it
-in its state; size pruning never touches a session active within --retain-live or
+(in its state, its summary's pointers or the summaries in its archives); size pruning never touches a session active within --retain-live or
 an artifact created within it. Output is JSON, or a table on a terminal.`,
 		Example: `  agentctx sessions ls
   agentctx sessions show s1
