@@ -13,12 +13,10 @@ import (
 )
 
 // configState is what the configuration step of a run knows: the --config
-// flag, the file it read, and the settled flags of the command.
+// flag and the file it read.
 type configState struct {
-	flag     string
-	file     *config.File
-	explicit bool
-	settings []config.Setting
+	flag string
+	file *config.File
 }
 
 // settle loads the configuration file and settles every flag of cmd that
@@ -33,11 +31,11 @@ func (e *env) settle(cmd *cobra.Command) error {
 	if err := f.Check(schemaOf(cmd.Root())); err != nil {
 		return &usageError{err}
 	}
-	e.cfg.file, e.cfg.explicit = f, explicit
+	e.cfg.file = f
 	if err := checkValues(cmd, f); err != nil {
 		return &usageError{err}
 	}
-	settings, err := config.Settle(cmd.Flags(), config.Options{
+	_, err = config.Settle(cmd.Flags(), config.Options{
 		Command:     commandPath(cmd),
 		File:        f,
 		Env:         envOf,
@@ -47,7 +45,6 @@ func (e *env) settle(cmd *cobra.Command) error {
 	if err != nil {
 		return &usageError{err}
 	}
-	e.cfg.settings = settings
 	return nil
 }
 
