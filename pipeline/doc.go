@@ -109,4 +109,13 @@
 // conversation the format, messages, tokens before and after, pairing,
 // bytes offloaded and archived, whether everything read back identical, and
 // the time taken ("agentctx eval DIR").
+//
+// # Stored sessions and retention
+//
+// Sessions lists the sessions a workspace and a session store hold (size,
+// requests, compactions, last activity), shows and deletes one, and
+// prunes by a Retention (idle age, then size); PruneEvery runs it in the
+// background of a server. A state is deleted only at the version judged,
+// and an artifact only when no remaining session owns or names it
+// ("agentctx sessions ls|show|rm|prune").
 package pipeline

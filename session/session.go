@@ -10,15 +10,22 @@
 // never lose an update. Package pipeline defines what the bytes hold.
 //
 // Backends: MemStore (memory), DirStore (a directory, one JSON file per
-// session, the default beside a directory workspace) and
-// session/sqlitesession (a table in an SQLite file). Every backend passes the
-// conformance suite in session/sessiontest.
+// session, the default beside a directory workspace), session/sqlitesession
+// (a table in an SQLite file) and session/pgsession (PostgreSQL, shared by
+// a fleet). Every backend passes the conformance suite in
+// session/sessiontest. Stat, List and DeleteVersion let housekeeping
+// (pipeline.Sessions: "agentctx sessions") list sessions and delete only
+// what it judged idle.
 package session
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"strconv"
+	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -37,6 +44,17 @@ import (
 //     version. Otherwise nothing changes and the error matches
 //     ErrConflict: the caller loads again, redoes its work and retries.
 //   - Delete removes a session; deleting a missing one is ErrNotFound.
+//     DeleteVersion removes it only if its stored version is still
+//     version, else it changes nothing and the error matches ErrConflict
+//     (ErrNotFound when it is gone): retention deletes only the state it
+//     judged, never one saved since.
+//   - Stat describes a session without its data: version, data size and
+//     the time of its last Save (the store's clock; for DirStore the
+//     file's modification time). A missing session is ErrNotFound.
+//   - List describes the sessions of a namespace, or of every namespace
+//     when namespace is "", ordered by namespace then id (byte order).
+//     A listing is a snapshot of each session it names: a session saved
+//     or deleted during it may or may not appear.
 //   - Namespaces and ids are non-empty valid UTF-8 (any bytes otherwise:
 //     "/", "..", NUL); two different ids are two sessions. A bad one is
 //     ErrInvalidKey.
@@ -46,7 +64,38 @@ type Store interface {
 	Load(ctx context.Context, namespace, id string) (data []byte, version int64, err error)
 	Save(ctx context.Context, namespace, id string, data []byte, version int64) (int64, error)
 	Delete(ctx context.Context, namespace, id string) error
+	DeleteVersion(ctx context.Context, namespace, id string, version int64) error
+	Stat(ctx context.Context, namespace, id string) (Info, error)
+	List(ctx context.Context, namespace string) ([]Info, error)
 	Close() error
+}
+
+// Info describes a stored session without its data.
+type Info struct {
+	Namespace string    `json:"namespace"`
+	ID        string    `json:"id"`
+	Version   int64     `json:"version"`
+	Size      int64     `json:"size"`    // bytes of data
+	Updated   time.Time `json:"updated"` // when the last Save stored it
+}
+
+// CheckNamespace validates the context and the namespace of a List ("" is
+// every namespace) and wraps a failure in an *Error.
+func CheckNamespace(ctx context.Context, namespace string) error {
+	if err := ctx.Err(); err != nil {
+		return &Error{Op: "list", Namespace: namespace, Err: err}
+	}
+	if !utf8.ValidString(namespace) {
+		return &Error{Op: "list", Namespace: namespace, Err: ErrInvalidKey}
+	}
+	return nil
+}
+
+// SortInfos orders a listing as List returns it: by namespace, then id.
+func SortInfos(list []Info) {
+	slices.SortFunc(list, func(a, b Info) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.ID, b.ID))
+	})
 }
 
 // Sentinel errors for errors.Is.
@@ -59,14 +108,21 @@ var (
 
 // Error is the error a Store returns: the operation, the key and the cause.
 type Error struct {
-	Op        string // "load", "save", "delete"
+	Op        string // "load", "save", "delete", "stat", "list"
 	Namespace string
 	ID        string
 	Err       error
 }
 
 func (e *Error) Error() string {
-	return "session: " + e.Op + " " + strconv.Quote(e.ID) + " in namespace " + strconv.Quote(e.Namespace) + ": " + e.Err.Error()
+	s := "session: " + e.Op
+	if e.ID != "" || e.Op != "list" {
+		s += " " + strconv.Quote(e.ID)
+	}
+	if e.Namespace != "" || e.Op != "list" {
+		s += " in namespace " + strconv.Quote(e.Namespace)
+	}
+	return s + ": " + e.Err.Error()
 }
 
 // Unwrap returns the cause.

@@ -37,6 +37,9 @@ import (
 //     what a method returns.
 //   - Content is kept byte for byte, whatever its size.
 //   - Query returns artifacts ordered by Created, then by ID.
+//   - Namespaces lists the namespaces that hold at least one artifact, in
+//     byte order: one emptied by Delete is not listed. With Query, Stat
+//     and Delete it is what retention needs (pipeline.Sessions.Prune).
 //
 // Reading lines and searching are not methods: the functions Lines and
 // Grep do them for every Store over Get and Query, and use a backend's
@@ -66,6 +69,8 @@ type Store interface {
 	Query(ctx context.Context, namespace string, f Filter) ([]Info, error)
 	// Delete removes an artifact.
 	Delete(ctx context.Context, namespace, id string) error
+	// Namespaces lists the namespaces that hold artifacts, in byte order.
+	Namespaces(ctx context.Context) ([]string, error)
 	// Close releases the store's resources. Other methods fail with
 	// ErrClosed afterwards; Close itself may be called again.
 	Close() error
@@ -138,7 +143,7 @@ type LineRange struct {
 // Error is the error a Store returns: the operation, the key, and the
 // cause (a sentinel, a context error, or an I/O error).
 type Error struct {
-	Op        string // "put", "create", "get", "stat", "lines", "grep", "query", "delete"
+	Op        string // "put", "create", "get", "stat", "lines", "grep", "query", "delete", "namespaces"
 	Namespace string
 	ID        string // empty for operations on a whole namespace
 	Err       error

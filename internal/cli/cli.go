@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/config"
 	"github.com/agentctx/agentctx/internal/rawjson"
 )
 
@@ -115,6 +116,7 @@ type env struct {
 	read    agentctx.ReadOptions // --whole-history
 	told    map[string]bool      // inputs whose reader notice was taken
 	notices []string             // printed after a successful run
+	cfg     configState          // --config, the file read, the settled flags
 }
 
 func newRoot(e *env) *cobra.Command {
@@ -136,8 +138,10 @@ Results are JSON on stdout; errors (one line) go to stderr, with a notice
 when records of the input were skipped, and logs only with -v. Exit codes: 0 success, 1 runtime failure, 2 bad usage or bad
 input (nothing is written), 130 interrupted (Ctrl-C).
 
-Environment variables give defaults to common flags (a flag given on the
-command line wins):
+Every flag takes its value from, in order: the command line, an
+environment variable (below), the configuration file (JSON, --config;
+"agentctx config" shows the file and every effective setting), its default.
+Environment variables:
 `,
 		Example: `  agentctx count session.jsonl
   agentctx prepare --limit 100000 session.jsonl > prepared.json
@@ -150,7 +154,7 @@ command line wins):
 			if verbose {
 				e.logger = slog.New(slog.NewTextHandler(s.Err, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			}
-			return applyEnv(cmd, s.LookupEnv)
+			return e.settle(cmd)
 		},
 	}
 	root.SetVersionTemplate("agentctx {{.Version}}\n")
@@ -160,10 +164,12 @@ command line wins):
 	root.SetErr(s.Err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "log debug detail to stderr")
+	root.PersistentFlags().StringVar(&e.cfg.flag, "config", "", "configuration file (JSON; default $"+config.EnvConfig+", else $XDG_CONFIG_HOME/agentctx/config.json)")
 	root.PersistentFlags().BoolVar(&e.read.WholeHistory, "whole-history", false, "read a compacted Claude Code session whole, not from its last compact boundary on")
 	root.AddCommand(newValidateCmd(e), newVersionCmd(e), newCountCmd(e), newOffloadCmd(e), newOffloadOneCmd(e), newPruneCmd(e), newWSCmd(e), newCompactCmd(e), newPrepareCmd(e), newEvalCmd(e), newReplayCmd(e), newFormatsCmd(e))
 	root.AddCommand(newReportCmd(e))
 	root.AddCommand(newProxyCmd(e), newMCPCmd(e), newToolsCmd(e), newSummaryEvalCmd(e))
+	root.AddCommand(newConfigCmd(e), newSessionsCmd(e))
 	for _, c := range root.Commands() {
 		c.Args = wrapArgs(c.Args)
 	}

@@ -23,6 +23,8 @@ func envFlags() []envVar {
 		{"AGENTCTX_ENCODING", "encoding", "tokenizer"},
 		{"AGENTCTX_SUMMARIZER", "summarizer", "extractive, anthropic or openai"},
 		{"AGENTCTX_MODEL", "model", "summarizer model"},
+		{"AGENTCTX_RETAIN_AGE", "retain-age", "retention: sessions idle and artifacts older than this are pruned"},
+		{"AGENTCTX_RETAIN_SIZE", "retain-size", "retention: the store is pruned down to this size"},
 	}
 }
 
@@ -53,30 +55,11 @@ func envFlag(f *pflag.Flag) (string, bool) {
 	return "", false
 }
 
-// applyEnv sets each flag of cmd that was not given on the command line
-// from its environment variable, when that is set and not empty. A value
-// the flag rejects is a usage error naming the variable. Flags set this way
-// do not count as given (pflag's Changed), so they never contradict a flag
-// given on the command line.
-func applyEnv(cmd *cobra.Command, lookup func(string) (string, bool)) error {
-	if lookup == nil {
-		return nil
-	}
-	var err error
-	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		name, ok := envFlag(f)
-		if !ok || f.Changed || err != nil {
-			return
-		}
-		v, ok := lookup(name)
-		if !ok || v == "" {
-			return
-		}
-		if serr := f.Value.Set(v); serr != nil {
-			err = usagef("%s=%q: invalid value for --%s: %v", name, v, f.Name, serr)
-		}
-	})
-	return err
+// envOf returns the environment variable that gives a flag its default,
+// "" for none.
+func envOf(f *pflag.Flag) string {
+	name, _ := envFlag(f)
+	return name
 }
 
 // envHelp lists the environment variables for the root help: those whose

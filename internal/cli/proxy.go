@@ -25,6 +25,7 @@ const summarizerUpstream = "upstream"
 
 func newProxyCmd(e *env) *cobra.Command {
 	var (
+		retain              retentionFlags
 		f                   prepareFlags
 		listen, contextMgmt string
 		anthropicURL, oaURL string
@@ -206,9 +207,13 @@ writes to, every session: the proxy prints the line that registers it,
 			fmt.Fprintf(e.s.Err, "agentctx proxy: dashboard at %s%s, metrics at %s%s\n", localURL(ln.Addr()), proxy.DashboardPath, base, proxy.MetricsPath)
 			fmt.Fprintf(e.s.Err, "agentctx proxy: read-back tools over MCP at %s%s; for Claude Code:\n", base, proxy.MCPPath)
 			fmt.Fprintf(e.s.Err, "claude mcp add --transport http agentctx %s%s\n", localURL(ln.Addr()), proxy.MCPPath)
+			stopRetention := startRetention(cmd.Context(), retain, store, sessions, f.namespace, log)
+			defer stopRetention()
 			return srv.Serve(cmd.Context(), ln)
 		},
 	}
+	retain.add(cmd)
+	cmd.Flags().DurationVar(&retain.every, "retain-every", time.Hour, "with --retain-age or --retain-size: how often the proxy prunes its namespace (and its tenants')")
 	fs := cmd.Flags()
 	fs.StringVar(&listen, "listen", "127.0.0.1:8787", "address to listen on")
 	fs.StringVar(&contextMgmt, "context-management", string(proxy.ContextClient), "where edits go: client (in the messages) or native (Anthropic context editing for already-sent results; OpenAI Responses compaction for compactions)")

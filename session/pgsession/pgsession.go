@@ -168,6 +168,72 @@ func (s *Store) Delete(ctx context.Context, ns, id string) error {
 	return nil
 }
 
+// DeleteVersion implements session.Store.
+func (s *Store) DeleteVersion(ctx context.Context, ns, id string, version int64) error {
+	if err := s.begin(ctx, "delete", ns, id); err != nil {
+		return err
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM agentctx_sessions WHERE ns = $1 AND id = $2 AND version = $3`, []byte(ns), []byte(id), version)
+	if err != nil {
+		return fail(ctx, "delete", ns, id, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	if _, err := s.Stat(ctx, ns, id); err != nil {
+		return &session.Error{Op: "delete", Namespace: ns, ID: id, Err: errors.Unwrap(err)}
+	}
+	return &session.Error{Op: "delete", Namespace: ns, ID: id, Err: session.ErrConflict}
+}
+
+// Stat implements session.Store.
+func (s *Store) Stat(ctx context.Context, ns, id string) (session.Info, error) {
+	if err := s.begin(ctx, "stat", ns, id); err != nil {
+		return session.Info{}, err
+	}
+	in := session.Info{Namespace: ns, ID: id}
+	err := s.pool.QueryRow(ctx, `SELECT version, octet_length(data), updated FROM agentctx_sessions WHERE ns = $1 AND id = $2`,
+		[]byte(ns), []byte(id)).Scan(&in.Version, &in.Size, &in.Updated)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return session.Info{}, &session.Error{Op: "stat", Namespace: ns, ID: id, Err: session.ErrNotFound}
+	case err != nil:
+		return session.Info{}, fail(ctx, "stat", ns, id, err)
+	}
+	return in, nil
+}
+
+// List implements session.Store.
+func (s *Store) List(ctx context.Context, ns string) ([]session.Info, error) {
+	if err := session.CheckNamespace(ctx, ns); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, &session.Error{Op: "list", Namespace: ns, Err: session.ErrClosed}
+	}
+	rows, err := s.pool.Query(ctx, `SELECT ns, id, version, octet_length(data), updated FROM agentctx_sessions
+		WHERE $1 = ''::bytea OR ns = $1 ORDER BY ns, id`, []byte(ns))
+	if err != nil {
+		return nil, fail(ctx, "list", ns, "", err)
+	}
+	defer rows.Close()
+	var out []session.Info
+	for rows.Next() {
+		var in session.Info
+		var space, id []byte
+		if err := rows.Scan(&space, &id, &in.Version, &in.Size, &in.Updated); err != nil {
+			return nil, fail(ctx, "list", ns, "", err)
+		}
+		in.Namespace, in.ID = string(space), string(id)
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fail(ctx, "list", ns, "", err)
+	}
+	session.SortInfos(out)
+	return out, nil
+}
+
 // Close implements session.Store: it closes the connections.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentctx/agentctx/session"
 )
@@ -149,6 +150,12 @@ var rules = []rule{
 		if _, _, err := s.Load(c, "ns", "s"); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Load: %v", err)
 		}
+		if _, err := s.Stat(c, "ns", "s"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Stat: %v", err)
+		}
+		if _, err := s.List(c, ""); !errors.Is(err, context.Canceled) {
+			t.Fatalf("List: %v", err)
+		}
 		if _, _, err := s.Load(ctx, "ns", "s"); !errors.Is(err, session.ErrNotFound) {
 			t.Fatalf("a cancelled Save stored something: %v", err)
 		}
@@ -191,6 +198,88 @@ var rules = []rule{
 			t.Fatalf("after %d increments: %q v%d %v", workers*each, data, v, err)
 		}
 	}},
+	{"stat_describes_without_data", func(t *testing.T, s session.Store) {
+		if _, err := s.Stat(ctx, "ns", "s"); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("Stat of a missing session: %v, want ErrNotFound", err)
+		}
+		before := time.Now().Add(-2 * time.Second)
+		v, _ := s.Save(ctx, "ns", "s", []byte("12345"), 0)
+		if _, err := s.Save(ctx, "ns", "s", []byte("1234567"), v); err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Stat(ctx, "ns", "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Namespace != "ns" || info.ID != "s" || info.Version != 2 || info.Size != 7 {
+			t.Fatalf("Stat = %+v, want ns/s version 2 size 7", info)
+		}
+		if info.Updated.Before(before) || info.Updated.After(time.Now().Add(2*time.Second)) {
+			t.Fatalf("Updated = %v, want about now", info.Updated)
+		}
+		if _, err := s.Stat(ctx, "", "s"); !errors.Is(err, session.ErrInvalidKey) {
+			t.Fatalf("Stat with an empty namespace: %v", err)
+		}
+	}},
+	{"list_orders_by_namespace_then_id", func(t *testing.T, s session.Store) {
+		if l, err := s.List(ctx, ""); err != nil || len(l) != 0 {
+			t.Fatalf("List of an empty store = %v, %v", l, err)
+		}
+		long := "z" + strings.Repeat("long", 100) // a file name too long: DirStore hashes it
+		keys := [][2]string{{"n2", "b"}, {"n1", "z"}, {"n1", "a/b"}, {"n2", "a"}, {"n1", "x\x00y"}, {long, long}}
+		for i, k := range keys {
+			if _, err := s.Save(ctx, k[0], k[1], []byte(strings.Repeat("x", i)), 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		all, err := s.List(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, in := range all {
+			got = append(got, in.Namespace+"|"+in.ID)
+			if in.Version != 1 || in.Updated.IsZero() {
+				t.Errorf("List entry %+v: want version 1 and an update time", in)
+			}
+		}
+		want := []string{"n1|a/b", "n1|x\x00y", "n1|z", "n2|a", "n2|b", long + "|" + long}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("List(\"\") = %q, want %q", got, want)
+		}
+		n1, err := s.List(ctx, "n1")
+		if err != nil || len(n1) != 3 || n1[0].ID != "a/b" || n1[0].Size != 2 {
+			t.Fatalf("List(n1) = %+v, %v", n1, err)
+		}
+		if l, err := s.List(ctx, "none"); err != nil || len(l) != 0 {
+			t.Fatalf("List of an unused namespace = %v, %v", l, err)
+		}
+		if err := s.Delete(ctx, "n1", "z"); err != nil {
+			t.Fatal(err)
+		}
+		if n1, _ := s.List(ctx, "n1"); len(n1) != 2 {
+			t.Fatalf("List after Delete = %+v", n1)
+		}
+	}},
+	{"delete_version_only_what_was_judged", func(t *testing.T, s session.Store) {
+		if err := s.DeleteVersion(ctx, "ns", "s", 1); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("DeleteVersion of a missing session: %v, want ErrNotFound", err)
+		}
+		v, _ := s.Save(ctx, "ns", "s", []byte("a"), 0)
+		v, _ = s.Save(ctx, "ns", "s", []byte("b"), v)
+		if err := s.DeleteVersion(ctx, "ns", "s", v-1); !errors.Is(err, session.ErrConflict) {
+			t.Fatalf("DeleteVersion of a stale version: %v, want ErrConflict", err)
+		}
+		if got, _, err := s.Load(ctx, "ns", "s"); err != nil || string(got) != "b" {
+			t.Fatalf("after a refused DeleteVersion: %q, %v", got, err)
+		}
+		if err := s.DeleteVersion(ctx, "ns", "s", v); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Stat(ctx, "ns", "s"); !errors.Is(err, session.ErrNotFound) {
+			t.Fatalf("Stat after DeleteVersion: %v", err)
+		}
+	}},
 	{"closed", func(t *testing.T, s session.Store) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
@@ -203,6 +292,15 @@ var rules = []rule{
 		}
 		if _, _, err := s.Load(ctx, "ns", "s"); !errors.Is(err, session.ErrClosed) {
 			t.Fatalf("Load after Close: %v", err)
+		}
+		if _, err := s.Stat(ctx, "ns", "s"); !errors.Is(err, session.ErrClosed) {
+			t.Fatalf("Stat after Close: %v", err)
+		}
+		if _, err := s.List(ctx, ""); !errors.Is(err, session.ErrClosed) {
+			t.Fatalf("List after Close: %v", err)
+		}
+		if err := s.DeleteVersion(ctx, "ns", "s", 1); !errors.Is(err, session.ErrClosed) {
+			t.Fatalf("DeleteVersion after Close: %v", err)
 		}
 	}},
 }

@@ -142,6 +142,78 @@ func (s *Store) Delete(ctx context.Context, ns, id string) error {
 	return nil
 }
 
+// DeleteVersion implements session.Store.
+func (s *Store) DeleteVersion(ctx context.Context, ns, id string, version int64) error {
+	if err := s.begin(ctx, "delete", ns, id); err != nil {
+		return err
+	}
+	res, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE ns = ? AND id = ? AND version = ?`, ns, id, version)
+	if err != nil {
+		return &session.Error{Op: "delete", Namespace: ns, ID: id, Err: err}
+	}
+	if n, _ := res.RowsAffected(); n == 1 {
+		return nil
+	}
+	if _, err := s.Stat(ctx, ns, id); err != nil {
+		return &session.Error{Op: "delete", Namespace: ns, ID: id, Err: errors.Unwrap(err)}
+	}
+	return &session.Error{Op: "delete", Namespace: ns, ID: id, Err: session.ErrConflict}
+}
+
+// Stat implements session.Store.
+func (s *Store) Stat(ctx context.Context, ns, id string) (session.Info, error) {
+	if err := s.begin(ctx, "stat", ns, id); err != nil {
+		return session.Info{}, err
+	}
+	in := session.Info{Namespace: ns, ID: id}
+	var updated int64
+	err := s.db.QueryRowContext(ctx, `SELECT version, length(CAST(data AS BLOB)), updated FROM sessions WHERE ns = ? AND id = ?`, ns, id).Scan(&in.Version, &in.Size, &updated)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return session.Info{}, &session.Error{Op: "stat", Namespace: ns, ID: id, Err: session.ErrNotFound}
+	case err != nil:
+		return session.Info{}, &session.Error{Op: "stat", Namespace: ns, ID: id, Err: err}
+	}
+	in.Updated = time.UnixMilli(updated)
+	return in, nil
+}
+
+// List implements session.Store.
+func (s *Store) List(ctx context.Context, ns string) ([]session.Info, error) {
+	if err := session.CheckNamespace(ctx, ns); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, &session.Error{Op: "list", Namespace: ns, Err: session.ErrClosed}
+	}
+	fail := func(err error) ([]session.Info, error) {
+		if cerr := ctx.Err(); cerr != nil {
+			err = cerr
+		}
+		return nil, &session.Error{Op: "list", Namespace: ns, Err: err}
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT ns, id, version, length(CAST(data AS BLOB)), updated FROM sessions WHERE ? = '' OR ns = ?`, ns, ns)
+	if err != nil {
+		return fail(err)
+	}
+	defer rows.Close()
+	var out []session.Info
+	for rows.Next() {
+		var in session.Info
+		var updated int64
+		if err := rows.Scan(&in.Namespace, &in.ID, &in.Version, &in.Size, &updated); err != nil {
+			return fail(err)
+		}
+		in.Updated = time.UnixMilli(updated)
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	session.SortInfos(out)
+	return out, nil
+}
+
 // Close implements session.Store.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {

@@ -28,6 +28,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -277,6 +278,9 @@ func (s *Store) write(ctx context.Context, op, ns string, a workspace.Artifact) 
 		return fail(err)
 	}
 	defer unlock()
+	if err := keepNamespace(dir, ns); err != nil {
+		return fail(err)
+	}
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
@@ -512,4 +516,86 @@ func (s *Store) Delete(ctx context.Context, ns, id string) error {
 func (s *Store) Close() error {
 	s.closed.Store(true)
 	return nil
+}
+
+// nsFile is the file, in a namespace's directory, that holds the
+// namespace when the directory's name is a hash of it (a long namespace),
+// so that Namespaces can name it.
+const nsFile = ".namespace"
+
+func keepNamespace(dir, ns string) error {
+	if !strings.Contains(filepath.Base(dir), "~") {
+		return nil
+	}
+	p := filepath.Join(dir, nsFile)
+	if _, err := os.Stat(p); err == nil {
+		return nil
+	}
+	return fsutil.WriteFile(p, []byte(ns), fsutil.Options{})
+}
+
+// Namespaces implements workspace.Store: the directories that hold at
+// least one artifact description.
+func (s *Store) Namespaces(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &workspace.Error{Op: "namespaces", Err: err}
+	}
+	if s.closed.Load() {
+		return nil, &workspace.Error{Op: "namespaces", Err: workspace.ErrClosed}
+	}
+	fail := func(err error) ([]string, error) { return nil, &workspace.Error{Op: "namespaces", Err: err} }
+	ents, err := os.ReadDir(s.root)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fail(err)
+	}
+	out := []string{}
+	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue // SafeName never starts a name with '.' (.sessions is not ours)
+		}
+		dir := filepath.Join(s.root, e.Name())
+		ns, ok := fsutil.UnsafeName(e.Name())
+		if !ok {
+			b, err := os.ReadFile(filepath.Join(dir, nsFile))
+			if err != nil {
+				continue
+			}
+			ns = string(b)
+		}
+		has, err := hasArtifact(dir)
+		if err != nil {
+			return fail(err)
+		}
+		if has {
+			out = append(out, ns)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// hasArtifact reports whether a namespace directory holds a description.
+func hasArtifact(dir string) (bool, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	defer f.Close()
+	for {
+		names, err := f.Readdirnames(256)
+		for _, n := range names {
+			if strings.HasSuffix(n, metaExt) && !strings.HasPrefix(n, fsutil.TempPrefix) {
+				return true, nil
+			}
+		}
+		if err != nil {
+			return false, nil // io.EOF: read whole
+		}
+	}
 }

@@ -5,6 +5,7 @@ package memstore
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/agentctx/agentctx/workspace"
@@ -143,4 +144,24 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.ns = nil
 	return nil
+}
+
+// Namespaces implements workspace.Store.
+func (s *Store) Namespaces(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &workspace.Error{Op: "namespaces", Err: err}
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, &workspace.Error{Op: "namespaces", Err: workspace.ErrClosed}
+	}
+	out := []string{}
+	for ns, m := range s.ns {
+		if len(m) > 0 {
+			out = append(out, ns)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }

@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -640,4 +641,38 @@ func (s *Store) Close() error {
 func regexFailed(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && (pe.Code == "2201B" || strings.HasPrefix(pe.Code, "54"))
+}
+
+// Namespaces implements workspace.Store.
+func (s *Store) Namespaces(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &workspace.Error{Op: "namespaces", Err: err}
+	}
+	if s.closed.Load() {
+		return nil, &workspace.Error{Op: "namespaces", Err: workspace.ErrClosed}
+	}
+	fail := func(err error) ([]string, error) {
+		if cerr := ctx.Err(); cerr != nil {
+			err = cerr
+		}
+		return nil, &workspace.Error{Op: "namespaces", Err: err}
+	}
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT ns FROM agentctx_artifacts ORDER BY ns`)
+	if err != nil {
+		return fail(err)
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var ns []byte
+		if err := rows.Scan(&ns); err != nil {
+			return fail(err)
+		}
+		out = append(out, string(ns))
+	}
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	slices.Sort(out)
+	return out, nil
 }

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -473,4 +474,38 @@ func (s *Store) Close() error {
 		return nil
 	}
 	return s.db.Close()
+}
+
+// Namespaces implements workspace.Store.
+func (s *Store) Namespaces(ctx context.Context) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &workspace.Error{Op: "namespaces", Err: err}
+	}
+	if s.closed.Load() {
+		return nil, &workspace.Error{Op: "namespaces", Err: workspace.ErrClosed}
+	}
+	fail := func(err error) ([]string, error) {
+		if cerr := ctx.Err(); cerr != nil {
+			err = cerr
+		}
+		return nil, &workspace.Error{Op: "namespaces", Err: err}
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT ns FROM artifacts`)
+	if err != nil {
+		return fail(err)
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var ns string
+		if err := rows.Scan(&ns); err != nil {
+			return fail(err)
+		}
+		out = append(out, ns)
+	}
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	slices.Sort(out)
+	return out, nil
 }

@@ -183,6 +183,7 @@ var rules = []rule{
 	{"GrepFilter", "Grep over a filter searches exactly the matching artifacts, in Query order, and never misses a match", ruleGrepFilter},
 	{"Query", "Query matches metadata exactly (missing key = \"\"), orders by Created then ID, and pages", ruleQuery},
 	{"Delete", "Delete removes an artifact; a second Delete is ErrNotFound", ruleDelete},
+	{"ListNamespaces", "Namespaces lists, in byte order, exactly the namespaces holding artifacts (odd and long ones too); a cancelled ctx and Close fail it", ruleListNamespaces},
 	{"NoAliasing", "the store keeps no reference to maps passed in or returned", ruleNoAliasing},
 	{"Cancelled", "a cancelled context fails every method and changes nothing", ruleCancelled},
 	{"Concurrent", "concurrent writers and readers: every read sees one whole Put", ruleConcurrent},
@@ -570,6 +571,34 @@ func ruleNamespaces(t *testing.T, s workspace.Store, _ string) {
 			t.Errorf("after deleting in other: Get in %q: %v", ns, err)
 		}
 	}
+}
+
+func ruleListNamespaces(t *testing.T, s workspace.Store, _ string) {
+	if got, err := s.Namespaces(bg); err != nil || len(got) != 0 {
+		t.Fatalf("Namespaces of an empty store = %q, %v", got, err)
+	}
+	long := "z" + strings.Repeat("namespace", 40) // a name too long for a file name
+	spaces := []string{"default", "Default", "a/b", "..", "ünï", "x\x00y", "t/tenants/abc", long}
+	for _, ns := range spaces {
+		mustPut(t, s, ns, art("a", "x", nil, t0))
+	}
+	mustPut(t, s, "gone", art("a", "x", nil, t0))
+	if err := s.Delete(bg, "gone", "a"); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(spaces)
+	slices.Sort(want)
+	got, err := s.Namespaces(bg)
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("Namespaces = %q, %v; want %q (an emptied namespace is not listed)", got, err, want)
+	}
+	c, cancel := context.WithCancel(bg)
+	cancel()
+	_, err = s.Namespaces(c)
+	wantErr(t, err, context.Canceled, "namespaces")
+	s.Close()
+	_, err = s.Namespaces(bg)
+	wantErr(t, err, workspace.ErrClosed, "namespaces")
 }
 
 func ruleContentForms(t *testing.T, s workspace.Store, _ string) {
