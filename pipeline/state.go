@@ -342,8 +342,10 @@ type Usage struct {
 	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
 	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
 	OutputTokens             int `json:"output_tokens"`
-	// Counted is our count of the request the usage is for (see
-	// Report.Counted); 0 means the request of the last Prepare.
+	// Counted is our count of the request the usage is for: the
+	// Report.TokensAfter of its preparation (or its TokensBefore when the
+	// usage is of the request as the agent sent it, as in Replay); 0 means
+	// the request of the last Prepare as sent.
 	Counted int `json:"counted,omitempty"`
 }
 
