@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentctx/agentctx/workspace"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -70,7 +71,7 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
 		return ExitInterrupted
-	case errors.As(err, &ue), errors.Is(err, agentctx.ErrInvalidInput):
+	case errors.As(err, &ue), errors.Is(err, agentctx.ErrInvalidInput), errors.Is(err, workspace.ErrInvalidLocation):
 		return ExitUsage
 	}
 	return ExitFailure
