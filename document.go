@@ -87,6 +87,14 @@ type Document struct {
 	// instance_id of an OpenHands record).
 	Name string
 
+	// PartialLine is, for JSON Lines (messages, Claude Code or OpenHands
+	// records), the number of an incomplete last line that was skipped: a
+	// last line without its newline that is not a whole JSON object (a
+	// file still being written, as Claude Code writes its sessions); 0
+	// when every line was whole. Notice reports it. A bad line that ends
+	// in a newline, or is not the last, is an error.
+	PartialLine int
+
 	liveFrom int         // Claude Code: line of the last boundary when only the live context was read
 	members  []member    // the members of the top-level object (object, mini-swe-agent, swe-agent)
 	listKey  string      // the member holding the messages: "messages" or "history"
@@ -183,6 +191,9 @@ func (d *Document) Notice() string {
 			}
 		}
 		parts = append(parts, fmt.Sprintf("%s with role %s kept in the file, not sent to the model", count(n, "message", "messages"), strings.Join(roles, ", ")))
+	}
+	if d.PartialLine > 0 {
+		parts = append(parts, fmt.Sprintf("line %d is incomplete (a file still being written?): skipped", d.PartialLine))
 	}
 	if n := len(d.Boundaries); n > 0 {
 		if d.liveFrom > 0 {
@@ -521,10 +532,11 @@ func classifyLine(ms []rawjson.Member) lineKind {
 // are (the first value breaks a tie).
 func (o ReadOptions) parseLines(ctx context.Context, data []byte) (*Document, error) {
 	var (
-		values [][]byte
-		scans  [][]rawjson.Member
-		kinds  []lineKind
-		count  [4]int
+		values  [][]byte
+		scans   [][]rawjson.Member
+		kinds   []lineKind
+		count   [4]int
+		partial int // the line of an incomplete last line, skipped
 	)
 	for i := rawjson.SkipSpace(data, 0); i < len(data); i = rawjson.SkipSpace(data, i) {
 		if len(values)%4096 == 0 {
@@ -536,11 +548,15 @@ func (o ReadOptions) parseLines(ctx context.Context, data []byte) (*Document, er
 			return nil, inputErrorAt(data, int64(i), fmt.Sprintf("invalid character %q: each line must be a JSON object", rune(data[i])))
 		}
 		end, err := rawjson.ValueEnd(data, i)
-		if err != nil {
-			return nil, syntaxError(data, err)
+		var ms []rawjson.Member
+		if err == nil {
+			ms, err = rawjson.Members(data[i:end])
 		}
-		ms, err := rawjson.Members(data[i:end])
 		if err != nil {
+			if len(values) > 0 && lastLine(data, i) {
+				partial = bytes.Count(data[:i], []byte{'\n'}) + 1
+				break
+			}
 			return nil, syntaxError(data, err)
 		}
 		k := classifyLine(ms)
@@ -554,22 +570,34 @@ func (o ReadOptions) parseLines(ctx context.Context, data []byte) (*Document, er
 			best = k
 		}
 	}
+	var doc *Document
+	var err error
 	switch best {
 	case lineOpenHands:
-		return parseOpenHands(data, values)
+		doc, err = parseOpenHands(data, values)
 	case lineRecord:
-		return o.parseClaudeCode(data, values, scans)
-	}
-	for k, v := range values {
-		if kinds[k] != lineMessage {
-			return nil, inputErrorAt(data, offsetIn(data, v), "object has no \"role\": not a message")
+		doc, err = o.parseClaudeCode(data, values, scans)
+	default:
+		for k, v := range values {
+			if kinds[k] != lineMessage {
+				return nil, inputErrorAt(data, offsetIn(data, v), "object has no \"role\": not a message")
+			}
 		}
+		doc = &Document{Format: FormatJSONL}
+		err = doc.decodeMessages(data, values)
 	}
-	doc := &Document{Format: FormatJSONL}
-	if err := doc.decodeMessages(data, values); err != nil {
+	if err != nil {
 		return nil, err
 	}
+	doc.PartialLine = partial
 	return doc, nil
+}
+
+// lastLine reports whether the line that holds offset i is the last and
+// unterminated: a line a writer has not finished (a finished line ends
+// with a newline, and a bad one is an error).
+func lastLine(data []byte, i int) bool {
+	return bytes.IndexByte(data[i:], '\n') < 0
 }
 
 // Encode writes the document in the shape it was read in: a JSON array, the
