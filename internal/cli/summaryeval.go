@@ -61,6 +61,13 @@ one. --markdown prints a table instead of JSON.`,
 			case err != nil:
 				return err
 			}
+			told := map[string]bool{}
+			for _, r := range rows {
+				if r.Notice != "" && !told[r.File+"\x00"+r.Notice] {
+					told[r.File+"\x00"+r.Notice] = true
+					e.notices = append(e.notices, fmt.Sprintf("notice: %s: %s\n", r.File, r.Notice))
+				}
+			}
 			met := 0
 			for _, r := range rows {
 				if r.Met(maxTokens) {
