@@ -137,6 +137,13 @@ func (d *Document) NonModel() []Message {
 	return out
 }
 
+// FileMessages returns the messages as the file holds them: Messages with
+// the NonModel messages put back at their places, counted from the end.
+// A single-shot command returns these, every message it was given.
+func (d *Document) FileMessages() []Message {
+	return slices.Clip(d.fileMessages())
+}
+
 // skip counts one skipped record of a kind.
 func (d *Document) skip(kind string) {
 	d.Skipped++

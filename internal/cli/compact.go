@@ -154,7 +154,7 @@ logged and compaction goes on, unless --strict.`,
 			if res.Compacted && res.Archive == "" && !noArchive {
 				fmt.Fprintf(e.s.Err, "agentctx: warning: the summarized messages were not archived in %s (-v tells why; --strict makes it fatal)\n", dir)
 			}
-			return e.writeDocResult(cmd.Context(), doc, res.Messages, res, messagesOnly)
+			return e.writeEveryMessage(cmd.Context(), doc, res.Messages, res, messagesOnly)
 		},
 	}
 	f := cmd.Flags()

@@ -60,7 +60,7 @@ body (model, system, tools, ...) are kept around "messages" unless
 			if err != nil {
 				return err
 			}
-			return e.writeDocResult(cmd.Context(), doc, res.Messages, offloadOutput{
+			return e.writeEveryMessage(cmd.Context(), doc, res.Messages, offloadOutput{
 				Messages:       res.Messages,
 				OffloadedCount: res.OffloadedCount,
 				FreedChars:     res.FreedChars,
