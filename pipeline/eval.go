@@ -41,10 +41,10 @@ type EvalOptions struct {
 
 // Evaluation is the result of Evaluate: one row per conversation.
 type Evaluation struct {
-	Dir             string    `json:"dir"`
-	Limit           int       `json:"limit"`
-	ThresholdTokens int       `json:"threshold_tokens"`
-	Rows            []EvalRow `json:"rows"`
+	Dir             string    `json:"dir"`              // the directory evaluated
+	Limit           int       `json:"limit"`            // the context window, tokens
+	ThresholdTokens int       `json:"threshold_tokens"` // the compaction trigger, tokens
+	Rows            []EvalRow `json:"rows"`             // one per conversation
 	// Skipped lists every entry of Dir that was not read, and why.
 	Skipped []SkippedFile `json:"skipped_files"`
 	// Files is the number of transcripts read, Conversations the number
@@ -59,8 +59,8 @@ type Evaluation struct {
 // SkippedFile is an entry of the evaluated directory that Evaluate did not
 // read.
 type SkippedFile struct {
-	File   string `json:"file"`
-	Reason string `json:"reason"`
+	File   string `json:"file"`   // path under the directory; a directory ends in "/"
+	Reason string `json:"reason"` // why it was not read
 }
 
 // EvalRow is the evaluation of one conversation.

@@ -71,7 +71,7 @@ type Row struct {
 	// file (an OpenHands output.jsonl holds several).
 	File         string `json:"file"`
 	Conversation int    `json:"conversation"`
-	Messages     int    `json:"messages"`
+	Messages     int    `json:"messages"` // messages in the conversation
 	// MiddleMessages and TailMessages are the sizes of the split.
 	MiddleMessages int `json:"middle_messages"`
 	TailMessages   int `json:"tail_messages"`

@@ -384,17 +384,17 @@ func (r *prepareRun) pipelineFor(c conversation) (*pipeline.Pipeline, error) {
 // prepareOutput is what prepare prints for one conversation.
 type prepareOutput struct {
 	Conversation string             `json:"conversation,omitempty"` // in a document holding several
-	Messages     []agentctx.Message `json:"messages"`
-	Report       pipeline.Report    `json:"report"`
+	Messages     []agentctx.Message `json:"messages"`               // the messages to send
+	Report       pipeline.Report    `json:"report"`                 // what each step did
 }
 
 // prepareFileOutput is what prepare --out prints for one conversation: the
 // messages are in the output file.
 type prepareFileOutput struct {
-	File         string          `json:"file"`
-	Conversation string          `json:"conversation,omitempty"`
-	Output       string          `json:"output"`
-	Report       pipeline.Report `json:"report"`
+	File         string          `json:"file"`                   // the input file
+	Conversation string          `json:"conversation,omitempty"` // in a document holding several
+	Output       string          `json:"output"`                 // the file written
+	Report       pipeline.Report `json:"report"`                 // what each step did
 }
 
 func newPrepareCmd(e *env) *cobra.Command {

@@ -15,8 +15,8 @@ import (
 
 // summaryEvalOutput is the JSON of summary-eval.
 type summaryEvalOutput struct {
-	Conversations []summaryeval.Row `json:"conversations"`
-	TargetsMet    bool              `json:"targets_met"`
+	Conversations []summaryeval.Row `json:"conversations"` // one row per conversation
+	TargetsMet    bool              `json:"targets_met"`   // every row met every target
 }
 
 func newSummaryEvalCmd(e *env) *cobra.Command {
