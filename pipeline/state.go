@@ -338,10 +338,10 @@ func (p *Pipeline) update(ctx context.Context, fn func(st *state) error) (int64,
 // OpenAI reports cached tokens inside its prompt_tokens, so give them as
 // InputTokens alone).
 type Usage struct {
-	InputTokens              int `json:"input_tokens"`
-	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
-	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-	OutputTokens             int `json:"output_tokens"`
+	InputTokens              int `json:"input_tokens"`                // input tokens not read from or written to the cache (OpenAI: all of them)
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`     // input tokens read from the prompt cache
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"` // input tokens written to the prompt cache
+	OutputTokens             int `json:"output_tokens"`               // tokens generated
 	// Counted is our count of the request the usage is for: the
 	// Report.TokensAfter of its preparation (or its TokensBefore when the
 	// usage is of the request as the agent sent it, as in Replay); 0 means

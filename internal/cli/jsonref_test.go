@@ -19,6 +19,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/workspace"
 )
@@ -47,6 +48,7 @@ var jsonOutputs = []struct {
 	{"summary-eval", "", summaryEvalOutput{}},
 	{"ws offload", "", wsOffloadOutput{}},
 	{"ws ls", "a list of", []workspace.Info{}},
+	{"proxy: GET /agentctx/stats", "the proxy's statistics", proxy.StatsDocument{}},
 }
 
 // TestJSONReference: docs/JSON.md lists every key of every JSON output,
@@ -241,22 +243,29 @@ func (d *fieldDocs) of(tp reflect.Type, field string) string {
 					return true
 				}
 				fields := map[string]string{}
-				var prev string // the last doc comment, which may document the next fields too ("A and B are ...")
+				// A doc comment also documents the fields declared on the
+				// lines right after it without their own ("A and B are
+				// ...", "The tokens billed: ...").
+				var group string
+				groupEnd := -1
 				for _, fl := range st.Fields.List {
+					line := fset.Position(fl.Pos()).Line
 					text := ""
-					if fl.Doc != nil {
+					switch {
+					case fl.Doc != nil:
 						text = fl.Doc.Text()
-						prev = text
+						group = text
+					case line == groupEnd+1:
+						text = group
+					default:
+						group = ""
 					}
+					groupEnd = fset.Position(fl.End()).Line
 					if fl.Comment != nil {
 						text = strings.TrimSpace(text + " " + fl.Comment.Text())
 					}
 					for _, n := range fl.Names {
-						t := text
-						if fl.Doc == nil && strings.Contains(" "+prev+" ", " "+n.Name+" ") {
-							t = strings.TrimSpace(prev + " " + t)
-						}
-						fields[n.Name] = strings.Join(strings.Fields(t), " ")
+						fields[n.Name] = strings.Join(strings.Fields(text), " ")
 					}
 				}
 				types[ts.Name.Name] = fields
