@@ -100,6 +100,7 @@ type Document struct {
 	listKey  string      // the member holding the messages: "messages" or "history"
 	held     []held      // messages of the file that are not model messages
 	convs    []*Document // the conversations of a document that holds several
+	cc       *ccFile     // Claude Code: the file's records, to write it back whole
 }
 
 // CompactBoundary is a compact_boundary record of a Claude Code session:
@@ -633,10 +634,7 @@ func (d *Document) AppendJSON(dst []byte) ([]byte, error) {
 			e.buf = append(e.buf, '\n')
 		}
 	case FormatClaudeCode:
-		for k := range msgs {
-			encodeRecord(&e, &msgs[k])
-			e.buf = append(e.buf, '\n')
-		}
+		encodeRecords(&e, msgs, d.cc)
 	case FormatObject, FormatMiniSWEAgent, FormatSWEAgent:
 		key := cmp.Or(d.listKey, "messages")
 		e.buf = append(e.buf, '{')
