@@ -54,7 +54,11 @@ const (
 	// record per instance, its events in "history"), or a JSON array of
 	// OpenHands events. The events are imported as OpenAI chat messages,
 	// one conversation per record (see Document.Conversations). Encode
-	// writes the messages as JSON Lines: events cannot be written back.
+	// writes each conversation back as its record (WithConversations sets
+	// their messages): unchanged messages as their events, a changed tool
+	// result in its observation, new messages as new events; a document
+	// whose messages were set as one list (WithMessages on several
+	// conversations) is written as JSON Lines of messages.
 	// Records whose "history" holds messages rather than events (SWE-agent
 	// trajectories, one per line) are read the same way, their messages
 	// as they are.
@@ -101,6 +105,7 @@ type Document struct {
 	held     []held      // messages of the file that are not model messages
 	convs    []*Document // the conversations of a document that holds several
 	cc       *ccFile     // Claude Code: the file's records, to write it back whole
+	oh       *ohSource   // OpenHands: the record and events, to write the conversation back
 }
 
 // CompactBoundary is a compact_boundary record of a Claude Code session:
@@ -260,6 +265,33 @@ func (d *Document) WithMessages(msgs []Message) *Document {
 	c.Messages = msgs
 	c.convs = nil
 	return &c
+}
+
+// WithConversations returns a copy of the document holding msgs[i] as the
+// messages of its conversation i (see Conversations), so that Encode
+// writes each conversation back in its own place (an OpenHands record per
+// conversation). It fails when msgs does not have one list per
+// conversation. d is not modified.
+func (d *Document) WithConversations(msgs [][]Message) (*Document, error) {
+	if len(d.convs) == 0 {
+		if len(msgs) != 1 {
+			return nil, fmt.Errorf("%w: %d lists of messages for a document of 1 conversation", ErrInvalidInput, len(msgs))
+		}
+		return d.WithMessages(msgs[0]), nil
+	}
+	if len(msgs) != len(d.convs) {
+		return nil, fmt.Errorf("%w: %d lists of messages for a document of %d conversations", ErrInvalidInput, len(msgs), len(d.convs))
+	}
+	c := *d
+	c.convs = make([]*Document, len(d.convs))
+	c.Messages = nil
+	for i, conv := range d.convs {
+		cc := *conv
+		cc.Messages = msgs[i]
+		c.convs[i] = &cc
+		c.Messages = append(c.Messages, msgs[i]...)
+	}
+	return &c, nil
 }
 
 // ReadOptions configure how a document is read. The zero value reads the
@@ -628,7 +660,9 @@ func (d *Document) AppendJSON(dst []byte) ([]byte, error) {
 	e := encoder{buf: dst, mode: modePreserve}
 	msgs := d.fileMessages()
 	switch d.Format {
-	case FormatJSONL, FormatOpenHands:
+	case FormatOpenHands:
+		d.encodeOpenHands(&e)
+	case FormatJSONL:
 		for k := range msgs {
 			msgs[k].encode(&e)
 			e.buf = append(e.buf, '\n')

@@ -53,12 +53,12 @@ func TestSharedTranscriptsRoundTrip(t *testing.T) {
 			if len(doc.Messages) == 0 {
 				t.Error("no messages read")
 			}
+			if want := compactLines(data, doc.Format == agentctx.FormatJSONL || doc.Format == agentctx.FormatClaudeCode || doc.Format == agentctx.FormatOpenHands); !bytes.Equal(out, want) {
+				t.Errorf("round trip differs from the input (%d vs %d bytes)", len(out), len(want))
+			}
 			if doc.Format == agentctx.FormatOpenHands {
 				checkOpenHandsImport(t, doc, out)
 				return
-			}
-			if want := compactLines(data, doc.Format == agentctx.FormatJSONL || doc.Format == agentctx.FormatClaudeCode); !bytes.Equal(out, want) {
-				t.Errorf("round trip differs from the input (%d vs %d bytes)", len(out), len(want))
 			}
 			if doc.Format != agentctx.FormatClaudeCode {
 				return
@@ -156,8 +156,8 @@ func checkOpenHandsImport(t *testing.T, doc *agentctx.Document, out []byte) {
 	}
 	a, _ := agentctx.MarshalMessages(doc.Messages)
 	b, _ := agentctx.MarshalMessages(again.Messages)
-	if again.Format != agentctx.FormatJSONL || !bytes.Equal(a, b) {
-		t.Errorf("JSON Lines rewrite reads back as %s with different messages", again.Format)
+	if again.Format != agentctx.FormatOpenHands || !bytes.Equal(a, b) {
+		t.Errorf("rewrite reads back as %s with different messages", again.Format)
 	}
 	total := 0
 	for _, c := range doc.Conversations() {

@@ -754,6 +754,7 @@ func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []st
 			prefix = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 		}
 		var msgs []agentctx.Message
+		var perConv [][]agentctx.Message
 		first := len(summaries)
 		for _, c := range conversationsOf(file, prefix, doc) {
 			res, err := r.prepareOne(ctx, c)
@@ -761,7 +762,15 @@ func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []st
 				bar.finish()
 				return nil, err
 			}
-			msgs = append(msgs, r.toSend(res.Messages)...)
+			// A request body is written ready to send (toSend); a
+			// transcript is written back with what it read, timestamps
+			// included.
+			keep := res.Messages
+			if doc.Format == agentctx.FormatObject {
+				keep = r.toSend(res.Messages)
+			}
+			msgs = append(msgs, keep...)
+			perConv = append(perConv, keep)
 			summaries = append(summaries, done{file, c.name, outputs[i], res.Report})
 		}
 		before := doc
@@ -781,8 +790,15 @@ func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []st
 				}
 			}
 		}
+		// Each conversation goes back to its own place (an OpenHands
+		// record per conversation).
+		prepared, err := doc.WithConversations(perConv)
+		if err != nil {
+			bar.finish()
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
 		var buf bytes.Buffer
-		if err := doc.WithMessages(msgs).Encode(&buf); err != nil {
+		if err := prepared.Encode(&buf); err != nil {
 			bar.finish()
 			return nil, fmt.Errorf("%s: encode: %w", file, err)
 		}
