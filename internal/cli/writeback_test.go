@@ -105,3 +105,55 @@ func TestPrepareOutKeepsClaudeCodeFiles(t *testing.T) {
 		t.Errorf("an unchanged file was not written back as it was:\n%s\nwant\n%s", after, before)
 	}
 }
+
+// TestPrepareOutKeepsOpenHandsRecords: an OpenHands output of two
+// conversations is written back as two records, a large observation
+// replaced by its reference in its own event, the other events as they
+// were.
+func TestPrepareOutKeepsOpenHandsRecords(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	big := strings.Repeat("test output line\n", 3000) // 51,000 characters
+	ev := func(s string) string { return s }
+	rec := func(id string, history ...string) string {
+		return fmt.Sprintf(`{"instance_id":%q,"history":[%s],"metadata":{"agent":"CodeActAgent"}}`, id, strings.Join(history, ","))
+	}
+	in := rec("one",
+		ev(`{"id":0,"source":"user","action":"message","message":"Run the tests.","args":{"content":"Run the tests."}}`),
+		ev(`{"id":1,"source":"agent","action":"run","args":{"command":"pytest"},"tool_call_metadata":{"function_name":"execute_bash","tool_call_id":"call_1","model_response":{"id":"r1","choices":[{"message":{"content":"Running.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"execute_bash","arguments":"{\"command\":\"pytest\"}"}}]}}]}}}`),
+		ev(fmt.Sprintf(`{"id":2,"source":"agent","observation":"run","content":%q,"extras":{"metadata":{"exit_code":0,"prefix":"","suffix":"\n[exit 0]"}},"tool_call_metadata":{"function_name":"execute_bash","tool_call_id":"call_1"}}`, big)),
+		ev(`{"id":3,"source":"environment","observation":"agent_state_changed","content":"","extras":{"agent_state":"running"}}`),
+		ev(`{"id":4,"source":"agent","action":"message","message":"All pass.","args":{"content":"All pass."}}`),
+	) + "\n" + rec("two",
+		ev(`{"id":0,"source":"user","action":"message","message":"Hi.","args":{"content":"Hi."}}`),
+		ev(`{"id":1,"source":"agent","action":"message","message":"Hello.","args":{"content":"Hello."}}`),
+	) + "\n"
+	if err := os.WriteFile("output.jsonl", []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(t, "", "prepare", "--out", "out", "output.jsonl"); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	data, err := os.ReadFile(filepath.Join("out", "output.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d records written, want 2:\n%.500s", len(lines), data)
+	}
+	if !strings.Contains(lines[0], `"metadata":{"agent":"CodeActAgent"}`) || !strings.Contains(lines[0], `"agent_state_changed"`) {
+		t.Errorf("the record lost members or events: %.300s", lines[0])
+	}
+	if len(lines[0]) > 20_000 || !strings.Contains(lines[0], `<knowledge id=\"tool_result_call_1\"`) {
+		t.Errorf("the large observation was not replaced by its reference in its event")
+	}
+	want := strings.Split(strings.TrimSpace(in), "\n")[1]
+	if lines[1] != want {
+		t.Errorf("the unchanged record differs:\n%s\nwant\n%s", lines[1], want)
+	}
+	code, out, errOut := runCLI(t, "", "validate", filepath.Join("out", "output.jsonl"))
+	if code != 0 || strings.Count(out, `"valid":true`) != 2 {
+		t.Errorf("validate the output: exit %d\n%s%s", code, out, errOut)
+	}
+}
