@@ -2,7 +2,9 @@ package agentctx
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/agentctx/agentctx/internal/rawjson"
@@ -80,6 +82,12 @@ func (o ReadOptions) parseClaudeCode(data []byte, values [][]byte, scans [][]raw
 		}
 	}
 
+	// recMsg[k] is the index in doc.Messages of the message record k is
+	// part of; -1 for a record that is not a message's.
+	recMsg := make([]int, len(recs))
+	for k := range recMsg {
+		recMsg[k] = -1
+	}
 	lastAssistant := -1 // index in doc.Messages of the last assistant message
 	for k := first; k < len(recs); k++ {
 		r := &recs[k]
@@ -136,19 +144,32 @@ func (o ReadOptions) parseClaudeCode(data []byte, values [][]byte, scans [][]raw
 				doc.Messages[lastAssistant+1] = mergeResults(doc.Messages[lastAssistant+1:])
 				doc.Merged += n - lastAssistant - 2
 				doc.Messages = doc.Messages[:lastAssistant+2]
+				for j := range k {
+					if recMsg[j] > lastAssistant+1 {
+						recMsg[j] = lastAssistant + 1
+					}
+				}
 			}
+			recMsg[k] = lastAssistant
 			doc.Merged++
 		case msg.Role == RoleUser && n >= 2 && isToolResultMessage(&msg) && isToolResultMessage(&doc.Messages[n-1]) &&
 			lastAssistant == n-2:
 			doc.Messages[n-1] = mergeResults([]Message{doc.Messages[n-1], msg})
+			recMsg[k] = n - 1
 			doc.Merged++
 		default:
 			doc.Messages = append(doc.Messages, msg)
+			recMsg[k] = len(doc.Messages) - 1
 			if msg.Role == RoleAssistant {
 				lastAssistant = len(doc.Messages) - 1
 			}
 		}
 	}
+	cc := &ccFile{records: make([]ccLine, len(recs)), msgs: slices.Clone(doc.Messages)}
+	for k := range recs {
+		cc.records[k] = ccLine{raw: recs[k].raw, msg: recMsg[k]}
+	}
+	doc.cc = cc
 	// A boundary followed by no message points at none.
 	for k := range doc.Boundaries {
 		if doc.Boundaries[k].Message >= len(doc.Messages) {
@@ -234,27 +255,284 @@ func concatBlocks(a, b []Block) []Block {
 	return append(append(out, a...), b...)
 }
 
-func encodeRecord(e *encoder, m *Message) {
+func encodeRecord(e *encoder, m *Message, over map[string][]byte) {
 	e.buf = append(e.buf, '{')
 	first := true
-	if m.env == nil {
-		e.key(&first, nil, "type")
-		e.str(nil, m.Role)
-		e.key(&first, nil, "message")
-		m.encode(e)
-		e.buf = append(e.buf, '}')
-		return
-	}
 	for k := range m.env.members {
 		mb := &m.env.members[k]
 		e.key(&first, mb, mb.key)
-		if mb.key == "message" {
+		switch v, ok := over[mb.key]; {
+		case mb.key == "message":
 			e.skipInjected = true
 			m.encode(e)
 			e.skipInjected = false
+		case ok:
+			e.buf = append(e.buf, v...)
+		default:
+			e.raw(mb.raw)
+		}
+	}
+	e.buf = append(e.buf, '}')
+}
+
+// sessionFields are the members a record written for a message that has
+// none (a summary, a synthetic tool result) takes from its neighbour: the
+// session's, not the record's own.
+var sessionFields = []string{"isSidechain", "userType", "cwd", "sessionId", "version", "gitBranch", "agentId", "slug"}
+
+// ccFile is what a Claude Code document keeps of its file to write it
+// back whole: every record in file order (progress, snapshots, system
+// records, records before a compact boundary, every part of a merged
+// message), and the messages as read, which the records point into.
+type ccFile struct {
+	records []ccLine
+	msgs    []Message
+}
+
+type ccLine struct {
+	raw []byte
+	msg int // index in msgs of the message the record is part of; -1 for none
+}
+
+// encodeRecords writes msgs as Claude Code records. With the file the
+// document was read from (cc), the file is written back whole: every
+// record that is not a message's where it was, a message read unchanged
+// as its records byte for byte, a changed one as its first record holding
+// the new message (the other parts of a merged message are in it), a
+// message no longer in msgs (compacted away) left out, and a message
+// without a record (a summary, a synthetic result) as a new record before
+// the next message's. Without the file, or when msgs does not keep the
+// order of the messages read, each message is one record. Either way the
+// records read back as one conversation: a parentUuid naming a record no
+// longer written points at the record written before it, and a new
+// record takes the session's fields of its nearest neighbour (so a
+// subagent's file stays all sidechain), a uuid derived from its place, the
+// record before it as parent, and the neighbour's timestamp.
+func encodeRecords(e *encoder, msgs []Message, cc *ccFile) {
+	items, ok := planRecords(msgs, cc)
+	if !ok {
+		items = items[:0]
+		for k := range msgs {
+			items = append(items, recordItem{out: k, rec: -1, changed: true})
+		}
+	}
+	// The uuids written, to repair parent links to records left out.
+	written := map[string]bool{}
+	for _, it := range items {
+		var ms []member
+		switch {
+		case it.rec >= 0 && !it.changed:
+			ms = lineMembers(cc.records[it.rec].raw)
+		case msgs[it.out].env != nil:
+			ms = msgs[it.out].env.members
+		}
+		if id := recordString(ms, "uuid"); id != "" {
+			written[id] = true
+		}
+	}
+	var prev []byte // the uuid token of the record written last
+	for _, it := range items {
+		var ms []member
+		switch {
+		case it.rec >= 0 && !it.changed:
+			ms = lineMembers(cc.records[it.rec].raw)
+		case msgs[it.out].env != nil:
+			ms = msgs[it.out].env.members
+		default:
+			prev = encodeNewRecord(e, &msgs[it.out], msgs, it.out, prev)
+			e.buf = append(e.buf, '\n')
+			continue
+		}
+		over := map[string][]byte{}
+		if p := recordString(ms, "parentUuid"); p != "" && !written[p] {
+			over["parentUuid"] = orNull(prev)
+		}
+		if it.rec >= 0 && !it.changed {
+			if len(over) == 0 || ms == nil {
+				e.raw(cc.records[it.rec].raw)
+			} else {
+				encodeMembers(e, ms, over)
+			}
+		} else {
+			encodeRecord(e, &msgs[it.out], over)
+		}
+		if id := memberRaw(ms, "uuid"); rawjson.Kind(id) == '"' {
+			prev = id
+		}
+		e.buf = append(e.buf, '\n')
+	}
+}
+
+// recordItem is one record to write: the file's record rec as it was
+// (changed false), or output message out (as its first record's envelope
+// when it has one, else as a new record).
+type recordItem struct {
+	out, rec int
+	changed  bool
+}
+
+// planRecords lays out the records that write msgs back into the file cc
+// was read from; ok is false when msgs cannot be laid out in it (no file,
+// messages reordered).
+func planRecords(msgs []Message, cc *ccFile) (items []recordItem, ok bool) {
+	if cc == nil {
+		return nil, false
+	}
+	origOf := make(map[*envelope]int, len(cc.msgs))
+	for i := range cc.msgs {
+		if cc.msgs[i].env != nil {
+			origOf[cc.msgs[i].env] = i
+		}
+	}
+	outOf := make([]int, len(cc.msgs)) // output index of each message read; -1 when gone
+	for i := range outOf {
+		outOf[i] = -1
+	}
+	last := -1
+	for j := range msgs {
+		i, found := origOf[msgs[j].env]
+		if msgs[j].env == nil || !found {
+			continue
+		}
+		if i <= last {
+			return nil, false // reordered or repeated
+		}
+		outOf[i], last = j, i
+	}
+	firstRec := make([]int, len(cc.msgs))
+	for i := range firstRec {
+		firstRec[i] = -1
+	}
+	for r, l := range cc.records {
+		if l.msg >= 0 && firstRec[l.msg] < 0 {
+			firstRec[l.msg] = r
+		}
+	}
+	// New messages go before the first record of the next message read.
+	before := map[int][]int{} // record → new output messages written before it
+	var atEnd []int
+	next := -1 // the record of the next message read, scanning backwards
+	for j := len(msgs) - 1; j >= 0; j-- {
+		if i, found := origOf[msgs[j].env]; msgs[j].env != nil && found {
+			next = firstRec[i]
+			continue
+		}
+		if next < 0 {
+			atEnd = append(atEnd, j)
+		} else {
+			before[next] = append(before[next], j)
+		}
+	}
+	unchanged := make([]bool, len(cc.msgs))
+	for i, j := range outOf {
+		if j >= 0 {
+			unchanged[i] = sameEncoding(&msgs[j], &cc.msgs[i])
+		}
+	}
+	for r, l := range cc.records {
+		for k := len(before[r]) - 1; k >= 0; k-- {
+			items = append(items, recordItem{out: before[r][k], rec: -1, changed: true})
+		}
+		switch {
+		case l.msg < 0:
+			items = append(items, recordItem{out: -1, rec: r})
+		case outOf[l.msg] < 0:
+			// compacted away: left out
+		case unchanged[l.msg]:
+			items = append(items, recordItem{out: outOf[l.msg], rec: r})
+		case r == firstRec[l.msg]:
+			items = append(items, recordItem{out: outOf[l.msg], rec: r, changed: true})
+		}
+	}
+	for k := len(atEnd) - 1; k >= 0; k-- {
+		items = append(items, recordItem{out: atEnd[k], rec: -1, changed: true})
+	}
+	return items, true
+}
+
+// sameEncoding reports whether two messages encode alike.
+func sameEncoding(a, b *Message) bool {
+	ea, eb := encoder{mode: modePreserve}, encoder{mode: modePreserve}
+	a.encode(&ea)
+	b.encode(&eb)
+	return ea.err == nil && eb.err == nil && bytes.Equal(ea.buf, eb.buf)
+}
+
+// lineMembers scans a record's members; nil when it cannot.
+func lineMembers(raw []byte) []member {
+	ms, err := rawjson.Members(raw)
+	if err != nil {
+		return nil
+	}
+	return opaqueMembers(ms)
+}
+
+// encodeMembers writes a record from its members, some replaced.
+func encodeMembers(e *encoder, ms []member, over map[string][]byte) {
+	e.buf = append(e.buf, '{')
+	first := true
+	for k := range ms {
+		mb := &ms[k]
+		e.key(&first, mb, mb.key)
+		if v, ok := over[mb.key]; ok {
+			e.buf = append(e.buf, v...)
 		} else {
 			e.raw(mb.raw)
 		}
 	}
 	e.buf = append(e.buf, '}')
+}
+
+func orNull(raw []byte) []byte {
+	if raw == nil {
+		return []byte("null")
+	}
+	return raw
+}
+
+// encodeNewRecord writes a record for msgs[k], which has none, and returns
+// its uuid token.
+func encodeNewRecord(e *encoder, m *Message, msgs []Message, k int, prev []byte) []byte {
+	var near *envelope
+	for d := 1; near == nil && (k-d >= 0 || k+d < len(msgs)); d++ {
+		if k-d >= 0 && msgs[k-d].env != nil {
+			near = msgs[k-d].env
+		} else if k+d < len(msgs) && msgs[k+d].env != nil {
+			near = msgs[k+d].env
+		}
+	}
+	h := sha256.New()
+	h.Write(prev)
+	fmt.Fprintf(h, "\x00agentctx record %d %s", k, m.Role)
+	sum := h.Sum(nil)
+	id := rawjson.AppendString(nil, fmt.Sprintf("%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16]))
+
+	e.buf = append(e.buf, '{')
+	first := true
+	e.key(&first, nil, "parentUuid")
+	e.buf = append(e.buf, orNull(prev)...)
+	if near != nil {
+		for _, f := range sessionFields {
+			if mb := findMember(near.members, f); mb != nil {
+				e.key(&first, mb, f)
+				e.raw(mb.raw)
+			}
+		}
+	}
+	e.key(&first, nil, "type")
+	e.str(nil, m.Role)
+	e.key(&first, nil, "message")
+	m.encode(e)
+	e.key(&first, nil, "uuid")
+	e.buf = append(e.buf, id...)
+	ts := memberRaw(m.members, FieldTimestamp)
+	if ts == nil && near != nil {
+		ts = memberRaw(near.members, FieldTimestamp)
+	}
+	if ts != nil {
+		e.key(&first, nil, FieldTimestamp)
+		e.raw(ts)
+	}
+	e.buf = append(e.buf, '}')
+	return id
 }

@@ -3,6 +3,7 @@ package agentctx_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -163,4 +164,44 @@ func readFile(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// TestPartialLastLine: a session file being written ends in an incomplete
+// line; it is skipped and reported, the rest is read. An incomplete line
+// before the last is still an error.
+func TestPartialLastLine(t *testing.T) {
+	whole, err := os.ReadFile("testdata/claude_code.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := agentctx.ParseDocument(context.Background(), whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(bytes.TrimRight(whole, "\n"), []byte("\n"))
+	last := lines[len(lines)-1]
+	partial := append(append([]byte{}, whole...), last[:len(last)/2]...)
+	doc, err := agentctx.ParseDocument(context.Background(), partial)
+	if err != nil {
+		t.Fatalf("partial last line: %v", err)
+	}
+	if doc.Format != want.Format || len(doc.Messages) != len(want.Messages) {
+		t.Errorf("read %s with %d messages, want %s with %d", doc.Format, len(doc.Messages), want.Format, len(want.Messages))
+	}
+	if doc.PartialLine != len(lines)+1 || !strings.Contains(doc.Notice(), fmt.Sprintf("line %d is incomplete", len(lines)+1)) {
+		t.Errorf("PartialLine %d, notice %q", doc.PartialLine, doc.Notice())
+	}
+	// Ended by a newline, a bad line was written whole: an error.
+	if _, err := agentctx.ParseDocument(context.Background(), append(append([]byte{}, partial...), '\n')); err == nil {
+		t.Error("a bad last line ended by a newline: no error")
+	}
+	// In the middle it is an error.
+	mid := append(append(append([]byte{}, whole...), last[:len(last)/2]...), append([]byte("\n"), last...)...)
+	if _, err := agentctx.ParseDocument(context.Background(), mid); err == nil {
+		t.Error("an incomplete line before the last: no error")
+	}
+	// A file of one incomplete line is an error, not an empty document.
+	if _, err := agentctx.ParseDocument(context.Background(), last[:len(last)/2]); err == nil {
+		t.Error("only an incomplete line: no error")
+	}
 }

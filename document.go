@@ -54,7 +54,11 @@ const (
 	// record per instance, its events in "history"), or a JSON array of
 	// OpenHands events. The events are imported as OpenAI chat messages,
 	// one conversation per record (see Document.Conversations). Encode
-	// writes the messages as JSON Lines: events cannot be written back.
+	// writes each conversation back as its record (WithConversations sets
+	// their messages): unchanged messages as their events, a changed tool
+	// result in its observation, new messages as new events; a document
+	// whose messages were set as one list (WithMessages on several
+	// conversations) is written as JSON Lines of messages.
 	// Records whose "history" holds messages rather than events (SWE-agent
 	// trajectories, one per line) are read the same way, their messages
 	// as they are.
@@ -87,11 +91,21 @@ type Document struct {
 	// instance_id of an OpenHands record).
 	Name string
 
+	// PartialLine is, for JSON Lines (messages, Claude Code or OpenHands
+	// records), the number of an incomplete last line that was skipped: a
+	// last line without its newline that is not a whole JSON object (a
+	// file still being written, as Claude Code writes its sessions); 0
+	// when every line was whole. Notice reports it. A bad line that ends
+	// in a newline, or is not the last, is an error.
+	PartialLine int
+
 	liveFrom int         // Claude Code: line of the last boundary when only the live context was read
 	members  []member    // the members of the top-level object (object, mini-swe-agent, swe-agent)
 	listKey  string      // the member holding the messages: "messages" or "history"
 	held     []held      // messages of the file that are not model messages
 	convs    []*Document // the conversations of a document that holds several
+	cc       *ccFile     // Claude Code: the file's records, to write it back whole
+	oh       *ohSource   // OpenHands: the record and events, to write the conversation back
 }
 
 // CompactBoundary is a compact_boundary record of a Claude Code session:
@@ -127,6 +141,13 @@ func (d *Document) NonModel() []Message {
 		out[k] = h.msg
 	}
 	return out
+}
+
+// FileMessages returns the messages as the file holds them: Messages with
+// the NonModel messages put back at their places, counted from the end.
+// A single-shot command returns these, every message it was given.
+func (d *Document) FileMessages() []Message {
+	return slices.Clip(d.fileMessages())
 }
 
 // skip counts one skipped record of a kind.
@@ -183,6 +204,9 @@ func (d *Document) Notice() string {
 			}
 		}
 		parts = append(parts, fmt.Sprintf("%s with role %s kept in the file, not sent to the model", count(n, "message", "messages"), strings.Join(roles, ", ")))
+	}
+	if d.PartialLine > 0 {
+		parts = append(parts, fmt.Sprintf("line %d is incomplete (a file still being written?): skipped", d.PartialLine))
 	}
 	if n := len(d.Boundaries); n > 0 {
 		if d.liveFrom > 0 {
@@ -241,6 +265,33 @@ func (d *Document) WithMessages(msgs []Message) *Document {
 	c.Messages = msgs
 	c.convs = nil
 	return &c
+}
+
+// WithConversations returns a copy of the document holding msgs[i] as the
+// messages of its conversation i (see Conversations), so that Encode
+// writes each conversation back in its own place (an OpenHands record per
+// conversation). It fails when msgs does not have one list per
+// conversation. d is not modified.
+func (d *Document) WithConversations(msgs [][]Message) (*Document, error) {
+	if len(d.convs) == 0 {
+		if len(msgs) != 1 {
+			return nil, fmt.Errorf("%w: %d lists of messages for a document of 1 conversation", ErrInvalidInput, len(msgs))
+		}
+		return d.WithMessages(msgs[0]), nil
+	}
+	if len(msgs) != len(d.convs) {
+		return nil, fmt.Errorf("%w: %d lists of messages for a document of %d conversations", ErrInvalidInput, len(msgs), len(d.convs))
+	}
+	c := *d
+	c.convs = make([]*Document, len(d.convs))
+	c.Messages = nil
+	for i, conv := range d.convs {
+		cc := *conv
+		cc.Messages = msgs[i]
+		c.convs[i] = &cc
+		c.Messages = append(c.Messages, msgs[i]...)
+	}
+	return &c, nil
 }
 
 // ReadOptions configure how a document is read. The zero value reads the
@@ -521,10 +572,11 @@ func classifyLine(ms []rawjson.Member) lineKind {
 // are (the first value breaks a tie).
 func (o ReadOptions) parseLines(ctx context.Context, data []byte) (*Document, error) {
 	var (
-		values [][]byte
-		scans  [][]rawjson.Member
-		kinds  []lineKind
-		count  [4]int
+		values  [][]byte
+		scans   [][]rawjson.Member
+		kinds   []lineKind
+		count   [4]int
+		partial int // the line of an incomplete last line, skipped
 	)
 	for i := rawjson.SkipSpace(data, 0); i < len(data); i = rawjson.SkipSpace(data, i) {
 		if len(values)%4096 == 0 {
@@ -536,11 +588,15 @@ func (o ReadOptions) parseLines(ctx context.Context, data []byte) (*Document, er
 			return nil, inputErrorAt(data, int64(i), fmt.Sprintf("invalid character %q: each line must be a JSON object", rune(data[i])))
 		}
 		end, err := rawjson.ValueEnd(data, i)
-		if err != nil {
-			return nil, syntaxError(data, err)
+		var ms []rawjson.Member
+		if err == nil {
+			ms, err = rawjson.Members(data[i:end])
 		}
-		ms, err := rawjson.Members(data[i:end])
 		if err != nil {
+			if len(values) > 0 && lastLine(data, i) {
+				partial = bytes.Count(data[:i], []byte{'\n'}) + 1
+				break
+			}
 			return nil, syntaxError(data, err)
 		}
 		k := classifyLine(ms)
@@ -554,22 +610,34 @@ func (o ReadOptions) parseLines(ctx context.Context, data []byte) (*Document, er
 			best = k
 		}
 	}
+	var doc *Document
+	var err error
 	switch best {
 	case lineOpenHands:
-		return parseOpenHands(data, values)
+		doc, err = parseOpenHands(data, values)
 	case lineRecord:
-		return o.parseClaudeCode(data, values, scans)
-	}
-	for k, v := range values {
-		if kinds[k] != lineMessage {
-			return nil, inputErrorAt(data, offsetIn(data, v), "object has no \"role\": not a message")
+		doc, err = o.parseClaudeCode(data, values, scans)
+	default:
+		for k, v := range values {
+			if kinds[k] != lineMessage {
+				return nil, inputErrorAt(data, offsetIn(data, v), "object has no \"role\": not a message")
+			}
 		}
+		doc = &Document{Format: FormatJSONL}
+		err = doc.decodeMessages(data, values)
 	}
-	doc := &Document{Format: FormatJSONL}
-	if err := doc.decodeMessages(data, values); err != nil {
+	if err != nil {
 		return nil, err
 	}
+	doc.PartialLine = partial
 	return doc, nil
+}
+
+// lastLine reports whether the line that holds offset i is the last and
+// unterminated: a line a writer has not finished (a finished line ends
+// with a newline, and a bad one is an error).
+func lastLine(data []byte, i int) bool {
+	return bytes.IndexByte(data[i:], '\n') < 0
 }
 
 // Encode writes the document in the shape it was read in: a JSON array, the
@@ -592,16 +660,15 @@ func (d *Document) AppendJSON(dst []byte) ([]byte, error) {
 	e := encoder{buf: dst, mode: modePreserve}
 	msgs := d.fileMessages()
 	switch d.Format {
-	case FormatJSONL, FormatOpenHands:
+	case FormatOpenHands:
+		d.encodeOpenHands(&e)
+	case FormatJSONL:
 		for k := range msgs {
 			msgs[k].encode(&e)
 			e.buf = append(e.buf, '\n')
 		}
 	case FormatClaudeCode:
-		for k := range msgs {
-			encodeRecord(&e, &msgs[k])
-			e.buf = append(e.buf, '\n')
-		}
+		encodeRecords(&e, msgs, d.cc)
 	case FormatObject, FormatMiniSWEAgent, FormatSWEAgent:
 		key := cmp.Or(d.listKey, "messages")
 		e.buf = append(e.buf, '{')

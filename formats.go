@@ -55,14 +55,14 @@ func Formats() []FormatInfo {
 			Format:     FormatClaudeCode,
 			Name:       "Claude Code session .jsonl (main session or subagent's sidechain file)",
 			DetectedBy: `a sequence of objects, most of them records with a "type" and no "role"`,
-			WrittenAs:  "one record per message (split assistant records merged; skipped records not written)",
+			WrittenAs:  "the file whole: records that are not messages where they were, unchanged messages as their records, a changed one in its first record, new ones (summaries) as new records; parentUuid links kept",
 			Example:    "{\"type\":\"user\",\"message\":{\"role\":\"user\",\"content\":\"Fix the test.\"},\"uuid\":\"u1\",\"timestamp\":\"2026-11-20T09:00:00.000Z\",\"isSidechain\":false}\n{\"type\":\"progress\",\"uuid\":\"p1\",\"timestamp\":\"2026-11-20T09:00:00.500Z\"}\n{\"type\":\"assistant\",\"message\":{\"id\":\"msg_1\",\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"Done.\"}]},\"uuid\":\"a1\",\"timestamp\":\"2026-11-20T09:00:02.000Z\",\"isSidechain\":false}\n",
 		},
 		{
 			Format:     FormatOpenHands,
 			Name:       "OpenHands evaluation output.jsonl (or a JSON array of events)",
 			DetectedBy: `records with a "history" of events (source with action or observation), or an array of such events`,
-			WrittenAs:  "the imported OpenAI chat messages as JSON Lines, one conversation per record (events cannot be written back)",
+			WrittenAs:  "each conversation as its record, every member kept: unchanged messages as their events, a changed tool result in its observation, new messages as new events",
 			Example:    `{"instance_id":"calc-1","history":[{"id":0,"source":"user","action":"message","args":{"content":"Fix calc."},"timestamp":"2026-01-15T10:00:00"},{"id":1,"source":"agent","action":"run","args":{"command":"pytest","thought":""},"timestamp":"2026-01-15T10:00:02","tool_call_metadata":{"function_name":"execute_bash","tool_call_id":"call_1"}},{"id":2,"source":"agent","observation":"run","content":"1 passed","extras":{"metadata":{"exit_code":0}},"timestamp":"2026-01-15T10:00:03","tool_call_metadata":{"function_name":"execute_bash","tool_call_id":"call_1"}}]}` + "\n",
 		},
 	}

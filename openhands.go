@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agentctx/agentctx/internal/rawjson"
@@ -136,12 +137,14 @@ func parseOpenHands(data []byte, values [][]byte) (*Document, error) {
 			if err := conv.decodeMessages(data, elems); err != nil {
 				return nil, err
 			}
+			conv.oh = &ohSource{messages: true}
 		} else {
 			conv, err = importOpenHands(data, rec.History, func(int) int64 { return recordAt })
 			if err != nil {
 				return nil, err
 			}
 		}
+		conv.oh.record = v
 		conv.Name = fmt.Sprintf("record-%d", k+1)
 		var id string
 		if json.Unmarshal(rec.InstanceID, &id) == nil && id != "" {
@@ -168,7 +171,7 @@ func parseOpenHands(data []byte, values [][]byte) (*Document, error) {
 		start = end
 	}
 	if len(doc.convs) == 1 {
-		doc.Name, doc.convs = doc.convs[0].Name, nil
+		doc.Name, doc.oh, doc.convs = doc.convs[0].Name, doc.convs[0].oh, nil
 	}
 	return doc, nil
 }
@@ -211,6 +214,7 @@ func isMessages(list []byte) bool {
 // the offset in data to report for a bad event k.
 func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64) (*Document, error) {
 	doc := &Document{Format: FormatOpenHands, Messages: []Message{}}
+	evMsg := make([]int, len(events)) // the message each event became part of
 	var (
 		msgs       []ohMessage
 		lastResp   string // model response id of the last assistant message with calls
@@ -223,6 +227,8 @@ func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64
 			return nil, inputErrorAt(data, at(k), fmt.Sprintf("OpenHands event %d: %v", k, err))
 		}
 		tcm := ev.ToolCallMetadata
+		evMsg[k] = -1
+		n := len(msgs)
 		switch {
 		case ev.Action == "system":
 			msgs = append(msgs, ohMessage{Role: RoleSystem, Content: text(firstNonEmpty(ev.Args.Content, ev.Message)), Timestamp: ev.Timestamp})
@@ -253,6 +259,7 @@ func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64
 			}
 			if respID != "" && respID == lastResp && lastCallAt == len(msgs)-1 {
 				msgs[lastCallAt].ToolCalls = append(msgs[lastCallAt].ToolCalls, call)
+				evMsg[k] = lastCallAt
 				break
 			}
 			m := ohMessage{Role: RoleAssistant, ToolCalls: []ohToolCall{call}, Timestamp: ev.Timestamp}
@@ -293,6 +300,9 @@ func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64
 		default:
 			doc.skip("openhands/" + cmp.Or(ev.Action, ev.Observation, "event"))
 		}
+		if len(msgs) > n {
+			evMsg[k] = n
+		}
 	}
 	for _, m := range msgs {
 		raw, err := rawjson.Marshal(m)
@@ -304,6 +314,10 @@ func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64
 			return nil, fmt.Errorf("OpenHands import: %w", err)
 		}
 		doc.Messages = append(doc.Messages, msg)
+	}
+	doc.oh = &ohSource{events: make([][]byte, len(events)), evMsg: evMsg, msgs: slices.Clone(doc.Messages)}
+	for k, ev := range events {
+		doc.oh.events[k] = ev
 	}
 	return doc, nil
 }

@@ -110,11 +110,21 @@ func TestOpenHandsImport(t *testing.T) {
 	}
 }
 
-func TestOpenHandsEncodeAsJSONLines(t *testing.T) {
+// TestOpenHandsWriteBack: an OpenHands output is written back as its
+// records, unchanged ones as they were; messages set on one conversation
+// of several are a document of one conversation, written as JSON Lines.
+func TestOpenHandsWriteBack(t *testing.T) {
 	doc := readOpenHands(t)
 	var buf bytes.Buffer
 	if err := doc.Encode(&buf); err != nil {
 		t.Fatal(err)
+	}
+	in, err := os.ReadFile("testdata/openhands_output.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := compactLines(in, true); !bytes.Equal(buf.Bytes(), want) {
+		t.Errorf("round trip differs from the input:\n%s\nwant\n%s", buf.Bytes(), want)
 	}
 	again, err := agentctx.ParseDocument(context.Background(), buf.Bytes())
 	if err != nil {
@@ -122,7 +132,7 @@ func TestOpenHandsEncodeAsJSONLines(t *testing.T) {
 	}
 	a, _ := agentctx.MarshalMessages(doc.Messages)
 	b, _ := agentctx.MarshalMessages(again.Messages)
-	if again.Format != agentctx.FormatJSONL || !bytes.Equal(a, b) {
+	if again.Format != agentctx.FormatOpenHands || !bytes.Equal(a, b) || len(again.Conversations()) != 2 {
 		t.Errorf("re-read as %s, messages equal %v", again.Format, bytes.Equal(a, b))
 	}
 	// WithMessages holds the new messages as one conversation.

@@ -50,11 +50,11 @@ const (
 
 // PairingIssue is one broken pairing rule.
 type PairingIssue struct {
-	Kind    IssueKind `json:"kind"`
+	Kind    IssueKind `json:"kind"`          // unanswered_call, orphan_result, ...
 	Message int       `json:"message_index"` // index of the message holding the call or result
 	Block   int       `json:"block_index"`   // block or tool_calls index; -1 for a role "tool" message
-	ID      string    `json:"id"`
-	Detail  string    `json:"detail"`
+	ID      string    `json:"id"`            // the tool call id
+	Detail  string    `json:"detail"`        // one line for a person
 }
 
 func (p PairingIssue) String() string {
@@ -63,14 +63,14 @@ func (p PairingIssue) String() string {
 
 // PairingReport is the result of ValidatePairing.
 type PairingReport struct {
-	Valid       bool `json:"valid"`
-	Messages    int  `json:"messages"`
-	ToolUses    int  `json:"tool_uses"`
-	ToolResults int  `json:"tool_results"`
+	Valid       bool `json:"valid"`        // every tool call is answered and every result answers a call
+	Messages    int  `json:"messages"`     // messages checked
+	ToolUses    int  `json:"tool_uses"`    // tool calls
+	ToolResults int  `json:"tool_results"` // tool results
 	// ReusedCallIDs counts the calls whose id a call in an earlier message
 	// already used: each is answered in its own turn.
 	ReusedCallIDs int            `json:"reused_call_ids,omitempty"`
-	Issues        []PairingIssue `json:"issues"`
+	Issues        []PairingIssue `json:"issues"` // what does not pair, in order
 }
 
 // Err returns nil for a valid report, else an *PairingError listing the
@@ -292,10 +292,10 @@ const (
 // Repair is one change RepairPairing made. Message and Block refer to the
 // input list.
 type Repair struct {
-	Action  RepairAction `json:"action"`
-	Message int          `json:"message_index"`
-	Block   int          `json:"block_index"`
-	ID      string       `json:"id,omitempty"`
+	Action  RepairAction `json:"action"`           // added_result, dropped_result, renamed_call, dropped_non_model, ...
+	Message int          `json:"message_index"`    // index of the message changed, in the input
+	Block   int          `json:"block_index"`      // block or tool_calls index; -1 for a whole message
+	ID      string       `json:"id,omitempty"`     // the tool call id
 	OldID   string       `json:"old_id,omitempty"` // RepairRenamedCall: the id before
 	Role    string       `json:"role,omitempty"`   // RepairDroppedNonModel: the message's role
 }

@@ -115,8 +115,7 @@ func TestTrajectoriesPerLine(t *testing.T) {
 		t.Errorf("non-model messages: %d, %d", len(doc.NonModel()), len(convs[1].NonModel()))
 	}
 	out, _ := doc.AppendJSON(nil)
-	const want = `{"role":"user","content":"x"}` + "\n" + `{"role":"assistant","content":[{"type":"text","text":"y"}]}` + "\n" + `{"role":"user","content":"z"}` + "\n" + `{"role":"exit","content":""}` + "\n"
-	if string(out) != want {
+	if want := in; string(out) != want {
 		t.Errorf("output\n got: %s\nwant: %s", out, want)
 	}
 }

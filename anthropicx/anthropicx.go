@@ -25,8 +25,10 @@
 // The loop keeps its history as anthropic.MessageParam values, unchanged;
 // the middleware reads each request body as the SDK wrote it, prepares its
 // messages (prune, offload, compact; the top-level system prompt counted),
-// and sends the prepared body. When the pipeline also implements Observer,
-// the usage of every response (streamed or not) is fed back to it.
+// and sends the prepared body. The usage of every response (streamed or
+// not) is fed back to a *pipeline.Pipeline (Pipeline.Observe: the
+// session's estimates then start from the provider's counts), or to a
+// Preparer that implements Observer, or to Options.Observer.
 //
 // # Signed thinking
 //
@@ -75,7 +77,8 @@ type Usage = sdkmw.Usage
 // package). Its fields:
 //
 //   - Observer Observer: receives the usage of each response; nil means
-//     the Preparer when it implements Observer.
+//     the Preparer when it implements Observer, or, for a
+//     *pipeline.Pipeline, its Observe.
 //   - OnResult func(ctx, *pipeline.Result): called with the result of every
 //     preparation (the messages sent and the report).
 //   - FailOpen bool: send a request unchanged when it cannot be prepared,
@@ -83,7 +86,7 @@ type Usage = sdkmw.Usage
 //   - Logger *slog.Logger: receives a record per failure; nil discards them.
 //
 // The zero value means: fail a request whose preparation fails, log
-// nothing, feed usage back when the Preparer is an Observer.
+// nothing, feed usage back to a *pipeline.Pipeline or an Observer.
 type Options = sdkmw.Options
 
 // ErrNotMessages is matched by the error of a Messages request whose body

@@ -99,6 +99,9 @@ type Result struct {
 	// Attempts is the number of summarizer calls made (0 when none was
 	// needed).
 	Attempts int `json:"attempts"`
+	// SummaryError is, when the summarizer failed (Reason
+	// ReasonSummarizerFailed), its last error on one line; empty otherwise.
+	SummaryError string `json:"summary_error,omitempty"`
 }
 
 // CheckResult is the outcome of Check.
@@ -251,6 +254,7 @@ func Compact(ctx context.Context, msgs []agentctx.Message, opts Options) (*Resul
 		log.Error("compact: summarizer failed; returning the original messages",
 			"attempts", attempts, "err", err)
 		res.Reason = ReasonSummarizerFailed
+		res.SummaryError = strings.Join(strings.Fields(err.Error()), " ")
 		return res, nil
 	}
 	summary = WithPointers(summary, req.Pointers)

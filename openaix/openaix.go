@@ -23,9 +23,10 @@
 //
 // The middleware reads each /chat/completions request body as the SDK wrote
 // it, prepares its messages and sends the prepared body; other endpoints
-// (the Responses API among them) pass through unchanged. When the pipeline
-// also implements Observer, the usage of every response is fed back to it
-// (for a streamed response, ask for it with stream_options.include_usage).
+// (the Responses API among them) pass through unchanged. The usage of
+// every response is fed back to a *pipeline.Pipeline (Pipeline.Observe),
+// or to a Preparer that implements Observer, or to Options.Observer (for a
+// streamed response, ask for it with stream_options.include_usage).
 //
 // # Context management
 //
@@ -69,7 +70,8 @@ type Usage = sdkmw.Usage
 // package). Its fields:
 //
 //   - Observer Observer: receives the usage of each response; nil means
-//     the Preparer when it implements Observer.
+//     the Preparer when it implements Observer, or, for a
+//     *pipeline.Pipeline, its Observe.
 //   - OnResult func(ctx, *pipeline.Result): called with the result of every
 //     preparation (the messages sent and the report).
 //   - FailOpen bool: send a request unchanged when it cannot be prepared,
@@ -77,7 +79,7 @@ type Usage = sdkmw.Usage
 //   - Logger *slog.Logger: receives a record per failure; nil discards them.
 //
 // The zero value means: fail a request whose preparation fails, log
-// nothing, feed usage back when the Preparer is an Observer.
+// nothing, feed usage back to a *pipeline.Pipeline or an Observer.
 type Options = sdkmw.Options
 
 // ErrNotMessages is matched by the error of a request whose body is not a

@@ -25,7 +25,8 @@
 // The zero Options are the embedded defaults: no API key, no server, no
 // download. Tool results are stored in a directory workspace under
 // .agentctx, tokens are counted with o200k_base, and compaction uses the
-// offline extractive summarizer with archives under .offload/default.
+// offline extractive summarizer, archiving what it summarizes in the same
+// workspace (artifact compact_<hash>).
 //
 // # Steps
 //
@@ -47,7 +48,8 @@
 //  4. count: the tokens of the list, plus Options.ReservedTokens (a system
 //     prompt, tool definitions), against the trigger: 92% of the window.
 //  5. compact: at or over the trigger, the middle of the list is archived
-//     to a file and replaced by a summary (package compact, seed 002).
+//     as a workspace artifact (compact_<hash>) and replaced by a summary
+//     (package compact, seed 002).
 //  6. validate: the list to send is checked for pairing.
 //
 // Each step's entry says what it changed, the characters and tokens it

@@ -2,9 +2,11 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/agentctx/agentctx/internal/textfmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,10 +41,10 @@ type EvalOptions struct {
 
 // Evaluation is the result of Evaluate: one row per conversation.
 type Evaluation struct {
-	Dir             string    `json:"dir"`
-	Limit           int       `json:"limit"`
-	ThresholdTokens int       `json:"threshold_tokens"`
-	Rows            []EvalRow `json:"rows"`
+	Dir             string    `json:"dir"`              // the directory evaluated
+	Limit           int       `json:"limit"`            // the context window, tokens
+	ThresholdTokens int       `json:"threshold_tokens"` // the compaction trigger, tokens
+	Rows            []EvalRow `json:"rows"`             // one per conversation
 	// Skipped lists every entry of Dir that was not read, and why.
 	Skipped []SkippedFile `json:"skipped_files"`
 	// Files is the number of transcripts read, Conversations the number
@@ -57,8 +59,8 @@ type Evaluation struct {
 // SkippedFile is an entry of the evaluated directory that Evaluate did not
 // read.
 type SkippedFile struct {
-	File   string `json:"file"`
-	Reason string `json:"reason"`
+	File   string `json:"file"`   // path under the directory; a directory ends in "/"
+	Reason string `json:"reason"` // why it was not read
 }
 
 // EvalRow is the evaluation of one conversation.
@@ -123,32 +125,50 @@ func (e *Evaluation) OK() bool { return e.Passed == len(e.Rows) && len(e.Rows) >
 // transcriptExts are the file name endings Evaluate reads.
 var transcriptExts = []string{".json", ".jsonl", ".traj"}
 
-// Evaluate runs Prepare over every transcript in dir (the files ending in
-// .json, .jsonl or .traj, in name order; subdirectories are not entered,
-// and every entry not read is listed in Evaluation.Skipped): each
-// conversation with a new Pipeline, a fresh workspace and Options.Verify
-// set. It reports per conversation the format, messages, tokens before and
-// after, pairing, what was pruned, stored, replaced and archived, whether
-// all of it read back identical, and the time taken. A file that cannot be
-// read or prepared gets a row with its Error; Evaluate itself fails only
-// for a directory it cannot list, a work directory it cannot make, invalid
-// options, or a done ctx.
+// ErrNoTranscripts is returned by Evaluate for a directory tree that holds
+// no transcript.
+var ErrNoTranscripts = errors.New("no transcripts (.json, .jsonl, .traj)")
+
+// Evaluate runs Prepare over every transcript under dir (the files ending
+// in .json, .jsonl or .traj, in subdirectories too, in path order; hidden
+// directories are not entered, and every entry not read is listed in
+// Evaluation.Skipped): each conversation with a new Pipeline, a fresh
+// workspace and Options.Verify set. It reports per conversation the
+// format, messages, tokens before and after, pairing, what was pruned,
+// stored, replaced and archived, whether all of it read back identical,
+// and the time taken. A file that cannot be read or prepared gets a row
+// with its Error; Evaluate itself fails only for a directory it cannot
+// list, a tree with no transcript (ErrNoTranscripts), a work directory it
+// cannot make, invalid options, or a done ctx.
 func Evaluate(ctx context.Context, dir string, opts EvalOptions) (*Evaluation, error) {
 	start := time.Now()
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("pipeline: evaluate: %w", err)
-	}
 	var files []string
 	skipped := []SkippedFile{}
-	for _, e := range entries {
-		name := e.Name()
+	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if path == dir {
+				return err
+			}
+			rel, _ := filepath.Rel(dir, path)
+			skipped = append(skipped, SkippedFile{File: filepath.ToSlash(rel), Reason: oneLine(err)})
+			return nil
+		}
+		if path == dir {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		name := filepath.ToSlash(rel)
 		switch {
+		case e.IsDir() && strings.HasPrefix(e.Name(), "."):
+			skipped = append(skipped, SkippedFile{File: name + "/", Reason: "a hidden directory: not entered"})
+			return filepath.SkipDir
 		case e.IsDir():
-			skipped = append(skipped, SkippedFile{File: name + "/", Reason: "a directory: not entered"})
 		case !e.Type().IsRegular():
 			skipped = append(skipped, SkippedFile{File: name, Reason: "not a regular file"})
 		case !slices.ContainsFunc(transcriptExts, func(ext string) bool { return strings.EqualFold(filepath.Ext(name), ext) }):
@@ -156,6 +176,13 @@ func Evaluate(ctx context.Context, dir string, opts EvalOptions) (*Evaluation, e
 		default:
 			files = append(files, name)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: evaluate: %w", err)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("pipeline: evaluate: %s: %w", dir, ErrNoTranscripts)
 	}
 	slices.Sort(files)
 
@@ -184,7 +211,7 @@ func Evaluate(ctx context.Context, dir string, opts EvalOptions) (*Evaluation, e
 		if opts.Progress != nil {
 			opts.Progress(i, len(files), name)
 		}
-		rows, err := evaluateFile(ctx, filepath.Join(dir, name), filepath.Join(work, safe(name)), base, opts.Read)
+		rows, err := evaluateFile(ctx, dir, name, filepath.Join(work, safe(strings.ReplaceAll(name, "/", "_"))), base, opts.Read)
 		if err != nil {
 			return nil, err
 		}
@@ -215,8 +242,8 @@ func Evaluate(ctx context.Context, dir string, opts EvalOptions) (*Evaluation, e
 
 // evaluateFile evaluates every conversation of one transcript. Only a done
 // ctx is an error; other failures are recorded in the rows.
-func evaluateFile(ctx context.Context, path, work string, base Options, ro agentctx.ReadOptions) ([]EvalRow, error) {
-	name := filepath.Base(path)
+func evaluateFile(ctx context.Context, dir, name, work string, base Options, ro agentctx.ReadOptions) ([]EvalRow, error) {
+	path := filepath.Join(dir, filepath.FromSlash(name))
 	t0 := time.Now()
 	doc, err := ro.ReadFile(ctx, path, nil)
 	read := time.Since(t0)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,7 +43,9 @@ func TestEvaluate(t *testing.T) {
 	write("broken.json", `[{"role":`)
 	write("notes.md", "# not a transcript\n")
 	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
-	write("sub/ignored.json", `[]`)
+	write("sub/nested.json", `[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]`)
+	os.Mkdir(filepath.Join(dir, ".hidden"), 0o755)
+	write(".hidden/ignored.json", `[]`)
 	copyFile(t, "../testdata/claude_code.jsonl", filepath.Join(dir, "claude.jsonl"))
 	copyFile(t, "../testdata/openhands_output.jsonl", filepath.Join(dir, "openhands.jsonl"))
 	copyFile(t, "../testdata/anthropic_request.json", filepath.Join(dir, "request.json"))
@@ -63,14 +66,14 @@ func TestEvaluate(t *testing.T) {
 	for _, r := range ev.Rows {
 		names = append(names, strings.TrimSuffix(r.File+"#"+r.Conversation, "#"))
 	}
-	want := "a.json,b.jsonl,broken.json,claude.jsonl,empty.json,openhands.jsonl#calc__calc-1,openhands.jsonl#calc__calc-2,request.json,swe.traj"
+	want := "a.json,b.jsonl,broken.json,claude.jsonl,empty.json,openhands.jsonl#calc__calc-1,openhands.jsonl#calc__calc-2,request.json,sub/nested.json,swe.traj"
 	if strings.Join(names, ",") != want {
 		t.Fatalf("rows %s\nwant %s", strings.Join(names, ","), want)
 	}
-	if ev.Files != 8 || ev.Conversations != 9 || ev.Passed != 7 || ev.OK() {
+	if ev.Files != 9 || ev.Conversations != 10 || ev.Passed != 8 || ev.OK() {
 		t.Errorf("files %d, conversations %d, passed %d, ok %v", ev.Files, ev.Conversations, ev.Passed, ev.OK())
 	}
-	if len(progress) != 9 || progress[8] != "" {
+	if len(progress) != 10 || progress[9] != "" {
 		t.Errorf("progress calls %q", progress)
 	}
 	// Every entry not read is listed with its reason.
@@ -78,7 +81,7 @@ func TestEvaluate(t *testing.T) {
 	for _, f := range ev.Skipped {
 		skipped = append(skipped, f.File+": "+f.Reason)
 	}
-	if got := strings.Join(skipped, "; "); got != "notes.md: not a transcript name: .json, .jsonl, .traj; sub/: a directory: not entered" {
+	if got := strings.Join(skipped, "; "); got != ".hidden/: a hidden directory: not entered; notes.md: not a transcript name: .json, .jsonl, .traj" {
 		t.Errorf("skipped: %s", got)
 	}
 	for _, r := range ev.Rows {
@@ -120,7 +123,7 @@ func TestEvaluate(t *testing.T) {
 	if err := ev.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"| transcript | format |", "| a.json | json | 3 → 3 |", "↳ error: line 1", "| ↳ no messages (json) |", "9 conversation(s), 7 met every target", "- notes.md: not a transcript name"} {
+	for _, s := range []string{"| transcript | format |", "| a.json | json | 3 → 3 |", "↳ error: line 1", "| ↳ no messages (json) |", "10 conversation(s), 8 met every target", "- notes.md: not a transcript name"} {
 		if !strings.Contains(md.String(), s) {
 			t.Errorf("markdown lacks %q:\n%s", s, md.String())
 		}
@@ -181,8 +184,12 @@ func TestEvaluateErrors(t *testing.T) {
 	if _, err := pipeline.Evaluate(ctx, dir, pipeline.EvalOptions{}); err == nil {
 		t.Error("cancelled: no error")
 	}
-	ev, err := pipeline.Evaluate(context.Background(), t.TempDir(), pipeline.EvalOptions{})
-	if err != nil || ev.OK() || len(ev.Rows) != 0 {
-		t.Errorf("empty directory: %v, %+v", err, ev)
+	// A tree without a transcript (a folder of empty folders) is an
+	// error, not an empty evaluation.
+	empty := t.TempDir()
+	os.MkdirAll(filepath.Join(empty, "a", "b"), 0o755)
+	os.WriteFile(filepath.Join(empty, "a", "notes.md"), []byte("x"), 0o644)
+	if ev, err := pipeline.Evaluate(context.Background(), empty, pipeline.EvalOptions{}); !errors.Is(err, pipeline.ErrNoTranscripts) {
+		t.Errorf("no transcripts: %v, %+v", err, ev)
 	}
 }

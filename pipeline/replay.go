@@ -95,9 +95,9 @@ type ReplayResult struct {
 
 // CountError summarizes |estimate − usage| / usage, in percent.
 type CountError struct {
-	MedianPct float64 `json:"median_pct"`
-	P95Pct    float64 `json:"p95_pct"`
-	N         int     `json:"n"`
+	MedianPct float64 `json:"median_pct"` // median error, percent
+	P95Pct    float64 `json:"p95_pct"`    // 95th percentile, percent
+	N         int     `json:"n"`          // requests compared (0: no recorded usage)
 }
 
 // ReplayRequest is one replayed request.
@@ -118,13 +118,13 @@ type ReplayRequest struct {
 	// it starts with.
 	CacheBreak   bool    `json:"cache_break"`
 	PrefixStable float64 `json:"prefix_stable"`
-	Compacted    bool    `json:"compacted"`
-	Pruned       int     `json:"pruned"` // results newly pruned
+	Compacted    bool    `json:"compacted"` // this request compacted the history
+	Pruned       int     `json:"pruned"`    // results newly pruned
 	// PendingTokens is what the stale results waiting for a batch would
 	// free (see Options.ClearAtLeast).
 	PendingTokens int     `json:"pending_tokens"`
 	Offloaded     int     `json:"offloaded"` // results newly replaced by a reference
-	Ms            float64 `json:"ms"`
+	Ms            float64 `json:"ms"`        // the time of Prepare
 	// CostUSD and CostWithoutUSD are the request's part of the
 	// ReplayResult's.
 	CostUSD        float64 `json:"cost_usd"`

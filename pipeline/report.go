@@ -46,6 +46,10 @@ type Report struct {
 	// ReservedTokens are tokens sent besides the messages (a top-level
 	// system prompt, tool definitions), counted toward the trigger.
 	ReservedTokens int `json:"reserved_tokens"`
+	// ReadToolsTokens are the tokens of the read tools declared in the
+	// request after the steps (WithReadTools, see Report.AddReadTools),
+	// included in ReservedTokens, TokensAfter and EstimatedTokens.
+	ReadToolsTokens int `json:"read_tools_tokens,omitempty"`
 	// EstimatedTokensBefore and EstimatedTokens are the provider's likely
 	// counts of the input and of the list to send: our counts, calibrated
 	// by the usage the provider reported for the session's earlier
@@ -77,6 +81,25 @@ type Report struct {
 	Warnings []string `json:"warnings"`
 	// Duration is the time Prepare took.
 	Duration time.Duration `json:"-"`
+}
+
+// AddReadTools counts n tokens of read tools declared in the request after
+// the steps (WithReadTools added them because the prepared messages name
+// one) in the request's totals, so the report counts the request as it is
+// sent: ReadToolsTokens, ReservedTokens, TokensAfter and EstimatedTokens
+// grow by n and BelowThreshold is checked again.
+func (r *Report) AddReadTools(n int) {
+	if n <= 0 {
+		return
+	}
+	r.ReadToolsTokens += n
+	r.ReservedTokens += n
+	r.TokensAfter += n
+	r.EstimatedTokens += n
+	if r.ThresholdTokens > 0 && r.EstimatedTokens >= r.ThresholdTokens && r.BelowThreshold {
+		r.BelowThreshold = false
+		r.Warnings = append(r.Warnings, fmt.Sprintf("the read tools declared for the references (%d tokens) bring the request to %d tokens, at or over the trigger (%d)", n, r.EstimatedTokens, r.ThresholdTokens))
+	}
 }
 
 // SessionReport describes a session after a call.
@@ -325,6 +348,9 @@ func (r *Report) String() string {
 		if line := s.summary(); line != "" {
 			fmt.Fprintf(&b, "%-9s %s\n", s.Step, line)
 		}
+	}
+	if r.ReadToolsTokens > 0 {
+		fmt.Fprintf(&b, "%-9s read tools declared in the body's tools for the references (+%s tokens)\n", "read-back", textfmt.Thousands(r.ReadToolsTokens))
 	}
 	for _, w := range r.Warnings {
 		fmt.Fprintf(&b, "warning   %s\n", w)

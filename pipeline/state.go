@@ -338,12 +338,14 @@ func (p *Pipeline) update(ctx context.Context, fn func(st *state) error) (int64,
 // OpenAI reports cached tokens inside its prompt_tokens, so give them as
 // InputTokens alone).
 type Usage struct {
-	InputTokens              int `json:"input_tokens"`
-	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
-	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-	OutputTokens             int `json:"output_tokens"`
-	// Counted is our count of the request the usage is for (see
-	// Report.Counted); 0 means the request of the last Prepare.
+	InputTokens              int `json:"input_tokens"`                // input tokens not read from or written to the cache (OpenAI: all of them)
+	CacheReadInputTokens     int `json:"cache_read_input_tokens"`     // input tokens read from the prompt cache
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"` // input tokens written to the prompt cache
+	OutputTokens             int `json:"output_tokens"`               // tokens generated
+	// Counted is our count of the request the usage is for: the
+	// Report.TokensAfter of its preparation (or its TokensBefore when the
+	// usage is of the request as the agent sent it, as in Replay); 0 means
+	// the request of the last Prepare as sent.
 	Counted int `json:"counted,omitempty"`
 }
 

@@ -38,22 +38,22 @@ type sessionStats struct {
 
 // SessionStats are the statistics of one session (GET /agentctx/stats).
 type SessionStats struct {
-	Session   string `json:"session"`
-	API       API    `json:"api"`
-	Requests  int    `json:"requests"`
-	Edited    int    `json:"edited"`
+	Session   string `json:"session"`    // the session's key (hashed from what identifies the conversation)
+	API       API    `json:"api"`        // anthropic, openai-chat or openai-responses
+	Requests  int    `json:"requests"`   // requests seen
+	Edited    int    `json:"edited"`     // requests sent changed
 	DropBlock int    `json:"drop_block"` // requests sent asking the API to drop thinking whose prefix changed
-	Errors    int    `json:"errors"`
+	Errors    int    `json:"errors"`     // requests the Engine failed on (forwarded unchanged)
 	// StoreTimeouts counts the requests forwarded unedited because a
 	// store did not answer within pipeline.Options.StoreTimeout.
 	StoreTimeouts int   `json:"store_timeouts"`
-	BytesBefore   int64 `json:"bytes_before"`
-	BytesAfter    int64 `json:"bytes_after"`
+	BytesBefore   int64 `json:"bytes_before"` // request bytes received
+	BytesAfter    int64 `json:"bytes_after"`  // request bytes sent upstream
 	// TokensBefore and TokensAfter are the Engine's counts of the last
 	// request, as received and as sent.
 	TokensBefore int `json:"tokens_before"`
 	TokensAfter  int `json:"tokens_after"`
-	Compactions  int `json:"compactions"`
+	Compactions  int `json:"compactions"` // compactions made
 	// ProviderCompactions counts the compactions whose summary the
 	// provider wrote (ContextNative, OpenAI Responses: a compaction item
 	// of POST /v1/responses/compact; see native_responses.go).
@@ -86,7 +86,7 @@ type SessionStats struct {
 // proxy started (GET /agentctx/stats, "total"), sessions dropped from the
 // statistics included.
 type TotalStats struct {
-	Requests int `json:"requests"`
+	Requests int `json:"requests"` // requests seen
 	Bill
 }
 
@@ -252,15 +252,18 @@ func (s *Server) Stats() []SessionStats {
 	return out
 }
 
+// StatsDocument is the body of GET /agentctx/stats.
+type StatsDocument struct {
+	Sessions []SessionStats `json:"sessions"` // one per session seen, most recent first
+	Total    TotalStats     `json:"total"`    // every session since the proxy started
+	Process  ProcessStats   `json:"process"`  // the proxy process
+}
+
 func (s *Server) serveStats(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	enc.Encode(struct {
-		Sessions []SessionStats `json:"sessions"`
-		Total    TotalStats     `json:"total"`
-		Process  ProcessStats   `json:"process"`
-	}{s.Stats(), s.Total(), s.ProcessStats()})
+	enc.Encode(StatsDocument{s.Stats(), s.Total(), s.ProcessStats()})
 }
 
 // Total returns the requests and the money of every session so far.

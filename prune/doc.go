@@ -17,8 +17,11 @@
 //
 //  1. It is terminal output: its content contains "stdout":, "stderr": or
 //     "exitCode":, or the call it answers names a tool in
-//     [Options.ToolNames] (by default "terminal-execute" and Claude Code's
-//     "Bash").
+//     [Options.ToolNames] (by default [DefaultToolNames]: the seed's
+//     "terminal-execute", Claude Code's "Bash", Codex's "shell",
+//     "exec_command" and "local_shell", OpenHands' "execute_bash", Gemini
+//     CLI's "run_shell_command"; any case, so SWE-agent's and opencode's
+//     "bash" too).
 //  2. It is not an error: the content does not start with "Error:", the
 //     message's messageStatus is not "error", is_error is not true, the
 //     content parsed as JSON has no non-empty "stderr", and its "exitCode"

@@ -48,9 +48,9 @@ type Metadata map[string]string
 
 // Info describes an artifact without its content: what Query lists.
 type Info struct {
-	ID       string       `json:"id"`
-	Type     ArtifactType `json:"type"`
-	Metadata Metadata     `json:"metadata"`
+	ID       string       `json:"id"`       // unique in the namespace (tool_result_<call id>, compact_<hash>, ...)
+	Type     ArtifactType `json:"type"`     // text or json
+	Metadata Metadata     `json:"metadata"` // string pairs: context_type, tool name, session, ...
 	// Created is when the artifact was stored, as the writer set it (UTC;
 	// the zero time when the writer set none).
 	Created time.Time `json:"created_at"`

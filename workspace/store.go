@@ -174,6 +174,9 @@ var (
 	ErrInvalidRange     = errors.New("invalid line range")
 	ErrInvalidPattern   = errors.New("invalid pattern")
 	ErrClosed           = errors.New("store is closed")
+	// ErrInvalidLocation is returned by a backend's Open for a location it
+	// cannot be (a directory store's root that is a file).
+	ErrInvalidLocation = errors.New("invalid store location")
 	// ErrUnknownTool is returned by Execute for a tool name that is not
 	// one of Tools, so an agent loop can hand the call to its other tools.
 	ErrUnknownTool = errors.New("unknown tool")

@@ -71,7 +71,7 @@ type Row struct {
 	// file (an OpenHands output.jsonl holds several).
 	File         string `json:"file"`
 	Conversation int    `json:"conversation"`
-	Messages     int    `json:"messages"`
+	Messages     int    `json:"messages"` // messages in the conversation
 	// MiddleMessages and TailMessages are the sizes of the split.
 	MiddleMessages int `json:"middle_messages"`
 	TailMessages   int `json:"tail_messages"`
@@ -87,6 +87,10 @@ type Row struct {
 	Summary string `json:"summary,omitempty"`
 	// Err is the summarizer's error, if any.
 	Err string `json:"error,omitempty"`
+	// Notice is what the reader left out of the file or found worth
+	// knowing (agentctx.Document.Notice: records skipped, an incomplete
+	// last line, compact boundaries); empty when nothing.
+	Notice string `json:"notice,omitempty"`
 }
 
 // Met reports whether the row meets the targets of issue 14: paths and
@@ -127,6 +131,9 @@ func Evaluate(ctx context.Context, paths []string, opts Options) ([]Row, error) 
 				return nil, err
 			}
 			r.File, r.Conversation = filepath.Base(f), i
+			if r.Notice = conv.Notice(); r.Notice == "" {
+				r.Notice = doc.Notice()
+			}
 			rows = append(rows, r)
 		}
 	}
@@ -225,6 +232,9 @@ func WriteMarkdown(w io.Writer, rows []Row, maxTokens int) error {
 			name, r.Messages, r.MiddleMessages, r.TailMessages, r.MiddleTokens, yesNo(r.Forced),
 			share(s.Paths), share(s.Identifiers), share(s.Requests), share(s.Errors), s.Tokens, len(s.Noise),
 			float64(r.Elapsed.Microseconds())/1000, met, share(s.SeenPaths), share(s.SeenIdentifiers))
+		if r.Notice != "" {
+			fmt.Fprintf(&b, "| ↳ %s |||||||||||||\n", r.Notice)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentctx/agentctx/workspace"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -71,7 +72,7 @@ func ExitCode(err error) int {
 		return ExitOK
 	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
 		return ExitInterrupted
-	case errors.As(err, &ue), errors.Is(err, agentctx.ErrInvalidInput):
+	case errors.As(err, &ue), errors.Is(err, agentctx.ErrInvalidInput), errors.Is(err, workspace.ErrInvalidLocation):
 		return ExitUsage
 	}
 	return ExitFailure
@@ -373,4 +374,50 @@ func (e *env) writeDocResult(ctx context.Context, doc *agentctx.Document, msgs [
 	}
 	out = append(out, '}')
 	return e.writeLine(ctx, out)
+}
+
+// writeEveryMessage is writeDocResult for the single-shot commands
+// (offload, prune, compact), which return every message they were given:
+// the messages kept in the file but never sent (mini-swe-agent's "exit")
+// are put back at their places.
+func (e *env) writeEveryMessage(ctx context.Context, doc *agentctx.Document, msgs []agentctx.Message, result any, messagesOnly bool) error {
+	if len(doc.NonModel()) == 0 || (!messagesOnly && doc.Format == agentctx.FormatObject) {
+		return e.writeDocResult(ctx, doc, msgs, result, messagesOnly)
+	}
+	out, err := withMessagesMember(result, doc.WithMessages(msgs).FileMessages())
+	if err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return e.writeLine(ctx, out)
+}
+
+// withMessagesMember returns result as JSON with its "messages" member
+// replaced by msgs.
+func withMessagesMember(result any, msgs []agentctx.Message) ([]byte, error) {
+	res, err := rawjson.Marshal(result)
+	if err != nil {
+		return nil, err
+	}
+	members, err := rawjson.Members(res)
+	if err != nil {
+		return nil, err
+	}
+	list, err := agentctx.MarshalMessages(msgs)
+	if err != nil {
+		return nil, err
+	}
+	out := []byte{'{'}
+	for k, m := range members {
+		if k > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, m.RawKey...)
+		out = append(out, ':')
+		if m.Key == "messages" {
+			out = append(out, list...)
+		} else {
+			out = append(out, m.Value...)
+		}
+	}
+	return append(out, '}'), nil
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/agentctx/agentctx/internal/secret"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -146,10 +147,14 @@ logged and compaction goes on, unless --strict.`,
 			if err != nil {
 				return err
 			}
+			if res.Reason == compact.ReasonSummarizerFailed {
+				fmt.Fprintf(e.s.Err, "agentctx: warning: the summarizer failed after %d attempt(s): %s; the messages are printed uncompacted (--strict makes it fatal)\n",
+					res.Attempts, secret.Scrub(res.SummaryError, apiKey))
+			}
 			if res.Compacted && res.Archive == "" && !noArchive {
 				fmt.Fprintf(e.s.Err, "agentctx: warning: the summarized messages were not archived in %s (-v tells why; --strict makes it fatal)\n", dir)
 			}
-			return e.writeDocResult(cmd.Context(), doc, res.Messages, res, messagesOnly)
+			return e.writeEveryMessage(cmd.Context(), doc, res.Messages, res, messagesOnly)
 		},
 	}
 	f := cmd.Flags()

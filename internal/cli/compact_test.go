@@ -356,6 +356,10 @@ func TestCompactModelSummarizers(t *testing.T) {
 			if !tc.compacted && (o.Reason != "summarizer_failed" || len(o.Messages) != 11) {
 				t.Errorf("reason %q, %d messages", o.Reason, len(o.Messages))
 			}
+			// A failed summary is said on stderr without -v too.
+			if warned := strings.Contains(errs, "agentctx: warning: the summarizer failed after"); warned == tc.compacted {
+				t.Errorf("summarizer failure warning printed: %v, want %v:\n%s", warned, !tc.compacted, errs)
+			}
 			if failed := strings.Count(errs, "summary attempt failed"); failed != tc.calls-btoiCompact(tc.compacted) {
 				t.Errorf("%d failed attempts logged, want %d:\n%s", failed, tc.calls-btoiCompact(tc.compacted), errs)
 			}

@@ -15,7 +15,12 @@ commands, flags and file names. Load it once per session, or install it:
   bash  source <(agentctx completion bash)
         agentctx completion bash > ~/.local/share/bash-completion/completions/agentctx
   zsh   agentctx completion zsh > "${fpath[1]}/_agentctx"
-  fish  agentctx completion fish > ~/.config/fish/completions/agentctx.fish`,
+  fish  agentctx completion fish > ~/.config/fish/completions/agentctx.fish
+
+The bash script needs the bash-completion package (Debian and Ubuntu:
+apt-get install bash-completion; macOS: brew install bash-completion@2),
+loaded by your ~/.bashrc; zsh needs compinit (autoload -U compinit;
+compinit) before the script is loaded.`,
 		Example:   `  source <(agentctx completion bash)`,
 		ValidArgs: []string{"bash", "zsh", "fish"},
 		Args:      wrapArgs(cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs)),

@@ -7,9 +7,9 @@ import (
 )
 
 type countOutput struct {
-	Tokens   int    `json:"tokens"`
-	Messages int    `json:"messages"`
-	Encoding string `json:"encoding"`
+	Tokens   int    `json:"tokens"`   // tokens of the messages, plus a request body's system prompt and tool definitions
+	Messages int    `json:"messages"` // messages read
+	Encoding string `json:"encoding"` // the tokenizer: o200k_base or cl100k_base
 }
 
 func newCountCmd(e *env) *cobra.Command {

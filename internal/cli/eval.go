@@ -63,7 +63,7 @@ over the trigger, or a read-back mismatch).`,
 			})
 			bar.finish()
 			if err != nil {
-				if errors.Is(err, pipeline.ErrInvalidOption) {
+				if errors.Is(err, pipeline.ErrInvalidOption) || errors.Is(err, pipeline.ErrNoTranscripts) {
 					return usagef("%v", err)
 				}
 				return err

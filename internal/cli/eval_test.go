@@ -80,12 +80,15 @@ func TestEvalCommandCheckFails(t *testing.T) {
 func TestEvalCommandUsage(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "f.json")
 	os.WriteFile(file, []byte(`[]`), 0o644)
+	folders := t.TempDir()
+	os.MkdirAll(filepath.Join(folders, "a", "b"), 0o755)
 	for _, args := range [][]string{
 		{"eval"},
 		{"eval", filepath.Join(t.TempDir(), "missing")},
 		{"eval", file},
 		{"eval", "--limit", "0", t.TempDir()},
 		{"eval", "--offload", "x", t.TempDir()},
+		{"eval", folders}, // a folder of folders with no transcript in it
 	} {
 		code, out, errOut := prepRun(t, false, "", args...)
 		if code != cli.ExitUsage || out != "" || strings.Count(errOut, "\n") != 1 {

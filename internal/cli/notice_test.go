@@ -61,3 +61,33 @@ func TestValidateReportsSkipped(t *testing.T) {
 		t.Errorf("skipped_by_kind %s", m["skipped_by_kind"])
 	}
 }
+
+// TestSingleShotKeepsEveryMessage: offload, prune and compact return every
+// message they were given, mini-swe-agent's final "exit" message included
+// (prepare prints what is sent, without it).
+func TestSingleShotKeepsEveryMessage(t *testing.T) {
+	in := readTestdata(t, "swe_traj.json")
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"offload", "--dir", dir},
+		{"prune"},
+		{"compact", "--force", "--no-archive"},
+		{"prune", "--messages-only"},
+	} {
+		code, out, errOut := runCLI(t, in, args...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d: %s", args, code, errOut)
+		}
+		var o struct {
+			Messages []struct {
+				Role string `json:"role"`
+			} `json:"messages"`
+		}
+		if err := json.Unmarshal([]byte(out), &o); err != nil {
+			t.Fatalf("%q: %v\n%s", args, err, out)
+		}
+		if n := len(o.Messages); n == 0 || o.Messages[n-1].Role != "exit" {
+			t.Errorf("%q: the exit message is missing: %+v", args, o.Messages)
+		}
+	}
+}

@@ -8,17 +8,17 @@ import (
 )
 
 type offloadOutput struct {
-	Messages       []agentctx.Message `json:"messages"`
-	OffloadedCount int                `json:"offloaded_count"`
-	FreedChars     int                `json:"freed_chars"`
-	Files          []string           `json:"files"`
+	Messages       []agentctx.Message `json:"messages"`        // every message given, offloaded results replaced by their file's name
+	OffloadedCount int                `json:"offloaded_count"` // results written to files
+	FreedChars     int                `json:"freed_chars"`     // characters taken out of the messages
+	Files          []string           `json:"files"`           // absolute paths of the files written
 }
 
 type offloadOneOutput struct {
-	Message    agentctx.Message `json:"message"`
-	FreedChars int              `json:"freed_chars"`
-	File       string           `json:"file"`
-	Files      []string         `json:"files"`
+	Message    agentctx.Message `json:"message"`     // the message, its content replaced when offloaded
+	FreedChars int              `json:"freed_chars"` // characters taken out of it
+	File       string           `json:"file"`        // the file written; empty when the message was kept
+	Files      []string         `json:"files"`       // every file written (the same, as a list)
 }
 
 func newOffloadCmd(e *env) *cobra.Command {
@@ -60,7 +60,7 @@ body (model, system, tools, ...) are kept around "messages" unless
 			if err != nil {
 				return err
 			}
-			return e.writeDocResult(cmd.Context(), doc, res.Messages, offloadOutput{
+			return e.writeEveryMessage(cmd.Context(), doc, res.Messages, offloadOutput{
 				Messages:       res.Messages,
 				OffloadedCount: res.OffloadedCount,
 				FreedChars:     res.FreedChars,

@@ -121,7 +121,7 @@ func (f *prepareFlags) register(fs *pflag.FlagSet, eval bool) {
 	fs.StringVar(&f.store, "store", "", storeFlagHelp)
 	fs.StringVar(&f.namespace, "namespace", workspace.DefaultNamespace, "namespace inside the workspace")
 	fs.StringVar(&f.session, "session", compact.DefaultSessionID, "the conversation's session: repeated calls with one session re-apply its earlier decisions (state in <workspace>/.sessions); its artifacts are read back with --session")
-	fs.StringVar(&f.dir, "dir", offload.DefaultDir, "directory of the archives (<dir>/<session>/) and of --offload files")
+	fs.StringVar(&f.dir, "dir", offload.DefaultDir, "directory of the files written by --offload files (the archives of compactions are workspace artifacts compact_<hash>)")
 	fs.BoolVar(&f.verify, "verify", false, "read back every artifact, file and archive written and compare it with the original")
 	fs.StringVar(&f.readBack, "read-back", string(pipeline.ReadBackTools), "how the printed request lets the model read back what a reference stands for: tools (declare get_knowledge_by_id and the other read tools in the body's tools when a reference names them), paths (add each artifact's content file path to its reference, for agents with a file tool) or none")
 }
@@ -384,17 +384,17 @@ func (r *prepareRun) pipelineFor(c conversation) (*pipeline.Pipeline, error) {
 // prepareOutput is what prepare prints for one conversation.
 type prepareOutput struct {
 	Conversation string             `json:"conversation,omitempty"` // in a document holding several
-	Messages     []agentctx.Message `json:"messages"`
-	Report       pipeline.Report    `json:"report"`
+	Messages     []agentctx.Message `json:"messages"`               // the messages to send
+	Report       pipeline.Report    `json:"report"`                 // what each step did
 }
 
 // prepareFileOutput is what prepare --out prints for one conversation: the
 // messages are in the output file.
 type prepareFileOutput struct {
-	File         string          `json:"file"`
-	Conversation string          `json:"conversation,omitempty"`
-	Output       string          `json:"output"`
-	Report       pipeline.Report `json:"report"`
+	File         string          `json:"file"`                   // the input file
+	Conversation string          `json:"conversation,omitempty"` // in a document holding several
+	Output       string          `json:"output"`                 // the file written
+	Report       pipeline.Report `json:"report"`                 // what each step did
 }
 
 func newPrepareCmd(e *env) *cobra.Command {
@@ -424,8 +424,8 @@ run on a saved transcript. In order:
             result whole, so a pruned result names its stored original;
   count     count the tokens (plus a request body's top-level system);
   compact   at --limit × --threshold tokens or more, archive the middle of
-            the conversation to <dir>/<session>/compact-*.json and replace it
-            with a summary (once: a result still over the trigger is reported,
+            the conversation in the workspace (artifact compact_<hash>, read
+            back like any other) and replace it with a summary (once: a result still over the trigger is reported,
             not compacted again);
   validate  check that every tool call and result pair up.
 
@@ -526,10 +526,11 @@ is printed all the same and prepare exits 1 with the reason on stderr;
 				if err != nil {
 					return err
 				}
-				outs = append(outs, prepareOutput{Conversation: c.name, Messages: run.toSend(res.Messages), Report: res.Report})
 				if docs[i], err = run.withReadTools(c.doc, res.Messages); err != nil {
 					return err
 				}
+				res.Report.AddReadTools(run.extraTokens(docs[i]) - run.extraTokens(c.doc))
+				outs = append(outs, prepareOutput{Conversation: c.name, Messages: run.toSend(res.Messages), Report: res.Report})
 			}
 			for i, o := range outs {
 				if err := e.writeDocResult(ctx, docs[i], o.Messages, o, messagesOnly); err != nil {
@@ -678,6 +679,12 @@ func (r *prepareRun) prepareOne(ctx context.Context, c conversation) (*pipeline.
 	return res, nil
 }
 
+// extraTokens counts what doc sends besides its messages (system prompt,
+// tool definitions), as the pipeline does.
+func (r *prepareRun) extraTokens(doc *agentctx.Document) int {
+	return tokens.NewMessageCounter(tokens.MessageOptions{Counter: r.base.Counter, CacheSize: -1}).CountRequestExtras(doc)
+}
+
 // withReadTools returns the document to print around the prepared
 // messages: with the read tools declared when --read-back tools and the
 // messages name one.
@@ -747,27 +754,51 @@ func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []st
 			prefix = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 		}
 		var msgs []agentctx.Message
+		var perConv [][]agentctx.Message
+		first := len(summaries)
 		for _, c := range conversationsOf(file, prefix, doc) {
 			res, err := r.prepareOne(ctx, c)
 			if err != nil {
 				bar.finish()
 				return nil, err
 			}
-			msgs = append(msgs, r.toSend(res.Messages)...)
-			if printJSON {
-				if err := e.writeJSON(ctx, prepareFileOutput{File: file, Conversation: c.name, Output: outputs[i], Report: res.Report}); err != nil {
-					bar.finish()
-					return nil, err
-				}
+			// A request body is written ready to send (toSend); a
+			// transcript is written back with what it read, timestamps
+			// included.
+			keep := res.Messages
+			if doc.Format == agentctx.FormatObject {
+				keep = r.toSend(res.Messages)
 			}
+			msgs = append(msgs, keep...)
+			perConv = append(perConv, keep)
 			summaries = append(summaries, done{file, c.name, outputs[i], res.Report})
 		}
+		before := doc
 		if doc, err = r.withReadTools(doc, msgs); err != nil {
 			bar.finish()
 			return nil, fmt.Errorf("%s: %w", file, err)
 		}
+		if doc != before {
+			// The file's last conversation is sent with the read tools.
+			summaries[len(summaries)-1].rep.AddReadTools(r.extraTokens(doc) - r.extraTokens(before))
+		}
+		if printJSON {
+			for _, d := range summaries[first:] {
+				if err := e.writeJSON(ctx, prepareFileOutput{File: d.file, Conversation: d.name, Output: d.out, Report: d.rep}); err != nil {
+					bar.finish()
+					return nil, err
+				}
+			}
+		}
+		// Each conversation goes back to its own place (an OpenHands
+		// record per conversation).
+		prepared, err := doc.WithConversations(perConv)
+		if err != nil {
+			bar.finish()
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
 		var buf bytes.Buffer
-		if err := doc.WithMessages(msgs).Encode(&buf); err != nil {
+		if err := prepared.Encode(&buf); err != nil {
 			bar.finish()
 			return nil, fmt.Errorf("%s: encode: %w", file, err)
 		}

@@ -252,14 +252,23 @@ func TestPrepareCommandOut(t *testing.T) {
 	if !strings.Contains(errOut, "\r") || !strings.Contains(errOut, "3/3") || !strings.Contains(errOut, "[###") {
 		t.Errorf("no progress bar on the terminal: %q", errOut)
 	}
-	for name, want := range map[string]agentctx.Format{"array.json": agentctx.FormatArray, "session.jsonl": agentctx.FormatClaudeCode, "openhands.jsonl": agentctx.FormatJSONL} {
+	// Each file is written back in its shape, each conversation in its
+	// place (the OpenHands file keeps its two records), every one paired
+	// (the OpenHands run cut short gets its synthetic result as an event).
+	for name, want := range map[string]agentctx.Format{"array.json": agentctx.FormatArray, "session.jsonl": agentctx.FormatClaudeCode, "openhands.jsonl": agentctx.FormatOpenHands} {
 		doc, err := agentctx.ReadFile(context.Background(), filepath.Join(outDir, name), nil)
 		if err != nil || doc.Format != want {
-			t.Errorf("%s: %v, format %v, want %s", name, err, doc, want)
+			t.Errorf("%s: %v, format %v, want %s", name, err, doc.Format, want)
 			continue
 		}
-		if !agentctx.ValidatePairing(doc.Messages).Valid && name != "openhands.jsonl" {
-			t.Errorf("%s: output unpaired", name)
+		convs := doc.Conversations()
+		if name == "openhands.jsonl" && (len(convs) != 2 || convs[0].Name != "calc__calc-1") {
+			t.Errorf("%s: %d conversations written back, want 2", name, len(convs))
+		}
+		for _, c := range convs {
+			if !agentctx.ValidatePairing(c.Messages).Valid {
+				t.Errorf("%s %s: output unpaired", name, c.Name)
+			}
 		}
 	}
 	// Each conversation of a run over several files is a session of its

@@ -85,7 +85,7 @@ tools, ...) are kept around "messages" unless --messages-only.`,
 			if res.SkippedNoTimestamp > 0 {
 				e.logger.Info("prune: tool results without a timestamp were kept", "count", res.SkippedNoTimestamp)
 			}
-			return e.writeDocResult(cmd.Context(), doc, res.Messages, res, messagesOnly)
+			return e.writeEveryMessage(cmd.Context(), doc, res.Messages, res, messagesOnly)
 		},
 	}
 	f := cmd.Flags()

@@ -2,6 +2,10 @@ package cli_test
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"github.com/agentctx/agentctx/internal/textfmt"
+	"github.com/agentctx/agentctx/pipeline"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -37,6 +41,7 @@ func TestREADMEExamples(t *testing.T) {
 		t.Fatal("README.md has no console example")
 	}
 	ran := 0
+	printed := map[string][]string{} // command → its output
 	for _, b := range blocks {
 		var cmd string
 		var want []string
@@ -46,6 +51,7 @@ func TestREADMEExamples(t *testing.T) {
 			}
 			ran++
 			got := runReadmeCommand(t, dir, cmd)
+			printed[cmd] = got
 			if !matchLines(got, want) {
 				t.Errorf("README: $ %s\nprints:\n%s\nthe README shows:\n%s", cmd, strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
@@ -64,8 +70,20 @@ func TestREADMEExamples(t *testing.T) {
 		t.Errorf("ran %d README commands, want at least 3", ran)
 	}
 
-	// The introduction quotes the same figures.
-	for _, fig := range []string{"98 messages, 35,006 tokens", "a `\"report\"`: about 5,200 tokens"} {
+	// The introduction quotes the same figures as the examples print.
+	tokensOf := func(cmd string) int {
+		var c struct{ Tokens int }
+		if out := printed[cmd]; len(out) == 0 || json.Unmarshal([]byte(out[0]), &c) != nil {
+			t.Fatalf("README: no JSON count printed by %q", cmd)
+		}
+		return c.Tokens
+	}
+	before := tokensOf("agentctx count examples/session.json")
+	after := tokensOf("agentctx count prepared.json")
+	for _, fig := range []string{
+		"98 messages, " + textfmt.Thousands(before) + " tokens",
+		"a `\"report\"`: about " + textfmt.Thousands((after+50)/100*100) + " tokens",
+	} {
 		if !bytes.Contains(readme, []byte(fig)) {
 			t.Errorf("README.md does not quote %q", fig)
 		}
@@ -126,4 +144,48 @@ func matchLines(got, want []string) bool {
 		}
 	}
 	return true
+}
+
+// TestExamplesREADME: examples/README.md quotes what prepare does to the
+// example session.
+func TestExamplesREADME(t *testing.T) {
+	readme, err := os.ReadFile("../../examples/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	session, err := filepath.Abs("../../examples/session.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	code, out, stderr := runCLI(t, "", "prepare", "--limit", "14000", session)
+	if code != 0 {
+		t.Fatalf("prepare: exit %d: %s", code, stderr)
+	}
+	var body struct {
+		Report pipeline.Report `json:"report"`
+	}
+	if err := json.Unmarshal([]byte(out), &body); err != nil {
+		t.Fatal(err)
+	}
+	r := body.Report
+	steps := map[pipeline.Step]pipeline.StepReport{}
+	for _, s := range r.Steps {
+		steps[s.Step] = s
+	}
+	archive := ""
+	for _, f := range steps["compact"].Files {
+		archive = strings.TrimSuffix(filepath.Base(f), filepath.Ext(f))
+	}
+	for _, fig := range []string{
+		textfmt.Thousands(r.TokensBefore) + " o200k_base tokens",
+		fmt.Sprintf("%d stale successful terminal outputs", steps["prune"].Changed),
+		fmt.Sprintf("all %d tool results are stored whole", len(steps["offload"].Artifacts)),
+		"artifact `" + archive + "`",
+		"About " + textfmt.Thousands(r.TokensBefore) + " → " + textfmt.Thousands((r.TokensAfter+50)/100*100) + " tokens",
+	} {
+		if !bytes.Contains(readme, []byte(fig)) {
+			t.Errorf("examples/README.md does not quote %q", fig)
+		}
+	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -95,12 +96,7 @@ Claude Code compacted itself is replayed whole, from its first request
 				if len(args) > 0 {
 					name = args[0]
 				}
-				fmt.Fprintf(e.s.Err, "agentctx replay: %s: %d requests, %d compaction(s), %d cache break(s), prefix stable %.1f%%\n"+
-					"  count error: median %.2f%%, p95 %.2f%% over %d requests; prepare: median %.1f ms, max %.1f ms\n"+
-					"  cost: $%.4f with agentctx (estimate), $%.4f without (as recorded), saved $%.4f\n",
-					name, res.Requests, res.Compactions, res.CacheBreaks, 100*res.PrefixStableRatio,
-					res.CountError.MedianPct, res.CountError.P95Pct, res.CountError.N, res.MedianMs, res.MaxMs,
-					res.CostUSD, res.CostWithoutUSD, res.SavedUSD)
+				printReplaySummary(e.s.Err, name, res)
 			}
 			if !perRequest {
 				res.PerRequest = nil
@@ -116,4 +112,22 @@ Claude Code compacted itself is replayed whole, from its first request
 	cmd.Flags().BoolVar(&perRequest, "per-request", true, "include per_request details")
 	cmd.Flags().StringVar(&pricesFile, "prices", "", pricesFlagHelp)
 	return cmd
+}
+
+// printReplaySummary writes replay's lines for a person. Without recorded
+// usage there is no count error to report, and the bill without agentctx
+// is an estimate from our counts, not the recorded one.
+func printReplaySummary(w io.Writer, name string, res *pipeline.ReplayResult) {
+	fmt.Fprintf(w, "agentctx replay: %s: %d requests, %d compaction(s), %d cache break(s), prefix stable %.1f%%\n",
+		name, res.Requests, res.Compactions, res.CacheBreaks, 100*res.PrefixStableRatio)
+	without := "as recorded"
+	if res.CountError.N == 0 {
+		fmt.Fprintf(w, "  count error: no recorded usage to compare with; prepare: median %.1f ms, max %.1f ms\n", res.MedianMs, res.MaxMs)
+		without = "estimated from our counts"
+	} else {
+		fmt.Fprintf(w, "  count error: median %.2f%%, p95 %.2f%% over %d requests; prepare: median %.1f ms, max %.1f ms\n",
+			res.CountError.MedianPct, res.CountError.P95Pct, res.CountError.N, res.MedianMs, res.MaxMs)
+	}
+	fmt.Fprintf(w, "  cost: $%.4f with agentctx (estimate), $%.4f without (%s), saved $%.4f\n",
+		res.CostUSD, res.CostWithoutUSD, without, res.SavedUSD)
 }

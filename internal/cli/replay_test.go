@@ -200,3 +200,21 @@ func recordedBill(path string) float64 {
 	}
 	return total
 }
+
+// TestReplaySummaryWithoutUsage: a session with no recorded usage has no
+// count error to show (not "0.00%"), and its bill without agentctx is said
+// to be an estimate.
+func TestReplaySummaryWithoutUsage(t *testing.T) {
+	session, err := filepath.Abs(filepath.Join("..", "..", "examples", "session.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(t.TempDir())
+	code, _, stderr := prepRun(t, true, "", "replay", "--limit", "14000", session)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Contains(stderr, "0.00%") || !strings.Contains(stderr, "no recorded usage") || !strings.Contains(stderr, "estimated from our counts") {
+		t.Errorf("summary:\n%s", stderr)
+	}
+}

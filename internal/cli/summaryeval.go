@@ -15,8 +15,8 @@ import (
 
 // summaryEvalOutput is the JSON of summary-eval.
 type summaryEvalOutput struct {
-	Conversations []summaryeval.Row `json:"conversations"`
-	TargetsMet    bool              `json:"targets_met"`
+	Conversations []summaryeval.Row `json:"conversations"` // one row per conversation
+	TargetsMet    bool              `json:"targets_met"`   // every row met every target
 }
 
 func newSummaryEvalCmd(e *env) *cobra.Command {
@@ -60,6 +60,13 @@ one. --markdown prints a table instead of JSON.`,
 				return usagef("%v", err)
 			case err != nil:
 				return err
+			}
+			told := map[string]bool{}
+			for _, r := range rows {
+				if r.Notice != "" && !told[r.File+"\x00"+r.Notice] {
+					told[r.File+"\x00"+r.Notice] = true
+					e.notices = append(e.notices, fmt.Sprintf("notice: %s: %s\n", r.File, r.Notice))
+				}
 			}
 			met := 0
 			for _, r := range rows {

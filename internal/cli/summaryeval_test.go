@@ -44,6 +44,17 @@ func TestSummaryEvalCommand(t *testing.T) {
 		t.Errorf("--check: exit %d: %s", code, errs)
 	}
 
+	// Records the reader skips are said: a Claude Code session with
+	// progress and sidechain records.
+	session, err := filepath.Abs("../../testdata/claude_code.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs = runCLI(t, "", "summary-eval", "--limit", "3000", session)
+	if code != 0 || !strings.Contains(errs, "notice: claude_code.jsonl: 6 records skipped") || !strings.Contains(out, `"notice":"6 records skipped`) {
+		t.Errorf("skipped records: exit %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+
 	for _, args := range [][]string{
 		{"summary-eval"},
 		{"summary-eval", filepath.Join(dir, "missing.json")},

@@ -12,20 +12,20 @@ import (
 
 type validateOutput struct {
 	Name   string `json:"name,omitempty"` // the conversation's name, in a document that holds several
-	Format string `json:"format"`
+	Format string `json:"format"`         // the input's shape (agentctx formats lists them)
 	agentctx.PairingReport
-	Skipped      int                        `json:"skipped_records,omitempty"`
-	SkippedKinds map[string]int             `json:"skipped_by_kind,omitempty"`
-	Merged       int                        `json:"merged_records,omitempty"`
-	Boundaries   []agentctx.CompactBoundary `json:"compact_boundaries,omitempty"`
-	Notice       string                     `json:"notice,omitempty"`
+	Skipped      int                        `json:"skipped_records,omitempty"`    // records of the file that are not messages (progress, snapshots, sidechain, ...)
+	SkippedKinds map[string]int             `json:"skipped_by_kind,omitempty"`    // the skipped records counted by kind
+	Merged       int                        `json:"merged_records,omitempty"`     // Claude Code records folded into an earlier message
+	Boundaries   []agentctx.CompactBoundary `json:"compact_boundaries,omitempty"` // the compact_boundary records of a Claude Code session
+	Notice       string                     `json:"notice,omitempty"`             // one line on what the reader left out
 }
 
 type repairOutput struct {
-	Messages []agentctx.Message     `json:"messages"`
-	Repairs  []agentctx.Repair      `json:"repairs"`
-	Before   validateOutput         `json:"before"`
-	After    agentctx.PairingReport `json:"after"`
+	Messages []agentctx.Message     `json:"messages"` // the repaired messages
+	Repairs  []agentctx.Repair      `json:"repairs"`  // what was changed, in order
+	Before   validateOutput         `json:"before"`   // the input's check
+	After    agentctx.PairingReport `json:"after"`    // the check of the repaired messages
 }
 
 func newValidateCmd(e *env) *cobra.Command {

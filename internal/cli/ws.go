@@ -30,10 +30,10 @@ type wsFlags struct {
 }
 
 type wsOffloadOutput struct {
-	Messages  []agentctx.Message    `json:"messages"`
-	Artifacts []workspace.Offloaded `json:"artifacts"`
-	Inlined   int                   `json:"inlined"`
-	Indexed   int                   `json:"indexed"`
+	Messages  []agentctx.Message    `json:"messages"`  // the messages, large results replaced by references
+	Artifacts []workspace.Offloaded `json:"artifacts"` // the results stored
+	Inlined   int                   `json:"inlined"`   // results kept in the messages
+	Indexed   int                   `json:"indexed"`   // results stored and indexed for search
 }
 
 func newWSCmd(e *env) *cobra.Command {

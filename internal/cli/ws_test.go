@@ -253,11 +253,21 @@ func TestWSOffloadBadInput(t *testing.T) {
 			t.Errorf("a read created %s", p)
 		}
 	}
-	// A workspace path that is a file is a runtime failure (exit 1).
+	// A workspace path that is a file is a bad flag (exit 2), for every
+	// command that opens the workspace.
 	file := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(file, []byte("x"), 0o644)
-	if _, errOut, code := run(t, `[]`, "ws", "offload", "--workspace", file); code != 1 || !strings.Contains(errOut, "not a directory") {
+	if _, errOut, code := run(t, `[]`, "ws", "offload", "--workspace", file); code != 2 || !strings.Contains(errOut, "not a directory") {
 		t.Errorf("workspace is a file: %d %q", code, errOut)
+	}
+	for _, args := range [][]string{
+		{"prepare", "--workspace", file},
+		{"ws", "ls", "--workspace", file},
+		{"ws", "get", "--workspace", file, "x"},
+	} {
+		if _, errOut, code := run(t, `[]`, args...); code != 2 || !strings.Contains(errOut, "not a directory") {
+			t.Errorf("%q with a workspace that is a file: exit %d %q, want 2", args, code, errOut)
+		}
 	}
 }
 

@@ -78,7 +78,7 @@ func Open(root string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("dirstore: %w", err)
 	}
 	if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
-		return nil, fmt.Errorf("dirstore: %s is not a directory", abs)
+		return nil, fmt.Errorf("dirstore: %s is not a directory: %w", abs, workspace.ErrInvalidLocation)
 	}
 	s := &Store{root: abs, locks: make(map[string]*sync.RWMutex)}
 	if opts != nil {

@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// serverExample reports whether an example starts a server or needs one
+// (a model API on localhost): those are run by their own end-to-end tests
+// (proxy, mcp, the summarizers against local fakes), not here.
+func serverExample(line string) bool {
+	return strings.HasPrefix(line, "agentctx proxy") || strings.HasPrefix(line, "agentctx mcp") ||
+		strings.Contains(line, "--base-url http://localhost") || strings.HasPrefix(line, "agentctx completion") ||
+		strings.Contains(line, "claude mcp add")
+}
+
+// TestHelpExamples runs every example of every command's --help (the lines
+// starting with "agentctx", in order, in one directory holding the files
+// they name) and checks that each exits 0 and that what it prints to a
+// pipe into jq is JSON.
+func TestHelpExamples(t *testing.T) {
+	dir := t.TempDir()
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join("..", "..", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	session := bytes.ReplaceAll(read("testdata/claude_code.jsonl"), []byte("toolu_01X"), []byte("toolu_01"))
+	example := read("examples/session.json")
+	files := map[string][]byte{
+		"session.jsonl":                     session,
+		"session.json":                      example,
+		"examples/session.json":             example,
+		"messages.json":                     read("testdata/openai_chat.json"),
+		"messages.jsonl":                    read("testdata/messages.jsonl"),
+		"request.json":                      read("testdata/anthropic_request.json"),
+		"message.json":                      []byte(`{"role":"tool","tool_call_id":"call_1","content":"` + strings.Repeat("line of output\\n", 300) + `"}`),
+		"transcripts/a.jsonl":               session,
+		"transcripts/b.jsonl":               read("testdata/messages.jsonl"),
+		"work/shared/transcripts/a.jsonl":   session,
+		"work/shared/transcripts/b.json":    example,
+		"work/shared/transcripts/c.jsonl":   read("testdata/openhands_output.jsonl"),
+		"work/shared/transcripts/README.md": []byte("not a transcript"),
+	}
+	for name, data := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ../shared/transcripts is the examples' folder of real transcripts.
+	cwd := filepath.Join(dir, "work", "main")
+	os.MkdirAll(cwd, 0o755)
+	for name, data := range files {
+		if !strings.HasPrefix(name, "work/") {
+			p := filepath.Join(cwd, filepath.FromSlash(name))
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			os.WriteFile(p, data, 0o644)
+		}
+	}
+	t.Chdir(cwd)
+
+	ran := 0
+	var walk func(c *cobra.Command)
+	var lines []string
+	walk = func(c *cobra.Command) {
+		for _, l := range strings.Split(c.Example, "\n") {
+			if l = strings.TrimSpace(l); strings.HasPrefix(l, "agentctx ") {
+				lines = append(lines, l)
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRoot(&env{s: &Streams{}}))
+	// The ws examples read what ws offload stores: run the writers first.
+	for pass := range 2 {
+		for _, line := range lines {
+			writer := strings.HasPrefix(line, "agentctx ws offload")
+			if serverExample(line) || (pass == 0) != writer {
+				continue
+			}
+			ran++
+			runHelpExample(t, cwd, line)
+		}
+	}
+	t.Logf("ran %d of %d examples (servers are left to their own tests)", ran, len(lines))
+	if ran < 30 {
+		t.Errorf("ran %d examples, want at least 30", ran)
+	}
+}
+
+// runHelpExample runs one example line: "< FILE" is stdin, "> FILE" is
+// stdout, "| jq ..." means stdout must be JSON, a glob is expanded, $PWD
+// is the directory.
+func runHelpExample(t *testing.T, cwd, line string) {
+	t.Helper()
+	cmdline, pipe, _ := strings.Cut(line, "|")
+	var args []string
+	var stdin []byte
+	stdout := ""
+	fields := strings.Fields(strings.ReplaceAll(cmdline, `"$PWD`, `"`+cwd))
+	for i := 1; i < len(fields); i++ {
+		f := strings.Trim(fields[i], `"'`)
+		switch {
+		case f == "<" && i+1 < len(fields):
+			b, err := os.ReadFile(fields[i+1])
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			stdin = b
+			i++
+		case f == ">" && i+1 < len(fields):
+			stdout = fields[i+1]
+			i++
+		case strings.ContainsAny(f, "*?["):
+			m, _ := filepath.Glob(f)
+			if len(m) == 0 {
+				t.Fatalf("%s: %s matches nothing", line, f)
+			}
+			args = append(args, m...)
+		default:
+			args = append(args, f)
+		}
+	}
+	var out, errb bytes.Buffer
+	code := Run(context.Background(), args, Streams{In: bytes.NewReader(stdin), Out: &out, Err: &errb})
+	if code != 0 {
+		t.Errorf("--help example %q: exit %d: %s", line, code, errb.String())
+		return
+	}
+	if stdout != "" {
+		if err := os.WriteFile(stdout, out.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Contains(pipe, "jq") {
+		dec := json.NewDecoder(&out)
+		for dec.More() {
+			var v any
+			if err := dec.Decode(&v); err != nil {
+				t.Errorf("--help example %q: stdout is not JSON: %v", line, err)
+				return
+			}
+		}
+	}
+}
