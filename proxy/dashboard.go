@@ -73,8 +73,8 @@ type SessionView struct {
 
 // TimelinePoint is one request of a session's timeline.
 type TimelinePoint struct {
-	At     time.Time `json:"at"`
-	Status int       `json:"status"`
+	At     time.Time `json:"at"`     // when the request was received
+	Status int       `json:"status"` // the HTTP status answered
 	// TokensClient and TokensForwarded are the Engine's counts of the
 	// request as the client sent it and as it was forwarded (0 when the
 	// Engine did not see it).
