@@ -375,10 +375,11 @@ func (c *call) histIndex(i int) int {
 // the state says where they are. Under Options.StoreOnReplace the small
 // ones are left to the step that replaces them (prune).
 func (c *call) store(ctx context.Context) error {
-	c.keys = make(map[[2]int]string)
-	c.seen = make(map[string]bool)
+	n := len(c.view[c.live:]) / 2 // about the results of a list of tool turns: no map grows step by step
+	c.keys = make(map[[2]int]string, n)
+	c.seen = make(map[string]bool, n)
 	c.unsent = make(map[string]bool)
-	c.calls = make(map[string]agentctx.ToolUse)
+	c.calls = make(map[string]agentctx.ToolUse, n)
 	for u := range agentctx.ToolUses(c.view) {
 		c.calls[u.ID] = u // the latest call with an id answers the results after it
 	}
