@@ -458,6 +458,7 @@ type sessionStats struct {
 	Errors           int     `json:"errors"`
 	Compactions      int     `json:"compactions"`
 	CacheBreaks      int     `json:"cache_breaks"`
+	StoreTimeouts    int     `json:"store_timeouts"`
 	OverheadMedianMS float64 `json:"overhead_median_ms"`
 	OverheadMaxMS    float64 `json:"overhead_max_ms"`
 }
