@@ -289,6 +289,12 @@ func (c *call) repair(cur []agentctx.Message) ([]agentctx.Message, error) {
 		c.finish(StepReport{Step: StepRepair, Skipped: true}, t0, cur)
 		return cur, nil
 	}
+	if agentctx.ValidatePairing(cur).Valid {
+		// Nothing to repair: the history as it is (not a copy; no step
+		// changes a list in place), validated once.
+		c.finish(StepReport{Step: StepRepair, Repairs: []agentctx.Repair{}}, t0, cur)
+		return cur, nil
+	}
 	fixed, repairs := agentctx.RepairPairing(cur)
 	if v := agentctx.ValidatePairing(fixed); !v.Valid {
 		is := v.Issues[0]

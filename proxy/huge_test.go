@@ -96,3 +96,40 @@ func TestManySmallResultsWriteNoArtifacts(t *testing.T) {
 		}
 	}
 }
+
+// TestManySmallMessagesAllocations holds the allocations of a first
+// request of 4,000 small messages (2,000 tool results) through the proxy
+// over the pipeline engine with StoreOnReplace to a bound per message
+// (issue 24): decoding, counting, the steps and the session state. It was
+// 51 per message with StoreOnReplace before the decoding changes (a copy
+// of every member key and member slice, a map of every call id on each
+// pass over the results), 122 when every result was stored when first
+// seen; now about 22.
+func TestManySmallMessagesAllocations(t *testing.T) {
+	const n = 4_000
+	body := manyMessagesRequest(n*100, n)
+	e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{Pipeline: pipeline.Options{WorkspaceDir: filepath.Join(t.TempDir(), "ws"), NoCompact: true, StoreOnReplace: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	srv, err := proxy.New(proxy.Options{Engine: e, Transport: nopTransport{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(body))
+	req.Header.Set(proxy.HeaderSession, "allocs")
+	w := httptest.NewRecorder()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	srv.ServeHTTP(w, req)
+	runtime.ReadMemStats(&after)
+	if w.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", w.Code, w.Body)
+	}
+	per := float64(after.Mallocs-before.Mallocs) / n
+	t.Logf("%d allocations: %.1f per message", after.Mallocs-before.Mallocs, per)
+	if per > 32 {
+		t.Errorf("a first request of %d small messages made %.1f allocations per message, want at most 32", n, per)
+	}
+}
