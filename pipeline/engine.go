@@ -455,11 +455,12 @@ func (c *call) storeResult(ctx context.Context, rs *resultState, pos [2]int, id 
 // offloaded (by the inline limit, or the cold-cache limit), or to get a
 // pointer in a summary (minPointerChars). Such a result is stored when a
 // decision first replaces it (prune), and a compaction's archive holds it
-// when a summary replaces it.
+// when a summary replaces it (so every result is stored when first seen
+// when compactions are not archived).
 func (c *call) storedOnReplace(content agentctx.Content) bool {
 	o := &c.p.opts
-	if !o.StoreOnReplace {
-		return false
+	if !o.StoreOnReplace || (!o.NoCompact && o.Compact.NoArchive) {
+		return false // without an archive, a compaction would lose what was never stored
 	}
 	limit := minPointerChars
 	if l := o.Workspace.InlineLimit; l > 0 && l < limit {

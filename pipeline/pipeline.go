@@ -190,9 +190,10 @@ type Options struct {
 	// (a prune; its placeholder names the artifact), not when first seen:
 	// a request of many small results then writes no artifact for them,
 	// and what leaves the context is still readable (a compaction's
-	// archive holds the messages its summary replaces). The report's
-	// Stored counts only what is stored. The zero value stores every
-	// result when first seen (SPEC §5).
+	// archive holds the messages its summary replaces; with
+	// Compact.NoArchive every result is stored when first seen). The
+	// report's Stored counts only what is stored. The zero value stores
+	// every result when first seen (SPEC §5).
 	StoreOnReplace bool
 
 	// StoreTimeout bounds each call to the workspace and session stores

@@ -173,3 +173,18 @@ func TestStoreOnReplaceCompactionKeepsWhatItSummarizes(t *testing.T) {
 		}
 	}
 }
+
+// Without an archive a compaction would lose a small result never stored:
+// StoreOnReplace then stores every result when first seen.
+func TestStoreOnReplaceWithoutArchiveStoresEvery(t *testing.T) {
+	msgs := longHistory(6)
+	msgs = append(msgs, exchange("toolu_small", "Read", "cat s", "small output", false, now)...)
+	o := options(t)
+	o.StoreOnReplace = true
+	o.Compact.NoArchive = true
+	p := newPipeline(t, o)
+	mustPrepare(t, p, msgs)
+	if _, err := p.Workspace().Get(context.Background(), workspace.ArtifactID("toolu_small")); err != nil {
+		t.Errorf("a small result is not stored with Compact.NoArchive: %v", err)
+	}
+}
