@@ -28,14 +28,10 @@ func (m *Message) own() {
 	dropDecoded(m.members, m.Content)
 	m.members = ownMembers(m.members)
 	m.Content = m.Content.own(findMember(m.members, "content"))
-	if m.ToolCalls != nil {
-		tcs := make([]ToolCall, len(m.ToolCalls))
-		for i, tc := range m.ToolCalls {
-			tc.members = ownMembers(tc.members)
-			tc.Function.members = ownMembers(tc.Function.members)
-			tcs[i] = tc
-		}
-		m.ToolCalls = tcs
+	for i := range m.ToolCalls { // in place, as the members
+		tc := &m.ToolCalls[i]
+		tc.members = ownMembers(tc.members)
+		tc.Function.members = ownMembers(tc.Function.members)
 	}
 	if m.env != nil {
 		env := &envelope{members: make([]member, len(m.env.members))}
@@ -59,16 +55,22 @@ func dropDecoded(ms []member, c Content) {
 	}
 }
 
-// ownMembers returns copies of ms holding their own bytes: none for a
+// ownMembers makes the members of ms hold their own bytes: none for a
 // string whose token is its canonical encoding (encoder.str and
-// member.token write it again from the string).
+// member.token write it again from the string). It changes ms in place
+// (a message just decoded owns its slices: only the bytes they point
+// into are the input's) and returns it.
 func ownMembers(ms []member) []member {
 	if ms == nil {
 		return nil
 	}
-	out := make([]member, len(ms))
+	out := ms
 	for i, mb := range ms {
-		mb.rawKey = bytes.Clone(mb.rawKey)
+		if t := rawjson.CommonKeyToken(mb.rawKey); t != nil {
+			mb.rawKey = t // shared, read only: not a copy per member
+		} else {
+			mb.rawKey = bytes.Clone(mb.rawKey)
+		}
 		if mb.flags&isString != 0 && isCanonicalToken(mb.raw, mb.str) {
 			mb.raw, mb.flags = nil, mb.flags|canonicalToken
 		} else {
@@ -91,11 +93,9 @@ func isCanonicalToken(token []byte, s string) bool {
 func (c Content) own(m *member) Content {
 	switch c.kind {
 	case ContentBlocks:
-		bs := make([]Block, len(c.blocks))
-		for i := range c.blocks {
-			bs[i] = c.blocks[i].own()
+		for i := range c.blocks { // in place: the blocks of a message just decoded are its own
+			c.blocks[i] = c.blocks[i].own()
 		}
-		c.blocks = bs
 		if m != nil && m.flags&known != 0 {
 			m.raw, m.flags = nil, m.flags|dropped
 		}

@@ -131,8 +131,11 @@ func ValidatePairing(msgs []Message) PairingReport {
 	issue := func(k IssueKind, msg, blk int, id, detail string) {
 		rep.Issues = append(rep.Issues, PairingIssue{Kind: k, Message: msg, Block: blk, ID: id, Detail: detail})
 	}
-	callAt := map[string]int{} // call id -> latest message before the current one with a call of this id
-	toolUseAt := map[string]int{}
+	callAt := make(map[string]int, len(msgs)/2) // call id -> latest message before the current one with a call of this id
+	toolUseAt := make(map[string]int, len(msgs)/2)
+	// The maps of a window and the ids of a message, cleared and used
+	// again by each assistant message with calls (not made for each).
+	anthro, openai, answered, seen := map[string]int{}, map[string]int{}, map[string]bool{}, map[string]bool{}
 
 	w := window{owner: -1}
 	closeWindow := func() {
@@ -204,8 +207,11 @@ func ValidatePairing(msgs []Message) PairingReport {
 		if !hasCalls(m) {
 			continue
 		}
-		w = window{owner: i, anthro: map[string]int{}, openai: map[string]int{}, answered: map[string]bool{}}
-		seen := map[string]bool{}
+		clear(anthro)
+		clear(openai)
+		clear(answered)
+		clear(seen)
+		w = window{owner: i, anthro: anthro, openai: openai, answered: answered}
 		call := func(blk int, id, name string, openai bool) {
 			rep.ToolUses++
 			switch {

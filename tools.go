@@ -65,11 +65,11 @@ func ToolUses(msgs []Message) iter.Seq[ToolUse] {
 // order.
 func ToolResults(msgs []Message) iter.Seq[ToolResult] {
 	return func(yield func(ToolResult) bool) {
-		var turns turnTracker
+		turns := turnTracker{msgs: msgs}
 		for i := range msgs {
 			m := &msgs[i]
 			if m.Role == RoleTool {
-				if !yield(ToolResult{Message: i, Block: -1, ID: m.ToolCallID, Content: m.Content, Turn: turns.of(m.ToolCallID)}) {
+				if !yield(ToolResult{Message: i, Block: -1, ID: m.ToolCallID, Content: m.Content, Turn: turns.of(i, m.ToolCallID)}) {
 					return
 				}
 				continue
@@ -77,18 +77,53 @@ func ToolResults(msgs []Message) iter.Seq[ToolResult] {
 			for j := range m.Content.blocks {
 				b := &m.Content.blocks[j]
 				if b.Type == BlockToolResult {
-					if !yield(ToolResult{Message: i, Block: j, ID: b.ToolUseID, Content: b.Content, IsError: b.IsError, Turn: turns.of(b.ToolUseID)}) {
+					if !yield(ToolResult{Message: i, Block: j, ID: b.ToolUseID, Content: b.Content, IsError: b.IsError, Turn: turns.of(i, b.ToolUseID)}) {
 						return
 					}
 				}
 			}
-			turns.see(i, m)
 		}
 	}
 }
 
-// turnTracker maps a call id to the latest message seen with a call of it.
-type turnTracker struct{ at map[string]int }
+// turnTracker answers, for a result in message i of msgs, the latest
+// message before i with a call of its id. It looks at the message right
+// before first (where a result's call almost always is), and builds the
+// map of every call id, from the messages before i, only when that fails:
+// a list of many small turns is not mapped on every pass (issue 24).
+type turnTracker struct {
+	msgs []Message
+	at   map[string]int
+	upto int // the calls of msgs[:upto] are in at
+}
+
+func (t *turnTracker) of(i int, id string) int {
+	if i > 0 && hasCallID(&t.msgs[i-1], id) {
+		return i - 1
+	}
+	for ; t.upto < i; t.upto++ {
+		t.see(t.upto, &t.msgs[t.upto])
+	}
+	if j, ok := t.at[id]; ok {
+		return j
+	}
+	return -1
+}
+
+// hasCallID reports whether m holds a call with id.
+func hasCallID(m *Message, id string) bool {
+	for j := range m.Content.blocks {
+		if b := &m.Content.blocks[j]; b.Type == BlockToolUse && b.ID == id {
+			return true
+		}
+	}
+	for j := range m.ToolCalls {
+		if m.ToolCalls[j].ID == id {
+			return true
+		}
+	}
+	return false
+}
 
 func (t *turnTracker) see(i int, m *Message) {
 	for j := range m.Content.blocks {
@@ -106,13 +141,6 @@ func (t *turnTracker) set(id string, i int) {
 		t.at = map[string]int{}
 	}
 	t.at[id] = i
-}
-
-func (t *turnTracker) of(id string) int {
-	if i, ok := t.at[id]; ok {
-		return i
-	}
-	return -1
 }
 
 // ToolNames maps each tool call id in msgs to its tool name.
@@ -133,11 +161,11 @@ func ToolNames(msgs []Message) map[string]string {
 func MapToolResults(msgs []Message, fn func(ToolResult) (Content, bool)) []Message {
 	out := make([]Message, len(msgs))
 	copy(out, msgs)
-	var turns turnTracker
+	turns := turnTracker{msgs: msgs}
 	for i := range msgs {
 		m := &msgs[i]
 		if m.Role == RoleTool {
-			if c, ok := fn(ToolResult{Message: i, Block: -1, ID: m.ToolCallID, Content: m.Content, Turn: turns.of(m.ToolCallID)}); ok {
+			if c, ok := fn(ToolResult{Message: i, Block: -1, ID: m.ToolCallID, Content: m.Content, Turn: turns.of(i, m.ToolCallID)}); ok {
 				out[i] = m.WithContent(c)
 			}
 			continue
@@ -148,7 +176,7 @@ func MapToolResults(msgs []Message, fn func(ToolResult) (Content, bool)) []Messa
 			if b.Type != BlockToolResult {
 				continue
 			}
-			c, ok := fn(ToolResult{Message: i, Block: j, ID: b.ToolUseID, Content: b.Content, IsError: b.IsError, Turn: turns.of(b.ToolUseID)})
+			c, ok := fn(ToolResult{Message: i, Block: j, ID: b.ToolUseID, Content: b.Content, IsError: b.IsError, Turn: turns.of(i, b.ToolUseID)})
 			if !ok {
 				continue
 			}
@@ -160,7 +188,6 @@ func MapToolResults(msgs []Message, fn func(ToolResult) (Content, bool)) []Messa
 		if blocks != nil {
 			out[i] = m.WithContent(Content{kind: ContentBlocks, blocks: blocks})
 		}
-		turns.see(i, m)
 	}
 	return out
 }

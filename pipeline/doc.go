@@ -44,7 +44,11 @@
 //     with the workspace tools (package workspace, seed 003). Results are
 //     stored before pruning, so the workspace holds the originals of pruned
 //     output too. Options.Offload selects file offload (package offload,
-//     seed 000) instead, or none.
+//     seed 000) instead, or none. With Options.StoreOnReplace (what
+//     `agentctx proxy` runs) a result under 4,000 characters is stored
+//     only when it is first pruned: a request of many small results
+//     writes nothing for those it keeps, and a compaction's archive holds
+//     the ones it summarizes.
 //  4. count: the tokens of the list, plus Options.ReservedTokens (a system
 //     prompt, tool definitions), against the trigger: 92% of the window.
 //  5. compact: at or over the trigger, the middle of the list is archived

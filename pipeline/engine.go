@@ -91,7 +91,9 @@ func (p *Pipeline) run(ctx context.Context, st *state, in []agentctx.Message, ex
 	if err := c.store(ctx); err != nil {
 		return nil, err
 	}
-	c.prune()
+	if err := c.prune(ctx); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -287,6 +289,12 @@ func (c *call) repair(cur []agentctx.Message) ([]agentctx.Message, error) {
 		c.finish(StepReport{Step: StepRepair, Skipped: true}, t0, cur)
 		return cur, nil
 	}
+	if agentctx.ValidatePairing(cur).Valid {
+		// Nothing to repair: the history as it is (not a copy; no step
+		// changes a list in place), validated once.
+		c.finish(StepReport{Step: StepRepair, Repairs: []agentctx.Repair{}}, t0, cur)
+		return cur, nil
+	}
 	fixed, repairs := agentctx.RepairPairing(cur)
 	if v := agentctx.ValidatePairing(fixed); !v.Valid {
 		is := v.Issues[0]
@@ -370,12 +378,14 @@ func (c *call) histIndex(i int) int {
 // store keeps every tool result of the live part of the view whole in the
 // workspace, the first time a call sees it, and offloads the large ones
 // (decision offloaded). Results seen before are not read or written again:
-// the state says where they are.
+// the state says where they are. Under Options.StoreOnReplace the small
+// ones are left to the step that replaces them (prune).
 func (c *call) store(ctx context.Context) error {
-	c.keys = make(map[[2]int]string)
-	c.seen = make(map[string]bool)
+	n := len(c.view[c.live:]) / 2 // about the results of a list of tool turns: no map grows step by step
+	c.keys = make(map[[2]int]string, n)
+	c.seen = make(map[string]bool, n)
 	c.unsent = make(map[string]bool)
-	c.calls = make(map[string]agentctx.ToolUse)
+	c.calls = make(map[string]agentctx.ToolUse, n)
 	for u := range agentctx.ToolUses(c.view) {
 		c.calls[u.ID] = u // the latest call with an id answers the results after it
 	}
@@ -394,35 +404,75 @@ func (c *call) store(ctx context.Context) error {
 			c.st.Results[key] = rs
 			c.unsent[key] = true
 		}
-		if rs.Artifact != "" || c.p.ws == nil {
+		if rs.Artifact != "" || c.p.ws == nil || c.storedOnReplace(r.Content) {
 			continue
 		}
-		u := c.calls[r.ID]
-		action := c.p.opts.Workspace.ActionName
-		if action == nil {
-			action = workspace.DefaultActionName
-		}
-		sctx, cancel := c.p.storeCtx(ctx)
-		repl, off, err := c.p.ws.OffloadToolResult(sctx, workspace.ToolCall{ID: r.ID, Name: u.Name, Action: action(u), Input: u.Input}, r.Content)
-		err = storeErr(ctx, sctx, err)
-		cancel()
-		if err != nil {
+		if err := c.storeResult(ctx, rs, pos, r.ID, r.Content); err != nil {
 			failed = err
 			break
 		}
-		rs.Artifact = off.ID
-		if off.Indexed && rs.Action == "" && !c.bound(pos[0]) {
-			rs.Action, rs.At, rs.Content = actionOffloaded, c.now.UTC(), repl.Text()
-		}
-		c.newArtifacts = append(c.newArtifacts, newArtifact{off: off, pos: pos, written: !off.Unchanged})
 	}
-	if failed != nil {
-		if errors.Is(failed, workspace.ErrInvalidID) {
-			return fmt.Errorf("%w: %w", agentctx.ErrInvalidInput, failed)
-		}
-		return fmt.Errorf("pipeline: offload: %w", failed)
+	return storeFailure(failed)
+}
+
+// storeFailure is the error of the store step for a failed store call.
+func storeFailure(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, workspace.ErrInvalidID):
+		return fmt.Errorf("%w: %w", agentctx.ErrInvalidInput, err)
 	}
+	return fmt.Errorf("pipeline: offload: %w", err)
+}
+
+// storeResult keeps the result at pos (tool call id, content) whole in the
+// workspace, records its artifact in rs, and offloads it when it is large
+// (decision offloaded).
+func (c *call) storeResult(ctx context.Context, rs *resultState, pos [2]int, id string, content agentctx.Content) error {
+	u := c.calls[id]
+	action := c.p.opts.Workspace.ActionName
+	if action == nil {
+		action = workspace.DefaultActionName
+	}
+	sctx, cancel := c.p.storeCtx(ctx)
+	repl, off, err := c.p.ws.OffloadToolResult(sctx, workspace.ToolCall{ID: id, Name: u.Name, Action: action(u), Input: u.Input}, content)
+	err = storeErr(ctx, sctx, err)
+	cancel()
+	if err != nil {
+		return err
+	}
+	rs.Artifact = off.ID
+	if off.Indexed && rs.Action == "" && !c.bound(pos[0]) {
+		rs.Action, rs.At, rs.Content = actionOffloaded, c.now.UTC(), repl.Text()
+	}
+	c.newArtifacts = append(c.newArtifacts, newArtifact{off: off, pos: pos, written: !off.Unchanged})
 	return nil
+}
+
+// storedOnReplace reports whether a result with this content is left out
+// of the store step under Options.StoreOnReplace: too small to be
+// offloaded (by the inline limit, or the cold-cache limit), or to get a
+// pointer in a summary (minPointerChars). Such a result is stored when a
+// decision first replaces it (prune), and a compaction's archive holds it
+// when a summary replaces it (so every result is stored when first seen
+// when compactions are not archived).
+func (c *call) storedOnReplace(content agentctx.Content) bool {
+	o := &c.p.opts
+	if !o.StoreOnReplace || (!o.NoCompact && o.Compact.NoArchive) {
+		return false // without an archive, a compaction would lose what was never stored
+	}
+	limit := minPointerChars
+	if l := o.Workspace.InlineLimit; l > 0 && l < limit {
+		limit = l
+	}
+	if l := o.ColdInlineLimit; l > 0 && l < limit {
+		limit = l
+	}
+	if content.IsText() && len(content.Text()) < limit {
+		return true // bytes bound the characters
+	}
+	return workspace.InlineChars(content) < limit && content.Chars() < limit
 }
 
 // newArtifact is a result the store step saw for the first time.
@@ -440,12 +490,12 @@ type newArtifact struct {
 // and together they free ClearAtLeast tokens, then are applied as one
 // batch, so the provider's prompt cache breaks rarely, and only where
 // clearing may spare a compaction.
-func (c *call) prune() {
+func (c *call) prune(ctx context.Context) error {
 	t0 := time.Now()
 	o := &c.p.opts
 	if o.NoPrune {
 		c.finish(StepReport{Step: StepPrune, Skipped: true}, t0, c.view)
-		return
+		return nil
 	}
 	po := o.Prune
 	po.FirstSeen = func(r agentctx.ToolResult) (time.Time, bool) {
@@ -470,7 +520,7 @@ func (c *call) prune() {
 		default:
 			// Worth it only when the placeholder, which names the
 			// artifact, is smaller than the output.
-			pr.FreedTokens = pr.Tokens - c.p.mc.CountText(c.placeholder(po.Placeholder, rs.Artifact))
+			pr.FreedTokens = pr.Tokens - c.p.mc.CountText(c.placeholder(po.Placeholder, c.artifactOf(rs, pr.ID)))
 			switch {
 			case pr.FreedTokens <= 0:
 			case c.bound(pr.MessageIndex): // before the open turn's thinking: later
@@ -524,7 +574,13 @@ func (c *call) prune() {
 	}
 	if len(now) > 0 {
 		for _, pr := range now {
-			rs := c.st.Results[c.keys[[2]int{pr.MessageIndex, pr.BlockIndex}]]
+			pos := [2]int{pr.MessageIndex, pr.BlockIndex}
+			rs := c.st.Results[c.keys[pos]]
+			if rs.Artifact == "" && c.p.ws != nil { // left for now by StoreOnReplace: stored before it leaves
+				if err := c.storeResult(ctx, rs, pos, pr.ID, resultContent(c.view, pos[0], pos[1])); err != nil {
+					return storeFailure(err)
+				}
+			}
 			rs.Action, rs.At, rs.Content = actionPruned, c.now.UTC(), c.placeholder(po.Placeholder, rs.Artifact)
 			s.Pruned = append(s.Pruned, pr)
 		}
@@ -534,6 +590,17 @@ func (c *call) prune() {
 	s.Changed = len(s.Pruned)
 	c.view = next
 	c.finish(s, t0, next)
+	return nil
+}
+
+// artifactOf returns the artifact that keeps a result's original: the
+// one stored, or, for a result StoreOnReplace left for now, the id it will
+// be stored under unless that id holds another result.
+func (c *call) artifactOf(rs *resultState, id string) string {
+	if rs.Artifact == "" && c.p.ws != nil && c.p.opts.StoreOnReplace {
+		return workspace.ArtifactID(id)
+	}
+	return rs.Artifact
 }
 
 // threshold returns the compaction trigger in tokens.

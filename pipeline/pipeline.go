@@ -184,6 +184,18 @@ type Options struct {
 	// off.
 	ColdInlineLimit int
 
+	// StoreOnReplace stores a tool result too small to be offloaded or to
+	// get a pointer in a summary (under the inline limit, the cold-cache
+	// limit and 4,000 characters) only when a decision first replaces it
+	// (a prune; its placeholder names the artifact), not when first seen:
+	// a request of many small results then writes no artifact for them,
+	// and what leaves the context is still readable (a compaction's
+	// archive holds the messages its summary replaces; with
+	// Compact.NoArchive every result is stored when first seen). The
+	// report's Stored counts only what is stored. The zero value stores
+	// every result when first seen (SPEC §5).
+	StoreOnReplace bool
+
 	// StoreTimeout bounds each call to the workspace and session stores
 	// (a hung database, a lock a stuck process holds): past it the call
 	// fails with an error matching ErrStoreTimeout, and Prepare with it (a

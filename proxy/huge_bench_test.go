@@ -140,10 +140,18 @@ func BenchmarkHugeRequest(b *testing.B) {
 		name string
 		body func() []byte
 		mem  bool // the workspace in memory: the engine without the file system
+		// every: every result stored when first seen (StoreOnReplace off,
+		// the library's default; `agentctx proxy` turns it on)
+		every bool
+		// compact: compaction on (the default limit, 200,000 tokens: the
+		// request is 749,000), with the extractive summarizer
+		compact bool
 	}{
-		{"10MB-1e5msgs", many, false},
-		{"60MB-result", func() []byte { return hugeResultRequest(60 << 20) }, false},
-		{"10MB-1e5msgs-memstore", many, true},
+		{"10MB-1e5msgs", many, false, false, false},
+		{"60MB-result", func() []byte { return hugeResultRequest(60 << 20) }, false, false, false},
+		{"10MB-1e5msgs-memstore", many, true, false, false},
+		{"10MB-1e5msgs-every", many, false, true, false},
+		{"10MB-1e5msgs-compact", many, false, false, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			body := tc.body()
@@ -155,7 +163,9 @@ func BenchmarkHugeRequest(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				o := pipeline.Options{WorkspaceDir: filepath.Join(b.TempDir(), "ws"), NoCompact: true}
+				dir := b.TempDir()
+				o := pipeline.Options{WorkspaceDir: filepath.Join(dir, "ws"), NoCompact: !tc.compact, StoreOnReplace: !tc.every}
+				o.Compact.Dir = filepath.Join(dir, "archive")
 				if tc.mem {
 					o.Store = memstore.New()
 				}

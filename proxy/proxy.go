@@ -854,6 +854,12 @@ func (s *Server) observe(ctx context.Context, x *exchange, u Usage) {
 	if x.observed || x.session == "" || s.opts.Engine == nil || u.Total() <= 0 {
 		return
 	}
+	if x.prepared == nil && x.engineErr != nil {
+		// Forwarded unedited because the engine failed (a hung store):
+		// the usage is not that of a request the engine prepared, and
+		// recording it would hold the answer on the same store.
+		return
+	}
 	x.observed = true
 	if p := x.prepared; p != nil && u.Counted == 0 {
 		u.Counted = p.TokensAfter

@@ -365,6 +365,8 @@ func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, uses []a
 	lastMsg := -1
 	var ts time.Time
 	var hasTS, msgError bool
+	cands = make([]candidate, 0, len(uses))             // about one result per call: no growing
+	terminalTool := make(map[string]bool, len(o.tools)) // tool name as called → in o.tools (lowered once per name)
 	for r := range agentctx.ToolResults(msgs) {
 		for next < len(uses) && uses[next].Message < r.Message {
 			callByID[uses[next].ID] = next
@@ -392,7 +394,16 @@ func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, uses []a
 		}
 		c := candidate{res: r, use: use, ts: rts}
 		c.isError = msgError || r.IsError || contentIsError(r.Content)
-		c.terminal = (use >= 0 && o.tools[strings.ToLower(uses[use].Name)]) || hasTerminalFeatures(r.Content)
+		if use >= 0 {
+			name := uses[use].Name
+			t, ok := terminalTool[name]
+			if !ok {
+				t = o.tools[strings.ToLower(name)]
+				terminalTool[name] = t
+			}
+			c.terminal = t
+		}
+		c.terminal = c.terminal || hasTerminalFeatures(r.Content)
 		cands = append(cands, c)
 	}
 	return cands, uses, skipped

@@ -65,8 +65,9 @@ type prepareFlags struct {
 	force, strict        bool
 	noArchive            bool
 
-	verify   bool
-	readBack string
+	verify    bool
+	onReplace bool
+	readBack  string
 
 	clearAtLeast int
 	clearTrigger float64
@@ -123,6 +124,7 @@ func (f *prepareFlags) register(fs *pflag.FlagSet, eval bool) {
 	fs.StringVar(&f.session, "session", compact.DefaultSessionID, "the conversation's session: repeated calls with one session re-apply its earlier decisions (state in <workspace>/.sessions); its artifacts are read back with --session")
 	fs.StringVar(&f.dir, "dir", offload.DefaultDir, "directory of the files written by --offload files (the archives of compactions are workspace artifacts compact_<hash>)")
 	fs.BoolVar(&f.verify, "verify", false, "read back every artifact, file and archive written and compare it with the original")
+	fs.BoolVar(&f.onReplace, "store-on-replace", false, "store a tool result under 4,000 characters (and under --inline-limit) only when it is pruned, not every one when first seen (as agentctx proxy does)")
 	fs.StringVar(&f.readBack, "read-back", string(pipeline.ReadBackTools), "how the printed request lets the model read back what a reference stands for: tools (declare get_knowledge_by_id and the other read tools in the body's tools when a reference names them), paths (add each artifact's content file path to its reference, for agents with a file tool) or none")
 }
 
@@ -184,6 +186,7 @@ func (f *prepareFlags) options(e *env, changed func(string) bool) (pipeline.Opti
 	o.Logger = e.logger
 	o.NoRepair = f.noRepair
 	o.Verify = f.verify
+	o.StoreOnReplace = f.onReplace
 
 	o.NoPrune = f.noPrune
 	o.Prune = prune.Options{MaxAge: f.maxAge, KeepRecent: f.keepRecent, CountErrors: f.countErrors, Placeholder: f.placeholder}

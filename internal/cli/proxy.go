@@ -34,6 +34,7 @@ func newProxyCmd(e *env) *cobra.Command {
 		pricesFile          string
 		token               string
 		tenants             bool
+		storeEvery          bool
 		clockSpeed          float64
 		otel                bool
 	)
@@ -125,6 +126,7 @@ writes to, every session: the proxy prints the line that registers it,
 			}
 			defer sessions.Close()
 			po.Store, po.Sessions = store, sessions
+			po.StoreOnReplace = !storeEvery // a small result is stored when a decision replaces it
 			po.Workspace.Namespace = f.namespace
 			po.Compact.Dir = f.dir
 			po.Files.Dir = f.dir
@@ -225,6 +227,8 @@ writes to, every session: the proxy prints the line that registers it,
 	fs.BoolVar(&tenants, "tenants", false, "isolate the clients of a shared proxy by their credentials: each API key keeps its sessions and artifacts in a namespace of its own (<namespace>/tenants/<digest>), and /mcp reads only the artifacts of the credentials the MCP client sends (X-Api-Key or Authorization)")
 	fs.StringVar(&token, "token", "", "the token the statistics and MCP endpoints require (X-Agentctx-Token or Authorization: Bearer; default $"+tokenEnv+"); without it they answer requests to a loopback name only")
 	fs.BoolVar(&otel, "otel", false, "trace each request's steps (decode, prepare and its pipeline steps, upstream) with OpenTelemetry, exported over OTLP/HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME...)")
+
+	fs.BoolVar(&storeEvery, "store-every-result", false, "store every tool result when first seen; by default a result under 4,000 characters (and under --inline-limit) is stored when it is first pruned (what a compaction summarizes is in its archive)")
 	fs.Float64Var(&clockSpeed, "clock-speed", 1, "for simulations: the proxy's clock (prune ages, artifact times, idle sessions) runs N times faster than the wall clock from the proxy's start; request durations in the log stay wall time")
 	fs.MarkHidden("clock-speed")
 	f.register(fs, true)

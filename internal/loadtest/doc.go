@@ -8,6 +8,12 @@
 // of one tool call id at once, and every reference must resolve to its own
 // session's output.
 //
+// TestFleetStoreHang hangs the database for one step of every session (a
+// transaction holds an exclusive lock on the store's tables; issue 24 item
+// 2): each request of that step reaches the upstream as sent within the
+// store timeout and counts as a store timeout, and every later request is
+// byte for byte what one replica alone sends without that step.
+//
 // The short form (TestFleetShort) runs with every `go test ./...`; the full
 // form (TestFleetLoad: 50 sessions × 20 requests, then one replica killed
 // with SIGKILL mid-run) needs the build tag:

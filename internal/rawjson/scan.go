@@ -255,13 +255,13 @@ func MembersFunc(data []byte, valueAt func(key string, i int) (int, error)) ([]M
 		return nil, ErrNotObject
 	}
 	i = SkipSpace(data, i+1)
-	var out []Member
 	if i < len(data) && data[i] == '}' {
 		if j := SkipSpace(data, i+1); j != len(data) {
 			return nil, errAt(j, "%s after top-level value", describe(data, j))
 		}
-		return out, nil
+		return nil, nil
 	}
+	out := make([]Member, 0, 4) // a message or block has a few members: no growing from 1
 	for {
 		if i >= len(data) || data[i] != '"' {
 			return nil, errAt(i, "%s looking for beginning of object key string", describe(data, i))
@@ -271,7 +271,10 @@ func MembersFunc(data []byte, valueAt func(key string, i int) (int, error)) ([]M
 		if err != nil {
 			return nil, err
 		}
-		key := Unquote(data[i:end])
+		key, ok := CommonKey(data[i:end])
+		if !ok {
+			key = Unquote(data[i:end])
+		}
 		i = SkipSpace(data, end)
 		if i >= len(data) || data[i] != ':' {
 			return nil, errAt(i, "%s after object key", describe(data, i))
@@ -401,3 +404,41 @@ func plainRun(data []byte, i int) int {
 	}
 	return i
 }
+
+// CommonKey returns, for the token of a key that messages and blocks of
+// the model APIs use (as written without escapes: "role", "content",
+// "type", ...), the key and that token, shared and not to be modified, so
+// that decoding many small messages does not allocate them for each.
+func CommonKey(token []byte) (key string, ok bool) {
+	t, ok := commonKeyTokens[string(token)] // no allocation: the compiler looks up without converting
+	if !ok {
+		return "", false
+	}
+	return t.key, true
+}
+
+// CommonKeyToken returns the shared token of a common key (see CommonKey)
+// equal to token, or nil.
+func CommonKeyToken(token []byte) []byte {
+	if t, ok := commonKeyTokens[string(token)]; ok {
+		return t.token
+	}
+	return nil
+}
+
+type commonKey struct {
+	key   string
+	token []byte
+}
+
+// commonKeyTokens is read only.
+var commonKeyTokens = func() map[string]commonKey {
+	m := map[string]commonKey{}
+	for _, k := range []string{"role", "content", "type", "text", "id", "name", "input", "tool_use_id", "is_error",
+		"cache_control", "tool_calls", "tool_call_id", "function", "arguments", "thinking", "signature", "source",
+		"media_type", "data", "citations", "status", "call_id", "output", "summary", "timestamp", "model"} {
+		tok := []byte(`"` + k + `"`)
+		m[string(tok)] = commonKey{key: k, token: tok[:len(tok):len(tok)]}
+	}
+	return m
+}()
