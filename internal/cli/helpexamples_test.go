@@ -16,8 +16,12 @@ import (
 // (a model API on localhost): those are run by their own end-to-end tests
 // (proxy, mcp, the summarizers against local fakes), not here.
 func serverExample(line string) bool {
-	return strings.HasPrefix(line, "agentctx proxy") || strings.HasPrefix(line, "agentctx mcp") ||
-		strings.Contains(line, "--base-url http://localhost") || strings.HasPrefix(line, "agentctx completion") ||
+	for _, p := range []string{"agentctx proxy", "agentctx mcp", "agentctx completion", "agentctx claude", "agentctx codex"} {
+		if strings.HasPrefix(line, p) {
+			return true
+		}
+	}
+	return strings.Contains(line, "--base-url http://localhost") || strings.Contains(line, "--proxy http") ||
 		strings.Contains(line, "claude mcp add")
 }
 
@@ -84,7 +88,11 @@ func TestHelpExamples(t *testing.T) {
 		}
 	}
 	walk(newRoot(&env{s: &Streams{}}))
-	// The ws examples read what ws offload stores: run the writers first.
+	// The sessions the examples name (s1, s2) exist, and the ws examples
+	// read what ws offload stores: run the writers first.
+	for _, s := range []string{"s1", "s2"} {
+		runHelpExample(t, cwd, "agentctx prepare --session "+s+" session.jsonl > prepared-"+s+".json")
+	}
 	for pass := range 2 {
 		for _, line := range lines {
 			writer := strings.HasPrefix(line, "agentctx ws offload")
