@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,8 +46,9 @@ ANTHROPIC_BASE_URL (printed on start), or a Codex provider's base_url
 POST /v1/messages, /v1/chat/completions and /v1/responses (with store
 false and no previous_response_id) are edited; everything else passes
 through. A request that needs no edit goes upstream byte for byte.
-GET /agentctx/stats reports per session. SIGINT or SIGTERM stops
-accepting and lets the requests in flight finish.
+GET /agentctx/stats reports per session. SIGINT (Ctrl-C) or SIGTERM
+stops accepting and lets the requests in flight finish; the exit code is
+then 130. A line is logged per request (-v: also per stored tool result).
 
 The stats carry money per session and in "total": cost_usd (the usage
 the upstream reported, summary requests included, at list prices;
@@ -104,6 +106,9 @@ writes to, every session: the proxy prints the line that registers it,
 			}
 			po.Logger = log
 			po.Compact.Logger = log
+			// The workspace's line per stored tool result is detail: at
+			// debug level, shown with -v only (its errors always).
+			po.Workspace.Logger = slog.New(demoteInfo{log.Handler()})
 			loc, err := location(f.store, f.workspace)
 			if err != nil {
 				return err
@@ -178,7 +183,12 @@ writes to, every session: the proxy prints the line that registers it,
 			fmt.Fprintf(e.s.Err, "agentctx proxy: listening on %s (OpenAI clients: base URL %s/v1); stats at %s%s\n", base, base, base, proxy.StatsPath)
 			fmt.Fprintf(e.s.Err, "agentctx proxy: read-back tools over MCP at %s%s; for Claude Code:\n", base, proxy.MCPPath)
 			fmt.Fprintf(e.s.Err, "claude mcp add --transport http agentctx %s%s\n", localURL(ln.Addr()), proxy.MCPPath)
-			return srv.Serve(cmd.Context(), ln)
+			if err := srv.Serve(cmd.Context(), ln); err != nil {
+				return err
+			}
+			// Stopped by a signal once the requests in flight finished:
+			// exit 130, as every interrupted command does.
+			return cmd.Context().Err()
 		},
 	}
 	fs := cmd.Flags()
@@ -226,3 +236,28 @@ func localURL(addr net.Addr) string {
 	}
 	return "http://" + net.JoinHostPort(host, port)
 }
+
+// demoteInfo is a handler that logs info records at debug level.
+type demoteInfo struct{ slog.Handler }
+
+func demote(l slog.Level) slog.Level {
+	if l == slog.LevelInfo {
+		return slog.LevelDebug
+	}
+	return l
+}
+
+func (d demoteInfo) Enabled(ctx context.Context, l slog.Level) bool {
+	return d.Handler.Enabled(ctx, demote(l))
+}
+
+func (d demoteInfo) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = demote(r.Level)
+	return d.Handler.Handle(ctx, r)
+}
+
+func (d demoteInfo) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return demoteInfo{d.Handler.WithAttrs(attrs)}
+}
+
+func (d demoteInfo) WithGroup(name string) slog.Handler { return demoteInfo{d.Handler.WithGroup(name)} }
