@@ -23,17 +23,7 @@ import (
 const summarizerUpstream = "upstream"
 
 func newProxyCmd(e *env) *cobra.Command {
-	var (
-		f                   prepareFlags
-		listen, contextMgmt string
-		anthropicURL, oaURL string
-		maxSessions         int
-		decodeCacheMB       int
-		pricesFile          string
-		token               string
-		tenants             bool
-		clockSpeed          float64
-	)
+	var p proxyFlags
 	cmd := &cobra.Command{
 		Use:   "proxy",
 		Short: "Serve the Anthropic and OpenAI APIs with context management in front",
@@ -69,114 +59,18 @@ writes to, every session: the proxy prints the line that registers it,
   curl -s http://127.0.0.1:8787/agentctx/stats | jq '.sessions[] | {requests, compactions, prefix_changes, cache_breaks}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cm := proxy.ContextManagement(contextMgmt); cm != proxy.ContextClient && cm != proxy.ContextNative {
-				return usagef("--context-management %q: want client or native", contextMgmt)
-			}
-			summ := f.summarizer
-			if summ == summarizerUpstream {
-				f.summarizer = summarizerExtractive
-			}
-			po, err := f.options(e, cmd.Flags().Changed)
-			if err != nil {
-				return err
-			}
-			if maxSessions < 1 {
-				return usagef("invalid --max-sessions %d: must be at least 1", maxSessions)
-			}
-			if decodeCacheMB < 0 {
-				return usagef("invalid --decode-cache %d: must be 0 (none) or more MiB", decodeCacheMB)
-			}
-			if clockSpeed <= 0 {
-				return usagef("invalid --clock-speed %g: must be more than 0", clockSpeed)
-			}
-			if clockSpeed != 1 && cmd.Flags().Changed("now") {
-				return usagef("--clock-speed and --now cannot be used together")
-			}
-			prices, err := readPrices(pricesFile)
-			if err != nil {
-				return err
-			}
-			decodeCache := int64(decodeCacheMB) << 20
-			if decodeCacheMB == 0 {
-				decodeCache = -1 // keep nothing
-			}
 			log := e.logger
 			if !log.Enabled(cmd.Context(), slog.LevelInfo) {
 				log = slog.New(slog.NewTextHandler(e.s.Err, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			}
-			po.Logger = log
-			po.Compact.Logger = log
-			// The workspace's line per stored tool result is detail: at
-			// debug level, shown with -v only (its errors always).
-			po.Workspace.Logger = slog.New(demoteInfo{log.Handler()})
-			loc, err := location(f.store, f.workspace)
+			srv, closeAll, err := p.server(cmd, e, log)
 			if err != nil {
 				return err
 			}
-			store, err := openStore(cmd.Context(), loc)
+			defer closeAll()
+			ln, err := p.listenTCP()
 			if err != nil {
 				return err
-			}
-			defer store.Close()
-			sessions, err := openSessions(cmd.Context(), loc)
-			if err != nil {
-				return err
-			}
-			defer sessions.Close()
-			po.Store, po.Sessions = store, sessions
-			po.Workspace.Namespace = f.namespace
-			po.Compact.Dir = f.dir
-			po.Files.Dir = f.dir
-			eo := proxy.PipelineOptions{Pipeline: po, MaxSessions: maxSessions, Logger: log}
-			if clockSpeed != 1 {
-				eo.Now = acceleratedClock(time.Now(), clockSpeed)
-				eo.Pipeline.Now = eo.Now
-			}
-			if summ == summarizerUpstream && !f.noCompact {
-				eo.Summarizer = proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{
-					AnthropicURL: anthropicURL, OpenAIURL: oaURL, Logger: log,
-				})
-				// One summary request per compaction: the upstream
-				// summarizer falls back to the extractive one itself.
-				eo.Pipeline.Compact.MaxRetries = -1
-			}
-			engine, err := proxy.NewPipelineEngine(eo)
-			if err != nil {
-				return usagef("%v", err)
-			}
-			// The read-back tools at /mcp, over the store and namespace the
-			// engine writes to, every session.
-			if token == "" {
-				token = os.Getenv(tokenEnv)
-			}
-			mcpOpts := &mcpserver.Options{Namespace: f.namespace, Version: agentctx.Version, Logger: log}
-			mcpHandler := mcpserver.New(store, mcpOpts).Handler()
-			if tenants {
-				// Read-back per tenant: a client reads the artifacts of the
-				// credentials it sends, no others.
-				mcpHandler = mcpserver.HandlerFor(store, mcpOpts, func(r *http.Request) (string, bool) {
-					t, ok := proxy.Tenant(r.Header)
-					return proxy.TenantNamespace(f.namespace, t), ok
-				}, 0)
-			}
-			srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: anthropicURL, OpenAIURL: oaURL, Logger: log, DecodeCacheBytes: decodeCache,
-				MCP: mcpHandler, Prices: prices, Token: token, Tenants: tenants, ContextManagement: proxy.ContextManagement(contextMgmt)})
-			if err != nil {
-				if errors.Is(err, proxy.ErrInvalidURL) {
-					return usagef("%v", err)
-				}
-				return err
-			}
-			defer srv.Close()
-			if _, _, err := net.SplitHostPort(listen); err != nil {
-				return usagef("--listen %s: %v", listen, err)
-			}
-			if h, p, _ := net.SplitHostPort(listen); h == "" {
-				listen = net.JoinHostPort("127.0.0.1", p) // loopback unless told otherwise
-			}
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return usagef("--listen %s: %v", listen, err)
 			}
 			base := "http://" + ln.Addr().String()
 			fmt.Fprintf(e.s.Out, "ANTHROPIC_BASE_URL=%s\n", base)
@@ -191,17 +85,168 @@ writes to, every session: the proxy prints the line that registers it,
 			return cmd.Context().Err()
 		},
 	}
+	p.register(cmd, "127.0.0.1:8787")
+	return cmd
+}
+
+// proxyFlags are the options of agentctx proxy, shared with the commands
+// that start one for a client (claude, codex).
+type proxyFlags struct {
+	f                   prepareFlags
+	listen, contextMgmt string
+	anthropicURL, oaURL string
+	maxSessions         int
+	decodeCacheMB       int
+	pricesFile          string
+	token               string
+	tenants             bool
+	clockSpeed          float64
+}
+
+// server checks the flags, opens the stores and builds the proxy, logging
+// to log; closeAll releases what it opened.
+func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *proxy.Server, closeAll func(), err error) {
+	f := &p.f
+	var closers []func() error
+	cleanup := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			cleanup()
+		}
+	}()
+	if cm := proxy.ContextManagement(p.contextMgmt); cm != proxy.ContextClient && cm != proxy.ContextNative {
+		return nil, nil, usagef("--context-management %q: want client or native", p.contextMgmt)
+	}
+	summ := f.summarizer
+	if summ == summarizerUpstream {
+		f.summarizer = summarizerExtractive
+	}
+	po, err := f.options(e, cmd.Flags().Changed)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.maxSessions < 1 {
+		return nil, nil, usagef("invalid --max-sessions %d: must be at least 1", p.maxSessions)
+	}
+	if p.decodeCacheMB < 0 {
+		return nil, nil, usagef("invalid --decode-cache %d: must be 0 (none) or more MiB", p.decodeCacheMB)
+	}
+	if p.clockSpeed <= 0 {
+		return nil, nil, usagef("invalid --clock-speed %g: must be more than 0", p.clockSpeed)
+	}
+	if p.clockSpeed != 1 && cmd.Flags().Changed("now") {
+		return nil, nil, usagef("--clock-speed and --now cannot be used together")
+	}
+	prices, err := readPrices(p.pricesFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	decodeCache := int64(p.decodeCacheMB) << 20
+	if p.decodeCacheMB == 0 {
+		decodeCache = -1 // keep nothing
+	}
+	po.Logger = log
+	po.Compact.Logger = log
+	// The workspace's line per stored tool result is detail: at
+	// debug level, shown with -v only (its errors always).
+	po.Workspace.Logger = slog.New(demoteInfo{log.Handler()})
+	loc, err := location(f.store, f.workspace)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := openStore(cmd.Context(), loc)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, store.Close)
+	sessions, err := openSessions(cmd.Context(), loc)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, sessions.Close)
+	po.Store, po.Sessions = store, sessions
+	po.Workspace.Namespace = f.namespace
+	po.Compact.Dir = f.dir
+	po.Files.Dir = f.dir
+	eo := proxy.PipelineOptions{Pipeline: po, MaxSessions: p.maxSessions, Logger: log}
+	if p.clockSpeed != 1 {
+		eo.Now = acceleratedClock(time.Now(), p.clockSpeed)
+		eo.Pipeline.Now = eo.Now
+	}
+	if summ == summarizerUpstream && !f.noCompact {
+		eo.Summarizer = proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{
+			AnthropicURL: p.anthropicURL, OpenAIURL: p.oaURL, Logger: log,
+		})
+		// One summary request per compaction: the upstream
+		// summarizer falls back to the extractive one itself.
+		eo.Pipeline.Compact.MaxRetries = -1
+	}
+	engine, err := proxy.NewPipelineEngine(eo)
+	if err != nil {
+		return nil, nil, usagef("%v", err)
+	}
+	// The read-back tools at /mcp, over the store and namespace the
+	// engine writes to, every session.
+	if p.token == "" {
+		p.token = os.Getenv(tokenEnv)
+	}
+	mcpOpts := &mcpserver.Options{Namespace: f.namespace, Version: agentctx.Version, Logger: log}
+	mcpHandler := mcpserver.New(store, mcpOpts).Handler()
+	if p.tenants {
+		// Read-back per tenant: a client reads the artifacts of the
+		// credentials it sends, no others.
+		mcpHandler = mcpserver.HandlerFor(store, mcpOpts, func(r *http.Request) (string, bool) {
+			t, ok := proxy.Tenant(r.Header)
+			return proxy.TenantNamespace(f.namespace, t), ok
+		}, 0)
+	}
+	srv, err = proxy.New(proxy.Options{Engine: engine, AnthropicURL: p.anthropicURL, OpenAIURL: p.oaURL, Logger: log, DecodeCacheBytes: decodeCache,
+		MCP: mcpHandler, Prices: prices, Token: p.token, Tenants: p.tenants, ContextManagement: proxy.ContextManagement(p.contextMgmt)})
+	if err != nil {
+		if errors.Is(err, proxy.ErrInvalidURL) {
+			return nil, nil, usagef("%v", err)
+		}
+		return nil, nil, err
+	}
+	closers = append(closers, srv.Close)
+	return srv, cleanup, nil
+}
+
+// listenTCP listens on --listen, on the loopback interface unless the
+// address names a host.
+func (p *proxyFlags) listenTCP() (net.Listener, error) {
+	listen := p.listen
+	if _, _, err := net.SplitHostPort(listen); err != nil {
+		return nil, usagef("--listen %s: %v", listen, err)
+	}
+	if h, port, _ := net.SplitHostPort(listen); h == "" {
+		listen = net.JoinHostPort("127.0.0.1", port) // loopback unless told otherwise
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, usagef("--listen %s: %v", listen, err)
+	}
+	return ln, nil
+}
+
+// register adds the proxy's flags to cmd, --listen defaulting to listen.
+func (p *proxyFlags) register(cmd *cobra.Command, listen string) {
+	f := &p.f
 	fs := cmd.Flags()
-	fs.StringVar(&listen, "listen", "127.0.0.1:8787", "address to listen on")
-	fs.StringVar(&contextMgmt, "context-management", string(proxy.ContextClient), "where edits go: client (in the messages) or native (Anthropic context editing for already-sent results)")
-	fs.StringVar(&anthropicURL, "upstream-anthropic", proxy.DefaultAnthropicURL, "Anthropic API base URL")
-	fs.StringVar(&oaURL, "upstream-openai", proxy.DefaultOpenAIURL, "OpenAI API base URL")
-	fs.IntVar(&maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions kept in memory (least recently used out first)")
-	fs.IntVar(&decodeCacheMB, "decode-cache", proxy.DefaultDecodeCacheBytes>>20, "MiB of decoded messages kept for the next request of each conversation to reuse (0: none; each request is then decoded whole)")
-	fs.StringVar(&pricesFile, "prices", "", pricesFlagHelp)
-	fs.BoolVar(&tenants, "tenants", false, "isolate the clients of a shared proxy by their credentials: each API key keeps its sessions and artifacts in a namespace of its own (<namespace>/tenants/<digest>), and /mcp reads only the artifacts of the credentials the MCP client sends (X-Api-Key or Authorization)")
-	fs.StringVar(&token, "token", "", "the token the statistics and MCP endpoints require (X-Agentctx-Token or Authorization: Bearer; default $"+tokenEnv+"); without it they answer requests to a loopback name only")
-	fs.Float64Var(&clockSpeed, "clock-speed", 1, "for simulations: the proxy's clock (prune ages, artifact times, idle sessions) runs N times faster than the wall clock from the proxy's start; request durations in the log stay wall time")
+	fs.StringVar(&p.listen, "listen", listen, "address to listen on")
+	fs.StringVar(&p.contextMgmt, "context-management", string(proxy.ContextClient), "where edits go: client (in the messages) or native (Anthropic context editing for already-sent results)")
+	fs.StringVar(&p.anthropicURL, "upstream-anthropic", proxy.DefaultAnthropicURL, "Anthropic API base URL")
+	fs.StringVar(&p.oaURL, "upstream-openai", proxy.DefaultOpenAIURL, "OpenAI API base URL")
+	fs.IntVar(&p.maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions kept in memory (least recently used out first)")
+	fs.IntVar(&p.decodeCacheMB, "decode-cache", proxy.DefaultDecodeCacheBytes>>20, "MiB of decoded messages kept for the next request of each conversation to reuse (0: none; each request is then decoded whole)")
+	fs.StringVar(&p.pricesFile, "prices", "", pricesFlagHelp)
+	fs.BoolVar(&p.tenants, "tenants", false, "isolate the clients of a shared proxy by their credentials: each API key keeps its sessions and artifacts in a namespace of its own (<namespace>/tenants/<digest>), and /mcp reads only the artifacts of the credentials the MCP client sends (X-Api-Key or Authorization)")
+	fs.StringVar(&p.token, "token", "", "the token the statistics and MCP endpoints require (X-Agentctx-Token or Authorization: Bearer; default $"+tokenEnv+"); without it they answer requests to a loopback name only")
+	fs.Float64Var(&p.clockSpeed, "clock-speed", 1, "for simulations: the proxy's clock (prune ages, artifact times, idle sessions) runs N times faster than the wall clock from the proxy's start; request durations in the log stay wall time")
 	fs.MarkHidden("clock-speed")
 	f.register(fs, true)
 	fs.StringVar(&f.workspace, "workspace", pipeline.DefaultWorkspaceDir, "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
@@ -211,7 +256,6 @@ writes to, every session: the proxy prints the line that registers it,
 	sf := fs.Lookup("summarizer")
 	sf.DefValue, sf.Usage = summarizerUpstream, "upstream (the client's own model and credentials, extractive when that fails), extractive, anthropic or openai"
 	f.summarizer = summarizerUpstream
-	return cmd
 }
 
 // acceleratedClock returns a clock that reads start at start and runs
