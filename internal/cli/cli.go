@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/launch"
 )
 
 // Exit codes.
@@ -43,6 +44,11 @@ type Streams struct {
 	// common flags (AGENTCTX_WORKSPACE, AGENTCTX_LIMIT, ...; see envFlags).
 	// Nil means no environment.
 	LookupEnv func(string) (string, bool)
+
+	// Signals are the signals the process received, for the commands that
+	// run a client (claude, codex; see OwnsSignals), which forward them to
+	// it. Nil: none.
+	Signals <-chan os.Signal
 }
 
 // usageError marks bad usage (unknown flag, wrong arguments, missing input
@@ -65,9 +71,12 @@ var errInterrupted = errors.New("interrupted")
 // only place that makes this choice.
 func ExitCode(err error) int {
 	var ue *usageError
+	var ce *clientExit
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.As(err, &ce):
+		return ce.code
 	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
 		return ExitInterrupted
 	case errors.As(err, &ue), errors.Is(err, agentctx.ErrInvalidInput):
@@ -95,9 +104,10 @@ func Run(ctx context.Context, args []string, s Streams) int {
 		// interrupt.
 		err = errInterrupted
 	}
-	if err != nil {
+	var ce *clientExit
+	if err != nil && !errors.As(err, &ce) {
 		fmt.Fprintf(s.Err, "agentctx: %s\n", oneLine(err.Error()))
-	} else {
+	} else if err == nil {
 		e.printNotices()
 	}
 	return ExitCode(err)
@@ -172,6 +182,7 @@ command line wins):
 	root.PersistentFlags().BoolVar(&e.read.WholeHistory, "whole-history", false, "read a compacted Claude Code session whole, not from its last compact boundary on")
 	root.AddCommand(newValidateCmd(e), newVersionCmd(e), newCountCmd(e), newOffloadCmd(e), newOffloadOneCmd(e), newPruneCmd(e), newWSCmd(e), newCompactCmd(e), newPrepareCmd(e), newEvalCmd(e), newReplayCmd(e), newFormatsCmd(e))
 	root.AddCommand(newProxyCmd(e), newMCPCmd(e), newToolsCmd(e), newSummaryEvalCmd(e))
+	root.AddCommand(newLaunchCmd(e, launch.Claude), newLaunchCmd(e, launch.Codex))
 	for _, c := range root.Commands() {
 		c.Args = wrapArgs(c.Args)
 	}
