@@ -121,7 +121,6 @@ screen. Its statistics are at URL/agentctx/stats while it runs.`,
 				if o.Token == "" {
 					o.Token = os.Getenv(tokenEnv)
 				}
-				fmt.Fprintf(e.s.Err, "agentctx: %s through the proxy at %s\n", client, strings.TrimRight(proxyURL, "/"))
 			} else {
 				srv, closeAll, err := p.server(cmd, e, log)
 				if err != nil {
