@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/agentctx/agentctx/internal/cli"
 	"github.com/agentctx/agentctx/internal/e2eclient"
@@ -146,5 +149,39 @@ while :; do sleep 0.05; done`)
 		if code := cmd.ProcessState.ExitCode(); code != tc.code {
 			t.Errorf("%v: exit %d, want the client's %d; stderr:\n%s", tc.sig, code, tc.code, stderr.String())
 		}
+	}
+}
+
+// On a terminal, Ctrl-C belongs to the client (the terminal delivers it to
+// the client itself): a SIGINT to agentctx neither stops agentctx nor
+// reaches the client a second time; a SIGTERM still does.
+func TestLaunchLeavesCtrlCToTheClient(t *testing.T) {
+	dir := fakeClient(t, "claude", `trap 'exit 42' TERM
+trap 'exit 43' INT
+touch "$OUT.ready"
+while :; do sleep 0.05; done`)
+	out := filepath.Join(t.TempDir(), "out")
+	cmd := exec.Command(agentctxBinary(t), "claude")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(e2eclient.MinimalEnv(), "PATH="+dir+":"+os.Getenv("PATH"), "HOME="+cmd.Dir, "OUT="+out, "TERM=xterm")
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer tty.Close()
+	go io.Copy(io.Discard, tty)
+	t.Cleanup(func() { cmd.Process.Kill() })
+	for i := 0; i < 1000; i++ {
+		if _, err := os.Stat(out + ".ready"); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	time.Sleep(300 * time.Millisecond) // a forwarded SIGINT would have ended the client by now
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 42 {
+		t.Errorf("exit %d, want 42 (the client ended by the SIGTERM, not 43 by a forwarded SIGINT, nor agentctx stopped by it)", code)
 	}
 }
