@@ -297,7 +297,10 @@ func (t *statsTable) addTotal(x *exchange) {
 // "process").
 type ProcessStats struct {
 	// LiveHeapBytes is the heap the last garbage collection found in use
-	// (runtime/metrics /gc/heap/live:bytes); 0 before the first one.
+	// (runtime/metrics /gc/heap/live:bytes). Before the first collection
+	// (a small proxy may run long without one) it is the bytes of the heap
+	// objects allocated so far (/memory/classes/heap/objects:bytes), an
+	// upper bound, so that it is never 0.
 	LiveHeapBytes uint64 `json:"live_heap_bytes"`
 	// DecodeCacheBytes is the proxy's estimate of what its cache of
 	// decoded messages holds (see Options.DecodeCacheBytes).
@@ -308,11 +311,13 @@ type ProcessStats struct {
 
 // ProcessStats reports the process's memory.
 func (s *Server) ProcessStats() ProcessStats {
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(sample)
 	p := ProcessStats{DecodeCacheBytes: s.decoded.bytes()}
-	if sample[0].Value.Kind() == metrics.KindUint64 {
-		p.LiveHeapBytes = sample[0].Value.Uint64()
+	for _, m := range sample {
+		if p.LiveHeapBytes == 0 && m.Value.Kind() == metrics.KindUint64 {
+			p.LiveHeapBytes = m.Value.Uint64()
+		}
 	}
 	s.stats.mu.Lock()
 	p.Sessions = len(s.stats.sessions)

@@ -27,6 +27,24 @@ func main() {
 	// A short-lived process: trade memory for fewer collections while a
 	// transcript is parsed (the library itself never changes GC settings).
 	debug.SetGCPercent(400)
+	streams := cli.Streams{
+		In:            os.Stdin,
+		Out:           os.Stdout,
+		Err:           os.Stderr,
+		InIsTerminal:  isTerminal(os.Stdin),
+		OutIsTerminal: isTerminal(os.Stdout),
+		ErrIsTerminal: isTerminal(os.Stderr),
+		LookupEnv:     os.LookupEnv,
+	}
+	if cli.OwnsSignals(os.Args[1:]) {
+		// agentctx claude, agentctx codex: the client decides what
+		// Ctrl-C does; the command forwards the signals it must and
+		// returns the client's exit code.
+		sigs := make(chan os.Signal, 4)
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		streams.Signals = sigs
+		os.Exit(cli.Run(context.Background(), os.Args[1:], streams))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ctx.Done()
@@ -36,15 +54,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "agentctx: interrupted")
 		os.Exit(cli.ExitInterrupted)
 	}()
-	code := cli.Run(ctx, os.Args[1:], cli.Streams{
-		In:            os.Stdin,
-		Out:           os.Stdout,
-		Err:           os.Stderr,
-		InIsTerminal:  isTerminal(os.Stdin),
-		OutIsTerminal: isTerminal(os.Stdout),
-		ErrIsTerminal: isTerminal(os.Stderr),
-		LookupEnv:     os.LookupEnv,
-	})
+	code := cli.Run(ctx, os.Args[1:], streams)
 	stop()
 	os.Exit(code)
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/config"
 	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/launch"
 )
 
 // Exit codes.
@@ -45,6 +46,11 @@ type Streams struct {
 	// common flags (AGENTCTX_WORKSPACE, AGENTCTX_LIMIT, ...; see envFlags).
 	// Nil means no environment.
 	LookupEnv func(string) (string, bool)
+
+	// Signals are the signals the process received, for the commands that
+	// run a client (claude, codex; see OwnsSignals), which forward them to
+	// it. Nil: none.
+	Signals <-chan os.Signal
 }
 
 // usageError marks bad usage (unknown flag, wrong arguments, missing input
@@ -67,9 +73,12 @@ var errInterrupted = errors.New("interrupted")
 // only place that makes this choice.
 func ExitCode(err error) int {
 	var ue *usageError
+	var ce *clientExit
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.As(err, &ce):
+		return ce.code
 	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
 		return ExitInterrupted
 	case errors.As(err, &ue), errors.Is(err, agentctx.ErrInvalidInput), errors.Is(err, workspace.ErrInvalidLocation):
@@ -97,9 +106,10 @@ func Run(ctx context.Context, args []string, s Streams) int {
 		// interrupt.
 		err = errInterrupted
 	}
-	if err != nil {
+	var ce *clientExit
+	if err != nil && !errors.As(err, &ce) {
 		fmt.Fprintf(s.Err, "agentctx: %s\n", oneLine(err.Error()))
-	} else {
+	} else if err == nil {
 		e.printNotices()
 	}
 	return ExitCode(err)
@@ -147,7 +157,6 @@ Environment variables:
 		Example: `  agentctx count session.jsonl
   agentctx prepare --limit 100000 session.jsonl > prepared.json
   source <(agentctx completion bash)`,
-		Version:           agentctx.Version,
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
@@ -157,8 +166,18 @@ Environment variables:
 			}
 			return e.settle(cmd)
 		},
+		// --version is answered here rather than by cobra's version
+		// template: a template links text/template's reflection, which
+		// switches off the linker's dead-code elimination (a binary 33 MB
+		// larger; see TestNoReflectMethodLookup).
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if v, _ := cmd.Flags().GetBool("version"); v {
+				_, err := fmt.Fprintf(s.Out, "agentctx %s\n", agentctx.Version)
+				return err
+			}
+			return cmd.Help()
+		},
 	}
-	root.SetVersionTemplate("agentctx {{.Version}}\n")
 	root.Flags().Bool("version", false, "print the agentctx version")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
@@ -171,6 +190,7 @@ Environment variables:
 	root.AddCommand(newReportCmd(e))
 	root.AddCommand(newProxyCmd(e), newMCPCmd(e), newToolsCmd(e), newSummaryEvalCmd(e))
 	root.AddCommand(newConfigCmd(e), newSessionsCmd(e))
+	root.AddCommand(newLaunchCmd(e, launch.Claude), newLaunchCmd(e, launch.Codex))
 	for _, c := range root.Commands() {
 		c.Args = wrapArgs(c.Args)
 	}

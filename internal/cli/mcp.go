@@ -44,7 +44,10 @@ it up front, and every result is one page under --max-chars characters and
 
   claude mcp add agentctx -- agentctx mcp --workspace DIR
 
-agentctx proxy serves the same tools at /mcp on its own port.`,
+agentctx proxy serves the same tools at /mcp on its own port.
+
+The server runs until stdin ends (exit 0) or until SIGINT (Ctrl-C) or
+SIGTERM (exit 130).`,
 		Example: `  claude mcp add agentctx -- agentctx mcp --workspace "$PWD/.agentctx"
   agentctx mcp --workspace .agentctx --session s1
   agentctx mcp --http 127.0.0.1:8790`,
@@ -91,8 +94,11 @@ const tokenEnv = "AGENTCTX_TOKEN"
 // serveStdio serves one client on in/out until in ends or ctx is done.
 func serveStdio(ctx context.Context, srv *mcpserver.Server, in io.Reader, out io.Writer) error {
 	err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
-	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || ctx.Err() != nil {
-		return nil
+	if ctx.Err() != nil {
+		return ctx.Err() // stopped by a signal: exit 130
+	}
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
+		return nil // the client closed stdin
 	}
 	return fmt.Errorf("mcp: %w", err)
 }
@@ -119,7 +125,7 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, addr, token string, s
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		hs.Shutdown(sctx)
-		return nil
+		return ctx.Err() // stopped by a signal: exit 130
 	}
 }
 

@@ -153,8 +153,8 @@ func TestMCPHTTP(t *testing.T) {
 	}
 	cs.Close()
 	cancel()
-	if code := <-done; code != 0 {
-		t.Errorf("exit %d: %s", code, errb.String())
+	if code := <-done; code != cli.ExitInterrupted {
+		t.Errorf("exit %d after cancel, want %d: %s", code, cli.ExitInterrupted, errb.String())
 	}
 }
 

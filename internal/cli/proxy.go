@@ -24,20 +24,7 @@ import (
 const summarizerUpstream = "upstream"
 
 func newProxyCmd(e *env) *cobra.Command {
-	var (
-		retain              retentionFlags
-		f                   prepareFlags
-		listen, contextMgmt string
-		anthropicURL, oaURL string
-		maxSessions         int
-		decodeCacheMB       int
-		pricesFile          string
-		token               string
-		tenants             bool
-		storeEvery          bool
-		clockSpeed          float64
-		otel                bool
-	)
+	var p proxyFlags
 	cmd := &cobra.Command{
 		Use:   "proxy",
 		Short: "Serve the Anthropic and OpenAI APIs with context management in front",
@@ -51,9 +38,11 @@ POST /v1/messages, /v1/chat/completions and /v1/responses (with store
 false and no previous_response_id) are edited; everything else passes
 through. A request that needs no edit goes upstream byte for byte.
 GET /agentctx/stats reports per session, GET /metrics the same in the
-Prometheus text format (both need --token, or a loopback Host);
---otel traces each request over OTLP. SIGINT or SIGTERM stops
-accepting and lets the requests in flight finish.
+Prometheus text format, /agentctx/ is a dashboard of both (all need
+--token, or a loopback Host); --otel traces each request over OTLP.
+SIGINT (Ctrl-C) or SIGTERM stops accepting and lets the requests in
+flight finish; the exit code is then 130. A line is logged per request
+(-v: also per stored tool result).
 
 The stats carry money per session and in "total": cost_usd (the usage
 the upstream reported, summary requests included, at list prices;
@@ -74,162 +63,226 @@ writes to, every session: the proxy prints the line that registers it,
   curl -s http://127.0.0.1:8787/agentctx/stats | jq '.sessions[] | {requests, compactions, prefix_changes, cache_breaks}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cm := proxy.ContextManagement(contextMgmt); cm != proxy.ContextClient && cm != proxy.ContextNative {
-				return usagef("--context-management %q: want client or native", contextMgmt)
-			}
-			summ := f.summarizer
-			if summ == summarizerUpstream {
-				f.summarizer = summarizerExtractive
-			}
-			po, err := f.options(e, cmd.Flags().Changed)
-			if err != nil {
-				return err
-			}
-			if maxSessions < 1 {
-				return usagef("invalid --max-sessions %d: must be at least 1", maxSessions)
-			}
-			if decodeCacheMB < 0 {
-				return usagef("invalid --decode-cache %d: must be 0 (none) or more MiB", decodeCacheMB)
-			}
-			if clockSpeed <= 0 {
-				return usagef("invalid --clock-speed %g: must be more than 0", clockSpeed)
-			}
-			if clockSpeed != 1 && cmd.Flags().Changed("now") {
-				return usagef("--clock-speed and --now cannot be used together")
-			}
-			prices, err := readPrices(pricesFile)
-			if err != nil {
-				return err
-			}
-			decodeCache := int64(decodeCacheMB) << 20
-			if decodeCacheMB == 0 {
-				decodeCache = -1 // keep nothing
-			}
 			log := e.logger
 			if !log.Enabled(cmd.Context(), slog.LevelInfo) {
 				log = slog.New(slog.NewTextHandler(e.s.Err, &slog.HandlerOptions{Level: slog.LevelInfo}))
 			}
-			po.Logger = log
-			po.Compact.Logger = log
-			loc, err := location(f.store, f.workspace)
+			srv, closeAll, err := p.server(cmd, e, log)
 			if err != nil {
 				return err
 			}
-			store, err := openStore(cmd.Context(), loc)
+			defer closeAll()
+			ln, err := p.listenTCP()
 			if err != nil {
 				return err
-			}
-			defer store.Close()
-			sessions, err := openSessions(cmd.Context(), loc)
-			if err != nil {
-				return err
-			}
-			defer sessions.Close()
-			po.Store, po.Sessions = store, sessions
-			po.StoreOnReplace = !storeEvery // a small result is stored when a decision replaces it
-			po.Workspace.Namespace = f.namespace
-			po.Compact.Dir = f.dir
-			po.Files.Dir = f.dir
-			eo := proxy.PipelineOptions{Pipeline: po, MaxSessions: maxSessions, Logger: log}
-			if clockSpeed != 1 {
-				eo.Now = acceleratedClock(time.Now(), clockSpeed)
-				eo.Pipeline.Now = eo.Now
-			}
-			if summ == summarizerUpstream && !f.noCompact {
-				eo.Summarizer = proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{
-					AnthropicURL: anthropicURL, OpenAIURL: oaURL, Logger: log,
-				})
-				// One summary request per compaction: the upstream
-				// summarizer falls back to the extractive one itself.
-				eo.Pipeline.Compact.MaxRetries = -1
-			}
-			if proxy.ContextManagement(contextMgmt) == proxy.ContextNative && !f.noCompact {
-				// OpenAI Responses: the provider's compaction writes the
-				// summary (the other APIs keep the summarizer chosen).
-				eo.Summarizer = proxy.NativeSummarizers(proxy.NativeSummarizerOptions{OpenAIURL: oaURL, Logger: log, Fallback: eo.Summarizer})
-			}
-			engine, err := proxy.NewPipelineEngine(eo)
-			if err != nil {
-				return usagef("%v", err)
-			}
-			// The read-back tools at /mcp, over the store and namespace the
-			// engine writes to, every session.
-			if token == "" {
-				token = os.Getenv(tokenEnv)
-			}
-			mcpOpts := &mcpserver.Options{Namespace: f.namespace, Version: agentctx.Version, Logger: log}
-			readBack := mcpserver.New(store, mcpOpts)
-			mcpHandler := readBack.Handler()
-			dashReadBack := proxy.ReadBack(readBack.Call)
-			if tenants {
-				// Read-back per tenant: a client reads the artifacts of the
-				// credentials it sends, no others.
-				mcpHandler = mcpserver.HandlerFor(store, mcpOpts, func(r *http.Request) (string, bool) {
-					t, ok := proxy.Tenant(r.Header)
-					return proxy.TenantNamespace(f.namespace, t), ok
-				}, 0)
-				dashReadBack = nil // the dashboard reads no tenant's artifacts
-			}
-			var tp trace.TracerProvider
-			if otel {
-				sdk, err := proxy.NewOTLPTracerProvider(cmd.Context(), os.Getenv)
-				if err != nil {
-					return usagef("--otel: %v", err)
-				}
-				defer func() {
-					ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 5*time.Second)
-					defer cancel()
-					sdk.Shutdown(ctx) // flush the last spans
-				}()
-				tp = sdk
-			}
-			srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: anthropicURL, OpenAIURL: oaURL, Logger: log, DecodeCacheBytes: decodeCache,
-				MCP: mcpHandler, Prices: prices, Token: token, Tenants: tenants, ContextManagement: proxy.ContextManagement(contextMgmt),
-				TracerProvider: tp, ReadBack: dashReadBack})
-			if err != nil {
-				if errors.Is(err, proxy.ErrInvalidURL) {
-					return usagef("%v", err)
-				}
-				return err
-			}
-			defer srv.Close()
-			if _, _, err := net.SplitHostPort(listen); err != nil {
-				return usagef("--listen %s: %v", listen, err)
-			}
-			if h, p, _ := net.SplitHostPort(listen); h == "" {
-				listen = net.JoinHostPort("127.0.0.1", p) // loopback unless told otherwise
-			}
-			ln, err := net.Listen("tcp", listen)
-			if err != nil {
-				return usagef("--listen %s: %v", listen, err)
 			}
 			base := "http://" + ln.Addr().String()
 			fmt.Fprintf(e.s.Out, "ANTHROPIC_BASE_URL=%s\n", base)
 			fmt.Fprintf(e.s.Err, "agentctx proxy: listening on %s (OpenAI clients: base URL %s/v1); stats at %s%s\n", base, base, base, proxy.StatsPath)
-			fmt.Fprintf(e.s.Err, "agentctx proxy: dashboard at %s%s, metrics at %s%s\n", localURL(ln.Addr()), proxy.DashboardPath, base, proxy.MetricsPath)
 			fmt.Fprintf(e.s.Err, "agentctx proxy: read-back tools over MCP at %s%s; for Claude Code:\n", base, proxy.MCPPath)
 			fmt.Fprintf(e.s.Err, "claude mcp add --transport http agentctx %s%s\n", localURL(ln.Addr()), proxy.MCPPath)
-			stopRetention := startRetention(cmd.Context(), retain, store, sessions, f.namespace, log)
-			defer stopRetention()
-			return srv.Serve(cmd.Context(), ln)
+			if err := srv.Serve(cmd.Context(), ln); err != nil {
+				return err
+			}
+			// Stopped by a signal once the requests in flight finished:
+			// exit 130, as every interrupted command does.
+			return cmd.Context().Err()
 		},
 	}
-	retain.add(cmd)
-	cmd.Flags().DurationVar(&retain.every, "retain-every", time.Hour, "with --retain-age or --retain-size: how often the proxy prunes its namespace (and its tenants')")
-	fs := cmd.Flags()
-	fs.StringVar(&listen, "listen", "127.0.0.1:8787", "address to listen on")
-	fs.StringVar(&contextMgmt, "context-management", string(proxy.ContextClient), "where edits go: client (in the messages) or native (Anthropic context editing for already-sent results; OpenAI Responses compaction for compactions)")
-	fs.StringVar(&anthropicURL, "upstream-anthropic", proxy.DefaultAnthropicURL, "Anthropic API base URL")
-	fs.StringVar(&oaURL, "upstream-openai", proxy.DefaultOpenAIURL, "OpenAI API base URL")
-	fs.IntVar(&maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions kept in memory (least recently used out first)")
-	fs.IntVar(&decodeCacheMB, "decode-cache", proxy.DefaultDecodeCacheBytes>>20, "MiB of decoded messages kept for the next request of each conversation to reuse (0: none; each request is then decoded whole)")
-	fs.StringVar(&pricesFile, "prices", "", pricesFlagHelp)
-	fs.BoolVar(&tenants, "tenants", false, "isolate the clients of a shared proxy by their credentials: each API key keeps its sessions and artifacts in a namespace of its own (<namespace>/tenants/<digest>), and /mcp reads only the artifacts of the credentials the MCP client sends (X-Api-Key or Authorization)")
-	fs.StringVar(&token, "token", "", "the token the statistics and MCP endpoints require (X-Agentctx-Token or Authorization: Bearer; default $"+tokenEnv+"); without it they answer requests to a loopback name only")
-	fs.BoolVar(&otel, "otel", false, "trace each request's steps (decode, prepare and its pipeline steps, upstream) with OpenTelemetry, exported over OTLP/HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME...)")
+	p.register(cmd, "127.0.0.1:8787")
+	return cmd
+}
 
-	fs.BoolVar(&storeEvery, "store-every-result", false, "store every tool result when first seen; by default a result under 4,000 characters (and under --inline-limit) is stored when it is first pruned (what a compaction summarizes is in its archive)")
-	fs.Float64Var(&clockSpeed, "clock-speed", 1, "for simulations: the proxy's clock (prune ages, artifact times, idle sessions) runs N times faster than the wall clock from the proxy's start; request durations in the log stay wall time")
+// proxyFlags are the options of agentctx proxy, shared with the commands
+// that start one for a client (claude, codex).
+type proxyFlags struct {
+	f                   prepareFlags
+	listen, contextMgmt string
+	anthropicURL, oaURL string
+	maxSessions         int
+	decodeCacheMB       int
+	pricesFile          string
+	token               string
+	tenants             bool
+	clockSpeed          float64
+	storeEvery          bool
+	otel                bool
+	retain              retentionFlags
+}
+
+// server checks the flags, opens the stores and builds the proxy, logging
+// to log; closeAll releases what it opened.
+func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *proxy.Server, closeAll func(), err error) {
+	f := &p.f
+	var closers []func() error
+	cleanup := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	defer func() {
+		if err != nil {
+			cleanup()
+		}
+	}()
+	if cm := proxy.ContextManagement(p.contextMgmt); cm != proxy.ContextClient && cm != proxy.ContextNative {
+		return nil, nil, usagef("--context-management %q: want client or native", p.contextMgmt)
+	}
+	summ := f.summarizer
+	if summ == summarizerUpstream {
+		f.summarizer = summarizerExtractive
+	}
+	po, err := f.options(e, cmd.Flags().Changed)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p.maxSessions < 1 {
+		return nil, nil, usagef("invalid --max-sessions %d: must be at least 1", p.maxSessions)
+	}
+	if p.decodeCacheMB < 0 {
+		return nil, nil, usagef("invalid --decode-cache %d: must be 0 (none) or more MiB", p.decodeCacheMB)
+	}
+	if p.clockSpeed <= 0 {
+		return nil, nil, usagef("invalid --clock-speed %g: must be more than 0", p.clockSpeed)
+	}
+	if p.clockSpeed != 1 && cmd.Flags().Changed("now") {
+		return nil, nil, usagef("--clock-speed and --now cannot be used together")
+	}
+	prices, err := readPrices(p.pricesFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	decodeCache := int64(p.decodeCacheMB) << 20
+	if p.decodeCacheMB == 0 {
+		decodeCache = -1 // keep nothing
+	}
+	po.Logger = log
+	po.Compact.Logger = log
+	// The workspace's line per stored tool result is detail: at
+	// debug level, shown with -v only (its errors always).
+	po.Workspace.Logger = slog.New(demoteInfo{log.Handler()})
+	loc, err := location(f.store, f.workspace)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := openStore(cmd.Context(), loc)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, store.Close)
+	sessions, err := openSessions(cmd.Context(), loc)
+	if err != nil {
+		return nil, nil, err
+	}
+	closers = append(closers, sessions.Close)
+	po.Store, po.Sessions = store, sessions
+	po.StoreOnReplace = !p.storeEvery // a small result is stored when a decision replaces it
+	po.Workspace.Namespace = f.namespace
+	po.Compact.Dir = f.dir
+	po.Files.Dir = f.dir
+	eo := proxy.PipelineOptions{Pipeline: po, MaxSessions: p.maxSessions, Logger: log}
+	if p.clockSpeed != 1 {
+		eo.Now = acceleratedClock(time.Now(), p.clockSpeed)
+		eo.Pipeline.Now = eo.Now
+	}
+	if summ == summarizerUpstream && !f.noCompact {
+		eo.Summarizer = proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{
+			AnthropicURL: p.anthropicURL, OpenAIURL: p.oaURL, Logger: log,
+		})
+		// One summary request per compaction: the upstream
+		// summarizer falls back to the extractive one itself.
+		eo.Pipeline.Compact.MaxRetries = -1
+	}
+	if proxy.ContextManagement(p.contextMgmt) == proxy.ContextNative && !f.noCompact {
+		// OpenAI Responses: the provider's compaction writes the
+		// summary (the other APIs keep the summarizer chosen).
+		eo.Summarizer = proxy.NativeSummarizers(proxy.NativeSummarizerOptions{OpenAIURL: p.oaURL, Logger: log, Fallback: eo.Summarizer})
+	}
+	engine, err := proxy.NewPipelineEngine(eo)
+	if err != nil {
+		return nil, nil, usagef("%v", err)
+	}
+	// The read-back tools at /mcp, over the store and namespace the
+	// engine writes to, every session.
+	if p.token == "" {
+		p.token = os.Getenv(tokenEnv)
+	}
+	mcpOpts := &mcpserver.Options{Namespace: f.namespace, Version: agentctx.Version, Logger: log}
+	readBack := mcpserver.New(store, mcpOpts)
+	mcpHandler := readBack.Handler()
+	dashReadBack := proxy.ReadBack(readBack.Call)
+	if p.tenants {
+		// Read-back per tenant: a client reads the artifacts of the
+		// credentials it sends, no others.
+		mcpHandler = mcpserver.HandlerFor(store, mcpOpts, func(r *http.Request) (string, bool) {
+			t, ok := proxy.Tenant(r.Header)
+			return proxy.TenantNamespace(f.namespace, t), ok
+		}, 0)
+		dashReadBack = nil // the dashboard reads no tenant's artifacts
+	}
+	var tp trace.TracerProvider
+	if p.otel {
+		sdk, err := proxy.NewOTLPTracerProvider(cmd.Context(), os.Getenv)
+		if err != nil {
+			return nil, nil, usagef("--otel: %v", err)
+		}
+		closers = append(closers, func() error {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 5*time.Second)
+			defer cancel()
+			return sdk.Shutdown(ctx) // flush the last spans
+		})
+		tp = sdk
+	}
+	srv, err = proxy.New(proxy.Options{Engine: engine, AnthropicURL: p.anthropicURL, OpenAIURL: p.oaURL, Logger: log, DecodeCacheBytes: decodeCache,
+		MCP: mcpHandler, Prices: prices, Token: p.token, Tenants: p.tenants, ContextManagement: proxy.ContextManagement(p.contextMgmt),
+		TracerProvider: tp, ReadBack: dashReadBack})
+	if err != nil {
+		if errors.Is(err, proxy.ErrInvalidURL) {
+			return nil, nil, usagef("%v", err)
+		}
+		return nil, nil, err
+	}
+	closers = append(closers, srv.Close)
+	stopRetention := startRetention(cmd.Context(), p.retain, store, sessions, f.namespace, log)
+	closers = append(closers, func() error { stopRetention(); return nil })
+	return srv, cleanup, nil
+}
+
+// listenTCP listens on --listen, on the loopback interface unless the
+// address names a host.
+func (p *proxyFlags) listenTCP() (net.Listener, error) {
+	listen := p.listen
+	if _, _, err := net.SplitHostPort(listen); err != nil {
+		return nil, usagef("--listen %s: %v", listen, err)
+	}
+	if h, port, _ := net.SplitHostPort(listen); h == "" {
+		listen = net.JoinHostPort("127.0.0.1", port) // loopback unless told otherwise
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, usagef("--listen %s: %v", listen, err)
+	}
+	return ln, nil
+}
+
+// register adds the proxy's flags to cmd, --listen defaulting to listen.
+func (p *proxyFlags) register(cmd *cobra.Command, listen string) {
+	f := &p.f
+	fs := cmd.Flags()
+	fs.StringVar(&p.listen, "listen", listen, "address to listen on")
+	fs.StringVar(&p.contextMgmt, "context-management", string(proxy.ContextClient), "where edits go: client (in the messages) or native (Anthropic context editing for already-sent results; OpenAI Responses compaction for compactions)")
+	fs.StringVar(&p.anthropicURL, "upstream-anthropic", proxy.DefaultAnthropicURL, "Anthropic API base URL")
+	fs.StringVar(&p.oaURL, "upstream-openai", proxy.DefaultOpenAIURL, "OpenAI API base URL")
+	fs.IntVar(&p.maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions kept in memory (least recently used out first)")
+	fs.IntVar(&p.decodeCacheMB, "decode-cache", proxy.DefaultDecodeCacheBytes>>20, "MiB of decoded messages kept for the next request of each conversation to reuse (0: none; each request is then decoded whole)")
+	fs.StringVar(&p.pricesFile, "prices", "", pricesFlagHelp)
+	fs.BoolVar(&p.tenants, "tenants", false, "isolate the clients of a shared proxy by their credentials: each API key keeps its sessions and artifacts in a namespace of its own (<namespace>/tenants/<digest>), and /mcp reads only the artifacts of the credentials the MCP client sends (X-Api-Key or Authorization)")
+	fs.StringVar(&p.token, "token", "", "the token the statistics and MCP endpoints require (X-Agentctx-Token or Authorization: Bearer; default $"+tokenEnv+"); without it they answer requests to a loopback name only")
+	p.retain.add(cmd)
+	fs.DurationVar(&p.retain.every, "retain-every", time.Hour, "with --retain-age or --retain-size: how often the proxy prunes its namespace (and its tenants')")
+	fs.BoolVar(&p.otel, "otel", false, "trace each request's steps (decode, prepare and its pipeline steps, upstream) with OpenTelemetry, exported over OTLP/HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME...)")
+	fs.BoolVar(&p.storeEvery, "store-every-result", false, "store every tool result when first seen; by default a result under 4,000 characters (and under --inline-limit) is stored when it is first pruned (what a compaction summarizes is in its archive)")
+	fs.Float64Var(&p.clockSpeed, "clock-speed", 1, "for simulations: the proxy's clock (prune ages, artifact times, idle sessions) runs N times faster than the wall clock from the proxy's start; request durations in the log stay wall time")
 	fs.MarkHidden("clock-speed")
 	f.register(fs, true)
 	fs.StringVar(&f.workspace, "workspace", pipeline.DefaultWorkspaceDir, "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
@@ -239,7 +292,6 @@ writes to, every session: the proxy prints the line that registers it,
 	sf := fs.Lookup("summarizer")
 	sf.DefValue, sf.Usage = summarizerUpstream, "upstream (the client's own model and credentials, extractive when that fails), extractive, anthropic or openai"
 	f.summarizer = summarizerUpstream
-	return cmd
 }
 
 // acceleratedClock returns a clock that reads start at start and runs
@@ -264,3 +316,28 @@ func localURL(addr net.Addr) string {
 	}
 	return "http://" + net.JoinHostPort(host, port)
 }
+
+// demoteInfo is a handler that logs info records at debug level.
+type demoteInfo struct{ slog.Handler }
+
+func demote(l slog.Level) slog.Level {
+	if l == slog.LevelInfo {
+		return slog.LevelDebug
+	}
+	return l
+}
+
+func (d demoteInfo) Enabled(ctx context.Context, l slog.Level) bool {
+	return d.Handler.Enabled(ctx, demote(l))
+}
+
+func (d demoteInfo) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = demote(r.Level)
+	return d.Handler.Handle(ctx, r)
+}
+
+func (d demoteInfo) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return demoteInfo{d.Handler.WithAttrs(attrs)}
+}
+
+func (d demoteInfo) WithGroup(name string) slog.Handler { return demoteInfo{d.Handler.WithGroup(name)} }

@@ -84,8 +84,8 @@ func TestProxyServesUntilCancelled(t *testing.T) {
 	cancel()
 	select {
 	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d after cancel", code)
+		if code != cli.ExitInterrupted {
+			t.Errorf("exit %d after cancel, want %d", code, cli.ExitInterrupted)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the proxy did not stop after its context was cancelled")
@@ -182,10 +182,65 @@ func TestProxyServesMCP(t *testing.T) {
 	cancel()
 	select {
 	case code := <-done:
-		if code != 0 {
-			t.Errorf("exit %d after cancel", code)
+		if code != cli.ExitInterrupted {
+			t.Errorf("exit %d after cancel, want %d", code, cli.ExitInterrupted)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the proxy did not stop with an MCP client connected")
+	}
+}
+
+// The proxy logs a line per request; the workspace's line per stored tool
+// result is debug detail, printed with -v only.
+func TestProxyStoredResultLogIsDebug(t *testing.T) {
+	for _, tc := range []struct {
+		verbose bool
+		want    string // in the log of a request with a large result
+	}{
+		{false, ""},
+		{true, `level=DEBUG msg="workspace: tool result offloaded"`},
+	} {
+		up := httptest.NewServer(fakeupstream.New(fakeupstream.Options{}))
+		defer up.Close()
+		dir := t.TempDir()
+		ctx, cancel := context.WithCancel(t.Context())
+		pr, pw := io.Pipe()
+		errb := &lockedBuffer{b: &bytes.Buffer{}}
+		args := []string{"proxy", "--listen", "127.0.0.1:0", "--upstream-anthropic", up.URL, "--workspace", dir + "/ws", "--dir", dir + "/archive"}
+		if tc.verbose {
+			args = append(args, "-v")
+		}
+		done := make(chan int)
+		go func() {
+			done <- cli.Run(ctx, args, cli.Streams{In: strings.NewReader(""), Out: pw, Err: errb})
+			pw.Close()
+		}()
+		line, err := bufio.NewReader(pr).ReadString('\n')
+		if err != nil {
+			cancel()
+			t.Fatalf("no first line: %v", err)
+		}
+		go io.Copy(io.Discard, pr)
+		base := strings.TrimPrefix(strings.TrimSpace(line), "ANTHROPIC_BASE_URL=")
+		big := strings.Repeat("row of a large tool result\n", 2_000)
+		body := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"go"},` +
+			`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_big","name":"Bash","input":{"command":"cat big"}}]},` +
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_big","content":` + strconv.Quote(big) + `}]}]}`
+		resp, err := http.Post(base+"/v1/messages", "application/json", strings.NewReader(body))
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		<-done
+		log := errb.String()
+		if !strings.Contains(log, `msg="proxy: request"`) {
+			t.Errorf("verbose %v: no request line in the log:\n%s", tc.verbose, log)
+		}
+		if got := strings.Contains(log, "tool result offloaded"); got != (tc.want != "") || tc.want != "" && !strings.Contains(log, tc.want) {
+			t.Errorf("verbose %v: the stored result's line: want %q in the log:\n%s", tc.verbose, tc.want, log)
+		}
 	}
 }

@@ -1,0 +1,214 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/agentctx/agentctx/launch"
+	"github.com/agentctx/agentctx/proxy"
+)
+
+// ownsSignalsKey is the annotation of the commands that run a client in
+// the foreground and forward it the process's signals (see OwnsSignals).
+const ownsSignalsKey = "agentctx_owns_signals"
+
+// OwnsSignals reports whether the command line args runs a client in the
+// foreground (agentctx claude, agentctx codex). Its process must then not
+// stop on SIGINT, which the terminal delivers to the client as well (Ctrl-C
+// belongs to the client, which may only clear its input line), and must
+// pass SIGINT, SIGTERM and SIGHUP to Run in Streams.Signals instead of
+// cancelling its context: the command forwards them and returns the
+// client's exit code.
+func OwnsSignals(args []string) bool {
+	root := newRoot(&env{s: &Streams{}})
+	cmd, _, err := root.Find(args)
+	return err == nil && cmd.Annotations[ownsSignalsKey] != ""
+}
+
+// clientExit is the exit code of a client that did not end with 0: Run
+// returns it as its own, printing nothing (the client said why).
+type clientExit struct{ code int }
+
+func (e *clientExit) Error() string { return fmt.Sprintf("the client exited with code %d", e.code) }
+
+func newLaunchCmd(e *env, client launch.Client) *cobra.Command {
+	var (
+		p        proxyFlags
+		proxyURL string
+		logFile  string
+	)
+	name, other := "Claude Code", "ANTHROPIC_BASE_URL and --mcp-config FILE (a temporary file;\nthe user's own configuration is never written), with --allowedTools\nmcp__agentctx so that the read-back tools need no approval"
+	example := `  agentctx claude
+  agentctx claude --limit 150000 -- --model opus
+  agentctx claude -p "fix the failing test"
+  agentctx claude --proxy http://127.0.0.1:8787 -- --resume`
+	if client == launch.Codex {
+		name, other = "Codex", "-c overrides: a model provider \"agentctx\" at the proxy (Responses\nAPI; the key from OPENAI_API_KEY when set, else Codex's login) selected as\nmodel_provider, and the MCP server \"agentctx\" at the proxy's /mcp"
+		example = `  agentctx codex
+  agentctx codex exec "fix the failing test"
+  agentctx codex --limit 150000 -- --model gpt-5.5`
+	}
+	cmd := &cobra.Command{
+		Use:   string(client) + " [flags] [--] [" + string(client) + " arguments...]",
+		Short: "Run " + name + " through an agentctx proxy, with the read-back tools",
+		Long: string(client) + ` starts an agentctx proxy on a free loopback port (or, with --proxy
+URL, uses the running proxy that answers there), runs ` + name + ` with
+its model requests going through it and the proxy's read-back MCP server
+registered for this run, and stops the proxy when the client exits. The
+exit code is the client's.
+
+` + name + ` gets ` + other + `.
+
+Arguments: agentctx's flags (every flag of agentctx proxy) come first;
+the first argument that is not one of them, or everything after "--",
+goes to ` + string(client) + ` unchanged (` + "`agentctx " + string(client) + ` -- --help` + "`" + ` for its help).
+
+Ctrl-C reaches the client from the terminal, and agentctx keeps running
+until the client exits. SIGTERM and SIGHUP sent to agentctx are forwarded
+to the client (SIGINT too when stdin is not a terminal).
+
+The proxy's log goes to --log FILE (with -v: to stderr, in detail);
+otherwise it is not written, so that it never mixes with the client's
+screen. Its statistics are at URL/agentctx/stats while it runs.`,
+		Example:            example,
+		DisableFlagParsing: true, // the client's own flags pass through
+		Annotations:        map[string]string{ownsSignalsKey: "true"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fs := cmd.Flags()
+			cmd.InheritedFlags() // merges -v and the other root flags into fs
+			ours, theirs, err := splitLaunchArgs(fs, args)
+			if err != nil {
+				return &usageError{err}
+			}
+			if err := fs.Parse(ours); err != nil {
+				return &usageError{err}
+			}
+			if help, _ := fs.GetBool("help"); help {
+				return cmd.Help()
+			}
+			verbose, _ := fs.GetBool("verbose")
+			o := launch.Options{
+				Client: client, Args: theirs, ProxyURL: proxyURL,
+				Stdin: e.s.In, Stdout: e.s.Out, Stderr: e.s.Err,
+				Signals: forwarded(e.s.Signals, e.s.InIsTerminal),
+			}
+			log := slog.New(slog.DiscardHandler)
+			switch {
+			case logFile != "":
+				f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+				if err != nil {
+					return usagef("--log: %v", err)
+				}
+				defer f.Close()
+				level := slog.LevelInfo
+				if verbose {
+					level = slog.LevelDebug
+				}
+				log = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: level}))
+			case verbose:
+				log = slog.New(slog.NewTextHandler(e.s.Err, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			}
+			o.Logger = log
+			if proxyURL != "" {
+				o.Token = p.token
+				if o.Token == "" {
+					o.Token = os.Getenv(tokenEnv)
+				}
+			} else {
+				srv, closeAll, err := p.server(cmd, e, log)
+				if err != nil {
+					return err
+				}
+				defer closeAll()
+				ln, err := p.listenTCP()
+				if err != nil {
+					return err
+				}
+				o.Server, o.Listener, o.Token = srv, ln, p.token
+				fmt.Fprintf(e.s.Err, "agentctx: %s through a proxy at %s (statistics: %s%s)\n", client, localURL(ln.Addr()), localURL(ln.Addr()), proxy.StatsPath)
+			}
+			code, err := launch.Run(cmd.Context(), o)
+			switch {
+			case errors.Is(err, launch.ErrClientNotFound), errors.Is(err, launch.ErrProxyUnavailable):
+				return &usageError{err}
+			case err != nil:
+				return err
+			case code != 0:
+				return &clientExit{code}
+			}
+			return nil
+		},
+	}
+	p.register(cmd, "127.0.0.1:0")
+	fs := cmd.Flags()
+	fs.StringVar(&proxyURL, "proxy", "", "use the running proxy at this base URL (it must answer GET /agentctx/stats) instead of starting one; the proxy flags are then unused")
+	fs.StringVar(&logFile, "log", "", "append the proxy's log to this file (default: no log, or stderr with -v)")
+	return cmd
+}
+
+// splitLaunchArgs splits the arguments of a launch command into agentctx's
+// flags (with their values) and the client's arguments: the first argument
+// that is not a flag of fs, or everything after "--".
+func splitLaunchArgs(fs *pflag.FlagSet, args []string) (ours, theirs []string, err error) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return ours, args[i+1:], nil
+		}
+		if len(a) < 2 || a[0] != '-' {
+			return ours, args[i:], nil
+		}
+		var f *pflag.Flag
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "--") {
+			f = fs.Lookup(name)
+		} else if len(name) == 1 {
+			f = fs.ShorthandLookup(name)
+		}
+		if f == nil {
+			return ours, args[i:], nil // the client's first flag
+		}
+		ours = append(ours, a)
+		if !hasValue && f.NoOptDefVal == "" {
+			if i+1 == len(args) {
+				return nil, nil, fmt.Errorf("flag needs an argument: %s", a)
+			}
+			i++
+			ours = append(ours, args[i])
+		}
+	}
+	return ours, nil, nil
+}
+
+// forwarded is the signals to forward to the client, from those the
+// process received: SIGINT only when stdin is not a terminal (on a
+// terminal, Ctrl-C reaches the client directly; a second copy would count
+// as a second Ctrl-C).
+func forwarded(in <-chan os.Signal, stdinIsTerminal bool) <-chan os.Signal {
+	if in == nil {
+		return nil
+	}
+	out := make(chan os.Signal, 4)
+	go func() {
+		for s := range in {
+			if s == os.Interrupt || s == syscall.SIGINT {
+				if stdinIsTerminal {
+					continue
+				}
+			}
+			select {
+			case out <- s:
+			default: // the client is not taking them: drop, never block
+			}
+		}
+		close(out)
+	}()
+	return out
+}
