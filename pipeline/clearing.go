@@ -212,9 +212,15 @@ func (st *state) observeGrowth(inputCount int) {
 }
 
 // forwardedTokens counts the request as it will be forwarded, so far: the
-// view with the references of the results already offloaded in place.
+// view with the references of the results already offloaded, and the
+// placeholders of those already cleared, in place (counted whole, the
+// cleared results made every request after a first clearing look due for a
+// compaction: costsim, Codex).
 func (c *call) forwardedTokens() int {
 	var s StepReport
+	view := c.view
+	defer func() { c.view = view }()
+	c.view = c.replace(actionPruned, &s)
 	return c.countList(c.replace(actionOffloaded, &s)) + c.reserved
 }
 

@@ -246,3 +246,41 @@ func TestPricedClearingByProvider(t *testing.T) {
 		}
 	}
 }
+
+// A compaction is due only when the request as forwarded reaches the
+// trigger, with the results cleared before as their placeholders: counted
+// whole, they made every later request "due" once a first batch was
+// cleared, and each newly stale result was then cleared on its own request
+// after request, rewriting the cache each time (costsim, Codex: 37 clearings
+// of one or two results, 1.42 times the direct bill).
+func TestDueCountsClearedResultsAsPlaceholders(t *testing.T) {
+	o := options(t)
+	o.Compact.Limit = 40_000 // trigger 36,800
+	clock := now
+	o.Now = func() time.Time { return clock }
+	p := newPipeline(t, o)
+	out := func(i int) string {
+		return `{"stdout":"` + fmt.Sprint("run ", i, " ") + strings.Repeat("ok ", 3_000) + `","exitCode":0}`
+	}
+	hist := history(user("build", clock))
+	dues := 0
+	for i := range 30 {
+		clock = clock.Add(2 * time.Minute) // a warm cache; results go stale after 15 minutes
+		hist = append(hist, exchange(fmt.Sprint("toolu_", i), "terminal-execute", fmt.Sprint("make ", i), out(i), false, clock)...)
+		res := mustPrepare(t, p, hist)
+		r := &res.Report
+		d := r.Step(pipeline.StepPrune).Clearing
+		if d == nil || !d.Due {
+			continue
+		}
+		dues++
+		// What this request would have forwarded without the clearing.
+		before := r.TokensAfter + d.ClearedTokens
+		if before < r.ThresholdTokens*9/10 {
+			t.Fatalf("request %d: a compaction taken as due with %d tokens to forward (trigger %d): %+v", i, before, r.ThresholdTokens, d)
+		}
+	}
+	if dues == 0 {
+		t.Fatal("no compaction was ever due: the test needs one")
+	}
+}
