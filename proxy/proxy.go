@@ -110,6 +110,9 @@ type Server struct {
 	// fallbackCounter counts messages for the bill when the Engine does
 	// not (see MessageCounter).
 	fallbackCounter defaultMessageCounter
+	// tools remembers each OpenAI session's tools, for its client's own
+	// compaction requests (clientcompact.go).
+	tools toolMemos
 }
 
 // New returns a Server.
@@ -291,6 +294,9 @@ type exchange struct {
 	status     int
 	engineErr  error
 	bill       exchangeBill
+	// toolsRestored: a client's compaction request sent with the
+	// session's tools (clientcompact.go).
+	toolsRestored bool
 }
 
 // ServeHTTP implements http.Handler.
@@ -335,6 +341,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else {
 			x.bytesIn = len(raw)
 			sent = s.prepare(r, rt, raw, x)
+			sent, x.toolsRestored = s.tools.restore(x.api, x.session, sent)
 			x.bytesOut = len(sent)
 			body = bytes.NewReader(sent)
 		}
@@ -382,6 +389,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x.status = resp.StatusCode
 	if f, ok := s.opts.Engine.(Forwarder); ok && x.prepared != nil && resp.StatusCode == http.StatusOK && sent != nil {
 		f.Forwarded(x.session, x.api, sent)
+	}
+	if resp.StatusCode == http.StatusOK && sent != nil {
+		s.tools.remember(x.api, x.session, sent)
 	}
 	if err := s.relay(w, resp, x); err != nil {
 		// The upstream cut its answer: cut the client's too, as
@@ -852,6 +862,9 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 		}
 		if x.dropBlock {
 			attrs = append(attrs, "thinking", DropBlock)
+		}
+		if x.toolsRestored {
+			attrs = append(attrs, "tools_restored", true)
 		}
 		if x.gotUsage {
 			attrs = append(attrs, "usage_input", x.usage.Total(), "usage_output", x.usage.OutputTokens)
