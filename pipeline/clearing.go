@@ -147,22 +147,19 @@ func (c *call) priceClearing(pending []prune.Pruned, tokens int, due bool) ([]pr
 	total := tokens - c.reserved // the messages: system and tools stay cached
 	if pr.Provider == pricing.OpenAI {
 		// OpenAI caches every prefix of a request, with no breakpoints
-		// and no lookback: an edit loses only what follows it. The share
-		// of the messages after the earliest edit, from the view's counts.
-		counts := c.countsOf(c.view)
+		// and no lookback: an edit loses only what follows it. The
+		// messages after the earliest edit, as forwarded: the client's
+		// own counts hold its early results whole where the forwarded
+		// request has their references (costsim, Codex: clearings that
+		// rewrote 45,000 tokens were priced as 7,000).
+		counts := c.countsOf(c.forwardedView())
 		first := len(counts)
 		for _, p := range pending {
 			first = min(first, p.MessageIndex)
 		}
-		after, all := 0, 0
-		for i, n := range counts {
-			all += n
-			if i >= first {
-				after += n
-			}
-		}
-		if all > 0 {
-			total = int(float64(total) * float64(after) / float64(all))
+		total = 0
+		for _, n := range counts[first:] {
+			total += n
 		}
 	}
 	read := pr.CacheRead
@@ -217,11 +214,19 @@ func (st *state) observeGrowth(inputCount int) {
 // cleared results made every request after a first clearing look due for a
 // compaction: costsim, Codex).
 func (c *call) forwardedTokens() int {
+	return c.countList(c.forwardedView()) + c.reserved
+}
+
+// forwardedView returns the view as it will be forwarded, so far: the
+// references of the results already offloaded and the placeholders of
+// those already cleared in place. Its messages are the view's, index for
+// index.
+func (c *call) forwardedView() []agentctx.Message {
 	var s StepReport
 	view := c.view
 	defer func() { c.view = view }()
 	c.view = c.replace(actionPruned, &s)
-	return c.countList(c.replace(actionOffloaded, &s)) + c.reserved
+	return c.replace(actionOffloaded, &s)
 }
 
 // coldSweep replaces by references, when the provider's cache has gone

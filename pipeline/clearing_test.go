@@ -284,3 +284,39 @@ func TestDueCountsClearedResultsAsPlaceholders(t *testing.T) {
 		t.Fatal("no compaction was ever due: the test needs one")
 	}
 }
+
+// With OpenAI's prices the rewrite of a clearing is the request as
+// forwarded from the earliest edit on. Measured on the client's messages,
+// whose early results are whole where the forwarded request has their
+// references, the share after the edit looked small and clearings that
+// rewrote 45,000 tokens were priced as 7,000 (costsim, Codex): a small
+// stale result under a long tail, after large offloaded reads, is not
+// worth clearing.
+func TestOpenAIClearingPricesTheForwardedTail(t *testing.T) {
+	gpt, _ := pricing.Default().Lookup("gpt-5")
+	o := options(t)
+	o.Compact.Limit = 1_000_000 // no compaction
+	o.Prices = gpt
+	clock := now
+	o.Now = func() time.Time { return clock }
+	p := newPipeline(t, o)
+	var parts []any
+	parts = append(parts, user("build", clock))
+	for i := range 6 { // offloaded at once: references in the forwarded request
+		parts = append(parts, exchange(fmt.Sprint("toolu_file", i), "Read", "big.go", strings.Repeat(fmt.Sprint("line ", i, " of a large file\n"), 12_000), false, clock))
+	}
+	parts = append(parts, exchange("toolu_make", "terminal-execute", "make", `{"stdout":"`+strings.Repeat("ok ", 1_500)+`","exitCode":0}`, false, clock))
+	hist := history(parts...)
+	for i := range 12 {
+		clock = clock.Add(3 * time.Minute) // warm: OpenAI keeps a prefix 10 minutes
+		hist = append(hist, exchange(fmt.Sprint("toolu_", i), "Read", "main.go", strings.Repeat(fmt.Sprint("code ", i, " "), 2_000), false, clock)...)
+		res := mustPrepare(t, p, hist)
+		r := &res.Report
+		if r.TokensBefore < 4*r.TokensAfter {
+			t.Fatalf("request %d: the client sent %d tokens, %d forwarded: the test needs large offloaded reads", i, r.TokensBefore, r.TokensAfter)
+		}
+		if s := r.Step(pipeline.StepPrune); s.New > 0 {
+			t.Fatalf("request %d: cleared a %d-token result under a tail of %d tokens: %+v", i, s.Clearing.ClearedTokens, r.TokensAfter, s.Clearing)
+		}
+	}
+}
