@@ -131,7 +131,21 @@ func (c *call) priceClearing(pending []prune.Pruned, tokens int, due bool) ([]pr
 		d.Cleared, d.ClearedTokens = len(pending), d.CandidateTokens
 		return pending, d
 	}
-	d.Horizon = c.horizon(tokens)
+	var ahead bool
+	d.Horizon, ahead = c.horizon(tokens)
+	if ahead {
+		// A compaction comes within the horizon, at the same size
+		// whether or not the results are cleared: clearing them only
+		// defers it by the requests their tokens would have taken to
+		// grow, during which the whole, larger history is read. The
+		// reads saved until the compaction are paid back after it, so
+		// what clearing saves is at most the deferred share of one
+		// compaction, about a request's worth of the tokens freed
+		// (costsim, Codex, whose own compaction is cache-warm: clearing
+		// by the requests left before the compaction cost 0.91 times the
+		// direct bill, not clearing 0.77 times).
+		d.Horizon = 1
+	}
 	// What an edit rewrites: not the tokens after it, but every message.
 	// The provider keeps a prefix only at the breakpoints of earlier
 	// requests, for minutes after its last use, and looks for one only
@@ -176,21 +190,25 @@ func (c *call) priceClearing(pending []prune.Pruned, tokens int, due bool) ([]pr
 
 // horizon returns the number of requests expected to follow this one
 // before the next compaction: the room left under the trigger divided by
-// the session's growth per request, within [1, Options.Horizon].
-func (c *call) horizon(tokens int) int {
+// the session's growth per request, within [1, Options.Horizon]; ahead
+// reports that the compaction, not Options.Horizon, bounds it.
+func (c *call) horizon(tokens int) (n int, ahead bool) {
 	h := c.p.opts.Horizon
 	if h <= 0 {
 		h = DefaultHorizon
 	}
 	g := c.st.Growth
 	if g <= 0 {
-		return h
+		return h, false
 	}
 	room := float64(c.threshold() - tokens)
 	if room <= 0 {
-		return 1
+		return 1, true
 	}
-	return max(1, min(h, int(room/g)))
+	if n := room / g; n < float64(h) {
+		return max(1, int(n)), true
+	}
+	return h, false
 }
 
 // observeGrowth records how much the request grew since the last one, as

@@ -16,9 +16,14 @@ import (
 // tailChars per request (file reads), with gap between requests. It returns the prune
 // step's report of each request.
 func clearingSession(t *testing.T, bigChars, tailChars int, gap time.Duration, requests int, prices ...pricing.Prices) []*pipeline.StepReport {
+	return clearingSessionLimit(t, 1_000_000, bigChars, tailChars, gap, requests, prices...) // no compaction
+}
+
+// clearingSessionLimit is clearingSession in a window of limit tokens.
+func clearingSessionLimit(t *testing.T, limit, bigChars, tailChars int, gap time.Duration, requests int, prices ...pricing.Prices) []*pipeline.StepReport {
 	t.Helper()
 	o := options(t)
-	o.Compact.Limit = 1_000_000 // no compaction
+	o.Compact.Limit = limit
 	if len(prices) > 0 {
 		o.Prices = prices[0]
 	}
@@ -317,6 +322,29 @@ func TestOpenAIClearingPricesTheForwardedTail(t *testing.T) {
 		}
 		if s := r.Step(pipeline.StepPrune); s.New > 0 {
 			t.Fatalf("request %d: cleared a %d-token result under a tail of %d tokens: %+v", i, s.Clearing.ClearedTokens, r.TokensAfter, s.Clearing)
+		}
+	}
+}
+
+// A compaction within the horizon comes at the same size whether or not
+// stale results are cleared: clearing on a warm cache only defers it, and
+// the reads it saves before it are paid back after it. A clearing that
+// pays when no compaction lies ahead is not made when one does (costsim,
+// Codex: 0.91 times the direct bill clearing, 0.77 not).
+func TestClearingBeforeACompactionDoesNotPay(t *testing.T) {
+	gpt, _ := pricing.Default().Lookup("gpt-5")
+	for _, c := range []struct {
+		name  string
+		limit int
+		want  int
+	}{{"no compaction ahead", 1_000_000, 1}, {"a compaction ahead", 60_000, 0}} {
+		reps := clearingSessionLimit(t, c.limit, 36_000, 12_000, 3*time.Minute, 10, gpt)
+		if at := clearedAt(reps); len(at) != c.want {
+			t.Errorf("%s: cleared at requests %v, want %d clearing(s)", c.name, at, c.want)
+		}
+		last := reps[len(reps)-1]
+		if c.want == 0 && (last.Pending == 0 || last.Clearing == nil || last.Clearing.Horizon != 1) {
+			t.Errorf("%s: want the stale result weighed over one request and left: %+v %+v", c.name, last, last.Clearing)
 		}
 	}
 }
