@@ -65,6 +65,7 @@ func main() {
 	flag.BoolVar(&cfg.Verbose, "v", false, "print one line per model request: its usage and cost")
 	flag.StringVar(&cfg.Dump, "dump", "", "write each model request's body into this directory (CLIENT-ARM-NNN.json), with -v")
 	flag.DurationVar(&cfg.Timeout, "timeout", 45*time.Minute, "bound of one arm's client run")
+	flag.StringVar(&cfg.ProxyLog, "proxy-log", "", "write each proxy arm's log into this directory (CLIENT-proxy.log)")
 	flag.Parse()
 	switch *client {
 	case "both":
@@ -103,6 +104,7 @@ type config struct {
 	Bin        string
 	Verbose    bool
 	Dump       string
+	ProxyLog   string
 	Timeout    time.Duration
 	ProxyArgs  []string
 	// ClientDir is the directory the clients are installed in.
@@ -151,8 +153,11 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]result, error) {
 			return nil, fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	}
-	if cfg.Dump != "" {
-		if err := os.MkdirAll(cfg.Dump, 0o755); err != nil {
+	for _, d := range []string{cfg.Dump, cfg.ProxyLog} {
+		if d == "" {
+			continue
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
 	}
@@ -238,7 +243,14 @@ func runArm(ctx context.Context, cfg config, client, arm string, log io.Writer) 
 			r.Err = err
 			return r
 		}
-		defer func() { p.stop(log, r.Err != nil) }()
+		defer func() {
+			p.stop(log, r.Err != nil)
+			if cfg.ProxyLog != "" {
+				if err := os.WriteFile(filepath.Join(cfg.ProxyLog, client+"-proxy.log"), []byte(p.log.String()), 0o644); err != nil {
+					fmt.Fprintln(log, "costsim:", err)
+				}
+			}
+		}()
 		base = p.base
 	}
 	actx, cancel := context.WithTimeout(ctx, cfg.Timeout)
