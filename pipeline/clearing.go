@@ -25,7 +25,11 @@ const (
 	// follow before the next compaction (at most Options.Horizon), must
 	// cost more than writing the conversation's messages to the cache
 	// again (an edit below the last few messages loses the cache of every
-	// message: see priceClearing). When the cache has gone cold (no
+	// message: see priceClearing; with OpenAI's cache, the forwarded
+	// messages after the earliest edit). When a compaction is expected
+	// before Options.Horizon requests, the saving counts one request: the
+	// compaction comes at the same size anyway and clearing only defers
+	// it. When the cache has gone cold (no
 	// request for longer than its lifetime) or a compaction is due,
 	// clearing costs nothing more: every stale result is cleared then. In
 	// practice stale output is cleared when the agent pauses and when the
