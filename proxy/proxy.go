@@ -461,7 +461,8 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		system = b.get("instructions")
 	}
 	req := &Request{API: rt.api, SessionKey: x.session, Tenant: tenant, Header: r.Header, Model: b.str("model"), Document: conv.doc,
-		Tools: b.get("tools"), System: system, ThinkingEnabled: x.thinkingOn, Received: x.start}
+		Tools: b.get("tools"), System: system, ThinkingEnabled: x.thinkingOn, Received: x.start,
+		CacheRetention: b.str("prompt_cache_retention")}
 	if rt.api == APIAnthropic && x.thinkingOn {
 		req.Binding = pipeline.CallOptions{Bound: thinking.Bound(conv.doc.Messages), EditBound: s.opts.ContextManagement == ContextNative}
 	}
