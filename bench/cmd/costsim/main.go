@@ -9,7 +9,7 @@
 // session of hours. One step in 12 is a slow build that pauses 6 minutes
 // of session time, past Anthropic's 5-minute cache lifetime.
 //
-//	go run ./bench/cmd/costsim [-client claude|codex|both] [-steps 120] [-clock-speed 60] [-arms direct,proxy] [-v] [-- proxy flags]
+//	go run ./bench/cmd/costsim [-client claude|codex|both] [-steps 120] [-clock-speed 60] [-arms direct,proxy] [-thinking] [-v] [-- proxy flags]
 //
 // Each arm runs in a fresh working directory, with a fresh fake (its own
 // prompt caches and bill) and, for the proxy arm, a fresh proxy and
@@ -17,7 +17,10 @@
 // read, cache write, output, the bill in USD and its ratio to the direct
 // arm, the largest request, rejections, the summary requests (the
 // client's own compactions and the proxy's) and whether the final answer
-// is correct. -v prints one line per model request (its usage, from the
+// is correct. With -thinking the model answers each step of a request that
+// asks for thinking (Claude Code's do) with a signed thinking block first,
+// so the history carries them (without it the model never thinks). -v
+// prints one line per model request (its usage, from the
 // bill). The clients are the ones the end-to-end tests install
 // (internal/e2eclient); `go test ./internal/e2eclient` installs them.
 package main
@@ -65,6 +68,7 @@ func main() {
 	flag.BoolVar(&cfg.Verbose, "v", false, "print one line per model request: its usage and cost")
 	flag.StringVar(&cfg.Dump, "dump", "", "write each model request's body into this directory (CLIENT-ARM-NNN.json), with -v")
 	flag.DurationVar(&cfg.Timeout, "timeout", 45*time.Minute, "bound of one arm's client run")
+	flag.BoolVar(&cfg.Thinking, "thinking", false, "the model thinks before each step when the request asks for thinking (Claude Code does): signed thinking blocks in the history")
 	flag.StringVar(&cfg.ProxyLog, "proxy-log", "", "write each proxy arm's log into this directory (CLIENT-proxy.log)")
 	flag.Parse()
 	switch *client {
@@ -105,6 +109,7 @@ type config struct {
 	Verbose    bool
 	Dump       string
 	ProxyLog   string
+	Thinking   bool
 	Timeout    time.Duration
 	ProxyArgs  []string
 	// ClientDir is the directory the clients are installed in.
@@ -222,7 +227,7 @@ func runArm(ctx context.Context, cfg config, client, arm string, log io.Writer) 
 	start := time.Now()
 	clock := accelerated(start, cfg.ClockSpeed)
 	model := fakeupstream.NewLongTask(fakeupstream.LongTaskOptions{Steps: cfg.Steps, Dir: work,
-		ClockSpeed: cfg.ClockSpeed, SummaryHeader: proxy.HeaderSummary, SummaryTitle: compact.SummaryTitle})
+		ClockSpeed: cfg.ClockSpeed, SummaryHeader: proxy.HeaderSummary, SummaryTitle: compact.SummaryTitle, Thinking: cfg.Thinking})
 	fake := fakeupstream.New(fakeupstream.Options{Script: model.Script, Now: clock})
 	var h http.Handler = fake
 	if cfg.Verbose {
@@ -477,6 +482,9 @@ func printTable(w io.Writer, cfg config, res []result) {
 		return
 	}
 	fmt.Fprintf(w, "\n%d steps, clock ×%g", cfg.Steps, cfg.ClockSpeed)
+	if cfg.Thinking {
+		fmt.Fprint(w, ", thinking")
+	}
 	if len(cfg.ProxyArgs) > 0 {
 		fmt.Fprintf(w, ", proxy flags %q", cfg.ProxyArgs)
 	}
