@@ -25,7 +25,11 @@ const (
 	// follow before the next compaction (at most Options.Horizon), must
 	// cost more than writing the conversation's messages to the cache
 	// again (an edit below the last few messages loses the cache of every
-	// message: see priceClearing). When the cache has gone cold (no
+	// message: see priceClearing; with OpenAI's cache, the forwarded
+	// messages after the earliest edit). When a compaction is expected
+	// before Options.Horizon requests, the saving counts one request: the
+	// compaction comes at the same size anyway and clearing only defers
+	// it. When the cache has gone cold (no
 	// request for longer than its lifetime) or a compaction is due,
 	// clearing costs nothing more: every stale result is cleared then. In
 	// practice stale output is cleared when the agent pauses and when the
@@ -131,7 +135,21 @@ func (c *call) priceClearing(pending []prune.Pruned, tokens int, due bool) ([]pr
 		d.Cleared, d.ClearedTokens = len(pending), d.CandidateTokens
 		return pending, d
 	}
-	d.Horizon = c.horizon(tokens)
+	var ahead bool
+	d.Horizon, ahead = c.horizon(tokens)
+	if ahead {
+		// A compaction comes within the horizon, at the same size
+		// whether or not the results are cleared: clearing them only
+		// defers it by the requests their tokens would have taken to
+		// grow, during which the whole, larger history is read. The
+		// reads saved until the compaction are paid back after it, so
+		// what clearing saves is at most the deferred share of one
+		// compaction, about a request's worth of the tokens freed
+		// (costsim, Codex, whose own compaction is cache-warm: clearing
+		// by the requests left before the compaction cost 0.91 times the
+		// direct bill, not clearing 0.77 times).
+		d.Horizon = 1
+	}
 	// What an edit rewrites: not the tokens after it, but every message.
 	// The provider keeps a prefix only at the breakpoints of earlier
 	// requests, for minutes after its last use, and looks for one only
@@ -147,22 +165,19 @@ func (c *call) priceClearing(pending []prune.Pruned, tokens int, due bool) ([]pr
 	total := tokens - c.reserved // the messages: system and tools stay cached
 	if pr.Provider == pricing.OpenAI {
 		// OpenAI caches every prefix of a request, with no breakpoints
-		// and no lookback: an edit loses only what follows it. The share
-		// of the messages after the earliest edit, from the view's counts.
-		counts := c.countsOf(c.view)
+		// and no lookback: an edit loses only what follows it. The
+		// messages after the earliest edit, as forwarded: the client's
+		// own counts hold its early results whole where the forwarded
+		// request has their references (costsim, Codex: clearings that
+		// rewrote 45,000 tokens were priced as 7,000).
+		counts := c.countsOf(c.forwardedView())
 		first := len(counts)
 		for _, p := range pending {
 			first = min(first, p.MessageIndex)
 		}
-		after, all := 0, 0
-		for i, n := range counts {
-			all += n
-			if i >= first {
-				after += n
-			}
-		}
-		if all > 0 {
-			total = int(float64(total) * float64(after) / float64(all))
+		total = 0
+		for _, n := range counts[first:] {
+			total += n
 		}
 	}
 	read := pr.CacheRead
@@ -179,21 +194,25 @@ func (c *call) priceClearing(pending []prune.Pruned, tokens int, due bool) ([]pr
 
 // horizon returns the number of requests expected to follow this one
 // before the next compaction: the room left under the trigger divided by
-// the session's growth per request, within [1, Options.Horizon].
-func (c *call) horizon(tokens int) int {
+// the session's growth per request, within [1, Options.Horizon]; ahead
+// reports that the compaction, not Options.Horizon, bounds it.
+func (c *call) horizon(tokens int) (n int, ahead bool) {
 	h := c.p.opts.Horizon
 	if h <= 0 {
 		h = DefaultHorizon
 	}
 	g := c.st.Growth
 	if g <= 0 {
-		return h
+		return h, false
 	}
 	room := float64(c.threshold() - tokens)
 	if room <= 0 {
-		return 1
+		return 1, true
 	}
-	return max(1, min(h, int(room/g)))
+	if n := room / g; n < float64(h) {
+		return max(1, int(n)), true
+	}
+	return h, false
 }
 
 // observeGrowth records how much the request grew since the last one, as
@@ -212,10 +231,24 @@ func (st *state) observeGrowth(inputCount int) {
 }
 
 // forwardedTokens counts the request as it will be forwarded, so far: the
-// view with the references of the results already offloaded in place.
+// view with the references of the results already offloaded, and the
+// placeholders of those already cleared, in place (counted whole, the
+// cleared results made every request after a first clearing look due for a
+// compaction: costsim, Codex).
 func (c *call) forwardedTokens() int {
+	return c.countList(c.forwardedView()) + c.reserved
+}
+
+// forwardedView returns the view as it will be forwarded, so far: the
+// references of the results already offloaded and the placeholders of
+// those already cleared in place. Its messages are the view's, index for
+// index.
+func (c *call) forwardedView() []agentctx.Message {
 	var s StepReport
-	return c.countList(c.replace(actionOffloaded, &s)) + c.reserved
+	view := c.view
+	defer func() { c.view = view }()
+	c.view = c.replace(actionPruned, &s)
+	return c.replace(actionOffloaded, &s)
 }
 
 // coldSweep replaces by references, when the provider's cache has gone

@@ -16,9 +16,14 @@ import (
 // tailChars per request (file reads), with gap between requests. It returns the prune
 // step's report of each request.
 func clearingSession(t *testing.T, bigChars, tailChars int, gap time.Duration, requests int, prices ...pricing.Prices) []*pipeline.StepReport {
+	return clearingSessionLimit(t, 1_000_000, bigChars, tailChars, gap, requests, prices...) // no compaction
+}
+
+// clearingSessionLimit is clearingSession in a window of limit tokens.
+func clearingSessionLimit(t *testing.T, limit, bigChars, tailChars int, gap time.Duration, requests int, prices ...pricing.Prices) []*pipeline.StepReport {
 	t.Helper()
 	o := options(t)
-	o.Compact.Limit = 1_000_000 // no compaction
+	o.Compact.Limit = limit
 	if len(prices) > 0 {
 		o.Prices = prices[0]
 	}
@@ -243,6 +248,103 @@ func TestPricedClearingByProvider(t *testing.T) {
 	for _, p := range []pricing.Prices{sonnet, gpt} {
 		if at := clearedAt(clearingSession(t, 36_000, 600, 3*time.Minute, 10, p)); len(at) != 1 {
 			t.Errorf("%s, short tail: cleared at %v, want once", p.Provider, at)
+		}
+	}
+}
+
+// A compaction is due only when the request as forwarded reaches the
+// trigger, with the results cleared before as their placeholders: counted
+// whole, they made every later request "due" once a first batch was
+// cleared, and each newly stale result was then cleared on its own request
+// after request, rewriting the cache each time (costsim, Codex: 37 clearings
+// of one or two results, 1.42 times the direct bill).
+func TestDueCountsClearedResultsAsPlaceholders(t *testing.T) {
+	o := options(t)
+	o.Compact.Limit = 40_000 // trigger 36,800
+	clock := now
+	o.Now = func() time.Time { return clock }
+	p := newPipeline(t, o)
+	out := func(i int) string {
+		return `{"stdout":"` + fmt.Sprint("run ", i, " ") + strings.Repeat("ok ", 3_000) + `","exitCode":0}`
+	}
+	hist := history(user("build", clock))
+	dues := 0
+	for i := range 30 {
+		clock = clock.Add(2 * time.Minute) // a warm cache; results go stale after 15 minutes
+		hist = append(hist, exchange(fmt.Sprint("toolu_", i), "terminal-execute", fmt.Sprint("make ", i), out(i), false, clock)...)
+		res := mustPrepare(t, p, hist)
+		r := &res.Report
+		d := r.Step(pipeline.StepPrune).Clearing
+		if d == nil || !d.Due {
+			continue
+		}
+		dues++
+		// What this request would have forwarded without the clearing.
+		before := r.TokensAfter + d.ClearedTokens
+		if before < r.ThresholdTokens*9/10 {
+			t.Fatalf("request %d: a compaction taken as due with %d tokens to forward (trigger %d): %+v", i, before, r.ThresholdTokens, d)
+		}
+	}
+	if dues == 0 {
+		t.Fatal("no compaction was ever due: the test needs one")
+	}
+}
+
+// With OpenAI's prices the rewrite of a clearing is the request as
+// forwarded from the earliest edit on. Measured on the client's messages,
+// whose early results are whole where the forwarded request has their
+// references, the share after the edit looked small and clearings that
+// rewrote 45,000 tokens were priced as 7,000 (costsim, Codex): a small
+// stale result under a long tail, after large offloaded reads, is not
+// worth clearing.
+func TestOpenAIClearingPricesTheForwardedTail(t *testing.T) {
+	gpt, _ := pricing.Default().Lookup("gpt-5")
+	o := options(t)
+	o.Compact.Limit = 1_000_000 // no compaction
+	o.Prices = gpt
+	clock := now
+	o.Now = func() time.Time { return clock }
+	p := newPipeline(t, o)
+	var parts []any
+	parts = append(parts, user("build", clock))
+	for i := range 6 { // offloaded at once: references in the forwarded request
+		parts = append(parts, exchange(fmt.Sprint("toolu_file", i), "Read", "big.go", strings.Repeat(fmt.Sprint("line ", i, " of a large file\n"), 12_000), false, clock))
+	}
+	parts = append(parts, exchange("toolu_make", "terminal-execute", "make", `{"stdout":"`+strings.Repeat("ok ", 1_500)+`","exitCode":0}`, false, clock))
+	hist := history(parts...)
+	for i := range 12 {
+		clock = clock.Add(3 * time.Minute) // warm: OpenAI keeps a prefix 10 minutes
+		hist = append(hist, exchange(fmt.Sprint("toolu_", i), "Read", "main.go", strings.Repeat(fmt.Sprint("code ", i, " "), 2_000), false, clock)...)
+		res := mustPrepare(t, p, hist)
+		r := &res.Report
+		if r.TokensBefore < 4*r.TokensAfter {
+			t.Fatalf("request %d: the client sent %d tokens, %d forwarded: the test needs large offloaded reads", i, r.TokensBefore, r.TokensAfter)
+		}
+		if s := r.Step(pipeline.StepPrune); s.New > 0 {
+			t.Fatalf("request %d: cleared a %d-token result under a tail of %d tokens: %+v", i, s.Clearing.ClearedTokens, r.TokensAfter, s.Clearing)
+		}
+	}
+}
+
+// A compaction within the horizon comes at the same size whether or not
+// stale results are cleared: clearing on a warm cache only defers it, and
+// the reads it saves before it are paid back after it. A clearing that
+// pays when no compaction lies ahead is not made when one does (costsim,
+// Codex: 0.91 times the direct bill clearing, 0.77 not).
+func TestClearingBeforeACompactionDoesNotPay(t *testing.T) {
+	gpt, _ := pricing.Default().Lookup("gpt-5")
+	for _, c := range []struct {
+		name  string
+		limit int
+		want  int
+	}{{"no compaction ahead", 1_000_000, 1}, {"a compaction ahead", 60_000, 0}} {
+		reps := clearingSessionLimit(t, c.limit, 36_000, 12_000, 3*time.Minute, 10, gpt)
+		if at := clearedAt(reps); len(at) != c.want {
+			t.Errorf("%s: cleared at requests %v, want %d clearing(s)", c.name, at, c.want)
+		}
+		last := reps[len(reps)-1]
+		if c.want == 0 && (last.Pending == 0 || last.Clearing == nil || last.Clearing.Horizon != 1) {
+			t.Errorf("%s: want the stale result weighed over one request and left: %+v %+v", c.name, last, last.Clearing)
 		}
 	}
 }

@@ -77,6 +77,14 @@
 //     carry drop_block until the turns whose thinking is invalid are
 //     compacted away; the API drops those blocks, as it would have had
 //     the proxy removed them.
+//   - A client's own compaction request on the OpenAI APIs (Codex's:
+//     the conversation it sent last, its summary instruction appended,
+//     and "tools": []) is sent with the tools of the session's last
+//     request and "tool_choice": "none": OpenAI caches the prompt as
+//     rendered from its start, tools before the conversation, so without
+//     them the whole conversation is billed uncached. It is done only when
+//     the request's list, as forwarded, starts with the whole list of that
+//     request (clientcompact.go); Anthropic requests are left alone.
 //
 // # The Engine seam
 //

@@ -52,6 +52,10 @@ type Request struct {
 	// request and count toward the context window.
 	Tools  json.RawMessage
 	System json.RawMessage
+	// CacheRetention is the body's OpenAI "prompt_cache_retention"
+	// ("in_memory", "24h"; "" when absent): with "24h" the provider keeps
+	// the cached prefix up to a day, not minutes (see pricesOf).
+	CacheRetention string
 	// ThinkingEnabled reports that the request asks for extended thinking
 	// (Anthropic "thinking" of a type other than "disabled").
 	ThinkingEnabled bool

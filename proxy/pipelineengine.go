@@ -213,16 +213,26 @@ func (e *PipelineEngine) session(req *Request) (*pipeSession, error) {
 
 // pricesOf returns the list prices of the request's model, by which the
 // session weighs its edits (pipeline.Options.Prices): the model's entry in
-// pricing.Default, else its provider's fallback.
+// pricing.Default, else its provider's fallback. An OpenAI request with
+// "prompt_cache_retention": "24h" (extended retention, at the same price)
+// has its cache live a day: a gap of minutes does not make it cold.
 func pricesOf(req *Request) pricing.Prices {
-	if p, ok := pricing.Default().Lookup(req.Model); ok {
-		return p
+	p, ok := pricing.Default().Lookup(req.Model)
+	if !ok {
+		p = pricing.Fallback(pricing.OpenAI)
+		if req.API == APIAnthropic {
+			p = pricing.Fallback(pricing.Anthropic)
+		}
 	}
-	if req.API == APIAnthropic {
-		return pricing.Fallback(pricing.Anthropic)
+	if req.API != APIAnthropic && req.CacheRetention == "24h" {
+		p.TTL = max(p.TTL, ExtendedRetention)
 	}
-	return pricing.Fallback(pricing.OpenAI)
+	return p
 }
+
+// ExtendedRetention is how long OpenAI keeps a cached prefix for a request
+// with "prompt_cache_retention": "24h".
+const ExtendedRetention = 24 * time.Hour
 
 // reserved counts what every request of a session sends besides what
 // PrepareDocument counts (the body's messages, "system" and "tools"): for

@@ -123,6 +123,10 @@ type Server struct {
 	// not (see MessageCounter).
 	fallbackCounter defaultMessageCounter
 	metrics         *promMetrics // MetricsPath (metrics.go)
+
+	// tools remembers each OpenAI session's tools, for its client's own
+	// compaction requests (clientcompact.go).
+	tools toolMemos
 }
 
 // New returns a Server.
@@ -309,6 +313,10 @@ type exchange struct {
 	bill       exchangeBill
 	cacheBreak bool   // the messages sent do not extend the session's last (sentMessages)
 	client     string // the client's User-Agent, its first word
+
+	// toolsRestored: a client's compaction request sent with the
+	// session's tools (clientcompact.go).
+	toolsRestored bool
 }
 
 // ServeHTTP implements http.Handler.
@@ -364,6 +372,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else {
 			x.bytesIn = len(raw)
 			sent = s.prepare(r, rt, raw, x)
+			sent, x.toolsRestored = s.tools.restore(x.api, x.session, sent)
 			x.bytesOut = len(sent)
 			body = bytes.NewReader(sent)
 		}
@@ -418,6 +427,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x.status = resp.StatusCode
 	if f, ok := s.opts.Engine.(Forwarder); ok && x.prepared != nil && resp.StatusCode == http.StatusOK && sent != nil {
 		f.Forwarded(x.session, x.api, sent)
+	}
+	if resp.StatusCode == http.StatusOK && sent != nil {
+		s.tools.remember(x.api, x.session, sent)
 	}
 	if err := s.relay(w, resp, x); err != nil {
 		// The upstream cut its answer: cut the client's too, as
@@ -494,7 +506,8 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		system = b.get("instructions")
 	}
 	req := &Request{API: rt.api, SessionKey: x.session, Tenant: tenant, Header: r.Header, Model: b.str("model"), Document: conv.doc,
-		Tools: b.get("tools"), System: system, ThinkingEnabled: x.thinkingOn, Received: x.start}
+		Tools: b.get("tools"), System: system, ThinkingEnabled: x.thinkingOn, Received: x.start,
+		CacheRetention: b.str("prompt_cache_retention")}
 	if rt.api == APIAnthropic && x.thinkingOn {
 		req.Binding = pipeline.CallOptions{Bound: thinking.Bound(conv.doc.Messages), EditBound: s.opts.ContextManagement == ContextNative}
 	}
@@ -908,6 +921,9 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 		}
 		if x.dropBlock {
 			attrs = append(attrs, "thinking", DropBlock)
+		}
+		if x.toolsRestored {
+			attrs = append(attrs, "tools_restored", true)
 		}
 		if x.gotUsage {
 			attrs = append(attrs, "usage_input", x.usage.Total(), "usage_output", x.usage.OutputTokens)

@@ -57,16 +57,18 @@ type LongTaskOptions struct {
 	// tool's time (Step.Duration, divided by ClockSpeed) before printing.
 	// 0 means no delays.
 	ClockSpeed float64
+	// Thinking makes each step's answer (and the final one) to an
+	// Anthropic request with thinking on (a "thinking" of type enabled or
+	// adaptive) start with a signed thinking block of about 100 tokens, as
+	// Claude's do; without it the model never thinks, whatever the client
+	// asks.
+	Thinking bool
 	// SummaryHeader marks a summary request of agentctx's proxy; "" means
 	// DefaultSummaryHeader.
 	SummaryHeader string
 	// SummaryTitle starts every summary the model writes (the proxy's
 	// compact.SummaryTitle, say); "" means none.
 	SummaryTitle string
-	// Thinking starts every step's answer with a signed thinking block,
-	// as a model with thinking on every turn does (Claude Code's
-	// adaptive thinking).
-	Thinking bool
 }
 
 // LongTaskStats count what the model answered.
@@ -157,6 +159,25 @@ func ModelLatency(out int) time.Duration {
 }
 
 func (m *LongTask) reply(c *Call) Reply {
+	r := m.answer(c)
+	if m.opts.Thinking && c.API == APIAnthropic && (len(r.ToolCalls) > 0 || strings.HasPrefix(r.Text, "LONGTASK COMPLETE")) {
+		switch asMap(c.Body["thinking"])["type"] {
+		case "enabled", "adaptive":
+			r.Thinking = thinkingText(m.Stats().LastStep, m.opts.Steps)
+		}
+	}
+	return r
+}
+
+// thinkingText is the model's reasoning before its answer after step last.
+func thinkingText(last, steps int) string {
+	return fmt.Sprintf("The last step I ran is %s of %d. I should read its output, note anything the later steps "+
+		"depend on, and then run the next step exactly as the task describes it, one tool call only; "+
+		"after step %d I report the final check value from its output, in the exact format the user asked for, "+
+		"without running anything else.", Marker(last), steps, steps)
+}
+
+func (m *LongTask) answer(c *Call) Reply {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.stats.Requests++
@@ -186,11 +207,7 @@ func (m *LongTask) reply(c *Call) Reply {
 	st := LongTaskStep(i, m.opts.Steps)
 	m.stats.Steps++
 	m.stats.LastStep = max(m.stats.LastStep, i)
-	r := Reply{Text: prose(i, st), ToolCalls: []ToolCall{m.toolCall(tools, i, st)}}
-	if m.opts.Thinking {
-		r.Thinking = fmt.Sprintf("Step %d of %d comes next.", i, m.opts.Steps)
-	}
-	return r
+	return Reply{Text: prose(i, st), ToolCalls: []ToolCall{m.toolCall(tools, i, st)}}
 }
 
 // summary is the model's summary of a history whose last step is last.

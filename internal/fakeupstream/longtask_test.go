@@ -167,3 +167,36 @@ func TestLongTaskCodex(t *testing.T) {
 		t.Errorf("step 5's command is %q", cmd)
 	}
 }
+
+// With LongTaskOptions.Thinking the model thinks before each step it
+// answers, on Anthropic requests with thinking on only.
+func TestLongTaskThinking(t *testing.T) {
+	call := func(thinking any) *fakeupstream.Call {
+		body := map[string]any{"model": "claude-sonnet-4-5"}
+		if thinking != nil {
+			body["thinking"] = thinking
+		}
+		return &fakeupstream.Call{API: fakeupstream.APIAnthropic, Body: body, ToolNames: []string{"Bash", "Read"}}
+	}
+	for _, tc := range []struct {
+		name     string
+		opt      bool
+		thinking any
+		want     bool
+	}{
+		{"on, enabled", true, map[string]any{"type": "enabled", "budget_tokens": 31999}, true},
+		{"on, adaptive", true, map[string]any{"type": "adaptive"}, true},
+		{"on, disabled", true, map[string]any{"type": "disabled"}, false},
+		{"on, not asked", true, nil, false},
+		{"off", false, map[string]any{"type": "enabled", "budget_tokens": 31999}, false},
+	} {
+		m := fakeupstream.NewLongTask(fakeupstream.LongTaskOptions{Steps: 3, Thinking: tc.opt})
+		r := m.Script(call(tc.thinking))
+		if len(r.ToolCalls) != 1 {
+			t.Fatalf("%s: want a step, got %+v", tc.name, r)
+		}
+		if got := r.Thinking != ""; got != tc.want {
+			t.Errorf("%s: thinking %q, want thinking %v", tc.name, r.Thinking, tc.want)
+		}
+	}
+}

@@ -9,7 +9,7 @@
 // session of hours. One step in 12 is a slow build that pauses 6 minutes
 // of session time, past Anthropic's 5-minute cache lifetime.
 //
-//	go run ./bench/cmd/costsim [-client claude|codex|both] [-steps 120] [-clock-speed 60] [-arms direct,proxy] [-v] [-- proxy flags]
+//	go run ./bench/cmd/costsim [-client claude|codex|both] [-steps 120] [-clock-speed 60] [-arms direct,proxy] [-thinking] [-v] [-- proxy flags]
 //
 // Each arm runs in a fresh working directory, with a fresh fake (its own
 // prompt caches and bill) and, for the proxy arm, a fresh proxy and
@@ -17,7 +17,10 @@
 // read, cache write, output, the bill in USD and its ratio to the direct
 // arm, the largest request, rejections, the summary requests (the
 // client's own compactions and the proxy's) and whether the final answer
-// is correct. -v prints one line per model request (its usage, from the
+// is correct. With -thinking the model answers each step of a request that
+// asks for thinking (Claude Code's do) with a signed thinking block first,
+// so the history carries them (without it the model never thinks). -v
+// prints one line per model request (its usage, from the
 // bill). The clients are the ones the end-to-end tests install
 // (internal/e2eclient); `go test ./internal/e2eclient` installs them.
 package main
@@ -63,9 +66,10 @@ func main() {
 	flag.Float64Var(&cfg.ClockSpeed, "clock-speed", 60, "the session's clock runs this many times faster than the wall clock")
 	flag.StringVar(&cfg.Bin, "bin", "", "agentctx binary (default: go build ./cmd/agentctx)")
 	flag.BoolVar(&cfg.Verbose, "v", false, "print one line per model request: its usage and cost")
-	flag.BoolVar(&cfg.Thinking, "thinking", false, "the model answers every step with a signed thinking block first; the table then reports the thinking figures")
 	flag.StringVar(&cfg.Dump, "dump", "", "write each model request's body into this directory (CLIENT-ARM-NNN.json), with -v")
 	flag.DurationVar(&cfg.Timeout, "timeout", 45*time.Minute, "bound of one arm's client run")
+	flag.BoolVar(&cfg.Thinking, "thinking", false, "the model thinks before each step when the request asks for thinking (Claude Code does): signed thinking blocks in the history")
+	flag.StringVar(&cfg.ProxyLog, "proxy-log", "", "write each proxy arm's log into this directory (CLIENT-proxy.log)")
 	flag.Parse()
 	switch *client {
 	case "both":
@@ -103,8 +107,9 @@ type config struct {
 	ClockSpeed float64
 	Bin        string
 	Verbose    bool
-	Thinking   bool
 	Dump       string
+	ProxyLog   string
+	Thinking   bool
 	Timeout    time.Duration
 	ProxyArgs  []string
 	// ClientDir is the directory the clients are installed in.
@@ -153,8 +158,11 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]result, error) {
 			return nil, fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	}
-	if cfg.Dump != "" {
-		if err := os.MkdirAll(cfg.Dump, 0o755); err != nil {
+	for _, d := range []string{cfg.Dump, cfg.ProxyLog} {
+		if d == "" {
+			continue
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
 	}
@@ -240,7 +248,14 @@ func runArm(ctx context.Context, cfg config, client, arm string, log io.Writer) 
 			r.Err = err
 			return r
 		}
-		defer func() { p.stop(log, r.Err != nil) }()
+		defer func() {
+			p.stop(log, r.Err != nil)
+			if cfg.ProxyLog != "" {
+				if err := os.WriteFile(filepath.Join(cfg.ProxyLog, client+"-proxy.log"), []byte(p.log.String()), 0o644); err != nil {
+					fmt.Fprintln(log, "costsim:", err)
+				}
+			}
+		}()
 		base = p.base
 	}
 	actx, cancel := context.WithTimeout(ctx, cfg.Timeout)
@@ -467,6 +482,9 @@ func printTable(w io.Writer, cfg config, res []result) {
 		return
 	}
 	fmt.Fprintf(w, "\n%d steps, clock ×%g", cfg.Steps, cfg.ClockSpeed)
+	if cfg.Thinking {
+		fmt.Fprint(w, ", thinking")
+	}
 	if len(cfg.ProxyArgs) > 0 {
 		fmt.Fprintf(w, ", proxy flags %q", cfg.ProxyArgs)
 	}
