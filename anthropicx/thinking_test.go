@@ -182,6 +182,7 @@ func TestThinkingAcrossEndedTurns(t *testing.T) {
 		WorkspaceDir: filepath.Join(dir, "ws"),
 		Workspace:    workspace.Options{InlineLimit: 8000},
 		Prune:        prune.Options{MaxAge: time.Millisecond, KeepRecent: 1, ToolNames: []string{"bash"}},
+		Clearing:     pipeline.ClearBatched, // edits at known points: this test is about the thinking they invalidate
 		ClearAtLeast: 1000,
 		Compact:      compact.Options{Limit: 12_000, Dir: filepath.Join(dir, "archive")},
 	})

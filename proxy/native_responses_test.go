@@ -81,8 +81,6 @@ func nativeResponsesRun(t *testing.T, mode proxy.ContextManagement, rounds int) 
 	return fake, srv, dir
 }
 
-func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
-
 // shape describes a Responses input: one line per item, its type (and
 // role), the call id, and the start of a message's text.
 func shape(input []any, dir string) string {

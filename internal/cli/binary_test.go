@@ -2,57 +2,24 @@ package cli_test
 
 import (
 	"bufio"
-	"errors"
 	"io"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentctx/agentctx/internal/cli"
 	"github.com/agentctx/agentctx/internal/e2eclient"
+	"github.com/agentctx/agentctx/internal/testbin"
 )
 
-// binDir holds the agentctx binary the tests of this package build once.
-var binDir string
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-	os.Exit(code)
-}
-
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// agentctxBinary builds cmd/agentctx once per test binary and returns its
-// path: the tests that need a real process (signals, a child client) run
-// it.
+// agentctxBinary returns the agentctx binary built once per source tree
+// (internal/testbin): the tests that need a real process (signals, a
+// child client) run it.
 func agentctxBinary(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		if binDir, binErr = os.MkdirTemp("", "agentctx-cli-test"); binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "agentctx")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/agentctx/agentctx/cmd/agentctx").CombinedOutput()
-		if err != nil {
-			binErr = errors.New("go build: " + err.Error() + "\n" + string(out))
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
+	return testbin.Agentctx(t)
 }
 
 // Ctrl-C stops the servers with exit code 130, as it stops every command:
