@@ -695,11 +695,23 @@ func (p *Pipeline) storeCtx(ctx context.Context) (context.Context, context.Cance
 	return context.WithTimeoutCause(ctx, p.opts.StoreTimeout, ErrStoreTimeout)
 }
 
-// storeErr marks an error of a store call that ran out of its own time
-// (not ctx's) as ErrStoreTimeout.
+// ErrStore is matched (errors.Is) by the error of a store call that failed
+// (the workspace or session store answered with an error, or did not
+// answer in time: ErrStoreTimeout too): Prepare fails with it, and the
+// proxy forwards the request unedited and counts it.
+var ErrStore = errors.New("pipeline: store call failed")
+
+// storeErr marks an error of a store call as ErrStore, and one that ran
+// out of its own time (not ctx's) as ErrStoreTimeout too.
 func storeErr(ctx, callCtx context.Context, err error) error {
-	if err == nil || ctx.Err() != nil || !errors.Is(context.Cause(callCtx), ErrStoreTimeout) || errors.Is(err, ErrStoreTimeout) {
+	if err == nil || ctx.Err() != nil {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrStoreTimeout, err)
+	if errors.Is(context.Cause(callCtx), ErrStoreTimeout) && !errors.Is(err, ErrStoreTimeout) {
+		err = fmt.Errorf("%w: %w", ErrStoreTimeout, err)
+	}
+	if !errors.Is(err, ErrStore) {
+		err = fmt.Errorf("%w: %w", ErrStore, err)
+	}
+	return err
 }

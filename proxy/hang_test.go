@@ -3,8 +3,10 @@ package proxy_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +64,11 @@ func TestHungStoreForwardsTheOriginal(t *testing.T) {
 	if got != 1 {
 		t.Fatalf("store_timeouts = %d, want 1", got)
 	}
+	for _, st := range statsOf(t, base) {
+		if st.StoreErrors != 1 {
+			t.Errorf("store_errors = %d, want 1 (a timeout is a store error too)", st.StoreErrors)
+		}
+	}
 }
 
 func statsOf(t *testing.T, base string) []proxy.SessionStats {
@@ -116,5 +123,46 @@ func TestTenantsLiveApart(t *testing.T) {
 	}
 	if list, _ := store.Query(t.Context(), "default", workspace.Filter{}); len(list) != 0 {
 		t.Fatalf("%d artifacts outside the tenants' namespaces", len(list))
+	}
+}
+
+// failingSessions is a session store that answers every call with an
+// error (a database that refuses connections).
+type failingSessions struct{ session.Store }
+
+func (failingSessions) Load(ctx context.Context, ns, id string) ([]byte, int64, error) {
+	return nil, 0, errors.New("connection refused")
+}
+
+// A store that fails (not one that hangs) is counted as a store error, not
+// a timeout, in the stats and in /metrics; the request goes upstream
+// unedited.
+func TestFailingStoreCounted(t *testing.T) {
+	e := pipelineEngine(t, proxy.PipelineOptions{Pipeline: pipeline.Options{Sessions: failingSessions{session.NewMemStore()}}})
+	fake := fakeupstream.New(fakeupstream.Options{})
+	base := newProxy(t, fake, e)
+	resp := post(t, base+"/v1/messages", toolTurns(2, 500), map[string]string{proxy.HeaderSession: "s1"})
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(fake.Records()) != 1 {
+		t.Fatalf("status %d, %d requests upstream", resp.StatusCode, len(fake.Records()))
+	}
+	var errs, timeouts int
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && errs == 0; time.Sleep(10 * time.Millisecond) {
+		for _, st := range statsOf(t, base) {
+			errs, timeouts = st.StoreErrors, st.StoreTimeouts
+		}
+	}
+	if errs != 1 || timeouts != 0 {
+		t.Fatalf("store_errors %d, store_timeouts %d: want 1 and 0", errs, timeouts)
+	}
+	m, err := http.Get(base + proxy.MetricsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(m.Body)
+	m.Body.Close()
+	if !strings.Contains(string(body), `agentctx_store_errors_total{api="anthropic"} 1`) {
+		t.Errorf("/metrics has no store error:\n%s", body)
 	}
 }

@@ -48,6 +48,7 @@ type promMetrics struct {
 	pruned           *prometheus.CounterVec
 	engineErrors     *prometheus.CounterVec
 	storeTimeouts    *prometheus.CounterVec
+	storeErrors      *prometheus.CounterVec
 }
 
 // overheadBuckets are the bounds, in seconds, of the overhead histogram:
@@ -80,10 +81,11 @@ func newMetrics(s *Server) *promMetrics {
 		pruned:           counter("pruned_results_total", "Tool results newly cleared.", api...),
 		engineErrors:     counter("engine_errors_total", "Requests forwarded unedited because the Engine failed (a store error included).", api...),
 		storeTimeouts:    counter("store_timeouts_total", "Requests forwarded unedited because a store did not answer in time.", api...),
+		storeErrors:      counter("store_errors_total", "Requests forwarded unedited because a store call failed (timeouts included).", api...),
 	}
 	m.reg.MustRegister(m.requests, m.overhead, m.tokensReceived, m.tokensForwarded, m.inputTokens, m.outputTokens,
 		m.cacheReadTokens, m.cacheWriteTokens, m.cost, m.costWithout, m.saved, m.summaryRequests, m.compactions,
-		m.clearingBatches, m.cacheBreaks, m.offloaded, m.pruned, m.engineErrors, m.storeTimeouts)
+		m.clearingBatches, m.cacheBreaks, m.offloaded, m.pruned, m.engineErrors, m.storeTimeouts, m.storeErrors)
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "agentctx", Name: "sessions", Help: "Sessions with statistics."},
 			func() float64 { return float64(s.stats.len()) }),
@@ -136,6 +138,9 @@ func (m *promMetrics) record(x *exchange) {
 		m.engineErrors.WithLabelValues(api).Inc()
 		if errors.Is(x.engineErr, pipeline.ErrStoreTimeout) {
 			m.storeTimeouts.WithLabelValues(api).Inc()
+		}
+		if errors.Is(x.engineErr, pipeline.ErrStore) {
+			m.storeErrors.WithLabelValues(api).Inc()
 		}
 	}
 	var b Bill

@@ -215,6 +215,7 @@ func TestMetricsEqualStats(t *testing.T) {
 		{"agentctx_saved_usd", api, ss.SavedUSD},
 		{"agentctx_summary_requests_total", nil, float64(ss.SummaryRequests)},
 		{"agentctx_store_timeouts_total", nil, float64(ss.StoreTimeouts)},
+		{"agentctx_store_errors_total", nil, float64(ss.StoreErrors)},
 		{"agentctx_sessions", nil, 1},
 	} {
 		got := sumOf(fams, c.name, c.labels)

@@ -46,9 +46,12 @@ type SessionStats struct {
 	Errors    int    `json:"errors"`     // requests the Engine failed on (forwarded unchanged)
 	// StoreTimeouts counts the requests forwarded unedited because a
 	// store did not answer within pipeline.Options.StoreTimeout.
-	StoreTimeouts int   `json:"store_timeouts"`
-	BytesBefore   int64 `json:"bytes_before"` // request bytes received
-	BytesAfter    int64 `json:"bytes_after"`  // request bytes sent upstream
+	StoreTimeouts int `json:"store_timeouts"`
+	// StoreErrors counts the requests forwarded unedited because a store
+	// call failed (pipeline.ErrStore; the timeouts included).
+	StoreErrors int   `json:"store_errors"`
+	BytesBefore int64 `json:"bytes_before"` // request bytes received
+	BytesAfter  int64 `json:"bytes_after"`  // request bytes sent upstream
 	// TokensBefore and TokensAfter are the Engine's counts of the last
 	// request, as received and as sent.
 	TokensBefore int `json:"tokens_before"`
@@ -194,6 +197,9 @@ func (s *sessionStats) record(x *exchange) {
 	}
 	if errors.Is(x.engineErr, pipeline.ErrStoreTimeout) {
 		s.StoreTimeouts++ // forwarded unedited: the store did not answer
+	}
+	if errors.Is(x.engineErr, pipeline.ErrStore) {
+		s.StoreErrors++ // forwarded unedited: a store call failed
 	}
 	s.BytesBefore += int64(x.bytesIn)
 	s.BytesAfter += int64(x.bytesOut)
