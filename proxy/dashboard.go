@@ -111,8 +111,10 @@ type Composition struct {
 	ToolResults int    `json:"tool_results"`
 	References  int    `json:"references"`
 	Summary     int    `json:"summary"`
-	// Known is false when the proxy has not kept the messages (a
-	// Responses session, or none yet): only System and Tools are counted.
+	// Known is false when the proxy has not kept the messages (none
+	// yet, or a request it could not read): only System and Tools are
+	// counted. A Responses request's items are counted as the messages
+	// they map onto.
 	Known bool `json:"known"`
 }
 
@@ -153,8 +155,12 @@ func (s *sessionStats) recordView(x *exchange) {
 	} else {
 		v.Timeline = append(v.Timeline, pt)
 	}
-	if x.sentMsgs != nil || x.api == APIResponses {
-		s.view.msgs = x.sentMsgs
+	msgs := x.sentMsgs
+	if msgs == nil {
+		msgs = x.viewMsgs
+	}
+	if msgs != nil || x.api == APIResponses {
+		s.view.msgs = msgs
 	}
 	// Copies, kept while they do not change: the body they are in is not.
 	if !bytes.Equal(s.view.system, x.bill.system) {

@@ -3,11 +3,14 @@ package proxy_test
 import (
 	"encoding/json"
 	"errors"
+	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
@@ -166,5 +169,29 @@ func TestFetchReport(t *testing.T) {
 		if _, err := proxy.FetchReport(ctx, nil, s.url, c.token, c.key); !errors.Is(err, proxy.ErrReport) || strings.Contains(err.Error(), "bad") {
 			t.Errorf("%v: %v", c, err)
 		}
+	}
+}
+
+// A Codex (Responses) session's context is composed like the others: its
+// items counted as the messages they map onto, unchanged requests too.
+func TestCompositionOfResponsesSession(t *testing.T) {
+	e := pipelineEngine(t, proxy.PipelineOptions{})
+	fake := fakeupstream.New(fakeupstream.Options{})
+	base := newProxy(t, fake, e)
+	body := `{"model":"gpt-5","instructions":"x","store":false,"input":[` +
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"list the files"}]},` +
+		`{"type":"function_call","call_id":"call_1","name":"shell","arguments":"{\"cmd\":[\"ls\"]}"},` +
+		`{"type":"function_call_output","call_id":"call_1","output":"a.go\nb.go\n"}]}`
+	resp := post(t, base+"/v1/responses", body, map[string]string{proxy.HeaderSession: "resp-1"})
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var c proxy.Composition
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && !c.Known; time.Sleep(10 * time.Millisecond) {
+		if err := json.Unmarshal(get(t, base+proxy.DashboardContextPath+"?session=resp-1", nil), &c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !c.Known || c.Messages == 0 || c.ToolResults == 0 {
+		t.Fatalf("composition of a Responses session: %+v", c)
 	}
 }

@@ -302,6 +302,7 @@ type exchange struct {
 	sentEnc    [][]byte           // the messages sent, compact
 	sentHash   []uint64           // their msgHash where known (0: not computed)
 	sentMsgs   []agentctx.Message // the messages sent (Anthropic), for their thinking blocks
+	viewMsgs   []agentctx.Message // an unchanged Responses request's items as messages (the dashboard's composition)
 	thinkingOn bool
 	chain      *prefixHash // the prefix of the messages sent, once computed
 	thinkKeys  []string
@@ -531,6 +532,8 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		x.sentEnc, x.sentHash = conv.enc, conv.hash
 		if rt.api != APIResponses {
 			x.sentMsgs = conv.doc.Messages
+		} else {
+			x.viewMsgs = conv.doc.Messages // the items mapped onto messages, for the dashboard
 		}
 		if rt.api == APIAnthropic {
 			x.thinkIn = countThinking(conv.doc.Messages)

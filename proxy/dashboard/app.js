@@ -141,7 +141,7 @@
       }
       legend.append(el("span", { class: "k c-" + k, "data-part": k, "data-v": v }, LABELS[k] + " " + int(v)));
     });
-    if (!c.known) legend.append(el("span", {}, "(messages not kept for this API)"));
+    if (!c.known) legend.append(el("span", {}, "(no request read yet: system prompt and tools only)"));
   }
 
   function renderArtifacts(page, append) {
