@@ -13,8 +13,8 @@ import (
 	"strings"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/respcompact"
 	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/respcompact"
 )
 
 // Kind is what an input item is to the mapping.
