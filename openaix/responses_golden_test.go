@@ -112,4 +112,3 @@ func TestGoldenResponses(t *testing.T) {
 		})
 	}
 }
-
