@@ -388,4 +388,3 @@ func TestNativeChatFallsBack(t *testing.T) {
 		}
 	}
 }
-
