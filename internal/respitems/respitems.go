@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/ctxedit"
 	"github.com/agentctx/agentctx/internal/rawjson"
 	"github.com/agentctx/agentctx/internal/respcompact"
 )
@@ -356,21 +357,7 @@ func Text(m *agentctx.Message) string {
 	return strings.Join(parts, "\n")
 }
 
-func memberOf(obj []byte, key string) []byte {
-	if rawjson.Kind(obj) != '{' {
-		return nil
-	}
-	ms, err := rawjson.Members(obj)
-	if err != nil {
-		return nil
-	}
-	for k := len(ms) - 1; k >= 0; k-- {
-		if ms[k].Key == key {
-			return ms[k].Value
-		}
-	}
-	return nil
-}
+func memberOf(obj []byte, key string) []byte { return ctxedit.Member(obj, key) }
 
 func stringOf(raw []byte) string {
 	if rawjson.Kind(raw) == '"' {
