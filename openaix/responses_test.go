@@ -388,3 +388,28 @@ func TestNativeChatFallsBack(t *testing.T) {
 		}
 	}
 }
+
+// TestResponsesBadInput: input items the mapping cannot read fail the
+// request with the reason (by default), or go unchanged with FailOpen.
+func TestResponsesBadInput(t *testing.T) {
+	body := `{"model":"gpt-5","store":false,"input":[3]}`
+	for _, failOpen := range []bool{false, true} {
+		p := &observing{Pipeline: newPipeline(t)}
+		var got []byte
+		req, _ := http.NewRequest(http.MethodPost, "http://api.test/v1/responses", strings.NewReader(body))
+		resp, err := openaix.Middleware(p, &openaix.Options{FailOpen: failOpen})(req, func(r *http.Request) (*http.Response, error) {
+			got, _ = io.ReadAll(r.Body)
+			return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(`{}`))}, nil
+		})
+		if !failOpen {
+			if err == nil || !strings.Contains(err.Error(), "input item 0: not an object") || got != nil {
+				t.Errorf("err %v, sent %q", err, got)
+			}
+			continue
+		}
+		if err != nil || string(got) != body {
+			t.Errorf("fail open: err %v, sent %q", err, got)
+		}
+		resp.Body.Close()
+	}
+}
