@@ -1,8 +1,9 @@
 // Package openaix plugs agentctx into openai-go: a client middleware that
 // runs the pipeline on every Chat Completions request (with any
-// OpenAI-compatible server), the read-back tools as SDK tool params with a
-// dispatcher for their calls, and conversions between the SDK's message
-// params and agentctx messages.
+// OpenAI-compatible server) and every Responses request, the read-back
+// tools as SDK tool params with a dispatcher for their calls (in the shape
+// of each API), and conversions between the SDK's message params and
+// agentctx messages.
 //
 // It is a package of its own so that programs that use only pipeline do not
 // link the SDK.
@@ -21,20 +22,47 @@
 //		// the program's own tools
 //	}
 //
+// On the Responses API (client.Responses.New with Store false and the
+// whole input each time), the tools are ResponsesTools and the dispatcher
+// ExecuteResponsesTool:
+//
+//	params.Tools = append(params.Tools, openaix.ResponsesTools(p.Workspace())...)
+//	...
+//	for _, item := range resp.Output {
+//		if item.Type == "function_call" {
+//			if out, handled := openaix.ExecuteResponsesTool(ctx, p.Workspace(), item.AsFunctionCall()); handled {
+//				input = append(input, out)
+//				continue
+//			}
+//			// the program's own tools
+//		}
+//	}
+//
 // The middleware reads each /chat/completions request body as the SDK wrote
-// it, prepares its messages and sends the prepared body; other endpoints
-// (the Responses API among them) pass through unchanged. The usage of
-// every response is fed back to a *pipeline.Pipeline (Pipeline.Observe),
-// or to a Preparer that implements Observer, or to Options.Observer (for a
-// streamed response, ask for it with stream_options.include_usage).
+// it, prepares its messages and sends the prepared body. A /responses
+// request's input items are mapped onto messages the way the proxy maps
+// them (internal/respitems: consecutive calls and reasoning items are one
+// assistant message, outputs are tool messages); the items of every
+// message the pipeline kept are sent byte for byte, a pruned or offloaded
+// result as its item with only "output" replaced. A Responses request
+// whose history the server keeps (store not false, or a
+// previous_response_id) is sent unchanged, as the proxy does, and so are
+// the other endpoints. The usage of every prepared response, streamed or
+// not, is fed back to a *pipeline.Pipeline (Pipeline.Observe), or to a
+// Preparer that implements Observer, or to Options.Observer (for a
+// streamed Chat Completions response, ask for it with
+// stream_options.include_usage).
 //
 // # Context management
 //
-// Every edit is applied in the messages sent: Chat Completions has no
-// context management of OpenAI's, so there is nothing for a native mode to
-// delegate to (the proxy's --context-management native falls back the
-// same way for it). OpenAI's compaction exists only for the Responses API,
-// which this middleware passes through; the proxy applies it there.
+// By default every edit is applied in the messages sent. NativeMiddleware
+// (WithPipelineNative, with NativeSummarizer as the pipeline's
+// summarizer) has OpenAI's Responses compaction write the pipeline's
+// compactions of Responses requests: agentctx decides and stores the
+// originals, the provider compacts (see NativeMiddleware). Chat
+// Completions has no context management of OpenAI's: its requests are
+// edited client-side in both modes, as the proxy's --context-management
+// native does.
 package openaix
 
 import (
@@ -95,13 +123,19 @@ var provider = sdkmw.Provider{
 }
 
 // Middleware returns the middleware that prepares every Chat Completions
-// request with p. opts may be nil.
+// and Responses request with p. opts may be nil.
 func Middleware(p Preparer, opts *Options) option.Middleware {
-	return sdkmw.New(p, provider, opts)
+	chat, resp := sdkmw.New(p, provider, opts), sdkmw.New(p, responsesProvider, opts)
+	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		if responsesProvider.Match(req) {
+			return resp(req, next)
+		}
+		return chat(req, next)
+	}
 }
 
 // WithPipeline is the client option that prepares every Chat Completions
-// request with p: openai.NewClient(openaix.WithPipeline(p)).
+// and Responses request with p: openai.NewClient(openaix.WithPipeline(p)).
 func WithPipeline(p Preparer) option.RequestOption {
 	return option.WithMiddleware(Middleware(p, nil))
 }

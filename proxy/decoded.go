@@ -33,7 +33,7 @@ type decodedMsg struct {
 	bp   int    // countBreakpoints of the encoding
 
 	// item is what a Responses input item maps to (nil for messages);
-	// msg, hash and bp are then those of item.msg, and enc is not kept
+	// msg, hash and bp are then those of item.Msg, and enc is not kept
 	// (the item's bytes are not the message's encoding).
 	item *responseItem
 	// group is, on the first item of a run of Responses calls and
@@ -100,8 +100,8 @@ func (c *decodeCache) decodeItem(raw []byte) (*decodedMsg, error) {
 	if c != nil {
 		d.sum = c.fingerprint(raw)
 	}
-	if it.kind == itemMessage || it.kind == itemOutput {
-		e, err := encode(it.msg)
+	if it.Kind == itemMessage || it.Kind == itemOutput {
+		e, err := encode(it.Msg)
 		if err != nil {
 			return nil, err
 		}

@@ -19,7 +19,7 @@ package proxy
 // to compact the middle (one POST /v1/responses/compact with the client's
 // credentials and model, billed to the request being prepared like a
 // summary request), and the summary the session keeps holds the returned
-// window. Where that summary is sent (spliceResponses), the window's items
+// window. Where that summary is sent (spliceResponses, respitems.Window), the window's items
 // (the user messages, then the compaction item) take its place, followed
 // by a user message with the summary's title, a note, and the pointers to
 // the originals. The session sends the same window, byte for byte, on
@@ -145,25 +145,6 @@ func compactUpstream(ctx context.Context, client *http.Client, o *NativeSummariz
 	}
 	reportSummary(ctx, req, res.Body) // the compaction pass, billed to the request being prepared
 	return respcompact.Summary(res.Window)
-}
-
-// nativeWindow returns, for a message the proxy writes into a Responses
-// input, the items of the provider's compacted window it holds (nil when
-// none) and the text to write after them.
-func nativeWindow(m *agentctx.Message) ([][]byte, string) {
-	text := messageText(m)
-	if m.Role != agentctx.RoleUser || !strings.Contains(text, respcompact.Marker) {
-		return nil, text
-	}
-	items, rest, ok := respcompact.Split(text)
-	if !ok {
-		return nil, text
-	}
-	out := make([][]byte, len(items))
-	for i, it := range items {
-		out[i] = it
-	}
-	return out, rest
 }
 
 // providerCompacted reports whether the messages to send hold a window

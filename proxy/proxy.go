@@ -639,7 +639,7 @@ func (c *conversation) mapItems(dm []*decodedMsg) error {
 	c.doc = &agentctx.Document{Format: agentctx.FormatArray, Messages: msgs}
 	c.enc, c.hash, c.breaks = make([][]byte, len(msgs)), make([]uint64, len(msgs)), make([]int, len(msgs))
 	for k, g := range groups {
-		if d := dm[g[0]]; len(g) == 1 && (d.item.kind == itemMessage || d.item.kind == itemOutput) {
+		if d := dm[g[0]]; len(g) == 1 && (d.item.Kind == itemMessage || d.item.Kind == itemOutput) {
 			c.hash[k], c.breaks[k] = d.hash, d.bp // the encoding, when needed, from the message
 			continue
 		}

@@ -43,6 +43,9 @@ type SDK struct {
 	Clock       func(step int) time.Duration
 	New         func(p *pipeline.Pipeline) Middleware
 	Reply       func(sent []byte) []byte
+	// Options, when set, changes the pipeline's options before it is made
+	// (a summarizer of the middleware's own).
+	Options func(o *pipeline.Options)
 }
 
 // Run runs the steps and returns the transcript: for each step the bytes
@@ -54,14 +57,18 @@ func (s SDK) Run(t *testing.T) []byte {
 	step := 0
 	now := func() time.Time { return Epoch.Add(s.Clock(step) * time.Minute) }
 	sessions := NewSessions()
-	p, err := pipeline.New(pipeline.Options{
+	po := pipeline.Options{
 		SessionID:    "golden",
 		WorkspaceDir: filepath.Join(dir, "ws"),
 		Sessions:     sessions,
 		Now:          now,
 		Workspace:    workspace.Options{InlineLimit: s.Inline},
 		Compact:      compact.Options{Limit: s.Limit, Dir: filepath.Join(dir, "archive")},
-	})
+	}
+	if s.Options != nil {
+		s.Options(&po)
+	}
+	p, err := pipeline.New(po)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -115,6 +115,13 @@ type Provider struct {
 	// top-level members to set in the body sent (anthropicx's native mode
 	// sets context_management).
 	Finish func(req *http.Request, body []byte, doc *agentctx.Document, res *pipeline.Result) (members map[string][]byte, err error)
+	// Decode, when set, reads the messages of a matched request body in
+	// place of agentctx.ParseDocument (openaix's Responses requests, whose
+	// "input" holds items), and returns with them the function that writes
+	// the body to send for the prepared messages (metadata stripped). A
+	// nil document and no error send the body as it is, unprepared (a
+	// Responses request whose history the server keeps).
+	Decode func(ctx context.Context, body []byte) (doc *agentctx.Document, encode func(msgs []agentctx.Message) ([]byte, error), err error)
 }
 
 // ErrNotMessages is returned (wrapped) for a matched request whose body is
@@ -153,17 +160,17 @@ func New(p Preparer, prov Provider, o *Options) Middleware {
 		if err != nil {
 			return nil, fmt.Errorf("agentctx: read request body: %w", err)
 		}
-		out, err := prepare(ctx, req, p, prov, body, opts.OnResult)
+		out, prepared, err := prepare(ctx, req, p, prov, body, opts.OnResult)
 		if err != nil {
 			if !opts.FailOpen {
 				return nil, fmt.Errorf("agentctx: prepare %s request: %w", prov.Name, err)
 			}
 			log.LogAttrs(ctx, slog.LevelWarn, "agentctx: request sent unprepared", slog.String("provider", prov.Name), slog.String("error", err.Error()))
-			out = body
+			out, prepared = body, true // observed: the pipeline's estimates start from it
 		}
 		setBody(req, out)
 		resp, err := next(req)
-		if err != nil || opts.Observer == nil || resp.StatusCode != http.StatusOK || resp.Body == nil {
+		if err != nil || opts.Observer == nil || !prepared || resp.StatusCode != http.StatusOK || resp.Body == nil {
 			return resp, err
 		}
 		resp.Body = &usageReader{rc: resp.Body, ctx: ctx, prov: prov, obs: opts.Observer, sse: isSSE(resp.Header.Get("Content-Type"))}
@@ -176,17 +183,32 @@ func New(p Preparer, prov Provider, o *Options) Middleware {
 // stripped. binding, when set and p is a CallPreparer, says what the
 // request's thinking binds.
 func Prepare(ctx context.Context, p Preparer, binding func([]byte, *agentctx.Document) pipeline.CallOptions, body []byte, onResult func(context.Context, *pipeline.Result)) ([]byte, error) {
-	return prepare(ctx, nil, p, Provider{Binding: binding}, body, onResult)
+	out, _, err := prepare(ctx, nil, p, Provider{Binding: binding}, body, onResult)
+	return out, err
 }
 
-func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, body []byte, onResult func(context.Context, *pipeline.Result)) ([]byte, error) {
+// prepare returns the body to send and whether the pipeline prepared it
+// (false: a body Provider.Decode passes through, whose usage is not
+// observed either).
+func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, body []byte, onResult func(context.Context, *pipeline.Result)) ([]byte, bool, error) {
 	binding := prov.Binding
-	doc, err := agentctx.ParseDocument(ctx, body)
-	if err != nil {
-		return nil, err
-	}
-	if doc.Format != agentctx.FormatObject {
-		return nil, ErrNotMessages
+	var doc *agentctx.Document
+	var encode func([]agentctx.Message) ([]byte, error)
+	var err error
+	if prov.Decode != nil {
+		if doc, encode, err = prov.Decode(ctx, body); err != nil {
+			return nil, false, err
+		}
+		if doc == nil {
+			return body, false, nil
+		}
+	} else {
+		if doc, err = agentctx.ParseDocument(ctx, body); err != nil {
+			return nil, false, err
+		}
+		if doc.Format != agentctx.FormatObject {
+			return nil, false, ErrNotMessages
+		}
 	}
 	var res *pipeline.Result
 	if cp, ok := p.(CallPreparer); ok && binding != nil {
@@ -195,19 +217,24 @@ func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, 
 		res, err = p.PrepareDocument(ctx, doc)
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var members map[string][]byte
 	if prov.Finish != nil {
 		if members, err = prov.Finish(req, body, doc, res); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	if onResult != nil {
 		onResult(ctx, res)
 	}
-	out, err := doc.WithMessages(agentctx.StripMetadata(res.Messages)).AppendJSON(make([]byte, 0, len(body)))
-	out = bytes.TrimSuffix(out, []byte("\n"))
+	var out []byte
+	if encode != nil {
+		out, err = encode(agentctx.StripMetadata(res.Messages))
+	} else {
+		out, err = doc.WithMessages(agentctx.StripMetadata(res.Messages)).AppendJSON(make([]byte, 0, len(body)))
+		out = bytes.TrimSuffix(out, []byte("\n"))
+	}
 	if err == nil {
 		keys := make([]string, 0, len(members))
 		for k := range members {
@@ -218,7 +245,7 @@ func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, 
 			out = ctxedit.SetMember(out, k, members[k])
 		}
 	}
-	return out, err
+	return out, true, err
 }
 
 func setBody(req *http.Request, b []byte) {
