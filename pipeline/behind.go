@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 
 	"github.com/agentctx/agentctx"
 )
@@ -73,4 +74,47 @@ func (c *call) startOf(cs *compactionState, hist []agentctx.Message) bool {
 		d, ok := digestOf(hist)
 		return ok && hex.EncodeToString(d[:markSize]) == cs.Marks[len(hist)-from]
 	}
+}
+
+// A request is behind its session too when it holds no tool result new to
+// the session while the session holds decisions on results it lacks: the
+// start of a longer history the session has prepared (a retry, a
+// regenerate, a request sent alongside a longer one). Such a request is
+// prepared from its own messages: a decision of the longer history applies
+// to its results only where it would be made for the request itself (prune
+// finds the result stale in it), so its last turn and recent results stay
+// as it sent them; it makes no new decision on the longer history's results
+// (no clearing batch, no sweep); and it leaves the session's state for the
+// longer history: no decision forgotten, no growth observed, no compaction
+// kept. The results a request behind a compaction sees anew (the longer
+// history's were summarized) are kept marked as such (resultState.Behind):
+// a later retry gets the same decisions on them, and they do not make the
+// longer history's next request look behind.
+
+// checkBehind marks the call behind its session as above. The store step
+// has run: every result of the request is in the state, and c.unsent holds
+// those it added.
+func (c *call) checkBehind() {
+	if c.behind {
+		for k := range c.unsent {
+			c.st.Results[k].Behind = true
+		}
+		return
+	}
+	lacks := 0
+	if len(c.unsent) == 0 {
+		for k, rs := range c.st.Results {
+			if !rs.Behind && !c.seen[k] {
+				lacks++
+			}
+		}
+	}
+	if lacks == 0 {
+		for k := range c.seen { // the history's own from now on
+			c.st.Results[k].Behind = false
+		}
+		return
+	}
+	c.behind = true
+	c.rep.Warnings = append(c.rep.Warnings, fmt.Sprintf("the request lacks %d of the session's tool results and holds none new (a retry, or a request older than the session's last): it is prepared from its own messages, and the session's decisions are kept for the longer history", lacks))
 }

@@ -91,6 +91,7 @@ func (p *Pipeline) run(ctx context.Context, st *state, in []agentctx.Message, ex
 	if err := c.store(ctx); err != nil {
 		return nil, err
 	}
+	c.checkBehind()
 	if err := c.prune(ctx); err != nil {
 		return nil, err
 	}
@@ -545,6 +546,9 @@ func (c *call) prune(ctx context.Context) error {
 	}
 	switch {
 	case len(pending) == 0:
+	case c.behind:
+		// No new batch from a request behind the session: it would change
+		// what the longer history sent without its next request knowing.
 	case o.Stateless || o.ClearAtLeast < 0:
 		clear = pending
 	case o.Clearing == ClearBatched:
@@ -586,7 +590,15 @@ func (c *call) prune(ctx context.Context) error {
 		}
 		s.New = len(now)
 	}
-	next := c.replace(actionPruned, &s)
+	// A decision applies where prune finds the result stale in this very
+	// request: a request behind the session (a retry, a request sent
+	// alongside a longer one) keeps its own recent results whole, whatever
+	// the longer history decided on them.
+	apply := make(map[[2]int]bool, len(s.Pruned))
+	for _, pr := range s.Pruned {
+		apply[[2]int{pr.MessageIndex, pr.BlockIndex}] = true
+	}
+	next := c.replaceOnly(actionPruned, apply, &s)
 	s.Changed = len(s.Pruned)
 	c.view = next
 	c.finish(s, t0, next)
@@ -622,8 +634,14 @@ func (c *call) placeholder(ph, artifact string) string {
 // replace puts the state's replacement content in place of every result of
 // the view whose decision is action.
 func (c *call) replace(action string, s *StepReport) []agentctx.Message {
+	return c.replaceOnly(action, nil, s)
+}
+
+// replaceOnly is replace restricted to the results at the positions of
+// only (all of them when only is nil).
+func (c *call) replaceOnly(action string, only map[[2]int]bool, s *StepReport) []agentctx.Message {
 	return agentctx.MapToolResults(c.view, func(r agentctx.ToolResult) (agentctx.Content, bool) {
-		if r.Message < c.live {
+		if r.Message < c.live || only != nil && !only[[2]int{r.Message, r.Block}] {
 			return agentctx.Content{}, false
 		}
 		rs := c.st.Results[c.keys[[2]int{r.Message, r.Block}]]
@@ -663,11 +681,13 @@ func (c *call) offload(ctx context.Context) error {
 		return nil
 	}
 	s := StepReport{Step: StepOffload}
-	swept, err := c.coldSweep(ctx)
-	if err != nil {
-		return err
+	if !c.behind { // a request behind the session makes no new decision on the longer history's results
+		swept, err := c.coldSweep(ctx)
+		if err != nil {
+			return err
+		}
+		s.New += swept
 	}
-	s.New += swept
 	rep := &OffloadReport{Mode: OffloadWorkspace, Workspace: c.p.wsRoot, Namespace: c.p.ws.Namespace()}
 	s.Offload = rep
 	pather, _ := o.Store.(workspace.Pather)

@@ -84,6 +84,9 @@ type resultState struct {
 	// Chars is the length of the original in characters (for reports),
 	// once a replacement was made; 0 when not known yet.
 	Chars int `json:"chars,omitempty"`
+	// Behind is set while only requests behind the session (behind.go)
+	// have seen the result: it is not the longer history's.
+	Behind bool `json:"behind,omitempty"`
 }
 
 const (
