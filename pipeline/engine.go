@@ -52,7 +52,7 @@ func (p *Pipeline) Observe(ctx context.Context, u Usage) error {
 	if p.opts.Stateless {
 		return nil
 	}
-	_, err := p.update(ctx, func(st *state) error {
+	_, err := p.updateState(ctx, true, func(st *state) error { // the results are left alone
 		st.observe(u, p.opts.EstimateRatio)
 		return nil
 	})
