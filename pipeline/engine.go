@@ -188,6 +188,9 @@ type call struct {
 	unsent map[string]bool
 	calls  map[string]agentctx.ToolUse
 	broke  bool // this call changed what an earlier one sent
+	// prunedHere holds the positions of the results the prune step
+	// replaced in this call.
+	prunedHere map[[2]int]bool
 
 	// The last list counted and the count of each of its messages: the
 	// steps count the list again after each one, and most of its messages
@@ -594,11 +597,11 @@ func (c *call) prune(ctx context.Context) error {
 	// request: a request behind the session (a retry, a request sent
 	// alongside a longer one) keeps its own recent results whole, whatever
 	// the longer history decided on them.
-	apply := make(map[[2]int]bool, len(s.Pruned))
+	c.prunedHere = make(map[[2]int]bool, len(s.Pruned))
 	for _, pr := range s.Pruned {
-		apply[[2]int{pr.MessageIndex, pr.BlockIndex}] = true
+		c.prunedHere[[2]int{pr.MessageIndex, pr.BlockIndex}] = true
 	}
-	next := c.replaceOnly(actionPruned, apply, &s)
+	next := c.replaceOnly(actionPruned, c.prunedHere, &s)
 	s.Changed = len(s.Pruned)
 	c.view = next
 	c.finish(s, t0, next)
@@ -669,8 +672,7 @@ func (c *call) offload(ctx context.Context) error {
 	case OffloadFiles:
 		// A pruned result's placeholder names its stored original: kept.
 		pruned := func(r agentctx.ToolResult) bool {
-			rs := c.st.Results[c.keys[[2]int{r.Message, r.Block}]]
-			return r.Message >= c.live && rs != nil && rs.Action == actionPruned
+			return r.Message >= c.live && c.prunedHere[[2]int{r.Message, r.Block}]
 		}
 		s, next, err := c.p.offloadFiles(ctx, c.view, pruned)
 		if err != nil {
@@ -682,9 +684,20 @@ func (c *call) offload(ctx context.Context) error {
 	}
 	s := StepReport{Step: StepOffload}
 	if !c.behind { // a request behind the session makes no new decision on the longer history's results
+		var whole []*resultState
+		if c.cold { // the sweep's decisions are marked: they depend on the request (behind.go)
+			for _, key := range c.keys {
+				if rs := c.st.Results[key]; rs != nil && rs.Action == "" {
+					whole = append(whole, rs)
+				}
+			}
+		}
 		swept, err := c.coldSweep(ctx)
 		if err != nil {
 			return err
+		}
+		for _, rs := range whole {
+			rs.Swept = rs.Action == actionOffloaded
 		}
 		s.New += swept
 	}
@@ -709,9 +722,10 @@ func (c *call) offload(ctx context.Context) error {
 			rep.Stored++
 		}
 	}
-	next := c.replace(actionOffloaded, &s)
+	here := c.offloadedHere()
+	next := c.replaceOnly(actionOffloaded, here, &s)
 	for pos := range c.keys {
-		if rs := c.st.Results[c.keys[pos]]; rs != nil && rs.Action == actionOffloaded {
+		if rs := c.st.Results[c.keys[pos]]; rs != nil && rs.Action == actionOffloaded && (here == nil || here[pos]) {
 			rep.Replaced++
 			rep.ReplacedBytes += len(resultContent(c.src, pos[0], pos[1]).AsText())
 		}

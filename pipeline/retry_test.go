@@ -82,3 +82,55 @@ func TestShorterRequestGetsItsOwnDecisions(t *testing.T) {
 		t.Errorf("after the shorter request, the longer history's next request prunes %d new result(s), want %d", a, b)
 	}
 }
+
+// TestShorterRequestKeepsItsRecentResultsFromTheSweep: the cold-cache
+// sweep of a longer request replaced its older results by references,
+// keeping its most recent ones whole; a shorter request sent after it,
+// whose most recent results those older ones are, gets them whole (the
+// sweep would keep them for it), and the longer history's next request
+// still sends the references, byte for byte.
+func TestShorterRequestKeepsItsRecentResultsFromTheSweep(t *testing.T) {
+	o := options(t)
+	clock := now
+	o.Now = func() time.Time { return clock }
+	p := newPipeline(t, o)
+	file := strings.Repeat("a line of the file\n", 600) // 11,400 characters: kept whole
+	hist := history(user("read them", clock))
+	for i := range 8 {
+		clock = clock.Add(time.Minute)
+		hist = append(hist, exchange(fmt.Sprint("toolu_", i), "Read", fmt.Sprintf("f%d.go", i), file+fmt.Sprint(i), false, clock)...)
+		mustPrepare(t, p, hist)
+	}
+	clock = clock.Add(20 * time.Minute) // the cache expired
+	long := mustPrepare(t, p, hist)
+	if got := resultText(long.Messages, "toolu_0"); !strings.HasPrefix(got, "<knowledge_list>") {
+		t.Fatalf("cold: the oldest result was not swept: %.80q", got)
+	}
+
+	clock = clock.Add(time.Minute)
+	short := hist[:1+2*3] // its three results are all among its most recent
+	res := mustPrepare(t, p, short)
+	changed := 0
+	for _, s := range res.Report.Steps {
+		changed += s.Changed
+	}
+	for i := range 3 {
+		if got, want := resultText(res.Messages, fmt.Sprint("toolu_", i)), file+fmt.Sprint(i); got != want {
+			t.Errorf("the shorter request's recent result toolu_%d is sent as %.80q", i, got)
+		}
+	}
+	if changed != 0 {
+		t.Errorf("the shorter request is sent as received, but its report counts %d change(s)", changed)
+	}
+
+	clock = clock.Add(time.Minute)
+	again := mustPrepare(t, p, hist)
+	for i := range long.Messages {
+		if i >= len(again.Messages) || !sameMessage(again.Messages[i], long.Messages[i]) {
+			t.Fatalf("after the shorter request, the longer history is sent otherwise from message %d", i)
+		}
+	}
+	if again.Report.Session.PrefixChanged {
+		t.Error("after the shorter request, the longer history claims a prefix change")
+	}
+}

@@ -87,6 +87,10 @@ type resultState struct {
 	// Behind is set while only requests behind the session (behind.go)
 	// have seen the result: it is not the longer history's.
 	Behind bool `json:"behind,omitempty"`
+	// Swept is set when the cold-cache sweep offloaded the result (a
+	// decision that depends on the request: the most recent results are
+	// kept), not the offload step (one that depends on the result alone).
+	Swept bool `json:"swept,omitempty"`
 }
 
 const (
