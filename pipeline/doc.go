@@ -79,6 +79,15 @@
 // ones summarized. Build one Pipeline per conversation; set Options.Stateless
 // to make every call independent.
 //
+// A call given a shorter history than the session's last (a retry, a
+// regenerate, a second client of the session sending an earlier request)
+// is prepared from its own messages: a decision taken for the longer
+// history applies to it only where it would be taken for it (its last turn
+// and most recent results are never pruned away because later turns made
+// them old), it takes no new decision on the longer history's results, and
+// the session's state stays the longer history's, whose next call is
+// prepared as if the shorter one had not come (Report.Warnings says so).
+//
 // # Where the originals are
 //
 // Prepare never modifies the history it is given. What it takes out of the

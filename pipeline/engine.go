@@ -52,7 +52,7 @@ func (p *Pipeline) Observe(ctx context.Context, u Usage) error {
 	if p.opts.Stateless {
 		return nil
 	}
-	_, err := p.update(ctx, func(st *state) error {
+	_, err := p.updateState(ctx, true, func(st *state) error { // the results are left alone
 		st.observe(u, p.opts.EstimateRatio)
 		return nil
 	})
@@ -91,6 +91,7 @@ func (p *Pipeline) run(ctx context.Context, st *state, in []agentctx.Message, ex
 	if err := c.store(ctx); err != nil {
 		return nil, err
 	}
+	c.checkBehind()
 	if err := c.prune(ctx); err != nil {
 		return nil, err
 	}
@@ -187,6 +188,9 @@ type call struct {
 	unsent map[string]bool
 	calls  map[string]agentctx.ToolUse
 	broke  bool // this call changed what an earlier one sent
+	// prunedHere holds the positions of the results the prune step
+	// replaced in this call.
+	prunedHere map[[2]int]bool
 
 	// The last list counted and the count of each of its messages: the
 	// steps count the list again after each one, and most of its messages
@@ -545,6 +549,9 @@ func (c *call) prune(ctx context.Context) error {
 	}
 	switch {
 	case len(pending) == 0:
+	case c.behind:
+		// No new batch from a request behind the session: it would change
+		// what the longer history sent without its next request knowing.
 	case o.Stateless || o.ClearAtLeast < 0:
 		clear = pending
 	case o.Clearing == ClearBatched:
@@ -586,7 +593,15 @@ func (c *call) prune(ctx context.Context) error {
 		}
 		s.New = len(now)
 	}
-	next := c.replace(actionPruned, &s)
+	// A decision applies where prune finds the result stale in this very
+	// request: a request behind the session (a retry, a request sent
+	// alongside a longer one) keeps its own recent results whole, whatever
+	// the longer history decided on them.
+	c.prunedHere = make(map[[2]int]bool, len(s.Pruned))
+	for _, pr := range s.Pruned {
+		c.prunedHere[[2]int{pr.MessageIndex, pr.BlockIndex}] = true
+	}
+	next := c.replaceOnly(actionPruned, c.prunedHere, &s)
 	s.Changed = len(s.Pruned)
 	c.view = next
 	c.finish(s, t0, next)
@@ -622,8 +637,14 @@ func (c *call) placeholder(ph, artifact string) string {
 // replace puts the state's replacement content in place of every result of
 // the view whose decision is action.
 func (c *call) replace(action string, s *StepReport) []agentctx.Message {
+	return c.replaceOnly(action, nil, s)
+}
+
+// replaceOnly is replace restricted to the results at the positions of
+// only (all of them when only is nil).
+func (c *call) replaceOnly(action string, only map[[2]int]bool, s *StepReport) []agentctx.Message {
 	return agentctx.MapToolResults(c.view, func(r agentctx.ToolResult) (agentctx.Content, bool) {
-		if r.Message < c.live {
+		if r.Message < c.live || only != nil && !only[[2]int{r.Message, r.Block}] {
 			return agentctx.Content{}, false
 		}
 		rs := c.st.Results[c.keys[[2]int{r.Message, r.Block}]]
@@ -651,8 +672,7 @@ func (c *call) offload(ctx context.Context) error {
 	case OffloadFiles:
 		// A pruned result's placeholder names its stored original: kept.
 		pruned := func(r agentctx.ToolResult) bool {
-			rs := c.st.Results[c.keys[[2]int{r.Message, r.Block}]]
-			return r.Message >= c.live && rs != nil && rs.Action == actionPruned
+			return r.Message >= c.live && c.prunedHere[[2]int{r.Message, r.Block}]
 		}
 		s, next, err := c.p.offloadFiles(ctx, c.view, pruned)
 		if err != nil {
@@ -663,11 +683,24 @@ func (c *call) offload(ctx context.Context) error {
 		return nil
 	}
 	s := StepReport{Step: StepOffload}
-	swept, err := c.coldSweep(ctx)
-	if err != nil {
-		return err
+	if !c.behind { // a request behind the session makes no new decision on the longer history's results
+		var whole []*resultState
+		if c.cold { // the sweep's decisions are marked: they depend on the request (behind.go)
+			for _, key := range c.keys {
+				if rs := c.st.Results[key]; rs != nil && rs.Action == "" {
+					whole = append(whole, rs)
+				}
+			}
+		}
+		swept, err := c.coldSweep(ctx)
+		if err != nil {
+			return err
+		}
+		for _, rs := range whole {
+			rs.Swept = rs.Action == actionOffloaded
+		}
+		s.New += swept
 	}
-	s.New += swept
 	rep := &OffloadReport{Mode: OffloadWorkspace, Workspace: c.p.wsRoot, Namespace: c.p.ws.Namespace()}
 	s.Offload = rep
 	pather, _ := o.Store.(workspace.Pather)
@@ -689,9 +722,10 @@ func (c *call) offload(ctx context.Context) error {
 			rep.Stored++
 		}
 	}
-	next := c.replace(actionOffloaded, &s)
+	here := c.offloadedHere()
+	next := c.replaceOnly(actionOffloaded, here, &s)
 	for pos := range c.keys {
-		if rs := c.st.Results[c.keys[pos]]; rs != nil && rs.Action == actionOffloaded {
+		if rs := c.st.Results[c.keys[pos]]; rs != nil && rs.Action == actionOffloaded && (here == nil || here[pos]) {
 			rep.Replaced++
 			rep.ReplacedBytes += len(resultContent(c.src, pos[0], pos[1]).AsText())
 		}

@@ -84,6 +84,13 @@ type resultState struct {
 	// Chars is the length of the original in characters (for reports),
 	// once a replacement was made; 0 when not known yet.
 	Chars int `json:"chars,omitempty"`
+	// Behind is set while only requests behind the session (behind.go)
+	// have seen the result: it is not the longer history's.
+	Behind bool `json:"behind,omitempty"`
+	// Swept is set when the cold-cache sweep offloaded the result (a
+	// decision that depends on the request: the most recent results are
+	// kept), not the offload step (one that depends on the result alone).
+	Swept bool `json:"swept,omitempty"`
 }
 
 const (
@@ -196,63 +203,81 @@ func newState() *state {
 // loadState reads the session's state; a missing session is a new state.
 // A state written by a newer schema, or unreadable, is an error rather than
 // a silent reset: its decisions would be lost.
-func (p *Pipeline) loadState(ctx context.Context) (*state, int64, error) {
+//
+// results is the JSON of the state's Results when known (the state came
+// from the memo), else nil.
+func (p *Pipeline) loadState(ctx context.Context) (st *state, v int64, results []byte, err error) {
 	if p.opts.Stateless {
-		return newState(), 0, nil
+		return newState(), 0, nil, nil
 	}
 	sctx, cancel := p.storeCtx(ctx)
 	data, v, err := p.sessions.Load(sctx, p.namespace, p.sessionID)
 	err = storeErr(ctx, sctx, err)
 	cancel()
 	if errors.Is(err, session.ErrNotFound) {
-		return newState(), 0, nil
+		return newState(), 0, nil, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("pipeline: load session %q: %w", p.sessionID, err)
+		return nil, 0, nil, fmt.Errorf("pipeline: load session %q: %w", p.sessionID, err)
 	}
-	if st := p.memoState(data); st != nil {
-		return st, v, nil
+	if st, results := p.memoStateJSON(data); st != nil {
+		return st, v, results, nil
 	}
-	st := newState()
+	st = newState()
 	if err := json.Unmarshal(data, st); err != nil {
-		return nil, 0, fmt.Errorf("pipeline: session %q: unreadable state: %w", p.sessionID, err)
+		return nil, 0, nil, fmt.Errorf("pipeline: session %q: unreadable state: %w", p.sessionID, err)
 	}
 	if st.Schema > stateSchema {
-		return nil, 0, fmt.Errorf("pipeline: session %q: state schema %d is newer than this program's %d", p.sessionID, st.Schema, stateSchema)
+		return nil, 0, nil, fmt.Errorf("pipeline: session %q: state schema %d is newer than this program's %d", p.sessionID, st.Schema, stateSchema)
 	}
 	if st.Results == nil {
 		st.Results = map[string]*resultState{}
 	}
 	p.rememberState(data, st)
-	return st, v, nil
+	return st, v, nil, nil
 }
 
 // stateMemo is the last state this Pipeline read or wrote, with its JSON:
 // a session's calls mostly find what the call before saved, and a copy of
-// it is cheaper than decoding it again.
+// it is cheaper than decoding it again. results is the JSON of its Results
+// within data, when known.
 type stateMemo struct {
-	mu   sync.Mutex
-	data []byte
-	st   *state
+	mu      sync.Mutex
+	data    []byte
+	st      *state
+	results []byte
 }
 
 // memoState returns a copy of the remembered state if data is its JSON.
 func (p *Pipeline) memoState(data []byte) *state {
+	st, _ := p.memoStateJSON(data)
+	return st
+}
+
+// memoStateJSON is memoState, with the JSON of the state's Results when
+// known.
+func (p *Pipeline) memoStateJSON(data []byte) (*state, []byte) {
 	m := &p.stateMemo
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.st == nil || !bytes.Equal(m.data, data) {
-		return nil
+		return nil, nil
 	}
-	return m.st.clone()
+	return m.st.clone(), m.results
 }
 
 // rememberState remembers st (a copy of it) as the state data encodes.
 func (p *Pipeline) rememberState(data []byte, st *state) {
+	p.rememberStateJSON(data, nil, st)
+}
+
+// rememberStateJSON is rememberState with results, the JSON of st.Results
+// within data (nil when not known).
+func (p *Pipeline) rememberStateJSON(data, results []byte, st *state) {
 	m := &p.stateMemo
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.data, m.st = data, st.clone()
+	m.data, m.results, m.st = data, results, st.clone()
 }
 
 // clone returns a deep copy of st.
@@ -277,22 +302,57 @@ func (st *state) clone() *state {
 
 // saveState stores st if the session is still at version v; the error
 // matches session.ErrConflict when another writer got there first.
-func (p *Pipeline) saveState(ctx context.Context, st *state, v int64) (int64, error) {
-	data, err := json.Marshal(st)
-	if err != nil {
-		return 0, err
-	}
+// results, when not nil, is the JSON of st.Results (see encodeState).
+func (p *Pipeline) saveState(ctx context.Context, st *state, v int64, results []byte) (int64, error) {
 	if p.opts.Stateless {
 		return 0, nil
+	}
+	data, results, err := encodeState(st, results)
+	if err != nil {
+		return 0, err
 	}
 	sctx, cancel := p.storeCtx(ctx)
 	nv, err := p.sessions.Save(sctx, p.namespace, p.sessionID, data, v)
 	err = storeErr(ctx, sctx, err)
 	cancel()
 	if err == nil {
-		p.rememberState(data, st)
+		p.rememberStateJSON(data, results, st)
 	}
 	return nv, err
+}
+
+// resultsNull is the Results member of a state encoded without results.
+var resultsNull = []byte(`"results":null`)
+
+// encodeState returns json.Marshal(st) and the JSON of st.Results within
+// it. results, when not nil, is that JSON, encoded by an earlier call for
+// the very same Results: the results are most of a long session's state,
+// and a call that leaves them alone (Observe) does not encode them again.
+func encodeState(st *state, results []byte) (data, res []byte, err error) {
+	if results == nil {
+		if results, err = json.Marshal(st.Results); err != nil {
+			return nil, nil, err
+		}
+	}
+	rs := st.Results
+	st.Results = nil
+	head, err := json.Marshal(st)
+	st.Results = rs
+	if err != nil {
+		return nil, nil, err
+	}
+	// Only numbers come before the member (schema, requests): its first
+	// occurrence is the member.
+	i := bytes.Index(head, resultsNull)
+	if i < 0 {
+		return nil, nil, errors.New("pipeline: encode state: no results member")
+	}
+	at := i + len(resultsNull) - len("null")
+	data = make([]byte, 0, len(head)-len("null")+len(results))
+	data = append(data, head[:at]...)
+	data = append(data, results...)
+	data = append(data, head[i+len(resultsNull):]...)
+	return data, results, nil
 }
 
 // maxAttempts bounds the load–prepare–save rounds of one call when other
@@ -304,6 +364,12 @@ const maxAttempts = 32
 // a short random wait that grows with the attempts, so racing writers
 // spread out).
 func (p *Pipeline) update(ctx context.Context, fn func(st *state) error) (int64, error) {
+	return p.updateState(ctx, false, fn)
+}
+
+// updateState is update; keepResults says that fn leaves st.Results as
+// loaded, so that their JSON is not encoded again when known.
+func (p *Pipeline) updateState(ctx context.Context, keepResults bool, fn func(st *state) error) (int64, error) {
 	for attempt := range maxAttempts {
 		if attempt > 0 {
 			wait := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 6)))
@@ -313,14 +379,17 @@ func (p *Pipeline) update(ctx context.Context, fn func(st *state) error) (int64,
 			case <-time.After(wait):
 			}
 		}
-		st, v, err := p.loadState(ctx)
+		st, v, results, err := p.loadState(ctx)
 		if err != nil {
 			return 0, err
 		}
 		if err := fn(st); err != nil {
 			return 0, err
 		}
-		nv, err := p.saveState(ctx, st, v)
+		if !keepResults {
+			results = nil
+		}
+		nv, err := p.saveState(ctx, st, v, results)
 		if errors.Is(err, session.ErrConflict) {
 			continue
 		}
