@@ -316,29 +316,25 @@ func encodeRecords(e *encoder, msgs []Message, cc *ccFile) {
 			items = append(items, recordItem{out: k, rec: -1, changed: true})
 		}
 	}
-	// The uuids written, to repair parent links to records left out.
+	// The members of each record written (nil for a new one), and the
+	// uuids written, to repair parent links to records left out.
+	members := make([][]member, len(items))
 	written := map[string]bool{}
-	for _, it := range items {
-		var ms []member
+	for k, it := range items {
 		switch {
 		case it.rec >= 0 && !it.changed:
-			ms = lineMembers(cc.records[it.rec].raw)
+			members[k] = lineMembers(cc.records[it.rec].raw)
 		case msgs[it.out].env != nil:
-			ms = msgs[it.out].env.members
+			members[k] = msgs[it.out].env.members
 		}
-		if id := recordString(ms, "uuid"); id != "" {
+		if id := recordString(members[k], "uuid"); id != "" {
 			written[id] = true
 		}
 	}
 	var prev []byte // the uuid token of the record written last
-	for _, it := range items {
-		var ms []member
-		switch {
-		case it.rec >= 0 && !it.changed:
-			ms = lineMembers(cc.records[it.rec].raw)
-		case msgs[it.out].env != nil:
-			ms = msgs[it.out].env.members
-		default:
+	for k, it := range items {
+		ms := members[k]
+		if ms == nil && (it.rec < 0 || it.changed) && msgs[it.out].env == nil {
 			prev = encodeNewRecord(e, &msgs[it.out], msgs, it.out, prev)
 			e.buf = append(e.buf, '\n')
 			continue
