@@ -20,11 +20,19 @@ func TestStart(t *testing.T) {
 	if err != nil {
 		Skip(t, err)
 	}
+	dir := s.dir
 	defer func() {
 		if err := s.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
+		if _, err := os.Stat(dir); dir != "" && !os.IsNotExist(err) {
+			t.Errorf("Close left %s: %v", dir, err)
+		}
 	}()
+	// By default the server lives in memory when the machine offers it.
+	if mem := MemoryDir(); mem != "" && os.Getenv(EnvURL) == "" && !strings.HasPrefix(dir, mem+string(filepath.Separator)) {
+		t.Errorf("server in %s, not under %s", dir, mem)
+	}
 	u, err := s.NewDatabase(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -77,21 +85,13 @@ func TestSkipFailsInCI(t *testing.T) {
 }
 
 // TestStaleDirectoriesRemoved: a directory left by a test process that
-// died before Close is removed by the next Start; a live process's is kept.
+// died before Close is removed (by the next Start); a live process's is
+// kept.
 func TestStaleDirectoriesRemoved(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("stale directories are found by pid on Linux only")
 	}
-	// Not t.TempDir: its parent is private, and a root test runs the
-	// server as another user, who must reach the directory.
-	base, err := os.MkdirTemp("", "pgtest-stale-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if err := os.Chmod(base, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	base := t.TempDir()
 	dead := exec.Command("true")
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
@@ -107,43 +107,11 @@ func TestStaleDirectoriesRemoved(t *testing.T) {
 		return d
 	}
 	stale, live := mk("stale", dead.Process.Pid), mk("live", os.Getpid())
-	t.Setenv(EnvURL, "")
-	s, err := Start(context.Background(), &Options{Dir: base})
-	if err != nil {
-		Skip(t, err)
-	}
-	defer s.Close()
-	if !strings.HasPrefix(s.dir, base) {
-		t.Errorf("server in %s, not under %s", s.dir, base)
-	}
+	removeStale(base)
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("the dead process's directory is still there: %v", err)
 	}
 	if _, err := os.Stat(live); err != nil {
 		t.Errorf("the live process's directory was removed: %v", err)
-	}
-}
-
-// TestMemoryBacked: by default the server lives in memory when the machine
-// offers it.
-func TestMemoryBacked(t *testing.T) {
-	mem := MemoryDir()
-	if mem == "" {
-		t.Skip("no memory-backed directory here")
-	}
-	t.Setenv(EnvURL, "")
-	s, err := Start(context.Background(), nil)
-	if err != nil {
-		Skip(t, err)
-	}
-	dir := s.dir
-	if !strings.HasPrefix(dir, mem+string(filepath.Separator)) {
-		t.Errorf("server in %s, not under %s", dir, mem)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("Close left %s: %v", dir, err)
 	}
 }
