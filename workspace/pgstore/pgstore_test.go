@@ -30,11 +30,18 @@ func opener(opts *pgstore.Options) storetest.Opener {
 	}
 }
 
-func TestConformance(t *testing.T) { storetest.Run(t, opener(nil)) }
+// The two conformance suites run side by side (each rule its own
+// database), after the tests that are not parallel: TestLargeArtifact
+// counts the process's allocations, so it must run alone.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, opener(nil))
+}
 
 // TestConformanceSmallChunks runs the suite with chunks of 64 bytes, so
 // that every rule crosses chunk boundaries (lines cut, characters not).
 func TestConformanceSmallChunks(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, opener(&pgstore.Options{ChunkBytes: 64}))
 }
 
