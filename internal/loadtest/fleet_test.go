@@ -68,6 +68,7 @@ type config struct {
 // API does (the proxy names the request a usage is for, so its late
 // arrival changes nothing: TestLateUsageChangesNothing).
 func TestFleetShort(t *testing.T) {
+	t.Parallel() // its own server, upstreams and replicas
 	runFleet(t, config{Sessions: 6, Requests: 6, Limit: 2000, Seed: 17})
 }
 

@@ -28,6 +28,7 @@ import (
 // step (the hang left no half-written state, and the usage of a request
 // forwarded unedited is not taken for the last prepared one's).
 func TestFleetStoreHang(t *testing.T) {
+	t.Parallel() // most of its time is the store timeout, waited out: other tests run meanwhile (each has its own server, upstreams and replicas)
 	const sessions, requests, hung = 4, 7, 3
 	ctx := t.Context()
 	pg, err := pgtest.Start(ctx, nil)

@@ -23,6 +23,7 @@ import (
 // writer that loses the race takes the next suffixed id, and its reference
 // names it.
 func TestFleetRacingWriters(t *testing.T) {
+	t.Parallel() // its own server, upstreams and replicas
 	const trials, sessions = 4, 8
 	ctx := t.Context()
 	pg, err := pgtest.Start(ctx, nil)

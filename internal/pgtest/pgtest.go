@@ -12,6 +12,13 @@
 // runs as the "postgres" user (created by the Debian package), else as
 // "nobody", and its directory is handed to that user.
 //
+// The server's directory is memory-backed when the machine offers it
+// (/dev/shm on Linux with room to spare): creating a database there takes
+// tens of milliseconds instead of most of a second on a busy disk, and
+// every conformance rule gets a fresh database. The server runs without
+// fsync; it holds test data only. A directory left by a killed test
+// process is removed by the next Start.
+//
 // With AGENTCTX_TEST_POSTGRES set to a URL, Start starts nothing and uses
 // that server (it must let its user create databases).
 package pgtest
@@ -52,7 +59,17 @@ type Options struct {
 	BinDir string
 	// Timeout bounds initdb and the server's start; 0 means 60 seconds.
 	Timeout time.Duration
+	// Dir is where the server's temporary directory is made; "" means a
+	// memory-backed directory when there is one with room (see
+	// MemoryDir), else os.TempDir().
+	Dir string
 }
+
+// dirPrefix names the servers' temporary directories.
+const dirPrefix = "agentctx-pgtest-"
+
+// ownerFile, in a server's directory, holds the test process's pid.
+const ownerFile = "owner.pid"
 
 // Server is a running PostgreSQL server.
 type Server struct {
@@ -62,6 +79,8 @@ type Server struct {
 	dir  string    // removed by Close; "" for a server given by EnvURL
 	cmd  *exec.Cmd // the postgres process
 	done chan struct{}
+
+	fileCopy bool // CREATE DATABASE ... STRATEGY FILE_COPY is understood (PostgreSQL 15+)
 
 	mu sync.Mutex
 	n  int
@@ -89,7 +108,14 @@ func Start(ctx context.Context, opts *Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "agentctx-pgtest-")
+	base := o.Dir
+	if base == "" {
+		if base = MemoryDir(); base == "" {
+			base = os.TempDir()
+		}
+	}
+	removeStale(base)
+	dir, err := os.MkdirTemp(base, dirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
@@ -100,6 +126,9 @@ func Start(ctx context.Context, opts *Options) (*Server, error) {
 			s.Close()
 		}
 	}()
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		return nil, fmt.Errorf("pgtest: %w", err)
+	}
 	cred, err := serverUser(dir)
 	if err != nil {
 		return nil, err
@@ -123,7 +152,9 @@ func Start(ctx context.Context, opts *Options) (*Server, error) {
 	defer logf.Close()
 	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
 		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", "-c", "max_connections=200",
-		"-F", "-c", "full_page_writes=off", "-c", "synchronous_commit=off")
+		"-F", "-c", "full_page_writes=off", "-c", "synchronous_commit=off",
+		// Checkpoints are cheap without fsync: keep the WAL (in memory) small.
+		"-c", "max_wal_size=128MB")
 	s.cmd.Dir = dir
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	setCred(s.cmd, cred)
@@ -152,13 +183,20 @@ func Start(ctx context.Context, opts *Options) (*Server, error) {
 	return s, nil
 }
 
+// ping connects to the server and learns its version.
 func (s *Server) ping(ctx context.Context) error {
 	c, err := pgx.Connect(ctx, s.URL)
 	if err != nil {
 		return err
 	}
 	defer c.Close(context.Background())
-	return c.Ping(ctx)
+	var v string
+	if err := c.QueryRow(ctx, `SELECT current_setting('server_version_num')`).Scan(&v); err != nil {
+		return err
+	}
+	n, _ := strconv.Atoi(v)
+	s.fileCopy = n >= 150000
+	return nil
 }
 
 // NewDatabase creates an empty database and returns its URL.
@@ -174,7 +212,13 @@ func (s *Server) NewDatabase(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("pgtest: %w", err)
 	}
 	defer c.Close(context.Background())
-	if _, err := c.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+	// FILE_COPY copies template1's files and checkpoints (cheap without
+	// fsync) instead of writing them all to the WAL: about twice as fast.
+	create := "CREATE DATABASE " + name
+	if s.fileCopy {
+		create += " STRATEGY FILE_COPY"
+	}
+	if _, err := c.Exec(ctx, create); err != nil {
 		return "", fmt.Errorf("pgtest: create database: %w", err)
 	}
 	u, err := url.Parse(s.URL)

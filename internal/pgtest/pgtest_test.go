@@ -3,6 +3,12 @@ package pgtest
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -14,11 +20,19 @@ func TestStart(t *testing.T) {
 	if err != nil {
 		Skip(t, err)
 	}
+	dir := s.dir
 	defer func() {
 		if err := s.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
+		if _, err := os.Stat(dir); dir != "" && !os.IsNotExist(err) {
+			t.Errorf("Close left %s: %v", dir, err)
+		}
 	}()
+	// By default the server lives in memory when the machine offers it.
+	if mem := MemoryDir(); mem != "" && os.Getenv(EnvURL) == "" && !strings.HasPrefix(dir, mem+string(filepath.Separator)) {
+		t.Errorf("server in %s, not under %s", dir, mem)
+	}
 	u, err := s.NewDatabase(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -67,5 +81,37 @@ func TestSkipFailsInCI(t *testing.T) {
 		if r.failed != c.fail || r.skipped != c.skip {
 			t.Errorf("CI=%q: failed %v skipped %v", c.ci, r.failed, r.skipped)
 		}
+	}
+}
+
+// TestStaleDirectoriesRemoved: a directory left by a test process that
+// died before Close is removed (by the next Start); a live process's is
+// kept.
+func TestStaleDirectoriesRemoved(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("stale directories are found by pid on Linux only")
+	}
+	base := t.TempDir()
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string, pid int) string {
+		d := filepath.Join(base, dirPrefix+name)
+		if err := os.MkdirAll(filepath.Join(d, "data"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, ownerFile), []byte(strconv.Itoa(pid)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	stale, live := mk("stale", dead.Process.Pid), mk("live", os.Getpid())
+	removeStale(base)
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the dead process's directory is still there: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the live process's directory was removed: %v", err)
 	}
 }

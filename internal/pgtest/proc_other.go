@@ -14,3 +14,9 @@ func setCred(cmd *exec.Cmd, c *credential) {
 }
 
 func killWithParent(*exec.Cmd) {}
+
+// MemoryDir returns "": no memory-backed directory is known on this
+// system.
+func MemoryDir() string { return "" }
+
+func removeStale(string) {}
