@@ -194,8 +194,10 @@ func TestDashboardInBrowser(t *testing.T) {
 		parts[attr(r, "data-part")] = attr(r, "data-v")
 	}
 	for k, v := range map[string]int{"system": c.System, "tools": c.Tools, "messages": c.Messages, "references": c.References, "summary": c.Summary} {
-		if parts[k] != strconv.Itoa(v) {
-			t.Errorf("composition bar %s = %q, want %d (%v)", k, parts[k], v, parts)
+		// A part of 0 tokens draws no rectangle (whether the scripted
+		// session ends with a reference depends on its timing).
+		if got := parts[k]; got != strconv.Itoa(v) && (v != 0 || got != "") {
+			t.Errorf("composition bar %s = %q, want %d (%v)", k, got, v, parts)
 		}
 	}
 	if n := len(dom.byID("artifacts").all("tr", "artifact")); n == 0 {
