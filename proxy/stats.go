@@ -31,7 +31,8 @@ type sessionStats struct {
 	billing      sessionBilling
 
 	// Signed thinking and context management (native.go).
-	last sentList // the messages the last request sent
+	last  sentList         // the messages the last request sent
+	ncomp nativeCompaction // the last provider compaction (Anthropic)
 
 	view sessionView // the dashboard's (dashboard.go)
 }
