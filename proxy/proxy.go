@@ -281,13 +281,13 @@ func (s *Server) route(r *http.Request) route {
 
 // exchange is one request's bookkeeping.
 type exchange struct {
-	start      time.Time
-	api        API
-	session    string
-	edited     bool
-	dropBlock  bool // ask the API to drop thinking blocks whose prefix changed
-	native     bool // a context-management edit was added (its beta is needed)
-	provCmp    bool // a provider's compaction window is sent (native_responses.go)
+	start     time.Time
+	api       API
+	session   string
+	edited    bool
+	dropBlock bool // ask the API to drop thinking blocks whose prefix changed
+	native    bool // a context-management edit was added (its beta is needed)
+	provCmp   bool // a provider's compaction window is sent (native_responses.go)
 	// Anthropic native compaction (native.go): the index of the message
 	// holding the last compaction block (-1: none), the instructions of
 	// the compaction asked for ("" when none), and whether the answer
@@ -295,27 +295,27 @@ type exchange struct {
 	cut          int
 	compactInstr string
 	compacted    bool
-	held       int  // tool results held as last sent (see holdEdits)
-	thinkIn    int  // thinking blocks the client sent
-	thinkOut   int  // thinking blocks forwarded
-	bytesIn    int
-	bytesOut   int
-	prepared   *Prepared
-	overhead   time.Duration
-	sentEnc    [][]byte           // the messages sent, compact
-	sentHash   []uint64           // their msgHash where known (0: not computed)
-	sentMsgs   []agentctx.Message // the messages sent (Anthropic), for their thinking blocks
-	thinkingOn bool
-	chain      *prefixHash // the prefix of the messages sent, once computed
-	thinkKeys  []string
-	usage      Usage
-	gotUsage   bool
-	observed   bool // the usage was given to the engine
-	status     int
-	engineErr  error
-	bill       exchangeBill
-	cacheBreak bool   // the messages sent do not extend the session's last (sentMessages)
-	client     string // the client's User-Agent, its first word
+	held         int // tool results held as last sent (see holdEdits)
+	thinkIn      int // thinking blocks the client sent
+	thinkOut     int // thinking blocks forwarded
+	bytesIn      int
+	bytesOut     int
+	prepared     *Prepared
+	overhead     time.Duration
+	sentEnc      [][]byte           // the messages sent, compact
+	sentHash     []uint64           // their msgHash where known (0: not computed)
+	sentMsgs     []agentctx.Message // the messages sent (Anthropic), for their thinking blocks
+	thinkingOn   bool
+	chain        *prefixHash // the prefix of the messages sent, once computed
+	thinkKeys    []string
+	usage        Usage
+	gotUsage     bool
+	observed     bool // the usage was given to the engine
+	status       int
+	engineErr    error
+	bill         exchangeBill
+	cacheBreak   bool   // the messages sent do not extend the session's last (sentMessages)
+	client       string // the client's User-Agent, its first word
 }
 
 // ServeHTTP implements http.Handler.
