@@ -103,10 +103,12 @@ package proxy
 // # Native compaction
 //
 // When agentctx compacts an Anthropic request in native mode, and the
-// request's count reaches the API's smallest trigger (50,000 input tokens;
-// below it, the compaction stays client-side), the request goes
+// request's count reaches the API's smallest trigger (50,000 input tokens,
+// with a 10% margin; below it, the compaction stays client-side), the
+// request goes
 // uncompacted, as last sent (held edits, as for clearing), with a
-// compact_20260112 edit appended whose trigger is that smallest one and
+// compact_20260112 edit appended whose trigger is that smallest one (and
+// no clearing edit: the server summarizes what it reads, all of it) and
 // whose instructions are agentctx's summary prompt followed by the
 // "## Stored originals" section of agentctx's own summary (pointers to the
 // originals it stored, so the read tools still reach what the provider's
@@ -365,6 +367,12 @@ func (s *Server) placeEdits(a *alignment, in []agentctx.Message, inEnc [][]byte,
 	if !native {
 		return nil
 	}
+	if x.compactInstr != "" {
+		// The server summarizes what it reads: sent whole, it reads what
+		// agentctx counted (clearing first could leave it under the
+		// trigger), and the summary covers the results themselves.
+		return nil
+	}
 	from := 0
 	if x.cut > 0 {
 		from = x.cut // the server clears in what it reads: from the compaction block on
@@ -460,10 +468,11 @@ func (c *compactionCut) join(p *Prepared) *Prepared {
 
 // nativeCompactionFor returns the instructions of a provider compaction
 // when the Engine compacted an Anthropic request it counted at the API's
-// smallest trigger or more, in native mode (see the notes above); "" when
-// the compaction stays client-side.
+// smallest trigger or more (with a 10% margin: the trigger is the API's
+// count), in native mode (see the notes above); "" when the compaction
+// stays client-side.
 func (s *Server) nativeCompactionFor(p *Prepared) string {
-	if s.opts.ContextManagement != ContextNative || p == nil || !p.Compacted || p.TokensBefore < ctxedit.MinCompactTrigger {
+	if s.opts.ContextManagement != ContextNative || p == nil || !p.Compacted || p.TokensBefore < ctxedit.MinCompactTrigger*11/10 {
 		return ""
 	}
 	var summary string
