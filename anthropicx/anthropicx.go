@@ -149,6 +149,7 @@ func NativeMiddleware(p Preparer, opts *Options) option.Middleware {
 		return co
 	}
 	prov.Finish = m.finish
+	prov.Cut = compactionCut
 	return sdkmw.New(p, prov, opts)
 }
 

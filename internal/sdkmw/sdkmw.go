@@ -115,6 +115,11 @@ type Provider struct {
 	// top-level members to set in the body sent (anthropicx's native mode
 	// sets context_management).
 	Finish func(req *http.Request, body []byte, doc *agentctx.Document, res *pipeline.Result) (members map[string][]byte, err error)
+	// Cut, when set, returns the index of the first message the Preparer
+	// is given (anthropicx's native mode: the history from its last
+	// compaction block on, as the API reads it); Finish still gets the
+	// whole document, and the result of the messages from there.
+	Cut func(doc *agentctx.Document) int
 }
 
 // ErrNotMessages is returned (wrapped) for a matched request whose body is
@@ -188,11 +193,17 @@ func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, 
 	if doc.Format != agentctx.FormatObject {
 		return nil, ErrNotMessages
 	}
+	pdoc := doc
+	if prov.Cut != nil {
+		if k := prov.Cut(doc); k > 0 && k < len(doc.Messages) {
+			pdoc = doc.WithMessages(doc.Messages[k:])
+		}
+	}
 	var res *pipeline.Result
 	if cp, ok := p.(CallPreparer); ok && binding != nil {
-		res, err = cp.PrepareCall(ctx, doc, binding(body, doc))
+		res, err = cp.PrepareCall(ctx, pdoc, binding(body, pdoc))
 	} else {
-		res, err = p.PrepareDocument(ctx, doc)
+		res, err = p.PrepareDocument(ctx, pdoc)
 	}
 	if err != nil {
 		return nil, err
