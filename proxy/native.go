@@ -80,7 +80,8 @@ package proxy
 // first and untouched), with the beta added: those messages go as they were
 // last sent, so no thinking block is invalidated and the prompt cache
 // breaks only where the server clears. Edits of messages not yet sent (the
-// newest results) and compactions stay client-side. Other APIs fall back
+// newest results) stay client-side, and compactions go to the provider
+// (see Native compaction below). Other APIs fall back
 // to client-side edits.
 //
 // The mapping is an approximation: the server clears the oldest tool uses

@@ -218,7 +218,7 @@ writes to, every session: the proxy prints the line that registers it,
 	cmd.Flags().DurationVar(&retain.every, "retain-every", time.Hour, "with --retain-age or --retain-size: how often the proxy prunes its namespace (and its tenants')")
 	fs := cmd.Flags()
 	fs.StringVar(&listen, "listen", "127.0.0.1:8787", "address to listen on")
-	fs.StringVar(&contextMgmt, "context-management", string(proxy.ContextClient), "where edits go: client (in the messages) or native (Anthropic context editing for already-sent results; OpenAI Responses compaction for compactions)")
+	fs.StringVar(&contextMgmt, "context-management", string(proxy.ContextClient), "where edits go: client (in the messages) or native (Anthropic context editing for already-sent results and Anthropic or OpenAI Responses compaction for compactions)")
 	fs.StringVar(&anthropicURL, "upstream-anthropic", proxy.DefaultAnthropicURL, "Anthropic API base URL")
 	fs.StringVar(&oaURL, "upstream-openai", proxy.DefaultOpenAIURL, "OpenAI API base URL")
 	fs.IntVar(&maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions kept in memory (least recently used out first)")
