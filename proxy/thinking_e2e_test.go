@@ -30,18 +30,21 @@ import (
 // requests that relied on drop_block.
 func TestClaudeCodeThinkingModes(t *testing.T) {
 	dir := e2eclient.Install(t)
-	for _, name := range []string{string(proxy.ContextClient), string(proxy.ContextNative), "native-compaction"} {
+	for _, name := range []string{string(proxy.ContextClient), string(proxy.ContextNative), "client-compaction", "native-compaction"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel() // each mode has its own upstream, engine, proxy and client
 			mode := proxy.ContextManagement(strings.TrimSuffix(name, "-compaction"))
-			nativeCompaction := name == "native-compaction"
+			// The -compaction runs: results kept whole, a compaction of
+			// 60,000 tokens or more (the provider's in native mode).
+			compactionRun := strings.HasSuffix(name, "-compaction")
+			nativeCompaction := compactionRun && mode == proxy.ContextNative
 			turns, window := 12, 36_000
 			bash := func(c *fakeupstream.Call, cmd string) (fakeupstream.ToolCall, bool) {
 				return fakeupstream.ToolCall{Name: "Bash", Input: map[string]any{"command": cmd, "description": "run a step"}}, true
 			}
 			script := e2eScript(turns, bash)
 			var rb *readBackAfterCompaction
-			if nativeCompaction {
+			if compactionRun {
 				// The compaction's smallest trigger is 50,000 tokens: a
 				// larger window, results kept whole until the engine
 				// compacts at 60,000, then step 1's result read back
@@ -53,7 +56,7 @@ func TestClaudeCodeThinkingModes(t *testing.T) {
 			fake := fakeupstream.New(fakeupstream.Options{ContextWindow: window, Script: script})
 			up := startUpstream(t, fake)
 			engine := e2eEngine(t, up, 22_000, 2_000, "Bash")
-			if nativeCompaction {
+			if compactionRun {
 				engine = compactingEngine(t, up, 60_000)
 			}
 			srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: up, OpenAIURL: up,
@@ -65,7 +68,7 @@ func TestClaudeCodeThinkingModes(t *testing.T) {
 			defer ps.Close()
 
 			allowed := "Bash"
-			if nativeCompaction {
+			if compactionRun {
 				allowed = "Bash,Read" // the read-back
 			}
 			argv := append(e2eclient.ClaudeCommand(dir), "-p", "Run the numbered steps with Bash and report the final RESULT.",
@@ -118,23 +121,30 @@ func TestClaudeCodeThinkingModes(t *testing.T) {
 			// too: Claude Code sends the request of step 11 twice, so the
 			// scripted model runs out of steps before step 12's result.)
 			want := fmt.Sprintf("FINAL ANSWER %d", turns*1000+7)
-			if (mode == proxy.ContextClient || nativeCompaction) && !strings.Contains(stdout.String(), want) {
+			if (mode == proxy.ContextClient || compactionRun) && !strings.Contains(stdout.String(), want) {
 				t.Errorf("%s: the final answer is not %q: %s", name, want, e2eclient.Tail(stdout.String()))
 			}
-			if nativeCompaction {
-				// The provider compacted; what it summarized stays
-				// readable through the summary's pointers.
-				if s.ProviderCompactions == 0 || bill.Compactions != s.ProviderCompactions {
-					t.Errorf("native compaction: %d by the provider, %d in the fake's bill", s.ProviderCompactions, bill.Compactions)
-				}
+			if compactionRun {
+				// What the compaction summarized stays readable through
+				// the summary's pointers.
 				t.Logf("read back after the compaction: %s", rb.path)
 				if !rb.ok() {
-					t.Errorf("native compaction: step 1's result was not read back after the compaction (path %q)", rb.path)
+					t.Errorf("%s: step 1's result was not read back after the compaction (path %q)", name, rb.path)
+				}
+			}
+			if compactionRun && !nativeCompaction && (s.Compactions == 0 || s.ProviderCompactions != 0) {
+				t.Errorf("client compaction: %d compactions, %d by the provider", s.Compactions, s.ProviderCompactions)
+			}
+			if nativeCompaction {
+				// The provider compacted, after its prefix check: every
+				// thinking block the client sent is forwarded.
+				if s.ProviderCompactions == 0 || bill.Compactions != s.ProviderCompactions {
+					t.Errorf("native compaction: %d by the provider, %d in the fake's bill", s.ProviderCompactions, bill.Compactions)
 				}
 				if s.ThinkingForwarded != s.ThinkingSent {
 					t.Errorf("native compaction: %d of %d thinking blocks forwarded", s.ThinkingForwarded, s.ThinkingSent)
 				}
-			} else if mode == proxy.ContextNative {
+			} else if mode == proxy.ContextNative && !compactionRun {
 				// Every block is forwarded unless a compaction summarized
 				// the messages that held it (the window filled: clearing
 				// would have left too little room to be worth its rewrite).
@@ -144,16 +154,17 @@ func TestClaudeCodeThinkingModes(t *testing.T) {
 				if s.NativeEdits == 0 || bill.ClearedToolUses == 0 {
 					t.Errorf("native mode: no edit delegated (native_edits %d, cleared %d)", s.NativeEdits, bill.ClearedToolUses)
 				}
-			} else if s.DeferredResults == 0 {
+			} else if !compactionRun && s.DeferredResults == 0 {
 				t.Errorf("client mode: no edit deferred before the open turn's thinking")
 			}
 		})
 	}
 }
 
-// readBackAfterCompaction is the model of the native-compaction run: the
-// steps (next), and on the first request after a compaction, a Read of
-// step 1's result at the path the compaction summary's pointers give.
+// readBackAfterCompaction is the model of the -compaction runs: the steps
+// (next), and on the first request after a compaction (the provider's
+// block, or agentctx's summary), a Read of step 1's result at the path the
+// summary's pointers give.
 type readBackAfterCompaction struct {
 	next func(c *fakeupstream.Call) fakeupstream.Reply
 
@@ -167,7 +178,7 @@ var step1Pointer = regexp.MustCompile(`step-1-padding.{0,200}?\((/[^,)]+)`)
 func (r *readBackAfterCompaction) script(c *fakeupstream.Call) fakeupstream.Reply {
 	if c.Header.Get(proxy.HeaderSummary) == "" {
 		r.mu.Lock()
-		if r.path == "" && bytes.Contains(c.Raw, []byte(`"type":"compaction"`)) {
+		if r.path == "" && (bytes.Contains(c.Raw, []byte(`"type":"compaction"`)) || bytes.Contains(c.Raw, []byte(compact.SummaryTitle))) {
 			if m := step1Pointer.FindSubmatch(c.Raw); m != nil {
 				r.path = string(m[1])
 				r.mu.Unlock()
