@@ -197,9 +197,10 @@ func WithEdit(cm []byte, edits ...[]byte) []byte {
 		list = append(list, e...)
 		list = append(list, ',')
 	}
-	list[len(list)-1] = ']'
 	if len(list) == 1 {
 		list = append(list, ']')
+	} else {
+		list[len(list)-1] = ']'
 	}
 	return SetMember(cm, "edits", list)
 }
