@@ -498,3 +498,18 @@ func compactionEdit(x *exchange) []byte {
 	}
 	return nil
 }
+
+// anthropicCompacts reports whether an Anthropic request is large enough
+// that, compacted in native mode, the provider summarizes it (see
+// nativeCompactionFor), as far as the request an Engine hands a
+// summarizer tells: the body last forwarded for the session (Prefix, kept
+// near the trigger), its bytes over 4, which overestimates the tokens the
+// Engine counts by JSON's syntax, and which the request being compacted
+// outgrows. Unknown (no prefix, or one after a provider compaction, whose
+// messages before the block the server does not read): false.
+func anthropicCompacts(req *Request) bool {
+	if len(req.Prefix) == 0 || bytes.Contains(req.Prefix, []byte(`"type":"compaction"`)) {
+		return false
+	}
+	return len(req.Prefix)/4 >= ctxedit.MinCompactTrigger*11/10
+}

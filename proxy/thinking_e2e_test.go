@@ -57,7 +57,7 @@ func TestClaudeCodeThinkingModes(t *testing.T) {
 			up := startUpstream(t, fake)
 			engine := e2eEngine(t, up, 22_000, 2_000, "Bash")
 			if compactionRun {
-				engine = compactingEngine(t, up, 60_000)
+				engine = compactingEngine(t, up, 60_000, mode)
 			}
 			srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: up, OpenAIURL: up,
 				Logger: testLogger(t), ContextManagement: mode})
@@ -201,17 +201,22 @@ func (r *readBackAfterCompaction) ok() bool {
 }
 
 // compactingEngine keeps results whole (no offload, no prune) and
-// compacts at limit tokens.
-func compactingEngine(t *testing.T, upstream string, limit int) *proxy.PipelineEngine {
+// compacts at limit tokens; its summaries are the upstream's, through
+// NativeSummarizers in native mode (as `agentctx proxy` sets them).
+func compactingEngine(t *testing.T, upstream string, limit int, mode proxy.ContextManagement) *proxy.PipelineEngine {
 	t.Helper()
 	dir := t.TempDir()
+	summ := proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{AnthropicURL: upstream, OpenAIURL: upstream})
+	if mode == proxy.ContextNative {
+		summ = proxy.NativeSummarizers(proxy.NativeSummarizerOptions{OpenAIURL: upstream, Fallback: summ})
+	}
 	e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{
 		Pipeline: pipeline.Options{
 			WorkspaceDir: filepath.Join(dir, "ws"),
 			Workspace:    workspace.Options{InlineLimit: 100_000},
 			Compact:      compact.Options{Limit: limit, Dir: filepath.Join(dir, "archive"), MaxRetries: -1},
 		},
-		Summarizer: proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{AnthropicURL: upstream, OpenAIURL: upstream}),
+		Summarizer: summ,
 		Logger:     testLogger(t),
 	})
 	if err != nil {
