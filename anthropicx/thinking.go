@@ -229,12 +229,14 @@ func (m *thinkingMemory) finish(req *http.Request, body []byte, doc *agentctx.Do
 			}
 			out = append(slices.Clone(prefix), out...)
 		}
-		if compacted(res) && res.Report.TokensBefore >= ctxedit.MinCompactTrigger*11/10 {
+		full := append(slices.Clone(out[:len(out)-len(res.Messages)]), agentctx.StripMetadata(tail)...)
+		if msgs := ctxedit.Uncompacted(full, m.lastOut); compacted(res) && res.Report.TokensBefore >= ctxedit.MinCompactTrigger*11/10 && msgs != nil {
 			// The API compacts instead, after its prefix check: the
-			// messages go uncompacted, the pipeline's pointers in the
-			// instructions (it archived and stored the originals).
+			// messages go as the last request sent them, then the new
+			// ones, the pipeline's pointers in the instructions (it
+			// archived and stored the originals).
 			instr = ctxedit.Instructions(summaryText(out))
-			out = append(out[:len(out)-len(res.Messages):len(out)-len(res.Messages)], agentctx.StripMetadata(tail)...)
+			out = msgs
 			compactEdits = append(compactEdits, ctxedit.CompactEdit(ctxedit.MinCompactTrigger, instr))
 		} else if k >= 0 {
 			compactEdits = append(compactEdits, ctxedit.CompactEdit(ctxedit.DeclaredTrigger, ""))

@@ -106,9 +106,12 @@ package proxy
 // When agentctx compacts an Anthropic request in native mode, and the
 // request's count reaches the API's smallest trigger (50,000 input tokens,
 // with a 10% margin; below it, the compaction stays client-side), the
-// request goes
-// uncompacted, as last sent (held edits, as for clearing), with a
-// compact_20260112 edit appended whose trigger is that smallest one (and
+// request goes uncompacted: the messages the session's last request sent,
+// in their places (every edit placed then stays, so no thinking block is
+// invalidated and the prompt cache holds), then the client's new ones
+// (ctxedit.Uncompacted; when the last request's messages are not in the
+// client's places, after a client-side compaction, the compaction stays
+// client-side), with a compact_20260112 edit appended whose trigger is that smallest one (and
 // no clearing edit: the server summarizes what it reads, all of it) and
 // whose instructions are agentctx's summary prompt followed by the
 // "## Stored originals" section of agentctx's own summary (pointers to the

@@ -19,7 +19,10 @@ import (
 
 // nativeCompactionRun drives one open turn of tool rounds (signed thinking
 // on every answer) through a proxy in mode whose engine compacts at 60,000
-// tokens. The client sends a compaction block back as Claude Code does:
+// tokens. Every fourth result is large enough to be offloaded (an edit
+// placed client-side, in a message the next request sends as edited);
+// each message of results carries a text block after them, as Claude
+// Code's do. The client sends a compaction block back as Claude Code does:
 // {"type":"compaction","content":""}. It returns the fake upstream and the
 // proxy.
 func nativeCompactionRun(t *testing.T, mode proxy.ContextManagement, rounds int) (*fakeupstream.Server, *proxy.Server) {
@@ -35,7 +38,7 @@ func nativeCompactionRun(t *testing.T, mode proxy.ContextManagement, rounds int)
 	e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{
 		Pipeline: pipeline.Options{
 			WorkspaceDir: filepath.Join(dir, "ws"),
-			Workspace:    workspace.Options{InlineLimit: 100_000},
+			Workspace:    workspace.Options{InlineLimit: 30_000},
 			Compact:      compact.Options{Limit: 60_000, Dir: filepath.Join(dir, "archive"), MaxRetries: -1},
 		},
 		Logger: testLogger(t),
@@ -78,8 +81,12 @@ func nativeCompactionRun(t *testing.T, mode proxy.ContextManagement, rounds int)
 			}
 		}
 		am, _ := json.Marshal(map[string]any{"role": "assistant", "content": ans.Content})
-		out := strings.Repeat(fmt.Sprintf("round %d output line, words words words\n", i), 400)
-		msgs = append(msgs, string(am), fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":%q,"content":%s}]}`, id, quote(out)))
+		n := 400
+		if i%4 == 0 {
+			n = 1000 // offloaded
+		}
+		out := strings.Repeat(fmt.Sprintf("round %d output line, words words words\n", i), n)
+		msgs = append(msgs, string(am), fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":%q,"content":%s},{"type":"text","text":"<system-reminder>round %d</system-reminder>"}]}`, id, quote(out), i))
 	}
 	return fake, srv
 }

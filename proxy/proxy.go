@@ -529,13 +529,20 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 	}
 	x.prepared = prep
 	if rt.api == APIAnthropic {
-		if x.compactInstr = s.nativeCompactionFor(prep); x.compactInstr != "" {
-			// The provider compacts: the messages go uncompacted (the
-			// held edits placed as for clearing), the summary's pointers
-			// in the edit's instructions.
-			q := *prep
-			q.Messages = doc.Messages
-			prep = &q
+		if instr := s.nativeCompactionFor(prep); instr != "" {
+			// The provider compacts: the messages go as the last request
+			// sent them, then the new ones, the summary's pointers in the
+			// edit's instructions (native.go).
+			full := conv.doc.Messages
+			if cut != nil {
+				full = append(append([]agentctx.Message(nil), cut.prefix...), cut.tail...)
+			}
+			last, _ := s.stats.get(x.session).last.get()
+			if msgs := ctxedit.Uncompacted(full, last); msgs != nil {
+				q := *prep
+				q.Messages, q.Unchanged = msgs, false
+				prep, cut, x.compactInstr = &q, nil, instr
+			}
 		}
 		if cut != nil {
 			prep = cut.join(prep)

@@ -110,3 +110,86 @@ func Instructions(summary string) string {
 	}
 	return b.String()
 }
+
+// Uncompacted returns the messages a request asking the API to compact
+// sends: the messages the session's last request sent, in their places
+// (every edit placed then stays, so no thinking block after them is
+// invalidated), then the client's newer ones. It returns nil when the last
+// request's messages are not in the client's places (a client-side
+// compaction, another history): the compaction then stays client-side.
+func Uncompacted(in, last []agentctx.Message) []agentctx.Message {
+	if len(last) == 0 || len(last) > len(in) {
+		return nil
+	}
+	for j := range last {
+		if last[j].Role != in[j].Role || !EqualStrings(callIDs(&last[j]), callIDs(&in[j])) {
+			return nil
+		}
+	}
+	out := make([]agentctx.Message, 0, len(in))
+	for j := range last {
+		switch {
+		case sameMessage(&last[j], &in[j]):
+			out = append(out, in[j]) // the client's own, its breakpoints with it
+		default:
+			// As sent, without the breakpoints it had then: the client's
+			// have moved on since, and there are at most four.
+			out = append(out, withoutBreakpoints(last[j]))
+		}
+	}
+	return append(out, in[len(last):]...)
+}
+
+// sameMessage reports whether two messages are the same but for their
+// breakpoints.
+func sameMessage(x, y *agentctx.Message) bool {
+	if x.Role != y.Role || x.Content.IsText() != y.Content.IsText() {
+		return false
+	}
+	if x.Content.IsText() {
+		return x.Content.Text() == y.Content.Text()
+	}
+	bx, by := x.Content.Blocks(), y.Content.Blocks()
+	if len(bx) != len(by) {
+		return false
+	}
+	for i := range bx {
+		if !SameBlock(bx[i], by[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// withoutBreakpoints returns m without the cache_control of its blocks.
+func withoutBreakpoints(m agentctx.Message) agentctx.Message {
+	for i, b := range m.Content.Blocks() {
+		if _, ok := b.Field("cache_control"); !ok {
+			continue
+		}
+		raw, err := b.MarshalJSON()
+		if err != nil {
+			continue
+		}
+		var nb agentctx.Block
+		if nb.UnmarshalJSON(withoutBreakpoint(raw)) == nil {
+			m = m.WithBlock(i, nb)
+		}
+	}
+	return m
+}
+
+// callIDs returns the ids of a message's tool_use blocks and the
+// tool_use_id of its tool_result blocks, in order.
+func callIDs(m *agentctx.Message) []string {
+	var ids []string
+	for _, b := range m.Content.Blocks() {
+		switch b.Type {
+		case agentctx.BlockToolUse:
+			ids = append(ids, b.ID)
+		case agentctx.BlockToolResult:
+			ids = append(ids, b.ToolUseID)
+		}
+	}
+	return ids
+}

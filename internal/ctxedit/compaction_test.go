@@ -74,3 +74,40 @@ func TestCompactionHelpers(t *testing.T) {
 		t.Errorf("Instructions without pointers = %q", got)
 	}
 }
+
+// TestUncompacted: the last request's messages in their places (as sent,
+// breakpoints dropped, the client's own where unchanged), then the new
+// ones; nil when the places differ.
+func TestUncompacted(t *testing.T) {
+	dec := func(js string) agentctx.Message {
+		m, err := agentctx.DecodeMessage([]byte(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	in := []agentctx.Message{
+		dec(`{"role":"user","content":"go"}`),
+		dec(`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]}`),
+		dec(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"long output"},{"type":"text","text":"reminder"}]}`),
+		dec(`{"role":"assistant","content":[{"type":"tool_use","id":"t2","name":"Bash","input":{}}]}`),
+		dec(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"new","cache_control":{"type":"ephemeral"}}]}`),
+	}
+	last := []agentctx.Message{in[0], in[1],
+		dec(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"[stored: t1]","cache_control":{"type":"ephemeral"}},{"type":"text","text":"reminder"}]}`)}
+	out := Uncompacted(in, last)
+	enc := func(ms []agentctx.Message) string {
+		var b []byte
+		for i := range ms {
+			b, _ = ms[i].AppendJSON(b)
+		}
+		return string(b)
+	}
+	got := enc(out)
+	if len(out) != 5 || !strings.Contains(got, `[stored: t1]`) || strings.Contains(got, "long output") || strings.Count(got, "cache_control") != 1 {
+		t.Errorf("Uncompacted = %s", got)
+	}
+	if Uncompacted(in, []agentctx.Message{in[0], in[3]}) != nil || Uncompacted(in[:1], last) != nil {
+		t.Errorf("Uncompacted of messages not in their places")
+	}
+}
