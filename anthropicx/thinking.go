@@ -225,7 +225,7 @@ func (m *thinkingMemory) finish(req *http.Request, body []byte, doc *agentctx.Do
 			tail = in[k:]
 			prefix := in[:k]
 			if len(m.prefix) == k {
-				prefix = m.prefix
+				prefix = ctxedit.AsSent(prefix, m.prefix)
 			}
 			out = append(slices.Clone(prefix), out...)
 		}

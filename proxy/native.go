@@ -447,7 +447,7 @@ func (s *Server) cutAtCompaction(x *exchange, msgs []agentctx.Message) *compacti
 			}
 		}
 		if same {
-			c.prefix = prefix
+			c.prefix = ctxedit.AsSent(msgs[:k], prefix)
 			if m, ok := ctxedit.Restore(msgs[k], block); ok {
 				c.tail = append([]agentctx.Message{m}, msgs[k+1:]...)
 				c.restored = true

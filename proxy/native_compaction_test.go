@@ -23,8 +23,8 @@ import (
 // placed client-side, in a message the next request sends as edited);
 // each message of results carries a text block after them, as Claude
 // Code's do. The client sends a compaction block back as Claude Code does:
-// {"type":"compaction","content":""}. It returns the fake upstream and the
-// proxy.
+// {"type":"compaction","content":""}, and its breakpoints as Claude Code
+// places them. It returns the fake upstream and the proxy.
 func nativeCompactionRun(t *testing.T, mode proxy.ContextManagement, rounds int) (*fakeupstream.Server, *proxy.Server) {
 	t.Helper()
 	step := 0
@@ -56,8 +56,15 @@ func nativeCompactionRun(t *testing.T, mode proxy.ContextManagement, rounds int)
 
 	msgs := []string{`{"role":"user","content":"Run the steps and report."}`}
 	for i := 1; i <= rounds; i++ {
-		body := `{"model":"claude-sonnet-4-5","max_tokens":1000,"thinking":{"type":"adaptive"},"system":"You are a coding agent.",` +
-			`"tools":[{"name":"Bash","input_schema":{"type":"object"}}],"messages":[` + strings.Join(msgs, ",") + `]}`
+		// Breakpoints as Claude Code places them: two in system, one on
+		// the last message (moved on every request).
+		sent := append([]string(nil), msgs...)
+		if last := sent[len(sent)-1]; strings.HasSuffix(last, `"}]}`) {
+			sent[len(sent)-1] = strings.TrimSuffix(last, `}]}`) + `,"cache_control":{"type":"ephemeral"}}]}`
+		}
+		body := `{"model":"claude-sonnet-4-5","max_tokens":1000,"thinking":{"type":"adaptive"},` +
+			`"system":[{"type":"text","text":"You are a coding agent.","cache_control":{"type":"ephemeral"}},{"type":"text","text":"Be brief.","cache_control":{"type":"ephemeral"}}],` +
+			`"tools":[{"name":"Bash","input_schema":{"type":"object"}}],"messages":[` + strings.Join(sent, ",") + `]}`
 		resp := post(t, ps.URL+"/v1/messages", body, map[string]string{"X-Agentctx-Session": "s1"})
 		data, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != 200 {
@@ -149,7 +156,8 @@ func TestNativeAnthropicCompaction(t *testing.T) {
 			continue
 		}
 		// Later: the edit declared, the messages before the block as the
-		// compaction request sent them, the block restored.
+		// compaction request sent them (but for breakpoints), the block
+		// restored.
 		if e == nil || e["trigger"].(map[string]any)["value"].(float64) != ctxedit.DeclaredTrigger || e["instructions"] != nil {
 			t.Errorf("request %d after the compaction declares %v", i, e)
 		}
@@ -181,11 +189,28 @@ func TestNativeAnthropicCompaction(t *testing.T) {
 	}
 }
 
+// canonicalJSON returns raw re-encoded without its cache_control members
+// (breakpoints move without changing what was sent).
 func canonicalJSON(t *testing.T, raw []byte) []byte {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil {
 		t.Fatal(err)
 	}
+	var strip func(v any)
+	strip = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			delete(x, "cache_control")
+			for _, y := range x {
+				strip(y)
+			}
+		case []any:
+			for _, y := range x {
+				strip(y)
+			}
+		}
+	}
+	strip(v)
 	b, _ := json.Marshal(v)
 	return b
 }

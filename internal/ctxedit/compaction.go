@@ -127,17 +127,25 @@ func Uncompacted(in, last []agentctx.Message) []agentctx.Message {
 		}
 	}
 	out := make([]agentctx.Message, 0, len(in))
-	for j := range last {
-		switch {
-		case sameMessage(&last[j], &in[j]):
-			out = append(out, in[j]) // the client's own, its breakpoints with it
-		default:
-			// As sent, without the breakpoints it had then: the client's
-			// have moved on since, and there are at most four.
-			out = append(out, withoutBreakpoints(last[j]))
+	out = append(out, AsSent(in[:len(last)], last)...)
+	return append(out, in[len(last):]...)
+}
+
+// AsSent returns the messages sent (as a request sent them, in the
+// client's places in), each as the client has it when they are the same
+// but for breakpoints, else as sent without its breakpoints: the client's
+// have moved on since, and there are at most four. sent is at most as
+// long as in.
+func AsSent(in, sent []agentctx.Message) []agentctx.Message {
+	out := make([]agentctx.Message, len(sent))
+	for j := range sent {
+		if sameMessage(&sent[j], &in[j]) {
+			out[j] = in[j] // the client's own, its breakpoints with it
+		} else {
+			out[j] = withoutBreakpoints(sent[j])
 		}
 	}
-	return append(out, in[len(last):]...)
+	return out
 }
 
 // sameMessage reports whether two messages are the same but for their
