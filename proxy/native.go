@@ -506,13 +506,15 @@ func compactionEdit(x *exchange) []byte {
 // that, compacted in native mode, the provider summarizes it (see
 // nativeCompactionFor), as far as the request an Engine hands a
 // summarizer tells: the body last forwarded for the session (Prefix, kept
-// near the trigger), its bytes over 4, which overestimates the tokens the
-// Engine counts by JSON's syntax, and which the request being compacted
-// outgrows. Unknown (no prefix, or one after a provider compaction, whose
-// messages before the block the server does not read): false.
+// near the trigger), from its last compaction block on when it holds one
+// (the server reads no further back; Claude Code writes system and tools
+// after the messages), its bytes over 4, which overestimates the tokens
+// the Engine counts by JSON's syntax, and which the request being
+// compacted outgrows. Without a prefix: false.
 func anthropicCompacts(req *Request) bool {
-	if len(req.Prefix) == 0 || bytes.Contains(req.Prefix, []byte(`"type":"compaction"`)) {
-		return false
+	p := req.Prefix
+	if i := bytes.LastIndex(p, []byte(`{"type":"compaction"`)); i >= 0 {
+		p = p[i:]
 	}
-	return len(req.Prefix)/4 >= ctxedit.MinCompactTrigger*11/10
+	return len(p)/4 >= ctxedit.MinCompactTrigger*11/10
 }
