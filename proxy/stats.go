@@ -57,7 +57,8 @@ type SessionStats struct {
 	Compactions  int `json:"compactions"` // compactions made
 	// ProviderCompactions counts the compactions whose summary the
 	// provider wrote (ContextNative, OpenAI Responses: a compaction item
-	// of POST /v1/responses/compact; see native_responses.go).
+	// of POST /v1/responses/compact, see native_responses.go; Anthropic:
+	// a compaction block relayed, see native.go).
 	ProviderCompactions int `json:"provider_compactions"`
 	// CacheBreaks counts requests whose messages sent do not start with
 	// the messages sent by the request before (compared without
