@@ -137,8 +137,13 @@ func Middleware(p Preparer, opts *Options) option.Middleware {
 // edit appended to the request's context_management.edits (the caller's
 // own edits stay first), with its beta header. The API applies it after
 // the thinking prefix check, so the open turn keeps its thinking; the
-// pipeline still stores every original, counts and reports. Compactions
-// stay the pipeline's own. Use one middleware per loop.
+// pipeline still stores every original, counts and reports. A compaction
+// of a request of 55,000 tokens or more is asked of the API instead
+// (compact_20260112, the pipeline's "Stored originals" pointers in its
+// instructions); the requests that carry the compaction block declare the
+// edit, and the pipeline reads the history from the block on (the proxy's
+// native compaction, proxy/native.go). Smaller compactions stay the
+// pipeline's own. Use one middleware per loop.
 func NativeMiddleware(p Preparer, opts *Options) option.Middleware {
 	m := newThinkingMemory()
 	m.native = true
@@ -149,6 +154,7 @@ func NativeMiddleware(p Preparer, opts *Options) option.Middleware {
 		return co
 	}
 	prov.Finish = m.finish
+	prov.Cut = compactionCut
 	return sdkmw.New(p, prov, opts)
 }
 

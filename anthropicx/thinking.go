@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/internal/ctxedit"
 	"github.com/agentctx/agentctx/internal/rawjson"
 	"github.com/agentctx/agentctx/internal/thinking"
@@ -68,6 +69,35 @@ type thinkingMemory struct {
 	native      bool
 	lastOut     []agentctx.Message
 	lastOutHash []uint64
+	// Native compaction (the proxy's, see internal/ctxedit): asked is
+	// what the request that asked the API to compact sent, until its block
+	// comes back; prefix is the messages before the last compaction
+	// block, as that request sent them.
+	asked, prefix []agentctx.Message
+}
+
+// compactionCut is NativeMiddleware's sdkmw.Provider.Cut: the pipeline
+// reads the history from the last compaction block on, as the API does.
+func compactionCut(doc *agentctx.Document) int { return ctxedit.CompactionIndex(doc.Messages) }
+
+// summaryText returns the text of the pipeline's compaction summary in
+// msgs, or "".
+func summaryText(msgs []agentctx.Message) string {
+	for i := range msgs {
+		if msgs[i].Role != agentctx.RoleUser {
+			continue
+		}
+		var t string
+		if msgs[i].Content.IsText() {
+			t = msgs[i].Content.Text()
+		} else if bs := msgs[i].Content.Blocks(); len(bs) > 0 {
+			t = bs[0].Text
+		}
+		if strings.HasPrefix(t, compact.SummaryTitle) {
+			return t
+		}
+	}
+	return ""
 }
 
 func newThinkingMemory() *thinkingMemory {
@@ -182,20 +212,64 @@ func (m *thinkingMemory) finish(req *http.Request, body []byte, doc *agentctx.Do
 		inChain[j+1] = inChain[j].Next(inHash[j])
 	}
 	out := slices.Clone(agentctx.StripMetadata(res.Messages))
+	var compactEdits [][]byte // the compaction edit asked or declared
+	instr := ""
+	if m.native {
+		k := ctxedit.CompactionIndex(in)
+		if k >= 0 && m.asked != nil && len(m.asked) == k {
+			m.prefix = m.asked // the block came back after what that request sent
+		}
+		m.asked = nil
+		tail := in
+		if k > 0 {
+			tail = in[k:]
+			prefix := in[:k]
+			if len(m.prefix) == k {
+				prefix = ctxedit.AsSent(prefix, m.prefix)
+			}
+			out = append(slices.Clone(prefix), out...)
+		}
+		full := append(slices.Clone(out[:len(out)-len(res.Messages)]), agentctx.StripMetadata(tail)...)
+		if msgs := ctxedit.Uncompacted(full, m.lastOut); compacted(res) && res.Report.TokensBefore >= ctxedit.MinCompactTrigger*11/10 && msgs != nil {
+			// The API compacts instead, after its prefix check: the
+			// messages go as the last request sent them, then the new
+			// ones, the pipeline's pointers in the instructions (it
+			// archived and stored the originals).
+			instr = ctxedit.Instructions(summaryText(out))
+			out = msgs
+			compactEdits = append(compactEdits, ctxedit.CompactEdit(ctxedit.MinCompactTrigger, instr))
+		} else if k >= 0 {
+			compactEdits = append(compactEdits, ctxedit.CompactEdit(ctxedit.DeclaredTrigger, ""))
+		}
+	}
 	outHash := make([]uint64, len(out))
 	for j := range out {
 		outHash[j] = m.hash(&out[j])
 	}
 	on := thinkingOn(body)
 	var members map[string][]byte
-	if m.native && on && !compacted(res) {
+	if m.native && on && (!compacted(res) || instr != "") {
 		held := m.hold(out, outHash)
-		if edit := ctxedit.ClearEdit(out, ctxedit.ClearedIDs(in, out, held, nil)); edit != nil {
+		from := max(ctxedit.CompactionIndex(out), 0) // the server clears in what it reads
+		if edit := ctxedit.ClearEdit(out[from:], ctxedit.ClearedIDs(in, out, held, nil)); edit != nil && instr == "" {
 			members = map[string][]byte{"context_management": ctxedit.WithEdit(ctxedit.Member(body, "context_management"), edit)}
 			if req != nil && !hasBeta(req.Header, ctxedit.Beta) {
 				req.Header.Add("anthropic-beta", ctxedit.Beta)
 			}
 		}
+	}
+	if compactEdits != nil {
+		cm := ctxedit.Member(body, "context_management")
+		if members != nil {
+			cm = members["context_management"]
+		}
+		members = map[string][]byte{"context_management": ctxedit.WithEdit(cm, compactEdits...)}
+		if req != nil && !hasBeta(req.Header, ctxedit.CompactBeta) {
+			req.Header.Add("anthropic-beta", ctxedit.CompactBeta)
+		}
+	}
+	if instr != "" {
+		m.asked = out
 	}
 	first := len(out)
 	for j := range out {

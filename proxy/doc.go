@@ -109,8 +109,9 @@
 //
 // GET /agentctx/stats answers with per-session statistics (SessionStats):
 // requests, bytes and tokens before and after, compactions (those whose
-// summary the provider wrote, ContextNative on the Responses API, also as
-// provider_compactions; see native_responses.go), cache breaks
+// summary the provider wrote, ContextNative on the Responses API and on
+// Anthropic's, also as provider_compactions; see native_responses.go and
+// native.go), cache breaks
 // (requests that changed a message the request before had sent, compared
 // without cache_control markers) beside the Engine's prefix changes (the
 // breaks it planned: prune batches and compactions), requests that asked

@@ -80,7 +80,8 @@ package proxy
 // first and untouched), with the beta added: those messages go as they were
 // last sent, so no thinking block is invalidated and the prompt cache
 // breaks only where the server clears. Edits of messages not yet sent (the
-// newest results) and compactions stay client-side. Other APIs fall back
+// newest results) stay client-side, and compactions go to the provider
+// (see Native compaction below). Other APIs fall back
 // to client-side edits.
 //
 // The mapping is an approximation: the server clears the oldest tool uses
@@ -100,32 +101,54 @@ package proxy
 // way to keep them after trimming), by internal/thinking.Fix, the one
 // implementation the proxy (fixThinking) and anthropicx share.
 //
-// # Native compaction: the design, not yet built
+// # Native compaction
 //
-// When agentctx would compact in native mode, the request would go as
-// last sent (held edits, as for clearing) with a compact_20260112 edit
-// appended whose trigger is the request's input (at least 50,000: below
-// that, the compaction stays client-side) and whose instructions carry
-// agentctx's summary prompt and its "## Stored originals" pointers, so the
-// read tools still reach what the summary replaced (agentctx stores every
-// original as it first sees it). Every later request of the session then
-// declares the edit with a trigger beyond the window (a request carrying a
-// compaction block must declare it), and the proxy cuts the history it
-// gives the engine at the compaction block, as the server does, so that
-// counts and session state follow what the model reads. Measured with
-// real Claude Code 2.1.330 against the fake (an edit injected in front of
-// it): Claude Code keeps the block in its history and sends it back first
-// in the assistant message, but with "content":"" and no
-// encrypted_content (its own stream handling skips compaction_delta), so
-// the proxy would have to restore the block it relayed before sending it
-// on; and a thinking block after it is bound to the block as sent. Until
-// then, native mode's compactions are agentctx's own (client-side).
+// When agentctx compacts an Anthropic request in native mode, and the
+// request's count reaches the API's smallest trigger (50,000 input tokens,
+// with a 10% margin; below it, the compaction stays client-side), the
+// request goes uncompacted: the messages the session's last request sent,
+// in their places (every edit placed then stays, so no thinking block is
+// invalidated and the prompt cache holds), then the client's new ones
+// (ctxedit.Uncompacted; when the last request's messages are not in the
+// client's places, after a client-side compaction, the compaction stays
+// client-side), with a compact_20260112 edit appended whose trigger is that smallest one (and
+// no clearing edit: the server summarizes what it reads, all of it) and
+// whose instructions are agentctx's summary prompt followed by the
+// "## Stored originals" section of agentctx's own summary (pointers to the
+// originals it stored, so the read tools still reach what the provider's
+// summary replaced). agentctx still archives the summarized messages,
+// counts the compaction and reports it. The API summarizes after its
+// prefix check, so no thinking block is invalidated.
+//
+// The answer starts with the compaction block: the proxy remembers it as
+// relayed (content and encrypted_content), with the messages that request
+// sent. On every later request of the session that carries the block:
+//
+//   - the block is restored where the client dropped its content (Claude
+//     Code 2.1.330 sends {"type":"compaction","content":""} without
+//     encrypted_content: its stream handling skips compaction_delta);
+//   - the messages before it go as that request sent them (a thinking
+//     block after the compaction block is bound to them as sent);
+//   - the Engine is given the history from the block on, as the server
+//     reads it, so its counts, decisions and session state follow what the
+//     model reads (its summary of the messages the provider summarized no
+//     longer matches the history, and is dropped);
+//   - the compact_20260112 edit is declared (a request carrying a
+//     compaction block must), with a trigger no request reaches
+//     (ctxedit.DeclaredTrigger): the next compaction is agentctx's
+//     decision again, made the same way.
+//
+// The usage of an answer that compacted is not fed to the Engine: its
+// top-level figures are the step after the summary's, not the request the
+// Engine counted. The same helpers (internal/ctxedit) serve anthropicx.
 
 import (
 	"bytes"
+	"strings"
 	"sync"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/internal/ctxedit"
 )
 
@@ -337,7 +360,7 @@ func (s *Server) placeEdits(a *alignment, in []agentctx.Message, inEnc [][]byte,
 	}
 	native := s.opts.ContextManagement == ContextNative
 	var held []string
-	if p := x.prepared; (native || x.thinkingOn) && (p == nil || !p.Compacted) {
+	if p := x.prepared; (native || x.thinkingOn) && (p == nil || !p.Compacted || x.compactInstr != "") {
 		o := openTurn(a.out)
 		if native || o >= 0 && hasThinking(&a.out[o]) {
 			lastMsgs, lastEnc := s.stats.get(x.session).last.get()
@@ -348,7 +371,150 @@ func (s *Server) placeEdits(a *alignment, in []agentctx.Message, inEnc [][]byte,
 	if !native {
 		return nil
 	}
-	edit := ctxedit.ClearEdit(a.out, clearedIDs(in, a.out, held))
+	if x.compactInstr != "" {
+		// The server summarizes what it reads: sent whole, it reads what
+		// agentctx counted (clearing first could leave it under the
+		// trigger), and the summary covers the results themselves.
+		return nil
+	}
+	from := 0
+	if x.cut > 0 {
+		from = x.cut // the server clears in what it reads: from the compaction block on
+	}
+	edit := ctxedit.ClearEdit(a.out[from:], clearedIDs(in, a.out, held))
 	x.native = edit != nil
 	return edit
+}
+
+// nativeCompaction is a session's last provider compaction (ContextNative,
+// Anthropic): the block relayed, and the messages of the request that
+// produced it, as sent.
+type nativeCompaction struct {
+	mu     sync.Mutex
+	block  []byte
+	prefix []agentctx.Message
+	enc    [][]byte
+}
+
+func (n *nativeCompaction) get() ([]byte, []agentctx.Message, [][]byte) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.block, n.prefix, n.enc
+}
+
+// rememberCompaction records a compaction block the upstream sent in
+// answer to x, before the bytes that complete it reach the client.
+func (s *Server) rememberCompaction(x *exchange, block []byte) {
+	if x.session == "" || x.api != APIAnthropic {
+		return
+	}
+	st := s.stats.get(x.session)
+	st.ncomp.mu.Lock()
+	st.ncomp.block, st.ncomp.prefix, st.ncomp.enc = block, x.sentMsgs, x.sentEnc
+	st.ncomp.mu.Unlock()
+	st.mu.Lock()
+	st.ProviderCompactions++
+	st.mu.Unlock()
+}
+
+// compactionCut is an Anthropic request's history cut at its last
+// compaction block (native mode).
+type compactionCut struct {
+	at       int                // the index of the message holding the block
+	prefix   []agentctx.Message // the messages before it, to send
+	tail     []agentctx.Message // the messages from it on, the block restored
+	restored bool
+}
+
+// cutAtCompaction returns the cut of msgs at their last compaction block,
+// or nil when they hold none.
+func (s *Server) cutAtCompaction(x *exchange, msgs []agentctx.Message) *compactionCut {
+	k := ctxedit.CompactionIndex(msgs)
+	if k < 0 {
+		return nil
+	}
+	c := &compactionCut{at: k, prefix: msgs[:k], tail: msgs[k:]}
+	block, prefix, _ := s.stats.get(x.session).ncomp.get()
+	if len(prefix) == k {
+		// The messages before the block, as the request that produced it
+		// sent them (the client's own may differ where that request held
+		// or placed edits); the roles must agree.
+		same := true
+		for i := range prefix {
+			if prefix[i].Role != msgs[i].Role {
+				same = false
+				break
+			}
+		}
+		if same {
+			c.prefix = ctxedit.AsSent(msgs[:k], prefix)
+			if m, ok := ctxedit.Restore(msgs[k], block); ok {
+				c.tail = append([]agentctx.Message{m}, msgs[k+1:]...)
+				c.restored = true
+			}
+		}
+	}
+	return c
+}
+
+// join returns what the Engine prepared for the cut history, as the whole
+// list to send: the prefix, then the Engine's messages.
+func (c *compactionCut) join(p *Prepared) *Prepared {
+	q := *p
+	tail := p.Messages
+	if p.Unchanged || tail == nil {
+		tail = c.tail
+	}
+	q.Messages = append(append(make([]agentctx.Message, 0, len(c.prefix)+len(tail)), c.prefix...), tail...)
+	q.Unchanged = false // the compaction edit is declared on every request that carries the block
+	return &q
+}
+
+// nativeCompactionFor returns the instructions of a provider compaction
+// when the Engine compacted an Anthropic request it counted at the API's
+// smallest trigger or more (with a 10% margin: the trigger is the API's
+// count), in native mode (see the notes above); "" when the compaction
+// stays client-side.
+func (s *Server) nativeCompactionFor(p *Prepared) string {
+	if s.opts.ContextManagement != ContextNative || p == nil || !p.Compacted || p.TokensBefore < ctxedit.MinCompactTrigger*11/10 {
+		return ""
+	}
+	var summary string
+	for i := range p.Messages {
+		if t := messageText(&p.Messages[i]); p.Messages[i].Role == agentctx.RoleUser && strings.HasPrefix(t, compact.SummaryTitle) {
+			summary = t
+			break
+		}
+	}
+	return ctxedit.Instructions(summary)
+}
+
+// compactionEdits returns the compact_20260112 edit of a request: the one
+// asking for a compaction, or the declaration a request carrying a
+// compaction block needs; nil when neither.
+func compactionEdit(x *exchange) []byte {
+	switch {
+	case x.compactInstr != "":
+		return ctxedit.CompactEdit(ctxedit.MinCompactTrigger, x.compactInstr)
+	case x.cut >= 0:
+		return ctxedit.CompactEdit(ctxedit.DeclaredTrigger, "")
+	}
+	return nil
+}
+
+// anthropicCompacts reports whether an Anthropic request is large enough
+// that, compacted in native mode, the provider summarizes it (see
+// nativeCompactionFor), as far as the request an Engine hands a
+// summarizer tells: the body last forwarded for the session (Prefix, kept
+// near the trigger), from its last compaction block on when it holds one
+// (the server reads no further back; Claude Code writes system and tools
+// after the messages), its bytes over 4, which overestimates the tokens
+// the Engine counts by JSON's syntax, and which the request being
+// compacted outgrows. Without a prefix: false.
+func anthropicCompacts(req *Request) bool {
+	p := req.Prefix
+	if i := bytes.LastIndex(p, []byte(`{"type":"compaction"`)); i >= 0 {
+		p = p[i:]
+	}
+	return len(p)/4 >= ctxedit.MinCompactTrigger*11/10
 }

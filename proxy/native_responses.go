@@ -76,9 +76,12 @@ type NativeSummarizerOptions struct {
 // NativeSummarizers returns, for a request, the summarizer of
 // ContextNative (PipelineOptions.Summarizer): for a Responses request
 // with credentials and a model, the provider's compaction of the middle
-// (see the notes above); for any other request, and when the compaction
-// fails, opts.Fallback's summarizer, which gets the middle without the
-// encrypted windows of earlier compactions.
+// (see the notes above); for an Anthropic request large enough that the
+// provider compacts it (native.go), compact.Extractive (only its
+// pointers are sent, in the compaction's instructions); for any other
+// request, and when the compaction fails, opts.Fallback's summarizer,
+// which gets the middle without the encrypted windows of earlier
+// compactions.
 func NativeSummarizers(opts NativeSummarizerOptions) func(req *Request) compact.Summarizer {
 	if opts.OpenAIURL == "" {
 		opts.OpenAIURL = DefaultOpenAIURL
@@ -102,6 +105,11 @@ func NativeSummarizers(opts NativeSummarizerOptions) func(req *Request) compact.
 	client := &http.Client{Transport: opts.Transport}
 	return func(req *Request) compact.Summarizer {
 		fb := fallback(req)
+		if req != nil && req.API == APIAnthropic && anthropicCompacts(req) {
+			// The provider writes the summary (native.go): only the
+			// pointers of agentctx's are used, so no summary request.
+			return compact.Extractive{}
+		}
 		if req == nil || req.API != APIResponses {
 			return fb
 		}

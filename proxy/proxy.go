@@ -285,35 +285,42 @@ func (s *Server) route(r *http.Request) route {
 
 // exchange is one request's bookkeeping.
 type exchange struct {
-	start      time.Time
-	api        API
-	session    string
-	edited     bool
-	dropBlock  bool // ask the API to drop thinking blocks whose prefix changed
-	native     bool // a context-management edit was added (its beta is needed)
-	provCmp    bool // a provider's compaction window is sent (native_responses.go)
-	held       int  // tool results held as last sent (see holdEdits)
-	thinkIn    int  // thinking blocks the client sent
-	thinkOut   int  // thinking blocks forwarded
-	bytesIn    int
-	bytesOut   int
-	prepared   *Prepared
-	overhead   time.Duration
-	sentEnc    [][]byte           // the messages sent, compact
-	sentHash   []uint64           // their msgHash where known (0: not computed)
-	sentMsgs   []agentctx.Message // the messages sent (Anthropic), for their thinking blocks
-	viewMsgs   []agentctx.Message // an unchanged Responses request's items as messages (the dashboard's composition)
-	thinkingOn bool
-	chain      *prefixHash // the prefix of the messages sent, once computed
-	thinkKeys  []string
-	usage      Usage
-	gotUsage   bool
-	observed   bool // the usage was given to the engine
-	status     int
-	engineErr  error
-	bill       exchangeBill
-	cacheBreak bool   // the messages sent do not extend the session's last (sentMessages)
-	client     string // the client's User-Agent, its first word
+	start     time.Time
+	api       API
+	session   string
+	edited    bool
+	dropBlock bool // ask the API to drop thinking blocks whose prefix changed
+	native    bool // a context-management edit was added (its beta is needed)
+	provCmp   bool // a provider's compaction window is sent (native_responses.go)
+	// Anthropic native compaction (native.go): the index of the message
+	// holding the last compaction block (-1: none), the instructions of
+	// the compaction asked for ("" when none), and whether the answer
+	// carried a compaction block.
+	cut          int
+	compactInstr string
+	compacted    bool
+	held         int // tool results held as last sent (see holdEdits)
+	thinkIn      int // thinking blocks the client sent
+	thinkOut     int // thinking blocks forwarded
+	bytesIn      int
+	bytesOut     int
+	prepared     *Prepared
+	overhead     time.Duration
+	sentEnc      [][]byte           // the messages sent, compact
+	sentHash     []uint64           // their msgHash where known (0: not computed)
+	sentMsgs     []agentctx.Message // the messages sent (Anthropic), for their thinking blocks
+	viewMsgs     []agentctx.Message // an unchanged Responses request's items as messages (the dashboard's composition)
+	thinkingOn   bool
+	chain        *prefixHash // the prefix of the messages sent, once computed
+	thinkKeys    []string
+	usage        Usage
+	gotUsage     bool
+	observed     bool // the usage was given to the engine
+	status       int
+	engineErr    error
+	bill         exchangeBill
+	cacheBreak   bool   // the messages sent do not extend the session's last (sentMessages)
+	client       string // the client's User-Agent, its first word
 
 	// toolsRestored: a client's compaction request sent with the
 	// session's tools (clientcompact.go).
@@ -352,7 +359,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.log.Info("proxy: refused a request of another API", "method", r.Method, "path", r.URL.Path, "api", family)
 		return
 	}
-	x := &exchange{start: s.opts.Now(), status: 0, client: clientOf(r.UserAgent())}
+	x := &exchange{start: s.opts.Now(), status: 0, client: clientOf(r.UserAgent()), cut: -1}
 	if ctx, sp := s.startSpan(r.Context(), SpanRequest, trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path))); sp != nil {
 		defer sp.End()
@@ -384,6 +391,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil && x.native {
 		addBeta(up.Header, ContextManagementBeta)
+	}
+	if err == nil && (x.cut >= 0 || x.compactInstr != "") {
+		addBeta(up.Header, ctxedit.CompactBeta)
 	}
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "agentctx proxy: "+err.Error())
@@ -506,11 +516,20 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 	if rt.api == APIResponses {
 		system = b.get("instructions")
 	}
-	req := &Request{API: rt.api, SessionKey: x.session, Tenant: tenant, Header: r.Header, Model: b.str("model"), Document: conv.doc,
+	doc := conv.doc
+	var cut *compactionCut
+	if rt.api == APIAnthropic && s.opts.ContextManagement == ContextNative && x.session != "" {
+		// The Engine reads what the server reads: the history from the
+		// last compaction block on (native.go).
+		if cut = s.cutAtCompaction(x, conv.doc.Messages); cut != nil {
+			doc, x.cut = conv.doc.WithMessages(cut.tail), cut.at
+		}
+	}
+	req := &Request{API: rt.api, SessionKey: x.session, Tenant: tenant, Header: r.Header, Model: b.str("model"), Document: doc,
 		Tools: b.get("tools"), System: system, ThinkingEnabled: x.thinkingOn, Received: x.start,
 		CacheRetention: b.str("prompt_cache_retention")}
 	if rt.api == APIAnthropic && x.thinkingOn {
-		req.Binding = pipeline.CallOptions{Bound: thinking.Bound(conv.doc.Messages), EditBound: s.opts.ContextManagement == ContextNative}
+		req.Binding = pipeline.CallOptions{Bound: thinking.Bound(doc.Messages), EditBound: s.opts.ContextManagement == ContextNative}
 	}
 	x.bill.tools, x.bill.system, x.bill.auto, x.bill.in = req.Tools, req.System, b.get("cache_control"), conv
 	pctx, psp := s.startSpan(withSummaries(r.Context(), x), SpanPrepare)
@@ -523,6 +542,26 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		return raw
 	}
 	x.prepared = prep
+	if rt.api == APIAnthropic {
+		if instr := s.nativeCompactionFor(prep); instr != "" {
+			// The provider compacts: the messages go as the last request
+			// sent them, then the new ones, the summary's pointers in the
+			// edit's instructions (native.go).
+			full := conv.doc.Messages
+			if cut != nil {
+				full = append(append([]agentctx.Message(nil), cut.prefix...), cut.tail...)
+			}
+			last, _ := s.stats.get(x.session).last.get()
+			if msgs := ctxedit.Uncompacted(full, last); msgs != nil {
+				q := *prep
+				q.Messages, q.Unchanged = msgs, false
+				prep, cut, x.compactInstr = &q, nil, instr
+			}
+		}
+		if cut != nil {
+			prep = cut.join(prep)
+		}
+	}
 	if prep.Unchanged {
 		// What was sent, in the form edited requests record it: message
 		// encodings (for Responses, of the items mapped onto messages).
@@ -695,7 +734,7 @@ func (s *Server) edit(api API, b *body, conv *conversation, msgs []agentctx.Mess
 	}
 	x.sentEnc, x.sentHash, x.sentMsgs = a.outEnc, a.outHash, a.out
 	x.bill.sentBreaks = a.outBreaks
-	if a.unchanged(len(inEnc)) && cmEdit == nil {
+	if a.unchanged(len(inEnc)) && cmEdit == nil && compactionEdit(x) == nil {
 		return b.raw, nil
 	}
 	var list []byte
@@ -712,14 +751,23 @@ func (s *Server) edit(api API, b *body, conv *conversation, msgs []agentctx.Mess
 		th := b.get("thinking")
 		spans = append(spans, span{th, withDropBlock(th)})
 	}
+	var cmEdits [][]byte
+	if cmEdit != nil {
+		cmEdits = append(cmEdits, cmEdit)
+	}
+	if api == APIAnthropic {
+		if ce := compactionEdit(x); ce != nil {
+			cmEdits = append(cmEdits, ce)
+		}
+	}
 	cm := b.get("context_management")
-	if cmEdit != nil && cm != nil {
-		spans = append(spans, span{cm, ctxedit.WithEdit(cm, cmEdit)})
+	if cmEdits != nil && cm != nil {
+		spans = append(spans, span{cm, ctxedit.WithEdit(cm, cmEdits...)})
 	}
 	x.edited = true
 	out := replaceValues(b.raw, spans...)
-	if cmEdit != nil && cm == nil {
-		out = ctxedit.AppendMember(out, "context_management", ctxedit.WithEdit(nil, cmEdit))
+	if cmEdits != nil && cm == nil {
+		out = ctxedit.AppendMember(out, "context_management", ctxedit.WithEdit(nil, cmEdits...))
 	}
 	return out, nil
 }
@@ -810,6 +858,10 @@ func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) 
 			s.rememberThinking(x, sc.thinking[len(x.thinkKeys):])
 			x.thinkKeys = sc.thinking
 		}
+		if sc.compaction != nil && !x.compacted {
+			x.compacted = true
+			s.rememberCompaction(x, sc.compaction)
+		}
 	}
 	// The usage is recorded, and thinking blocks remembered, before the
 	// bytes that carry them reach the client: a client sends its next
@@ -819,7 +871,9 @@ func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) 
 	ctx := context.WithoutCancel(resp.Request.Context())
 	seen := func() {
 		remember()
-		if sc.got && sc.final {
+		if sc.got && sc.final && !x.compacted {
+			// (An answer that compacted reports the step after the
+			// summary, not the request the Engine counted: native.go.)
 			s.observe(ctx, x, sc.usage)
 		}
 	}

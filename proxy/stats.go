@@ -31,7 +31,8 @@ type sessionStats struct {
 	billing      sessionBilling
 
 	// Signed thinking and context management (native.go).
-	last sentList // the messages the last request sent
+	last  sentList         // the messages the last request sent
+	ncomp nativeCompaction // the last provider compaction (Anthropic)
 
 	view sessionView // the dashboard's (dashboard.go)
 }
@@ -59,7 +60,8 @@ type SessionStats struct {
 	Compactions  int `json:"compactions"` // compactions made
 	// ProviderCompactions counts the compactions whose summary the
 	// provider wrote (ContextNative, OpenAI Responses: a compaction item
-	// of POST /v1/responses/compact; see native_responses.go).
+	// of POST /v1/responses/compact, see native_responses.go; Anthropic:
+	// a compaction block relayed, see native.go).
 	ProviderCompactions int `json:"provider_compactions"`
 	// CacheBreaks counts requests whose messages sent do not start with
 	// the messages sent by the request before (compared without

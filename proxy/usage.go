@@ -21,6 +21,26 @@ type usageScanner struct {
 	final    bool
 	thinking []string
 	sig      []byte // signature being streamed
+	// compaction is the answer's compaction block, whole, once read
+	// (Anthropic threshold compaction; native.go); cmp is the one being
+	// streamed.
+	compaction []byte
+	cmp        *streamedCompaction
+}
+
+// streamedCompaction is a compaction block being streamed: its
+// compaction_delta events carry content and encrypted_content.
+type streamedCompaction struct{ content, encrypted []byte }
+
+// block returns the block as the API would have sent it whole.
+func (c *streamedCompaction) block() []byte {
+	b := []byte(`{"type":"compaction","content":`)
+	b = rawjson.AppendString(b, string(c.content))
+	if len(c.encrypted) > 0 {
+		b = append(b, `,"encrypted_content":`...)
+		b = rawjson.AppendString(b, string(c.encrypted))
+	}
+	return append(b, '}')
 }
 
 // feed scans a chunk of an SSE stream.
@@ -57,13 +77,28 @@ func (sc *usageScanner) event(data []byte, api API) {
 			sc.anthropicUsage(memberOf(data, "usage"))
 			sc.final = true
 		case "content_block_start":
-			sc.anthropicBlock(memberOf(data, "content_block"))
+			cb := memberOf(data, "content_block")
+			if stringOf(memberOf(cb, "type")) == "compaction" {
+				sc.cmp = &streamedCompaction{content: []byte(stringOf(memberOf(cb, "content")))}
+				break
+			}
+			sc.anthropicBlock(cb)
 		case "content_block_delta":
 			d := memberOf(data, "delta")
-			if stringOf(memberOf(d, "type")) == "signature_delta" {
+			switch stringOf(memberOf(d, "type")) {
+			case "signature_delta":
 				sc.sig = append(sc.sig, stringOf(memberOf(d, "signature"))...)
+			case "compaction_delta":
+				if sc.cmp != nil {
+					sc.cmp.content = append(sc.cmp.content, stringOf(memberOf(d, "content"))...)
+					sc.cmp.encrypted = append(sc.cmp.encrypted, stringOf(memberOf(d, "encrypted_content"))...)
+				}
 			}
 		case "content_block_stop":
+			if sc.cmp != nil {
+				sc.compaction = sc.cmp.block()
+				sc.cmp = nil
+			}
 			if len(sc.sig) > 0 {
 				sc.thinking = append(sc.thinking, string(sc.sig))
 				sc.sig = sc.sig[:0]
@@ -120,6 +155,8 @@ func (sc *usageScanner) anthropicBlock(b []byte) {
 		if s := stringOf(memberOf(b, "data")); s != "" {
 			sc.thinking = append(sc.thinking, s)
 		}
+	case "compaction":
+		sc.compaction = append([]byte(nil), b...)
 	}
 }
 

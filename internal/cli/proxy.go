@@ -270,7 +270,7 @@ func (p *proxyFlags) register(cmd *cobra.Command, listen string) {
 	f := &p.f
 	fs := cmd.Flags()
 	fs.StringVar(&p.listen, "listen", listen, "address to listen on")
-	fs.StringVar(&p.contextMgmt, "context-management", string(proxy.ContextClient), "where edits go: client (in the messages) or native (Anthropic context editing for already-sent results; OpenAI Responses compaction for compactions)")
+	fs.StringVar(&p.contextMgmt, "context-management", string(proxy.ContextClient), "where edits go: client (in the messages) or native (Anthropic context editing for already-sent results and Anthropic or OpenAI Responses compaction for compactions)")
 	fs.StringVar(&p.anthropicURL, "upstream-anthropic", proxy.DefaultAnthropicURL, "Anthropic API base URL")
 	fs.StringVar(&p.oaURL, "upstream-openai", proxy.DefaultOpenAIURL, "OpenAI API base URL")
 	fs.IntVar(&p.maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions kept in memory (least recently used out first)")

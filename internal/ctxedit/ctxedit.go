@@ -175,28 +175,32 @@ func ClearedIDs(in, out []agentctx.Message, held []string, same func(x, y agentc
 	return ids
 }
 
-// WithEdit returns the context_management object with edit appended to
+// WithEdit returns the context_management object with edits appended to
 // its edits (created when absent): the client's own edits stay first.
-func WithEdit(cm, edit []byte) []byte {
+func WithEdit(cm []byte, edits ...[]byte) []byte {
 	if rawjson.Kind(cm) != '{' {
 		cm = []byte(`{}`)
 	}
-	edits := Member(cm, "edits")
 	var list []byte
-	if rawjson.Kind(edits) == '[' {
-		els, err := rawjson.Elements(edits)
+	list = append(list, '[')
+	if old := Member(cm, "edits"); rawjson.Kind(old) == '[' {
+		els, err := rawjson.Elements(old)
 		if err != nil {
 			return cm
 		}
-		list = append(list, '[')
 		for _, e := range els {
 			list = append(list, e...)
 			list = append(list, ',')
 		}
-		list = append(list, edit...)
+	}
+	for _, e := range edits {
+		list = append(list, e...)
+		list = append(list, ',')
+	}
+	if len(list) == 1 {
 		list = append(list, ']')
 	} else {
-		list = append(append([]byte{'['}, edit...), ']')
+		list[len(list)-1] = ']'
 	}
 	return SetMember(cm, "edits", list)
 }

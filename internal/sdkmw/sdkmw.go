@@ -122,6 +122,11 @@ type Provider struct {
 	// nil document and no error send the body as it is, unprepared (a
 	// Responses request whose history the server keeps).
 	Decode func(ctx context.Context, body []byte) (doc *agentctx.Document, encode func(msgs []agentctx.Message) ([]byte, error), err error)
+	// Cut, when set, returns the index of the first message the Preparer
+	// is given (anthropicx's native mode: the history from its last
+	// compaction block on, as the API reads it); Finish still gets the
+	// whole document, and the result of the messages from there.
+	Cut func(doc *agentctx.Document) int
 }
 
 // ErrNotMessages is returned (wrapped) for a matched request whose body is
@@ -210,11 +215,17 @@ func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, 
 			return nil, false, ErrNotMessages
 		}
 	}
+	pdoc := doc
+	if prov.Cut != nil {
+		if k := prov.Cut(doc); k > 0 && k < len(doc.Messages) {
+			pdoc = doc.WithMessages(doc.Messages[k:])
+		}
+	}
 	var res *pipeline.Result
 	if cp, ok := p.(CallPreparer); ok && binding != nil {
-		res, err = cp.PrepareCall(ctx, doc, binding(body, doc))
+		res, err = cp.PrepareCall(ctx, pdoc, binding(body, pdoc))
 	} else {
-		res, err = p.PrepareDocument(ctx, doc)
+		res, err = p.PrepareDocument(ctx, pdoc)
 	}
 	if err != nil {
 		return nil, false, err
