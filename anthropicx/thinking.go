@@ -252,14 +252,14 @@ func (m *thinkingMemory) finish(req *http.Request, body []byte, doc *agentctx.Do
 		held := m.hold(out, outHash)
 		from := max(ctxedit.CompactionIndex(out), 0) // the server clears in what it reads
 		if edit := ctxedit.ClearEdit(out[from:], ctxedit.ClearedIDs(in, out, held, nil)); edit != nil && instr == "" {
-			members = map[string][]byte{"context_management": ctxedit.WithEdit(ctxedit.Member(body, "context_management"), edit)}
+			members = map[string][]byte{"context_management": ctxedit.WithEdit(rawjson.Get(body, "context_management"), edit)}
 			if req != nil && !hasBeta(req.Header, ctxedit.Beta) {
 				req.Header.Add("anthropic-beta", ctxedit.Beta)
 			}
 		}
 	}
 	if compactEdits != nil {
-		cm := ctxedit.Member(body, "context_management")
+		cm := rawjson.Get(body, "context_management")
 		if members != nil {
 			cm = members["context_management"]
 		}

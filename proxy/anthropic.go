@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"github.com/agentctx/agentctx/internal/rawjson"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/thinking"
@@ -136,7 +137,7 @@ func fixThinking(inHash []uint64, a *alignment, th thinking.Memory, thinkingOn b
 // withDropBlock returns the thinking object with
 // block_binding.prefix_mismatch_behavior set to drop_block.
 func withDropBlock(thinking []byte) []byte {
-	return setMember(thinking, "block_binding", []byte(`{"prefix_mismatch_behavior":"`+DropBlock+`"}`))
+	return rawjson.Set(thinking, "block_binding", []byte(`{"prefix_mismatch_behavior":"`+DropBlock+`"}`))
 }
 
 var cacheKey = []byte(`"cache_control":`)

@@ -70,7 +70,7 @@ func appendInstruction(api API, list []byte, instr string) ([]byte, error) {
 	switch api {
 	case APIAnthropic:
 		last := els[len(els)-1]
-		if stringOf(memberOf(last, "role")) == "user" {
+		if stringOf(rawjson.Get(last, "role")) == "user" {
 			// The instruction goes after the last user message's blocks:
 			// the blocks before it, and their breakpoint, are unchanged.
 			if next, ok := withTextBlock(last, text); ok {
@@ -90,7 +90,7 @@ func appendInstruction(api API, list []byte, instr string) ([]byte, error) {
 // withTextBlock returns an Anthropic message with a text block added after
 // its content's blocks; ok is false for content that is not a list.
 func withTextBlock(msg, text []byte) ([]byte, bool) {
-	content := memberOf(msg, "content")
+	content := rawjson.Get(msg, "content")
 	if rawjson.Kind(content) != '[' {
 		return nil, false
 	}

@@ -498,7 +498,7 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 	}
 	if rt.api == APIAnthropic {
 		t := b.get("thinking")
-		x.thinkingOn = rawjson.Kind(t) == '{' && stringOf(memberOf(t, "type")) != "disabled"
+		x.thinkingOn = rawjson.Kind(t) == '{' && stringOf(rawjson.Get(t, "type")) != "disabled"
 	}
 	if s.opts.Engine == nil {
 		return raw

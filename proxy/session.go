@@ -63,22 +63,6 @@ func (b *body) str(key string) string {
 	return ""
 }
 
-func memberOf(obj []byte, key string) []byte {
-	if rawjson.Kind(obj) != '{' {
-		return nil
-	}
-	ms, err := rawjson.Members(obj)
-	if err != nil {
-		return nil
-	}
-	for k := len(ms) - 1; k >= 0; k-- {
-		if ms[k].Key == key {
-			return ms[k].Value
-		}
-	}
-	return nil
-}
-
 func stringOf(raw []byte) string {
 	if rawjson.Kind(raw) == '"' {
 		return rawjson.Unquote(raw)
@@ -111,8 +95,8 @@ func sessionKey(h http.Header, b *body) (key, source string) {
 	if v := strings.TrimSpace(h.Get("X-Claude-Code-Session-Id")); v != "" {
 		return v, "x-claude-code-session-id"
 	}
-	if uid := stringOf(memberOf(b.get("metadata"), "user_id")); uid != "" {
-		if s := stringOf(memberOf([]byte(uid), "session_id")); s != "" {
+	if uid := stringOf(rawjson.Get(b.get("metadata"), "user_id")); uid != "" {
+		if s := stringOf(rawjson.Get([]byte(uid), "session_id")); s != "" {
 			return s, "metadata.user_id"
 		}
 		if m := userIDSession.FindStringSubmatch(uid); m != nil {
@@ -158,13 +142,13 @@ func conversationHash(h http.Header, b *body) string {
 		s.Write(list)
 	} else if err == nil {
 		for _, el := range elems {
-			role := stringOf(memberOf(el, "role"))
+			role := stringOf(rawjson.Get(el, "role"))
 			if role == "system" || role == "developer" {
 				s.Write(rawjson.AppendCanonical(nil, el))
 				continue
 			}
 			if role == "user" {
-				s.Write(rawjson.AppendCanonical(nil, orNull(memberOf(el, "content"))))
+				s.Write(rawjson.AppendCanonical(nil, orNull(rawjson.Get(el, "content"))))
 				break
 			}
 		}

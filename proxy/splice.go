@@ -175,46 +175,12 @@ func withBlockMember(b agentctx.Block, key string, value []byte) (agentctx.Block
 	if err != nil {
 		return b, err
 	}
-	buf := setMember(raw, key, value)
+	buf := rawjson.Set(raw, key, value)
 	var nb agentctx.Block
 	if err := nb.UnmarshalJSON(buf); err != nil {
 		return b, err
 	}
 	return nb, nil
-}
-
-// setMember returns a compact copy of a JSON object with the member key set
-// to value (added at the end when absent); obj itself when it is not an
-// object.
-func setMember(obj []byte, key string, value []byte) []byte {
-	ms, err := rawjson.Members(obj)
-	if err != nil {
-		return obj
-	}
-	buf := []byte{'{'}
-	done := false
-	for i, m := range ms {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = append(buf, m.RawKey...)
-		buf = append(buf, ':')
-		if m.Key == key {
-			buf = append(buf, value...)
-			done = true
-		} else {
-			buf = append(buf, m.Value...)
-		}
-	}
-	if !done {
-		if len(ms) > 0 {
-			buf = append(buf, ',')
-		}
-		buf = rawjson.AppendString(buf, key)
-		buf = append(buf, ':')
-		buf = append(buf, value...)
-	}
-	return append(buf, '}')
 }
 
 // span is a value inside a body and what replaces it.

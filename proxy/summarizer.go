@@ -178,24 +178,24 @@ func answerText(data []byte, api API) string {
 	var parts []string
 	switch api {
 	case APIAnthropic:
-		els, _ := rawjson.Elements(memberOf(data, "content"))
+		els, _ := rawjson.Elements(rawjson.Get(data, "content"))
 		for _, el := range els {
-			if stringOf(memberOf(el, "type")) == "text" {
-				parts = append(parts, stringOf(memberOf(el, "text")))
+			if stringOf(rawjson.Get(el, "type")) == "text" {
+				parts = append(parts, stringOf(rawjson.Get(el, "text")))
 			}
 		}
 	case APIChat:
-		els, _ := rawjson.Elements(memberOf(data, "choices"))
+		els, _ := rawjson.Elements(rawjson.Get(data, "choices"))
 		if len(els) > 0 {
-			parts = append(parts, stringOf(memberOf(memberOf(els[0], "message"), "content")))
+			parts = append(parts, stringOf(rawjson.Get(rawjson.Get(els[0], "message"), "content")))
 		}
 	default:
-		items, _ := rawjson.Elements(memberOf(data, "output"))
+		items, _ := rawjson.Elements(rawjson.Get(data, "output"))
 		for _, it := range items {
-			cs, _ := rawjson.Elements(memberOf(it, "content"))
+			cs, _ := rawjson.Elements(rawjson.Get(it, "content"))
 			for _, c := range cs {
-				if stringOf(memberOf(c, "type")) == "output_text" {
-					parts = append(parts, stringOf(memberOf(c, "text")))
+				if stringOf(rawjson.Get(c, "type")) == "output_text" {
+					parts = append(parts, stringOf(rawjson.Get(c, "text")))
 				}
 			}
 		}

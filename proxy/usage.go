@@ -69,29 +69,29 @@ func (sc *usageScanner) event(data []byte, api API) {
 	}
 	switch api {
 	case APIAnthropic:
-		switch stringOf(memberOf(data, "type")) {
+		switch stringOf(rawjson.Get(data, "type")) {
 		case "message_start":
-			sc.anthropicUsage(memberOf(memberOf(data, "message"), "usage"))
-			sc.anthropicContent(memberOf(memberOf(data, "message"), "content"))
+			sc.anthropicUsage(rawjson.Get(rawjson.Get(data, "message"), "usage"))
+			sc.anthropicContent(rawjson.Get(rawjson.Get(data, "message"), "content"))
 		case "message_delta":
-			sc.anthropicUsage(memberOf(data, "usage"))
+			sc.anthropicUsage(rawjson.Get(data, "usage"))
 			sc.final = true
 		case "content_block_start":
-			cb := memberOf(data, "content_block")
-			if stringOf(memberOf(cb, "type")) == "compaction" {
-				sc.cmp = &streamedCompaction{content: []byte(stringOf(memberOf(cb, "content")))}
+			cb := rawjson.Get(data, "content_block")
+			if stringOf(rawjson.Get(cb, "type")) == "compaction" {
+				sc.cmp = &streamedCompaction{content: []byte(stringOf(rawjson.Get(cb, "content")))}
 				break
 			}
 			sc.anthropicBlock(cb)
 		case "content_block_delta":
-			d := memberOf(data, "delta")
-			switch stringOf(memberOf(d, "type")) {
+			d := rawjson.Get(data, "delta")
+			switch stringOf(rawjson.Get(d, "type")) {
 			case "signature_delta":
-				sc.sig = append(sc.sig, stringOf(memberOf(d, "signature"))...)
+				sc.sig = append(sc.sig, stringOf(rawjson.Get(d, "signature"))...)
 			case "compaction_delta":
 				if sc.cmp != nil {
-					sc.cmp.content = append(sc.cmp.content, stringOf(memberOf(d, "content"))...)
-					sc.cmp.encrypted = append(sc.cmp.encrypted, stringOf(memberOf(d, "encrypted_content"))...)
+					sc.cmp.content = append(sc.cmp.content, stringOf(rawjson.Get(d, "content"))...)
+					sc.cmp.encrypted = append(sc.cmp.encrypted, stringOf(rawjson.Get(d, "encrypted_content"))...)
 				}
 			}
 		case "content_block_stop":
@@ -105,14 +105,14 @@ func (sc *usageScanner) event(data []byte, api API) {
 			}
 		}
 	case APIChat:
-		if u := memberOf(data, "usage"); rawjson.Kind(u) == '{' {
+		if u := rawjson.Get(data, "usage"); rawjson.Kind(u) == '{' {
 			sc.chatUsage(u)
 			sc.final = true
 		}
 	case APIResponses:
-		switch stringOf(memberOf(data, "type")) {
+		switch stringOf(rawjson.Get(data, "type")) {
 		case "response.completed", "response.incomplete", "response.done":
-			sc.responsesUsage(memberOf(memberOf(data, "response"), "usage"))
+			sc.responsesUsage(rawjson.Get(rawjson.Get(data, "response"), "usage"))
 			sc.final = true
 		}
 	}
@@ -126,12 +126,12 @@ func (sc *usageScanner) whole(data []byte, api API) {
 	sc.final = true
 	switch api {
 	case APIAnthropic:
-		sc.anthropicUsage(memberOf(data, "usage"))
-		sc.anthropicContent(memberOf(data, "content"))
+		sc.anthropicUsage(rawjson.Get(data, "usage"))
+		sc.anthropicContent(rawjson.Get(data, "content"))
 	case APIChat:
-		sc.chatUsage(memberOf(data, "usage"))
+		sc.chatUsage(rawjson.Get(data, "usage"))
 	case APIResponses:
-		sc.responsesUsage(memberOf(data, "usage"))
+		sc.responsesUsage(rawjson.Get(data, "usage"))
 	}
 }
 
@@ -146,13 +146,13 @@ func (sc *usageScanner) anthropicContent(content []byte) {
 }
 
 func (sc *usageScanner) anthropicBlock(b []byte) {
-	switch stringOf(memberOf(b, "type")) {
+	switch stringOf(rawjson.Get(b, "type")) {
 	case "thinking":
-		if s := stringOf(memberOf(b, "signature")); s != "" {
+		if s := stringOf(rawjson.Get(b, "signature")); s != "" {
 			sc.thinking = append(sc.thinking, s)
 		}
 	case "redacted_thinking":
-		if s := stringOf(memberOf(b, "data")); s != "" {
+		if s := stringOf(rawjson.Get(b, "data")); s != "" {
 			sc.thinking = append(sc.thinking, s)
 		}
 	case "compaction":
@@ -179,7 +179,7 @@ func (sc *usageScanner) anthropicUsage(u []byte) {
 		return
 	}
 	set := func(key string, dst *int) {
-		if n, ok := intOf(memberOf(u, key)); ok {
+		if n, ok := intOf(rawjson.Get(u, key)); ok {
 			*dst = n
 			sc.got = true
 		}
@@ -190,7 +190,7 @@ func (sc *usageScanner) anthropicUsage(u []byte) {
 	set("cache_creation_input_tokens", &sc.usage.CacheCreationInputTokens)
 	// The split by lifetime, where given (message_start; message_delta
 	// may repeat the total only).
-	if n, ok := intOf(memberOf(memberOf(u, "cache_creation"), "ephemeral_1h_input_tokens")); ok {
+	if n, ok := intOf(rawjson.Get(rawjson.Get(u, "cache_creation"), "ephemeral_1h_input_tokens")); ok {
 		sc.write1h = n
 	}
 }
@@ -199,12 +199,12 @@ func (sc *usageScanner) chatUsage(u []byte) {
 	if rawjson.Kind(u) != '{' {
 		return
 	}
-	in, ok := intOf(memberOf(u, "prompt_tokens"))
+	in, ok := intOf(rawjson.Get(u, "prompt_tokens"))
 	if !ok {
 		return
 	}
-	cached, _ := intOf(memberOf(memberOf(u, "prompt_tokens_details"), "cached_tokens"))
-	out, _ := intOf(memberOf(u, "completion_tokens"))
+	cached, _ := intOf(rawjson.Get(rawjson.Get(u, "prompt_tokens_details"), "cached_tokens"))
+	out, _ := intOf(rawjson.Get(u, "completion_tokens"))
 	sc.usage = Usage{InputTokens: in - cached, CacheReadInputTokens: cached, OutputTokens: out}
 	sc.got = true
 }
@@ -213,12 +213,12 @@ func (sc *usageScanner) responsesUsage(u []byte) {
 	if rawjson.Kind(u) != '{' {
 		return
 	}
-	in, ok := intOf(memberOf(u, "input_tokens"))
+	in, ok := intOf(rawjson.Get(u, "input_tokens"))
 	if !ok {
 		return
 	}
-	cached, _ := intOf(memberOf(memberOf(u, "input_tokens_details"), "cached_tokens"))
-	out, _ := intOf(memberOf(u, "output_tokens"))
+	cached, _ := intOf(rawjson.Get(rawjson.Get(u, "input_tokens_details"), "cached_tokens"))
+	out, _ := intOf(rawjson.Get(u, "output_tokens"))
 	sc.usage = Usage{InputTokens: in - cached, CacheReadInputTokens: cached, OutputTokens: out}
 	sc.got = true
 }

@@ -183,7 +183,7 @@ func WithEdit(cm []byte, edits ...[]byte) []byte {
 	}
 	var list []byte
 	list = append(list, '[')
-	if old := Member(cm, "edits"); rawjson.Kind(old) == '[' {
+	if old := rawjson.Get(cm, "edits"); rawjson.Kind(old) == '[' {
 		els, err := rawjson.Elements(old)
 		if err != nil {
 			return cm
@@ -202,7 +202,7 @@ func WithEdit(cm []byte, edits ...[]byte) []byte {
 	} else {
 		list[len(list)-1] = ']'
 	}
-	return SetMember(cm, "edits", list)
+	return rawjson.Set(cm, "edits", list)
 }
 
 // AppendMember returns the object raw with a member added before its
@@ -221,56 +221,4 @@ func AppendMember(raw []byte, key string, value []byte) []byte {
 	out = append(out, ':')
 	out = append(out, value...)
 	return append(out, raw[end:]...)
-}
-
-// Member returns the value of the member key of a JSON object (the last
-// one), or nil.
-func Member(obj []byte, key string) []byte {
-	if rawjson.Kind(obj) != '{' {
-		return nil
-	}
-	ms, err := rawjson.Members(obj)
-	if err != nil {
-		return nil
-	}
-	for k := len(ms) - 1; k >= 0; k-- {
-		if ms[k].Key == key {
-			return ms[k].Value
-		}
-	}
-	return nil
-}
-
-// SetMember returns a compact copy of a JSON object with the member key
-// set to value (added at the end when absent); obj itself when it is not
-// an object.
-func SetMember(obj []byte, key string, value []byte) []byte {
-	ms, err := rawjson.Members(obj)
-	if err != nil {
-		return obj
-	}
-	buf := []byte{'{'}
-	done := false
-	for i, m := range ms {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
-		buf = append(buf, m.RawKey...)
-		buf = append(buf, ':')
-		if m.Key == key {
-			buf = append(buf, value...)
-			done = true
-		} else {
-			buf = append(buf, m.Value...)
-		}
-	}
-	if !done {
-		if len(ms) > 0 {
-			buf = append(buf, ',')
-		}
-		buf = rawjson.AppendString(buf, key)
-		buf = append(buf, ':')
-		buf = append(buf, value...)
-	}
-	return append(buf, '}')
 }

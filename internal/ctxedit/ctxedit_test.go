@@ -1,19 +1,20 @@
 package ctxedit
 
 import (
+	"github.com/agentctx/agentctx/internal/rawjson"
 	"testing"
 
 	"github.com/agentctx/agentctx"
 )
 
 func TestMembers(t *testing.T) {
-	if got := string(SetMember([]byte(`{"a":1,"b":2}`), "b", []byte(`3`))); got != `{"a":1,"b":3}` {
+	if got := string(rawjson.Set([]byte(`{"a":1,"b":2}`), "b", []byte(`3`))); got != `{"a":1,"b":3}` {
 		t.Errorf("SetMember replace = %s", got)
 	}
-	if got := string(SetMember([]byte(`{}`), "c", []byte(`[]`))); got != `{"c":[]}` {
+	if got := string(rawjson.Set([]byte(`{}`), "c", []byte(`[]`))); got != `{"c":[]}` {
 		t.Errorf("SetMember add = %s", got)
 	}
-	if got := string(Member([]byte(`{"edits":[1]}`), "edits")); got != `[1]` {
+	if got := string(rawjson.Get([]byte(`{"edits":[1]}`), "edits")); got != `[1]` {
 		t.Errorf("Member = %s", got)
 	}
 	if got := string(WithEdit(nil, []byte(`{"type":"x"}`))); got != `{"edits":[{"type":"x"}]}` {

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/ctxedit"
 	"github.com/agentctx/agentctx/internal/rawjson"
 	"github.com/agentctx/agentctx/internal/respcompact"
 )
@@ -170,9 +169,9 @@ func messageItem(c []byte, role string) (agentctx.Message, error) {
 	}
 	blocks := make([]agentctx.Block, 0, len(els))
 	for _, el := range els {
-		switch t := stringOf(memberOf(el, "type")); t {
+		switch t := stringOf(rawjson.Get(el, "type")); t {
 		case "input_text", "output_text", "text":
-			blocks = append(blocks, agentctx.TextBlock(stringOf(memberOf(el, "text"))))
+			blocks = append(blocks, agentctx.TextBlock(stringOf(rawjson.Get(el, "text"))))
 		default:
 			var b agentctx.Block
 			if err := b.UnmarshalJSON(el); err != nil {
@@ -192,7 +191,7 @@ func outputContent(raw []byte) agentctx.Content {
 		var b strings.Builder
 		els, _ := rawjson.Elements(raw)
 		for _, el := range els {
-			if t := stringOf(memberOf(el, "text")); t != "" {
+			if t := stringOf(rawjson.Get(el, "text")); t != "" {
 				if b.Len() > 0 {
 					b.WriteByte('\n')
 				}
@@ -248,7 +247,7 @@ func Splice(items [][]byte, in []agentctx.Message, groups [][]int, out []agentct
 			text := rawjson.AppendString(nil, m.Content.AsText())
 			if k, ok := byCall[m.ToolCallID]; ok {
 				item := items[groups[k][0]]
-				if v := memberOf(item, "output"); v != nil {
+				if v := rawjson.Get(item, "output"); v != nil {
 					emit(replaceValue(item, v, text))
 					continue
 				}
@@ -356,8 +355,6 @@ func Text(m *agentctx.Message) string {
 	}
 	return strings.Join(parts, "\n")
 }
-
-func memberOf(obj []byte, key string) []byte { return ctxedit.Member(obj, key) }
 
 func stringOf(raw []byte) string {
 	if rawjson.Kind(raw) == '"' {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentctx/agentctx/internal/rawjson"
 	"io"
 	"log/slog"
 	"mime"
@@ -15,7 +16,6 @@ import (
 	"slices"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/ctxedit"
 	"github.com/agentctx/agentctx/pipeline"
 )
 
@@ -253,7 +253,7 @@ func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, 
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			out = ctxedit.SetMember(out, k, members[k])
+			out = rawjson.Set(out, k, members[k])
 		}
 	}
 	return out, true, err
