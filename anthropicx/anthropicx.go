@@ -55,6 +55,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/sdkmw"
 	"github.com/agentctx/agentctx/internal/thinking"
+	"github.com/agentctx/agentctx/internal/wire"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/workspace"
 )
@@ -70,7 +71,8 @@ type Observer = sdkmw.Observer
 // Usage is the token usage of one response, normalized across providers
 // (the same type as openaix.Usage): Provider ("anthropic" or "openai"),
 // InputTokens (every input token, cached ones included), CacheReadTokens,
-// CacheWriteTokens and OutputTokens.
+// CacheWriteTokens (of which CacheWrite1hTokens were written with the
+// 1-hour lifetime) and OutputTokens.
 type Usage = sdkmw.Usage
 
 // Options configure the middleware (the same type as in the other SDK's
@@ -100,7 +102,7 @@ var provider = sdkmw.Provider{
 	Match: func(r *http.Request) bool {
 		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/messages")
 	},
-	Usage:   readUsage,
+	API:     wire.Anthropic,
 	Binding: thinkingBinding,
 }
 
@@ -173,52 +175,6 @@ func WithPipeline(p Preparer) option.RequestOption {
 // WithPipelineOptions is WithPipeline with options.
 func WithPipelineOptions(p Preparer, opts *Options) option.RequestOption {
 	return option.WithMiddleware(Middleware(p, opts))
-}
-
-// readUsage reads the usage of a Messages response body, or of one event of
-// a stream: message_start carries the input and cache tokens, message_delta
-// the output tokens so far.
-func readUsage(data []byte, u *Usage) bool {
-	type usage struct {
-		InputTokens              *int64 `json:"input_tokens"`
-		OutputTokens             *int64 `json:"output_tokens"`
-		CacheReadInputTokens     *int64 `json:"cache_read_input_tokens"`
-		CacheCreationInputTokens *int64 `json:"cache_creation_input_tokens"`
-	}
-	var v struct {
-		Type    string `json:"type"`
-		Usage   *usage `json:"usage"`
-		Message *struct {
-			Usage *usage `json:"usage"`
-		} `json:"message"`
-	}
-	if len(data) == 0 || json.Unmarshal(data, &v) != nil {
-		return false
-	}
-	x := v.Usage
-	if x == nil && v.Message != nil {
-		x = v.Message.Usage
-	}
-	if x == nil {
-		return false
-	}
-	// Input fields present in an event replace the earlier ones, so that
-	// message_delta's running totals (when it carries them) win.
-	in, read, write := u.InputTokens-u.CacheReadTokens-u.CacheWriteTokens, u.CacheReadTokens, u.CacheWriteTokens
-	if x.InputTokens != nil {
-		in = *x.InputTokens
-	}
-	if x.CacheReadInputTokens != nil {
-		read = *x.CacheReadInputTokens
-	}
-	if x.CacheCreationInputTokens != nil {
-		write = *x.CacheCreationInputTokens
-	}
-	u.InputTokens, u.CacheReadTokens, u.CacheWriteTokens = in+read+write, read, write
-	if x.OutputTokens != nil {
-		u.OutputTokens = *x.OutputTokens
-	}
-	return true
 }
 
 // Executor runs a read-back tool call: *workspace.Workspace implements it.

@@ -77,6 +77,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/agentctx/agentctx/internal/sdkmw"
+	"github.com/agentctx/agentctx/internal/wire"
 	"github.com/agentctx/agentctx/workspace"
 )
 
@@ -91,7 +92,8 @@ type Observer = sdkmw.Observer
 // Usage is the token usage of one response, normalized across providers
 // (the same type as anthropicx.Usage): Provider ("anthropic" or "openai"),
 // InputTokens (every input token, cached ones included), CacheReadTokens,
-// CacheWriteTokens and OutputTokens.
+// CacheWriteTokens (of which CacheWrite1hTokens were written with the
+// 1-hour lifetime) and OutputTokens.
 type Usage = sdkmw.Usage
 
 // Options configure the middleware (the same type as in the other SDK's
@@ -119,7 +121,7 @@ var provider = sdkmw.Provider{
 	Match: func(r *http.Request) bool {
 		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/chat/completions")
 	},
-	Usage: readUsage,
+	API: wire.Chat,
 }
 
 // Middleware returns the middleware that prepares every Chat Completions
@@ -143,26 +145,6 @@ func WithPipeline(p Preparer) option.RequestOption {
 // WithPipelineOptions is WithPipeline with options.
 func WithPipelineOptions(p Preparer, opts *Options) option.RequestOption {
 	return option.WithMiddleware(Middleware(p, opts))
-}
-
-func readUsage(data []byte, u *Usage) bool {
-	var v struct {
-		Usage *struct {
-			PromptTokens        int64 `json:"prompt_tokens"`
-			CompletionTokens    int64 `json:"completion_tokens"`
-			PromptTokensDetails *struct {
-				CachedTokens int64 `json:"cached_tokens"`
-			} `json:"prompt_tokens_details"`
-		} `json:"usage"`
-	}
-	if len(data) == 0 || json.Unmarshal(data, &v) != nil || v.Usage == nil {
-		return false
-	}
-	u.InputTokens, u.OutputTokens = v.Usage.PromptTokens, v.Usage.CompletionTokens
-	if d := v.Usage.PromptTokensDetails; d != nil {
-		u.CacheReadTokens = d.CachedTokens
-	}
-	return true
 }
 
 // Executor runs a read-back tool call: *workspace.Workspace implements it.

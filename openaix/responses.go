@@ -13,6 +13,7 @@ import (
 	"github.com/agentctx/agentctx/internal/rawjson"
 	"github.com/agentctx/agentctx/internal/respitems"
 	"github.com/agentctx/agentctx/internal/sdkmw"
+	"github.com/agentctx/agentctx/internal/wire"
 	"github.com/agentctx/agentctx/workspace"
 )
 
@@ -23,7 +24,7 @@ var responsesProvider = sdkmw.Provider{
 	Match: func(r *http.Request) bool {
 		return r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/responses")
 	},
-	Usage:  readResponsesUsage,
+	API:    wire.Responses,
 	Decode: decodeResponses,
 }
 
@@ -90,40 +91,6 @@ func changed(match []int) bool {
 		}
 	}
 	return false
-}
-
-// readResponsesUsage reads the usage of a Responses answer, or of one
-// streamed event (response.completed, response.incomplete and
-// response.failed carry the response with its usage).
-func readResponsesUsage(data []byte, u *Usage) bool {
-	type usage struct {
-		InputTokens        int64 `json:"input_tokens"`
-		OutputTokens       int64 `json:"output_tokens"`
-		InputTokensDetails *struct {
-			CachedTokens int64 `json:"cached_tokens"`
-		} `json:"input_tokens_details"`
-	}
-	var v struct {
-		Usage    *usage `json:"usage"`
-		Response *struct {
-			Usage *usage `json:"usage"`
-		} `json:"response"`
-	}
-	if len(data) == 0 || json.Unmarshal(data, &v) != nil {
-		return false
-	}
-	x := v.Usage
-	if x == nil && v.Response != nil {
-		x = v.Response.Usage
-	}
-	if x == nil {
-		return false
-	}
-	u.InputTokens, u.OutputTokens, u.CacheReadTokens = x.InputTokens, x.OutputTokens, 0
-	if x.InputTokensDetails != nil {
-		u.CacheReadTokens = x.InputTokensDetails.CachedTokens
-	}
-	return true
 }
 
 // ResponsesTools returns the read-back tools (workspace.Workspace.Tools)

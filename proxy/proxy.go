@@ -904,6 +904,10 @@ func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) 
 			_ = rc.Flush()
 		}
 		if err == io.EOF {
+			if track {
+				sc.end(x.api) // an event the stream did not end with an empty line
+				seen()
+			}
 			break
 		}
 		if err != nil {

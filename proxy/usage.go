@@ -1,15 +1,20 @@
 package proxy
 
 import (
-	"bytes"
-
 	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/wire"
 )
 
 // usageScanner reads the usage and the thinking signatures of a response as
-// it is relayed: the data lines of an SSE stream, or a whole JSON answer.
+// it is relayed: the events of an SSE stream (wire.SSE), or a whole JSON
+// answer. The usage is read by wire.UsageReader; what is the proxy's own
+// (thinking signatures, Anthropic's compaction blocks) is read here.
 type usageScanner struct {
-	line  []byte
+	sse    wire.SSE
+	reader wire.UsageReader
+	api    API
+	emit   func(wire.Event)
+
 	usage Usage
 	got   bool
 	// write1h is the part of the usage's cache writes with the 1-hour
@@ -43,95 +48,93 @@ func (c *streamedCompaction) block() []byte {
 	return append(b, '}')
 }
 
+// wireAPI returns the wire format of an API, 0 for none.
+func wireAPI(api API) wire.API {
+	switch api {
+	case APIAnthropic:
+		return wire.Anthropic
+	case APIChat:
+		return wire.Chat
+	case APIResponses:
+		return wire.Responses
+	}
+	return 0
+}
+
 // feed scans a chunk of an SSE stream.
 func (sc *usageScanner) feed(p []byte, api API) {
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			if len(sc.line) < 32<<20 {
-				sc.line = append(sc.line, p...)
+	if sc.emit == nil {
+		sc.emit = sc.event
+	}
+	sc.api = api
+	sc.sse.Feed(p, sc.emit)
+}
+
+// end scans what is left at the end of the stream (an event its empty
+// line did not end).
+func (sc *usageScanner) end(api API) {
+	if sc.emit == nil {
+		sc.emit = sc.event
+	}
+	sc.api = api
+	sc.sse.End(sc.emit)
+}
+
+func (sc *usageScanner) event(e wire.Event) {
+	sc.reader.Event(wireAPI(sc.api), e.Data)
+	sc.sync()
+	if sc.api != APIAnthropic || rawjson.Kind(e.Data) != '{' || rawjson.Valid(e.Data) != nil {
+		return
+	}
+	data := e.Data
+	switch stringOf(rawjson.Get(data, "type")) {
+	case "message_start":
+		sc.anthropicContent(rawjson.Get(rawjson.Get(data, "message"), "content"))
+	case "content_block_start":
+		cb := rawjson.Get(data, "content_block")
+		if stringOf(rawjson.Get(cb, "type")) == "compaction" {
+			sc.cmp = &streamedCompaction{content: []byte(stringOf(rawjson.Get(cb, "content")))}
+			break
+		}
+		sc.anthropicBlock(cb)
+	case "content_block_delta":
+		d := rawjson.Get(data, "delta")
+		switch stringOf(rawjson.Get(d, "type")) {
+		case "signature_delta":
+			sc.sig = append(sc.sig, stringOf(rawjson.Get(d, "signature"))...)
+		case "compaction_delta":
+			if sc.cmp != nil {
+				sc.cmp.content = append(sc.cmp.content, stringOf(rawjson.Get(d, "content"))...)
+				sc.cmp.encrypted = append(sc.cmp.encrypted, stringOf(rawjson.Get(d, "encrypted_content"))...)
 			}
-			return
 		}
-		sc.line = append(sc.line, p[:i]...)
-		p = p[i+1:]
-		line := bytes.TrimRight(sc.line, "\r")
-		if bytes.HasPrefix(line, []byte("data:")) {
-			sc.event(bytes.TrimSpace(line[5:]), api)
+	case "content_block_stop":
+		if sc.cmp != nil {
+			sc.compaction = sc.cmp.block()
+			sc.cmp = nil
 		}
-		sc.line = sc.line[:0]
+		if len(sc.sig) > 0 {
+			sc.thinking = append(sc.thinking, string(sc.sig))
+			sc.sig = sc.sig[:0]
+		}
 	}
 }
 
-func (sc *usageScanner) event(data []byte, api API) {
-	if rawjson.Kind(data) != '{' || rawjson.Valid(data) != nil {
-		return
-	}
-	switch api {
-	case APIAnthropic:
-		switch stringOf(rawjson.Get(data, "type")) {
-		case "message_start":
-			sc.anthropicUsage(rawjson.Get(rawjson.Get(data, "message"), "usage"))
-			sc.anthropicContent(rawjson.Get(rawjson.Get(data, "message"), "content"))
-		case "message_delta":
-			sc.anthropicUsage(rawjson.Get(data, "usage"))
-			sc.final = true
-		case "content_block_start":
-			cb := rawjson.Get(data, "content_block")
-			if stringOf(rawjson.Get(cb, "type")) == "compaction" {
-				sc.cmp = &streamedCompaction{content: []byte(stringOf(rawjson.Get(cb, "content")))}
-				break
-			}
-			sc.anthropicBlock(cb)
-		case "content_block_delta":
-			d := rawjson.Get(data, "delta")
-			switch stringOf(rawjson.Get(d, "type")) {
-			case "signature_delta":
-				sc.sig = append(sc.sig, stringOf(rawjson.Get(d, "signature"))...)
-			case "compaction_delta":
-				if sc.cmp != nil {
-					sc.cmp.content = append(sc.cmp.content, stringOf(rawjson.Get(d, "content"))...)
-					sc.cmp.encrypted = append(sc.cmp.encrypted, stringOf(rawjson.Get(d, "encrypted_content"))...)
-				}
-			}
-		case "content_block_stop":
-			if sc.cmp != nil {
-				sc.compaction = sc.cmp.block()
-				sc.cmp = nil
-			}
-			if len(sc.sig) > 0 {
-				sc.thinking = append(sc.thinking, string(sc.sig))
-				sc.sig = sc.sig[:0]
-			}
-		}
-	case APIChat:
-		if u := rawjson.Get(data, "usage"); rawjson.Kind(u) == '{' {
-			sc.chatUsage(u)
-			sc.final = true
-		}
-	case APIResponses:
-		switch stringOf(rawjson.Get(data, "type")) {
-		case "response.completed", "response.incomplete", "response.done":
-			sc.responsesUsage(rawjson.Get(rawjson.Get(data, "response"), "usage"))
-			sc.final = true
-		}
-	}
+// sync sets the usage as the proxy keeps it from the wire reader's.
+func (sc *usageScanner) sync() {
+	u := sc.reader.Usage
+	sc.usage = Usage{InputTokens: int(u.Uncached()), CacheReadInputTokens: int(u.CacheReadTokens),
+		CacheCreationInputTokens: int(u.CacheWriteTokens), OutputTokens: int(u.OutputTokens)}
+	sc.write1h = int(u.CacheWrite1hTokens)
+	sc.got, sc.final = sc.reader.Got, sc.reader.Final
 }
 
 // whole reads a non-streamed JSON answer.
 func (sc *usageScanner) whole(data []byte, api API) {
-	if rawjson.Kind(data) != '{' {
-		return
-	}
-	sc.final = true
-	switch api {
-	case APIAnthropic:
-		sc.anthropicUsage(rawjson.Get(data, "usage"))
+	sc.reader.Whole(wireAPI(api), data)
+	sc.sync()
+	if api == APIAnthropic && rawjson.Kind(data) == '{' {
 		sc.anthropicContent(rawjson.Get(data, "content"))
-	case APIChat:
-		sc.chatUsage(rawjson.Get(data, "usage"))
-	case APIResponses:
-		sc.responsesUsage(rawjson.Get(data, "usage"))
 	}
 }
 
@@ -158,67 +161,4 @@ func (sc *usageScanner) anthropicBlock(b []byte) {
 	case "compaction":
 		sc.compaction = append([]byte(nil), b...)
 	}
-}
-
-func intOf(raw []byte) (int, bool) {
-	if len(raw) == 0 || raw[0] < '0' || raw[0] > '9' {
-		return 0, false
-	}
-	n := 0
-	for _, c := range raw {
-		if c < '0' || c > '9' {
-			break
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, true
-}
-
-func (sc *usageScanner) anthropicUsage(u []byte) {
-	if rawjson.Kind(u) != '{' {
-		return
-	}
-	set := func(key string, dst *int) {
-		if n, ok := intOf(rawjson.Get(u, key)); ok {
-			*dst = n
-			sc.got = true
-		}
-	}
-	set("input_tokens", &sc.usage.InputTokens)
-	set("output_tokens", &sc.usage.OutputTokens)
-	set("cache_read_input_tokens", &sc.usage.CacheReadInputTokens)
-	set("cache_creation_input_tokens", &sc.usage.CacheCreationInputTokens)
-	// The split by lifetime, where given (message_start; message_delta
-	// may repeat the total only).
-	if n, ok := intOf(rawjson.Get(rawjson.Get(u, "cache_creation"), "ephemeral_1h_input_tokens")); ok {
-		sc.write1h = n
-	}
-}
-
-func (sc *usageScanner) chatUsage(u []byte) {
-	if rawjson.Kind(u) != '{' {
-		return
-	}
-	in, ok := intOf(rawjson.Get(u, "prompt_tokens"))
-	if !ok {
-		return
-	}
-	cached, _ := intOf(rawjson.Get(rawjson.Get(u, "prompt_tokens_details"), "cached_tokens"))
-	out, _ := intOf(rawjson.Get(u, "completion_tokens"))
-	sc.usage = Usage{InputTokens: in - cached, CacheReadInputTokens: cached, OutputTokens: out}
-	sc.got = true
-}
-
-func (sc *usageScanner) responsesUsage(u []byte) {
-	if rawjson.Kind(u) != '{' {
-		return
-	}
-	in, ok := intOf(rawjson.Get(u, "input_tokens"))
-	if !ok {
-		return
-	}
-	cached, _ := intOf(rawjson.Get(rawjson.Get(u, "input_tokens_details"), "cached_tokens"))
-	out, _ := intOf(rawjson.Get(u, "output_tokens"))
-	sc.usage = Usage{InputTokens: in - cached, CacheReadInputTokens: cached, OutputTokens: out}
-	sc.got = true
 }

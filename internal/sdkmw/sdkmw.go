@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentctx/agentctx/internal/rawjson"
 	"io"
 	"log/slog"
 	"mime"
@@ -16,6 +15,8 @@ import (
 	"slices"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/wire"
 	"github.com/agentctx/agentctx/pipeline"
 )
 
@@ -33,23 +34,8 @@ type CallPreparer interface {
 }
 
 // Usage is the token usage a provider reported for one response,
-// normalized across providers.
-type Usage struct {
-	// Provider is "anthropic" or "openai".
-	Provider string `json:"provider"`
-	// InputTokens is every input token of the request, cached ones
-	// included (Anthropic: input_tokens + cache_read_input_tokens +
-	// cache_creation_input_tokens; OpenAI: prompt_tokens).
-	InputTokens int64 `json:"input_tokens"`
-	// CacheReadTokens are input tokens read from the prompt cache
-	// (Anthropic cache_read_input_tokens, OpenAI cached_tokens).
-	CacheReadTokens int64 `json:"cache_read_tokens"`
-	// CacheWriteTokens are input tokens written to the prompt cache
-	// (Anthropic cache_creation_input_tokens).
-	CacheWriteTokens int64 `json:"cache_write_tokens"`
-	// OutputTokens are the tokens generated.
-	OutputTokens int64 `json:"output_tokens"`
-}
+// normalized across providers: wire.Usage, the one type for it.
+type Usage = wire.Usage
 
 // Observer is told the usage of every response whose request the
 // middleware prepared. It is an optional ability of a Preparer, or set in
@@ -102,9 +88,9 @@ type Provider struct {
 	Name string
 	// Match reports whether a request carries messages to prepare.
 	Match func(r *http.Request) bool
-	// Usage reads usage from a response body or one streamed event's data
-	// into u, and reports whether it found any.
-	Usage func(data []byte, u *Usage) bool
+	// API is the wire format of the responses, whose usage is read
+	// (internal/wire).
+	API wire.API
 	// Binding, when set, returns what the request's signed thinking binds
 	// (pipeline.CallOptions), given to a CallPreparer.
 	Binding func(body []byte, doc *agentctx.Document) pipeline.CallOptions
@@ -278,9 +264,9 @@ func isSSE(ct string) bool {
 const maxJSONBody = 64 << 20
 
 // usageReader passes a response body through unchanged and reads the usage
-// from it as it goes: every "data:" line of an event stream, or the whole
-// JSON body. The Observer is called once, at the end of the body or when
-// it is closed.
+// from it as it goes: the events of an event stream (wire.SSE), or the
+// whole JSON body. The Observer is called once, at the end of the body or
+// when it is closed.
 type usageReader struct {
 	rc   io.ReadCloser
 	ctx  context.Context
@@ -288,10 +274,11 @@ type usageReader struct {
 	obs  Observer
 	sse  bool
 
-	buf   []byte // the current line (SSE) or the body so far (JSON)
-	u     Usage
-	found bool
-	done  bool
+	events wire.SSE
+	emit   func(wire.Event)
+	usage  wire.UsageReader
+	buf    []byte // the body so far (JSON)
+	done   bool
 }
 
 func (r *usageReader) Read(p []byte) (int, error) {
@@ -317,33 +304,13 @@ func (r *usageReader) feed(b []byte) {
 		}
 		return
 	}
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			r.buf = append(r.buf, b...)
-			return
-		}
-		line := b[:i]
-		if len(r.buf) > 0 {
-			r.buf = append(r.buf, line...)
-			line = r.buf
-		}
-		r.line(line)
-		r.buf = r.buf[:0]
-		b = b[i+1:]
+	if r.emit == nil {
+		r.emit = r.event
 	}
+	r.events.Feed(b, r.emit)
 }
 
-func (r *usageReader) line(l []byte) {
-	l = bytes.TrimSuffix(l, []byte("\r"))
-	data, ok := bytes.CutPrefix(l, []byte("data:"))
-	if !ok || !bytes.Contains(data, []byte(`"usage"`)) {
-		return
-	}
-	if r.prov.Usage(bytes.TrimSpace(data), &r.u) {
-		r.found = true
-	}
-}
+func (r *usageReader) event(e wire.Event) { r.usage.Event(r.prov.API, e.Data) }
 
 func (r *usageReader) finish() {
 	if r.done {
@@ -351,15 +318,17 @@ func (r *usageReader) finish() {
 	}
 	r.done = true
 	if r.sse {
-		if len(r.buf) > 0 {
-			r.line(r.buf)
+		if r.emit == nil {
+			r.emit = r.event
 		}
-	} else if r.prov.Usage(r.buf, &r.u) {
-		r.found = true
+		r.events.End(r.emit)
+	} else {
+		r.usage.Whole(r.prov.API, r.buf)
 	}
 	r.buf = nil
-	if r.found {
-		r.u.Provider = r.prov.Name
-		r.obs.Observe(r.ctx, r.u)
+	if r.usage.Got {
+		u := r.usage.Usage
+		u.Provider = r.prov.Name
+		r.obs.Observe(r.ctx, u)
 	}
 }

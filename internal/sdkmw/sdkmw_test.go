@@ -3,7 +3,6 @@ package sdkmw
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"testing/iotest"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/wire"
 	"github.com/agentctx/agentctx/pipeline"
 )
 
@@ -25,20 +25,11 @@ type recorder struct{ got []Usage }
 
 func (r *recorder) Observe(_ context.Context, u Usage) { r.got = append(r.got, u) }
 
-// provider reads {"usage":{"in":N,"out":M}}; the last one seen wins.
+// provider reads Chat Completions usage; the last one seen wins.
 var provider = Provider{
 	Name:  "test",
 	Match: func(r *http.Request) bool { return strings.HasSuffix(r.URL.Path, "/messages") },
-	Usage: func(data []byte, u *Usage) bool {
-		var v struct {
-			Usage *struct{ In, Out int64 } `json:"usage"`
-		}
-		if json.Unmarshal(data, &v) != nil || v.Usage == nil {
-			return false
-		}
-		u.InputTokens, u.OutputTokens = v.Usage.In, v.Usage.Out
-		return true
-	},
+	API:   wire.Chat,
 }
 
 func do(t *testing.T, mw Middleware, path, body string, resp *http.Response) (*http.Response, string) {
@@ -66,7 +57,7 @@ func do(t *testing.T, mw Middleware, path, body string, resp *http.Response) (*h
 }
 
 func TestUsageOfStreamsAndBodies(t *testing.T) {
-	stream := "event: a\ndata: {\"usage\":{\"in\":10,\"out\":1}}\n\nevent: b\r\ndata: {\"delta\":\"x\"}\r\n\r\ndata: {\"usage\":{\"in\":10,\"out\":7}}"
+	stream := "event: a\ndata: {\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":1}}\n\nevent: b\r\ndata: {\"delta\":\"x\"}\r\n\r\ndata: {\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":7}}"
 	cases := []struct {
 		name, ct, body string
 		status         int
@@ -76,9 +67,9 @@ func TestUsageOfStreamsAndBodies(t *testing.T) {
 	}{
 		{"sse byte by byte", "text/event-stream", stream, 200, iotest.OneByteReader, false, []Usage{{Provider: "test", InputTokens: 10, OutputTokens: 7}}},
 		{"sse half", "text/event-stream; charset=utf-8", stream, 200, iotest.HalfReader, false, []Usage{{Provider: "test", InputTokens: 10, OutputTokens: 7}}},
-		{"json", "application/json", `{"id":"x","usage":{"in":3,"out":4}}`, 200, iotest.OneByteReader, false, []Usage{{Provider: "test", InputTokens: 3, OutputTokens: 4}}},
-		{"json closed early", "application/json", `{"id":"x","usage":{"in":3,"out":4}}`, 200, iotest.OneByteReader, true, nil},
-		{"error status", "application/json", `{"usage":{"in":3,"out":4}}`, 400, iotest.OneByteReader, false, nil},
+		{"json", "application/json", `{"id":"x","usage":{"prompt_tokens":3,"completion_tokens":4}}`, 200, iotest.OneByteReader, false, []Usage{{Provider: "test", InputTokens: 3, OutputTokens: 4}}},
+		{"json closed early", "application/json", `{"id":"x","usage":{"prompt_tokens":3,"completion_tokens":4}}`, 200, iotest.OneByteReader, true, nil},
+		{"error status", "application/json", `{"usage":{"prompt_tokens":3,"completion_tokens":4}}`, 400, iotest.OneByteReader, false, nil},
 		{"no usage", "application/json", `{"id":"x"}`, 200, iotest.OneByteReader, false, nil},
 	}
 	for _, c := range cases {
@@ -132,7 +123,7 @@ func TestRequests(t *testing.T) {
 }
 
 func FuzzUsageReader(f *testing.F) {
-	f.Add([]byte("data: {\"usage\":{\"in\":1,\"out\":2}}\n"), uint8(3))
+	f.Add([]byte("data: {\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2}}\n"), uint8(3))
 	f.Add([]byte("data:{\"usage\":null}\r\n\r\ndata: [DONE]"), uint8(1))
 	f.Fuzz(func(t *testing.T, body []byte, chunk uint8) {
 		for _, sse := range []bool{true, false} {

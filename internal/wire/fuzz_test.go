@@ -38,7 +38,7 @@ func FuzzSSE(f *testing.F) {
 	f.Add(uint8(3), []byte("event: response.completed\rdata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":3}}}\r\r"), []byte{13})
 	f.Add(uint8(1), []byte("\xef\xbb\xbf: c\ndata\ndata:\n\nevent\n\n"), []byte{0, 1, 2})
 	f.Fuzz(func(t *testing.T, api uint8, s []byte, cuts []byte) {
-		a := API(api%4) // 0 is no API: nothing read
+		a := API(api % 4) // 0 is no API: nothing read
 		whole, wu := feedSplit(a, s, nil)
 		split, su := feedSplit(a, s, cuts)
 		if strings.Join(whole, ";") != strings.Join(split, ";") {
