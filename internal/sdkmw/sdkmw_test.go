@@ -67,6 +67,10 @@ func TestUsageOfStreamsAndBodies(t *testing.T) {
 	}{
 		{"sse byte by byte", "text/event-stream", stream, 200, iotest.OneByteReader, false, []Usage{{Provider: "test", InputTokens: 10, OutputTokens: 7}}},
 		{"sse half", "text/event-stream; charset=utf-8", stream, 200, iotest.HalfReader, false, []Usage{{Provider: "test", InputTokens: 10, OutputTokens: 7}}},
+		// Line ends of CR alone, and an event's data over several lines
+		// (the old line readers lost both).
+		{"sse cr", "text/event-stream", "data: {\"usage\":null}\r\rdata: {\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2}}\r\r", 200, iotest.HalfReader, false, []Usage{{Provider: "test", InputTokens: 9, OutputTokens: 2}}},
+		{"sse multi-line data", "text/event-stream", "data: {\"choices\":[],\ndata: \"usage\":{\"prompt_tokens\":5,\ndata: \"completion_tokens\":1}}\n\n", 200, iotest.OneByteReader, false, []Usage{{Provider: "test", InputTokens: 5, OutputTokens: 1}}},
 		{"json", "application/json", `{"id":"x","usage":{"prompt_tokens":3,"completion_tokens":4}}`, 200, iotest.OneByteReader, false, []Usage{{Provider: "test", InputTokens: 3, OutputTokens: 4}}},
 		{"json closed early", "application/json", `{"id":"x","usage":{"prompt_tokens":3,"completion_tokens":4}}`, 200, iotest.OneByteReader, true, nil},
 		{"error status", "application/json", `{"usage":{"prompt_tokens":3,"completion_tokens":4}}`, 400, iotest.OneByteReader, false, nil},
