@@ -46,12 +46,53 @@ func RequestDocument(body, list []byte, msgs []Message) (*Document, error) {
 	if err != nil {
 		return nil, syntaxError(body, err)
 	}
-	if v := findRaw(ms, "messages"); !listKey || len(v) == 0 || &v[0] != &list[0] || rawjson.Kind(list) != '[' {
-		return nil, &InputError{Msg: `request document: the list is not the body's "messages" array`}
+	if !listKey {
+		return nil, errNotMessagesList
+	}
+	return requestDocument(ms, list, msgs)
+}
+
+var errNotMessagesList = &InputError{Msg: `request document: the list is not the body's "messages" array`}
+
+// requestDocument returns the document of a body split into ms, whose
+// "messages" member is list.
+func requestDocument(ms []rawjson.Member, list []byte, msgs []Message) (*Document, error) {
+	if v := findRaw(ms, "messages"); len(v) == 0 || len(list) == 0 || &v[0] != &list[0] || len(v) != len(list) || rawjson.Kind(list) != '[' {
+		return nil, errNotMessagesList
 	}
 	doc := &Document{Format: FormatObject, members: opaqueMembers(ms), listKey: "messages"}
 	doc.setMessages(msgs)
 	return doc, nil
+}
+
+// BodyMember is a top-level member of a request body as split
+// (internal/rawjson.Member): Key, the key decoded; RawKey, its token as
+// written; Value, the raw value. RawKey and Value are subslices of the
+// body.
+type BodyMember = rawjson.Member
+
+// RequestDocumentSplit is RequestDocument for a body whose top level was
+// split already, by the caller that read its other members (the proxy,
+// with internal/wire.SplitBody): members are body's top-level members in
+// order, as the split found them, and the body is not split again. It
+// checks that each member lies in body after the one before, and that
+// list is the value of the last "messages" member (an error matching
+// ErrInvalidInput otherwise); it does not read the values again. The
+// result is the document ParseDocument returns for body.
+//
+// body, members, list and the memory of msgs must not be modified
+// afterwards.
+func RequestDocumentSplit(body []byte, members []BodyMember, list []byte, msgs []Message) (*Document, error) {
+	at := int64(0)
+	for _, m := range members {
+		k, v := offsetIn(body, m.RawKey), offsetIn(body, m.Value)
+		if len(m.RawKey) == 0 || len(m.Value) == 0 || k < at || k+int64(len(m.RawKey)) > v || v+int64(len(m.Value)) > int64(len(body)) ||
+			&body[k] != &m.RawKey[0] || &body[v] != &m.Value[0] {
+			return nil, &InputError{Msg: "request document: the members are not the body's split"}
+		}
+		at = v + int64(len(m.Value))
+	}
+	return requestDocument(members, list, msgs)
 }
 
 // WithMember returns a copy of the document whose top-level member key

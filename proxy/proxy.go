@@ -637,7 +637,7 @@ func decodeConversation(ctx context.Context, api API, b *body) (*conversation, e
 		for k, d := range dm {
 			msgs[k], c.enc[k], c.hash[k], c.breaks[k] = d.msg, d.encoding(ls.items[k]), d.hash, d.bp
 		}
-		if c.doc, err = agentctx.RequestDocument(b.raw, c.list, msgs); err != nil {
+		if c.doc, err = agentctx.RequestDocumentSplit(b.Raw, b.Members, c.list, msgs); err != nil {
 			return nil, err
 		}
 		if len(c.doc.Messages) != len(c.items) {
@@ -656,7 +656,7 @@ func decodeConversation(ctx context.Context, api API, b *body) (*conversation, e
 		c.doc, c.groups = &agentctx.Document{Format: agentctx.FormatArray, Messages: msgs}, groups
 		return c, nil
 	}
-	if c.doc, err = agentctx.ParseDocument(ctx, b.raw); err != nil {
+	if c.doc, err = agentctx.ParseDocument(ctx, b.Raw); err != nil {
 		return nil, err
 	}
 	if len(c.doc.Messages) != len(c.items) {
@@ -735,7 +735,7 @@ func (s *Server) edit(api API, b *body, conv *conversation, msgs []agentctx.Mess
 	x.sentEnc, x.sentHash, x.sentMsgs = a.outEnc, a.outHash, a.out
 	x.bill.sentBreaks = a.outBreaks
 	if a.unchanged(len(inEnc)) && cmEdit == nil && compactionEdit(x) == nil {
-		return b.raw, nil
+		return b.Raw, nil
 	}
 	var list []byte
 	if api == APIResponses {
@@ -765,7 +765,7 @@ func (s *Server) edit(api API, b *body, conv *conversation, msgs []agentctx.Mess
 		spans = append(spans, span{cm, ctxedit.WithEdit(cm, cmEdits...)})
 	}
 	x.edited = true
-	out := replaceValues(b.raw, spans...)
+	out := replaceValues(b.Raw, spans...)
 	if cmEdits != nil && cm == nil {
 		out = ctxedit.AppendMember(out, "context_management", ctxedit.WithEdit(nil, cmEdits...))
 	}

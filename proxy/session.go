@@ -3,42 +3,43 @@ package proxy
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"hash/maphash"
 	"net/http"
 	"regexp"
 	"strings"
 
 	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/wire"
 )
 
 // HeaderSession is the header a client may set to name its session when it
 // sends none of the provider-specific keys.
 const HeaderSession = "X-Agentctx-Session"
 
-// body is a request body split into its top-level members.
+// body is a request body split into its top-level members (wire.SplitBody),
+// the split reused for its document (agentctx.RequestDocumentSplit).
 type body struct {
-	raw     []byte
-	members []rawjson.Member
-	scan    *listScan // the split of "messages", when the body was parsed with one
+	wire.Body
+	scan *listScan // the split of "messages", when the body was parsed with one
 }
 
 // parseBody splits a body into its top-level members; with ls (which may
 // be nil), it splits the list of messages as it goes, reusing what the
 // cache holds of the conversation.
 func parseBody(raw []byte, ls *listScan) (*body, error) {
-	i := rawjson.SkipSpace(raw, 0)
-	if i == len(raw) || raw[i] != '{' {
-		return nil, errNotObject
-	}
 	var hook func(string, int) (int, error)
 	if ls != nil {
-		ls.data, hook = raw[i:], ls.valueAt
+		ls.data, hook = raw[rawjson.SkipSpace(raw, 0):], ls.valueAt
 	}
-	ms, err := rawjson.MembersFunc(raw[i:], hook)
+	wb, err := wire.SplitBody(raw, hook)
+	if errors.Is(err, wire.ErrNotObject) {
+		return nil, errNotObject
+	}
 	if err != nil {
 		return nil, err
 	}
-	b := &body{raw: raw, members: ms}
+	b := &body{Body: *wb}
 	if ls != nil && rawjson.Kind(b.get(ls.member)) == '[' {
 		b.scan = ls
 	}
@@ -46,22 +47,10 @@ func parseBody(raw []byte, ls *listScan) (*body, error) {
 }
 
 // get returns the raw value of the last member named key, or nil.
-func (b *body) get(key string) []byte {
-	for k := len(b.members) - 1; k >= 0; k-- {
-		if b.members[k].Key == key {
-			return b.members[k].Value
-		}
-	}
-	return nil
-}
+func (b *body) get(key string) []byte { return b.Get(key) }
 
 // str returns the string value of a member, or "".
-func (b *body) str(key string) string {
-	if v := b.get(key); rawjson.Kind(v) == '"' {
-		return rawjson.Unquote(v)
-	}
-	return ""
-}
+func (b *body) str(key string) string { return b.Str(key) }
 
 func stringOf(raw []byte) string {
 	if rawjson.Kind(raw) == '"' {
@@ -86,7 +75,7 @@ func SessionKey(h http.Header, raw []byte) (key, source string) {
 	}
 	b, err := parseBody(raw, nil)
 	if err != nil {
-		b = &body{raw: raw}
+		b = &body{Body: wire.Body{Raw: raw}}
 	}
 	return sessionKey(h, b)
 }
