@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"bytes"
+
 	"github.com/agentctx/agentctx/internal/rawjson"
 	"github.com/agentctx/agentctx/internal/wire"
 )
@@ -83,7 +85,7 @@ func (sc *usageScanner) end(api API) {
 func (sc *usageScanner) event(e wire.Event) {
 	sc.reader.Event(wireAPI(sc.api), e.Data)
 	sc.sync()
-	if sc.api != APIAnthropic || rawjson.Kind(e.Data) != '{' || rawjson.Valid(e.Data) != nil {
+	if sc.api != APIAnthropic || !watched(e.Data) || rawjson.Kind(e.Data) != '{' || rawjson.Valid(e.Data) != nil {
 		return
 	}
 	data := e.Data
@@ -118,6 +120,30 @@ func (sc *usageScanner) event(e wire.Event) {
 			sc.sig = sc.sig[:0]
 		}
 	}
+}
+
+// watched reports whether an Anthropic event may be one the proxy reads
+// besides its usage (message_start's content, a content block's start and
+// stop, a signature or compaction delta): the others, most of a stream
+// (its text deltas), are passed over unparsed. The API writes the event's
+// type first; data written otherwise is parsed.
+func watched(data []byte) bool {
+	const prefix = `{"type":"`
+	rest, ok := bytes.CutPrefix(data, []byte(prefix))
+	if !ok {
+		return true
+	}
+	switch {
+	case bytes.HasPrefix(rest, []byte(`content_block_delta"`)):
+		return bytes.Contains(rest, []byte(`signature_delta"`)) || bytes.Contains(rest, []byte(`compaction_delta"`))
+	case bytes.HasPrefix(rest, []byte(`message_start"`)), bytes.HasPrefix(rest, []byte(`content_block_start"`)),
+		bytes.HasPrefix(rest, []byte(`content_block_stop"`)):
+		return true
+	}
+	// Another type (ping, message_delta, message_stop, error), unless
+	// the type is not a plain string.
+	i := bytes.IndexByte(rest, '"')
+	return i < 0 || bytes.IndexByte(rest[:i], '\\') >= 0
 }
 
 // sync sets the usage as the proxy keeps it from the wire reader's.
