@@ -8,18 +8,22 @@
 //   - [SSE], an incremental Server-Sent Events reader (events split across
 //     any chunk boundaries, CR, LF or CRLF line ends, comments, multi-line
 //     data);
-//   - [Split], the top-level members of a request body located once, the
-//     result reused by the document decoder (agentctx.SplitDocument).
+//   - [SplitBody], the top-level members of a request body located once
+//     ([Body]), the result reused by the document decoder
+//     (agentctx.RequestDocumentSplit) so that the proxy splits a body once.
 //
 // Responses items (the mapping of a Responses request's input to
 // messages) are in internal/respitems, which both users share already.
 //
-// Two other usage types stay, on purpose: pipeline.Usage (the proxy's
-// Usage) is what the pipeline's calibration is told, with the count of the
-// request it is for, cache tokens kept apart from the uncached input; and
-// pricing.Usage is a bill, its cache writes split by price (5-minute and
-// 1-hour). Both are converted from a wire.Usage in one place each
-// (proxy/usage.go, internal/sdkmw).
+// Usage is what the upstream reported; two other usage types stay, on
+// purpose, each converted from it in one place. pipeline.Usage (the
+// proxy's Usage) is what the session engine is told: the uncached input
+// apart from the cache tokens, and the count of the request the usage is
+// for (proxy/usage.go's sync; internal/sdkmw's default Observer).
+// pricing.Usage is a bill: cache writes split by their price (5-minute and
+// 1-hour), the same shape for the upstream's answer and the proxy's own
+// summary requests (proxy/bill.go's usageOf). wire is a leaf (it imports
+// internal/rawjson only), so that every layer may read the wire formats.
 //
 // Nothing here does I/O or keeps global state; no input makes it panic.
 package wire

@@ -48,7 +48,7 @@ func (s *SSE) Feed(p []byte, emit func(Event)) {
 	}
 	s.cr = false
 	for len(p) > 0 {
-		i := bytes.IndexAny(p, "\r\n")
+		i := lineEnd(p)
 		if i < 0 {
 			s.keep(p)
 			return
@@ -72,6 +72,19 @@ func (s *SSE) Feed(p []byte, emit func(Event)) {
 		}
 		p = p[end:]
 	}
+}
+
+// lineEnd returns the index of the first CR or LF in p, or -1.
+// (bytes.IndexAny scans byte by byte; IndexByte is vectorized.)
+func lineEnd(p []byte) int {
+	i := bytes.IndexByte(p, '\n')
+	if i < 0 {
+		return bytes.IndexByte(p, '\r')
+	}
+	if j := bytes.IndexByte(p[:i], '\r'); j >= 0 {
+		return j
+	}
+	return i
 }
 
 // End reads what is left at the end of the stream: an unterminated last

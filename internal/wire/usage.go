@@ -67,7 +67,9 @@ type UsageReader struct {
 	Final bool
 }
 
-var usageKey = []byte(`"usage"`)
+// usageKey is in every event with usage (as the key "usage"). Without its
+// leading quote, frequent in JSON, bytes.Contains finds it faster.
+var usageKey = []byte(`usage"`)
 
 // Event reads the data of one event of a stream of api. Data that is not a
 // JSON object, and events without usage, are passed over.
