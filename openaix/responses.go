@@ -66,7 +66,7 @@ func decodeResponses(_ context.Context, body []byte) (*agentctx.Document, func([
 	}
 	doc := &agentctx.Document{Format: agentctx.FormatArray, Messages: msgs}
 	encode := func(out []agentctx.Message) ([]byte, error) {
-		match, err := respitems.Match(msgs, out)
+		match, err := respitems.Match(msgs, out, nil)
 		if err != nil {
 			return nil, err
 		}
