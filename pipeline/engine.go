@@ -74,9 +74,10 @@ func (p *Pipeline) run(ctx context.Context, st *state, conv agentctx.Conversatio
 		Warnings:       []string{},
 	}
 	cur := in[:len(in):len(in)]
-	c.memo = p.lastCounted()
+	c.memo, c.oldKeys = p.lastCounted()
 	c.counted = make(map[agentctx.Hash]int, len(cur)+16)
-	defer func() { p.rememberCounted(c.counted) }()
+	c.newKeys = make(map[resultAt]string, len(cur)/2+1)
+	defer func() { p.rememberCounted(c.counted, c.newKeys) }()
 	inFacts, err := c.inputFacts(conv)
 	if err != nil {
 		return nil, err
@@ -211,30 +212,65 @@ type call struct {
 	// memo holds the token counts of the messages the last call counted,
 	// by hash (read only); counted collects this call's, for the next.
 	memo, counted map[agentctx.Hash]int
-	scratch       []byte // encodes a message to hash it
+	// oldKeys holds the resultKeys of the results the last call keyed,
+	// by message content and block (read only); newKeys collects this
+	// call's, for the next.
+	oldKeys, newKeys map[resultAt]string
+	scratch          []byte // encodes a message to hash it
+}
+
+// resultAt is a tool result by the content of its message (agentctx.Hash)
+// and its block (-1: the message is a role "tool" message).
+type resultAt struct {
+	msg   agentctx.Hash
+	block int
+}
+
+// resultKey returns the resultKey of r, a tool result of view message i:
+// the one the last call or this one found for a result of a message of
+// the same content at the same block, else computed.
+func (c *call) resultKey(i int, r agentctx.ToolResult) string {
+	var h agentctx.Hash
+	if i < len(c.vf) {
+		h = c.vf[i].Hash
+	}
+	if h.IsZero() {
+		return c.p.digests.resultKey(r.ID, r.Content)
+	}
+	at := resultAt{h, r.Block}
+	if k, ok := c.newKeys[at]; ok {
+		return k
+	}
+	k, ok := c.oldKeys[at]
+	if !ok {
+		k = c.p.digests.resultKey(r.ID, r.Content)
+	}
+	c.newKeys[at] = k
+	return k
 }
 
 // countMemo holds the token count of every message the last call of a
-// Pipeline counted (its input and what its steps made), by the hash of the
-// message's encoding (agentctx.Hash): a session's next call counts only
-// the messages whose content is new, whoever made or decoded them. It
-// keeps no message.
+// Pipeline counted (its input and what its steps made), and the resultKey
+// of every tool result it keyed, by the hash of the message's encoding
+// (agentctx.Hash): a session's next call counts and keys only the messages
+// whose content is new, whoever made or decoded them. It keeps no message.
 type countMemo struct {
 	mu     sync.Mutex
 	counts map[agentctx.Hash]int
+	keys   map[resultAt]string
 }
 
-func (p *Pipeline) lastCounted() map[agentctx.Hash]int {
+func (p *Pipeline) lastCounted() (map[agentctx.Hash]int, map[resultAt]string) {
 	p.counted.mu.Lock()
 	defer p.counted.mu.Unlock()
-	return p.counted.counts
+	return p.counted.counts, p.counted.keys
 }
 
-// rememberCounted keeps the counts of a call for the next one; the map is
-// not modified afterwards.
-func (p *Pipeline) rememberCounted(counts map[agentctx.Hash]int) {
+// rememberCounted keeps the counts and keys of a call for the next one;
+// the maps are not modified afterwards.
+func (p *Pipeline) rememberCounted(counts map[agentctx.Hash]int, keys map[resultAt]string) {
 	p.counted.mu.Lock()
-	p.counted.counts = counts
+	p.counted.counts, p.counted.keys = counts, keys
 	p.counted.mu.Unlock()
 }
 
@@ -541,7 +577,7 @@ func (c *call) store(ctx context.Context) error {
 		if r.ID == "" {
 			return fmt.Errorf("%w: tool result %d of message %d has no tool call id", agentctx.ErrInvalidInput, max(r.Block, 0), pos[0])
 		}
-		key := c.p.digests.resultKey(r.ID, r.Content)
+		key := c.resultKey(pos[0], r)
 		c.keys[pos] = key
 		c.seen[key] = true
 		rs := c.st.Results[key]

@@ -52,6 +52,7 @@ func align(in []agentctx.Message, inEnc [][]byte, inHash []uint64, inBreaks []in
 		facts = nil
 	}
 	next := 0
+	var scratch []byte // the encoding of a message, until it is kept
 	for j := range out {
 		a.match[j] = -1
 		src := -1
@@ -65,11 +66,13 @@ func align(in []agentctx.Message, inEnc [][]byte, inHash []uint64, inBreaks []in
 			}
 			next++
 		} else {
-			enc, err := outEncoding(out, j, in, inEnc, src, facts)
+			enc, own, err := outEncoding(out, j, in, inEnc, src, facts, scratch)
 			if err != nil {
 				return nil, err
 			}
-			a.outEnc[j] = enc
+			if own {
+				scratch = enc
+			}
 			var h uint64
 			if inHash != nil {
 				if src >= 0 && src < len(inHash) && inHash[src] != 0 {
@@ -93,9 +96,14 @@ func align(in []agentctx.Message, inEnc [][]byte, inHash []uint64, inBreaks []in
 				if len(inEnc[k]) == len(enc) && bytes.Equal(inEnc[k], enc) {
 					a.match[j] = k // its hash is h, computed above
 					next = k + 1
+					enc, own = inEnc[k], false
 					break
 				}
 			}
+			if own {
+				enc = bytes.Clone(enc)
+			}
+			a.outEnc[j] = enc
 		}
 		if a.firstChanged < 0 && a.match[j] != j {
 			a.firstChanged = j
@@ -115,21 +123,23 @@ func align(in []agentctx.Message, inEnc [][]byte, inHash []uint64, inBreaks []in
 
 // outEncoding returns the encoding of message j to send: the input
 // message's when the Engine kept input message src, the one the Engine
-// gave, or else its own.
-func outEncoding(out []agentctx.Message, j int, in []agentctx.Message, inEnc [][]byte, src int, facts []agentctx.Facts) ([]byte, error) {
+// gave, or else its own, written over scratch (own reports that case: the
+// caller copies it to keep it).
+func outEncoding(out []agentctx.Message, j int, in []agentctx.Message, inEnc [][]byte, src int, facts []agentctx.Facts, scratch []byte) (enc []byte, own bool, err error) {
 	switch {
 	case src >= 0 && src < len(inEnc) && inEnc[src] != nil:
-		return inEnc[src], nil
+		return inEnc[src], false, nil
 	case src >= 0 && src < len(in):
 		enc, err := in[src].AppendJSON(nil)
 		if err == nil {
 			inEnc[src] = enc
 		}
-		return enc, err
+		return enc, false, err
 	case facts != nil && facts[j].Encoding != nil:
-		return facts[j].Encoding, nil
+		return facts[j].Encoding, false, nil
 	}
-	return out[j].AppendJSON(nil)
+	enc, err = out[j].AppendJSON(scratch[:0])
+	return enc, true, err
 }
 
 // facts returns the facts of the cut's tail, given those of the whole
