@@ -3,7 +3,6 @@ package agentctx
 import (
 	"encoding/json"
 	"fmt"
-	"unsafe"
 
 	"github.com/agentctx/agentctx/internal/rawjson"
 )
@@ -120,28 +119,6 @@ func (m Message) WithBlock(i int, b Block) Message {
 	blocks[i] = b
 	m.Content = Content{kind: ContentBlocks, blocks: blocks}
 	return m
-}
-
-// Same reports whether m and o are copies of one message value: the same
-// role and tool call id, and the same decoded members, content and tool
-// calls (shared memory, not merely equal values). Copies encode alike, so
-// a caller that kept the encoding of a message it decoded can reuse it for
-// every message Same as that one, without encoding it again. Messages that
-// are equal but were decoded or built apart are not Same.
-func (m Message) Same(o Message) bool {
-	return m.Role == o.Role && m.ToolCallID == o.ToolCallID && m.env == o.env &&
-		sameSlice(m.members, o.members) && sameSlice(m.ToolCalls, o.ToolCalls) && m.Content.same(o.Content)
-}
-
-// same reports whether c and o share their memory (see Message.Same).
-func (c Content) same(o Content) bool {
-	return c.kind == o.kind && len(c.text) == len(o.text) && unsafe.StringData(c.text) == unsafe.StringData(o.text) &&
-		sameSlice(c.blocks, o.blocks) && sameSlice(c.raw, o.raw)
-}
-
-// sameSlice reports whether a and b are the same slice of one array.
-func sameSlice[T any](a, b []T) bool {
-	return len(a) == len(b) && unsafe.SliceData(a) == unsafe.SliceData(b)
 }
 
 // Clone returns a deep copy of m that shares no mutable memory with it.

@@ -37,7 +37,7 @@ import (
 // request's URL followed by /compact.
 func NativeMiddleware(p Preparer, opts *Options) option.Middleware {
 	resp := responsesProvider
-	resp.Decode = func(ctx context.Context, body []byte) (*agentctx.Document, func([]agentctx.Message) ([]byte, error), error) {
+	resp.Decode = func(ctx context.Context, body []byte) (*agentctx.Document, func([]agentctx.Message, []int) ([]byte, error), error) {
 		if c, ok := ctx.Value(callKey{}).(*nativeCall); ok {
 			c.model = modelOf(body)
 		}

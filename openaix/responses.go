@@ -35,7 +35,7 @@ var responsesProvider = sdkmw.Provider{
 // request whose history the server keeps (store not false, or a
 // previous_response_id) or whose input is not an array of items is sent
 // unchanged, as the proxy does.
-func decodeResponses(_ context.Context, body []byte) (*agentctx.Document, func([]agentctx.Message) ([]byte, error), error) {
+func decodeResponses(_ context.Context, body []byte) (*agentctx.Document, func([]agentctx.Message, []int) ([]byte, error), error) {
 	if rawjson.Kind(body) != '{' {
 		return nil, nil, ErrNotMessages
 	}
@@ -66,8 +66,8 @@ func decodeResponses(_ context.Context, body []byte) (*agentctx.Document, func([
 		return nil, nil, err
 	}
 	doc := &agentctx.Document{Format: agentctx.FormatArray, Messages: msgs}
-	encode := func(out []agentctx.Message) ([]byte, error) {
-		match, err := respitems.Match(msgs, out)
+	encode := func(out []agentctx.Message, sources []int) ([]byte, error) {
+		match, err := respitems.Match(msgs, out, sources)
 		if err != nil {
 			return nil, err
 		}

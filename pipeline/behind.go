@@ -64,10 +64,10 @@ func prefixMarks(msgs []agentctx.Message, from int) ([]string, bool) {
 // start of that history. The call asks for its input as repaired and as
 // sent: a request that ends in a tool call, answered by repair, is still
 // the start of the longer history, where the call was answered.
-func (c *call) startOf(cs *compactionState, hist []agentctx.Message) bool {
+func (c *call) startOf(cs *compactionState, hist []agentctx.Message, facts []agentctx.Facts) bool {
 	switch from := cs.N - len(cs.Marks); {
 	case len(hist) == cs.N:
-		d, ok := c.p.prefixDigest(hist)
+		d, ok := c.p.prefixDigest(hist, facts)
 		return ok && hexDigest(d) == cs.Digest
 	case len(hist) == 0 || len(hist) > cs.N || len(hist) < from || from < 0:
 		return false

@@ -81,6 +81,35 @@ func BenchmarkPrepare(b *testing.B) {
 			}
 		}
 	})
+	// "next-decoded" is "next" on messages decoded from JSON, as a
+	// middleware or CLI has them, decoded again for each request (the
+	// decoding is not measured).
+	b.Run("next-decoded", func(b *testing.B) {
+		p, err := pipeline.New(benchOptions(b.TempDir()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer p.Close()
+		if _, err := p.Prepare(context.Background(), msgs); err != nil {
+			b.Fatal(err)
+		}
+		data, err := agentctx.MarshalMessages(append(msgs[:len(msgs):len(msgs)], exchange("toolu_next", "Bash", "ls", "a\nb\n", false, now)...))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			b.StopTimer()
+			grown, err := agentctx.UnmarshalMessages(data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			res, err := p.Prepare(context.Background(), grown)
+			if err != nil || res.Report.Step(pipeline.StepCompact).Compact.Reused == 0 {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkPrepareShared runs the first Prepare of each shared transcript

@@ -236,19 +236,21 @@ func (st *state) observeGrowth(inputCount int) {
 // cleared results made every request after a first clearing look due for a
 // compaction: costsim, Codex).
 func (c *call) forwardedTokens() int {
-	return c.countList(c.forwardedView()) + c.reserved
+	msgs, facts := c.forwardedView()
+	return c.countFacts(msgs, facts) + c.reserved
 }
 
 // forwardedView returns the view as it will be forwarded, so far: the
 // references of the results already offloaded and the placeholders of
-// those already cleared in place. Its messages are the view's, index for
-// index.
-func (c *call) forwardedView() []agentctx.Message {
+// those already cleared in place, with the facts of its messages. Its
+// messages are the view's, index for index.
+func (c *call) forwardedView() ([]agentctx.Message, []agentctx.Facts) {
 	var s StepReport
-	view := c.view
-	defer func() { c.view = view }()
-	c.view = c.replace(actionPruned, &s)
-	return c.replace(actionOffloaded, &s)
+	view, vf, vsrc := c.view, c.vf, c.vsrc
+	defer func() { c.view, c.vf, c.vsrc = view, vf, vsrc }()
+	c.setView(c.replace(actionPruned, &s))
+	c.setView(c.replace(actionOffloaded, &s))
+	return c.view, c.vf
 }
 
 // coldSweep replaces by references, when the provider's cache has gone
@@ -305,9 +307,13 @@ func (c *call) coldSweep(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// countsOf returns the token count of each message of list (counting only
-// what the last count of a list did not see).
-func (c *call) countsOf(list []agentctx.Message) []int {
-	c.countList(list)
-	return c.memoCounts
+// countsOf returns the token count of each message of list, whose facts
+// are facts (see countFacts).
+func (c *call) countsOf(list []agentctx.Message, facts []agentctx.Facts) []int {
+	c.countFacts(list, facts)
+	counts := make([]int, len(facts))
+	for i := range facts {
+		counts[i] = facts[i].Tokens
+	}
+	return counts
 }

@@ -34,26 +34,29 @@ func digestOf(msgs []agentctx.Message) ([sha256.Size]byte, bool) {
 func hexDigest(d [sha256.Size]byte) string { return hex.EncodeToString(d[:]) }
 
 // prefixMemo remembers the digest of the history prefix a session's
-// compaction stands for, with the messages it was computed from: the next
-// call, whose history starts with the very same message values
-// (agentctx.Message.Same: a caller that keeps its history, or the proxy's
-// cache of decoded messages), reuses it instead of encoding and hashing
-// the prefix again. It holds the message values (not copies of their
-// content), which the caller holds anyway.
+// compaction stands for, with the hashes of the messages it was computed
+// from (agentctx.Hash): the next call, whose history starts with messages
+// of the same content (however they were made or decoded), reuses it
+// instead of encoding and hashing the prefix again. It keeps no message.
 type prefixMemo struct {
 	mu     sync.Mutex
-	msgs   []agentctx.Message
+	hashes []agentctx.Hash
 	digest [sha256.Size]byte
 }
 
-// prefixDigest is digestOf through the memo.
-func (p *Pipeline) prefixDigest(msgs []agentctx.Message) ([sha256.Size]byte, bool) {
+// prefixDigest is digestOf through the memo; facts are those of msgs
+// (their hashes known: a message without one is never found in the memo).
+func (p *Pipeline) prefixDigest(msgs []agentctx.Message, facts []agentctx.Facts) ([sha256.Size]byte, bool) {
 	m := &p.prefix
+	known := len(facts) == len(msgs) && len(msgs) > 0
+	for i := 0; known && i < len(facts); i++ {
+		known = !facts[i].Hash.IsZero()
+	}
 	m.mu.Lock()
-	if len(m.msgs) == len(msgs) && len(msgs) > 0 {
+	if known && len(m.hashes) == len(msgs) {
 		same := true
-		for i := range msgs {
-			if !msgs[i].Same(m.msgs[i]) {
+		for i := range facts {
+			if facts[i].Hash != m.hashes[i] {
 				same = false
 				break
 			}
@@ -66,9 +69,13 @@ func (p *Pipeline) prefixDigest(msgs []agentctx.Message) ([sha256.Size]byte, boo
 	}
 	m.mu.Unlock()
 	d, ok := digestOf(msgs)
-	if ok {
+	if ok && known {
+		hashes := make([]agentctx.Hash, len(facts))
+		for i := range facts {
+			hashes[i] = facts[i].Hash
+		}
 		m.mu.Lock()
-		m.msgs, m.digest = append([]agentctx.Message(nil), msgs...), d
+		m.hashes, m.digest = hashes, d
 		m.mu.Unlock()
 	}
 	return d, ok

@@ -88,6 +88,18 @@
 // the session's state stays the longer history's, whose next call is
 // prepared as if the shorter one had not come (Report.Warnings says so).
 //
+// # What changed, and what is known of each message
+//
+// Result.Sources says which messages a call changed: for each message to
+// send, the index of the input message it is, unchanged, or -1.
+// Result.Facts holds each message's hash and token count (see
+// agentctx.Conversation). A caller that decoded the history and kept each
+// message's encoding hands them in with PrepareConversation, so they are
+// not made again. A Pipeline remembers what it counted and keyed by each
+// message's content, not its memory: a caller that decodes or copies its
+// history for every request keeps the memos (only new content is counted
+// again).
+//
 // # Where the originals are
 //
 // Prepare never modifies the history it is given. What it takes out of the

@@ -18,7 +18,7 @@ import (
 // prepare runs the session engine once: load the session's state, run the
 // steps on the history with it, save it with compare-and-swap (running the
 // steps again on the newer state when another writer saved first).
-func (p *Pipeline) prepare(ctx context.Context, in []agentctx.Message, extraReserved int, co CallOptions) (*Result, error) {
+func (p *Pipeline) prepare(ctx context.Context, in agentctx.Conversation, extraReserved int, co CallOptions) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -59,13 +59,14 @@ func (p *Pipeline) Observe(ctx context.Context, u Usage) error {
 	return err
 }
 
-// run is one pass of the steps over in with the session state st, which it
-// updates.
-func (p *Pipeline) run(ctx context.Context, st *state, in []agentctx.Message, extraReserved int, co CallOptions) (*Result, error) {
+// run is one pass of the steps over conv with the session state st, which
+// it updates.
+func (p *Pipeline) run(ctx context.Context, st *state, conv agentctx.Conversation, extraReserved int, co CallOptions) (*Result, error) {
 	start := time.Now()
 	o := &p.opts
 	reserved := o.ReservedTokens + extraReserved
 	c := &call{p: p, st: st, now: o.Now(), reserved: reserved, co: co}
+	in := conv.Messages
 	c.rep = &Report{
 		MessagesBefore: len(in),
 		ReservedTokens: reserved,
@@ -73,16 +74,21 @@ func (p *Pipeline) run(ctx context.Context, st *state, in []agentctx.Message, ex
 		Warnings:       []string{},
 	}
 	cur := in[:len(in):len(in)]
-	c.memoList, c.memoCounts = p.lastCounted()
-	c.tokens = c.countList(cur) + reserved
-	p.rememberCounted(c.memoList, c.memoCounts)
-	c.rep.TokensBefore = c.tokens
-
-	hist, err := c.repair(cur)
+	c.memo, c.oldKeys = p.lastCounted()
+	c.counted = make(map[agentctx.Hash]int, len(cur)+16)
+	c.newKeys = make(map[resultAt]string, len(cur)/2+1)
+	defer func() { p.rememberCounted(c.counted, c.newKeys) }()
+	inFacts, err := c.inputFacts(conv)
 	if err != nil {
 		return nil, err
 	}
-	c.in, c.hist = cur, hist
+	c.in, c.inFacts = cur, inFacts
+	c.tokens = c.countFacts(cur, inFacts) + reserved
+	c.rep.TokensBefore = c.tokens
+
+	if err := c.repair(); err != nil {
+		return nil, err
+	}
 	c.applyCompaction()
 	c.cold = !st.LastAt.IsZero() && c.now.Sub(st.LastAt) > c.cacheTTL(p.prices())
 	if err := ctx.Err(); err != nil {
@@ -140,7 +146,10 @@ func (p *Pipeline) run(ctx context.Context, st *state, in []agentctx.Message, ex
 	if out == nil {
 		out = []agentctx.Message{}
 	}
-	res := &Result{Messages: out, Report: *rep}
+	res := &Result{Messages: out, Report: *rep, Sources: c.vsrc, Facts: c.vf}
+	if res.Sources == nil {
+		res.Sources, res.Facts = []int{}, []agentctx.Facts{}
+	}
 	if !v.Valid {
 		p.log.ErrorContext(ctx, "pipeline: the prepared list is unpaired", "issues", len(v.Issues), "first", v.Issues[0].String())
 		return res, fmt.Errorf("pipeline: %w", v.Err())
@@ -167,6 +176,14 @@ type call struct {
 	hist []agentctx.Message // the repaired input
 	src  []agentctx.Message // hist with the summary in place: the originals of the view's results
 	view []agentctx.Message // what will be sent
+	// The facts of the messages of in, hist and view (index for index):
+	// every hash is known (inputFacts), and the token counts once counted
+	// (countFacts). hsrc and vsrc give, for each message of hist and view,
+	// the index of the input message it is, unchanged, or -1 (see
+	// Result.Sources). A step that replaces messages makes new slices
+	// (setView); facts of unchanged messages are shared and only filled in.
+	inFacts, hf, vf []agentctx.Facts
+	hsrc, vsrc      []int
 	// The view is hist with hist[:base] after the head replaced by the
 	// summary at view[head] (when compacted): view[live+k] is hist[base+k].
 	head, live, base int
@@ -192,69 +209,136 @@ type call struct {
 	// replaced in this call.
 	prunedHere map[[2]int]bool
 
-	// The last list counted and the count of each of its messages: the
-	// steps count the list again after each one, and most of its messages
-	// are the same values (agentctx.Message.Same) each time.
-	memoList   []agentctx.Message
-	memoCounts []int
+	// memo holds the token counts of the messages the last call counted,
+	// by hash (read only); counted collects this call's, for the next.
+	memo, counted map[agentctx.Hash]int
+	// oldKeys holds the resultKeys of the results the last call keyed,
+	// by message content and block (read only); newKeys collects this
+	// call's, for the next.
+	oldKeys, newKeys map[resultAt]string
+	scratch          []byte // encodes a message to hash it
 }
 
-// countMemo is the last input a Pipeline counted and the count of each of
-// its messages: a session's next call starts with the very same message
-// values when its caller keeps them (agentctx.Message.Same), and counts
-// only what is new. It holds the message values, which the caller holds
-// anyway.
+// resultAt is a tool result by the content of its message (agentctx.Hash)
+// and its block (-1: the message is a role "tool" message).
+type resultAt struct {
+	msg   agentctx.Hash
+	block int
+}
+
+// resultKey returns the resultKey of r, a tool result of view message i:
+// the one the last call or this one found for a result of a message of
+// the same content at the same block, else computed.
+func (c *call) resultKey(i int, r agentctx.ToolResult) string {
+	var h agentctx.Hash
+	if i < len(c.vf) {
+		h = c.vf[i].Hash
+	}
+	if h.IsZero() {
+		return c.p.digests.resultKey(r.ID, r.Content)
+	}
+	at := resultAt{h, r.Block}
+	if k, ok := c.newKeys[at]; ok {
+		return k
+	}
+	k, ok := c.oldKeys[at]
+	if !ok {
+		k = c.p.digests.resultKey(r.ID, r.Content)
+	}
+	c.newKeys[at] = k
+	return k
+}
+
+// countMemo holds the token count of every message the last call of a
+// Pipeline counted (its input and what its steps made), and the resultKey
+// of every tool result it keyed, by the hash of the message's encoding
+// (agentctx.Hash): a session's next call counts and keys only the messages
+// whose content is new, whoever made or decoded them. It keeps no message.
 type countMemo struct {
 	mu     sync.Mutex
-	list   []agentctx.Message
-	counts []int
+	counts map[agentctx.Hash]int
+	keys   map[resultAt]string
 }
 
-func (p *Pipeline) lastCounted() ([]agentctx.Message, []int) {
+func (p *Pipeline) lastCounted() (map[agentctx.Hash]int, map[resultAt]string) {
 	p.counted.mu.Lock()
 	defer p.counted.mu.Unlock()
-	return p.counted.list, p.counted.counts
+	return p.counted.counts, p.counted.keys
 }
 
-// rememberCounted keeps a copy of list (the caller may change its own
-// slice afterwards) with its counts.
-func (p *Pipeline) rememberCounted(list []agentctx.Message, counts []int) {
-	own := append([]agentctx.Message(nil), list...)
+// rememberCounted keeps the counts and keys of a call for the next one;
+// the maps are not modified afterwards.
+func (p *Pipeline) rememberCounted(counts map[agentctx.Hash]int, keys map[resultAt]string) {
 	p.counted.mu.Lock()
-	p.counted.list, p.counted.counts = own, counts
+	p.counted.counts, p.counted.keys = counts, keys
 	p.counted.mu.Unlock()
 }
 
-// countList counts list, counting again only the messages that are not
-// in the list counted before (found in order: a step replaces messages in
-// place, a summary stands for a run of them).
-func (c *call) countList(list []agentctx.Message) int {
-	prev, pc := c.memoList, c.memoCounts
-	counts := make([]int, len(list))
-	var miss []int
-	j, searched := 0, false
-	for k := range list {
-		if j < len(prev) && list[k].Same(prev[j]) {
-			counts[k], j, searched = pc[j], j+1, false
-			continue
+// inputFacts returns the facts of the input, in memory of the call's own:
+// those the caller gave (its token counts left out: the call counts with
+// its own counter), and the hash of every message whose hash it did not
+// give.
+func (c *call) inputFacts(conv agentctx.Conversation) ([]agentctx.Facts, error) {
+	facts := make([]agentctx.Facts, len(conv.Messages))
+	for i := range facts {
+		if i < len(conv.Facts) {
+			facts[i] = conv.Facts[i]
+			facts[i].Tokens = 0
 		}
-		if !searched {
-			// A run of messages left out (a summary in place of them)
-			// or added: look ahead once per run of misses.
-			searched = true
-			found := false
-			for j2 := j + 1; j2 < len(prev); j2++ {
-				if list[k].Same(prev[j2]) {
-					counts[k], j, searched, found = pc[j2], j2+1, false, true
-					break
-				}
+		if err := c.hashFact(conv.Messages, facts, i, false); err != nil {
+			return nil, fmt.Errorf("%w: message %d: %w", agentctx.ErrInvalidInput, i, err)
+		}
+	}
+	return facts, nil
+}
+
+// hashFact fills in the hash of message i when not known (from its
+// encoding when known, else encoding it), keeping the encoding when keep
+// is set and it was not kept.
+func (c *call) hashFact(msgs []agentctx.Message, facts []agentctx.Facts, i int, keep bool) error {
+	f := &facts[i]
+	switch {
+	case !f.Hash.IsZero():
+	case f.Encoding != nil:
+		f.Hash = agentctx.HashEncoding(f.Encoding)
+	default:
+		h, enc, err := agentctx.HashOf(msgs[i], c.scratch)
+		if err != nil {
+			return err
+		}
+		c.scratch, f.Hash = enc, h
+		if keep {
+			f.Encoding = append([]byte(nil), enc...)
+		}
+	}
+	return nil
+}
+
+// countFacts returns the tokens of list, whose facts are facts (filled in
+// with the counts): a message counted before keeps its count, one whose
+// content the last call or this one counted gets that count, and the
+// others are counted together.
+func (c *call) countFacts(list []agentctx.Message, facts []agentctx.Facts) int {
+	var miss []int
+	n := 0
+	for k := range list {
+		f := &facts[k]
+		if f.Tokens == 0 {
+			if err := c.hashFact(list, facts, k, true); err != nil {
+				miss = append(miss, k) // counted, never remembered
+				continue
 			}
-			if found {
+			if v, ok := c.counted[f.Hash]; ok {
+				f.Tokens = v
+			} else if v, ok := c.memo[f.Hash]; ok {
+				f.Tokens = v
+				c.counted[f.Hash] = v
+			} else {
+				miss = append(miss, k)
 				continue
 			}
 		}
-		miss = append(miss, k)
-		j++ // a message replaced in place
+		n += f.Tokens
 	}
 	if len(miss) > 0 {
 		msgs := make([]agentctx.Message, len(miss))
@@ -263,21 +347,72 @@ func (c *call) countList(list []agentctx.Message) int {
 		}
 		each, _ := c.p.mc.CountEach(context.Background(), msgs) // never cancelled
 		for i, k := range miss {
-			counts[k] = each[i]
+			f := &facts[k]
+			f.Tokens = each[i]
+			if !f.Hash.IsZero() {
+				c.counted[f.Hash] = each[i]
+			}
+			n += each[i]
 		}
 	}
-	n := 0
-	for _, v := range counts {
-		n += v
-	}
-	c.memoList, c.memoCounts = list, counts
 	return n
 }
 
-// finish records a step's report with the tokens of list after it.
-func (c *call) finish(s StepReport, t0 time.Time, list []agentctx.Message) {
+// edit is a list a step made from the view: msgs, in which the messages
+// at the indices changed (in ascending order) are new, the others the
+// view's own.
+type edit struct {
+	msgs    []agentctx.Message
+	changed []int
+}
+
+// factsOf returns the facts of e's messages: the view's, but none for the
+// changed ones, and their sources.
+func (c *call) factsOf(e edit) ([]agentctx.Facts, []int) {
+	if len(e.changed) == 0 {
+		return c.vf, c.vsrc
+	}
+	facts := append([]agentctx.Facts(nil), c.vf...)
+	src := append([]int(nil), c.vsrc...)
+	for _, k := range e.changed {
+		facts[k], src[k] = agentctx.Facts{}, -1
+	}
+	return facts, src
+}
+
+// setView makes e the view.
+func (c *call) setView(e edit) {
+	c.vf, c.vsrc = c.factsOf(e)
+	c.view = e.msgs
+}
+
+// mapResults is agentctx.MapToolResults on the view, reporting the
+// messages it replaced.
+func (c *call) mapResults(fn func(agentctx.ToolResult) (agentctx.Content, bool)) edit {
+	var changed []int
+	msgs := agentctx.MapToolResults(c.view, func(r agentctx.ToolResult) (agentctx.Content, bool) {
+		repl, ok := fn(r)
+		if ok && (len(changed) == 0 || changed[len(changed)-1] != r.Message) {
+			changed = append(changed, r.Message)
+		}
+		return repl, ok
+	})
+	return edit{msgs: msgs, changed: changed}
+}
+
+// identity returns 0, 1, ..., n-1.
+func identity(n int) []int {
+	src := make([]int, n)
+	for i := range src {
+		src[i] = i
+	}
+	return src
+}
+
+// finish records a step's report with the tokens of the view after it.
+func (c *call) finish(s StepReport, t0 time.Time) {
 	if !s.Skipped {
-		after := c.countList(list) + c.reserved
+		after := c.countFacts(c.view, c.vf) + c.reserved
 		s.TokensSaved = c.tokens - after
 		c.tokens = after
 	}
@@ -286,31 +421,63 @@ func (c *call) finish(s StepReport, t0 time.Time, list []agentctx.Message) {
 	c.rep.Steps = append(c.rep.Steps, s)
 }
 
-// repair answers unanswered tool calls and drops orphan results.
-func (c *call) repair(cur []agentctx.Message) ([]agentctx.Message, error) {
+// repair answers unanswered tool calls and drops orphan results: it sets
+// the history (c.hist, and the view to it).
+func (c *call) repair() error {
 	t0 := time.Now()
+	cur := c.in
+	c.hist, c.hf, c.hsrc = cur, c.inFacts, identity(len(cur))
+	c.view, c.vf, c.vsrc = c.hist, c.hf, c.hsrc
 	if c.p.opts.NoRepair {
-		c.finish(StepReport{Step: StepRepair, Skipped: true}, t0, cur)
-		return cur, nil
+		c.finish(StepReport{Step: StepRepair, Skipped: true}, t0)
+		return nil
 	}
 	if agentctx.ValidatePairing(cur).Valid {
 		// Nothing to repair: the history as it is (not a copy; no step
 		// changes a list in place), validated once.
-		c.finish(StepReport{Step: StepRepair, Repairs: []agentctx.Repair{}}, t0, cur)
-		return cur, nil
+		c.finish(StepReport{Step: StepRepair, Repairs: []agentctx.Repair{}}, t0)
+		return nil
 	}
 	fixed, repairs := agentctx.RepairPairing(cur)
 	if v := agentctx.ValidatePairing(fixed); !v.Valid {
 		is := v.Issues[0]
-		return nil, fmt.Errorf("%w: the history cannot be repaired: message %d: %s (%d issue(s))",
+		return fmt.Errorf("%w: the history cannot be repaired: message %d: %s (%d issue(s))",
 			agentctx.ErrInvalidInput, is.Message, is.Kind, len(v.Issues))
 	}
 	s := StepReport{Step: StepRepair, Changed: len(repairs), Repairs: repairs}
 	if len(repairs) > 0 {
 		s.CharsSaved = charsOf(cur) - charsOf(fixed)
 	}
-	c.finish(s, t0, fixed)
-	return fixed, nil
+	facts, src, err := c.matchInput(fixed)
+	if err != nil {
+		return fmt.Errorf("%w: %w", agentctx.ErrInvalidInput, err)
+	}
+	c.hist, c.hf, c.hsrc = fixed, facts, src
+	c.view, c.vf, c.vsrc = c.hist, c.hf, c.hsrc
+	c.finish(s, t0)
+	return nil
+}
+
+// matchInput returns the facts of list, a list made from the input by
+// dropping, adding and changing messages (repair), and the index of the
+// input message each message is (the same encoding, in order), or -1.
+func (c *call) matchInput(list []agentctx.Message) ([]agentctx.Facts, []int, error) {
+	facts := make([]agentctx.Facts, len(list))
+	src := make([]int, len(list))
+	next := 0
+	for j := range list {
+		if err := c.hashFact(list, facts, j, false); err != nil {
+			return nil, nil, err
+		}
+		src[j] = -1
+		for k := next; k < len(c.in); k++ {
+			if c.inFacts[k].Hash == facts[j].Hash {
+				src[j], facts[j], next = k, c.inFacts[k], k+1
+				break
+			}
+		}
+	}
+	return facts, src, nil
 }
 
 // applyCompaction puts the session's summary in place of the messages it
@@ -320,13 +487,13 @@ func (c *call) repair(cur []agentctx.Message) ([]agentctx.Message, error) {
 // session: it keeps its own messages, and the session keeps its
 // compaction for the longer history (see behind.go).
 func (c *call) applyCompaction() {
-	c.view, c.head, c.live, c.base = c.hist, 0, 0, 0
+	c.view, c.vf, c.vsrc, c.head, c.live, c.base = c.hist, c.hf, c.hsrc, 0, 0, 0
 	defer func() { c.src = c.view }()
 	cs := c.st.Compaction
 	if cs == nil {
 		return
 	}
-	if len(c.hist) <= cs.N && cs.Head < cs.N && (c.startOf(cs, c.hist) || c.startOf(cs, c.in)) {
+	if len(c.hist) <= cs.N && cs.Head < cs.N && (c.startOf(cs, c.hist, c.hf) || c.startOf(cs, c.in, c.inFacts)) {
 		c.behind = true
 		c.rep.Warnings = append(c.rep.Warnings, fmt.Sprintf("the request holds %d of the %d messages the session's summary stands for (a retry, or a request older than the session's last): it is prepared from its own messages, and the summary is kept for the longer history", len(c.hist), cs.N))
 		return
@@ -335,7 +502,7 @@ func (c *call) applyCompaction() {
 		c.dropCompaction()
 		return
 	}
-	if d, ok := c.p.prefixDigest(c.hist[:cs.N]); !ok || hexDigest(d) != cs.Digest {
+	if d, ok := c.p.prefixDigest(c.hist[:cs.N], c.hf[:cs.N]); !ok || hexDigest(d) != cs.Digest {
 		c.dropCompaction()
 		return
 	}
@@ -344,9 +511,20 @@ func (c *call) applyCompaction() {
 	view = append(view, summaryMessage(cs.Summary))
 	view = append(view, c.hist[cs.N:]...)
 	c.view, c.head, c.live, c.base, c.compacted = view, cs.Head, cs.Head+1, cs.N, true
-	after := c.countList(view) + c.reserved
+	c.vf, c.vsrc = spliceFacts(c.hf, c.hsrc, cs.Head, cs.N)
+	after := c.countFacts(c.view, c.vf) + c.reserved
 	c.reusedTokens, c.reusedChars = c.tokens-after, cs.Chars-charsOf(view[cs.Head:cs.Head+1])
 	c.tokens = after
+}
+
+// spliceFacts returns the facts and sources of a list whose messages from
+// head to end (excluded) are replaced by one new message (a summary).
+func spliceFacts(facts []agentctx.Facts, src []int, head, end int) ([]agentctx.Facts, []int) {
+	f := make([]agentctx.Facts, 0, head+1+len(facts)-end)
+	f = append(append(append(f, facts[:head]...), agentctx.Facts{}), facts[end:]...)
+	s := make([]int, 0, cap(f))
+	s = append(append(append(s, src[:head]...), -1), src[end:]...)
+	return f, s
 }
 
 func (c *call) dropCompaction() {
@@ -399,7 +577,7 @@ func (c *call) store(ctx context.Context) error {
 		if r.ID == "" {
 			return fmt.Errorf("%w: tool result %d of message %d has no tool call id", agentctx.ErrInvalidInput, max(r.Block, 0), pos[0])
 		}
-		key := c.p.digests.resultKey(r.ID, r.Content)
+		key := c.resultKey(pos[0], r)
 		c.keys[pos] = key
 		c.seen[key] = true
 		rs := c.st.Results[key]
@@ -498,7 +676,7 @@ func (c *call) prune(ctx context.Context) error {
 	t0 := time.Now()
 	o := &c.p.opts
 	if o.NoPrune {
-		c.finish(StepReport{Step: StepPrune, Skipped: true}, t0, c.view)
+		c.finish(StepReport{Step: StepPrune, Skipped: true}, t0)
 		return nil
 	}
 	po := o.Prune
@@ -603,8 +781,8 @@ func (c *call) prune(ctx context.Context) error {
 	}
 	next := c.replaceOnly(actionPruned, c.prunedHere, &s)
 	s.Changed = len(s.Pruned)
-	c.view = next
-	c.finish(s, t0, next)
+	c.setView(next)
+	c.finish(s, t0)
 	return nil
 }
 
@@ -636,14 +814,14 @@ func (c *call) placeholder(ph, artifact string) string {
 
 // replace puts the state's replacement content in place of every result of
 // the view whose decision is action.
-func (c *call) replace(action string, s *StepReport) []agentctx.Message {
+func (c *call) replace(action string, s *StepReport) edit {
 	return c.replaceOnly(action, nil, s)
 }
 
 // replaceOnly is replace restricted to the results at the positions of
 // only (all of them when only is nil).
-func (c *call) replaceOnly(action string, only map[[2]int]bool, s *StepReport) []agentctx.Message {
-	return agentctx.MapToolResults(c.view, func(r agentctx.ToolResult) (agentctx.Content, bool) {
+func (c *call) replaceOnly(action string, only map[[2]int]bool, s *StepReport) edit {
+	return c.mapResults(func(r agentctx.ToolResult) (agentctx.Content, bool) {
 		if r.Message < c.live || only != nil && !only[[2]int{r.Message, r.Block}] {
 			return agentctx.Content{}, false
 		}
@@ -667,7 +845,7 @@ func (c *call) offload(ctx context.Context) error {
 	o := &c.p.opts
 	switch o.Offload {
 	case OffloadNone:
-		c.finish(StepReport{Step: StepOffload, Skipped: true}, t0, c.view)
+		c.finish(StepReport{Step: StepOffload, Skipped: true}, t0)
 		return nil
 	case OffloadFiles:
 		// A pruned result's placeholder names its stored original: kept.
@@ -678,8 +856,12 @@ func (c *call) offload(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		c.view = next
-		c.finish(s, t0, next)
+		e, err := c.diffView(next)
+		if err != nil {
+			return fmt.Errorf("pipeline: offload: %w", err)
+		}
+		c.setView(e)
+		c.finish(s, t0)
 		return nil
 	}
 	s := StepReport{Step: StepOffload}
@@ -755,9 +937,33 @@ func (c *call) offload(ctx context.Context) error {
 		}
 		rep.Verified = v
 	}
-	c.view = next
-	c.finish(s, t0, next)
+	c.setView(next)
+	c.finish(s, t0)
 	return nil
+}
+
+// diffView returns the edit that makes next, a list as long as the view
+// made by a step that does not say which messages it replaced, from the
+// view: the messages whose encoding changed.
+func (c *call) diffView(next []agentctx.Message) (edit, error) {
+	e := edit{msgs: next}
+	if len(next) != len(c.view) {
+		return e, fmt.Errorf("a step made %d messages of %d", len(next), len(c.view))
+	}
+	for k := range next {
+		h, enc, err := agentctx.HashOf(next[k], c.scratch)
+		if err != nil {
+			return e, err
+		}
+		c.scratch = enc
+		if err := c.hashFact(c.view, c.vf, k, false); err != nil {
+			return e, err
+		}
+		if h != c.vf[k].Hash {
+			e.changed = append(e.changed, k)
+		}
+	}
+	return e, nil
 }
 
 // count counts the request as it stands and reports whether its estimate
@@ -773,7 +979,7 @@ func (c *call) count() bool {
 	if c.rep.Limit <= 0 {
 		c.rep.Limit = compact.DefaultLimit
 	}
-	c.finish(StepReport{Step: StepCount, Count: &check}, t0, c.view)
+	c.finish(StepReport{Step: StepCount, Count: &check}, t0)
 	return check.ShouldCompact
 }
 
@@ -860,9 +1066,9 @@ func (c *call) compact(ctx context.Context, over bool) error {
 		cr.Reused, cr.ReusedArchive = c.base-c.head, st.Compaction.Archive
 	}
 	s := StepReport{Step: StepCompact, Compact: cr}
-	finish := func(list []agentctx.Message) {
+	finish := func() {
 		s.Skipped = s.Skipped && !c.compacted
-		c.finish(s, t0, list)
+		c.finish(s, t0)
 		last := &c.rep.Steps[len(c.rep.Steps)-1]
 		last.TokensSaved += c.reusedTokens
 		last.CharsSaved += c.reusedChars
@@ -875,22 +1081,22 @@ func (c *call) compact(ctx context.Context, over bool) error {
 		if over {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens reach the trigger of %s and compaction is off", textfmt.Thousands(c.tokens), textfmt.Thousands(rep.ThresholdTokens)))
 		}
-		finish(c.view)
+		finish()
 		return nil
 	case !over:
 		rep.BelowThreshold = true
-		finish(c.view)
+		finish()
 		return nil
 	case overLimit || o.Stateless:
 		// Over the limit: try whatever happened before.
 	case !c.behind && st.Crossed > 0 && c.tokens < st.Crossed+c.growthToCompactAgain():
 		rep.BelowThreshold = false
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens are still at or over the trigger of %s after this crossing was compacted; not compacting again until the list has been below it, has grown by %s tokens or reaches the limit", textfmt.Thousands(c.tokens), textfmt.Thousands(rep.ThresholdTokens), textfmt.Thousands(c.growthToCompactAgain())))
-		finish(c.view)
+		finish()
 		return nil
 	case st.RetryAt > st.Requests:
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the last summary failed; compaction is tried again in %d request(s), or at once when a request reaches the limit", st.RetryAt-st.Requests))
-		finish(c.view)
+		finish()
 		return nil
 	}
 
@@ -924,7 +1130,7 @@ func (c *call) compact(ctx context.Context, over bool) error {
 		// Nothing was paid for: the next request over the trigger tries
 		// again.
 		rep.Warnings = append(rep.Warnings, "not compacted: the summarized messages could not be archived ("+aerr.Error()+"); tried again on the next request over the trigger")
-		finish(c.view)
+		finish()
 		return nil
 	case err != nil:
 		return fmt.Errorf("pipeline: compact: %w", err)
@@ -946,7 +1152,7 @@ func (c *call) compact(ctx context.Context, over bool) error {
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("compacted to %s tokens, still at or over the trigger of %s (%s); not compacting again", textfmt.Thousands(res.Tokens), textfmt.Thousands(rep.ThresholdTokens), res.Reason))
 	}
 	if !res.Compacted {
-		finish(c.view)
+		finish()
 		return nil
 	}
 	st.RetryAt = 0
@@ -958,7 +1164,7 @@ func (c *call) compact(ctx context.Context, over bool) error {
 		if st.estimate(res.Tokens, o.EstimateRatio) >= rep.ThresholdTokens {
 			st.Crossed = res.Tokens
 		}
-		d, ok := c.p.prefixDigest(c.hist[:n])
+		d, ok := c.p.prefixDigest(c.hist[:n], c.hf[:n])
 		marks, mok := prefixMarks(c.hist[:n], n-maxMarks)
 		if !ok || !mok {
 			return fmt.Errorf("pipeline: compact: cannot hash the summarized history")
@@ -982,9 +1188,10 @@ func (c *call) compact(ctx context.Context, over bool) error {
 	}
 	c.p.log.Info("pipeline: compacted", "session", c.p.sessionID, "summarized", res.Stats.CompactedMessageCount, "archive", res.ArchiveID)
 	// The new view: the summary, then the live part from the history.
+	c.vf, c.vsrc = spliceFacts(c.vf, c.vsrc, res.Head, res.End)
 	c.view = res.Messages
 	c.head, c.live, c.base, c.compacted, c.fresh = res.Head, res.Head+1, n, true, true
-	finish(c.view)
+	finish()
 	return nil
 }
 

@@ -67,13 +67,13 @@ func TestDigestMemoIsContentDigest(t *testing.T) {
 	}
 }
 
-// TestCountListIsCount counts lists that share messages in every way the
+// TestCountFactsIsCount counts lists that share messages in every way the
 // steps make them (replaced in place, a run summarized, messages added or
 // dropped) and checks each sum against a fresh count.
-func TestCountListIsCount(t *testing.T) {
+func TestCountFactsIsCount(t *testing.T) {
 	mc := tokens.NewMessageCounter(tokens.MessageOptions{})
 	p := &Pipeline{mc: mc}
-	c := &call{p: p}
+	c := &call{p: p, counted: map[agentctx.Hash]int{}}
 	var base []agentctx.Message
 	for i := range 40 {
 		base = append(base, agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(fmt.Sprintf("message %d %s", i, strings.Repeat("w ", i*20)))))
@@ -84,8 +84,8 @@ func TestCountListIsCount(t *testing.T) {
 	summarized := append([]agentctx.Message{base[0], agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("summary"))}, base[20:]...)
 	grown := append(append([]agentctx.Message(nil), base...), agentctx.NewMessage(agentctx.RoleAssistant, agentctx.Text("new")))
 	for i, list := range [][]agentctx.Message{base, base, replaced, summarized, grown, base[:10], nil, base[30:], replaced} {
-		if got, want := c.countList(list), mc.Count(list); got != want {
-			t.Fatalf("list %d: countList %d, Count %d", i, got, want)
+		if got, want := c.countFacts(list, make([]agentctx.Facts, len(list))), mc.Count(list); got != want {
+			t.Fatalf("list %d: countFacts %d, Count %d", i, got, want)
 		}
 	}
 }
@@ -97,9 +97,16 @@ func TestPrefixDigestMemo(t *testing.T) {
 		m, _ := agentctx.DecodeMessage([]byte(fmt.Sprintf(`{"role":"user","content":[{"type":"text","text":"m%d"}]}`, i)))
 		msgs = append(msgs, m)
 	}
+	facts := func(msgs []agentctx.Message) []agentctx.Facts {
+		conv, err := agentctx.NewConversation(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return conv.Facts
+	}
 	want, _ := digestOf(msgs)
 	for range 2 {
-		if got, ok := p.prefixDigest(msgs); !ok || got != want {
+		if got, ok := p.prefixDigest(msgs, facts(msgs)); !ok || got != want {
 			t.Fatal("memo digest differs from digestOf")
 		}
 	}
@@ -107,15 +114,15 @@ func TestPrefixDigestMemo(t *testing.T) {
 	// again, right both times.
 	other := append([]agentctx.Message(nil), msgs...)
 	other[7], _ = agentctx.DecodeMessage([]byte(`{"role":"user","content":[{"type":"text","text":"m7"}]}`))
-	if got, _ := p.prefixDigest(other); got != want {
+	if got, _ := p.prefixDigest(other, facts(other)); got != want {
 		t.Fatal("equal prefix decoded apart: another digest")
 	}
 	other[7] = other[7].WithContent(agentctx.Text("changed"))
 	changed, _ := digestOf(other)
-	if got, _ := p.prefixDigest(other); got != changed || got == want {
+	if got, _ := p.prefixDigest(other, facts(other)); got != changed || got == want {
 		t.Fatal("a changed prefix kept the old digest")
 	}
-	if got, _ := p.prefixDigest(msgs[:19]); got == want {
+	if got, _ := p.prefixDigest(msgs[:19], facts(msgs[:19])); got == want {
 		t.Fatal("a shorter prefix kept the digest")
 	}
 }

@@ -476,6 +476,18 @@ type Result struct {
 	// with the input, which is never modified.
 	Messages []agentctx.Message `json:"messages"`
 	Report   Report             `json:"report"`
+	// Sources says which messages changed: Sources[i] is, for
+	// Messages[i], the index of the input message it is, unchanged (it
+	// encodes as that message does), or -1 for a message a step changed
+	// or added (a replaced tool result, a summary, a repair's result). It
+	// is as long as Messages. A caller that changes Messages afterwards
+	// must update it (AddPaths does).
+	Sources []int `json:"-"`
+	// Facts holds what is known of each of Messages (index for index,
+	// see agentctx.Conversation): its hash and its token count by the
+	// Pipeline's counter, and the encoding of the messages a step made
+	// (an unchanged message has the facts the caller gave).
+	Facts []agentctx.Facts `json:"-"`
 }
 
 // Prepare runs the pipeline on msgs, the stored history of the conversation,
@@ -508,7 +520,22 @@ type Result struct {
 // fails to write (the workspace store, offload files, an archive or summary
 // made required by Options.Compact), and when ctx is done.
 func (p *Pipeline) Prepare(ctx context.Context, msgs []agentctx.Message) (*Result, error) {
-	return p.prepare(ctx, msgs, 0, CallOptions{})
+	return p.prepare(ctx, agentctx.Conversation{Messages: msgs}, 0, CallOptions{})
+}
+
+// PrepareConversation is Prepare on a conversation whose facts the caller
+// knows (the hashes and encodings of the messages it decoded: see
+// agentctx.Conversation), so that the Pipeline does not encode them again,
+// with extraTokens counted besides the messages (RequestTokens of a
+// request body's document) and what the caller knows of the request (see
+// CallOptions). Facts the caller left out are derived; token counts in
+// them are ignored (the Pipeline counts with its own counter, and counts
+// again only the messages whose content it has not counted before).
+func (p *Pipeline) PrepareConversation(ctx context.Context, conv agentctx.Conversation, extraTokens int, co CallOptions) (*Result, error) {
+	if conv.Facts != nil && len(conv.Facts) != len(conv.Messages) {
+		return nil, fmt.Errorf("%w: %d facts for %d messages", agentctx.ErrInvalidInput, len(conv.Facts), len(conv.Messages))
+	}
+	return p.prepare(ctx, conv, extraTokens, co)
 }
 
 // CallOptions are what a caller knows of one request besides its
@@ -542,7 +569,7 @@ type CallOptions struct {
 // PrepareCall is PrepareDocument with what the caller knows of the
 // request (see CallOptions).
 func (p *Pipeline) PrepareCall(ctx context.Context, doc *agentctx.Document, co CallOptions) (*Result, error) {
-	return p.prepare(ctx, doc.Messages, p.RequestTokens(doc), co)
+	return p.prepare(ctx, agentctx.Conversation{Messages: doc.Messages}, p.RequestTokens(doc), co)
 }
 
 // PrepareDocument prepares the messages of a document read with
@@ -553,7 +580,7 @@ func (p *Pipeline) PrepareCall(ctx context.Context, doc *agentctx.Document, co C
 // agentctx.Document.Conversations) is prepared as one: prepare each
 // conversation with its own Pipeline instead.
 func (p *Pipeline) PrepareDocument(ctx context.Context, doc *agentctx.Document) (*Result, error) {
-	return p.prepare(ctx, doc.Messages, p.RequestTokens(doc), CallOptions{})
+	return p.prepare(ctx, agentctx.Conversation{Messages: doc.Messages}, p.RequestTokens(doc), CallOptions{})
 }
 
 // RequestTokens counts what a request body sends besides its messages: the

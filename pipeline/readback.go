@@ -147,16 +147,46 @@ const fileMark = "\n<file>"
 // exist. The paths depend on the artifacts alone, so every request of a
 // session gets the same bytes. msgs is not modified.
 func (p *Pipeline) WithPaths(msgs []agentctx.Message) []agentctx.Message {
+	out, _ := p.withPaths(msgs)
+	return out
+}
+
+// AddPaths returns res with WithPaths applied to its Messages, and its
+// Sources and Facts saying which messages that changed: res itself when it
+// changed none. res is not modified.
+func (p *Pipeline) AddPaths(res *Result) *Result {
+	out, changed := p.withPaths(res.Messages)
+	if len(changed) == 0 {
+		return res
+	}
+	q := *res
+	q.Messages = out
+	q.Sources = append([]int(nil), res.Sources...)
+	q.Facts = append([]agentctx.Facts(nil), res.Facts...)
+	for _, i := range changed {
+		if i < len(q.Sources) {
+			q.Sources[i] = -1
+		}
+		if i < len(q.Facts) {
+			q.Facts[i] = agentctx.Facts{}
+		}
+	}
+	return &q
+}
+
+// withPaths is WithPaths, with the indices of the messages it changed.
+func (p *Pipeline) withPaths(msgs []agentctx.Message) ([]agentctx.Message, []int) {
 	pather, ok := p.opts.Store.(workspace.Pather)
 	if !ok || p.ws == nil {
-		return msgs
+		return msgs, nil
 	}
 	ns := p.ws.Namespace()
 	placeholder := p.opts.Prune.Placeholder
 	if placeholder == "" {
 		placeholder = prune.DefaultPlaceholder
 	}
-	return agentctx.MapToolResults(msgs, func(r agentctx.ToolResult) (agentctx.Content, bool) {
+	var changed []int
+	out := agentctx.MapToolResults(msgs, func(r agentctx.ToolResult) (agentctx.Content, bool) {
 		if !r.Content.IsText() {
 			return agentctx.Content{}, false
 		}
@@ -175,8 +205,12 @@ func (p *Pipeline) WithPaths(msgs []agentctx.Message) []agentctx.Message {
 		if _, err := os.Stat(path); err != nil {
 			return agentctx.Content{}, false
 		}
+		if len(changed) == 0 || changed[len(changed)-1] != r.Message {
+			changed = append(changed, r.Message)
+		}
 		return agentctx.Text(text + fileMark + path + "</file> (" + what + ": read it with your file tool)"), true
 	})
+	return out, changed
 }
 
 // knowledgeRef is how a workspace reference to an offloaded result starts.

@@ -199,7 +199,7 @@ func Replay(ctx context.Context, doc *agentctx.Document, opts ReplayOptions) (*R
 		}
 		clock = lastTime
 		t0 := time.Now()
-		out, err := p.prepare(ctx, doc.Messages[:idx], extra, CallOptions{})
+		out, err := p.prepare(ctx, agentctx.Conversation{Messages: doc.Messages[:idx]}, extra, CallOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("request %d: %w", k+1, err)
 		}

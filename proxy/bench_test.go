@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -99,6 +100,7 @@ func BenchmarkOverhead(b *testing.B) {
 	}{
 		{"forward", func(*testing.B) proxy.Engine { return nil }, false, false},
 		{"keep", func(*testing.B) proxy.Engine { return &funcEngine{} }, false, false},
+		{"keep-sources", func(*testing.B) proxy.Engine { return keepEngine{} }, false, false},
 		{"pipeline", pipe(pipeline.Options{NoCompact: true}), true, false},
 		{"pipeline-compacted", pipe(pipeline.Options{Compact: compact.Options{Limit: 200_000}}), true, true},
 		{"pipeline-sqlite", func(b *testing.B) proxy.Engine {
@@ -127,6 +129,22 @@ func BenchmarkOverhead(b *testing.B) {
 		})
 	}
 }
+
+// keepEngine keeps every message and says so in Prepared.Sources (not
+// Unchanged: the proxy aligns the lists), as an Engine that tells what it
+// changed does: "keep" is the same Engine saying nothing, whose lists the
+// proxy compares by encoding.
+type keepEngine struct{}
+
+func (keepEngine) Prepare(_ context.Context, req *proxy.Request) (*proxy.Prepared, error) {
+	src := make([]int, len(req.Document.Messages))
+	for i := range src {
+		src[i] = i
+	}
+	return &proxy.Prepared{Messages: req.Document.Messages, Sources: src, Facts: req.Facts}, nil
+}
+
+func (keepEngine) Observe(context.Context, string, proxy.Usage) {}
 
 // benchServer returns a proxy over engine whose upstream answers at once.
 func benchServer(b *testing.B, engine proxy.Engine) (*proxy.Server, *sentTransport) {
@@ -259,6 +277,7 @@ func BenchmarkOverheadResponses(b *testing.B) {
 		engine func(b *testing.B) proxy.Engine
 	}{
 		{"keep", func(*testing.B) proxy.Engine { return &funcEngine{} }},
+		{"keep-sources", func(*testing.B) proxy.Engine { return keepEngine{} }},
 		{"pipeline", func(b *testing.B) proxy.Engine {
 			e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{Pipeline: pipeline.Options{WorkspaceDir: filepath.Join(b.TempDir(), "ws"), NoCompact: true}})
 			if err != nil {

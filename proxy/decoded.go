@@ -28,12 +28,13 @@ type decodedMsg struct {
 	n    int       // length of the message's bytes in the request
 	sum  [2]uint64 // their fingerprint (decodeCache.fingerprint)
 	msg  agentctx.Message
-	enc  []byte // msg's encoding when it is not the request's bytes (nil: it is)
-	hash uint64 // msgHash of the encoding
-	bp   int    // countBreakpoints of the encoding
+	enc  []byte        // msg's encoding when it is not the request's bytes (nil: it is)
+	hash uint64        // msgHash of the encoding
+	key  agentctx.Hash // agentctx.HashEncoding of the encoding (the facts handed to the Engine)
+	bp   int           // countBreakpoints of the encoding
 
 	// item is what a Responses input item maps to (nil for messages);
-	// msg, hash and bp are then those of item.Msg, and enc is not kept
+	// msg, hash, key and bp are then those of item.Msg, and enc is not kept
 	// (the item's bytes are not the message's encoding).
 	item *responseItem
 	// group is, on the first item of a run of Responses calls and
@@ -46,8 +47,9 @@ type decodedMsg struct {
 type encoded struct {
 	msg  agentctx.Message
 	enc  []byte
-	hash uint64 // msgHash(enc)
-	bp   int    // countBreakpoints(enc)
+	hash uint64        // msgHash(enc)
+	key  agentctx.Hash // agentctx.HashEncoding(enc)
+	bp   int           // countBreakpoints(enc)
 }
 
 func encode(m agentctx.Message) (encoded, error) { return encodeSized(m, 0) }
@@ -60,7 +62,7 @@ func encodeSized(m agentctx.Message, size int) (encoded, error) {
 	if err != nil {
 		return encoded{}, err
 	}
-	return encoded{msg: m, enc: enc, hash: msgHash(enc), bp: countBreakpoints(enc)}, nil
+	return encoded{msg: m, enc: enc, hash: msgHash(enc), key: agentctx.HashEncoding(enc), bp: countBreakpoints(enc)}, nil
 }
 
 // groupedMsg is the assistant message a run of Responses items maps to.
@@ -105,7 +107,7 @@ func (c *decodeCache) decodeItem(raw []byte) (*decodedMsg, error) {
 		if err != nil {
 			return nil, err
 		}
-		d.msg, d.hash, d.bp = e.msg, e.hash, e.bp
+		d.msg, d.hash, d.key, d.bp = e.msg, e.hash, e.key, e.bp
 	}
 	return d, nil
 }
@@ -120,7 +122,7 @@ func (c *decodeCache) decodeMsg(raw []byte) (*decodedMsg, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &decodedMsg{n: len(raw), msg: m, hash: e.hash, bp: e.bp}
+	d := &decodedMsg{n: len(raw), msg: m, hash: e.hash, key: e.key, bp: e.bp}
 	if c != nil {
 		d.sum = c.fingerprint(raw)
 	}
@@ -137,6 +139,12 @@ func (d *decodedMsg) encoding(raw []byte) []byte {
 		return d.enc
 	}
 	return raw
+}
+
+// facts returns what the Engine is told of the message, given its bytes
+// in the request.
+func (d *decodedMsg) facts(raw []byte) agentctx.Facts {
+	return agentctx.Facts{Encoding: d.encoding(raw), Hash: d.key}
 }
 
 // size estimates the memory a decoded message holds: its decoded strings

@@ -95,7 +95,10 @@
 // returns the whole list of messages to send (Prepared). Messages the
 // Engine did not change must encode exactly as the request's own: the
 // proxy finds them by their encoding and sends the client's bytes for
-// them. After the answer, Engine.Observe receives the usage the upstream
+// them. Request.Facts carries the encodings and hashes the proxy made when
+// decoding; an Engine that says which messages it kept
+// (Prepared.Sources, as PipelineEngine does) spares the proxy encoding
+// them again. After the answer, Engine.Observe receives the usage the upstream
 // reported (Anthropic message_start and message_delta, the OpenAI chat
 // usage chunk, Responses response.completed) for calibrated counts.
 //

@@ -46,6 +46,12 @@ type Request struct {
 	Model string
 	// Document is the decoded conversation.
 	Document *agentctx.Document
+	// Facts holds what the proxy knows of each of Document.Messages, index
+	// for index (their encodings and hashes: see agentctx.Conversation),
+	// nil when it knows nothing. An Engine hands them to the pipeline
+	// (pipeline.Pipeline.PrepareConversation) so that no message is
+	// encoded again. The Engine must not modify them.
+	Facts []agentctx.Facts
 	// Tools is the raw "tools" member of the body (nil when absent), and
 	// System the raw system prompt: Anthropic's top-level "system",
 	// Responses' "instructions" (nil when absent). Both are sent with every
@@ -108,6 +114,19 @@ type Prepared struct {
 	// request's own, unchanged: it forwards the body as received without
 	// comparing the lists (a fast path; false is always correct).
 	Unchanged bool
+	// Sources, when set, says which messages the Engine changed:
+	// Sources[i] is, for Messages[i], the index of the request's message
+	// (in Request.Document.Messages) it is, unchanged, or -1 for a message
+	// the Engine changed or added (pipeline.Result.Sources). The proxy
+	// then encodes only the changed messages to splice them. nil (the
+	// zero value) is always correct: the proxy compares the encodings of
+	// every message. A list of another length is ignored.
+	Sources []int
+	// Facts, when set, holds what the Engine knows of each of Messages
+	// (pipeline.Result.Facts): an Encoding there must be the message's
+	// encoding (Message.AppendJSON), which the proxy then uses instead of
+	// encoding the message again. nil is always correct.
+	Facts []agentctx.Facts
 	// Report is the pipeline's report of this call when the Engine runs
 	// one (PipelineEngine does), nil otherwise: traces show its steps.
 	Report *pipeline.Report

@@ -466,6 +466,7 @@ func (c *compactionCut) join(p *Prepared) *Prepared {
 		tail = c.tail
 	}
 	q.Messages = append(append(make([]agentctx.Message, 0, len(c.prefix)+len(tail)), c.prefix...), tail...)
+	q.Sources, q.Facts = c.joinSources(p), nil
 	q.Unchanged = false // the compaction edit is declared on every request that carries the block
 	return &q
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pricing"
@@ -296,15 +297,20 @@ func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, 
 	// keep nothing else of the request.
 	s.last = &Request{API: req.API, SessionKey: req.SessionKey, Header: req.Header.Clone(), Model: req.Model, Received: req.Received}
 
-	res, err := s.p.PrepareCall(ctx, req.Document, req.Binding)
+	conv := agentctx.Conversation{Messages: req.Document.Messages}
+	if len(req.Facts) == len(conv.Messages) {
+		conv.Facts = req.Facts
+	}
+	res, err := s.p.PrepareConversation(ctx, conv, s.p.RequestTokens(req.Document), req.Binding)
 	if err != nil {
 		return nil, err
 	}
 	for _, w := range res.Report.Warnings {
 		e.log.Info("proxy: session warning", "session", req.SessionKey, "warning", w)
 	}
-	out := s.p.WithPaths(res.Messages)
-	pr := &Prepared{Messages: out, TokensBefore: res.Report.TokensBefore, TokensAfter: res.Report.TokensAfter, Unchanged: true, Report: &res.Report}
+	res = s.p.AddPaths(res)
+	pr := &Prepared{Messages: res.Messages, Sources: res.Sources, Facts: res.Facts, TokensBefore: res.Report.TokensBefore, TokensAfter: res.Report.TokensAfter,
+		Unchanged: true, Report: &res.Report}
 	s.tokens = res.Report.TokensAfter
 	if st := res.Report.Step(pipeline.StepCompact); st != nil && st.Compact != nil && st.Compact.Compacted {
 		s.prefix = nil // the next prefix is the compacted request's

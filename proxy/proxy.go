@@ -516,16 +516,16 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 	if rt.api == APIResponses {
 		system = b.get("instructions")
 	}
-	doc := conv.doc
+	doc, facts := conv.doc, conv.facts
 	var cut *compactionCut
 	if rt.api == APIAnthropic && s.opts.ContextManagement == ContextNative && x.session != "" {
 		// The Engine reads what the server reads: the history from the
 		// last compaction block on (native.go).
 		if cut = s.cutAtCompaction(x, conv.doc.Messages); cut != nil {
-			doc, x.cut = conv.doc.WithMessages(cut.tail), cut.at
+			doc, facts, x.cut = conv.doc.WithMessages(cut.tail), cut.facts(conv.facts), cut.at
 		}
 	}
-	req := &Request{API: rt.api, SessionKey: x.session, Tenant: tenant, Header: r.Header, Model: b.str("model"), Document: doc,
+	req := &Request{API: rt.api, SessionKey: x.session, Tenant: tenant, Header: r.Header, Model: b.str("model"), Document: doc, Facts: facts,
 		Tools: b.get("tools"), System: system, ThinkingEnabled: x.thinkingOn, Received: x.start,
 		CacheRetention: b.str("prompt_cache_retention")}
 	if rt.api == APIAnthropic && x.thinkingOn {
@@ -554,7 +554,7 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 			last, _ := s.stats.get(x.session).last.get()
 			if msgs := ctxedit.Uncompacted(full, last); msgs != nil {
 				q := *prep
-				q.Messages, q.Unchanged = msgs, false
+				q.Messages, q.Unchanged, q.Sources, q.Facts = msgs, false, nil, nil
 				prep, cut, x.compactInstr = &q, nil, instr
 			}
 		}
@@ -580,7 +580,7 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		}
 		return raw
 	}
-	out, err := s.edit(rt.api, b, conv, prep.Messages, x)
+	out, err := s.edit(rt.api, b, conv, prep, x)
 	if err != nil {
 		x.engineErr = err
 		return raw
@@ -604,6 +604,9 @@ type conversation struct {
 	enc    [][]byte // each message's encoding, when known
 	hash   []uint64 // each message's msgHash, when known
 	breaks []int    // each message's number of breakpoints, when known
+	// facts are what the Engine is told of each message (Request.Facts),
+	// nil when not known.
+	facts []agentctx.Facts
 }
 
 // decodeConversation decodes the messages of a body; nil when it holds no
@@ -634,8 +637,10 @@ func decodeConversation(ctx context.Context, api API, b *body) (*conversation, e
 		}
 		msgs := make([]agentctx.Message, len(dm))
 		c.enc, c.hash, c.breaks = make([][]byte, len(dm)), make([]uint64, len(dm)), make([]int, len(dm))
+		c.facts = make([]agentctx.Facts, len(dm))
 		for k, d := range dm {
 			msgs[k], c.enc[k], c.hash[k], c.breaks[k] = d.msg, d.encoding(ls.items[k]), d.hash, d.bp
+			c.facts[k] = d.facts(ls.items[k])
 		}
 		if c.doc, err = agentctx.RequestDocumentSplit(b.Raw, b.Members, c.list, msgs); err != nil {
 			return nil, err
@@ -677,9 +682,11 @@ func (c *conversation) mapItems(dm []*decodedMsg) error {
 	c.groups = groups
 	c.doc = &agentctx.Document{Format: agentctx.FormatArray, Messages: msgs}
 	c.enc, c.hash, c.breaks = make([][]byte, len(msgs)), make([]uint64, len(msgs)), make([]int, len(msgs))
+	c.facts = make([]agentctx.Facts, len(msgs))
 	for k, g := range groups {
 		if d := dm[g[0]]; len(g) == 1 && (d.item.Kind == itemMessage || d.item.Kind == itemOutput) {
 			c.hash[k], c.breaks[k] = d.hash, d.bp // the encoding, when needed, from the message
+			c.facts[k].Hash = d.key
 			continue
 		}
 		run := make([]*decodedMsg, len(g))
@@ -691,6 +698,7 @@ func (c *conversation) mapItems(dm []*decodedMsg) error {
 			return err
 		}
 		msgs[k], c.enc[k], c.hash[k], c.breaks[k] = gm.msg, gm.enc, gm.hash, gm.bp
+		c.facts[k] = agentctx.Facts{Encoding: gm.enc, Hash: gm.key}
 	}
 	return nil
 }
@@ -699,7 +707,7 @@ func (c *conversation) mapItems(dm []*decodedMsg) error {
 // raw when they are the request's own, else raw with only the list of
 // messages (and, when the thinking rule asks for it, the thinking
 // options) rewritten.
-func (s *Server) edit(api API, b *body, conv *conversation, msgs []agentctx.Message, x *exchange) ([]byte, error) {
+func (s *Server) edit(api API, b *body, conv *conversation, prep *Prepared, x *exchange) ([]byte, error) {
 	inEnc, inHash := conv.enc, conv.hash
 	if inEnc == nil {
 		var err error
@@ -707,7 +715,7 @@ func (s *Server) edit(api API, b *body, conv *conversation, msgs []agentctx.Mess
 			return nil, err
 		}
 	}
-	a, err := align(conv.doc.Messages, inEnc, inHash, conv.breaks, msgs)
+	a, err := align(conv.doc.Messages, inEnc, inHash, conv.breaks, prep.Messages, prep.Sources, prep.Facts)
 	if err != nil {
 		return nil, err
 	}

@@ -35,30 +35,51 @@ func (a *alignment) unchanged(nIn int) bool {
 // align matches each message to send with an input message of the same
 // encoding, in order: the messages an Engine kept are found again, the ones
 // it changed or added are not. in are the input messages, inEnc their
-// encodings and inHash their msgHash (nil when not known). A message to
-// send that is the next input message itself (agentctx.Message.Same) is
-// matched without being encoded.
-func align(in []agentctx.Message, inEnc [][]byte, inHash []uint64, inBreaks []int, out []agentctx.Message) (*alignment, error) {
+// encodings and inHash their msgHash (nil when not known). sources and
+// facts are what the Engine said of out (Prepared.Sources and
+// Prepared.Facts, nil when it did not say): a message it kept, the next
+// input message, is matched without being encoded, and a message whose
+// encoding it gave is not encoded again. Either way each message is
+// matched with the first input message of its encoding after the last
+// match.
+func align(in []agentctx.Message, inEnc [][]byte, inHash []uint64, inBreaks []int, out []agentctx.Message, sources []int, facts []agentctx.Facts) (*alignment, error) {
 	a := &alignment{out: out, outEnc: make([][]byte, len(out)), outHash: make([]uint64, len(out)), outBreaks: make([]int, len(out)),
 		match: make([]int, len(out)), firstChanged: -1}
+	if len(sources) != len(out) {
+		sources = nil
+	}
+	if len(facts) != len(out) {
+		facts = nil
+	}
 	next := 0
+	var scratch []byte // the encoding of a message, until it is kept
 	for j := range out {
 		a.match[j] = -1
-		if next < len(in) && next < len(inEnc) && out[j].Same(in[next]) {
+		src := -1
+		if sources != nil {
+			src = sources[j]
+		}
+		if src >= 0 && src == next && next < len(in) && next < len(inEnc) {
 			a.match[j], a.outEnc[j] = next, inEnc[next]
 			if next < len(inHash) {
 				a.outHash[j] = inHash[next]
 			}
 			next++
 		} else {
-			enc, err := out[j].AppendJSON(nil)
+			enc, own, err := outEncoding(out, j, in, inEnc, src, facts, scratch)
 			if err != nil {
 				return nil, err
 			}
-			a.outEnc[j] = enc
+			if own {
+				scratch = enc
+			}
 			var h uint64
 			if inHash != nil {
-				h = msgHash(enc)
+				if src >= 0 && src < len(inHash) && inHash[src] != 0 {
+					h = inHash[src]
+				} else {
+					h = msgHash(enc)
+				}
 				a.outHash[j] = h
 			}
 			for k := next; k < len(inEnc); k++ {
@@ -75,9 +96,14 @@ func align(in []agentctx.Message, inEnc [][]byte, inHash []uint64, inBreaks []in
 				if len(inEnc[k]) == len(enc) && bytes.Equal(inEnc[k], enc) {
 					a.match[j] = k // its hash is h, computed above
 					next = k + 1
+					enc, own = inEnc[k], false
 					break
 				}
 			}
+			if own {
+				enc = bytes.Clone(enc)
+			}
+			a.outEnc[j] = enc
 		}
 		if a.firstChanged < 0 && a.match[j] != j {
 			a.firstChanged = j
@@ -93,6 +119,77 @@ func align(in []agentctx.Message, inEnc [][]byte, inHash []uint64, inBreaks []in
 		}
 	}
 	return a, nil
+}
+
+// outEncoding returns the encoding of message j to send: the input
+// message's when the Engine kept input message src, the one the Engine
+// gave, or else its own, written over scratch (own reports that case: the
+// caller copies it to keep it).
+func outEncoding(out []agentctx.Message, j int, in []agentctx.Message, inEnc [][]byte, src int, facts []agentctx.Facts, scratch []byte) (enc []byte, own bool, err error) {
+	switch {
+	case src >= 0 && src < len(inEnc) && inEnc[src] != nil:
+		return inEnc[src], false, nil
+	case src >= 0 && src < len(in):
+		enc, err := in[src].AppendJSON(nil)
+		if err == nil {
+			inEnc[src] = enc
+		}
+		return enc, false, err
+	case facts != nil && facts[j].Encoding != nil:
+		return facts[j].Encoding, false, nil
+	}
+	enc, err = out[j].AppendJSON(scratch[:0])
+	return enc, true, err
+}
+
+// facts returns the facts of the cut's tail, given those of the whole
+// history (nil when not known): the restored block's message has none.
+func (c *compactionCut) facts(all []agentctx.Facts) []agentctx.Facts {
+	if len(all) != c.at+len(c.tail) {
+		return nil
+	}
+	tail := all[c.at:]
+	if c.restored {
+		tail = append([]agentctx.Facts{{}}, tail[1:]...)
+	}
+	return tail
+}
+
+// joinSources returns the sources of the list join makes from what the
+// Engine prepared for the cut history (p.Sources index the tail): the
+// prefix's are not known (-1: compared by encoding), the tail's are the
+// Engine's, moved past the prefix; the restored block's message is not the
+// request's. nil when the Engine gave none.
+func (c *compactionCut) joinSources(p *Prepared) []int {
+	tail := p.Sources
+	if p.Unchanged || p.Messages == nil {
+		tail = identitySources(len(c.tail))
+	}
+	if tail == nil || (!p.Unchanged && p.Messages != nil && len(tail) != len(p.Messages)) {
+		return nil
+	}
+	src := make([]int, 0, len(c.prefix)+len(tail))
+	for range c.prefix {
+		src = append(src, -1)
+	}
+	for _, k := range tail {
+		if k < 0 || k == 0 && c.restored {
+			k = -1
+		} else {
+			k += c.at
+		}
+		src = append(src, k)
+	}
+	return src
+}
+
+// identitySources returns the sources of n messages kept as they came.
+func identitySources(n int) []int {
+	src := make([]int, n)
+	for i := range src {
+		src[i] = i
+	}
+	return src
 }
 
 // breakpoints returns the number of cache_control breakpoints in message j

@@ -48,7 +48,7 @@ func TestDeletionOnlyEditMovesFirstChanged(t *testing.T) {
 	}
 	inEnc, inHash := encodings(t, in)
 	out := []agentctx.Message{in[0], in[2], in[3], in[4]} // message 1 deleted, nothing else changed
-	a, err := align(in, inEnc, inHash, nil, out)
+	a, err := align(in, inEnc, inHash, nil, out, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestResentInvalidThinkingWithThinkingOff(t *testing.T) {
 	}
 	inEnc, inHash := encodings(t, in)
 	out := []agentctx.Message{mustMessage(t, `{"role":"user","content":"start"}`), in[1], in[2]}
-	a, err := align(in, inEnc, inHash, nil, out)
+	a, err := align(in, inEnc, inHash, nil, out, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestResentInvalidThinkingWithThinkingOff(t *testing.T) {
 		sentAt:  map[string]prefixHash{"sig-2": now},     // sent after this one last time
 	}
 	for _, on := range []bool{true, false} {
-		b, _ := align(in, inEnc, inHash, nil, out)
+		b, _ := align(in, inEnc, inHash, nil, out, nil, nil)
 		verdict, err := fixThinking(inHash, b, mem, on)
 		if err != nil {
 			t.Fatal(err)

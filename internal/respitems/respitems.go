@@ -290,15 +290,17 @@ func Splice(items [][]byte, in []agentctx.Message, groups [][]int, out []agentct
 }
 
 // Match returns, for each message to send, the index of the input message
-// it is (agentctx.Message.Same, or the same JSON encoding), in order, or
-// -1 for a message the pipeline changed or added.
-func Match(in, out []agentctx.Message) ([]int, error) {
+// it is (the same JSON encoding), in order, or -1 for a message the
+// pipeline changed or added. sources, when not nil, is what the pipeline
+// said of out (pipeline.Result.Sources): a message it kept (sources[j] the
+// next input message not matched yet) is matched without being encoded.
+func Match(in, out []agentctx.Message, sources []int) ([]int, error) {
 	match := make([]int, len(out))
 	enc := make([][]byte, len(in))
 	next := 0
 	for j := range out {
 		match[j] = -1
-		if next < len(in) && out[j].Same(in[next]) {
+		if j < len(sources) && len(sources) == len(out) && sources[j] == next && next < len(in) {
 			match[j] = next
 			next++
 			continue

@@ -2,6 +2,7 @@ package respitems_test
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/agentctx/agentctx"
@@ -40,7 +41,7 @@ func TestMessagesAndSplice(t *testing.T) {
 	all := "[" + input[0] + "," + input[1] + "," + input[2] + "," + input[3] + "," + input[4] + "," + input[5] + "]"
 
 	// Kept as they are: the items as they came.
-	match, err := respitems.Match(msgs, msgs)
+	match, err := respitems.Match(msgs, msgs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,12 @@ func TestMessagesAndSplice(t *testing.T) {
 	out[3] = agentctx.NewMessage(agentctx.RoleTool, agentctx.Text("[pruned]"))
 	out[3].ToolCallID = "c1"
 	out[1] = agentctx.NewMessage(agentctx.RoleUser, agentctx.BlockList(agentctx.TextBlock("Fix it.")))
-	match, _ = respitems.Match(msgs, out)
+	match, _ = respitems.Match(msgs, out, nil)
+	// What the pipeline says of out (unchanged but for message 3) finds
+	// the same match without encoding the kept messages.
+	if m2, _ := respitems.Match(msgs, out, []int{0, -1, 2, -1, 4}); !slices.Equal(m2, match) {
+		t.Errorf("match with sources %v, without %v", m2, match)
+	}
 	want := "[" + input[0] + "," + input[1] + "," + input[2] + "," + input[3] + `,{"type":"function_call_output","call_id":"c1","output":"[pruned]","status":"completed"},` + input[5] + "]"
 	if got := join(respitems.Splice(its, msgs, groups, out, match)); got != want {
 		t.Errorf("pruned result spliced as\n%s\nwant\n%s", got, want)
@@ -68,7 +74,7 @@ func TestMessagesAndSplice(t *testing.T) {
 		t.Fatal(err)
 	}
 	out = []agentctx.Message{msgs[0], agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(sum)), msgs[4]}
-	match, _ = respitems.Match(msgs, out)
+	match, _ = respitems.Match(msgs, out, nil)
 	_, rest, _ := respcompact.Split(sum)
 	text, _ := json.Marshal(rest)
 	want = "[" + input[0] + "," + input[1] + `,{"type":"compaction","id":"cmp_1","encrypted_content":"x"},{"type":"message","role":"user","content":[{"type":"input_text","text":` + string(text) + `}]},` + input[5] + "]"
@@ -104,7 +110,7 @@ func FuzzSplice(f *testing.F) {
 		if err != nil {
 			return
 		}
-		match, err := respitems.Match(msgs, msgs)
+		match, err := respitems.Match(msgs, msgs, nil)
 		if err != nil {
 			return
 		}

@@ -107,7 +107,10 @@ type Provider struct {
 	// the body to send for the prepared messages (metadata stripped). A
 	// nil document and no error send the body as it is, unprepared (a
 	// Responses request whose history the server keeps).
-	Decode func(ctx context.Context, body []byte) (doc *agentctx.Document, encode func(msgs []agentctx.Message) ([]byte, error), err error)
+	// encode is given, with the messages to send, what the pipeline said
+	// of them (pipeline.Result.Sources: the index of the document's
+	// message each one is, unchanged, or -1), nil when not known.
+	Decode func(ctx context.Context, body []byte) (doc *agentctx.Document, encode func(msgs []agentctx.Message, sources []int) ([]byte, error), err error)
 	// Cut, when set, returns the index of the first message the Preparer
 	// is given (anthropicx's native mode: the history from its last
 	// compaction block on, as the API reads it); Finish still gets the
@@ -169,6 +172,27 @@ func New(p Preparer, prov Provider, o *Options) Middleware {
 	}
 }
 
+// strippedSources returns res.Sources for res.Messages with their metadata
+// stripped (agentctx.StripMetadata): a message that had some is no longer
+// the input's (-1). nil when res says nothing of its messages.
+func strippedSources(res *pipeline.Result) []int {
+	if len(res.Sources) != len(res.Messages) {
+		return nil
+	}
+	src := slices.Clone(res.Sources)
+	for j := range src {
+		if src[j] < 0 {
+			continue
+		}
+		_, ts := res.Messages[j].Field(agentctx.FieldTimestamp)
+		_, st := res.Messages[j].Field(agentctx.FieldMessageStatus)
+		if ts || st {
+			src[j] = -1
+		}
+	}
+	return src
+}
+
 // Prepare runs p on a request body and returns the body to send: the same
 // object with the prepared messages, metadata (timestamp, messageStatus)
 // stripped. binding, when set and p is a CallPreparer, says what the
@@ -184,7 +208,7 @@ func Prepare(ctx context.Context, p Preparer, binding func([]byte, *agentctx.Doc
 func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, body []byte, onResult func(context.Context, *pipeline.Result)) ([]byte, bool, error) {
 	binding := prov.Binding
 	var doc *agentctx.Document
-	var encode func([]agentctx.Message) ([]byte, error)
+	var encode func([]agentctx.Message, []int) ([]byte, error)
 	var err error
 	if prov.Decode != nil {
 		if doc, encode, err = prov.Decode(ctx, body); err != nil {
@@ -227,7 +251,11 @@ func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, 
 	}
 	var out []byte
 	if encode != nil {
-		out, err = encode(agentctx.StripMetadata(res.Messages))
+		var sources []int
+		if pdoc == doc && prov.Finish == nil { // the result's sources index doc, and no one changed its messages
+			sources = strippedSources(res)
+		}
+		out, err = encode(agentctx.StripMetadata(res.Messages), sources)
 	} else {
 		out, err = doc.WithMessages(agentctx.StripMetadata(res.Messages)).AppendJSON(make([]byte, 0, len(body)))
 		out = bytes.TrimSuffix(out, []byte("\n"))

@@ -1,0 +1,131 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/workspace"
+)
+
+// TestAlignSources: what an Engine says of its messages (Prepared.Sources
+// and Facts) only spares encoding them: the alignment is the one made by
+// comparing encodings, and sources that do not fit the list are ignored.
+func TestAlignSources(t *testing.T) {
+	in, err := agentctx.UnmarshalMessages([]byte(history(6, false)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in = append(in, in[1], in[2]) // a repeated exchange: equal encodings at two places
+	inEnc, err := encodeAll(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inHash := hashesOf(inEnc, nil)
+	summary := agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("summary"))
+	pruned := in[4].WithContent(agentctx.Text("[pruned]"))
+	for _, tc := range []struct {
+		name    string
+		out     []agentctx.Message
+		sources []int
+	}{
+		{"unchanged", in, identitySources(len(in))},
+		{"one changed", append(append(slices.Clone(in[:4]), pruned), in[5:]...), append(append(identitySources(4), -1), 5, 6, 7, 8, 9, 10, 11, 12, 13, 14)},
+		{"summary", append([]agentctx.Message{in[0], summary}, in[7:]...), []int{0, -1, 7, 8, 9, 10, 11, 12, 13, 14}},
+		{"the later of equal messages", []agentctx.Message{in[0], summary, in[13], in[14]}, []int{0, -1, 13, 14}},
+		{"messages dropped", []agentctx.Message{in[0], in[3], in[9]}, []int{0, 3, 9}},
+		{"sources of another list", []agentctx.Message{in[0], summary}, []int{0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			want, err := align(in, slices.Clone(inEnc), inHash, nil, tc.out, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			facts := make([]agentctx.Facts, len(tc.out))
+			for j, m := range tc.out {
+				if len(tc.sources) == len(tc.out) && tc.sources[j] < 0 {
+					facts[j], _ = agentctx.FactsOf(m)
+				}
+			}
+			got, err := align(in, slices.Clone(inEnc), inHash, nil, tc.out, tc.sources, facts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.match, want.match) || got.firstChanged != want.firstChanged || !slices.Equal(got.outHash, want.outHash) {
+				t.Fatalf("match %v (first changed %d), by encodings %v (%d)", got.match, got.firstChanged, want.match, want.firstChanged)
+			}
+			for j := range got.outEnc {
+				if !bytes.Equal(got.outEnc[j], want.outEnc[j]) {
+					t.Fatalf("message %d encodes as %s, by encodings %s", j, got.outEnc[j], want.outEnc[j])
+				}
+			}
+		})
+	}
+}
+
+// withoutSources hides what an Engine says of its messages.
+type withoutSources struct{ Engine }
+
+func (e withoutSources) Prepare(ctx context.Context, req *Request) (*Prepared, error) {
+	req2 := *req
+	req2.Facts = nil
+	p, err := e.Engine.Prepare(ctx, &req2)
+	if p != nil {
+		q := *p
+		q.Sources, q.Facts = nil, nil
+		p = &q
+	}
+	return p, err
+}
+
+// TestPipelineEngineSources: the pipeline engine's sources and facts
+// change nothing the proxy sends: a session told them, and one not, send
+// the same bodies upstream request after request (results stored, pruned,
+// offloaded and paths added: every request is edited).
+func TestPipelineEngineSources(t *testing.T) {
+	dir := t.TempDir()
+	run := func(name string, hide bool) [][]byte {
+		e, err := NewPipelineEngine(PipelineOptions{Pipeline: pipeline.Options{WorkspaceDir: filepath.Join(dir, name), NoCompact: true, Workspace: workspace.Options{InlineLimit: 40}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		var engine Engine = e
+		if hide {
+			engine = withoutSources{e}
+		}
+		tr := &recordingTransport{}
+		srv, err := New(Options{Engine: engine, Transport: tr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := 8; n <= 40; n += 4 {
+			req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(anthropicBody(history(n, n%8 == 0))))
+			req.Header.Set("X-Claude-Code-Session-Id", "s")
+			w := httptest.NewRecorder()
+			srv.ServeHTTP(w, req)
+			if w.Code != 200 {
+				t.Fatalf("status %d", w.Code)
+			}
+		}
+		if st := srv.Stats(); len(st) != 1 || st[0].Edited == 0 {
+			t.Fatalf("nothing edited: %+v", st)
+		}
+		return tr.bodies
+	}
+	told, hidden := run("a1", false), run("a2", true) // names of one length: the paths added are as long
+	if len(told) != len(hidden) {
+		t.Fatalf("%d and %d requests", len(told), len(hidden))
+	}
+	for i := range told {
+		if !bytes.Equal(told[i], bytes.ReplaceAll(hidden[i], []byte(filepath.Join(dir, "a2")), []byte(filepath.Join(dir, "a1")))) {
+			t.Fatalf("request %d differs:\n%s\n%s", i, told[i], hidden[i])
+		}
+	}
+}
