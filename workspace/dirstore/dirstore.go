@@ -35,6 +35,8 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx/internal/fsutil"
+	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/dirsession"
 	"github.com/agentctx/agentctx/workspace"
 )
 
@@ -67,7 +69,22 @@ var (
 	_ workspace.Searcher = (*Store)(nil)
 	_ workspace.Locator  = (*Store)(nil)
 	_ workspace.Pather   = (*Store)(nil)
+	_ session.Keeper     = (*Store)(nil)
 )
+
+// SessionsDir is the directory, inside the store's root, of the session
+// state kept beside the artifacts (see OpenSessions).
+const SessionsDir = ".sessions"
+
+// OpenSessions implements session.Keeper: the session state is kept in
+// <root>/.sessions (session/dirsession), shared by every process that
+// shares the directory.
+func (s *Store) OpenSessions(ctx context.Context) (session.Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return dirsession.Open(filepath.Join(s.root, SessionsDir))
+}
 
 // Open returns a store kept in the directory root. Nothing is created until
 // the first Put; reading a store whose directory does not exist finds no

@@ -8,22 +8,38 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/workspace"
 )
 
 // Store is an in-memory workspace.Store. The zero value is not usable;
 // call New.
 type Store struct {
-	mu     sync.RWMutex
-	ns     map[string]map[string]*workspace.Artifact
-	closed bool
+	mu       sync.RWMutex
+	ns       map[string]map[string]*workspace.Artifact
+	closed   bool
+	sessions *memsession.Driver // see OpenSessions
 }
 
-var _ workspace.Store = (*Store)(nil)
+var (
+	_ workspace.Store = (*Store)(nil)
+	_ session.Keeper  = (*Store)(nil)
+)
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{ns: make(map[string]map[string]*workspace.Artifact)}
+	return &Store{ns: make(map[string]map[string]*workspace.Artifact), sessions: memsession.NewDriver()}
+}
+
+// OpenSessions implements session.Keeper: the session state is kept in
+// memory as long as the store, and every store it returns sees the same
+// states (closing one leaves them to the others).
+func (s *Store) OpenSessions(ctx context.Context) (session.Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return session.New(s.sessions, nil), nil
 }
 
 func (s *Store) check(ctx context.Context, op, ns, id string, needID bool) error {

@@ -44,6 +44,8 @@ import (
 
 	"github.com/agentctx/agentctx/internal/pgmigrate"
 	"github.com/agentctx/agentctx/internal/secret"
+	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/pgsession"
 	"github.com/agentctx/agentctx/workspace"
 )
 
@@ -82,7 +84,18 @@ var (
 	_ workspace.LineReader = (*Store)(nil)
 	_ workspace.Searcher   = (*Store)(nil)
 	_ workspace.Locator    = (*Store)(nil)
+	_ session.Keeper       = (*Store)(nil)
 )
+
+// OpenSessions implements session.Keeper: the session state is kept in the
+// same database (session/pgsession), over the store's connection pool.
+// Close the returned store before this one.
+func (s *Store) OpenSessions(ctx context.Context) (session.Store, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("pgstore: open sessions: %w", workspace.ErrClosed)
+	}
+	return pgsession.New(ctx, s.pool, s.loc)
+}
 
 // Component is the name of the workspace schema in agentctx_migrations.
 const Component = "workspace"

@@ -28,6 +28,8 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/sqlitesession"
 	"github.com/agentctx/agentctx/workspace"
 
 	"github.com/agentctx/agentctx/internal/fsutil"
@@ -57,7 +59,18 @@ var (
 	_ workspace.Store    = (*Store)(nil)
 	_ workspace.Searcher = (*Store)(nil)
 	_ workspace.Locator  = (*Store)(nil)
+	_ session.Keeper     = (*Store)(nil)
 )
+
+// OpenSessions implements session.Keeper: the session state is kept in the
+// same SQLite file (session/sqlitesession), over the store's connections.
+// Close the returned store before this one.
+func (s *Store) OpenSessions(ctx context.Context) (session.Store, error) {
+	if s.closed.Load() {
+		return nil, fmt.Errorf("sqlitestore: open sessions: %w", workspace.ErrClosed)
+	}
+	return sqlitesession.New(ctx, s.db, s.path)
+}
 
 const schema = `
 CREATE TABLE IF NOT EXISTS artifacts (

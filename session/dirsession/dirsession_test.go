@@ -1,19 +1,16 @@
-package session_test
+package dirsession_test
 
 import (
 	"testing"
 
 	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/dirsession"
 	"github.com/agentctx/agentctx/session/sessiontest"
 )
 
-func TestMemStore(t *testing.T) {
-	sessiontest.Run(t, func(t *testing.T) session.Store { return session.NewMemStore() })
-}
-
-func TestDirStore(t *testing.T) {
+func TestConformance(t *testing.T) {
 	sessiontest.Run(t, func(t *testing.T) session.Store {
-		s, err := session.OpenDir(t.TempDir())
+		s, err := dirsession.Open(t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}
