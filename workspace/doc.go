@@ -89,6 +89,9 @@
 // shares, and memstore keeps memory for tests. Namespaces keep workspaces
 // apart within one store; sessions share theirs.
 //
+// What backends share (the types, Check, Measure, the line reader and
+// the grep engine) is in package workspace/driver, out of this API.
+//
 // Lines and Grep work over any Store (with Get and Query); a backend that
 // can do better implements the optional LineReader or Searcher interface
 // and is used through the same functions, as io.Copy uses an io.WriterTo.

@@ -38,6 +38,7 @@ import (
 	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/session/dirsession"
 	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/driver"
 )
 
 const (
@@ -157,7 +158,7 @@ func (s *Store) names(ns, id string) (dir, name string, err error) {
 }
 
 func (s *Store) check(ctx context.Context, op, ns, id string, needID bool) error {
-	if err := workspace.Check(ctx, op, ns, id, needID); err != nil {
+	if err := driver.Check(ctx, op, ns, id, needID); err != nil {
 		return err
 	}
 	if s.closed.Load() {
@@ -270,14 +271,14 @@ func (s *Store) write(ctx context.Context, op, ns string, a workspace.Artifact) 
 	if err := s.check(ctx, op, ns, a.ID, true); err != nil {
 		return workspace.Info{}, err
 	}
-	if err := workspace.ValidateArtifact(&a); err != nil {
+	if err := driver.ValidateArtifact(&a); err != nil {
 		return fail(err)
 	}
 	dir, name, err := s.names(ns, a.ID)
 	if err != nil {
 		return fail(err)
 	}
-	m := workspace.Measure(a)
+	m := driver.Measure(a)
 	mf := metaFile{ID: m.ID, Namespace: ns, Type: string(m.Type), Chars: m.Chars, Lines: m.Lines, Bytes: m.Bytes,
 		SHA256: m.SHA256, ContentFile: name + contentExt, Metadata: m.Metadata}
 	if !m.Created.IsZero() {
@@ -348,7 +349,7 @@ func (s *Store) read(ctx context.Context, op, ns, id string) (*workspace.Artifac
 		return fail(err)
 	}
 	if !ok {
-		m := workspace.Measure(*a)
+		m := driver.Measure(*a)
 		return &m, nil
 	}
 	return a, nil
@@ -414,7 +415,7 @@ func (s *Store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*wo
 	if err := s.check(ctx, "grep", ns, "", false); err != nil {
 		return nil, err
 	}
-	if _, err := workspace.NewGrepper(q); err != nil {
+	if _, err := driver.NewGrepper(q); err != nil {
 		return nil, &workspace.Error{Op: "grep", Namespace: ns, Err: err}
 	}
 	list, err := s.query(ctx, "grep", ns, q.Filter)
@@ -422,7 +423,7 @@ func (s *Store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*wo
 		return nil, err
 	}
 	dir, _ := s.nsDir(ns)
-	return workspace.GrepInfos(ctx, ns, q, list, func(info workspace.Info) (string, error) {
+	return driver.GrepInfos(ctx, ns, q, list, func(info workspace.Info) (string, error) {
 		name, _ := fsutil.SafeName(info.ID)
 		content, err := os.ReadFile(filepath.Join(dir, name+contentExt))
 		if err == nil {
@@ -483,7 +484,7 @@ func (s *Store) query(ctx context.Context, op, ns string, f workspace.Filter) ([
 			list = append(list, info)
 		}
 	}
-	workspace.SortInfos(list)
+	driver.SortInfos(list)
 	return list, nil
 }
 
@@ -497,7 +498,7 @@ func (s *Store) Query(ctx context.Context, ns string, f workspace.Filter) ([]wor
 	if err != nil {
 		return nil, err
 	}
-	return workspace.Page(list, f), nil
+	return driver.Page(list, f), nil
 }
 
 // Delete implements workspace.Store.

@@ -11,6 +11,7 @@ import (
 	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/driver"
 )
 
 // Store is an in-memory workspace.Store. The zero value is not usable;
@@ -43,7 +44,7 @@ func (s *Store) OpenSessions(ctx context.Context) (session.Store, error) {
 }
 
 func (s *Store) check(ctx context.Context, op, ns, id string, needID bool) error {
-	if err := workspace.Check(ctx, op, ns, id, needID); err != nil {
+	if err := driver.Check(ctx, op, ns, id, needID); err != nil {
 		return err
 	}
 	if s.closed {
@@ -69,13 +70,13 @@ func (s *Store) put(ctx context.Context, op, ns string, a workspace.Artifact) (w
 	if err := s.check(ctx, op, ns, a.ID, true); err != nil {
 		return workspace.Info{}, err
 	}
-	if err := workspace.ValidateArtifact(&a); err != nil {
+	if err := driver.ValidateArtifact(&a); err != nil {
 		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
 	}
 	if _, taken := s.ns[ns][a.ID]; taken && op == "create" {
 		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: workspace.ErrExists}
 	}
-	m := workspace.Measure(a)
+	m := driver.Measure(a)
 	if s.ns[ns] == nil {
 		s.ns[ns] = make(map[string]*workspace.Artifact)
 	}
@@ -123,7 +124,7 @@ func (s *Store) query(ns string, f workspace.Filter) []workspace.Info {
 			list = append(list, a.Info)
 		}
 	}
-	workspace.SortInfos(list)
+	driver.SortInfos(list)
 	return list
 }
 
@@ -134,7 +135,7 @@ func (s *Store) Query(ctx context.Context, ns string, f workspace.Filter) ([]wor
 	if err := s.check(ctx, "query", ns, "", false); err != nil {
 		return nil, err
 	}
-	list := workspace.Page(s.query(ns, f), f)
+	list := driver.Page(s.query(ns, f), f)
 	out := make([]workspace.Info, len(list))
 	for i, info := range list {
 		out[i] = info.Clone()

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/driver"
 )
 
 // TestLinesMatchesLinesOf compares the chunked Lines with LinesOf on every
@@ -36,10 +37,10 @@ func TestLinesMatchesLinesOf(t *testing.T) {
 		if _, err := s.Put(ctx, "ns", workspace.Artifact{Info: workspace.Info{ID: "a"}, Content: content}); err != nil {
 			t.Fatal(err)
 		}
-		total := workspace.CountLines(content)
+		total := driver.CountLines(content)
 		for start := 0; start <= total+1; start++ {
 			for end := start - 1; end <= total+2; end++ {
-				want, werr := workspace.LinesOf("a", content, start, end)
+				want, werr := driver.LinesOf("a", content, start, end)
 				got, gerr := s.Lines(ctx, "ns", "a", start, end)
 				if (werr == nil) != (gerr == nil) {
 					t.Fatalf("Lines(%d, %d) of %q: error %v, LinesOf %v", start, end, content, gerr, werr)

@@ -47,6 +47,7 @@ import (
 	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/session/pgsession"
 	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/driver"
 )
 
 // DefaultChunkBytes is the largest chunk of content stored in one row.
@@ -210,7 +211,7 @@ func redact(s string) string { return secret.URL(s) }
 func (s *Store) Location() string { return s.loc }
 
 func (s *Store) check(ctx context.Context, op, ns, id string, needID bool) error {
-	if err := workspace.Check(ctx, op, ns, id, needID); err != nil {
+	if err := driver.Check(ctx, op, ns, id, needID); err != nil {
 		return err
 	}
 	if s.closed.Load() {
@@ -339,10 +340,10 @@ func (s *Store) write(ctx context.Context, op, ns string, a workspace.Artifact) 
 	if err := s.check(ctx, op, ns, a.ID, true); err != nil {
 		return workspace.Info{}, err
 	}
-	if err := workspace.ValidateArtifact(&a); err != nil {
+	if err := driver.ValidateArtifact(&a); err != nil {
 		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
 	}
-	m := workspace.Measure(a)
+	m := driver.Measure(a)
 	md, err := json.Marshal(m.Metadata)
 	if err != nil {
 		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
@@ -535,7 +536,7 @@ func (s *Store) Lines(ctx context.Context, ns, id string, start, end int) (*work
 	if !found {
 		return fail(workspace.ErrNotFound)
 	}
-	end, err = workspace.CheckRange(start, end, int(total))
+	end, err = driver.CheckRange(start, end, int(total))
 	if err != nil {
 		return fail(err)
 	}
@@ -546,7 +547,7 @@ func (s *Store) Lines(ctx context.Context, ns, id string, start, end int) (*work
 		i := strings.IndexByte(body, '\n')
 		body, line = body[i+1:], line+1
 	}
-	lr, err := workspace.LinesOf(id, body, start-line+1, end-line+1)
+	lr, err := driver.LinesOf(id, body, start-line+1, end-line+1)
 	if err != nil {
 		return fail(fmt.Errorf("chunks of lines %d-%d: %w", start, end, err))
 	}

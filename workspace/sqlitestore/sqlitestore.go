@@ -31,6 +31,7 @@ import (
 	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/session/sqlitesession"
 	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/driver"
 
 	"github.com/agentctx/agentctx/internal/fsutil"
 )
@@ -153,7 +154,7 @@ func (s *Store) Path() string { return s.path }
 func (s *Store) Location() string { return s.path }
 
 func (s *Store) check(ctx context.Context, op, ns, id string, needID bool) error {
-	if err := workspace.Check(ctx, op, ns, id, needID); err != nil {
+	if err := driver.Check(ctx, op, ns, id, needID); err != nil {
 		return err
 	}
 	if s.closed.Load() {
@@ -188,10 +189,10 @@ func (s *Store) write(ctx context.Context, op, ns string, a workspace.Artifact) 
 	if err := s.check(ctx, op, ns, a.ID, true); err != nil {
 		return workspace.Info{}, err
 	}
-	if err := workspace.ValidateArtifact(&a); err != nil {
+	if err := driver.ValidateArtifact(&a); err != nil {
 		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
 	}
-	m := workspace.Measure(a)
+	m := driver.Measure(a)
 	md, err := json.Marshal(m.Metadata)
 	if err != nil {
 		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
@@ -354,7 +355,7 @@ func (s *Store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*wo
 	if err := s.check(ctx, "grep", ns, q.ID, q.ID != ""); err != nil {
 		return nil, err
 	}
-	g, err := workspace.NewGrepper(q)
+	g, err := driver.NewGrepper(q)
 	if err != nil {
 		return nil, &workspace.Error{Op: "grep", Namespace: ns, ID: q.ID, Err: err}
 	}
