@@ -83,8 +83,8 @@ func (s *portable) begin(ctx context.Context, op, ns, id string, list bool) (con
 	if s.closed.Load() {
 		return fail(ErrClosed)
 	}
-	if s.timeout < 0 {
-		return ctx, func() {}, nil
+	if dl, ok := ctx.Deadline(); s.timeout < 0 || ok && time.Until(dl) <= s.timeout {
+		return ctx, nop, nil // ctx ends first anyway (a pipeline's StoreTimeout)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	return ctx, cancel, nil
@@ -92,6 +92,8 @@ func (s *portable) begin(ctx context.Context, op, ns, id string, list bool) (con
 
 // wrap makes a driver's error the Store's: an *Error naming the call, and
 // the context's error when ctx ended (a driver's "interrupted" is that).
+func nop() {}
+
 func wrap(ctx context.Context, err error, op, ns, id string) error {
 	if err == nil {
 		return nil
