@@ -17,7 +17,7 @@ import (
 // artifacts they own or name, on a clock the test holds.
 type retentionFixture struct {
 	now time.Time
-	ws  *memstore.Store
+	ws  workspace.Store
 	ss  session.Store
 	s   *Sessions
 }

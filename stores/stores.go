@@ -129,6 +129,9 @@ func sessionsOf(ctx context.Context, ws workspace.Store) (session.Store, error) 
 		return nil, fmt.Errorf("open sessions: workspace store %T: %w", ws, ErrNoSessions)
 	}
 	ss, err := k.OpenSessions(ctx)
+	if errors.Is(err, errors.ErrUnsupported) { // a portable store over a driver that keeps none
+		return nil, fmt.Errorf("open sessions: %w: %w", ErrNoSessions, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open sessions: %w", err)
 	}

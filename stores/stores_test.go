@@ -17,6 +17,7 @@ import (
 	"github.com/agentctx/agentctx/stores"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/dirstore"
+	"github.com/agentctx/agentctx/workspace/driver"
 	"github.com/agentctx/agentctx/workspace/memstore"
 	"github.com/agentctx/agentctx/workspace/pgstore"
 	"github.com/agentctx/agentctx/workspace/sqlitestore"
@@ -193,6 +194,11 @@ func TestOpen(t *testing.T) {
 		_, err := stores.Open(ctx, stores.Spec{Workspace: wrapped{memstore.New()}})
 		if !errors.Is(err, stores.ErrNoSessions) {
 			t.Fatalf("got %v, want ErrNoSessions", err)
+		}
+		// A portable store over a driver that keeps none.
+		_, err = stores.Open(ctx, stores.Spec{Workspace: workspace.NewStore(struct{ driver.Store }{memstore.NewDriver()}, nil)})
+		if !errors.Is(err, stores.ErrNoSessions) {
+			t.Fatalf("a driver without sessions: %v, want ErrNoSessions", err)
 		}
 		// Given a session store, or none wanted, it is fine.
 		for _, spec := range []stores.Spec{

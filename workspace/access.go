@@ -15,6 +15,11 @@ func Lines(ctx context.Context, s Store, namespace, id string, start, end int) (
 	if lr, ok := s.(LineReader); ok {
 		return lr.Lines(ctx, namespace, id, start, end)
 	}
+	return genericLines(ctx, s, namespace, id, start, end)
+}
+
+// genericLines is Lines over Get.
+func genericLines(ctx context.Context, s Store, namespace, id string, start, end int) (*LineRange, error) {
 	if err := driver.Check(ctx, "lines", namespace, id, true); err != nil {
 		return nil, err
 	}
@@ -37,6 +42,11 @@ func Grep(ctx context.Context, s Store, namespace string, q GrepQuery) (*GrepRes
 	if sr, ok := s.(Searcher); ok {
 		return sr.Grep(ctx, namespace, q)
 	}
+	return genericGrep(ctx, s, namespace, q)
+}
+
+// genericGrep is Grep over Query and Get.
+func genericGrep(ctx context.Context, s Store, namespace string, q GrepQuery) (*GrepResult, error) {
 	if err := driver.Check(ctx, "grep", namespace, q.ID, q.ID != ""); err != nil {
 		return nil, err
 	}

@@ -19,8 +19,9 @@ import (
 //     already taken is ErrExists (Create); a bad
 //     id is ErrInvalidID, a bad namespace ErrInvalidNamespace, bad metadata
 //     ErrInvalidMetadata, a bad line range ErrInvalidRange, a pattern that
-//     does not compile ErrInvalidPattern, use after Close ErrClosed.
-//     Backends return them inside an *Error naming the operation and key.
+//     does not compile ErrInvalidPattern, use after Close ErrClosed,
+//     inside an *Error naming the operation and key (the portable store
+//     of NewStore does this for every backend).
 //   - Ids and namespaces are any non-empty valid UTF-8 ("/", "..", NUL and
 //     very long ids included); two different ids are two artifacts.
 //   - Put replaces an artifact with the same id whole (content, type,

@@ -15,7 +15,7 @@ import (
 // range of contents whose lines are shorter and longer than a chunk.
 func TestLinesMatchesLinesOf(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, newURL(t), &Options{ChunkBytes: 16})
+	s, err := open(ctx, newURL(t), &Options{ChunkBytes: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestLinesMatchesLinesOf(t *testing.T) {
 		if n%2 == 1 {
 			content = strings.TrimSuffix(content, "\n") // no final newline
 		}
-		if _, err := s.Put(ctx, "ns", workspace.Artifact{Info: workspace.Info{ID: "a"}, Content: content}); err != nil {
+		if _, err := s.Put(ctx, "ns", driver.Measure(workspace.Artifact{Info: workspace.Info{ID: "a"}, Content: content})); err != nil {
 			t.Fatal(err)
 		}
 		total := driver.CountLines(content)

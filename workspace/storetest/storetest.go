@@ -46,6 +46,20 @@ type rule struct {
 // Run runs every rule of the contract against stores made by open, each
 // rule in a subtest named after it.
 func Run(t *testing.T, open Opener) {
+	t.Helper()
+	run(t, open)
+}
+
+// RunDriver checks a backend's driver through the portable store
+// workspace.NewStore makes of it, as programs use it (a backend's Open
+// returns that store: Run checks it the same way). newDriver opens the
+// driver of the store kept at dir, as an Opener does.
+func RunDriver(t *testing.T, newDriver func(t testing.TB, dir string) driver.Store) {
+	t.Helper()
+	run(t, func(t testing.TB, dir string) workspace.Store { return workspace.NewStore(newDriver(t, dir), nil) })
+}
+
+func run(t *testing.T, open Opener) {
 	for _, r := range rules {
 		t.Run(r.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "store")
