@@ -11,6 +11,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/memstore"
 )
@@ -113,7 +114,7 @@ func TestFailedArchiveIsRetriedOnTheNextRequest(t *testing.T) {
 	store := &fullStore{Store: memstore.New()}
 	o := options(t)
 	o.NoPrune = true
-	o.Store = store
+	o.Store, o.Sessions = store, memsession.New()
 	o.Compact.Limit = tokensOf(h) * 104 / 100 // over the trigger (92%), within the limit
 	sum := &countingSummarizer{}
 	o.Compact.Summarizer = sum
@@ -176,7 +177,7 @@ func TestOverTheLimitIsCompactedWhateverFailedBefore(t *testing.T) {
 		store := &fullStore{Store: memstore.New()}
 		o := options(t)
 		o.NoPrune = true
-		o.Store = store
+		o.Store, o.Sessions = store, memsession.New()
 		o.Compact.Limit = tokensOf(h) * 104 / 100
 		p := newPipeline(t, o)
 		store.full.Store(true)

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,9 +20,9 @@ import (
 	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/stores"
 	"github.com/agentctx/agentctx/tokens"
 	"github.com/agentctx/agentctx/workspace"
-	"github.com/agentctx/agentctx/workspace/dirstore"
 )
 
 // OffloadMode selects what the offload step does.
@@ -48,11 +49,11 @@ const (
 )
 
 // DefaultWorkspaceDir is the directory of the default workspace store.
-const DefaultWorkspaceDir = ".agentctx"
+const DefaultWorkspaceDir = stores.DefaultDir
 
 // SessionsDir is the directory, inside a directory workspace, of the
 // session states the Pipeline keeps by default.
-const SessionsDir = ".sessions"
+const SessionsDir = stores.SessionsDir
 
 // DefaultSessionID is the session of a Pipeline whose Options name none.
 const DefaultSessionID = "default"
@@ -121,8 +122,9 @@ type Options struct {
 	Offload OffloadMode
 	// Store keeps the artifacts (in every mode: the originals of pruned
 	// results too). Nil means a
-	// directory store (dirstore) at WorkspaceDir, opened by New and closed
-	// by Close. A Store given here is not closed by the Pipeline.
+	// directory store (dirstore) at WorkspaceDir, opened by New (through
+	// package stores) and closed by Close. A Store given here is not
+	// closed by the Pipeline.
 	Store workspace.Store
 	// WorkspaceDir is the directory of the default store; "" means
 	// DefaultWorkspaceDir.
@@ -147,10 +149,15 @@ type Options struct {
 
 	// Sessions keeps the session state (SPEC §9): every decision made for
 	// the conversation, re-applied byte for byte by later calls, in this
-	// process or another. Nil means a directory store under
-	// <WorkspaceDir>/.sessions when the Pipeline opens its default
-	// workspace, else memory (the state then lives as long as the
-	// Pipeline). A Store given here is not closed by the Pipeline.
+	// process or another. Nil means the session store of the workspace
+	// store, chosen by package stores: the state follows the artifacts
+	// (<WorkspaceDir>/.sessions of the default directory store, the same
+	// file of a sqlitestore, the same database of a pgstore, the same
+	// memory of a memstore), and a Store that keeps no session state
+	// makes New fail with an error matching stores.ErrNoSessions. Without
+	// a workspace store (mode none or files with NoPrune) it is memory,
+	// as long as the Pipeline lives. A Sessions given here is not closed
+	// by the Pipeline.
 	Sessions session.Store
 
 	// ClearAtLeast is the fewest tokens a new batch of pruned results must
@@ -273,14 +280,13 @@ type Pipeline struct {
 	mc         *tokens.MessageCounter
 	log        *slog.Logger
 	ws         *workspace.Workspace
-	closeStore bool
+	openStores *stores.Stores // what New opened, closed by Close
 	wsRoot     string
 
-	sessions      session.Store
-	closeSessions bool
-	namespace     string // of the session state
-	sessionID     string
-	archiver      compact.Archiver
+	sessions  session.Store
+	namespace string // of the session state
+	sessionID string
+	archiver  compact.Archiver
 
 	mu        sync.Mutex
 	summaries map[string]string // see remembered
@@ -370,18 +376,13 @@ func New(opts Options) (*Pipeline, error) {
 	// names where its original is. Only mode workspace replaces large
 	// results by references to it; the other modes need the store only
 	// when they prune.
+	st, err := OpenStores(context.Background(), *o)
+	if err != nil {
+		return nil, err
+	}
+	p.openStores = st
 	if o.Offload == OffloadWorkspace || !o.NoPrune {
-		store := o.Store
-		if store == nil {
-			if o.WorkspaceDir == "" {
-				o.WorkspaceDir = DefaultWorkspaceDir
-			}
-			s, err := dirstore.Open(o.WorkspaceDir, nil)
-			if err != nil {
-				return nil, fmt.Errorf("pipeline: open workspace: %w", err)
-			}
-			store, p.closeStore = s, true
-		}
+		store := st.Workspace
 		if l, ok := store.(workspace.Locator); ok {
 			p.wsRoot = l.Location()
 		}
@@ -414,33 +415,44 @@ func New(opts Options) (*Pipeline, error) {
 	if p.namespace == "" {
 		p.namespace = workspace.DefaultNamespace
 	}
-	p.sessions = o.Sessions
-	switch {
-	case p.sessions != nil || o.Stateless:
-	case p.closeStore && o.WorkspaceDir != "":
-		s, err := session.OpenDir(filepath.Join(o.WorkspaceDir, SessionsDir))
-		if err != nil {
-			p.Close()
-			return nil, fmt.Errorf("pipeline: open sessions: %w", err)
-		}
-		p.sessions, p.closeSessions = s, true
-	default:
-		p.sessions, p.closeSessions = session.NewMemStore(), true
-	}
+	p.sessions = st.Sessions
 	return p, nil
 }
 
-// Close releases the workspace store New opened. A Store given in Options
-// is left open. Prepare must not be called after Close.
+// OpenStores opens the stores New opens for o, through package stores
+// (where every program chooses them): a directory store at WorkspaceDir
+// when o.Store is nil and a mode needs one (OffloadWorkspace, or pruning),
+// and the session store that follows the workspace store when o.Sessions
+// is nil and o is not Stateless. A program that runs many Pipelines over
+// shared stores (proxy.PipelineEngine) opens them once with OpenStores and
+// gives them to every Pipeline in Options; Stores.Close releases them.
+// Opening is bounded by o.StoreTimeout, as every store call.
+func OpenStores(ctx context.Context, o Options) (*stores.Stores, error) {
+	offload := o.Offload
+	if offload == "" {
+		offload = OffloadWorkspace
+	}
+	dir := o.WorkspaceDir
+	if dir == "" {
+		dir = DefaultWorkspaceDir
+	}
+	if o.StoreTimeout >= 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, cmp.Or(o.StoreTimeout, DefaultStoreTimeout), ErrStoreTimeout)
+		defer cancel()
+	}
+	st, err := stores.Open(ctx, stores.Spec{Workspace: o.Store, Dir: dir, NoWorkspace: offload != OffloadWorkspace && o.NoPrune,
+		Sessions: o.Sessions, NoSessions: o.Stateless})
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: %w", err)
+	}
+	return st, nil
+}
+
+// Close releases the stores New opened. A Store or Sessions given in
+// Options is left open. Prepare must not be called after Close.
 func (p *Pipeline) Close() error {
-	var err error
-	if p.closeStore && p.opts.Store != nil {
-		err = p.opts.Store.Close()
-	}
-	if p.closeSessions && p.sessions != nil {
-		err = errors.Join(err, p.sessions.Close())
-	}
-	return err
+	return p.openStores.Close()
 }
 
 // Workspace returns the workspace the offload step stores tool results in

@@ -18,7 +18,7 @@ import (
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/prune"
-	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/memstore"
 )
@@ -140,7 +140,7 @@ func TestConcurrentWritersLoseNoUpdate(t *testing.T) {
 	o := options(t)
 	o.NoPrune = true
 	o.Compact.Limit, o.Compact.Summarizer = 3000, sum
-	o.Sessions = session.NewMemStore()
+	o.Sessions = memsession.New()
 	o.Store = memstore.New()
 	const workers, each = 4, 5
 	var wg sync.WaitGroup
@@ -296,7 +296,7 @@ func (failingArchiver) Archive(context.Context, string, []agentctx.Message) (com
 // byte, for any reader of the namespace.
 func TestSessionsKeepTheirArtifacts(t *testing.T) {
 	store := memstore.New()
-	sessions := session.NewMemStore()
+	sessions := memsession.New()
 	contents := map[string]string{"s1": strings.Repeat("first session\n", 4000), "s2": strings.Repeat("second session\n", 4000)}
 	named := map[string]string{} // artifact id named in the reference -> content
 	for _, id := range []string{"s1", "s2"} {
@@ -328,7 +328,7 @@ func TestReadBackProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for run := range 6 {
 		o := options(t)
-		o.Store, o.Sessions = memstore.New(), session.NewMemStore()
+		o.Store, o.Sessions = memstore.New(), memsession.New()
 		o.Compact.Limit = 8_000 + rng.IntN(8_000)
 		o.ClearAtLeast = []int{-1, 500, 5_000}[run%3]
 		var clock time.Time

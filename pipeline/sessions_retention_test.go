@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/memstore"
 )
@@ -16,15 +17,17 @@ import (
 // artifacts they own or name, on a clock the test holds.
 type retentionFixture struct {
 	now time.Time
-	ws  *memstore.Store
-	ss  *session.MemStore
+	ws  workspace.Store
+	ss  session.Store
 	s   *Sessions
 }
 
 func newRetentionFixture(t *testing.T) *retentionFixture {
 	t.Helper()
-	f := &retentionFixture{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC), ws: memstore.New(), ss: session.NewMemStore()}
-	f.ss.Now = func() time.Time { return f.now }
+	f := &retentionFixture{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC), ws: memstore.New()}
+	d := memsession.NewDriver()
+	d.Now = func() time.Time { return f.now }
+	f.ss = session.New(d, nil)
 	f.s = &Sessions{Workspace: f.ws, Sessions: f.ss, Now: func() time.Time { return f.now }}
 	ago := func(d time.Duration) time.Time { return f.now.Add(-d) }
 	day := 24 * time.Hour
@@ -140,7 +143,7 @@ func TestRetention(t *testing.T) {
 // A session saved between the moment Prune judged it and its deletion is
 // left whole: its state and every artifact it owns.
 type saveOnDelete struct {
-	*session.MemStore
+	session.Store
 	fired bool
 }
 
@@ -150,12 +153,12 @@ func (s *saveOnDelete) DeleteVersion(ctx context.Context, ns, id string, v int64
 		data, ver, _ := s.Load(ctx, ns, id)
 		s.Save(ctx, ns, id, data, ver)
 	}
-	return s.MemStore.DeleteVersion(ctx, ns, id, v)
+	return s.Store.DeleteVersion(ctx, ns, id, v)
 }
 
 func TestRetentionSkipsASessionSavedMeanwhile(t *testing.T) {
 	f := newRetentionFixture(t)
-	f.s.Sessions = &saveOnDelete{MemStore: f.ss}
+	f.s.Sessions = &saveOnDelete{Store: f.ss}
 	rep, err := f.s.Prune(context.Background(), "default", Retention{MaxAge: 30 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)

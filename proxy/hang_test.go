@@ -14,6 +14,7 @@ import (
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/dirstore"
 )
@@ -37,7 +38,7 @@ func (hungSessions) Save(ctx context.Context, ns, id string, data []byte, v int6
 // 24: requests hung 90 s until the client gave up).
 func TestHungStoreForwardsTheOriginal(t *testing.T) {
 	e := pipelineEngine(t, proxy.PipelineOptions{Pipeline: pipeline.Options{
-		Sessions:     hungSessions{session.NewMemStore()},
+		Sessions:     hungSessions{memsession.New()},
 		StoreTimeout: 200 * time.Millisecond,
 	}})
 	fake := fakeupstream.New(fakeupstream.Options{})
@@ -138,7 +139,7 @@ func (failingSessions) Load(ctx context.Context, ns, id string) ([]byte, int64, 
 // a timeout, in the stats and in /metrics; the request goes upstream
 // unedited.
 func TestFailingStoreCounted(t *testing.T) {
-	e := pipelineEngine(t, proxy.PipelineOptions{Pipeline: pipeline.Options{Sessions: failingSessions{session.NewMemStore()}}})
+	e := pipelineEngine(t, proxy.PipelineOptions{Pipeline: pipeline.Options{Sessions: failingSessions{memsession.New()}}})
 	fake := fakeupstream.New(fakeupstream.Options{})
 	base := newProxy(t, fake, e)
 	resp := post(t, base+"/v1/messages", toolTurns(2, 500), map[string]string{proxy.HeaderSession: "s1"})

@@ -17,6 +17,7 @@ import (
 	"github.com/agentctx/agentctx/internal/fakeupstream"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
+	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/memstore"
 )
@@ -154,7 +155,7 @@ func TestProxyCompactsAgainOnceTheDiskHasSpace(t *testing.T) {
 	store := &archiveFullStore{Store: memstore.New()}
 	store.full.Store(true)
 	fake := fakeupstream.New(fakeupstream.Options{})
-	base := newProxy(t, fake, pipelineEngine(t, proxy.PipelineOptions{Pipeline: pipeline.Options{NoPrune: true, Store: store,
+	base := newProxy(t, fake, pipelineEngine(t, proxy.PipelineOptions{Pipeline: pipeline.Options{NoPrune: true, Store: store, Sessions: memsession.New(),
 		Compact: compact.Options{Limit: 3000}, Workspace: workspace.Options{InlineLimit: 100000}}}))
 	n := 0
 	compacted := func() bool {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -13,9 +12,7 @@ import (
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pricing"
-	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/tokens"
-	"github.com/agentctx/agentctx/workspace/dirstore"
 )
 
 // Defaults of PipelineEngine.
@@ -111,40 +108,14 @@ func NewPipelineEngine(opts PipelineOptions) (*PipelineEngine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	var closers []func() error
-	dir := opts.Pipeline.WorkspaceDir
-	if dir == "" {
-		dir = pipeline.DefaultWorkspaceDir
+	// One workspace store and one session store for every session, so
+	// that a session evicted from memory comes back with its decisions.
+	st, err := pipeline.OpenStores(context.Background(), opts.Pipeline)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	if opts.Pipeline.Store == nil && (opts.Pipeline.Offload == "" || opts.Pipeline.Offload == pipeline.OffloadWorkspace) {
-		st, err := dirstore.Open(dir, nil)
-		if err != nil {
-			return nil, fmt.Errorf("proxy: open workspace: %w", err)
-		}
-		opts.Pipeline.Store = st
-		closers = append(closers, st.Close)
-	}
-	if opts.Pipeline.Sessions == nil && !opts.Pipeline.Stateless {
-		// One session store for every session, so that a session evicted
-		// from memory comes back with its decisions.
-		var ss session.Store = session.NewMemStore()
-		if len(closers) > 0 {
-			d, err := session.OpenDir(filepath.Join(dir, pipeline.SessionsDir))
-			if err != nil {
-				return nil, fmt.Errorf("proxy: open sessions: %w", err)
-			}
-			ss = d
-		}
-		opts.Pipeline.Sessions = ss
-		closers = append(closers, ss.Close)
-	}
-	closeStore := func() error {
-		var errs []error
-		for _, c := range closers {
-			errs = append(errs, c())
-		}
-		return errors.Join(errs...)
-	}
+	opts.Pipeline.Store, opts.Pipeline.Sessions = st.Workspace, st.Sessions
+	closeStore := st.Close
 	if opts.Pipeline.MessageCounter == nil {
 		opts.Pipeline.MessageCounter = tokens.NewMessageCounter(tokens.MessageOptions{Counter: opts.Pipeline.Counter, Parallelism: -1})
 	}

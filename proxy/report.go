@@ -17,7 +17,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/httpguard"
 	"github.com/agentctx/agentctx/pipeline"
-	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/tokens"
 	"github.com/agentctx/agentctx/workspace/memstore"
 )
@@ -154,7 +154,7 @@ func ReplayReport(ctx context.Context, title string, doc *agentctx.Document, opt
 		opts.Store = memstore.New()
 	}
 	if opts.Sessions == nil {
-		opts.Sessions = session.NewMemStore()
+		opts.Sessions = memsession.New()
 	}
 	if opts.SessionID == "" {
 		opts.SessionID = "report"

@@ -9,32 +9,37 @@
 // compare-and-swap, so two processes preparing requests of one session
 // never lose an update. Package pipeline defines what the bytes hold.
 //
-// Backends: MemStore (memory), DirStore (a directory, one JSON file per
-// session, the default beside a directory workspace), session/sqlitesession
-// (a table in an SQLite file) and session/pgsession (PostgreSQL, shared by
-// a fleet). Every backend passes the conformance suite in
-// session/sessiontest. Stat, List and DeleteVersion let housekeeping
+// Backends, one subpackage each: session/memsession (memory),
+// session/dirsession (a directory, one file per session, the default beside
+// a directory workspace), session/sqlitesession (a table in an SQLite file)
+// and session/pgsession (PostgreSQL, shared by a fleet). Every backend
+// passes the conformance suite in session/sessiontest.
+//
+// The session state follows the workspace: a workspace store that keeps
+// session state beside its artifacts implements Keeper (a SQLite workspace
+// in the same file, a PostgreSQL one in the same database, a directory one
+// in its .sessions subdirectory, a memory one in the same memory), and
+// package stores opens it when no session store is given. Stat, List and DeleteVersion let housekeeping
 // (pipeline.Sessions: "agentctx sessions") list sessions and delete only
 // what it judged idle.
 package session
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // Store keeps versioned session states.
 //
-// Contract, checked for every backend by sessiontest.Run:
+// Contract, checked for every backend by sessiontest.Run. A backend is a
+// Driver (the I/O) under the portable Store New makes of it, which keeps
+// the checks, errors, Close and deadlines of this contract for every
+// backend alike:
 //
-//   - Safe for concurrent use by many goroutines (and, for DirStore and
-//     sqlitesession, by many processes).
+//   - Safe for concurrent use by many goroutines (and, for dirsession,
+//     sqlitesession and pgsession, by many processes).
 //   - Every method checks ctx first: with a cancelled ctx it returns an
 //     error matching ctx.Err() and changes nothing.
 //   - Load returns the stored bytes and their version; a session never
@@ -49,7 +54,7 @@ import (
 //     (ErrNotFound when it is gone): retention deletes only the state it
 //     judged, never one saved since.
 //   - Stat describes a session without its data: version, data size and
-//     the time of its last Save (the store's clock; for DirStore the
+//     the time of its last Save (the store's clock; for dirsession the
 //     file's modification time). A missing session is ErrNotFound.
 //   - List describes the sessions of a namespace, or of every namespace
 //     when namespace is "", ordered by namespace then id (byte order).
@@ -70,6 +75,16 @@ type Store interface {
 	Close() error
 }
 
+// Keeper is a store of another kind, a workspace store, that keeps session
+// state beside its own data. Package stores (and so pipeline and proxy)
+// opens it when a workspace store is given without a session store, so
+// that the state is kept wherever the artifacts are.
+type Keeper interface {
+	// OpenSessions opens the session store kept with the store's data.
+	// The caller closes it, before it closes the store that opened it.
+	OpenSessions(ctx context.Context) (Store, error)
+}
+
 // Info describes a stored session without its data.
 type Info struct {
 	Namespace string    `json:"namespace"`
@@ -77,25 +92,6 @@ type Info struct {
 	Version   int64     `json:"version"`
 	Size      int64     `json:"size"`    // bytes of data
 	Updated   time.Time `json:"updated"` // when the last Save stored it
-}
-
-// CheckNamespace validates the context and the namespace of a List ("" is
-// every namespace) and wraps a failure in an *Error.
-func CheckNamespace(ctx context.Context, namespace string) error {
-	if err := ctx.Err(); err != nil {
-		return &Error{Op: "list", Namespace: namespace, Err: err}
-	}
-	if !utf8.ValidString(namespace) {
-		return &Error{Op: "list", Namespace: namespace, Err: ErrInvalidKey}
-	}
-	return nil
-}
-
-// SortInfos orders a listing as List returns it: by namespace, then id.
-func SortInfos(list []Info) {
-	slices.SortFunc(list, func(a, b Info) int {
-		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.ID, b.ID))
-	})
 }
 
 // Sentinel errors for errors.Is.
@@ -127,15 +123,3 @@ func (e *Error) Error() string {
 
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
-
-// Check validates the context and the key of an operation and wraps a
-// failure in an *Error. Backends call it first in every method.
-func Check(ctx context.Context, op, namespace, id string) error {
-	if err := ctx.Err(); err != nil {
-		return &Error{Op: op, Namespace: namespace, ID: id, Err: err}
-	}
-	if namespace == "" || id == "" || !utf8.ValidString(namespace) || !utf8.ValidString(id) {
-		return &Error{Op: op, Namespace: namespace, ID: id, Err: ErrInvalidKey}
-	}
-	return nil
-}

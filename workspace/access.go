@@ -3,24 +3,31 @@ package workspace
 import (
 	"context"
 	"errors"
+
+	"github.com/agentctx/agentctx/workspace/driver"
 )
 
 // Lines returns lines start..end (1-based, inclusive) of an artifact of s;
-// see LinesOf for the rules. It uses s's own Lines when s is a
+// see driver.LinesOf for the rules. It uses s's own Lines when s is a
 // LineReader, and otherwise reads the artifact with Get. Errors are
 // *Error values for the operation "lines".
 func Lines(ctx context.Context, s Store, namespace, id string, start, end int) (*LineRange, error) {
 	if lr, ok := s.(LineReader); ok {
 		return lr.Lines(ctx, namespace, id, start, end)
 	}
-	if err := Check(ctx, "lines", namespace, id, true); err != nil {
+	return genericLines(ctx, s, namespace, id, start, end)
+}
+
+// genericLines is Lines over Get.
+func genericLines(ctx context.Context, s Store, namespace, id string, start, end int) (*LineRange, error) {
+	if err := driver.Check(ctx, "lines", namespace, id, true); err != nil {
 		return nil, err
 	}
 	a, err := s.Get(ctx, namespace, id)
 	if err != nil {
 		return nil, relabel(err, "lines")
 	}
-	r, err := LinesOf(id, a.Content, start, end)
+	r, err := driver.LinesOf(id, a.Content, start, end)
 	if err != nil {
 		return nil, &Error{Op: "lines", Namespace: namespace, ID: id, Err: err}
 	}
@@ -35,10 +42,15 @@ func Grep(ctx context.Context, s Store, namespace string, q GrepQuery) (*GrepRes
 	if sr, ok := s.(Searcher); ok {
 		return sr.Grep(ctx, namespace, q)
 	}
-	if err := Check(ctx, "grep", namespace, q.ID, q.ID != ""); err != nil {
+	return genericGrep(ctx, s, namespace, q)
+}
+
+// genericGrep is Grep over Query and Get.
+func genericGrep(ctx context.Context, s Store, namespace string, q GrepQuery) (*GrepResult, error) {
+	if err := driver.Check(ctx, "grep", namespace, q.ID, q.ID != ""); err != nil {
 		return nil, err
 	}
-	g, err := NewGrepper(q)
+	g, err := driver.NewGrepper(q)
 	if err != nil {
 		return nil, &Error{Op: "grep", Namespace: namespace, ID: q.ID, Err: err}
 	}
@@ -54,45 +66,13 @@ func Grep(ctx context.Context, s Store, namespace string, q GrepQuery) (*GrepRes
 	if err != nil {
 		return nil, relabel(err, "grep")
 	}
-	return GrepInfos(ctx, namespace, q, list, func(info Info) (string, error) {
+	return driver.GrepInfos(ctx, namespace, q, list, func(info Info) (string, error) {
 		a, err := s.Get(ctx, namespace, info.ID)
 		if err != nil {
 			return "", err
 		}
 		return a.Content, nil
 	})
-}
-
-// GrepInfos searches, in order, the artifacts that list describes (a Query
-// result), reading each content with read; an artifact that read reports
-// ErrNotFound for (deleted since the listing) is left out. It is Grep over
-// a filter once the candidates are listed: a Searcher that lists them its
-// own way, or reads contents more cheaply than Get, uses it.
-func GrepInfos(ctx context.Context, namespace string, q GrepQuery, list []Info, read func(Info) (string, error)) (*GrepResult, error) {
-	g, err := NewGrepper(q)
-	if err != nil {
-		return nil, &Error{Op: "grep", Namespace: namespace, ID: q.ID, Err: err}
-	}
-	for i, info := range list {
-		if i%64 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, &Error{Op: "grep", Namespace: namespace, Err: err}
-			}
-		}
-		content, err := read(info)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			var e *Error
-			if !errors.As(err, &e) {
-				err = &Error{Op: "grep", Namespace: namespace, ID: info.ID, Err: err}
-			}
-			return nil, relabel(err, "grep")
-		}
-		g.Add(info.ID, content)
-	}
-	return g.Result(), nil
 }
 
 // relabel returns err with the operation of its *Error set to op, so that

@@ -89,6 +89,14 @@
 // shares, and memstore keeps memory for tests. Namespaces keep workspaces
 // apart within one store; sessions share theirs.
 //
+// A backend is a driver (driver.Store in package workspace/driver: the
+// I/O only) under the portable Store NewStore makes of it, which checks
+// ctx, namespaces, ids and artifacts, measures what is stored, refuses
+// calls after Close, bounds each call and wraps errors, once for every
+// backend; each backend's Open returns that Store. What backends share
+// besides (the types, the line reader, the grep engine) is in
+// workspace/driver too, out of this API.
+//
 // Lines and Grep work over any Store (with Get and Query); a backend that
 // can do better implements the optional LineReader or Searcher interface
 // and is used through the same functions, as io.Copy uses an io.WriterTo.

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentctx/agentctx"
+
+	"github.com/agentctx/agentctx/workspace/driver"
 )
 
 // ToolCall identifies the call a tool result answers.
@@ -183,7 +185,7 @@ func (w *Workspace) OffloadToolResult(ctx context.Context, call ToolCall, conten
 	ns := w.opts.Namespace
 	logAttrs := []any{KeyContextType, ContextToolResult, KeyBizID, call.ID, "namespace", ns}
 
-	m := Measure(a)
+	m := driver.Measure(a)
 	off.Info = m.Info
 	off.ReadBack = w.ReadsBack(call)
 	off.Indexed = !off.ReadBack && InlineChars(content) >= w.opts.InlineLimit
@@ -403,7 +405,7 @@ func (w *Workspace) knowledgeList(info Info, content string) string {
 // characters (two thirds for the head), long lines cut with "…", and the
 // number of lines between them.
 func preview(content string, headN, tailN, budget int) (head, tail []string, omitted int) {
-	total := CountLines(content)
+	total := driver.CountLines(content)
 	headBudget := budget * 2 / 3
 	tailBudget := budget - headBudget
 	rest := content

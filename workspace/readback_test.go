@@ -69,7 +69,7 @@ func TestReadBackIsNeverReplaced(t *testing.T) {
 	if first.Indexed != 1 {
 		t.Fatalf("the large result was not replaced by a reference")
 	}
-	path, err := store.Path(ws.Namespace(), first.Artifacts[0].ID)
+	path, err := store.(workspace.Pather).Path(ws.Namespace(), first.Artifacts[0].ID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"strings"
 	"time"
 
@@ -256,4 +257,12 @@ func isWord(s string) bool {
 		}
 	}
 	return true
+}
+
+// cloneMetadata returns a copy of m, never nil.
+func cloneMetadata(m Metadata) Metadata {
+	if m == nil {
+		return Metadata{}
+	}
+	return maps.Clone(m)
 }

@@ -2,15 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
-	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/session"
-	"github.com/agentctx/agentctx/session/pgsession"
-	"github.com/agentctx/agentctx/session/sqlitesession"
+	"github.com/agentctx/agentctx/stores"
 )
 
 // storeFlagHelp describes --store, which every command that keeps a
@@ -35,29 +32,28 @@ func location(store, workspace string) (string, error) {
 }
 
 // openSessions opens the session-state store that goes with a workspace
-// location: the sessions table of a PostgreSQL store, <dir>/.sessions for
-// a directory, the sessions table of the same file for a SQLite workspace.
+// location: the one its workspace store keeps (package stores' rule: the
+// sessions table of the same PostgreSQL database or SQLite file,
+// <dir>/.sessions of a directory). Its Close closes the workspace store it
+// opened for that.
 func openSessions(ctx context.Context, path string) (session.Store, error) {
-	if isPostgresURL(path) {
-		s, err := pgsession.Open(ctx, path, nil)
-		if err != nil {
-			return nil, fmt.Errorf("sessions: %w", err)
-		}
-		return s, nil
-	}
-	if !isSQLitePath(path) {
-		s, err := session.OpenDir(filepath.Join(path, pipeline.SessionsDir))
-		if err != nil {
-			return nil, fmt.Errorf("sessions: %w", err)
-		}
-		return s, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("sessions: %w", err)
-	}
-	s, err := sqlitesession.Open(ctx, path)
+	ws, err := openStore(ctx, path)
 	if err != nil {
 		return nil, fmt.Errorf("sessions: %w", err)
 	}
-	return s, nil
+	st, err := stores.Open(ctx, stores.Spec{Workspace: ws})
+	if err != nil {
+		ws.Close()
+		return nil, fmt.Errorf("sessions: %w", err)
+	}
+	return keptSessions{st.Sessions, func() error { return errors.Join(st.Close(), ws.Close()) }}, nil
 }
+
+// keptSessions is a session store whose Close also closes the workspace
+// store that keeps it.
+type keptSessions struct {
+	session.Store
+	close func() error
+}
+
+func (k keptSessions) Close() error { return k.close() }

@@ -16,6 +16,7 @@ import (
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/memstore"
 )
@@ -83,7 +84,7 @@ func (f *sessionsFlags) open(ctx context.Context, e *env) (*pipeline.Sessions, f
 		return nil, nil, usagef("--workspace must not be empty")
 	}
 	if !isPostgresURL(loc) && !exists(loc) {
-		return &pipeline.Sessions{Workspace: memstore.New(), Sessions: session.NewMemStore()}, func() {}, nil
+		return &pipeline.Sessions{Workspace: memstore.New(), Sessions: memsession.New()}, func() {}, nil
 	}
 	ws, err := openStore(ctx, loc)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/memsession"
 )
 
 // Sessions is a session.Store that keeps what was last saved under each
@@ -20,7 +21,7 @@ type Sessions struct {
 
 // NewSessions returns a Sessions over an in-memory store.
 func NewSessions() *Sessions {
-	return &Sessions{Store: session.NewMemStore(), last: map[string][]byte{}}
+	return &Sessions{Store: memsession.New(), last: map[string][]byte{}}
 }
 
 // Save implements session.Store.

@@ -10,6 +10,7 @@ import (
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/memstore"
 )
@@ -48,7 +49,7 @@ func (s *raceStore) Load(ctx context.Context, ns, id string) ([]byte, int64, err
 func TestCompactionRerunOnConflict(t *testing.T) {
 	ctx := t.Context()
 	store := memstore.New()
-	shared := session.NewMemStore()
+	shared := memsession.New()
 	var summaries atomic.Int64
 	summ := compact.SummarizerFunc(func(ctx context.Context, req compact.Request) (string, error) {
 		summaries.Add(1)

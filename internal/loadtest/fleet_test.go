@@ -785,7 +785,7 @@ func checkArtifacts(t *testing.T, bin, store string, cfg config, u *upstream) {
 
 // inArchiveOrLast reports whether output is in a compaction archive of
 // the session, or whole in the last request the upstream received for it.
-func inArchiveOrLast(t *testing.T, st *pgstore.Store, u *upstream, cfg config, session, output string) bool {
+func inArchiveOrLast(t *testing.T, st workspace.Store, u *upstream, cfg config, session, output string) bool {
 	t.Helper()
 	enc, _ := json.Marshal(output)
 	infos, err := st.Query(t.Context(), workspace.DefaultNamespace, workspace.Filter{Metadata: workspace.Metadata{
@@ -862,7 +862,7 @@ var archiveRef = regexp.MustCompile(`compact_[0-9a-f]{16}`)
 func checkSameStore(t *testing.T, controlDB, fleetDB string, cfg config, ctlUp, up *upstream) {
 	t.Helper()
 	ctx := t.Context()
-	open := func(url string) *pgstore.Store {
+	open := func(url string) workspace.Store {
 		st, err := pgstore.Open(ctx, url, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -875,7 +875,7 @@ func checkSameStore(t *testing.T, controlDB, fleetDB string, cfg config, ctlUp, 
 	for s := range cfg.Sessions {
 		name := sessionName(s)
 		ns := workspace.DefaultNamespace // every session's artifacts share it, with their session_id
-		list := func(st *pgstore.Store) map[string]string {
+		list := func(st workspace.Store) map[string]string {
 			infos, err := st.Query(ctx, ns, workspace.Filter{Metadata: workspace.Metadata{workspace.KeySessionID: name}})
 			if err != nil {
 				t.Fatalf("query %s: %v", ns, err)
@@ -944,7 +944,7 @@ func namedArchives(u *upstream, session string) map[string]bool {
 
 // checkArchive reads an archive back whole: its id is a hash of its
 // content, which is a JSON list of messages.
-func checkArchive(t *testing.T, st *pgstore.Store, ns, id string) {
+func checkArchive(t *testing.T, st workspace.Store, ns, id string) {
 	t.Helper()
 	a, err := st.Get(t.Context(), ns, id)
 	if err != nil {

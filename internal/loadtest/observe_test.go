@@ -8,7 +8,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
-	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/memstore"
 )
@@ -29,7 +29,7 @@ func TestLateUsageChangesNothing(t *testing.T) {
 		p, err := pipeline.New(pipeline.Options{
 			SessionID: "late",
 			Store:     memstore.New(),
-			Sessions:  session.NewMemStore(),
+			Sessions:  memsession.New(),
 			Workspace: workspace.Options{InlineLimit: 8000},
 			NoPrune:   true,
 			Compact:   compact.Options{Limit: 5000, MaxRetries: -1},

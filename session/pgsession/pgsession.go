@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -46,19 +45,18 @@ type Options struct {
 	MaxConns int32
 }
 
-// Store is a session.Store in a PostgreSQL database, safe for concurrent
-// use by goroutines and processes.
-type Store struct {
-	pool   *pgxpool.Pool
-	loc    string
-	closed atomic.Bool
+// driver is the session.Driver of a table in a PostgreSQL database, safe
+// for concurrent use by goroutines and processes.
+type driver struct {
+	pool    *pgxpool.Pool
+	ownPool bool // Close closes pool
 }
 
-var _ session.Store = (*Store)(nil)
+var _ session.Driver = (*driver)(nil)
 
 // Open connects to the database at url (postgres://...), creating or
 // migrating the sessions table when needed.
-func Open(ctx context.Context, dbURL string, opts *Options) (*Store, error) {
+func Open(ctx context.Context, dbURL string, opts *Options) (session.Store, error) {
 	loc := secret.URL(dbURL)
 	cfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
@@ -75,35 +73,23 @@ func Open(ctx context.Context, dbURL string, opts *Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pgsession: open %s: %w", loc, err)
 	}
-	return &Store{pool: pool, loc: loc}, nil
+	return session.New(&driver{pool: pool, ownPool: true}, nil), nil
 }
 
-// Location returns the database URL without its password.
-func (s *Store) Location() string { return s.loc }
-
-func (s *Store) begin(ctx context.Context, op, ns, id string) error {
-	if err := session.Check(ctx, op, ns, id); err != nil {
-		return err
+// New returns a store over a pool another store opened (the database of a
+// workspace/pgstore: its OpenSessions calls New), creating or migrating the
+// sessions table when needed. Close leaves the pool open: its owner closes
+// it, after this store. loc is what Location reports: a URL without its
+// password.
+func New(ctx context.Context, pool *pgxpool.Pool, loc string) (session.Store, error) {
+	if _, err := pgmigrate.Apply(ctx, pool, Component, migrations); err != nil {
+		return nil, fmt.Errorf("pgsession: open %s: %w", loc, err)
 	}
-	if s.closed.Load() {
-		return &session.Error{Op: op, Namespace: ns, ID: id, Err: session.ErrClosed}
-	}
-	return nil
+	return session.New(&driver{pool: pool}, nil), nil
 }
 
-// fail wraps err, reporting a context error when ctx ended.
-func fail(ctx context.Context, op, ns, id string, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		err = cerr
-	}
-	return &session.Error{Op: op, Namespace: ns, ID: id, Err: err}
-}
-
-// Load implements session.Store.
-func (s *Store) Load(ctx context.Context, ns, id string) ([]byte, int64, error) {
-	if err := s.begin(ctx, "load", ns, id); err != nil {
-		return nil, 0, err
-	}
+// Load implements session.Driver.
+func (s *driver) Load(ctx context.Context, ns, id string) ([]byte, int64, error) {
 	var (
 		data []byte
 		v    int64
@@ -112,9 +98,9 @@ func (s *Store) Load(ctx context.Context, ns, id string) ([]byte, int64, error) 
 		[]byte(ns), []byte(id)).Scan(&data, &v)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return nil, 0, &session.Error{Op: "load", Namespace: ns, ID: id, Err: session.ErrNotFound}
+		return nil, 0, session.ErrNotFound
 	case err != nil:
-		return nil, 0, fail(ctx, "load", ns, id, err)
+		return nil, 0, err
 	}
 	if data == nil {
 		data = []byte{}
@@ -122,12 +108,9 @@ func (s *Store) Load(ctx context.Context, ns, id string) ([]byte, int64, error) 
 	return data, v, nil
 }
 
-// Save implements session.Store: version 0 inserts, any other version
+// Save implements session.Driver: version 0 inserts, any other version
 // updates only the row that still has it.
-func (s *Store) Save(ctx context.Context, ns, id string, data []byte, version int64) (int64, error) {
-	if err := s.begin(ctx, "save", ns, id); err != nil {
-		return 0, err
-	}
+func (s *driver) Save(ctx context.Context, ns, id string, data []byte, version int64) (int64, error) {
 	if data == nil {
 		data = []byte{}
 	}
@@ -145,76 +128,61 @@ func (s *Store) Save(ctx context.Context, ns, id string, data []byte, version in
 	}
 	tag, err := s.pool.Exec(ctx, sql, args...)
 	if err != nil {
-		return 0, fail(ctx, "save", ns, id, err)
+		return 0, err
 	}
 	if tag.RowsAffected() != 1 {
-		return 0, &session.Error{Op: "save", Namespace: ns, ID: id, Err: session.ErrConflict}
+		return 0, session.ErrConflict
 	}
 	return version + 1, nil
 }
 
-// Delete implements session.Store.
-func (s *Store) Delete(ctx context.Context, ns, id string) error {
-	if err := s.begin(ctx, "delete", ns, id); err != nil {
-		return err
-	}
+// Delete implements session.Driver.
+func (s *driver) Delete(ctx context.Context, ns, id string) error {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM agentctx_sessions WHERE ns = $1 AND id = $2`, []byte(ns), []byte(id))
 	if err != nil {
-		return fail(ctx, "delete", ns, id, err)
+		return err
 	}
 	if tag.RowsAffected() == 0 {
-		return &session.Error{Op: "delete", Namespace: ns, ID: id, Err: session.ErrNotFound}
+		return session.ErrNotFound
 	}
 	return nil
 }
 
-// DeleteVersion implements session.Store.
-func (s *Store) DeleteVersion(ctx context.Context, ns, id string, version int64) error {
-	if err := s.begin(ctx, "delete", ns, id); err != nil {
-		return err
-	}
+// DeleteVersion implements session.Driver.
+func (s *driver) DeleteVersion(ctx context.Context, ns, id string, version int64) error {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM agentctx_sessions WHERE ns = $1 AND id = $2 AND version = $3`, []byte(ns), []byte(id), version)
 	if err != nil {
-		return fail(ctx, "delete", ns, id, err)
+		return err
 	}
 	if tag.RowsAffected() == 1 {
 		return nil
 	}
 	if _, err := s.Stat(ctx, ns, id); err != nil {
-		return &session.Error{Op: "delete", Namespace: ns, ID: id, Err: errors.Unwrap(err)}
+		return err
 	}
-	return &session.Error{Op: "delete", Namespace: ns, ID: id, Err: session.ErrConflict}
+	return session.ErrConflict
 }
 
-// Stat implements session.Store.
-func (s *Store) Stat(ctx context.Context, ns, id string) (session.Info, error) {
-	if err := s.begin(ctx, "stat", ns, id); err != nil {
-		return session.Info{}, err
-	}
+// Stat implements session.Driver.
+func (s *driver) Stat(ctx context.Context, ns, id string) (session.Info, error) {
 	in := session.Info{Namespace: ns, ID: id}
 	err := s.pool.QueryRow(ctx, `SELECT version, octet_length(data), updated FROM agentctx_sessions WHERE ns = $1 AND id = $2`,
 		[]byte(ns), []byte(id)).Scan(&in.Version, &in.Size, &in.Updated)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return session.Info{}, &session.Error{Op: "stat", Namespace: ns, ID: id, Err: session.ErrNotFound}
+		return session.Info{}, session.ErrNotFound
 	case err != nil:
-		return session.Info{}, fail(ctx, "stat", ns, id, err)
+		return session.Info{}, err
 	}
 	return in, nil
 }
 
-// List implements session.Store.
-func (s *Store) List(ctx context.Context, ns string) ([]session.Info, error) {
-	if err := session.CheckNamespace(ctx, ns); err != nil {
-		return nil, err
-	}
-	if s.closed.Load() {
-		return nil, &session.Error{Op: "list", Namespace: ns, Err: session.ErrClosed}
-	}
+// List implements session.Driver.
+func (s *driver) List(ctx context.Context, ns string) ([]session.Info, error) {
 	rows, err := s.pool.Query(ctx, `SELECT ns, id, version, octet_length(data), updated FROM agentctx_sessions
 		WHERE $1 = ''::bytea OR ns = $1 ORDER BY ns, id`, []byte(ns))
 	if err != nil {
-		return nil, fail(ctx, "list", ns, "", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var out []session.Info
@@ -222,21 +190,20 @@ func (s *Store) List(ctx context.Context, ns string) ([]session.Info, error) {
 		var in session.Info
 		var space, id []byte
 		if err := rows.Scan(&space, &id, &in.Version, &in.Size, &in.Updated); err != nil {
-			return nil, fail(ctx, "list", ns, "", err)
+			return nil, err
 		}
 		in.Namespace, in.ID = string(space), string(id)
 		out = append(out, in)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fail(ctx, "list", ns, "", err)
+		return nil, err
 	}
-	session.SortInfos(out)
 	return out, nil
 }
 
-// Close implements session.Store: it closes the connections.
-func (s *Store) Close() error {
-	if s.closed.Swap(true) {
+// Close implements session.Driver: it closes the connections.
+func (s *driver) Close() error {
+	if !s.ownPool {
 		return nil
 	}
 	s.pool.Close()

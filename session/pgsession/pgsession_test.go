@@ -40,7 +40,7 @@ func newURL(t *testing.T) string {
 	return u
 }
 
-func open(t *testing.T, u string) *pgsession.Store {
+func open(t *testing.T, u string) session.Store {
 	t.Helper()
 	s, err := pgsession.Open(context.Background(), u, nil)
 	if err != nil {
@@ -58,7 +58,7 @@ func TestConformance(t *testing.T) {
 func TestReplicas(t *testing.T) {
 	ctx := context.Background()
 	u := newURL(t)
-	replicas := []*pgsession.Store{open(t, u), open(t, u)}
+	replicas := []session.Store{open(t, u), open(t, u)}
 	defer replicas[0].Close()
 	defer replicas[1].Close()
 	const workers, each = 8, 15

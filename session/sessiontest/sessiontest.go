@@ -1,6 +1,7 @@
 // Package sessiontest is the conformance suite every session.Store backend
 // passes: Run(t, newStore) checks the rules of the session.Store contract,
-// each as a named subtest.
+// each as a named subtest. A backend is a session.Driver under the portable
+// store session.New makes of it: RunDriver checks it that way.
 package sessiontest
 
 import (
@@ -27,6 +28,14 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 			r.run(t, s)
 		})
 	}
+}
+
+// RunDriver checks a backend's driver through the portable store
+// session.New makes of it, as programs use it. newDriver returns a new,
+// empty driver for each rule.
+func RunDriver(t *testing.T, newDriver func(t *testing.T) session.Driver) {
+	t.Helper()
+	Run(t, func(t *testing.T) session.Store { return session.New(newDriver(t), nil) })
 }
 
 type rule struct {
@@ -225,7 +234,7 @@ var rules = []rule{
 		if l, err := s.List(ctx, ""); err != nil || len(l) != 0 {
 			t.Fatalf("List of an empty store = %v, %v", l, err)
 		}
-		long := "z" + strings.Repeat("long", 100) // a file name too long: DirStore hashes it
+		long := "z" + strings.Repeat("long", 100) // a file name too long: dirsession hashes it
 		keys := [][2]string{{"n2", "b"}, {"n1", "z"}, {"n1", "a/b"}, {"n2", "a"}, {"n1", "x\x00y"}, {long, long}}
 		for i, k := range keys {
 			if _, err := s.Save(ctx, k[0], k[1], []byte(strings.Repeat("x", i)), 0); err != nil {

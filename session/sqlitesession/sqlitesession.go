@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -19,16 +18,16 @@ import (
 	"github.com/agentctx/agentctx/internal/fsutil"
 )
 
-// Store is a session.Store in an SQLite file. It is safe for concurrent use
-// by goroutines and processes: Save is one conditional UPDATE (or an INSERT
-// that fails on an existing key), so compare-and-swap is the database's.
-type Store struct {
-	db     *sql.DB
-	path   string
-	closed atomic.Bool
+// driver is the session.Driver of a table in an SQLite file. It is safe for
+// concurrent use by goroutines and processes: Save is one conditional
+// UPDATE (or an INSERT that fails on an existing key), so compare-and-swap
+// is the database's.
+type driver struct {
+	db    *sql.DB
+	ownDB bool // Close closes db
 }
 
-var _ session.Store = (*Store)(nil)
+var _ session.Driver = (*driver)(nil)
 
 const schema = `
 CREATE TABLE IF NOT EXISTS sessions (
@@ -42,7 +41,7 @@ CREATE TABLE IF NOT EXISTS sessions (
 `
 
 // Open opens (creating it) the SQLite file at path and its sessions table.
-func Open(ctx context.Context, path string) (*Store, error) {
+func Open(ctx context.Context, path string) (session.Store, error) {
 	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)",
 		strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(path))
 	if path != ":memory:" && path != "" {
@@ -54,45 +53,47 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlitesession: open %s: %w", path, err)
 	}
+	if err := createTable(ctx, db, path); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return session.New(&driver{db: db, ownDB: true}, nil), nil
+}
+
+// New returns a store over a database another store opened (the SQLite
+// file of a workspace/sqlitestore: its OpenSessions calls New), creating
+// the sessions table when needed. Close leaves db open: its owner closes
+// it, after this store. path is what Path reports.
+func New(ctx context.Context, db *sql.DB, path string) (session.Store, error) {
+	if err := createTable(ctx, db, path); err != nil {
+		return nil, err
+	}
+	return session.New(&driver{db: db}, nil), nil
+}
+
+func createTable(ctx context.Context, db *sql.DB, path string) error {
 	// Processes opening a new file at once may find it locked while one
 	// of them sets it up (WAL mode): try again within the busy timeout.
-	err = fsutil.RetryBusy(ctx, 10*time.Second, func() error {
+	err := fsutil.RetryBusy(ctx, 10*time.Second, func() error {
 		_, err := db.ExecContext(ctx, schema)
 		return err
 	})
 	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlitesession: open %s: %w", path, err)
-	}
-	return &Store{db: db, path: path}, nil
-}
-
-// Path returns the SQLite file's path.
-func (s *Store) Path() string { return s.path }
-
-func (s *Store) begin(ctx context.Context, op, ns, id string) error {
-	if err := session.Check(ctx, op, ns, id); err != nil {
-		return err
-	}
-	if s.closed.Load() {
-		return &session.Error{Op: op, Namespace: ns, ID: id, Err: session.ErrClosed}
+		return fmt.Errorf("sqlitesession: open %s: %w", path, err)
 	}
 	return nil
 }
 
-// Load implements session.Store.
-func (s *Store) Load(ctx context.Context, ns, id string) ([]byte, int64, error) {
-	if err := s.begin(ctx, "load", ns, id); err != nil {
-		return nil, 0, err
-	}
+// Load implements session.Driver.
+func (s *driver) Load(ctx context.Context, ns, id string) ([]byte, int64, error) {
 	var data []byte
 	var v int64
 	err := s.db.QueryRowContext(ctx, `SELECT data, version FROM sessions WHERE ns = ? AND id = ?`, ns, id).Scan(&data, &v)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return nil, 0, &session.Error{Op: "load", Namespace: ns, ID: id, Err: session.ErrNotFound}
+		return nil, 0, session.ErrNotFound
 	case err != nil:
-		return nil, 0, &session.Error{Op: "load", Namespace: ns, ID: id, Err: err}
+		return nil, 0, err
 	}
 	if data == nil {
 		data = []byte{}
@@ -100,11 +101,8 @@ func (s *Store) Load(ctx context.Context, ns, id string) ([]byte, int64, error) 
 	return data, v, nil
 }
 
-// Save implements session.Store.
-func (s *Store) Save(ctx context.Context, ns, id string, data []byte, version int64) (int64, error) {
-	if err := s.begin(ctx, "save", ns, id); err != nil {
-		return 0, err
-	}
+// Save implements session.Driver.
+func (s *driver) Save(ctx context.Context, ns, id string, data []byte, version int64) (int64, error) {
 	if data == nil {
 		data = []byte{}
 	}
@@ -119,79 +117,59 @@ func (s *Store) Save(ctx context.Context, ns, id string, data []byte, version in
 		res, err = s.db.ExecContext(ctx, `UPDATE sessions SET version = version + 1, updated = ?, data = ? WHERE ns = ? AND id = ? AND version = ?`, now, data, ns, id, version)
 	}
 	if err != nil {
-		return 0, &session.Error{Op: "save", Namespace: ns, ID: id, Err: err}
+		return 0, err
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return 0, &session.Error{Op: "save", Namespace: ns, ID: id, Err: session.ErrConflict}
+		return 0, session.ErrConflict
 	}
 	return version + 1, nil
 }
 
-// Delete implements session.Store.
-func (s *Store) Delete(ctx context.Context, ns, id string) error {
-	if err := s.begin(ctx, "delete", ns, id); err != nil {
-		return err
-	}
+// Delete implements session.Driver.
+func (s *driver) Delete(ctx context.Context, ns, id string) error {
 	res, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE ns = ? AND id = ?`, ns, id)
 	if err != nil {
-		return &session.Error{Op: "delete", Namespace: ns, ID: id, Err: err}
+		return err
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return &session.Error{Op: "delete", Namespace: ns, ID: id, Err: session.ErrNotFound}
+		return session.ErrNotFound
 	}
 	return nil
 }
 
-// DeleteVersion implements session.Store.
-func (s *Store) DeleteVersion(ctx context.Context, ns, id string, version int64) error {
-	if err := s.begin(ctx, "delete", ns, id); err != nil {
-		return err
-	}
+// DeleteVersion implements session.Driver.
+func (s *driver) DeleteVersion(ctx context.Context, ns, id string, version int64) error {
 	res, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE ns = ? AND id = ? AND version = ?`, ns, id, version)
 	if err != nil {
-		return &session.Error{Op: "delete", Namespace: ns, ID: id, Err: err}
+		return err
 	}
 	if n, _ := res.RowsAffected(); n == 1 {
 		return nil
 	}
 	if _, err := s.Stat(ctx, ns, id); err != nil {
-		return &session.Error{Op: "delete", Namespace: ns, ID: id, Err: errors.Unwrap(err)}
+		return err
 	}
-	return &session.Error{Op: "delete", Namespace: ns, ID: id, Err: session.ErrConflict}
+	return session.ErrConflict
 }
 
-// Stat implements session.Store.
-func (s *Store) Stat(ctx context.Context, ns, id string) (session.Info, error) {
-	if err := s.begin(ctx, "stat", ns, id); err != nil {
-		return session.Info{}, err
-	}
+// Stat implements session.Driver.
+func (s *driver) Stat(ctx context.Context, ns, id string) (session.Info, error) {
 	in := session.Info{Namespace: ns, ID: id}
 	var updated int64
 	err := s.db.QueryRowContext(ctx, `SELECT version, length(CAST(data AS BLOB)), updated FROM sessions WHERE ns = ? AND id = ?`, ns, id).Scan(&in.Version, &in.Size, &updated)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return session.Info{}, &session.Error{Op: "stat", Namespace: ns, ID: id, Err: session.ErrNotFound}
+		return session.Info{}, session.ErrNotFound
 	case err != nil:
-		return session.Info{}, &session.Error{Op: "stat", Namespace: ns, ID: id, Err: err}
+		return session.Info{}, err
 	}
 	in.Updated = time.UnixMilli(updated)
 	return in, nil
 }
 
-// List implements session.Store.
-func (s *Store) List(ctx context.Context, ns string) ([]session.Info, error) {
-	if err := session.CheckNamespace(ctx, ns); err != nil {
-		return nil, err
-	}
-	if s.closed.Load() {
-		return nil, &session.Error{Op: "list", Namespace: ns, Err: session.ErrClosed}
-	}
-	fail := func(err error) ([]session.Info, error) {
-		if cerr := ctx.Err(); cerr != nil {
-			err = cerr
-		}
-		return nil, &session.Error{Op: "list", Namespace: ns, Err: err}
-	}
+// List implements session.Driver.
+func (s *driver) List(ctx context.Context, ns string) ([]session.Info, error) {
+	fail := func(err error) ([]session.Info, error) { return nil, err }
 	rows, err := s.db.QueryContext(ctx, `SELECT ns, id, version, length(CAST(data AS BLOB)), updated FROM sessions WHERE ? = '' OR ns = ?`, ns, ns)
 	if err != nil {
 		return fail(err)
@@ -210,13 +188,12 @@ func (s *Store) List(ctx context.Context, ns string) ([]session.Info, error) {
 	if err := rows.Err(); err != nil {
 		return fail(err)
 	}
-	session.SortInfos(out)
 	return out, nil
 }
 
-// Close implements session.Store.
-func (s *Store) Close() error {
-	if s.closed.Swap(true) {
+// Close implements session.Driver.
+func (s *driver) Close() error {
+	if !s.ownDB {
 		return nil
 	}
 	return s.db.Close()

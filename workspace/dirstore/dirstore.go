@@ -31,11 +31,13 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentctx/agentctx/internal/fsutil"
+	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/dirsession"
 	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/driver"
 )
 
 const (
@@ -44,35 +46,49 @@ const (
 	lockName   = ".lock"
 )
 
-// Options configure a Store. The zero value is the default.
+// Options configure a store. The zero value is the default.
 type Options struct {
 	// Sync makes every write fsync its file before it becomes visible, so
 	// stored artifacts survive a power loss (slower).
 	Sync bool
 }
 
-// Store is a workspace.Store in a directory. It is safe for concurrent use,
+// store is the driver.Store of a directory. It is safe for concurrent use,
 // also by several processes sharing the directory.
-type Store struct {
-	root   string
-	opts   Options
-	closed atomic.Bool
+type store struct {
+	root string
+	opts Options
 
 	mu    sync.Mutex
 	locks map[string]*sync.RWMutex // per namespace directory
 }
 
 var (
-	_ workspace.Store    = (*Store)(nil)
-	_ workspace.Searcher = (*Store)(nil)
-	_ workspace.Locator  = (*Store)(nil)
-	_ workspace.Pather   = (*Store)(nil)
+	_ driver.Store       = (*store)(nil)
+	_ workspace.Searcher = (*store)(nil)
+	_ workspace.Locator  = (*store)(nil)
+	_ workspace.Pather   = (*store)(nil)
+	_ session.Keeper     = (*store)(nil)
 )
+
+// SessionsDir is the directory, inside the store's root, of the session
+// state kept beside the artifacts (see OpenSessions).
+const SessionsDir = ".sessions"
+
+// OpenSessions implements session.Keeper: the session state is kept in
+// <root>/.sessions (session/dirsession), shared by every process that
+// shares the directory.
+func (s *store) OpenSessions(ctx context.Context) (session.Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return dirsession.Open(filepath.Join(s.root, SessionsDir))
+}
 
 // Open returns a store kept in the directory root. Nothing is created until
 // the first Put; reading a store whose directory does not exist finds no
 // artifacts. A root that exists and is not a directory is an error.
-func Open(root string, opts *Options) (*Store, error) {
+func Open(root string, opts *Options) (workspace.Store, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("dirstore: %w", err)
@@ -80,12 +96,12 @@ func Open(root string, opts *Options) (*Store, error) {
 	if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
 		return nil, fmt.Errorf("dirstore: %s is not a directory: %w", abs, workspace.ErrInvalidLocation)
 	}
-	s := &Store{root: abs, locks: make(map[string]*sync.RWMutex)}
+	s := &store{root: abs, locks: make(map[string]*sync.RWMutex)}
 	if opts != nil {
 		s.opts = *opts
 	}
 	removeStaleTemp(abs)
-	return s, nil
+	return workspace.NewStore(s, nil), nil
 }
 
 // removeStaleTemp removes the temp files that writers killed between write
@@ -104,16 +120,13 @@ func removeStaleTemp(root string) {
 	}
 }
 
-// Root returns the store's directory.
-func (s *Store) Root() string { return s.root }
-
 // Location implements workspace.Locator: the store's directory.
-func (s *Store) Location() string { return s.root }
+func (s *store) Location() string { return s.root }
 
 // Path implements workspace.Pather: the path of an artifact's content
 // file, for people and tools that read the store directly. The file may
 // not exist.
-func (s *Store) Path(namespace, id string) (string, error) {
+func (s *store) Path(namespace, id string) (string, error) {
 	dir, name, err := s.names(namespace, id)
 	if err != nil {
 		return "", err
@@ -121,7 +134,7 @@ func (s *Store) Path(namespace, id string) (string, error) {
 	return filepath.Join(dir, name+contentExt), nil
 }
 
-func (s *Store) nsDir(ns string) (string, error) {
+func (s *store) nsDir(ns string) (string, error) {
 	name, err := fsutil.SafeName(ns)
 	if err != nil {
 		return "", workspace.ErrInvalidNamespace
@@ -129,7 +142,7 @@ func (s *Store) nsDir(ns string) (string, error) {
 	return filepath.Join(s.root, name), nil
 }
 
-func (s *Store) names(ns, id string) (dir, name string, err error) {
+func (s *store) names(ns, id string) (dir, name string, err error) {
 	if dir, err = s.nsDir(ns); err != nil {
 		return "", "", err
 	}
@@ -139,17 +152,7 @@ func (s *Store) names(ns, id string) (dir, name string, err error) {
 	return dir, name, nil
 }
 
-func (s *Store) check(ctx context.Context, op, ns, id string, needID bool) error {
-	if err := workspace.Check(ctx, op, ns, id, needID); err != nil {
-		return err
-	}
-	if s.closed.Load() {
-		return &workspace.Error{Op: op, Namespace: ns, ID: id, Err: workspace.ErrClosed}
-	}
-	return nil
-}
-
-func (s *Store) nsLock(dir string) *sync.RWMutex {
+func (s *store) nsLock(dir string) *sync.RWMutex {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.locks[dir]
@@ -162,7 +165,7 @@ func (s *Store) nsLock(dir string) *sync.RWMutex {
 
 // lockWrite takes the namespace's write lock, in this process and across
 // processes. create makes the namespace directory first.
-func (s *Store) lockWrite(dir string, create bool) (unlock func(), err error) {
+func (s *store) lockWrite(dir string, create bool) (unlock func(), err error) {
 	if create {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
@@ -182,7 +185,7 @@ func (s *Store) lockWrite(dir string, create bool) (unlock func(), err error) {
 }
 
 // lockRead takes the namespace's read lock: it waits for a writer.
-func (s *Store) lockRead(dir string) (unlock func()) {
+func (s *store) lockRead(dir string) (unlock func()) {
 	l := s.nsLock(dir)
 	l.RLock()
 	f, _ := lockFile(filepath.Join(dir, lockName), false)
@@ -230,37 +233,31 @@ func readMeta(path string) (*metaFile, error) {
 	return &m, nil
 }
 
-// Put implements workspace.Store.
-func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
+// Put implements driver.Store.
+func (s *store) Put(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
 	return s.write(ctx, "put", ns, a)
 }
 
-// Create implements workspace.Store. The id is checked under the
+// Create implements driver.Store. The id is checked under the
 // namespace's write lock, which every writer takes (across processes with
 // flock on Unix; elsewhere within one process only): an artifact whose
 // description exists is taken, one whose description a crash left
 // unwritten is not.
-func (s *Store) Create(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
+func (s *store) Create(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
 	return s.write(ctx, "create", ns, a)
 }
 
 // write stores a under the namespace's write lock; op "create" stores it
 // only when its id is free.
-func (s *Store) write(ctx context.Context, op, ns string, a workspace.Artifact) (workspace.Info, error) {
+func (s *store) write(ctx context.Context, op, ns string, a workspace.Artifact) (workspace.Info, error) {
 	fail := func(err error) (workspace.Info, error) {
 		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
-	}
-	if err := s.check(ctx, op, ns, a.ID, true); err != nil {
-		return workspace.Info{}, err
-	}
-	if err := workspace.ValidateArtifact(&a); err != nil {
-		return fail(err)
 	}
 	dir, name, err := s.names(ns, a.ID)
 	if err != nil {
 		return fail(err)
 	}
-	m := workspace.Measure(a)
+	m := a // measured by the portable store
 	mf := metaFile{ID: m.ID, Namespace: ns, Type: string(m.Type), Chars: m.Chars, Lines: m.Lines, Bytes: m.Bytes,
 		SHA256: m.SHA256, ContentFile: name + contentExt, Metadata: m.Metadata}
 	if !m.Created.IsZero() {
@@ -307,12 +304,9 @@ func (s *Store) write(ctx context.Context, op, ns string, a workspace.Artifact) 
 // without a lock, and again under the read lock when it caught a writer
 // between its two renames; a mismatch that stays (a crash between them)
 // is resolved in favour of the content, whose sizes are then recomputed.
-func (s *Store) read(ctx context.Context, op, ns, id string) (*workspace.Artifact, error) {
+func (s *store) read(ctx context.Context, op, ns, id string) (*workspace.Artifact, error) {
 	fail := func(err error) (*workspace.Artifact, error) {
 		return nil, &workspace.Error{Op: op, Namespace: ns, ID: id, Err: err}
-	}
-	if err := s.check(ctx, op, ns, id, true); err != nil {
-		return nil, err
 	}
 	dir, name, err := s.names(ns, id)
 	if err != nil {
@@ -331,13 +325,13 @@ func (s *Store) read(ctx context.Context, op, ns, id string) (*workspace.Artifac
 		return fail(err)
 	}
 	if !ok {
-		m := workspace.Measure(*a)
+		m := driver.Measure(*a)
 		return &m, nil
 	}
 	return a, nil
 }
 
-func (s *Store) readOnce(dir, name string) (*workspace.Artifact, bool, error) {
+func (s *store) readOnce(dir, name string) (*workspace.Artifact, bool, error) {
 	mf, err := readMeta(filepath.Join(dir, name+metaExt))
 	if err != nil {
 		return nil, false, err
@@ -351,20 +345,17 @@ func (s *Store) readOnce(dir, name string) (*workspace.Artifact, bool, error) {
 	return a, hex.EncodeToString(sum[:]) == mf.SHA256, nil
 }
 
-// Get implements workspace.Store.
-func (s *Store) Get(ctx context.Context, ns, id string) (*workspace.Artifact, error) {
+// Get implements driver.Store.
+func (s *store) Get(ctx context.Context, ns, id string) (*workspace.Artifact, error) {
 	return s.read(ctx, "get", ns, id)
 }
 
-// Stat implements workspace.Store. It reads the description only, and
+// Stat implements driver.Store. It reads the description only, and
 // the whole artifact when the content file's size shows a writer caught
 // between its two renames (or a crash there).
-func (s *Store) Stat(ctx context.Context, ns, id string) (workspace.Info, error) {
+func (s *store) Stat(ctx context.Context, ns, id string) (workspace.Info, error) {
 	fail := func(err error) (workspace.Info, error) {
 		return workspace.Info{}, &workspace.Error{Op: "stat", Namespace: ns, ID: id, Err: err}
-	}
-	if err := s.check(ctx, "stat", ns, id, true); err != nil {
-		return workspace.Info{}, err
 	}
 	dir, name, err := s.names(ns, id)
 	if err != nil {
@@ -390,14 +381,11 @@ func (s *Store) Stat(ctx context.Context, ns, id string) (workspace.Info, error)
 // Grep implements workspace.Searcher: the generic search, but each
 // candidate's content is read without its description again (the listing
 // has just read it), and whole only if a writer changed it since.
-func (s *Store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*workspace.GrepResult, error) {
+func (s *store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*workspace.GrepResult, error) {
 	if q.ID != "" {
 		return workspace.Grep(ctx, plain{s}, ns, q)
 	}
-	if err := s.check(ctx, "grep", ns, "", false); err != nil {
-		return nil, err
-	}
-	if _, err := workspace.NewGrepper(q); err != nil {
+	if _, err := driver.NewGrepper(q); err != nil {
 		return nil, &workspace.Error{Op: "grep", Namespace: ns, Err: err}
 	}
 	list, err := s.query(ctx, "grep", ns, q.Filter)
@@ -405,7 +393,7 @@ func (s *Store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*wo
 		return nil, err
 	}
 	dir, _ := s.nsDir(ns)
-	return workspace.GrepInfos(ctx, ns, q, list, func(info workspace.Info) (string, error) {
+	return driver.GrepInfos(ctx, ns, q, list, func(info workspace.Info) (string, error) {
 		name, _ := fsutil.SafeName(info.ID)
 		content, err := os.ReadFile(filepath.Join(dir, name+contentExt))
 		if err == nil {
@@ -425,7 +413,7 @@ func (s *Store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*wo
 // plain hides the Store's own Grep, for the generic one.
 type plain struct{ workspace.Store }
 
-func (s *Store) query(ctx context.Context, op, ns string, f workspace.Filter) ([]workspace.Info, error) {
+func (s *store) query(ctx context.Context, op, ns string, f workspace.Filter) ([]workspace.Info, error) {
 	fail := func(err error) ([]workspace.Info, error) {
 		return nil, &workspace.Error{Op: op, Namespace: ns, Err: err}
 	}
@@ -466,29 +454,23 @@ func (s *Store) query(ctx context.Context, op, ns string, f workspace.Filter) ([
 			list = append(list, info)
 		}
 	}
-	workspace.SortInfos(list)
+	driver.SortInfos(list)
 	return list, nil
 }
 
-// Query implements workspace.Store. It reads every description in the
+// Query implements driver.Store. It reads every description in the
 // namespace: use sqlitestore for large workspaces queried often.
-func (s *Store) Query(ctx context.Context, ns string, f workspace.Filter) ([]workspace.Info, error) {
-	if err := s.check(ctx, "query", ns, "", false); err != nil {
-		return nil, err
-	}
+func (s *store) Query(ctx context.Context, ns string, f workspace.Filter) ([]workspace.Info, error) {
 	list, err := s.query(ctx, "query", ns, f)
 	if err != nil {
 		return nil, err
 	}
-	return workspace.Page(list, f), nil
+	return driver.Page(list, f), nil
 }
 
-// Delete implements workspace.Store.
-func (s *Store) Delete(ctx context.Context, ns, id string) error {
+// Delete implements driver.Store.
+func (s *store) Delete(ctx context.Context, ns, id string) error {
 	fail := func(err error) error { return &workspace.Error{Op: "delete", Namespace: ns, ID: id, Err: err} }
-	if err := s.check(ctx, "delete", ns, id, true); err != nil {
-		return err
-	}
 	dir, name, err := s.names(ns, id)
 	if err != nil {
 		return fail(err)
@@ -511,12 +493,9 @@ func (s *Store) Delete(ctx context.Context, ns, id string) error {
 	return nil
 }
 
-// Close implements workspace.Store. A Store holds no open files between
-// calls; Close only makes later calls fail.
-func (s *Store) Close() error {
-	s.closed.Store(true)
-	return nil
-}
+// Close implements driver.Store. A store holds no open files between
+// calls.
+func (s *store) Close() error { return nil }
 
 // nsFile is the file, in a namespace's directory, that holds the
 // namespace when the directory's name is a hash of it (a long namespace),
@@ -534,15 +513,9 @@ func keepNamespace(dir, ns string) error {
 	return fsutil.WriteFile(p, []byte(ns), fsutil.Options{})
 }
 
-// Namespaces implements workspace.Store: the directories that hold at
+// Namespaces implements driver.Store: the directories that hold at
 // least one artifact description.
-func (s *Store) Namespaces(ctx context.Context) ([]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, &workspace.Error{Op: "namespaces", Err: err}
-	}
-	if s.closed.Load() {
-		return nil, &workspace.Error{Op: "namespaces", Err: workspace.ErrClosed}
-	}
+func (s *store) Namespaces(ctx context.Context) ([]string, error) {
 	fail := func(err error) ([]string, error) { return nil, &workspace.Error{Op: "namespaces", Err: err} }
 	ents, err := os.ReadDir(s.root)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

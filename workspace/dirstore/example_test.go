@@ -31,7 +31,7 @@ func Example() {
 	for _, e := range entries {
 		fmt.Println(e.Name())
 	}
-	path, _ := s.Path("default", "tool_result_toolu_01")
+	path, _ := s.(workspace.Pather).Path("default", "tool_result_toolu_01") // a directory store keeps files
 	content, _ := os.ReadFile(path)
 	fmt.Printf("%q\n", content)
 	// Output:

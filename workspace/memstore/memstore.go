@@ -8,117 +8,107 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/driver"
 )
 
-// Store is an in-memory workspace.Store. The zero value is not usable;
-// call New.
-type Store struct {
-	mu     sync.RWMutex
-	ns     map[string]map[string]*workspace.Artifact
-	closed bool
+// New returns an empty store in memory. Its session state (OpenSessions,
+// session.Keeper) is kept in memory too, as long as the store.
+func New() workspace.Store { return workspace.NewStore(NewDriver(), nil) }
+
+// Driver is the driver.Store of New: artifacts in memory. The zero value
+// is not usable; call NewDriver.
+type Driver struct {
+	mu       sync.RWMutex
+	ns       map[string]map[string]*workspace.Artifact
+	sessions *memsession.Driver // see OpenSessions
 }
 
-var _ workspace.Store = (*Store)(nil)
+var (
+	_ driver.Store   = (*Driver)(nil)
+	_ session.Keeper = (*Driver)(nil)
+)
 
-// New returns an empty store.
-func New() *Store {
-	return &Store{ns: make(map[string]map[string]*workspace.Artifact)}
+// NewDriver returns an empty Driver.
+func NewDriver() *Driver {
+	return &Driver{ns: make(map[string]map[string]*workspace.Artifact), sessions: memsession.NewDriver()}
 }
 
-func (s *Store) check(ctx context.Context, op, ns, id string, needID bool) error {
-	if err := workspace.Check(ctx, op, ns, id, needID); err != nil {
-		return err
-	}
-	if s.closed {
-		return &workspace.Error{Op: op, Namespace: ns, ID: id, Err: workspace.ErrClosed}
-	}
-	return nil
+// OpenSessions implements session.Keeper: the session state is kept in
+// memory as long as the store, and every store it returns sees the same
+// states (closing one leaves them to the others).
+func (s *Driver) OpenSessions(ctx context.Context) (session.Store, error) {
+	return session.New(s.sessions, nil), nil
 }
 
-// Put implements workspace.Store.
-func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
-	return s.put(ctx, "put", ns, a)
+// Put implements driver.Store.
+func (s *Driver) Put(_ context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
+	return s.put(false, ns, a)
 }
 
-// Create implements workspace.Store: the check and the write are one step
+// Create implements driver.Store: the check and the write are one step
 // under the store's lock.
-func (s *Store) Create(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
-	return s.put(ctx, "create", ns, a)
+func (s *Driver) Create(_ context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
+	return s.put(true, ns, a)
 }
 
-func (s *Store) put(ctx context.Context, op, ns string, a workspace.Artifact) (workspace.Info, error) {
+func (s *Driver) put(create bool, ns string, a workspace.Artifact) (workspace.Info, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.check(ctx, op, ns, a.ID, true); err != nil {
-		return workspace.Info{}, err
+	if _, taken := s.ns[ns][a.ID]; taken && create {
+		return workspace.Info{}, workspace.ErrExists
 	}
-	if err := workspace.ValidateArtifact(&a); err != nil {
-		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
-	}
-	if _, taken := s.ns[ns][a.ID]; taken && op == "create" {
-		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: workspace.ErrExists}
-	}
-	m := workspace.Measure(a)
 	if s.ns[ns] == nil {
 		s.ns[ns] = make(map[string]*workspace.Artifact)
 	}
-	s.ns[ns][a.ID] = &m
-	return m.Info.Clone(), nil
+	s.ns[ns][a.ID] = &a
+	return a.Info.Clone(), nil
 }
 
-func (s *Store) get(ctx context.Context, op, ns, id string) (*workspace.Artifact, error) {
-	if err := s.check(ctx, op, ns, id, true); err != nil {
-		return nil, err
-	}
+func (s *Driver) get(ns, id string) (*workspace.Artifact, error) {
 	a := s.ns[ns][id]
 	if a == nil {
-		return nil, &workspace.Error{Op: op, Namespace: ns, ID: id, Err: workspace.ErrNotFound}
+		return nil, workspace.ErrNotFound
 	}
 	return a, nil
 }
 
-// Get implements workspace.Store.
-func (s *Store) Get(ctx context.Context, ns, id string) (*workspace.Artifact, error) {
+// Get implements driver.Store.
+func (s *Driver) Get(_ context.Context, ns, id string) (*workspace.Artifact, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	a, err := s.get(ctx, "get", ns, id)
+	a, err := s.get(ns, id)
 	if err != nil {
 		return nil, err
 	}
 	return &workspace.Artifact{Info: a.Info.Clone(), Content: a.Content}, nil
 }
 
-// Stat implements workspace.Store.
-func (s *Store) Stat(ctx context.Context, ns, id string) (workspace.Info, error) {
+// Stat implements driver.Store.
+func (s *Driver) Stat(_ context.Context, ns, id string) (workspace.Info, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	a, err := s.get(ctx, "stat", ns, id)
+	a, err := s.get(ns, id)
 	if err != nil {
 		return workspace.Info{}, err
 	}
 	return a.Info.Clone(), nil
 }
 
-func (s *Store) query(ns string, f workspace.Filter) []workspace.Info {
+// Query implements driver.Store.
+func (s *Driver) Query(_ context.Context, ns string, f workspace.Filter) ([]workspace.Info, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	var list []workspace.Info
 	for _, a := range s.ns[ns] {
 		if f.Match(a.Metadata) {
 			list = append(list, a.Info)
 		}
 	}
-	workspace.SortInfos(list)
-	return list
-}
-
-// Query implements workspace.Store.
-func (s *Store) Query(ctx context.Context, ns string, f workspace.Filter) ([]workspace.Info, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if err := s.check(ctx, "query", ns, "", false); err != nil {
-		return nil, err
-	}
-	list := workspace.Page(s.query(ns, f), f)
+	driver.SortInfos(list)
+	list = driver.Page(list, f)
 	out := make([]workspace.Info, len(list))
 	for i, info := range list {
 		out[i] = info.Clone()
@@ -126,36 +116,29 @@ func (s *Store) Query(ctx context.Context, ns string, f workspace.Filter) ([]wor
 	return out, nil
 }
 
-// Delete implements workspace.Store.
-func (s *Store) Delete(ctx context.Context, ns, id string) error {
+// Delete implements driver.Store.
+func (s *Driver) Delete(_ context.Context, ns, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := s.get(ctx, "delete", ns, id); err != nil {
+	if _, err := s.get(ns, id); err != nil {
 		return err
 	}
 	delete(s.ns[ns], id)
 	return nil
 }
 
-// Close implements workspace.Store. The artifacts are dropped.
-func (s *Store) Close() error {
+// Close implements driver.Store. The artifacts are dropped.
+func (s *Driver) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.closed = true
 	s.ns = nil
 	return nil
 }
 
-// Namespaces implements workspace.Store.
-func (s *Store) Namespaces(ctx context.Context) ([]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, &workspace.Error{Op: "namespaces", Err: err}
-	}
+// Namespaces implements driver.Store.
+func (s *Driver) Namespaces(context.Context) ([]string, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.closed {
-		return nil, &workspace.Error{Op: "namespaces", Err: workspace.ErrClosed}
-	}
 	out := []string{}
 	for ns, m := range s.ns {
 		if len(m) > 0 {

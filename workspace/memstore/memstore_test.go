@@ -4,12 +4,13 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/driver"
 	"github.com/agentctx/agentctx/workspace/memstore"
 	"github.com/agentctx/agentctx/workspace/storetest"
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(testing.TB, string) workspace.Store { return memstore.New() })
+	storetest.RunDriver(t, func(testing.TB, string) driver.Store { return memstore.NewDriver() })
 }
 
 func BenchmarkStore(b *testing.B) {

@@ -8,17 +8,15 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/driver"
 )
 
 // Grep implements workspace.Searcher. The server selects the artifacts
 // that may match (see pgRegex); each is then searched with the RE2
 // expression, so the result is exactly the generic one. Artifacts the
 // server rules out are counted as searched, with their lines.
-func (s *Store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*workspace.GrepResult, error) {
-	if err := s.check(ctx, "grep", ns, q.ID, q.ID != ""); err != nil {
-		return nil, err
-	}
-	g, err := workspace.NewGrepper(q)
+func (s *store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*workspace.GrepResult, error) {
+	g, err := driver.NewGrepper(q)
 	if err != nil {
 		return nil, &workspace.Error{Op: "grep", Namespace: ns, ID: q.ID, Err: err}
 	}
@@ -28,13 +26,13 @@ func (s *Store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*wo
 	}
 	res, err := s.grep(ctx, ns, q, g, re, ok)
 	if ok && err != nil && regexFailed(err) && ctx.Err() == nil {
-		g, _ = workspace.NewGrepper(q)
+		g, _ = driver.NewGrepper(q)
 		res, err = s.grep(ctx, ns, q, g, "", false)
 	}
 	return res, err
 }
 
-func (s *Store) grep(ctx context.Context, ns string, q workspace.GrepQuery, g *workspace.Grepper, re string, useRe bool) (*workspace.GrepResult, error) {
+func (s *store) grep(ctx context.Context, ns string, q workspace.GrepQuery, g *driver.Grepper, re string, useRe bool) (*workspace.GrepResult, error) {
 	cond, args := `a.ns = $1 AND a.id = $2`, []any{[]byte(ns), []byte(q.ID)}
 	if q.ID == "" {
 		cond, args = where(ns, q.Filter, 0)

@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/driver"
 )
 
 // TestLinesMatchesLinesOf compares the chunked Lines with LinesOf on every
 // range of contents whose lines are shorter and longer than a chunk.
 func TestLinesMatchesLinesOf(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, newURL(t), &Options{ChunkBytes: 16})
+	s, err := open(ctx, newURL(t), &Options{ChunkBytes: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,13 +34,13 @@ func TestLinesMatchesLinesOf(t *testing.T) {
 		if n%2 == 1 {
 			content = strings.TrimSuffix(content, "\n") // no final newline
 		}
-		if _, err := s.Put(ctx, "ns", workspace.Artifact{Info: workspace.Info{ID: "a"}, Content: content}); err != nil {
+		if _, err := s.Put(ctx, "ns", driver.Measure(workspace.Artifact{Info: workspace.Info{ID: "a"}, Content: content})); err != nil {
 			t.Fatal(err)
 		}
-		total := workspace.CountLines(content)
+		total := driver.CountLines(content)
 		for start := 0; start <= total+1; start++ {
 			for end := start - 1; end <= total+2; end++ {
-				want, werr := workspace.LinesOf("a", content, start, end)
+				want, werr := driver.LinesOf("a", content, start, end)
 				got, gerr := s.Lines(ctx, "ns", "a", start, end)
 				if (werr == nil) != (gerr == nil) {
 					t.Fatalf("Lines(%d, %d) of %q: error %v, LinesOf %v", start, end, content, gerr, werr)

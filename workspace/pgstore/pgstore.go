@@ -44,7 +44,10 @@ import (
 
 	"github.com/agentctx/agentctx/internal/pgmigrate"
 	"github.com/agentctx/agentctx/internal/secret"
+	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/pgsession"
 	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/driver"
 )
 
 // DefaultChunkBytes is the largest chunk of content stored in one row.
@@ -65,24 +68,31 @@ type Options struct {
 
 // Store is a workspace.Store in a PostgreSQL database. It is safe for
 // concurrent use, also by many processes sharing the database.
-type Store struct {
-	pool   *pgxpool.Pool
-	loc    string
-	chunk  int
-	regex  bool // the server encoding is UTF8: the regex prefilter is usable
-	trgm   bool // the text chunks have a trigram index (pg_trgm)
-	closed atomic.Bool
+type store struct {
+	pool  *pgxpool.Pool
+	loc   string
+	chunk int
+	regex bool // the server encoding is UTF8: the regex prefilter is usable
+	trgm  bool // the text chunks have a trigram index (pg_trgm)
 	// ruledOut counts the artifacts Grep did not read because the server
 	// showed they cannot match (the tests check that the prefilter works).
 	ruledOut atomic.Int64
 }
 
 var (
-	_ workspace.Store      = (*Store)(nil)
-	_ workspace.LineReader = (*Store)(nil)
-	_ workspace.Searcher   = (*Store)(nil)
-	_ workspace.Locator    = (*Store)(nil)
+	_ driver.Store         = (*store)(nil)
+	_ workspace.LineReader = (*store)(nil)
+	_ workspace.Searcher   = (*store)(nil)
+	_ workspace.Locator    = (*store)(nil)
+	_ session.Keeper       = (*store)(nil)
 )
+
+// OpenSessions implements session.Keeper: the session state is kept in the
+// same database (session/pgsession), over the store's connection pool.
+// Close the returned store before this one.
+func (s *store) OpenSessions(ctx context.Context) (session.Store, error) {
+	return pgsession.New(ctx, s.pool, s.loc)
+}
 
 // Component is the name of the workspace schema in agentctx_migrations.
 const Component = "workspace"
@@ -140,7 +150,16 @@ $$;
 
 // Open connects to the database at url (a postgres:// URL or a libpq
 // key=value string), creating or migrating the schema when needed.
-func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
+func Open(ctx context.Context, url string, opts *Options) (workspace.Store, error) {
+	s, err := open(ctx, url, opts)
+	if err != nil {
+		return nil, err
+	}
+	return workspace.NewStore(s, nil), nil
+}
+
+// open returns the driver of Open.
+func open(ctx context.Context, url string, opts *Options) (*store, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -165,7 +184,7 @@ func Open(ctx context.Context, url string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: open %s: %w", loc, err)
 	}
-	s := &Store{pool: pool, loc: loc, chunk: o.ChunkBytes}
+	s := &store{pool: pool, loc: loc, chunk: o.ChunkBytes}
 	v, err := pgmigrate.Apply(ctx, pool, Component, migrations)
 	if err != nil {
 		pool.Close()
@@ -194,17 +213,7 @@ func redact(s string) string { return secret.URL(s) }
 
 // Location implements workspace.Locator: the database URL without its
 // password.
-func (s *Store) Location() string { return s.loc }
-
-func (s *Store) check(ctx context.Context, op, ns, id string, needID bool) error {
-	if err := workspace.Check(ctx, op, ns, id, needID); err != nil {
-		return err
-	}
-	if s.closed.Load() {
-		return &workspace.Error{Op: op, Namespace: ns, ID: id, Err: workspace.ErrClosed}
-	}
-	return nil
-}
+func (s *store) Location() string { return s.loc }
 
 // wrap returns err as a *workspace.Error, reporting a context error when
 // ctx ended (the driver reports it in its own words).
@@ -300,17 +309,17 @@ func copyReader(rid int64, content string, chunks []chunk) io.Reader {
 	return io.MultiReader(append(parts, bytes.NewReader(h))...)
 }
 
-// Put implements workspace.Store. The content is streamed chunk by chunk
+// Put implements driver.Store. The content is streamed chunk by chunk
 // (COPY) in one transaction: readers see the old artifact or the new one
 // whole.
-func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
+func (s *store) Put(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
 	return s.write(ctx, "put", ns, a)
 }
 
-// Create implements workspace.Store: an INSERT that does nothing on a
+// Create implements driver.Store: an INSERT that does nothing on a
 // taken id (the server makes concurrent inserts of one id wait for each
 // other), then the content, in one transaction.
-func (s *Store) Create(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
+func (s *store) Create(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
 	return s.write(ctx, "create", ns, a)
 }
 
@@ -322,14 +331,8 @@ const upsert = ` ON CONFLICT (ns, id) DO UPDATE SET type = EXCLUDED.type, create
 				meta_keys = EXCLUDED.meta_keys, meta_pairs = EXCLUDED.meta_pairs, searchable = EXCLUDED.searchable`
 
 // write stores a; op "create" stores it only when its id is free.
-func (s *Store) write(ctx context.Context, op, ns string, a workspace.Artifact) (workspace.Info, error) {
-	if err := s.check(ctx, op, ns, a.ID, true); err != nil {
-		return workspace.Info{}, err
-	}
-	if err := workspace.ValidateArtifact(&a); err != nil {
-		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
-	}
-	m := workspace.Measure(a)
+func (s *store) write(ctx context.Context, op, ns string, a workspace.Artifact) (workspace.Info, error) {
+	m := a // measured by the portable store
 	md, err := json.Marshal(m.Metadata)
 	if err != nil {
 		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
@@ -407,11 +410,8 @@ func infoDest() ([]any, func() (workspace.Info, error)) {
 	}
 }
 
-// Stat implements workspace.Store.
-func (s *Store) Stat(ctx context.Context, ns, id string) (workspace.Info, error) {
-	if err := s.check(ctx, "stat", ns, id, true); err != nil {
-		return workspace.Info{}, err
-	}
+// Stat implements driver.Store.
+func (s *store) Stat(ctx context.Context, ns, id string) (workspace.Info, error) {
 	dest, build := infoDest()
 	err := s.pool.QueryRow(ctx, `SELECT `+infoColumns+` FROM agentctx_artifacts a WHERE a.ns = $1 AND a.id = $2`,
 		[]byte(ns), []byte(id)).Scan(dest...)
@@ -428,16 +428,13 @@ func (s *Store) Stat(ctx context.Context, ns, id string) (workspace.Info, error)
 	return info, nil
 }
 
-// Get implements workspace.Store. The content arrives as a stream of
+// Get implements driver.Store. The content arrives as a stream of
 // chunks, appended to a buffer of its final size.
-func (s *Store) Get(ctx context.Context, ns, id string) (*workspace.Artifact, error) {
+func (s *store) Get(ctx context.Context, ns, id string) (*workspace.Artifact, error) {
 	return s.get(ctx, "get", ns, id)
 }
 
-func (s *Store) get(ctx context.Context, op, ns, id string) (*workspace.Artifact, error) {
-	if err := s.check(ctx, op, ns, id, true); err != nil {
-		return nil, err
-	}
+func (s *store) get(ctx context.Context, op, ns, id string) (*workspace.Artifact, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+infoColumns+`, c.txt, c.bin
 		FROM agentctx_artifacts a LEFT JOIN agentctx_artifact_chunks c ON c.rid = a.rid
 		WHERE a.ns = $1 AND a.id = $2 ORDER BY c.seq`, []byte(ns), []byte(id))
@@ -478,12 +475,9 @@ func (s *Store) get(ctx context.Context, op, ns, id string) (*workspace.Artifact
 
 // Lines implements workspace.LineReader: it reads only the chunks that
 // hold lines start..end.
-func (s *Store) Lines(ctx context.Context, ns, id string, start, end int) (*workspace.LineRange, error) {
+func (s *store) Lines(ctx context.Context, ns, id string, start, end int) (*workspace.LineRange, error) {
 	fail := func(err error) (*workspace.LineRange, error) {
 		return nil, &workspace.Error{Op: "lines", Namespace: ns, ID: id, Err: err}
-	}
-	if err := s.check(ctx, "lines", ns, id, true); err != nil {
-		return nil, err
 	}
 	// Clamp before the query: the bounds are bigint.
 	qstart, qend := int64(max(start, 0)), int64(min(max(end, 0), 1<<62))
@@ -522,7 +516,7 @@ func (s *Store) Lines(ctx context.Context, ns, id string, start, end int) (*work
 	if !found {
 		return fail(workspace.ErrNotFound)
 	}
-	end, err = workspace.CheckRange(start, end, int(total))
+	end, err = driver.CheckRange(start, end, int(total))
 	if err != nil {
 		return fail(err)
 	}
@@ -533,7 +527,7 @@ func (s *Store) Lines(ctx context.Context, ns, id string, start, end int) (*work
 		i := strings.IndexByte(body, '\n')
 		body, line = body[i+1:], line+1
 	}
-	lr, err := workspace.LinesOf(id, body, start-line+1, end-line+1)
+	lr, err := driver.LinesOf(id, body, start-line+1, end-line+1)
 	if err != nil {
 		return fail(fmt.Errorf("chunks of lines %d-%d: %w", start, end, err))
 	}
@@ -574,11 +568,8 @@ func where(ns string, f workspace.Filter, n int) (string, []any) {
 
 const orderBy = ` ORDER BY a.created_s, a.created_ns, a.id`
 
-// Query implements workspace.Store.
-func (s *Store) Query(ctx context.Context, ns string, f workspace.Filter) ([]workspace.Info, error) {
-	if err := s.check(ctx, "query", ns, "", false); err != nil {
-		return nil, err
-	}
+// Query implements driver.Store.
+func (s *store) Query(ctx context.Context, ns string, f workspace.Filter) ([]workspace.Info, error) {
 	cond, args := where(ns, f, 0)
 	query := `SELECT ` + infoColumns + ` FROM agentctx_artifacts a WHERE ` + cond + orderBy
 	if f.Offset > 0 {
@@ -612,11 +603,8 @@ func (s *Store) Query(ctx context.Context, ns string, f workspace.Filter) ([]wor
 	return list, nil
 }
 
-// Delete implements workspace.Store.
-func (s *Store) Delete(ctx context.Context, ns, id string) error {
-	if err := s.check(ctx, "delete", ns, id, true); err != nil {
-		return err
-	}
+// Delete implements driver.Store.
+func (s *store) Delete(ctx context.Context, ns, id string) error {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM agentctx_artifacts WHERE ns = $1 AND id = $2`, []byte(ns), []byte(id))
 	if err != nil {
 		return wrap(ctx, "delete", ns, id, err)
@@ -627,11 +615,8 @@ func (s *Store) Delete(ctx context.Context, ns, id string) error {
 	return nil
 }
 
-// Close implements workspace.Store: it closes the connections.
-func (s *Store) Close() error {
-	if s.closed.Swap(true) {
-		return nil
-	}
+// Close implements driver.Store: it closes the connections.
+func (s *store) Close() error {
 	s.pool.Close()
 	return nil
 }
@@ -643,14 +628,8 @@ func regexFailed(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "2201B" || strings.HasPrefix(pe.Code, "54"))
 }
 
-// Namespaces implements workspace.Store.
-func (s *Store) Namespaces(ctx context.Context) ([]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, &workspace.Error{Op: "namespaces", Err: err}
-	}
-	if s.closed.Load() {
-		return nil, &workspace.Error{Op: "namespaces", Err: workspace.ErrClosed}
-	}
+// Namespaces implements driver.Store.
+func (s *store) Namespaces(ctx context.Context) ([]string, error) {
 	fail := func(err error) ([]string, error) {
 		if cerr := ctx.Err(); cerr != nil {
 			err = cerr

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/driver"
 	"github.com/agentctx/agentctx/workspace/pgstore"
 	"github.com/agentctx/agentctx/workspace/storetest"
 )
@@ -67,7 +68,7 @@ func TestLargeArtifact(t *testing.T) {
 		fmt.Fprintf(&b, "line %08d of a large tool result, padded to about sixty bytes\n", i)
 	}
 	content := b.String()
-	lines := workspace.CountLines(content)
+	lines := driver.CountLines(content)
 
 	allocated := func(f func()) uint64 {
 		var m0, m1 runtime.MemStats

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentctx/agentctx/internal/pgtest"
 	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/driver"
 	"github.com/agentctx/agentctx/workspace/storetest"
 )
 
@@ -162,13 +163,13 @@ func TestPGRegexNeverMisses(t *testing.T) {
 // cannot match, and only those.
 func TestGrepPrefilter(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, newURL(t), &Options{ChunkBytes: 32})
+	s, err := open(ctx, newURL(t), &Options{ChunkBytes: 32})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	put := func(id, content string) {
-		if _, err := s.Put(ctx, "ns", workspace.Artifact{Info: workspace.Info{ID: id}, Content: content}); err != nil {
+		if _, err := s.Put(ctx, "ns", driver.Measure(workspace.Artifact{Info: workspace.Info{ID: id}, Content: content})); err != nil { // measured, as the portable store hands it to the driver
 			t.Fatal(err)
 		}
 	}

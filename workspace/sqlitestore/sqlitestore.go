@@ -22,13 +22,15 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/sqlitesession"
 	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/driver"
 
 	"github.com/agentctx/agentctx/internal/fsutil"
 )
@@ -44,20 +46,27 @@ type Options struct {
 	BusyTimeout time.Duration
 }
 
-// Store is a workspace.Store in a SQLite file. It is safe for concurrent
+// store is the driver.Store of a SQLite file. It is safe for concurrent
 // use, also by several processes sharing the file.
-type Store struct {
-	db     *sql.DB
-	path   string
-	closed atomic.Bool
-	wmu    sync.Mutex // one write transaction at a time in this process
+type store struct {
+	db   *sql.DB
+	path string
+	wmu  sync.Mutex // one write transaction at a time in this process
 }
 
 var (
-	_ workspace.Store    = (*Store)(nil)
-	_ workspace.Searcher = (*Store)(nil)
-	_ workspace.Locator  = (*Store)(nil)
+	_ driver.Store       = (*store)(nil)
+	_ workspace.Searcher = (*store)(nil)
+	_ workspace.Locator  = (*store)(nil)
+	_ session.Keeper     = (*store)(nil)
 )
+
+// OpenSessions implements session.Keeper: the session state is kept in the
+// same SQLite file (session/sqlitesession), over the store's connections.
+// Close the returned store before this one.
+func (s *store) OpenSessions(ctx context.Context) (session.Store, error) {
+	return sqlitesession.New(ctx, s.db, s.path)
+}
 
 const schema = `
 CREATE TABLE IF NOT EXISTS artifacts (
@@ -92,7 +101,16 @@ CREATE VIRTUAL TABLE IF NOT EXISTS artifacts_fts USING fts5 (
 `
 
 // Open opens (creating it when needed) the SQLite file at path.
-func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
+func Open(ctx context.Context, path string, opts *Options) (workspace.Store, error) {
+	s, err := open(ctx, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return workspace.NewStore(s, nil), nil
+}
+
+// open returns the driver of Open.
+func open(ctx context.Context, path string, opts *Options) (*store, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -125,7 +143,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
-	return &Store{db: db, path: path}, nil
+	return &store{db: db, path: path}, nil
 }
 
 // escapePath makes a file path safe inside a file: URI.
@@ -133,21 +151,8 @@ func escapePath(p string) string {
 	return strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23").Replace(p)
 }
 
-// Path returns the path of the SQLite file.
-func (s *Store) Path() string { return s.path }
-
 // Location implements workspace.Locator: the path of the SQLite file.
-func (s *Store) Location() string { return s.path }
-
-func (s *Store) check(ctx context.Context, op, ns, id string, needID bool) error {
-	if err := workspace.Check(ctx, op, ns, id, needID); err != nil {
-		return err
-	}
-	if s.closed.Load() {
-		return &workspace.Error{Op: op, Namespace: ns, ID: id, Err: workspace.ErrClosed}
-	}
-	return nil
-}
+func (s *store) Location() string { return s.path }
 
 // wrap returns err as a *workspace.Error, reporting a context error when
 // ctx ended (the driver reports an interrupt in its own words).
@@ -158,27 +163,21 @@ func wrap(ctx context.Context, op, ns, id string, err error) error {
 	return &workspace.Error{Op: op, Namespace: ns, ID: id, Err: err}
 }
 
-// Put implements workspace.Store.
-func (s *Store) Put(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
+// Put implements driver.Store.
+func (s *store) Put(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
 	return s.write(ctx, "put", ns, a)
 }
 
-// Create implements workspace.Store: an INSERT that does nothing on a
+// Create implements driver.Store: an INSERT that does nothing on a
 // taken id, in a write transaction (which SQLite serializes across
 // processes).
-func (s *Store) Create(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
+func (s *store) Create(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
 	return s.write(ctx, "create", ns, a)
 }
 
 // write stores a; op "create" stores it only when its id is free.
-func (s *Store) write(ctx context.Context, op, ns string, a workspace.Artifact) (workspace.Info, error) {
-	if err := s.check(ctx, op, ns, a.ID, true); err != nil {
-		return workspace.Info{}, err
-	}
-	if err := workspace.ValidateArtifact(&a); err != nil {
-		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
-	}
-	m := workspace.Measure(a)
+func (s *store) write(ctx context.Context, op, ns string, a workspace.Artifact) (workspace.Info, error) {
+	m := a // measured by the portable store
 	md, err := json.Marshal(m.Metadata)
 	if err != nil {
 		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
@@ -238,7 +237,7 @@ func (s *Store) write(ctx context.Context, op, ns string, a workspace.Artifact) 
 	return m.Info.Clone(), nil
 }
 
-func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -276,10 +275,7 @@ func scanInfo(row scanner, extra ...any) (workspace.Info, error) {
 	return info, nil
 }
 
-func (s *Store) get(ctx context.Context, op, ns, id string) (*workspace.Artifact, error) {
-	if err := s.check(ctx, op, ns, id, true); err != nil {
-		return nil, err
-	}
+func (s *store) get(ctx context.Context, op, ns, id string) (*workspace.Artifact, error) {
 	var content []byte
 	info, err := scanInfo(s.db.QueryRowContext(ctx,
 		`SELECT `+infoColumns+`, a.content FROM artifacts a WHERE a.ns = ? AND a.id = ?`, ns, id), &content)
@@ -292,16 +288,13 @@ func (s *Store) get(ctx context.Context, op, ns, id string) (*workspace.Artifact
 	return &workspace.Artifact{Info: info, Content: string(content)}, nil
 }
 
-// Get implements workspace.Store.
-func (s *Store) Get(ctx context.Context, ns, id string) (*workspace.Artifact, error) {
+// Get implements driver.Store.
+func (s *store) Get(ctx context.Context, ns, id string) (*workspace.Artifact, error) {
 	return s.get(ctx, "get", ns, id)
 }
 
-// Stat implements workspace.Store.
-func (s *Store) Stat(ctx context.Context, ns, id string) (workspace.Info, error) {
-	if err := s.check(ctx, "stat", ns, id, true); err != nil {
-		return workspace.Info{}, err
-	}
+// Stat implements driver.Store.
+func (s *store) Stat(ctx context.Context, ns, id string) (workspace.Info, error) {
 	info, err := scanInfo(s.db.QueryRowContext(ctx, `SELECT `+infoColumns+` FROM artifacts a WHERE a.ns = ? AND a.id = ?`, ns, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return workspace.Info{}, &workspace.Error{Op: "stat", Namespace: ns, ID: id, Err: workspace.ErrNotFound}
@@ -337,11 +330,8 @@ const orderBy = ` ORDER BY a.created_s, a.created_ns, a.id`
 // narrows the candidates when the pattern has literal parts of three or
 // more characters; content that is not valid UTF-8 is not indexed and is
 // always searched.
-func (s *Store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*workspace.GrepResult, error) {
-	if err := s.check(ctx, "grep", ns, q.ID, q.ID != ""); err != nil {
-		return nil, err
-	}
-	g, err := workspace.NewGrepper(q)
+func (s *store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*workspace.GrepResult, error) {
+	g, err := driver.NewGrepper(q)
 	if err != nil {
 		return nil, &workspace.Error{Op: "grep", Namespace: ns, ID: q.ID, Err: err}
 	}
@@ -401,11 +391,8 @@ func (s *Store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*wo
 	return g.Result(), nil
 }
 
-// Query implements workspace.Store.
-func (s *Store) Query(ctx context.Context, ns string, f workspace.Filter) ([]workspace.Info, error) {
-	if err := s.check(ctx, "query", ns, "", false); err != nil {
-		return nil, err
-	}
+// Query implements driver.Store.
+func (s *store) Query(ctx context.Context, ns string, f workspace.Filter) ([]workspace.Info, error) {
 	cond, args := where(ns, f)
 	query := `SELECT ` + infoColumns + ` FROM artifacts a WHERE ` + cond + orderBy
 	if f.Limit > 0 || f.Offset > 0 {
@@ -435,11 +422,8 @@ func (s *Store) Query(ctx context.Context, ns string, f workspace.Filter) ([]wor
 	return list, nil
 }
 
-// Delete implements workspace.Store.
-func (s *Store) Delete(ctx context.Context, ns, id string) error {
-	if err := s.check(ctx, "delete", ns, id, true); err != nil {
-		return err
-	}
+// Delete implements driver.Store.
+func (s *store) Delete(ctx context.Context, ns, id string) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	found := false
@@ -468,22 +452,13 @@ func (s *Store) Delete(ctx context.Context, ns, id string) error {
 	return nil
 }
 
-// Close implements workspace.Store: it closes the database.
-func (s *Store) Close() error {
-	if s.closed.Swap(true) {
-		return nil
-	}
+// Close implements driver.Store: it closes the database.
+func (s *store) Close() error {
 	return s.db.Close()
 }
 
-// Namespaces implements workspace.Store.
-func (s *Store) Namespaces(ctx context.Context) ([]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, &workspace.Error{Op: "namespaces", Err: err}
-	}
-	if s.closed.Load() {
-		return nil, &workspace.Error{Op: "namespaces", Err: workspace.ErrClosed}
-	}
+// Namespaces implements driver.Store.
+func (s *store) Namespaces(ctx context.Context) ([]string, error) {
 	fail := func(err error) ([]string, error) {
 		if cerr := ctx.Err(); cerr != nil {
 			err = cerr

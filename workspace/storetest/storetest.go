@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/driver"
 )
 
 // Opener opens a store kept in dir, a fresh empty directory for each rule
@@ -45,6 +46,20 @@ type rule struct {
 // Run runs every rule of the contract against stores made by open, each
 // rule in a subtest named after it.
 func Run(t *testing.T, open Opener) {
+	t.Helper()
+	run(t, open)
+}
+
+// RunDriver checks a backend's driver through the portable store
+// workspace.NewStore makes of it, as programs use it (a backend's Open
+// returns that store: Run checks it the same way). newDriver opens the
+// driver of the store kept at dir, as an Opener does.
+func RunDriver(t *testing.T, newDriver func(t testing.TB, dir string) driver.Store) {
+	t.Helper()
+	run(t, func(t testing.TB, dir string) workspace.Store { return workspace.NewStore(newDriver(t, dir), nil) })
+}
+
+func run(t *testing.T, open Opener) {
 	for _, r := range rules {
 		t.Run(r.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "store")
@@ -203,7 +218,7 @@ func rulePutGet(t *testing.T, s workspace.Store, _ string) {
 		Content: "hello\nwörld ✓\n",
 	}
 	info := mustPut(t, s, "default", a)
-	want := workspace.Measure(a).Info
+	want := driver.Measure(a).Info
 	if want.Chars != 14 || want.Lines != 2 || want.Bytes != 17 {
 		t.Fatalf("Measure: %+v", want)
 	}
@@ -300,7 +315,7 @@ func ruleCreate(t *testing.T, s workspace.Store, _ string) {
 	if err != nil {
 		t.Fatalf("Create of a free id: %v", err)
 	}
-	want := workspace.Measure(first).Info
+	want := driver.Measure(first).Info
 	if !infoEqual(info, want) {
 		t.Errorf("Create returned\n %+v\nwant %+v", info, want)
 	}
@@ -438,7 +453,7 @@ func ruleStat(t *testing.T, s workspace.Store, _ string) {
 		if !infoEqual(got, info) {
 			t.Errorf("Stat(%q) = %+v, Put returned %+v", id, got, info)
 		}
-		if want := workspace.Measure(art(id, content, md, t0)); got.SHA256 != want.SHA256 || got.Bytes != len(content) {
+		if want := driver.Measure(art(id, content, md, t0)); got.SHA256 != want.SHA256 || got.Bytes != len(content) {
 			t.Errorf("Stat(%q): sha256 %s bytes %d, want %s %d", id, got.SHA256, got.Bytes, want.SHA256, len(content))
 		}
 		if a := mustGet(t, s, "default", id); !infoEqual(a.Info, got) {
@@ -872,7 +887,7 @@ func ruleQuery(t *testing.T, s workspace.Store, _ string) {
 	}
 	list := mustQuery(t, s, "default", workspace.Filter{Metadata: workspace.Metadata{"biz_id": "3"}})
 	if len(list) == 1 {
-		want := workspace.Measure(art("a-tie", "content a-tie", nil, t0)).Info
+		want := driver.Measure(art("a-tie", "content a-tie", nil, t0)).Info
 		if list[0].Chars != want.Chars || list[0].SHA256 != want.SHA256 || !list[0].Created.Equal(t0.Add(5*time.Millisecond)) || list[0].Metadata["task_id"] != "t2" {
 			t.Errorf("Query info = %+v", list[0])
 		}
@@ -1024,7 +1039,7 @@ func ruleConcurrent(t *testing.T, s workspace.Store, _ string) {
 				v, _ := strconv.Atoi(a.Metadata["v"])
 				if a.Content != versionContent(id, v) {
 					report(fmt.Errorf("Get %s: content of another version than metadata v=%d (%d bytes)", id, v, len(a.Content)))
-				} else if m := workspace.Measure(*a); m.Chars != a.Chars || m.SHA256 != a.SHA256 {
+				} else if m := driver.Measure(*a); m.Chars != a.Chars || m.SHA256 != a.SHA256 {
 					report(fmt.Errorf("Get %s: sizes of another version", id))
 				}
 				if i%30 == 0 {

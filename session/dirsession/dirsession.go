@@ -1,4 +1,8 @@
-package session
+// Package dirsession is the session.Store kept in a directory, one file per
+// session: the session state beside a directory workspace (workspace/dirstore
+// keeps it in <root>/.sessions), shared by the processes that share the
+// directory.
+package dirsession
 
 import (
 	"bytes"
@@ -11,44 +15,40 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentctx/agentctx/internal/fsutil"
+	"github.com/agentctx/agentctx/session"
 )
 
-// DirStore keeps each session in a file <root>/<namespace>/<id>.session
+// driver keeps each session in a file <root>/<namespace>/<id>.session
 // (names encoded so that they cannot leave their directory), written
 // atomically. Save holds an flock on <id>.lock beside it, so processes
 // sharing the directory never lose an update.
-type DirStore struct {
-	root   string
-	closed atomic.Bool
+type driver struct {
+	root string
 }
 
-var _ Store = (*DirStore)(nil)
+var _ session.Driver = (*driver)(nil)
 
 // dirHeader starts every session file, followed by the version and a
 // newline, then the data.
 const dirHeader = "agentctx-session "
 
-// OpenDir returns a DirStore rooted at dir. The directory is created on the
-// first Save.
-func OpenDir(dir string) (*DirStore, error) {
+// Open returns a session store rooted at dir. The directory is created on
+// the first Save.
+func Open(dir string) (session.Store, error) {
 	if dir == "" {
-		return nil, errors.New("session: empty directory")
+		return nil, errors.New("dirsession: empty directory")
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, fmt.Errorf("session: %w", err)
+		return nil, fmt.Errorf("dirsession: %w", err)
 	}
-	return &DirStore{root: abs}, nil
+	return session.New(&driver{root: abs}, nil), nil
 }
 
-// Root returns the store's directory.
-func (s *DirStore) Root() string { return s.root }
-
-func (s *DirStore) paths(ns, id string) (dir, file, lock string, err error) {
+func (s *driver) paths(ns, id string) (dir, file, lock string, err error) {
 	nsName, err := fsutil.SafeName(ns)
 	if err != nil {
 		return "", "", "", err
@@ -61,16 +61,10 @@ func (s *DirStore) paths(ns, id string) (dir, file, lock string, err error) {
 	return dir, filepath.Join(dir, idName+".session"), filepath.Join(dir, idName+".lock"), nil
 }
 
-func (s *DirStore) begin(ctx context.Context, op, ns, id string) (dir, file, lock string, err error) {
-	if err := Check(ctx, op, ns, id); err != nil {
-		return "", "", "", err
-	}
-	if s.closed.Load() {
-		return "", "", "", &Error{Op: op, Namespace: ns, ID: id, Err: ErrClosed}
-	}
+func (s *driver) begin(ns, id string) (dir, file, lock string, err error) {
 	dir, file, lock, err = s.paths(ns, id)
 	if err != nil {
-		return "", "", "", &Error{Op: op, Namespace: ns, ID: id, Err: fmt.Errorf("%w: %w", ErrInvalidKey, err)}
+		return "", "", "", fmt.Errorf("%w: %w", session.ErrInvalidKey, err)
 	}
 	return dir, file, lock, nil
 }
@@ -97,46 +91,45 @@ func readFile(path string) ([]byte, int64, error) {
 	return rest[i+1:], v, nil
 }
 
-// Load implements Store. It takes no lock: files are replaced atomically.
-func (s *DirStore) Load(ctx context.Context, ns, id string) ([]byte, int64, error) {
-	_, file, _, err := s.begin(ctx, "load", ns, id)
+// Load implements session.Driver. It takes no lock: files are replaced atomically.
+func (s *driver) Load(ctx context.Context, ns, id string) ([]byte, int64, error) {
+	_, file, _, err := s.begin(ns, id)
 	if err != nil {
 		return nil, 0, err
 	}
 	data, v, err := readFile(file)
 	switch {
 	case err != nil:
-		return nil, 0, &Error{Op: "load", Namespace: ns, ID: id, Err: err}
+		return nil, 0, err
 	case v == 0:
-		return nil, 0, &Error{Op: "load", Namespace: ns, ID: id, Err: ErrNotFound}
+		return nil, 0, session.ErrNotFound
 	}
 	return data, v, nil
 }
 
-// Save implements Store.
-func (s *DirStore) Save(ctx context.Context, ns, id string, data []byte, version int64) (int64, error) {
-	dir, file, lock, err := s.begin(ctx, "save", ns, id)
+// Save implements session.Driver.
+func (s *driver) Save(ctx context.Context, ns, id string, data []byte, version int64) (int64, error) {
+	dir, file, lock, err := s.begin(ns, id)
 	if err != nil {
 		return 0, err
 	}
-	fail := func(err error) (int64, error) { return 0, &Error{Op: "save", Namespace: ns, ID: id, Err: err} }
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fail(err)
+		return 0, err
 	}
 	unlock, err := fsutil.LockContext(ctx, lock)
 	if err != nil {
-		return fail(err)
+		return 0, err
 	}
 	defer unlock()
 	if err := s.keepNames(dir, file, ns, id); err != nil {
-		return fail(err)
+		return 0, err
 	}
 	_, have, err := readFile(file)
 	if err != nil {
-		return fail(err)
+		return 0, err
 	}
 	if have != version {
-		return fail(ErrConflict)
+		return 0, session.ErrConflict
 	}
 	next := version + 1
 	buf := make([]byte, 0, len(dirHeader)+24+len(data))
@@ -145,67 +138,66 @@ func (s *DirStore) Save(ctx context.Context, ns, id string, data []byte, version
 	buf = append(buf, '\n')
 	buf = append(buf, data...)
 	if err := fsutil.WriteFile(file, buf, fsutil.Options{}); err != nil {
-		return fail(err)
+		return 0, err
 	}
 	return next, nil
 }
 
-// Delete implements Store.
-func (s *DirStore) Delete(ctx context.Context, ns, id string) error {
-	_, file, lock, err := s.begin(ctx, "delete", ns, id)
+// Delete implements session.Driver.
+func (s *driver) Delete(ctx context.Context, ns, id string) error {
+	_, file, lock, err := s.begin(ns, id)
 	if err != nil {
 		return err
 	}
 	if _, err := os.Stat(file); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return &Error{Op: "delete", Namespace: ns, ID: id, Err: ErrNotFound}
+			return session.ErrNotFound
 		}
-		return &Error{Op: "delete", Namespace: ns, ID: id, Err: err}
+		return err
 	}
 	unlock, err := fsutil.LockContext(ctx, lock)
 	if err != nil {
-		return &Error{Op: "delete", Namespace: ns, ID: id, Err: err}
+		return err
 	}
 	defer unlock()
 	if err := os.Remove(file); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return &Error{Op: "delete", Namespace: ns, ID: id, Err: ErrNotFound}
+			return session.ErrNotFound
 		}
-		return &Error{Op: "delete", Namespace: ns, ID: id, Err: err}
+		return err
 	}
 	removeID(file)
 	return nil
 }
 
-// DeleteVersion implements Store.
-func (s *DirStore) DeleteVersion(ctx context.Context, ns, id string, version int64) error {
-	_, file, lock, err := s.begin(ctx, "delete", ns, id)
+// DeleteVersion implements session.Driver.
+func (s *driver) DeleteVersion(ctx context.Context, ns, id string, version int64) error {
+	_, file, lock, err := s.begin(ns, id)
 	if err != nil {
 		return err
 	}
-	fail := func(err error) error { return &Error{Op: "delete", Namespace: ns, ID: id, Err: err} }
 	if _, err := os.Stat(file); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return fail(ErrNotFound)
+			return session.ErrNotFound
 		}
-		return fail(err)
+		return err
 	}
 	unlock, err := fsutil.LockContext(ctx, lock)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	defer unlock()
 	_, have, err := readFile(file)
 	switch {
 	case err != nil:
-		return fail(err)
+		return err
 	case have == 0:
-		return fail(ErrNotFound)
+		return session.ErrNotFound
 	case have != version:
-		return fail(ErrConflict)
+		return session.ErrConflict
 	}
 	if err := os.Remove(file); err != nil {
-		return fail(err)
+		return err
 	}
 	removeID(file)
 	return nil
@@ -230,7 +222,7 @@ const (
 
 // keepNames writes the namespace and the id beside the session when
 // their file names are hashes, so that List can name them.
-func (s *DirStore) keepNames(dir, file, ns, id string) error {
+func (s *driver) keepNames(dir, file, ns, id string) error {
 	if strings.Contains(filepath.Base(dir), "~") {
 		if _, err := os.Stat(filepath.Join(dir, keyFile)); err != nil {
 			if err := fsutil.WriteFile(filepath.Join(dir, keyFile), []byte(ns), fsutil.Options{}); err != nil {
@@ -290,43 +282,36 @@ func statFile(path string) (version, size int64, updated time.Time, ok bool, err
 	return v, fi.Size() - int64(len(dirHeader)+i+1), fi.ModTime(), true, nil
 }
 
-// Stat implements Store. Updated is the file's modification time.
-func (s *DirStore) Stat(ctx context.Context, ns, id string) (Info, error) {
-	_, file, _, err := s.begin(ctx, "stat", ns, id)
+// Stat implements session.Driver. Updated is the file's modification time.
+func (s *driver) Stat(ctx context.Context, ns, id string) (session.Info, error) {
+	_, file, _, err := s.begin(ns, id)
 	if err != nil {
-		return Info{}, err
+		return session.Info{}, err
 	}
 	v, size, updated, ok, err := statFile(file)
 	switch {
 	case err != nil:
-		return Info{}, &Error{Op: "stat", Namespace: ns, ID: id, Err: err}
+		return session.Info{}, err
 	case !ok:
-		return Info{}, &Error{Op: "stat", Namespace: ns, ID: id, Err: ErrNotFound}
+		return session.Info{}, session.ErrNotFound
 	}
-	return Info{Namespace: ns, ID: id, Version: v, Size: size, Updated: updated}, nil
+	return session.Info{Namespace: ns, ID: id, Version: v, Size: size, Updated: updated}, nil
 }
 
-// List implements Store. Files that are not sessions of this store (names
+// List implements session.Driver. Files that are not sessions of this store (names
 // it would not write) are left out.
-func (s *DirStore) List(ctx context.Context, ns string) ([]Info, error) {
-	if err := CheckNamespace(ctx, ns); err != nil {
-		return nil, err
-	}
-	if s.closed.Load() {
-		return nil, &Error{Op: "list", Namespace: ns, Err: ErrClosed}
-	}
-	fail := func(err error) ([]Info, error) { return nil, &Error{Op: "list", Namespace: ns, Err: err} }
+func (s *driver) List(ctx context.Context, ns string) ([]session.Info, error) {
 	var dirs []string
 	if ns != "" {
 		name, err := fsutil.SafeName(ns)
 		if err != nil {
-			return fail(fmt.Errorf("%w: %w", ErrInvalidKey, err))
+			return nil, fmt.Errorf("%w: %w", session.ErrInvalidKey, err)
 		}
 		dirs = []string{name}
 	} else {
 		entries, err := os.ReadDir(s.root)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fail(err)
+			return nil, err
 		}
 		for _, e := range entries {
 			if e.IsDir() {
@@ -334,7 +319,7 @@ func (s *DirStore) List(ctx context.Context, ns string) ([]Info, error) {
 			}
 		}
 	}
-	var out []Info
+	var out []session.Info
 	for _, d := range dirs {
 		space, ok := nameOf(d, filepath.Join(s.root, d, keyFile))
 		if !ok {
@@ -345,11 +330,11 @@ func (s *DirStore) List(ctx context.Context, ns string) ([]Info, error) {
 			continue
 		}
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		for _, e := range entries {
 			if err := ctx.Err(); err != nil {
-				return fail(err)
+				return nil, err
 			}
 			base, isSession := strings.CutSuffix(e.Name(), ".session")
 			if !isSession || e.IsDir() {
@@ -361,19 +346,15 @@ func (s *DirStore) List(ctx context.Context, ns string) ([]Info, error) {
 			}
 			v, size, updated, found, err := statFile(filepath.Join(s.root, d, e.Name()))
 			if err != nil {
-				return fail(err)
+				return nil, err
 			}
 			if found {
-				out = append(out, Info{Namespace: space, ID: id, Version: v, Size: size, Updated: updated})
+				out = append(out, session.Info{Namespace: space, ID: id, Version: v, Size: size, Updated: updated})
 			}
 		}
 	}
-	SortInfos(out)
 	return out, nil
 }
 
-// Close implements Store.
-func (s *DirStore) Close() error {
-	s.closed.Store(true)
-	return nil
-}
+// Close implements session.Driver.
+func (s *driver) Close() error { return nil }

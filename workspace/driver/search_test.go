@@ -1,10 +1,10 @@
-package workspace_test
+package driver_test
 
 import (
 	"slices"
 	"testing"
 
-	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/driver"
 )
 
 // TestSubstrings: the literal parts an index may require must be in every
@@ -35,7 +35,7 @@ func TestSubstrings(t *testing.T) {
 		{"tab\there", false, []string{"tab", "here"}},
 	}
 	for _, c := range cases {
-		got := workspace.GrepQuery{Pattern: c.pattern, IgnoreCase: c.fold}.Substrings()
+		got := driver.GrepQuery{Pattern: c.pattern, IgnoreCase: c.fold}.Substrings()
 		if !slices.Equal(got, c.want) {
 			t.Errorf("Substrings(%q, fold %v) = %q, want %q", c.pattern, c.fold, got, c.want)
 		}
@@ -55,8 +55,8 @@ func TestCountAndSplitLines(t *testing.T) {
 		{"a\n\nb\n", []string{"a", "", "b"}},
 	}
 	for _, c := range cases {
-		if got := workspace.SplitLines(c.s); !slices.Equal(got, c.lines) || workspace.CountLines(c.s) != len(c.lines) {
-			t.Errorf("%q: SplitLines %q CountLines %d", c.s, got, workspace.CountLines(c.s))
+		if got := driver.SplitLines(c.s); !slices.Equal(got, c.lines) || driver.CountLines(c.s) != len(c.lines) {
+			t.Errorf("%q: SplitLines %q CountLines %d", c.s, got, driver.CountLines(c.s))
 		}
 	}
 }
@@ -70,18 +70,18 @@ func FuzzGrepperMatchesRegexp(f *testing.F) {
 	f.Add("ab(?i:cd)ef", false, "abCDef\nABcdef")
 	f.Add("x+y{2}z", true, "XYYZ\nxyz")
 	f.Fuzz(func(t *testing.T, pattern string, fold bool, content string) {
-		q := workspace.GrepQuery{Pattern: pattern, IgnoreCase: fold, MaxResults: -1}
+		q := driver.GrepQuery{Pattern: pattern, IgnoreCase: fold, MaxResults: -1}
 		re, err := q.Compile()
 		if err != nil {
 			return
 		}
 		want := 0
-		for _, l := range workspace.SplitLines(content) {
+		for _, l := range driver.SplitLines(content) {
 			if re.MatchString(l) {
 				want++
 			}
 		}
-		g, err := workspace.NewGrepper(q)
+		g, err := driver.NewGrepper(q)
 		if err != nil {
 			t.Fatal(err)
 		}

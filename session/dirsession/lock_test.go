@@ -1,6 +1,6 @@
 //go:build unix
 
-package session_test
+package dirsession_test
 
 import (
 	"context"
@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/dirsession"
 )
 
 // A save waits for a lock another process holds only as long as its ctx
 // allows (issue 24: a held lock stalled requests for 24.5 s, for ever).
 func TestDirStoreLockWaitEndsWithCtx(t *testing.T) {
 	dir := t.TempDir()
-	s, err := session.OpenDir(dir)
+	s, err := dirsession.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
