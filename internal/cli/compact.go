@@ -138,7 +138,7 @@ logged and compaction goes on, unless --strict.`,
 			if check {
 				res, err := compact.Check(doc.Messages, opts)
 				if err != nil {
-					return usagef("%v", err)
+					return err // compact.ErrInvalidOption: bad usage (ExitCode)
 				}
 				return e.writeJSON(cmd.Context(), res)
 			}

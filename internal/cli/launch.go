@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -104,7 +103,7 @@ screen. Its statistics are at URL/agentctx/stats while it runs.`,
 			case logFile != "":
 				f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 				if err != nil {
-					return usagef("--log: %v", err)
+					return &fileError{prefix: "--log", err: err}
 				}
 				defer f.Close()
 				level := slog.LevelInfo
@@ -136,9 +135,7 @@ screen. Its statistics are at URL/agentctx/stats while it runs.`,
 			}
 			code, err := launch.Run(cmd.Context(), o)
 			switch {
-			case errors.Is(err, launch.ErrClientNotFound), errors.Is(err, launch.ErrProxyUnavailable):
-				return &usageError{err}
-			case err != nil:
+			case err != nil: // launch.ErrClientNotFound, ErrProxyUnavailable: bad usage (ExitCode)
 				return err
 			case code != 0:
 				return &clientExit{code}

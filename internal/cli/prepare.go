@@ -257,7 +257,7 @@ func (f *prepareFlags) options(e *env, changed func(string) bool) (pipeline.Opti
 	}
 	o.MessageCounter = tokens.NewMessageCounter(tokens.MessageOptions{Counter: enc, Logger: e.logger, Parallelism: -1})
 	if err := o.Validate(); err != nil {
-		return o, usagef("%v", err)
+		return o, err // pipeline.ErrInvalidOption: bad usage (ExitCode)
 	}
 	return o, nil
 }
@@ -662,7 +662,9 @@ func (r *prepareRun) closeStore() {
 func (r *prepareRun) prepareOne(ctx context.Context, c conversation) (*pipeline.Result, error) {
 	p, err := r.pipelineFor(c)
 	if err != nil {
-		return nil, usagef("%v", err)
+		// A bad option or store location is bad usage, a store that
+		// cannot be opened a runtime failure (ExitCode).
+		return nil, err
 	}
 	defer p.Close()
 	res, err := p.PrepareDocument(ctx, c.doc)

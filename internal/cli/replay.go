@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
@@ -86,9 +85,6 @@ Claude Code compacted itself is replayed whole, from its first request
 			}
 			res, err := pipeline.Replay(cmd.Context(), doc, o)
 			if err != nil {
-				if errors.Is(err, pipeline.ErrInvalidOption) || errors.Is(err, pipeline.ErrNoRequests) {
-					return usagef("%v", err)
-				}
 				return err
 			}
 			if e.s.ErrIsTerminal {

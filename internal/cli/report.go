@@ -71,9 +71,6 @@ open it).`,
 				}
 				r, err := proxy.ReplayReport(cmd.Context(), filepath.Base(args[0]), doc, pipeline.ReplayOptions{Options: base, Prices: prices})
 				if err != nil {
-					if errors.Is(err, pipeline.ErrInvalidOption) || errors.Is(err, pipeline.ErrNoRequests) {
-						return usagef("%v", err)
-					}
 					return err
 				}
 				rep = r
