@@ -768,11 +768,67 @@ func (r *prepareRun) withReadTools(doc *agentctx.Document, msgs []agentctx.Messa
 	return out, nil
 }
 
+// fileReport is the report of one conversation prepare --out wrote.
+type fileReport struct {
+	file, name, out string
+	rep             pipeline.Report
+}
+
 // prepareFiles is prepare --out DIR FILE...: every input is read and checked
 // first, so that bad input writes nothing; then each is prepared and written
 // to DIR under its own name.
 func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []string, showSummary, printJSON bool) ([]namedReport, error) {
 	e := r.e
+	outputs, err := r.checkFiles(ctx, outDir, files)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	removeStaleTemp(outDir)
+	if err := r.openStore(ctx); err != nil {
+		return nil, err
+	}
+	defer r.closeStore()
+
+	bar := newProgress(e.s.Err, e.s.ErrIsTerminal && len(files) > 1, len(files))
+	var summaries []fileReport
+	for i, file := range files {
+		if err := ctx.Err(); err != nil {
+			bar.finish()
+			return nil, err
+		}
+		bar.update(i, filepath.Base(file))
+		prefix := ""
+		if len(files) > 1 {
+			prefix = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+		}
+		done, err := r.prepareFile(ctx, file, outputs[i], prefix, printJSON)
+		if err != nil {
+			bar.finish()
+			return nil, err
+		}
+		summaries = append(summaries, done...)
+	}
+	bar.update(len(files), "")
+	bar.finish()
+	if showSummary {
+		for _, d := range summaries {
+			e.printSummary(d.file, d.name, d.out, d.rep)
+		}
+	}
+	reps := make([]namedReport, len(summaries))
+	for i, d := range summaries {
+		reps[i] = namedReport{file: d.file, name: d.name, rep: d.rep}
+	}
+	return reps, nil
+}
+
+// checkFiles returns the output path of each input file in outDir, after
+// checking that no two inputs share one, that none is overwritten by its
+// own output, and that each input reads.
+func (r *prepareRun) checkFiles(ctx context.Context, outDir string, files []string) ([]string, error) {
 	outputs := make([]string, len(files))
 	seen := make(map[string]string)
 	for i, file := range files {
@@ -788,108 +844,71 @@ func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []st
 			return nil, usagef("%s would be overwritten by its own output: choose another --out", file)
 		}
 		outputs[i] = out
-		if _, err := e.readInput(ctx, []string{file}); err != nil {
+		if _, err := r.e.readInput(ctx, []string{file}); err != nil {
 			return nil, err
 		}
 	}
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return nil, fmt.Errorf("--out: %w", err)
-	}
-	removeStaleTemp(outDir)
-	if err := r.openStore(ctx); err != nil {
+	return outputs, nil
+}
+
+// prepareFile prepares each conversation of one input file, prints their
+// JSON reports when printJSON, and writes the file to out in its own shape.
+// prefix keeps its sessions apart from other files' ("" for the only one).
+func (r *prepareRun) prepareFile(ctx context.Context, file, out, prefix string, printJSON bool) ([]fileReport, error) {
+	e := r.e
+	doc, err := e.readInput(ctx, []string{file})
+	if err != nil {
 		return nil, err
 	}
-	defer r.closeStore()
-
-	bar := newProgress(e.s.Err, e.s.ErrIsTerminal && len(files) > 1, len(files))
-	type done struct {
-		file, name, out string
-		rep             pipeline.Report
-	}
-	var summaries []done
-	for i, file := range files {
-		if err := ctx.Err(); err != nil {
-			bar.finish()
-			return nil, err
-		}
-		bar.update(i, filepath.Base(file))
-		doc, err := e.readInput(ctx, []string{file})
+	var msgs []agentctx.Message
+	var perConv [][]agentctx.Message
+	var reps []fileReport
+	for _, c := range conversationsOf(file, prefix, doc) {
+		res, err := r.prepareOne(ctx, c)
 		if err != nil {
-			bar.finish()
 			return nil, err
 		}
-		prefix := ""
-		if len(files) > 1 {
-			prefix = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+		// A request body is written ready to send (toSend); a
+		// transcript is written back with what it read, timestamps
+		// included.
+		keep := res.Messages
+		if doc.Format == agentctx.FormatObject {
+			keep = r.toSend(res.Messages)
 		}
-		var msgs []agentctx.Message
-		var perConv [][]agentctx.Message
-		first := len(summaries)
-		for _, c := range conversationsOf(file, prefix, doc) {
-			res, err := r.prepareOne(ctx, c)
-			if err != nil {
-				bar.finish()
+		msgs = append(msgs, keep...)
+		perConv = append(perConv, keep)
+		reps = append(reps, fileReport{file, c.name, out, res.Report})
+	}
+	before := doc
+	if doc, err = r.withReadTools(doc, msgs); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if doc != before {
+		// The file's last conversation is sent with the read tools.
+		reps[len(reps)-1].rep.AddReadTools(r.extraTokens(doc) - r.extraTokens(before))
+	}
+	if printJSON {
+		for _, d := range reps {
+			if err := e.writeJSON(ctx, prepareFileOutput{File: d.file, Conversation: d.name, Output: d.out, Report: d.rep}); err != nil {
 				return nil, err
 			}
-			// A request body is written ready to send (toSend); a
-			// transcript is written back with what it read, timestamps
-			// included.
-			keep := res.Messages
-			if doc.Format == agentctx.FormatObject {
-				keep = r.toSend(res.Messages)
-			}
-			msgs = append(msgs, keep...)
-			perConv = append(perConv, keep)
-			summaries = append(summaries, done{file, c.name, outputs[i], res.Report})
-		}
-		before := doc
-		if doc, err = r.withReadTools(doc, msgs); err != nil {
-			bar.finish()
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		if doc != before {
-			// The file's last conversation is sent with the read tools.
-			summaries[len(summaries)-1].rep.AddReadTools(r.extraTokens(doc) - r.extraTokens(before))
-		}
-		if printJSON {
-			for _, d := range summaries[first:] {
-				if err := e.writeJSON(ctx, prepareFileOutput{File: d.file, Conversation: d.name, Output: d.out, Report: d.rep}); err != nil {
-					bar.finish()
-					return nil, err
-				}
-			}
-		}
-		// Each conversation goes back to its own place (an OpenHands
-		// record per conversation).
-		prepared, err := doc.WithConversations(perConv)
-		if err != nil {
-			bar.finish()
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		var buf bytes.Buffer
-		if err := prepared.Encode(&buf); err != nil {
-			bar.finish()
-			return nil, fmt.Errorf("%s: encode: %w", file, err)
-		}
-		if err := ctx.Err(); err != nil {
-			bar.finish()
-			return nil, err
-		}
-		if err := fsutil.WriteFile(outputs[i], buf.Bytes(), fsutil.Options{}); err != nil {
-			bar.finish()
-			return nil, fmt.Errorf("write %s: %w", outputs[i], err)
 		}
 	}
-	bar.update(len(files), "")
-	bar.finish()
-	if showSummary {
-		for _, d := range summaries {
-			e.printSummary(d.file, d.name, d.out, d.rep)
-		}
+	// Each conversation goes back to its own place (an OpenHands record
+	// per conversation).
+	prepared, err := doc.WithConversations(perConv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	reps := make([]namedReport, len(summaries))
-	for i, d := range summaries {
-		reps[i] = namedReport{file: d.file, name: d.name, rep: d.rep}
+	var buf bytes.Buffer
+	if err := prepared.Encode(&buf); err != nil {
+		return nil, fmt.Errorf("%s: encode: %w", file, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := fsutil.WriteFile(out, buf.Bytes(), fsutil.Options{}); err != nil {
+		return nil, fmt.Errorf("write %s: %w", out, err)
 	}
 	return reps, nil
 }
