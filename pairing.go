@@ -98,16 +98,6 @@ func (e *PairingError) Error() string {
 // Is makes errors.Is(err, ErrUnpaired) true.
 func (e *PairingError) Is(target error) bool { return target == ErrUnpaired }
 
-// window is the set of calls a response window may answer.
-type window struct {
-	owner    int
-	anthro   map[string]int // tool_use id -> block index, not yet answered
-	openai   map[string]int // tool_calls id -> element index, not yet answered
-	answered map[string]bool
-}
-
-func (w *window) open() bool { return w.owner >= 0 }
-
 // IsModelRole reports whether a model API accepts a message with the role:
 // system, developer, user, assistant, tool or function. Readers keep other
 // messages in the file but out of Document.Messages (see
@@ -128,128 +118,33 @@ func IsModelRole(role string) bool {
 // IssueKind).
 func ValidatePairing(msgs []Message) PairingReport {
 	rep := PairingReport{Messages: len(msgs), Issues: []PairingIssue{}}
-	issue := func(k IssueKind, msg, blk int, id, detail string) {
-		rep.Issues = append(rep.Issues, PairingIssue{Kind: k, Message: msg, Block: blk, ID: id, Detail: detail})
+	c := pairingCheck{
+		rep:    &rep,
+		callAt: make(map[string]int, len(msgs)/2), toolUseAt: make(map[string]int, len(msgs)/2),
+		anthro: map[string]int{}, openai: map[string]int{}, answered: map[string]bool{}, seen: map[string]bool{},
+		owner: -1,
 	}
-	callAt := make(map[string]int, len(msgs)/2) // call id -> latest message before the current one with a call of this id
-	toolUseAt := make(map[string]int, len(msgs)/2)
-	// The maps of a window and the ids of a message, cleared and used
-	// again by each assistant message with calls (not made for each).
-	anthro, openai, answered, seen := map[string]int{}, map[string]int{}, map[string]bool{}, map[string]bool{}
-
-	w := window{owner: -1}
-	closeWindow := func() {
-		if !w.open() {
-			return
-		}
-		var late []PairingIssue
-		for id, blk := range w.anthro {
-			late = append(late, PairingIssue{Kind: IssueUnansweredCall, Message: w.owner, Block: blk, ID: id,
-				Detail: "tool_use has no tool_result in the next message"})
-		}
-		for id, blk := range w.openai {
-			late = append(late, PairingIssue{Kind: IssueUnansweredCall, Message: w.owner, Block: blk, ID: id,
-				Detail: "tool call has no role \"tool\" message after its assistant message"})
-		}
-		slices.SortFunc(late, func(a, b PairingIssue) int { return a.Block - b.Block })
-		rep.Issues = append(rep.Issues, late...)
-		w = window{owner: -1}
-	}
-	match := func(i, blk int, id string, inWindow bool) {
-		rep.ToolResults++
-		switch {
-		case id == "":
-			issue(IssueMissingID, i, blk, "", "tool result has no id")
-		case inWindow && w.answered[id]:
-			issue(IssueDuplicateResult, i, blk, id, fmt.Sprintf("call in message %d is already answered", w.owner))
-		case inWindow && hasKey(w.anthro, id) && blk >= 0:
-			delete(w.anthro, id)
-			w.answered[id] = true
-		case inWindow && hasKey(w.openai, id) && blk < 0:
-			delete(w.openai, id)
-			w.answered[id] = true
-		default:
-			detail := "no tool call has this id"
-			if at, ok := callAt[id]; ok {
-				detail = fmt.Sprintf("its call is in message %d, not in the assistant message right before", at)
-			}
-			issue(IssueOrphanResult, i, blk, id, detail)
-		}
-	}
-
 	prev := -1 // the previous model message
 	for i := range msgs {
 		m := &msgs[i]
 		if !IsModelRole(m.Role) {
-			issue(IssueNotModelMessage, i, -1, "", fmt.Sprintf("role %q is not a model message", m.Role))
+			c.issue(IssueNotModelMessage, i, -1, "", fmt.Sprintf("role %q is not a model message", m.Role))
 			continue
 		}
 		if m.Role == RoleTool {
-			match(i, -1, m.ToolCallID, w.open())
+			c.match(i, -1, m.ToolCallID, c.open())
 			prev = i
 			continue
 		}
-		inWindow := w.open() && prev == w.owner && m.Role != RoleAssistant && len(w.anthro)+len(w.answered) > 0
+		inWindow := c.open() && prev == c.owner && m.Role != RoleAssistant && len(c.anthro)+len(c.answered) > 0
 		prev = i
-		seenOther := false
-		for j := range m.Content.blocks {
-			b := &m.Content.blocks[j]
-			if b.Type != BlockToolResult {
-				seenOther = true
-				continue
-			}
-			if seenOther && inWindow {
-				issue(IssueResultNotFirst, i, j, b.ToolUseID, "tool_result blocks must come before any other block")
-			}
-			match(i, j, b.ToolUseID, inWindow)
-		}
-		closeWindow()
-		if !hasCalls(m) {
-			continue
-		}
-		clear(anthro)
-		clear(openai)
-		clear(answered)
-		clear(seen)
-		w = window{owner: i, anthro: anthro, openai: openai, answered: answered}
-		call := func(blk int, id, name string, openai bool) {
-			rep.ToolUses++
-			switch {
-			case id == "":
-				issue(IssueMissingID, i, blk, "", fmt.Sprintf("tool call %q has no id", name))
-				return
-			case seen[id]:
-				issue(IssueDuplicateCallID, i, blk, id, "id already used by another call of this message")
-				return
-			}
-			seen[id] = true
-			if _, ok := callAt[id]; ok {
-				rep.ReusedCallIDs++
-			}
-			if openai {
-				w.openai[id] = blk
-				return
-			}
-			if at, ok := toolUseAt[id]; ok {
-				issue(IssueReusedToolUseID, i, blk, id, fmt.Sprintf("a tool_use in message %d has this id; Anthropic requires unique tool_use ids", at))
-			} else {
-				toolUseAt[id] = i
-			}
-			w.anthro[id] = blk
-		}
-		for j := range m.Content.blocks {
-			if b := &m.Content.blocks[j]; b.Type == BlockToolUse {
-				call(j, b.ID, b.Name, false)
-			}
-		}
-		for j := range m.ToolCalls {
-			call(j, m.ToolCalls[j].ID, m.ToolCalls[j].Function.Name, true)
-		}
-		for id := range seen {
-			callAt[id] = i
+		c.results(i, m, inWindow)
+		c.closeWindow()
+		if hasCalls(m) {
+			c.calls(i, m)
 		}
 	}
-	closeWindow()
+	c.closeWindow()
 	slices.SortStableFunc(rep.Issues, func(a, b PairingIssue) int {
 		if a.Message != b.Message {
 			return a.Message - b.Message
@@ -258,6 +153,136 @@ func ValidatePairing(msgs []Message) PairingReport {
 	})
 	rep.Valid = len(rep.Issues) == 0
 	return rep
+}
+
+// pairingCheck is the state of one ValidatePairing pass over a list.
+type pairingCheck struct {
+	rep       *PairingReport
+	callAt    map[string]int // call id -> latest message before the current one with a call of this id
+	toolUseAt map[string]int // tool_use id -> first message with a tool_use of this id
+	// The maps of a window and the ids of a message, cleared and used
+	// again by each assistant message with calls (not made for each).
+	// The open window is the calls of message owner (-1: none) that the
+	// next message may answer: anthro, openai and answered (the maps are
+	// meaningless while none is open).
+	owner          int
+	anthro, openai map[string]int // tool_use id -> block index, tool_calls id -> element index, not yet answered
+	answered, seen map[string]bool
+}
+
+func (c *pairingCheck) open() bool { return c.owner >= 0 }
+
+func (c *pairingCheck) issue(k IssueKind, msg, blk int, id, detail string) {
+	c.rep.Issues = append(c.rep.Issues, PairingIssue{Kind: k, Message: msg, Block: blk, ID: id, Detail: detail})
+}
+
+// closeWindow reports the calls of the open window left unanswered, and
+// closes it.
+func (c *pairingCheck) closeWindow() {
+	if !c.open() {
+		return
+	}
+	var late []PairingIssue
+	for id, blk := range c.anthro {
+		late = append(late, PairingIssue{Kind: IssueUnansweredCall, Message: c.owner, Block: blk, ID: id,
+			Detail: "tool_use has no tool_result in the next message"})
+	}
+	for id, blk := range c.openai {
+		late = append(late, PairingIssue{Kind: IssueUnansweredCall, Message: c.owner, Block: blk, ID: id,
+			Detail: "tool call has no role \"tool\" message after its assistant message"})
+	}
+	slices.SortFunc(late, func(a, b PairingIssue) int { return a.Block - b.Block })
+	c.rep.Issues = append(c.rep.Issues, late...)
+	c.owner = -1
+}
+
+// match answers a call of the open window with the result at message i,
+// block blk (-1: a role "tool" message), or reports why it cannot.
+func (c *pairingCheck) match(i, blk int, id string, inWindow bool) {
+	c.rep.ToolResults++
+	switch {
+	case id == "":
+		c.issue(IssueMissingID, i, blk, "", "tool result has no id")
+	case inWindow && c.answered[id]:
+		c.issue(IssueDuplicateResult, i, blk, id, fmt.Sprintf("call in message %d is already answered", c.owner))
+	case inWindow && hasKey(c.anthro, id) && blk >= 0:
+		delete(c.anthro, id)
+		c.answered[id] = true
+	case inWindow && hasKey(c.openai, id) && blk < 0:
+		delete(c.openai, id)
+		c.answered[id] = true
+	default:
+		detail := "no tool call has this id"
+		if at, ok := c.callAt[id]; ok {
+			detail = fmt.Sprintf("its call is in message %d, not in the assistant message right before", at)
+		}
+		c.issue(IssueOrphanResult, i, blk, id, detail)
+	}
+}
+
+// results matches the tool_result blocks of message i; inWindow says the
+// message comes right after the window's calls.
+func (c *pairingCheck) results(i int, m *Message, inWindow bool) {
+	seenOther := false
+	for j := range m.Content.blocks {
+		b := &m.Content.blocks[j]
+		if b.Type != BlockToolResult {
+			seenOther = true
+			continue
+		}
+		if seenOther && inWindow {
+			c.issue(IssueResultNotFirst, i, j, b.ToolUseID, "tool_result blocks must come before any other block")
+		}
+		c.match(i, j, b.ToolUseID, inWindow)
+	}
+}
+
+// calls opens the window of message i's calls.
+func (c *pairingCheck) calls(i int, m *Message) {
+	clear(c.anthro)
+	clear(c.openai)
+	clear(c.answered)
+	clear(c.seen)
+	c.owner = i
+	for j := range m.Content.blocks {
+		if b := &m.Content.blocks[j]; b.Type == BlockToolUse {
+			c.call(i, j, b.ID, b.Name, false)
+		}
+	}
+	for j := range m.ToolCalls {
+		c.call(i, j, m.ToolCalls[j].ID, m.ToolCalls[j].Function.Name, true)
+	}
+	for id := range c.seen {
+		c.callAt[id] = i
+	}
+}
+
+// call adds the call at message i, block or tool_calls index blk, to the
+// open window, or reports why it cannot be answered.
+func (c *pairingCheck) call(i, blk int, id, name string, openai bool) {
+	c.rep.ToolUses++
+	switch {
+	case id == "":
+		c.issue(IssueMissingID, i, blk, "", fmt.Sprintf("tool call %q has no id", name))
+		return
+	case c.seen[id]:
+		c.issue(IssueDuplicateCallID, i, blk, id, "id already used by another call of this message")
+		return
+	}
+	c.seen[id] = true
+	if _, ok := c.callAt[id]; ok {
+		c.rep.ReusedCallIDs++
+	}
+	if openai {
+		c.openai[id] = blk
+		return
+	}
+	if at, ok := c.toolUseAt[id]; ok {
+		c.issue(IssueReusedToolUseID, i, blk, id, fmt.Sprintf("a tool_use in message %d has this id; Anthropic requires unique tool_use ids", at))
+	} else {
+		c.toolUseAt[id] = i
+	}
+	c.anthro[id] = blk
 }
 
 func hasKey(m map[string]int, k string) bool {
@@ -328,33 +353,51 @@ func RepairPairing(msgs []Message) ([]Message, []Repair) {
 	if rep.Valid {
 		return slices.Clone(msgs), repairs
 	}
-	type pos struct{ msg, blk int }
 	msgs, renamed, repairs := renameReusedToolUses(msgs, rep.Issues, repairs)
-	dropMsg := map[int]bool{}
-	drop := map[pos]bool{}
-	dropIn := map[int]bool{} // messages with a dropped block
-	reorder := map[int]bool{}
-	missingAnthro := map[int][]Block{}   // owner message -> results to add
-	missingOpenAI := map[int][]Message{} // owner message -> tool messages to add
-	for _, is := range rep.Issues {
+	plan := repairPlan{
+		dropMsg: map[int]bool{}, drop: map[blockPos]bool{}, dropIn: map[int]bool{}, reorder: map[int]bool{},
+		missingAnthro: map[int][]Block{}, missingOpenAI: map[int][]Message{},
+	}
+	repairs = plan.add(msgs, rep.Issues, renamed, repairs)
+	return plan.apply(msgs, repairs)
+}
+
+// blockPos is the position of a block (or of a tool_calls element, or -1
+// for a whole message) in a list.
+type blockPos struct{ msg, blk int }
+
+// repairPlan is what RepairPairing changes, by position in the input.
+type repairPlan struct {
+	dropMsg       map[int]bool      // messages no model accepts
+	drop          map[blockPos]bool // results to drop
+	dropIn        map[int]bool      // messages with a dropped block
+	reorder       map[int]bool      // messages whose results go first
+	missingAnthro map[int][]Block   // owner message -> results to add
+	missingOpenAI map[int][]Message // owner message -> tool messages to add
+}
+
+// add plans the repairs of the issues of msgs, and returns repairs with
+// them listed. renamed has the new id of each call renamed, by position.
+func (p *repairPlan) add(msgs []Message, issues []PairingIssue, renamed map[[2]int]string, repairs []Repair) []Repair {
+	for _, is := range issues {
 		switch is.Kind {
 		case IssueOrphanResult, IssueDuplicateResult:
-			drop[pos{is.Message, is.Block}] = true
-			dropIn[is.Message] = true
+			p.drop[blockPos{is.Message, is.Block}] = true
+			p.dropIn[is.Message] = true
 			repairs = append(repairs, Repair{Action: RepairDroppedResult, Message: is.Message, Block: is.Block, ID: is.ID})
 		case IssueMissingID:
 			if isResultAt(msgs, is.Message, is.Block) {
-				drop[pos{is.Message, is.Block}] = true
-				dropIn[is.Message] = true
+				p.drop[blockPos{is.Message, is.Block}] = true
+				p.dropIn[is.Message] = true
 				repairs = append(repairs, Repair{Action: RepairDroppedResult, Message: is.Message, Block: is.Block})
 			}
 		case IssueResultNotFirst:
-			if !reorder[is.Message] {
-				reorder[is.Message] = true
+			if !p.reorder[is.Message] {
+				p.reorder[is.Message] = true
 				repairs = append(repairs, Repair{Action: RepairMovedResultFirst, Message: is.Message, Block: is.Block, ID: is.ID})
 			}
 		case IssueNotModelMessage:
-			dropMsg[is.Message] = true
+			p.dropMsg[is.Message] = true
 			repairs = append(repairs, Repair{Action: RepairDroppedNonModel, Message: is.Message, Block: -1, Role: msgs[is.Message].Role})
 		case IssueUnansweredCall:
 			if id, ok := renamed[[2]int{is.Message, is.Block}]; ok {
@@ -362,51 +405,38 @@ func RepairPairing(msgs []Message) ([]Message, []Repair) {
 			}
 			owner := &msgs[is.Message]
 			if is.Block < len(owner.ToolCalls) && owner.ToolCalls[is.Block].ID == is.ID {
-				missingOpenAI[is.Message] = append(missingOpenAI[is.Message],
+				p.missingOpenAI[is.Message] = append(p.missingOpenAI[is.Message],
 					Message{Role: RoleTool, ToolCallID: is.ID, Content: Text(MissingResultText)})
 			} else {
-				missingAnthro[is.Message] = append(missingAnthro[is.Message], ToolResultBlock(is.ID, Text(MissingResultText), true))
+				p.missingAnthro[is.Message] = append(p.missingAnthro[is.Message], ToolResultBlock(is.ID, Text(MissingResultText), true))
 			}
 			repairs = append(repairs, Repair{Action: RepairAddedResult, Message: is.Message, Block: is.Block, ID: is.ID})
 		}
 	}
+	return repairs
+}
 
-	out := make([]Message, 0, len(msgs)+len(missingAnthro)+len(missingOpenAI))
+// apply returns msgs with the plan carried out, and repairs with the
+// messages it dropped added.
+func (p *repairPlan) apply(msgs []Message, repairs []Repair) ([]Message, []Repair) {
+	out := make([]Message, 0, len(msgs)+len(p.missingAnthro)+len(p.missingOpenAI))
 	var pendingOpenAI []Message // tool messages to place after the current run
 	var pendingAnthro []Block   // tool_result blocks to place in the next message
-	flushOpenAI := func() {
-		out = append(out, pendingOpenAI...)
-		pendingOpenAI = nil
-	}
 	for i := range msgs {
 		m := msgs[i]
-		if dropMsg[i] {
+		if p.dropMsg[i] {
 			continue
 		}
 		if m.Role != RoleTool {
-			flushOpenAI()
+			out = append(out, pendingOpenAI...)
+			pendingOpenAI = nil
 		}
-		if m.Role == RoleTool && drop[pos{i, -1}] {
+		if m.Role == RoleTool && p.drop[blockPos{i, -1}] {
 			repairs = append(repairs, Repair{Action: RepairDroppedMessage, Message: i, Block: -1, ID: m.ToolCallID})
 			continue
 		}
-		if m.Content.kind == ContentBlocks && (reorder[i] || dropIn[i]) {
-			var kept, results, others []Block
-			for j, b := range m.Content.blocks {
-				if drop[pos{i, j}] {
-					continue
-				}
-				kept = append(kept, b)
-				if b.Type == BlockToolResult {
-					results = append(results, b)
-				} else {
-					others = append(others, b)
-				}
-			}
-			blocks := kept
-			if reorder[i] {
-				blocks = append(results, others...)
-			}
+		if m.Content.kind == ContentBlocks && (p.reorder[i] || p.dropIn[i]) {
+			blocks := p.blocksOf(i, m.Content.blocks)
 			if len(blocks) == 0 && pendingAnthro == nil {
 				repairs = append(repairs, Repair{Action: RepairDroppedMessage, Message: i, Block: -1})
 				continue
@@ -414,33 +444,64 @@ func RepairPairing(msgs []Message) ([]Message, []Repair) {
 			m = m.WithContent(BlockList(blocks...))
 		}
 		if pendingAnthro != nil {
-			switch {
-			case m.Role == RoleUser && m.Content.kind == ContentBlocks:
-				m = m.WithContent(BlockList(insertResults(m.Content.blocks, pendingAnthro)...))
-			case m.Role == RoleUser && m.Content.kind == ContentText:
-				blocks := pendingAnthro
-				if m.Content.text != "" {
-					blocks = append(blocks, TextBlock(m.Content.text))
-				}
-				m = m.WithContent(BlockList(blocks...))
-			default:
+			if withResults, ok := withResultsFirst(m, pendingAnthro); ok {
+				m = withResults
+			} else {
 				out = append(out, Message{Role: RoleUser, Content: BlockList(pendingAnthro...)})
 			}
 			pendingAnthro = nil
 		}
 		out = append(out, m)
-		if add, ok := missingAnthro[i]; ok {
+		if add, ok := p.missingAnthro[i]; ok {
 			pendingAnthro = add
 		}
-		if add, ok := missingOpenAI[i]; ok {
+		if add, ok := p.missingOpenAI[i]; ok {
 			pendingOpenAI = add
 		}
 	}
-	flushOpenAI()
+	out = append(out, pendingOpenAI...)
 	if pendingAnthro != nil {
 		out = append(out, Message{Role: RoleUser, Content: BlockList(pendingAnthro...)})
 	}
 	return out, repairs
+}
+
+// blocksOf returns the blocks of message i without those the plan drops,
+// its tool_result blocks first when the plan reorders it.
+func (p *repairPlan) blocksOf(i int, blocks []Block) []Block {
+	var kept, results, others []Block
+	for j, b := range blocks {
+		if p.drop[blockPos{i, j}] {
+			continue
+		}
+		kept = append(kept, b)
+		if b.Type == BlockToolResult {
+			results = append(results, b)
+		} else {
+			others = append(others, b)
+		}
+	}
+	if p.reorder[i] {
+		return append(results, others...)
+	}
+	return kept
+}
+
+// withResultsFirst returns m with the tool_result blocks results added to
+// it (see insertResults; a text content becomes a text block after them),
+// or false when m is not a user message with text or blocks.
+func withResultsFirst(m Message, results []Block) (Message, bool) {
+	switch {
+	case m.Role == RoleUser && m.Content.kind == ContentBlocks:
+		return m.WithContent(BlockList(insertResults(m.Content.blocks, results)...)), true
+	case m.Role == RoleUser && m.Content.kind == ContentText:
+		blocks := results
+		if m.Content.text != "" {
+			blocks = append(blocks, TextBlock(m.Content.text))
+		}
+		return m.WithContent(BlockList(blocks...)), true
+	}
+	return m, false
 }
 
 // renameReusedToolUses gives every tool_use that reuses the id of an

@@ -274,3 +274,48 @@ func TestSendableMessages(t *testing.T) {
 		t.Errorf("second pass changed %+v", repairs)
 	}
 }
+
+// pairingHistory is a 400-message history of parallel Anthropic calls and
+// OpenAI calls, with an unanswered call, an orphan result and a result
+// after text every 50 turns, for the benchmarks.
+func pairingHistory(b *testing.B) []agentctx.Message {
+	b.Helper()
+	var parts []string
+	for turn := range 100 {
+		a, c := fmt.Sprintf("toolu_%d_a", turn), fmt.Sprintf("toolu_%d_b", turn)
+		o := fmt.Sprintf("call_%d", turn)
+		switch {
+		case turn%50 == 7:
+			parts = append(parts, asst(fmt.Sprintf(use, a), fmt.Sprintf(use, c)), user(`{"type":"text","text":"hi"}`, fmt.Sprintf(res, a), fmt.Sprintf(res, "nowhere")))
+		default:
+			parts = append(parts, asst(`{"type":"text","text":"working"}`, fmt.Sprintf(use, a), fmt.Sprintf(use, c)), user(fmt.Sprintf(res, c), fmt.Sprintf(res, a)))
+		}
+		parts = append(parts, `{"role":"assistant","content":null,"tool_calls":[`+fmt.Sprintf(call, o)+`]}`,
+			`{"role":"tool","tool_call_id":"`+o+`","content":"done"}`)
+	}
+	msgs, err := agentctx.UnmarshalMessages([]byte("[" + strings.Join(parts, ",") + "]"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return msgs
+}
+
+func BenchmarkValidatePairing(b *testing.B) {
+	msgs := pairingHistory(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if agentctx.ValidatePairing(msgs).Valid {
+			b.Fatal("valid")
+		}
+	}
+}
+
+func BenchmarkRepairPairing(b *testing.B) {
+	msgs := pairingHistory(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, reps := agentctx.RepairPairing(msgs); len(reps) == 0 {
+			b.Fatal("no repairs")
+		}
+	}
+}

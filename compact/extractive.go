@@ -1397,24 +1397,7 @@ func shortenLines(text string, max int) string {
 
 // render fills the budget by importance and writes the sections.
 func (x *extraction) render(tc tokens.Counter, budget, maxChars int) string {
-	// The directory the paths are relative to.
-	var paths []string
-	for _, f := range x.files() {
-		paths = append(paths, f.path)
-	}
-	for p, st := range x.terms {
-		if st.kind == termPath && st.said {
-			paths = append(paths, p)
-		}
-	}
-	for _, l := range x.prev[secFiles] {
-		if p, _, ok := strings.Cut(l, ": "); ok && strings.HasPrefix(p, "/") {
-			paths = append(paths, p)
-		}
-	}
-	slices.Sort(paths)
-	base := commonDir(slices.Compact(paths))
-
+	base := x.pathBase()
 	header := x.header()
 	items := x.candidates(base)
 	requests := 0
@@ -1436,7 +1419,36 @@ func (x *extraction) render(tc tokens.Counter, budget, maxChars int) string {
 			used += tc.Count("\n## "+sectionTitles[s]+"\n") + 3
 		}
 	}
-	// Must items first, then by weight; ties: later first.
+	rank := rankItems(items)
+	keep := chooseItems(tc, items, rank, used, budget, maxChars)
+	return x.fit(tc, header, items, rank, keep, budget, maxChars)
+}
+
+// pathBase returns the directory the summary's paths are written relative
+// to: the common directory of the files seen, the paths said and the
+// previous summary's files.
+func (x *extraction) pathBase() string {
+	var paths []string
+	for _, f := range x.files() {
+		paths = append(paths, f.path)
+	}
+	for p, st := range x.terms {
+		if st.kind == termPath && st.said {
+			paths = append(paths, p)
+		}
+	}
+	for _, l := range x.prev[secFiles] {
+		if p, _, ok := strings.Cut(l, ": "); ok && strings.HasPrefix(p, "/") {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	return commonDir(slices.Compact(paths))
+}
+
+// rankItems returns the indexes of items from the most important: must
+// items first, then by weight; ties: later first.
+func rankItems(items []item) []int {
 	rank := make([]int, len(items))
 	for i := range rank {
 		rank[i] = i
@@ -1457,6 +1469,14 @@ func (x *extraction) render(tc tokens.Counter, budget, maxChars int) string {
 		}
 		return ib.order - ia.order
 	})
+	return rank
+}
+
+// chooseItems takes items in rank order while they fit the budget (used
+// tokens already spent), each group within its share, the text within
+// maxChars (0: no cap) with room for the headings: must items always. It
+// returns which items are kept; a duplicate text in a group is kept once.
+func chooseItems(tc tokens.Counter, items []item, rank []int, used, budget, maxChars int) []bool {
 	keep := make([]bool, len(items))
 	seen := map[string]bool{}
 	secUsed := [numSections]bool{}
@@ -1491,6 +1511,13 @@ func (x *extraction) render(tc tokens.Counter, budget, maxChars int) string {
 		used += cost + extra
 		chars += utf8.RuneCountInString(it.text) + 4
 	}
+	return keep
+}
+
+// fit writes the kept items and makes the text fit budget tokens and
+// maxChars characters (0: no cap): it drops the least important kept
+// items, then, when what must stay is still too much, cuts the end.
+func (x *extraction) fit(tc tokens.Counter, header string, items []item, rank []int, keep []bool, budget, maxChars int) string {
 	out := x.write(header, items, keep)
 	// Joined lines and separators can count a little differently: drop
 	// the least important kept items until the whole fits.

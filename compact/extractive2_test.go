@@ -84,7 +84,7 @@ func TestExtractiveSections(t *testing.T) {
 	if !strings.Contains(splitSections(named)["header"], "The original messages are archived as compact_85d8bbb822d0b29e.") {
 		t.Errorf("the stable archive is not named:\n%s", named)
 	}
-	if sc := compact.ScoreSummary(got, msgs, nil, nil); len(sc.Noise) > 0 {
+	if sc := compact.ScoreSummary(got, msgs, nil, compact.ScoreOptions{}); len(sc.Noise) > 0 {
 		t.Errorf("noise: %q", sc.Noise)
 	}
 }
@@ -330,7 +330,7 @@ func TestExtractiveFileListsUnderCommonDir(t *testing.T) {
 	}
 	// ScoreSummary reads the declared directory back.
 	tail := op("d", "Edit", "/home/user/project/src/b.go")
-	if sc := compact.ScoreSummary(got, msgs, tail, nil); sc.Paths.Total != 1 || sc.Paths.Kept != 1 {
+	if sc := compact.ScoreSummary(got, msgs, tail, compact.ScoreOptions{}); sc.Paths.Total != 1 || sc.Paths.Kept != 1 {
 		t.Errorf("paths score %+v", sc.Paths)
 	}
 }
@@ -362,7 +362,7 @@ func TestScoreSummary(t *testing.T) {
 ]`)
 	tail := parse(t, `[{"role":"assistant","content":"parse_header and TestParse in /src/parse.go pass now; parseHeader is gone."}]`)
 	good := "# Summary\n\n## User requests\n1. Fix parse_header in /src/parse.go and run\n   TestParse.\n- Error: undefined: parseHeader"
-	sc := compact.ScoreSummary(good, middle, tail, &compact.ScoreOptions{Counter: words{}})
+	sc := compact.ScoreSummary(good, middle, tail, compact.ScoreOptions{Counter: words{}})
 	if sc.Paths.Share() != 1 || sc.Identifiers.Share() != 1 || sc.Requests.Share() != 1 || sc.Errors.Share() != 1 {
 		t.Errorf("good summary scored %+v", sc)
 	}
@@ -371,7 +371,7 @@ func TestScoreSummary(t *testing.T) {
 		t.Errorf("identifiers %+v tokens %d", sc.Identifiers, sc.Tokens)
 	}
 	bad := "# Summary\n- same line\n- same line\n- 此命令返回内容已过时\n- {\"a\":1}"
-	sc = compact.ScoreSummary(bad, middle, tail, nil)
+	sc = compact.ScoreSummary(bad, middle, tail, compact.ScoreOptions{})
 	if sc.Paths.Kept != 0 || sc.Requests.Kept != 0 || len(sc.Identifiers.Missing) != 2 || len(sc.Noise) != 3 {
 		t.Errorf("bad summary scored %+v", sc)
 	}
@@ -399,7 +399,7 @@ func TestTranscriptsSummaryTargets(t *testing.T) {
 			if s1 != s2 {
 				t.Errorf("%s #%d: summary not byte-identical", path, ci)
 			}
-			sc := compact.ScoreSummary(s1, p.Middle, p.Tail, nil)
+			sc := compact.ScoreSummary(s1, p.Middle, p.Tail, compact.ScoreOptions{})
 			if sc.Paths.Share() < 0.95 || sc.Identifiers.Share() < 0.70 || sc.Requests.Kept != sc.Requests.Total || sc.Tokens > compact.DefaultSummaryTokens || len(sc.Noise) > 0 {
 				t.Errorf("%s #%d: %+v", path, ci, sc)
 			}
@@ -407,7 +407,7 @@ func TestTranscriptsSummaryTargets(t *testing.T) {
 			// the requests of both, without noise, within the budget.
 			next := append([]agentctx.Message{agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(s1))}, p.Tail[:len(p.Tail)/2]...)
 			s3, _ := compact.Extractive{}.Summarize(context.Background(), compact.Request{Messages: next})
-			sc3 := compact.ScoreSummary(s3, append(slices.Clone(p.Middle), p.Tail[:len(p.Tail)/2]...), nil, nil)
+			sc3 := compact.ScoreSummary(s3, append(slices.Clone(p.Middle), p.Tail[:len(p.Tail)/2]...), nil, compact.ScoreOptions{})
 			if sc3.Requests.Kept != sc3.Requests.Total || sc3.Tokens > compact.DefaultSummaryTokens || len(sc3.Noise) > 0 {
 				t.Errorf("%s #%d rolled: requests %+v, %d tokens, noise %q", path, ci, sc3.Requests, sc3.Tokens, sc3.Noise)
 			}

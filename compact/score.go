@@ -91,12 +91,8 @@ type ScoreOptions struct {
 // relative to DIR" or "Under DIR:").
 //
 // Requests and error lines are compared with white space collapsed.
-func ScoreSummary(summary string, middle, tail []agentctx.Message, opts *ScoreOptions) SummaryScore {
-	var o ScoreOptions
-	if opts != nil {
-		o = *opts
-	}
-	tc := o.Counter
+func ScoreSummary(summary string, middle, tail []agentctx.Message, opts ScoreOptions) SummaryScore {
+	tc := opts.Counter
 	if tc == nil {
 		tc = tokens.O200kBase()
 	}

@@ -39,6 +39,6 @@ func FuzzExtractive(f *testing.F) {
 		if s1 != s2 || !strings.HasPrefix(s1, compact.SummaryTitle) {
 			t.Errorf("summary not deterministic or untitled:\n%s", s1)
 		}
-		_ = compact.ScoreSummary(s1, msgs, msgs, nil)
+		_ = compact.ScoreSummary(s1, msgs, msgs, compact.ScoreOptions{})
 	})
 }

@@ -177,7 +177,7 @@ func EvaluateMessages(ctx context.Context, msgs []agentctx.Message, opts Options
 		r.Err = err.Error()
 		return r, nil
 	}
-	r.Score = compact.ScoreSummary(summary, p.Middle, p.Tail, &compact.ScoreOptions{Counter: o.Counter})
+	r.Score = compact.ScoreSummary(summary, p.Middle, p.Tail, compact.ScoreOptions{Counter: o.Counter})
 	if o.KeepSummaries {
 		r.Summary = summary
 	}

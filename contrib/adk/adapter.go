@@ -9,8 +9,8 @@
 //	agent, _ := llmagent.New(llmagent.Config{
 //		Model:                model,
 //		Tools:                append(myTools, agentctxadk.ReadBackTools(p.Workspace())...),
-//		BeforeModelCallbacks: []llmagent.BeforeModelCallback{agentctxadk.BeforeModelCallback(p, nil)},
-//		AfterModelCallbacks:  []llmagent.AfterModelCallback{agentctxadk.AfterModelCallback(p, nil)},
+//		BeforeModelCallbacks: []llmagent.BeforeModelCallback{agentctxadk.BeforeModelCallback(p, agentctxadk.Options{})},
+//		AfterModelCallbacks:  []llmagent.AfterModelCallback{agentctxadk.AfterModelCallback(p, agentctxadk.Options{})},
 //		...
 //	})
 //
@@ -86,11 +86,8 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-func (o *Options) resolve(p Preparer) Options {
-	var c Options
-	if o != nil {
-		c = *o
-	}
+func (o Options) resolve(p Preparer) Options {
+	c := o
 	if c.Observer == nil {
 		c.Observer, _ = p.(Observer)
 	}
@@ -103,8 +100,8 @@ func (o *Options) resolve(p Preparer) Options {
 // BeforeModelCallback returns the callback that prepares the contents of
 // every model request with p, counting the request's system instruction
 // (Config.SystemInstruction) and tool declarations (Config.Tools) with
-// them. opts may be nil.
-func BeforeModelCallback(p Preparer, opts *Options) llmagent.BeforeModelCallback {
+// them. The zero Options are the defaults.
+func BeforeModelCallback(p Preparer, opts Options) llmagent.BeforeModelCallback {
 	o := opts.resolve(p)
 	return func(ctx agent.CallbackContext, req *model.LLMRequest) (*model.LLMResponse, error) {
 		out, res, err := PrepareContents(ctx, p, req.Contents, req.Config)
@@ -127,8 +124,9 @@ func BeforeModelCallback(p Preparer, opts *Options) llmagent.BeforeModelCallback
 // model response (UsageMetadata) back to the pipeline, for the request the
 // BeforeModelCallback over the same pipeline prepared last: register both.
 // A streamed response is observed once, on its final (not Partial)
-// response. The response itself is left alone. opts may be nil.
-func AfterModelCallback(p Preparer, opts *Options) llmagent.AfterModelCallback {
+// response. The response itself is left alone. The zero Options are the
+// defaults.
+func AfterModelCallback(p Preparer, opts Options) llmagent.AfterModelCallback {
 	o := opts.resolve(p)
 	return func(ctx agent.CallbackContext, resp *model.LLMResponse, respErr error) (*model.LLMResponse, error) {
 		if o.Observer == nil || respErr != nil || resp == nil || resp.Partial || resp.UsageMetadata == nil || resp.UsageMetadata.PromptTokenCount <= 0 {

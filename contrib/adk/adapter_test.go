@@ -80,7 +80,7 @@ func TestBeforeModelCallback(t *testing.T) {
 	a, err := llmagent.New(llmagent.Config{
 		Name: "ops", Description: "ops agent", Instruction: "Investigate failures.",
 		Model: llm, Tools: []tool.Tool{readLog},
-		BeforeModelCallbacks: []llmagent.BeforeModelCallback{agentctxadk.BeforeModelCallback(p, &agentctxadk.Options{
+		BeforeModelCallbacks: []llmagent.BeforeModelCallback{agentctxadk.BeforeModelCallback(p, agentctxadk.Options{
 			OnResult: func(_ context.Context, r *pipeline.Result) { results = append(results, r) }})},
 	})
 	if err != nil {
@@ -196,7 +196,7 @@ func runAgent(t *testing.T, p *pipeline.Pipeline, c agentConfig) []*pipeline.Res
 	t.Helper()
 	ctx := t.Context()
 	var results []*pipeline.Result
-	opts := &agentctxadk.Options{OnResult: func(_ context.Context, r *pipeline.Result) { results = append(results, r) }}
+	opts := agentctxadk.Options{OnResult: func(_ context.Context, r *pipeline.Result) { results = append(results, r) }}
 	cfg := llmagent.Config{
 		Name: "ops", Description: "ops agent", Instruction: c.instruction, Model: c.llm, Tools: c.tools,
 		BeforeModelCallbacks: []llmagent.BeforeModelCallback{agentctxadk.BeforeModelCallback(p, opts)},

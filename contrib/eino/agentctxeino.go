@@ -7,7 +7,7 @@
 //	p, _ := pipeline.New(pipeline.Options{SessionID: "s1"})
 //	agent, _ := adk.NewChatModelAgent(ctx, &adk.ChatModelAgentConfig{
 //		Model:    chatModel,
-//		Handlers: []adk.ChatModelAgentMiddleware{agentctxeino.New(p, nil)},
+//		Handlers: []adk.ChatModelAgentMiddleware{agentctxeino.New(p, agentctxeino.Options{})},
 //		ToolsConfig: adk.ToolsConfig{ToolsNodeConfig: compose.ToolsNodeConfig{
 //			Tools: append(myTools, agentctxeino.ReadBackTools(p.Workspace())...),
 //		}},
@@ -98,13 +98,10 @@ type Middleware struct {
 
 var _ adk.ChatModelAgentMiddleware = (*Middleware)(nil)
 
-// New returns the middleware preparing every model call with p. opts may
-// be nil.
-func New(p Preparer, opts *Options) *Middleware {
-	m := &Middleware{BaseChatModelAgentMiddleware: &adk.BaseChatModelAgentMiddleware{}, p: p}
-	if opts != nil {
-		m.opts = *opts
-	}
+// New returns the middleware preparing every model call with p. The zero
+// Options are the defaults.
+func New(p Preparer, opts Options) *Middleware {
+	m := &Middleware{BaseChatModelAgentMiddleware: &adk.BaseChatModelAgentMiddleware{}, p: p, opts: opts}
 	if m.opts.Observer == nil {
 		m.opts.Observer, _ = p.(Observer)
 	}
@@ -127,8 +124,8 @@ func (m *Middleware) WrapModel(_ context.Context, base model.BaseModel[*schema.M
 // ChatModelAgent (a compose graph, a loop of one's own): every call
 // prepares its input messages first, counting the tools bound with
 // WithTools or passed with model.WithTools, and feeds the usage of its
-// response back. opts may be nil.
-func NewChatModel(p Preparer, base model.ToolCallingChatModel, opts *Options) model.ToolCallingChatModel {
+// response back. The zero Options are the defaults.
+func NewChatModel(p Preparer, base model.ToolCallingChatModel, opts Options) model.ToolCallingChatModel {
 	return &chatModel{preparedModel{base: base, m: New(p, opts)}, base}
 }
 

@@ -83,7 +83,7 @@ func TestChatModelAgent(t *testing.T) {
 		Name: "ops", Description: "ops agent", Instruction: "Investigate failures.",
 		Model:       fm,
 		ToolsConfig: adk.ToolsConfig{ToolsNodeConfig: compose.ToolsNodeConfig{Tools: []tool.BaseTool{logTool{log}}}},
-		Handlers: []adk.ChatModelAgentMiddleware{agentctxeino.New(p, &agentctxeino.Options{
+		Handlers: []adk.ChatModelAgentMiddleware{agentctxeino.New(p, agentctxeino.Options{
 			OnResult: func(_ context.Context, r *pipeline.Result) { reports = append(reports, r) }})},
 	})
 	if err != nil {
@@ -147,12 +147,12 @@ func TestFailure(t *testing.T) {
 	if _, _, err := agentctxeino.PrepareMessages(t.Context(), failing{}, in, nil); err == nil {
 		t.Errorf("no error")
 	}
-	m := agentctxeino.New(failing{}, &agentctxeino.Options{FailOpen: true})
+	m := agentctxeino.New(failing{}, agentctxeino.Options{FailOpen: true})
 	wrapped, _ := m.WrapModel(t.Context(), &fakeModel{}, nil)
 	if _, err := wrapped.Generate(t.Context(), in); err != nil {
 		t.Errorf("fail open: %v", err)
 	}
-	wrapped, _ = agentctxeino.New(failing{}, nil).WrapModel(t.Context(), &fakeModel{}, nil)
+	wrapped, _ = agentctxeino.New(failing{}, agentctxeino.Options{}).WrapModel(t.Context(), &fakeModel{}, nil)
 	if _, err := wrapped.Generate(t.Context(), in); err == nil || !strings.Contains(err.Error(), "store is down") {
 		t.Errorf("fail closed: %v", err)
 	}
@@ -170,7 +170,7 @@ func (p *identity) PrepareDocument(_ context.Context, doc *agentctx.Document) (*
 func TestStreamKeepsMessages(t *testing.T) {
 	p := &identity{}
 	fm := &fakeModel{}
-	wrapped, _ := agentctxeino.New(p, nil).WrapModel(t.Context(), fm, nil)
+	wrapped, _ := agentctxeino.New(p, agentctxeino.Options{}).WrapModel(t.Context(), fm, nil)
 	in := []*schema.Message{schema.SystemMessage("be brief"), schema.UserMessage("hi"),
 		{Role: schema.Assistant, ToolCalls: []schema.ToolCall{{ID: "c1", Function: schema.FunctionCall{Name: "ls", Arguments: "{}"}}}},
 		schema.ToolMessage("a\nb", "c1")}
@@ -255,7 +255,7 @@ func runAgent(t *testing.T, p *pipeline.Pipeline, m model.ToolCallingChatModel, 
 		Name: "ops", Description: "ops agent", Instruction: "Investigate failures.",
 		Model:       m,
 		ToolsConfig: adk.ToolsConfig{ToolsNodeConfig: compose.ToolsNodeConfig{Tools: tools}},
-		Handlers: []adk.ChatModelAgentMiddleware{agentctxeino.New(p, &agentctxeino.Options{
+		Handlers: []adk.ChatModelAgentMiddleware{agentctxeino.New(p, agentctxeino.Options{
 			OnResult: func(_ context.Context, r *pipeline.Result) { results = append(results, r) }})},
 	})
 	if err != nil {
@@ -324,7 +324,7 @@ func TestChatModel(t *testing.T) {
 	p := newPipeline(t)
 	var results []*pipeline.Result
 	info, _ := bigTool{}.Info(ctx)
-	cm, err := agentctxeino.NewChatModel(p, &usageModel{prompt: 1800}, &agentctxeino.Options{
+	cm, err := agentctxeino.NewChatModel(p, &usageModel{prompt: 1800}, agentctxeino.Options{
 		OnResult: func(_ context.Context, r *pipeline.Result) { results = append(results, r) }}).WithTools([]*schema.ToolInfo{info})
 	if err != nil {
 		t.Fatal(err)

@@ -15,13 +15,19 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/compact/summaryeval"
 	"github.com/agentctx/agentctx/internal/config"
 	"github.com/agentctx/agentctx/internal/rawjson"
 	"github.com/agentctx/agentctx/launch"
+	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/proxy"
+	"github.com/agentctx/agentctx/tokens"
 )
 
 // Exit codes.
@@ -53,8 +59,8 @@ type Streams struct {
 	Signals <-chan os.Signal
 }
 
-// usageError marks bad usage (unknown flag, wrong arguments, missing input
-// file).
+// usageError marks bad usage (unknown flag, wrong arguments, a flag's
+// value out of range): what the command line itself got wrong.
 type usageError struct{ err error }
 
 func (e *usageError) Error() string { return e.err.Error() }
@@ -64,16 +70,61 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
 
+// fileError is a file the user named (an argument, a flag's value) that
+// could not be opened, read or created. Its message is the cause's, with
+// prefix before it when not empty.
+type fileError struct {
+	prefix string
+	err    error
+}
+
+func (e *fileError) Error() string {
+	if e.prefix == "" {
+		return e.err.Error()
+	}
+	return e.prefix + ": " + e.err.Error()
+}
+
+func (e *fileError) Unwrap() error { return e.err }
+
+// wrongName reports whether the file was named wrong (it does not exist, a
+// directory was named where a file is wanted, or a path goes through a
+// file), rather than the system failing to read or write it.
+func (e *fileError) wrongName() bool {
+	return errors.Is(e.err, fs.ErrNotExist) || errors.Is(e.err, syscall.EISDIR) || errors.Is(e.err, syscall.ENOTDIR)
+}
+
 // errInterrupted is the error of a run stopped by its context.
 var errInterrupted = errors.New("interrupted")
 
-// ExitCode maps an error to the process exit code: nil is 0; bad usage and
-// bad input (agentctx.ErrInvalidInput, a missing input file) are 2; a
-// cancelled run is 130; anything else is a runtime failure, 1. It is the
-// only place that makes this choice.
+// badInput reports an error the library marks as bad input or a bad
+// option, wherever it comes from.
+func badInput(err error) bool {
+	for _, target := range []error{
+		agentctx.ErrInvalidInput, workspace.ErrInvalidLocation, config.ErrInvalid,
+		pipeline.ErrInvalidOption, compact.ErrInvalidOption, tokens.ErrUnknownEncoding,
+		pipeline.ErrNoTranscripts, pipeline.ErrNoRequests, summaryeval.ErrNoTranscripts,
+		proxy.ErrInvalidURL, proxy.ErrOTLPProtocol, launch.ErrClientNotFound, launch.ErrProxyUnavailable,
+	} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// ExitCode maps an error to the process exit code: nil is 0; a client's
+// own exit code is itself; a cancelled run is 130; bad usage and bad input
+// (a usage error, an error the library marks as invalid input or option:
+// see badInput, a named file that does not exist or is a directory) are 2;
+// anything else is a runtime failure, 1: I/O, permission, a full disk, a
+// model call after its retries, a named file that exists but cannot be
+// read. It is the only place that makes this choice: commands return typed
+// errors (usagef, fileError, the library's) and never pick a code.
 func ExitCode(err error) int {
 	var ue *usageError
 	var ce *clientExit
+	var fe *fileError
 	switch {
 	case err == nil:
 		return ExitOK
@@ -81,7 +132,12 @@ func ExitCode(err error) int {
 		return ce.code
 	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
 		return ExitInterrupted
-	case errors.As(err, &ue), errors.Is(err, agentctx.ErrInvalidInput), errors.Is(err, workspace.ErrInvalidLocation):
+	case errors.As(err, &fe):
+		if fe.wrongName() {
+			return ExitUsage
+		}
+		return ExitFailure
+	case errors.As(err, &ue), badInput(err):
 		return ExitUsage
 	}
 	return ExitFailure
@@ -230,7 +286,8 @@ const inputFormats = `  - a JSON array of messages (Anthropic or OpenAI chat sha
 const stdinHint = "agentctx: reading a conversation from stdin (the terminal): paste it and press Ctrl-D, or give a FILE; Ctrl-C cancels"
 
 // readInput reads the document named by the first argument (stdin when
-// absent or "-"). A missing file or a directory is a usage error. Reading
+// absent or "-"). A missing file or a directory is a usage error; a file
+// that cannot be read is a runtime failure (see ExitCode). Reading
 // stdin stops when ctx is cancelled, even while it waits on a terminal.
 func (e *env) readInput(ctx context.Context, args []string) (*agentctx.Document, error) {
 	path := ""
@@ -257,7 +314,7 @@ func (e *env) readInput(ctx context.Context, args []string) (*agentctx.Document,
 	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
-			return nil, &usageError{err}
+			return nil, &fileError{err: err}
 		}
 		var ie *agentctx.InputError
 		if errors.As(err, &ie) && path != "" && path != "-" {

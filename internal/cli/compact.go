@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/compact/anthropicsum"
@@ -20,24 +21,22 @@ const (
 	summarizerOpenAI     = "openai"
 )
 
-func newCompactCmd(e *env) *cobra.Command {
-	var (
-		dir, session         string
-		limit                int
-		threshold, tailRatio float64
-		maxRetries           int
-		summarizer, model    string
-		apiKey, baseURL      string
-		timeout, backoff     time.Duration
-		inputTokens          int
-		check, force, strict bool
-		noArchive            bool
-		messagesOnly         bool
-	)
-	cmd := &cobra.Command{
-		Use:   "compact [FILE]",
-		Short: "Summarize the middle of a long conversation and archive the originals",
-		Long: `compact replaces the middle of a conversation with a summary when its tokens
+// compactFlags are the flags of compact.
+type compactFlags struct {
+	dir, session         string
+	limit                int
+	threshold, tailRatio float64
+	maxRetries           int
+	summarizer, model    string
+	apiKey, baseURL      string
+	timeout, backoff     time.Duration
+	inputTokens          int
+	check, force, strict bool
+	noArchive            bool
+	messagesOnly         bool
+}
+
+const compactLong = `compact replaces the middle of a conversation with a summary when its tokens
 reach --limit × --threshold (or always, with --force). The leading system
 messages (head) and the most recent messages worth --limit × --tail-ratio
 tokens (tail) are kept whole; a tool call is never separated from its
@@ -60,123 +59,162 @@ a local server needs no key). --api-key and --base-url override the
 environment. A summary that fails is retried --max-retries times; after the
 last failure the original messages are printed with "compacted": false
 (exit 0), or, with --strict, the command fails (exit 1). A failed archive is
-logged and compaction goes on, unless --strict.`,
+logged and compaction goes on, unless --strict.`
+
+func newCompactCmd(e *env) *cobra.Command {
+	f := &compactFlags{}
+	cmd := &cobra.Command{
+		Use:   "compact [FILE]",
+		Short: "Summarize the middle of a long conversation and archive the originals",
+		Long:  compactLong,
 		Example: `  agentctx compact --check session.jsonl
   agentctx compact --force --limit 14000 examples/session.json
   agentctx compact --limit 100000 --session s1 session.jsonl > compacted.json
   agentctx compact --summarizer openai --base-url http://localhost:11434/v1 --model qwen3:8b --input-tokens 24000 < messages.json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkRatios(threshold, tailRatio); err != nil {
-				return err
-			}
-			if check {
-				if err := contradicts(cmd, "check", "force", "strict", "no-archive", "dir", "summarizer", "model", "api-key", "base-url",
-					"max-retries", "timeout", "backoff", "input-tokens", "messages-only"); err != nil {
-					return err
-				}
-			}
-			if noArchive {
-				if err := contradicts(cmd, "no-archive", "dir"); err != nil {
-					return err
-				}
-			}
-			switch {
-			case limit < 1:
-				return usagef("invalid --limit %d: must be at least 1", limit)
-			case maxRetries < 0:
-				return usagef("invalid --max-retries %d: must not be negative", maxRetries)
-			case timeout < 0:
-				return usagef("invalid --timeout %s: must not be negative", timeout)
-			case backoff < 0:
-				return usagef("invalid --backoff %s: must not be negative", backoff)
-			case inputTokens < 0:
-				return usagef("invalid --input-tokens %d: must not be negative", inputTokens)
-			case session == "":
-				return usagef("invalid --session: must not be empty")
-			case dir == "" && !noArchive:
-				return usagef("invalid --dir: must not be empty")
-			}
-			opts := compact.Options{
-				Limit:           limit,
-				Threshold:       threshold,
-				TailRatio:       tailRatio,
-				MaxRetries:      maxRetries,
-				AttemptTimeout:  timeout,
-				Backoff:         doubling(backoff),
-				Force:           force,
-				Dir:             dir,
-				SessionID:       session,
-				NoArchive:       noArchive,
-				ArchiveRequired: strict,
-				SummaryRequired: strict,
-				Logger:          e.logger,
-			}
-			// On the command line 0 is literal; in Options it means the default.
-			if tailRatio == 0 {
-				opts.TailRatio = -1
-			}
-			if maxRetries == 0 {
-				opts.MaxRetries = -1
-			}
-			if !check {
-				s, err := newSummarizer(e, summarizer, model, apiKey, baseURL, inputTokens)
-				if err != nil {
-					return err
-				}
-				opts.Summarizer = s
-			}
-
-			doc, err := e.readConversation(cmd.Context(), "compact", args)
-			if err != nil {
-				return err
-			}
-			// A request body's top-level system prompt and tool
-			// definitions are sent with the messages: they count toward
-			// the threshold.
-			opts.ReservedTokens = tokens.NewMessageCounter(tokens.MessageOptions{CacheSize: -1, Logger: e.logger}).CountRequestExtras(doc)
-			if check {
-				res, err := compact.Check(doc.Messages, opts)
-				if err != nil {
-					return usagef("%v", err)
-				}
-				return e.writeJSON(cmd.Context(), res)
-			}
-			removeStaleTemp(dir, session)
-			res, err := compact.Compact(cmd.Context(), doc.Messages, opts)
-			if err != nil {
-				return err
-			}
-			if res.Reason == compact.ReasonSummarizerFailed {
-				fmt.Fprintf(e.s.Err, "agentctx: warning: the summarizer failed after %d attempt(s): %s; the messages are printed uncompacted (--strict makes it fatal)\n",
-					res.Attempts, secret.Scrub(res.SummaryError, apiKey))
-			}
-			if res.Compacted && res.Archive == "" && !noArchive {
-				fmt.Fprintf(e.s.Err, "agentctx: warning: the summarized messages were not archived in %s (-v tells why; --strict makes it fatal)\n", dir)
-			}
-			return e.writeEveryMessage(cmd.Context(), doc, res.Messages, res, messagesOnly)
+			return runCompact(cmd, e, f, args)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&dir, "dir", compact.DefaultDir, "archive directory (created if missing)")
-	f.StringVar(&session, "session", compact.DefaultSessionID, "session id: the archive subdirectory")
-	f.IntVar(&limit, "limit", compact.DefaultLimit, "context window, in tokens")
-	f.Float64Var(&threshold, "threshold", compact.DefaultThreshold, "compact when the tokens reach this ratio of --limit")
-	f.Float64Var(&tailRatio, "tail-ratio", compact.DefaultTailRatio, "keep the most recent messages worth this ratio of --limit")
-	f.IntVar(&maxRetries, "max-retries", compact.DefaultMaxRetries, "retries after a failed summary (0: none)")
-	f.StringVar(&summarizer, "summarizer", summarizerExtractive, "extractive, anthropic or openai")
-	f.StringVar(&model, "model", "", "model for --summarizer anthropic or openai (default "+anthropicsum.DefaultModel+" / "+openaisum.DefaultModel+")")
-	f.StringVar(&apiKey, "api-key", "", "API key for the summarizer (default $ANTHROPIC_API_KEY / $OPENAI_API_KEY)")
-	f.StringVar(&baseURL, "base-url", "", "API base URL for the summarizer (default $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL)")
-	f.DurationVar(&timeout, "timeout", 2*time.Minute, "bound on each summarizer attempt (0: none)")
-	f.DurationVar(&backoff, "backoff", time.Second, "wait before the first retry, doubled for each next one (up to 30s)")
-	f.IntVar(&inputTokens, "input-tokens", compact.DefaultInputTokens, "most tokens of conversation per model call; larger middles are summarized in parts")
-	f.BoolVar(&check, "check", false, "only report whether compaction is due")
-	f.BoolVar(&force, "force", false, "compact even below the threshold")
-	f.BoolVar(&strict, "strict", false, "fail (exit 1) when the archive or the summary fails")
-	f.BoolVar(&noArchive, "no-archive", false, "do not archive the compacted messages")
-	f.BoolVar(&messagesOnly, "messages-only", false, "print the messages without the other members of a request body (model, system, tools, ...)")
+	f.register(cmd.Flags())
 	return cmd
+}
+
+func (f *compactFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.dir, "dir", compact.DefaultDir, "archive directory (created if missing)")
+	fs.StringVar(&f.session, "session", compact.DefaultSessionID, "session id: the archive subdirectory")
+	fs.IntVar(&f.limit, "limit", compact.DefaultLimit, "context window, in tokens")
+	fs.Float64Var(&f.threshold, "threshold", compact.DefaultThreshold, "compact when the tokens reach this ratio of --limit")
+	fs.Float64Var(&f.tailRatio, "tail-ratio", compact.DefaultTailRatio, "keep the most recent messages worth this ratio of --limit")
+	fs.IntVar(&f.maxRetries, "max-retries", compact.DefaultMaxRetries, "retries after a failed summary (0: none)")
+	fs.StringVar(&f.summarizer, "summarizer", summarizerExtractive, "extractive, anthropic or openai")
+	fs.StringVar(&f.model, "model", "", "model for --summarizer anthropic or openai (default "+anthropicsum.DefaultModel+" / "+openaisum.DefaultModel+")")
+	fs.StringVar(&f.apiKey, "api-key", "", "API key for the summarizer (default $ANTHROPIC_API_KEY / $OPENAI_API_KEY)")
+	fs.StringVar(&f.baseURL, "base-url", "", "API base URL for the summarizer (default $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL)")
+	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "bound on each summarizer attempt (0: none)")
+	fs.DurationVar(&f.backoff, "backoff", time.Second, "wait before the first retry, doubled for each next one (up to 30s)")
+	fs.IntVar(&f.inputTokens, "input-tokens", compact.DefaultInputTokens, "most tokens of conversation per model call; larger middles are summarized in parts")
+	fs.BoolVar(&f.check, "check", false, "only report whether compaction is due")
+	fs.BoolVar(&f.force, "force", false, "compact even below the threshold")
+	fs.BoolVar(&f.strict, "strict", false, "fail (exit 1) when the archive or the summary fails")
+	fs.BoolVar(&f.noArchive, "no-archive", false, "do not archive the compacted messages")
+	fs.BoolVar(&f.messagesOnly, "messages-only", false, "print the messages without the other members of a request body (model, system, tools, ...)")
+}
+
+// validate checks the flags alone: ranges, and flags that contradict
+// --check or --no-archive.
+func (f *compactFlags) validate(cmd *cobra.Command) error {
+	if err := checkRatios(f.threshold, f.tailRatio); err != nil {
+		return err
+	}
+	if f.check {
+		if err := contradicts(cmd, "check", "force", "strict", "no-archive", "dir", "summarizer", "model", "api-key", "base-url",
+			"max-retries", "timeout", "backoff", "input-tokens", "messages-only"); err != nil {
+			return err
+		}
+	}
+	if f.noArchive {
+		if err := contradicts(cmd, "no-archive", "dir"); err != nil {
+			return err
+		}
+	}
+	switch {
+	case f.limit < 1:
+		return usagef("invalid --limit %d: must be at least 1", f.limit)
+	case f.maxRetries < 0:
+		return usagef("invalid --max-retries %d: must not be negative", f.maxRetries)
+	case f.timeout < 0:
+		return usagef("invalid --timeout %s: must not be negative", f.timeout)
+	case f.backoff < 0:
+		return usagef("invalid --backoff %s: must not be negative", f.backoff)
+	case f.inputTokens < 0:
+		return usagef("invalid --input-tokens %d: must not be negative", f.inputTokens)
+	case f.session == "":
+		return usagef("invalid --session: must not be empty")
+	case f.dir == "" && !f.noArchive:
+		return usagef("invalid --dir: must not be empty")
+	}
+	return nil
+}
+
+// options returns the compact options the flags make, with the summarizer
+// unless --check (which summarizes nothing).
+func (f *compactFlags) options(e *env) (compact.Options, error) {
+	opts := compact.Options{
+		Limit:           f.limit,
+		Threshold:       f.threshold,
+		TailRatio:       f.tailRatio,
+		MaxRetries:      f.maxRetries,
+		AttemptTimeout:  f.timeout,
+		Backoff:         doubling(f.backoff),
+		Force:           f.force,
+		Dir:             f.dir,
+		SessionID:       f.session,
+		NoArchive:       f.noArchive,
+		ArchiveRequired: f.strict,
+		SummaryRequired: f.strict,
+		Logger:          e.logger,
+	}
+	// On the command line 0 is literal; in Options it means the default.
+	if f.tailRatio == 0 {
+		opts.TailRatio = -1
+	}
+	if f.maxRetries == 0 {
+		opts.MaxRetries = -1
+	}
+	if !f.check {
+		s, err := newSummarizer(e, f.summarizer, f.model, f.apiKey, f.baseURL, f.inputTokens)
+		if err != nil {
+			return opts, err
+		}
+		opts.Summarizer = s
+	}
+	return opts, nil
+}
+
+// runCompact runs compact: the flags checked before the input is read,
+// then --check's report or the compacted conversation.
+func runCompact(cmd *cobra.Command, e *env, f *compactFlags, args []string) error {
+	if err := f.validate(cmd); err != nil {
+		return err
+	}
+	opts, err := f.options(e)
+	if err != nil {
+		return err
+	}
+	doc, err := e.readConversation(cmd.Context(), "compact", args)
+	if err != nil {
+		return err
+	}
+	// A request body's top-level system prompt and tool definitions are
+	// sent with the messages: they count toward the threshold.
+	opts.ReservedTokens = tokens.NewMessageCounter(tokens.MessageOptions{CacheSize: -1, Logger: e.logger}).CountRequestExtras(doc)
+	if f.check {
+		res, err := compact.Check(doc.Messages, opts)
+		if err != nil {
+			return err // compact.ErrInvalidOption: bad usage (ExitCode)
+		}
+		return e.writeJSON(cmd.Context(), res)
+	}
+	removeStaleTemp(f.dir, f.session)
+	res, err := compact.Compact(cmd.Context(), doc.Messages, opts)
+	if err != nil {
+		return err
+	}
+	f.warn(e, res)
+	return e.writeEveryMessage(cmd.Context(), doc, res.Messages, res, f.messagesOnly)
+}
+
+// warn says on stderr what a compaction that went on without --strict
+// lost: the summary (the messages printed uncompacted) or the archive.
+func (f *compactFlags) warn(e *env, res *compact.Result) {
+	if res.Reason == compact.ReasonSummarizerFailed {
+		fmt.Fprintf(e.s.Err, "agentctx: warning: the summarizer failed after %d attempt(s): %s; the messages are printed uncompacted (--strict makes it fatal)\n",
+			res.Attempts, secret.Scrub(res.SummaryError, f.apiKey))
+	}
+	if res.Compacted && res.Archive == "" && !f.noArchive {
+		fmt.Fprintf(e.s.Err, "agentctx: warning: the summarized messages were not archived in %s (-v tells why; --strict makes it fatal)\n", f.dir)
+	}
 }
 
 // checkRatios checks --threshold and --tail-ratio: a trigger above 0 and at

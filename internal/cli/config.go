@@ -21,19 +21,21 @@ type configState struct {
 
 // settle loads the configuration file and settles every flag of cmd that
 // the command line left unset: environment, then file (see package
-// config). A bad file, an unknown key or a bad value is a usage error.
+// config). A bad file, an unknown key or a bad value is a usage error
+// (config.ErrInvalid, see ExitCode); a file that cannot be read is a
+// runtime failure.
 func (e *env) settle(cmd *cobra.Command) error {
 	path, explicit := config.Path(e.cfg.flag, e.s.LookupEnv)
 	f, err := config.Load(path, explicit)
 	if err != nil {
-		return &usageError{err}
+		return err
 	}
 	if err := f.Check(schemaOf(cmd.Root())); err != nil {
-		return &usageError{err}
+		return err
 	}
 	e.cfg.file = f
 	if err := checkValues(cmd, f); err != nil {
-		return &usageError{err}
+		return err
 	}
 	_, err = config.Settle(cmd.Flags(), config.Options{
 		Command:     commandPath(cmd),
@@ -42,10 +44,7 @@ func (e *env) settle(cmd *cobra.Command) error {
 		LookupEnv:   e.s.LookupEnv,
 		SectionOnly: filterFlag,
 	})
-	if err != nil {
-		return &usageError{err}
-	}
-	return nil
+	return err
 }
 
 // checkValues tries the file's values on the flags of every command but
@@ -175,9 +174,6 @@ An unknown key or a bad value is an error (exit 2) for every command.`,
 				rep.Settings, err = config.Settle(allFlags(target), config.Options{
 					Command: commandPath(target), File: e.cfg.file, Env: envOf, LookupEnv: e.s.LookupEnv, SectionOnly: filterFlag,
 				})
-				if err != nil {
-					err = &usageError{err}
-				}
 			}
 			if err != nil {
 				return err
@@ -209,7 +205,7 @@ func (e *env) sharedSettings(root *cobra.Command) ([]config.Setting, error) {
 			Command: commandPath(c), File: e.cfg.file, Env: envOf, LookupEnv: e.s.LookupEnv, SectionOnly: filterFlag,
 		})
 		if err != nil {
-			return nil, &usageError{err}
+			return nil, err
 		}
 		out = append(out, settings...)
 	}

@@ -63,9 +63,6 @@ over the trigger, or a read-back mismatch).`,
 			})
 			bar.finish()
 			if err != nil {
-				if errors.Is(err, pipeline.ErrInvalidOption) || errors.Is(err, pipeline.ErrNoTranscripts) {
-					return usagef("%v", err)
-				}
 				return err
 			}
 			if err := cmd.Context().Err(); err != nil {

@@ -1,8 +1,8 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -38,27 +38,58 @@ type clientExit struct{ code int }
 
 func (e *clientExit) Error() string { return fmt.Sprintf("the client exited with code %d", e.code) }
 
+// launchFlags are the flags of a launch command: every flag of proxy,
+// and its own.
+type launchFlags struct {
+	p        proxyFlags
+	proxyURL string
+	logFile  string
+}
+
 func newLaunchCmd(e *env, client launch.Client) *cobra.Command {
-	var (
-		p        proxyFlags
-		proxyURL string
-		logFile  string
-	)
-	name, other := "Claude Code", "ANTHROPIC_BASE_URL and --mcp-config FILE (a temporary file;\nthe user's own configuration is never written), with --allowedTools\nmcp__agentctx so that the read-back tools need no approval"
-	example := `  agentctx claude
+	lf := &launchFlags{}
+	long, example := launchHelp(client)
+	name, _ := launchClientNames(client)
+	cmd := &cobra.Command{
+		Use:                string(client) + " [flags] [--] [" + string(client) + " arguments...]",
+		Short:              "Run " + name + " through an agentctx proxy, with the read-back tools",
+		Long:               long,
+		Example:            example,
+		DisableFlagParsing: true, // the client's own flags pass through
+		Annotations:        map[string]string{ownsSignalsKey: "true"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runLaunch(cmd, e, client, lf, args)
+		},
+	}
+	lf.p.register(cmd, "127.0.0.1:0")
+	fs := cmd.Flags()
+	fs.StringVar(&lf.proxyURL, "proxy", "", "use the running proxy at this base URL (it must answer GET /agentctx/stats) instead of starting one; the proxy flags are then unused")
+	fs.StringVar(&lf.logFile, "log", "", "append the proxy's log to this file (default: no log, or stderr with -v)")
+	return cmd
+}
+
+// launchClientNames returns the client's name for people and what the
+// launch gives it.
+func launchClientNames(client launch.Client) (name, other string) {
+	if client == launch.Codex {
+		return "Codex", "-c overrides: a model provider \"agentctx\" at the proxy (Responses\nAPI; the key from OPENAI_API_KEY when set, else Codex's login) selected as\nmodel_provider, and the MCP server \"agentctx\" at the proxy's /mcp"
+	}
+	return "Claude Code", "ANTHROPIC_BASE_URL and --mcp-config FILE (a temporary file;\nthe user's own configuration is never written), with --allowedTools\nmcp__agentctx so that the read-back tools need no approval"
+}
+
+// launchHelp returns the long help and the examples of a launch command.
+func launchHelp(client launch.Client) (long, example string) {
+	name, other := launchClientNames(client)
+	example = `  agentctx claude
   agentctx claude --limit 150000 -- --model opus
   agentctx claude -p "fix the failing test"
   agentctx claude --proxy http://127.0.0.1:8787 -- --resume`
 	if client == launch.Codex {
-		name, other = "Codex", "-c overrides: a model provider \"agentctx\" at the proxy (Responses\nAPI; the key from OPENAI_API_KEY when set, else Codex's login) selected as\nmodel_provider, and the MCP server \"agentctx\" at the proxy's /mcp"
 		example = `  agentctx codex
   agentctx codex exec "fix the failing test"
   agentctx codex --limit 150000 -- --model gpt-5.5`
 	}
-	cmd := &cobra.Command{
-		Use:   string(client) + " [flags] [--] [" + string(client) + " arguments...]",
-		Short: "Run " + name + " through an agentctx proxy, with the read-back tools",
-		Long: string(client) + ` starts an agentctx proxy on a free loopback port (or, with --proxy
+	long = string(client) + ` starts an agentctx proxy on a free loopback port (or, with --proxy
 URL, uses the running proxy that answers there), runs ` + name + ` with
 its model requests going through it and the proxy's read-back MCP server
 registered for this run, and stops the proxy when the client exits. The
@@ -76,81 +107,85 @@ to the client (SIGINT too when stdin is not a terminal).
 
 The proxy's log goes to --log FILE (with -v: to stderr, in detail);
 otherwise it is not written, so that it never mixes with the client's
-screen. Its statistics are at URL/agentctx/stats while it runs.`,
-		Example:            example,
-		DisableFlagParsing: true, // the client's own flags pass through
-		Annotations:        map[string]string{ownsSignalsKey: "true"},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			fs := cmd.Flags()
-			cmd.InheritedFlags() // merges -v and the other root flags into fs
-			ours, theirs, err := splitLaunchArgs(fs, args)
-			if err != nil {
-				return &usageError{err}
-			}
-			if err := fs.Parse(ours); err != nil {
-				return &usageError{err}
-			}
-			if help, _ := fs.GetBool("help"); help {
-				return cmd.Help()
-			}
-			verbose, _ := fs.GetBool("verbose")
-			o := launch.Options{
-				Client: client, Args: theirs, ProxyURL: proxyURL,
-				Stdin: e.s.In, Stdout: e.s.Out, Stderr: e.s.Err,
-				Signals: forwarded(e.s.Signals, e.s.InIsTerminal),
-			}
-			log := slog.New(slog.DiscardHandler)
-			switch {
-			case logFile != "":
-				f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-				if err != nil {
-					return usagef("--log: %v", err)
-				}
-				defer f.Close()
-				level := slog.LevelInfo
-				if verbose {
-					level = slog.LevelDebug
-				}
-				log = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: level}))
-			case verbose:
-				log = slog.New(slog.NewTextHandler(e.s.Err, &slog.HandlerOptions{Level: slog.LevelDebug}))
-			}
-			o.Logger = log
-			if proxyURL != "" {
-				o.Token = p.token
-				if o.Token == "" {
-					o.Token = os.Getenv(tokenEnv)
-				}
-			} else {
-				srv, closeAll, err := p.server(cmd, e, log)
-				if err != nil {
-					return err
-				}
-				defer closeAll()
-				ln, err := p.listenTCP()
-				if err != nil {
-					return err
-				}
-				o.Server, o.Listener, o.Token = srv, ln, p.token
-				fmt.Fprintf(e.s.Err, "agentctx: %s through a proxy at %s (statistics: %s%s)\n", client, localURL(ln.Addr()), localURL(ln.Addr()), proxy.StatsPath)
-			}
-			code, err := launch.Run(cmd.Context(), o)
-			switch {
-			case errors.Is(err, launch.ErrClientNotFound), errors.Is(err, launch.ErrProxyUnavailable):
-				return &usageError{err}
-			case err != nil:
-				return err
-			case code != 0:
-				return &clientExit{code}
-			}
-			return nil
-		},
-	}
-	p.register(cmd, "127.0.0.1:0")
+screen. Its statistics are at URL/agentctx/stats while it runs.`
+	return long, example
+}
+
+// runLaunch runs a launch command: agentctx's flags parsed from args, a
+// proxy started (unless --proxy), the client run through it.
+func runLaunch(cmd *cobra.Command, e *env, client launch.Client, lf *launchFlags, args []string) error {
 	fs := cmd.Flags()
-	fs.StringVar(&proxyURL, "proxy", "", "use the running proxy at this base URL (it must answer GET /agentctx/stats) instead of starting one; the proxy flags are then unused")
-	fs.StringVar(&logFile, "log", "", "append the proxy's log to this file (default: no log, or stderr with -v)")
-	return cmd
+	cmd.InheritedFlags() // merges -v and the other root flags into fs
+	ours, theirs, err := splitLaunchArgs(fs, args)
+	if err != nil {
+		return &usageError{err}
+	}
+	if err := fs.Parse(ours); err != nil {
+		return &usageError{err}
+	}
+	if help, _ := fs.GetBool("help"); help {
+		return cmd.Help()
+	}
+	verbose, _ := fs.GetBool("verbose")
+	o := launch.Options{
+		Client: client, Args: theirs, ProxyURL: lf.proxyURL,
+		Stdin: e.s.In, Stdout: e.s.Out, Stderr: e.s.Err,
+		Signals: forwarded(e.s.Signals, e.s.InIsTerminal),
+	}
+	log, closeLog, err := launchLogger(lf.logFile, verbose, e.s.Err)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	o.Logger = log
+	p := &lf.p
+	if lf.proxyURL != "" {
+		o.Token = p.token
+		if o.Token == "" {
+			o.Token = os.Getenv(tokenEnv)
+		}
+	} else {
+		srv, closeAll, err := p.server(cmd, e, log)
+		if err != nil {
+			return err
+		}
+		defer closeAll()
+		ln, err := p.listenTCP()
+		if err != nil {
+			return err
+		}
+		o.Server, o.Listener, o.Token = srv, ln, p.token
+		fmt.Fprintf(e.s.Err, "agentctx: %s through a proxy at %s (statistics: %s%s)\n", client, localURL(ln.Addr()), localURL(ln.Addr()), proxy.StatsPath)
+	}
+	code, err := launch.Run(cmd.Context(), o)
+	switch {
+	case err != nil: // launch.ErrClientNotFound, ErrProxyUnavailable: bad usage (ExitCode)
+		return err
+	case code != 0:
+		return &clientExit{code}
+	}
+	return nil
+}
+
+// launchLogger returns the proxy's logger: to --log FILE (appended; debug
+// with -v), else to stderr with -v, else none. Close the file with the
+// function returned.
+func launchLogger(logFile string, verbose bool, stderr io.Writer) (*slog.Logger, func(), error) {
+	switch {
+	case logFile != "":
+		f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, &fileError{prefix: "--log", err: err}
+		}
+		level := slog.LevelInfo
+		if verbose {
+			level = slog.LevelDebug
+		}
+		return slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: level})), func() { f.Close() }, nil
+	case verbose:
+		return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug})), func() {}, nil
+	}
+	return slog.New(slog.DiscardHandler), func() {}, nil
 }
 
 // splitLaunchArgs splits the arguments of a launch command into agentctx's

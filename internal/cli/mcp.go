@@ -112,7 +112,7 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, addr, token string, s
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return usagef("--http %s: %v", addr, err)
+		return listenError("--http", addr, err)
 	}
 	hs := &http.Server{Handler: httpguard.Wrap(srv.Handler(), token), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stderr, "agentctx mcp: serving streamable HTTP at http://%s/\n", ln.Addr())

@@ -132,32 +132,7 @@ func (f *prepareFlags) register(fs *pflag.FlagSet, eval bool) {
 // (without store, directories and session, which depend on the input).
 func (f *prepareFlags) options(e *env, changed func(string) bool) (pipeline.Options, error) {
 	var o pipeline.Options
-	switch {
-	case f.encoding != tokens.O200kBaseName && f.encoding != tokens.Cl100kBaseName:
-		_, err := tokens.Get(f.encoding)
-		return o, usagef("--encoding: %v", err)
-	case f.maxAge < 0:
-		return o, usagef("invalid --max-age %s: must not be negative", f.maxAge)
-	case f.keepRecent < 0:
-		return o, usagef("invalid --keep-recent %d: must not be negative", f.keepRecent)
-	case f.placeholder == "":
-		return o, usagef("invalid --placeholder: must not be empty")
-	case f.inlineLimit < 1:
-		return o, usagef("invalid --inline-limit %d: must be at least 1", f.inlineLimit)
-	case f.minChars < 1:
-		return o, usagef("invalid --min-chars %d: must be at least 1", f.minChars)
-	case f.limit < 1:
-		return o, usagef("invalid --limit %d: must be at least 1", f.limit)
-	case f.maxRetries < 0:
-		return o, usagef("invalid --max-retries %d: must not be negative", f.maxRetries)
-	case f.timeout < 0:
-		return o, usagef("invalid --timeout %s: must not be negative", f.timeout)
-	case f.backoff < 0:
-		return o, usagef("invalid --backoff %s: must not be negative", f.backoff)
-	case f.inputTokens < 0:
-		return o, usagef("invalid --input-tokens %d: must not be negative", f.inputTokens)
-	}
-	if err := checkRatios(f.threshold, f.tailRatio); err != nil {
+	if err := f.checkRanges(); err != nil {
 		return o, err
 	}
 	switch pipeline.OffloadMode(f.offloadMode) {
@@ -189,33 +164,90 @@ func (f *prepareFlags) options(e *env, changed func(string) bool) (pipeline.Opti
 	o.StoreOnReplace = f.onReplace
 
 	o.NoPrune = f.noPrune
-	o.Prune = prune.Options{MaxAge: f.maxAge, KeepRecent: f.keepRecent, CountErrors: f.countErrors, Placeholder: f.placeholder}
+	o.Prune = f.pruneOptions(changed)
+	if err := f.clearingOptions(&o); err != nil {
+		return o, err
+	}
+
+	o.Workspace = workspace.Options{TaskID: f.task, AgentID: f.agent, InlineLimit: f.inlineLimit}
+	o.Files = offload.BatchOptions{MinChars: f.minChars}
+
+	o.NoCompact = f.noCompact
+	if o.Compact, err = f.compactOptions(e); err != nil {
+		return o, err
+	}
+	o.MessageCounter = tokens.NewMessageCounter(tokens.MessageOptions{Counter: enc, Logger: e.logger, Parallelism: -1})
+	if err := o.Validate(); err != nil {
+		return o, err // pipeline.ErrInvalidOption: bad usage (ExitCode)
+	}
+	return o, nil
+}
+
+// checkRanges checks the flags that have a range of their own.
+func (f *prepareFlags) checkRanges() error {
+	switch {
+	case f.encoding != tokens.O200kBaseName && f.encoding != tokens.Cl100kBaseName:
+		_, err := tokens.Get(f.encoding)
+		return usagef("--encoding: %v", err)
+	case f.maxAge < 0:
+		return usagef("invalid --max-age %s: must not be negative", f.maxAge)
+	case f.keepRecent < 0:
+		return usagef("invalid --keep-recent %d: must not be negative", f.keepRecent)
+	case f.placeholder == "":
+		return usagef("invalid --placeholder: must not be empty")
+	case f.inlineLimit < 1:
+		return usagef("invalid --inline-limit %d: must be at least 1", f.inlineLimit)
+	case f.minChars < 1:
+		return usagef("invalid --min-chars %d: must be at least 1", f.minChars)
+	case f.limit < 1:
+		return usagef("invalid --limit %d: must be at least 1", f.limit)
+	case f.maxRetries < 0:
+		return usagef("invalid --max-retries %d: must not be negative", f.maxRetries)
+	case f.timeout < 0:
+		return usagef("invalid --timeout %s: must not be negative", f.timeout)
+	case f.backoff < 0:
+		return usagef("invalid --backoff %s: must not be negative", f.backoff)
+	case f.inputTokens < 0:
+		return usagef("invalid --input-tokens %d: must not be negative", f.inputTokens)
+	}
+	return checkRatios(f.threshold, f.tailRatio)
+}
+
+// pruneOptions returns the prune step's options.
+func (f *prepareFlags) pruneOptions(changed func(string) bool) prune.Options {
+	o := prune.Options{MaxAge: f.maxAge, KeepRecent: f.keepRecent, CountErrors: f.countErrors, Placeholder: f.placeholder}
 	// On the command line 0 is literal; in Options it means the default.
 	if f.maxAge == 0 {
-		o.Prune.MaxAge = -1
+		o.MaxAge = -1
 	}
 	if f.keepRecent == 0 {
-		o.Prune.KeepRecent = -1
+		o.KeepRecent = -1
 	}
 	if changed("tool") {
-		o.Prune.ToolNames = append([]string{}, f.tools...)
+		o.ToolNames = append([]string{}, f.tools...)
 	}
+	return o
+}
+
+// clearingOptions checks --clear-at-least, --clear-trigger, --estimate and
+// --clearing and sets them in o.
+func (f *prepareFlags) clearingOptions(o *pipeline.Options) error {
 	switch {
 	case f.clearAtLeast < -1:
-		return o, usagef("invalid --clear-at-least %d: want -1 (every stale result at once) or a number of tokens", f.clearAtLeast)
+		return usagef("invalid --clear-at-least %d: want -1 (every stale result at once) or a number of tokens", f.clearAtLeast)
 	case f.clearTrigger > 1 || f.clearTrigger < 0 && f.clearTrigger != -1:
-		return o, usagef("invalid --clear-trigger %v: want a ratio from 0 to 1, or -1", f.clearTrigger)
+		return usagef("invalid --clear-trigger %v: want a ratio from 0 to 1, or -1", f.clearTrigger)
 	}
 	switch f.estimate {
 	case "count":
 	case "claude":
 		o.EstimateRatio = pipeline.ClaudeRatio
 	default:
-		return o, usagef("invalid --estimate %q: want count or claude", f.estimate)
+		return usagef("invalid --estimate %q: want count or claude", f.estimate)
 	}
 	clearing, err := pipeline.ParseClearing(f.clearing)
 	if err != nil {
-		return o, usagef("invalid --clearing %q: want priced or batched", f.clearing)
+		return usagef("invalid --clearing %q: want priced or batched", f.clearing)
 	}
 	o.Clearing = clearing
 	o.ClearAtLeast, o.ClearTrigger = f.clearAtLeast, f.clearTrigger
@@ -225,12 +257,13 @@ func (f *prepareFlags) options(e *env, changed func(string) bool) (pipeline.Opti
 	if f.clearTrigger == 0 {
 		o.ClearTrigger = -1
 	}
+	return nil
+}
 
-	o.Workspace = workspace.Options{TaskID: f.task, AgentID: f.agent, InlineLimit: f.inlineLimit}
-	o.Files = offload.BatchOptions{MinChars: f.minChars}
-
-	o.NoCompact = f.noCompact
-	o.Compact = compact.Options{
+// compactOptions returns the compaction step's options, with the
+// summarizer unless --no-compact.
+func (f *prepareFlags) compactOptions(e *env) (compact.Options, error) {
+	o := compact.Options{
 		Limit:           f.limit,
 		Threshold:       f.threshold,
 		TailRatio:       f.tailRatio,
@@ -242,22 +275,19 @@ func (f *prepareFlags) options(e *env, changed func(string) bool) (pipeline.Opti
 		ArchiveRequired: f.strict,
 		SummaryRequired: f.strict,
 	}
+	// On the command line 0 is literal; in Options it means the default.
 	if f.tailRatio == 0 {
-		o.Compact.TailRatio = -1
+		o.TailRatio = -1
 	}
 	if f.maxRetries == 0 {
-		o.Compact.MaxRetries = -1
+		o.MaxRetries = -1
 	}
 	if !f.noCompact {
 		s, err := newSummarizer(e, f.summarizer, f.model, f.apiKey, f.baseURL, f.inputTokens)
 		if err != nil {
 			return o, err
 		}
-		o.Compact.Summarizer = s
-	}
-	o.MessageCounter = tokens.NewMessageCounter(tokens.MessageOptions{Counter: enc, Logger: e.logger, Parallelism: -1})
-	if err := o.Validate(); err != nil {
-		return o, usagef("%v", err)
+		o.Summarizer = s
 	}
 	return o, nil
 }
@@ -400,18 +430,25 @@ type prepareFileOutput struct {
 	Report       pipeline.Report `json:"report"`                 // what each step did
 }
 
-func newPrepareCmd(e *env) *cobra.Command {
-	f := &prepareFlags{}
-	var (
-		out, summary           string
-		messagesOnly, keepMeta bool
-		jsonReports            bool
-		allowOverLimit         bool
-	)
-	cmd := &cobra.Command{
-		Use:   "prepare [FILE] | prepare --out DIR FILE...",
-		Short: "Prepare a conversation for the next model request: repair, prune, offload, count, compact, validate",
-		Long: `prepare is the one call an agent loop makes before every model request,
+// prepareOutFlags are the flags of prepare that say what it prints and
+// where (eval, which shares prepareFlags, has none of them).
+type prepareOutFlags struct {
+	out, summary           string
+	messagesOnly, keepMeta bool
+	jsonReports            bool
+	allowOverLimit         bool
+}
+
+func (o *prepareOutFlags) register(fs *pflag.FlagSet) {
+	fs.StringVarP(&o.out, "out", "o", "", "write each FILE's prepared messages to this directory, in the input's shape")
+	fs.StringVar(&o.summary, "summary", "auto", "human summary on stderr: auto (when it is a terminal), always or never")
+	fs.BoolVar(&o.messagesOnly, "messages-only", false, "print the messages without the other members of a request body (model, system, tools, ...)")
+	fs.BoolVar(&o.keepMeta, "keep-metadata", false, "keep timestamp and messageStatus on the messages (removed from what is sent by default)")
+	fs.BoolVar(&o.jsonReports, "json", false, "with --out: print the JSON reports on stdout even when it is a terminal")
+	fs.BoolVar(&o.allowOverLimit, "allow-over-limit", false, "exit 0 when a prepared request is still over --limit (by default its JSON is printed and prepare exits 1)")
+}
+
+const prepareLong = `prepare is the one call an agent loop makes before every model request,
 run on a saved transcript. In order:
 
   repair    answer unanswered tool calls with a synthetic error result and
@@ -460,109 +497,136 @@ named after them.
 When a prepared request is still over --limit (in the provider's estimated
 tokens: compaction is off, failed, or found nothing to summarize), its JSON
 is printed all the same and prepare exits 1 with the reason on stderr;
---allow-over-limit exits 0 instead.`,
+--allow-over-limit exits 0 instead.`
+
+func newPrepareCmd(e *env) *cobra.Command {
+	f := &prepareFlags{}
+	of := &prepareOutFlags{}
+	cmd := &cobra.Command{
+		Use:   "prepare [FILE] | prepare --out DIR FILE...",
+		Short: "Prepare a conversation for the next model request: repair, prune, offload, count, compact, validate",
+		Long:  prepareLong,
 		Example: `  agentctx prepare --limit 100000 session.jsonl > prepared.json
   agentctx prepare --limit 14000 examples/session.json | jq .report
   agentctx prepare --messages-only --no-compact < request.json
   agentctx prepare --out prepared/ --limit 100000 transcripts/*.jsonl
   agentctx prepare --summarizer openai --base-url http://localhost:11434/v1 --model qwen3:8b session.jsonl`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if out == "" {
+			if of.out == "" {
 				return cobra.MaximumNArgs(1)(cmd, args)
 			}
 			return cobra.MinimumNArgs(1)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			showSummary, err := summaryMode(summary, e.s.ErrIsTerminal)
-			if err != nil {
-				return err
-			}
-			switch {
-			case f.session == "":
-				return usagef("invalid --session: must not be empty")
-			case f.namespace == "":
-				return usagef("invalid --namespace: must not be empty")
-			case f.workspace == "" && f.offloadMode == string(pipeline.OffloadWorkspace):
-				return usagef("invalid --workspace: must not be empty")
-			case f.dir == "":
-				return usagef("invalid --dir: must not be empty")
-			case out == "" && jsonReports:
-				return usagef("--json goes with --out (without --out the JSON is always printed)")
-			case out != "" && messagesOnly:
-				return usagef("--messages-only and --out cannot be used together: --out writes each file in its own shape")
-			}
-			base, err := f.options(e, cmd.Flags().Changed)
-			if err != nil {
-				return err
-			}
-			rb, err := pipeline.ParseReadBack(f.readBack)
-			if err != nil {
-				return usagef("invalid --read-back: %q (want tools, paths or none)", f.readBack)
-			}
-			run := &prepareRun{e: e, f: f, base: base, keepMeta: keepMeta, readBack: rb}
-			if out != "" {
-				printJSON := jsonReports || !e.s.OutIsTerminal
-				reps, err := run.prepareFiles(ctx, out, args, showSummary, printJSON)
-				if err != nil || allowOverLimit {
-					return err
-				}
-				return overLimit(reps)
-			}
-			doc, err := e.readInput(ctx, args)
-			if err != nil {
-				return err
-			}
-			file := ""
-			if len(args) > 0 && args[0] != "-" {
-				file = args[0]
-			}
-			if err := run.openStore(ctx); err != nil {
-				return err
-			}
-			defer run.closeStore()
-			convs := conversationsOf(file, "", doc)
-			var outs []prepareOutput
-			docs := make([]*agentctx.Document, len(convs))
-			for i, c := range convs {
-				res, err := run.prepareOne(ctx, c)
-				if err != nil {
-					return err
-				}
-				if docs[i], err = run.withReadTools(c.doc, res.Messages); err != nil {
-					return err
-				}
-				res.Report.AddReadTools(run.extraTokens(docs[i]) - run.extraTokens(c.doc))
-				outs = append(outs, prepareOutput{Conversation: c.name, Messages: run.toSend(res.Messages), Report: res.Report})
-			}
-			for i, o := range outs {
-				if err := e.writeDocResult(ctx, docs[i], o.Messages, o, messagesOnly); err != nil {
-					return err
-				}
-			}
-			if showSummary {
-				for _, o := range outs {
-					e.printSummary(file, o.Conversation, "", o.Report)
-				}
-			}
-			if allowOverLimit {
-				return nil
-			}
-			reps := make([]namedReport, len(outs))
-			for i, o := range outs {
-				reps[i] = namedReport{file: file, name: o.Conversation, rep: o.Report}
-			}
-			return overLimit(reps)
+			return runPrepare(cmd, e, f, of, args)
 		},
 	}
 	f.register(cmd.Flags(), false)
-	cmd.Flags().StringVarP(&out, "out", "o", "", "write each FILE's prepared messages to this directory, in the input's shape")
-	cmd.Flags().StringVar(&summary, "summary", "auto", "human summary on stderr: auto (when it is a terminal), always or never")
-	cmd.Flags().BoolVar(&messagesOnly, "messages-only", false, "print the messages without the other members of a request body (model, system, tools, ...)")
-	cmd.Flags().BoolVar(&keepMeta, "keep-metadata", false, "keep timestamp and messageStatus on the messages (removed from what is sent by default)")
-	cmd.Flags().BoolVar(&jsonReports, "json", false, "with --out: print the JSON reports on stdout even when it is a terminal")
-	cmd.Flags().BoolVar(&allowOverLimit, "allow-over-limit", false, "exit 0 when a prepared request is still over --limit (by default its JSON is printed and prepare exits 1)")
+	of.register(cmd.Flags())
 	return cmd
+}
+
+// check checks the flags of where prepare writes, alone and with the
+// pipeline's.
+func (of *prepareOutFlags) check(f *prepareFlags) error {
+	switch {
+	case f.session == "":
+		return usagef("invalid --session: must not be empty")
+	case f.namespace == "":
+		return usagef("invalid --namespace: must not be empty")
+	case f.workspace == "" && f.offloadMode == string(pipeline.OffloadWorkspace):
+		return usagef("invalid --workspace: must not be empty")
+	case f.dir == "":
+		return usagef("invalid --dir: must not be empty")
+	case of.out == "" && of.jsonReports:
+		return usagef("--json goes with --out (without --out the JSON is always printed)")
+	case of.out != "" && of.messagesOnly:
+		return usagef("--messages-only and --out cannot be used together: --out writes each file in its own shape")
+	}
+	return nil
+}
+
+// runPrepare runs prepare: the flags checked before any input is read,
+// then every FILE into --out, or the one input to stdout.
+func runPrepare(cmd *cobra.Command, e *env, f *prepareFlags, of *prepareOutFlags, args []string) error {
+	ctx := cmd.Context()
+	showSummary, err := summaryMode(of.summary, e.s.ErrIsTerminal)
+	if err != nil {
+		return err
+	}
+	if err := of.check(f); err != nil {
+		return err
+	}
+	base, err := f.options(e, cmd.Flags().Changed)
+	if err != nil {
+		return err
+	}
+	rb, err := pipeline.ParseReadBack(f.readBack)
+	if err != nil {
+		return usagef("invalid --read-back: %q (want tools, paths or none)", f.readBack)
+	}
+	run := &prepareRun{e: e, f: f, base: base, keepMeta: of.keepMeta, readBack: rb}
+	if of.out != "" {
+		printJSON := of.jsonReports || !e.s.OutIsTerminal
+		reps, err := run.prepareFiles(ctx, of.out, args, showSummary, printJSON)
+		if err != nil || of.allowOverLimit {
+			return err
+		}
+		return overLimit(reps)
+	}
+	reps, err := run.prepareInput(ctx, args, of.messagesOnly, showSummary)
+	if err != nil || of.allowOverLimit {
+		return err
+	}
+	return overLimit(reps)
+}
+
+// prepareInput prepares the one input (FILE or stdin), each of its
+// conversations, prints their JSON (and summaries) and returns their
+// reports.
+func (r *prepareRun) prepareInput(ctx context.Context, args []string, messagesOnly, showSummary bool) ([]namedReport, error) {
+	e := r.e
+	doc, err := e.readInput(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	file := ""
+	if len(args) > 0 && args[0] != "-" {
+		file = args[0]
+	}
+	if err := r.openStore(ctx); err != nil {
+		return nil, err
+	}
+	defer r.closeStore()
+	convs := conversationsOf(file, "", doc)
+	var outs []prepareOutput
+	docs := make([]*agentctx.Document, len(convs))
+	for i, c := range convs {
+		res, err := r.prepareOne(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		if docs[i], err = r.withReadTools(c.doc, res.Messages); err != nil {
+			return nil, err
+		}
+		res.Report.AddReadTools(r.extraTokens(docs[i]) - r.extraTokens(c.doc))
+		outs = append(outs, prepareOutput{Conversation: c.name, Messages: r.toSend(res.Messages), Report: res.Report})
+	}
+	for i, o := range outs {
+		if err := e.writeDocResult(ctx, docs[i], o.Messages, o, messagesOnly); err != nil {
+			return nil, err
+		}
+	}
+	if showSummary {
+		for _, o := range outs {
+			e.printSummary(file, o.Conversation, "", o.Report)
+		}
+	}
+	reps := make([]namedReport, len(outs))
+	for i, o := range outs {
+		reps[i] = namedReport{file: file, name: o.Conversation, rep: o.Report}
+	}
+	return reps, nil
 }
 
 // namedReport is the report of one prepared conversation and where it
@@ -662,7 +726,9 @@ func (r *prepareRun) closeStore() {
 func (r *prepareRun) prepareOne(ctx context.Context, c conversation) (*pipeline.Result, error) {
 	p, err := r.pipelineFor(c)
 	if err != nil {
-		return nil, usagef("%v", err)
+		// A bad option or store location is bad usage, a store that
+		// cannot be opened a runtime failure (ExitCode).
+		return nil, err
 	}
 	defer p.Close()
 	res, err := p.PrepareDocument(ctx, c.doc)
@@ -702,11 +768,67 @@ func (r *prepareRun) withReadTools(doc *agentctx.Document, msgs []agentctx.Messa
 	return out, nil
 }
 
+// fileReport is the report of one conversation prepare --out wrote.
+type fileReport struct {
+	file, name, out string
+	rep             pipeline.Report
+}
+
 // prepareFiles is prepare --out DIR FILE...: every input is read and checked
 // first, so that bad input writes nothing; then each is prepared and written
 // to DIR under its own name.
 func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []string, showSummary, printJSON bool) ([]namedReport, error) {
 	e := r.e
+	outputs, err := r.checkFiles(ctx, outDir, files)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		return nil, fmt.Errorf("--out: %w", err)
+	}
+	removeStaleTemp(outDir)
+	if err := r.openStore(ctx); err != nil {
+		return nil, err
+	}
+	defer r.closeStore()
+
+	bar := newProgress(e.s.Err, e.s.ErrIsTerminal && len(files) > 1, len(files))
+	var summaries []fileReport
+	for i, file := range files {
+		if err := ctx.Err(); err != nil {
+			bar.finish()
+			return nil, err
+		}
+		bar.update(i, filepath.Base(file))
+		prefix := ""
+		if len(files) > 1 {
+			prefix = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+		}
+		done, err := r.prepareFile(ctx, file, outputs[i], prefix, printJSON)
+		if err != nil {
+			bar.finish()
+			return nil, err
+		}
+		summaries = append(summaries, done...)
+	}
+	bar.update(len(files), "")
+	bar.finish()
+	if showSummary {
+		for _, d := range summaries {
+			e.printSummary(d.file, d.name, d.out, d.rep)
+		}
+	}
+	reps := make([]namedReport, len(summaries))
+	for i, d := range summaries {
+		reps[i] = namedReport{file: d.file, name: d.name, rep: d.rep}
+	}
+	return reps, nil
+}
+
+// checkFiles returns the output path of each input file in outDir, after
+// checking that no two inputs share one, that none is overwritten by its
+// own output, and that each input reads.
+func (r *prepareRun) checkFiles(ctx context.Context, outDir string, files []string) ([]string, error) {
 	outputs := make([]string, len(files))
 	seen := make(map[string]string)
 	for i, file := range files {
@@ -722,108 +844,71 @@ func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []st
 			return nil, usagef("%s would be overwritten by its own output: choose another --out", file)
 		}
 		outputs[i] = out
-		if _, err := e.readInput(ctx, []string{file}); err != nil {
+		if _, err := r.e.readInput(ctx, []string{file}); err != nil {
 			return nil, err
 		}
 	}
-	if err := os.MkdirAll(outDir, 0o755); err != nil {
-		return nil, fmt.Errorf("--out: %w", err)
-	}
-	removeStaleTemp(outDir)
-	if err := r.openStore(ctx); err != nil {
+	return outputs, nil
+}
+
+// prepareFile prepares each conversation of one input file, prints their
+// JSON reports when printJSON, and writes the file to out in its own shape.
+// prefix keeps its sessions apart from other files' ("" for the only one).
+func (r *prepareRun) prepareFile(ctx context.Context, file, out, prefix string, printJSON bool) ([]fileReport, error) {
+	e := r.e
+	doc, err := e.readInput(ctx, []string{file})
+	if err != nil {
 		return nil, err
 	}
-	defer r.closeStore()
-
-	bar := newProgress(e.s.Err, e.s.ErrIsTerminal && len(files) > 1, len(files))
-	type done struct {
-		file, name, out string
-		rep             pipeline.Report
-	}
-	var summaries []done
-	for i, file := range files {
-		if err := ctx.Err(); err != nil {
-			bar.finish()
-			return nil, err
-		}
-		bar.update(i, filepath.Base(file))
-		doc, err := e.readInput(ctx, []string{file})
+	var msgs []agentctx.Message
+	var perConv [][]agentctx.Message
+	var reps []fileReport
+	for _, c := range conversationsOf(file, prefix, doc) {
+		res, err := r.prepareOne(ctx, c)
 		if err != nil {
-			bar.finish()
 			return nil, err
 		}
-		prefix := ""
-		if len(files) > 1 {
-			prefix = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+		// A request body is written ready to send (toSend); a
+		// transcript is written back with what it read, timestamps
+		// included.
+		keep := res.Messages
+		if doc.Format == agentctx.FormatObject {
+			keep = r.toSend(res.Messages)
 		}
-		var msgs []agentctx.Message
-		var perConv [][]agentctx.Message
-		first := len(summaries)
-		for _, c := range conversationsOf(file, prefix, doc) {
-			res, err := r.prepareOne(ctx, c)
-			if err != nil {
-				bar.finish()
+		msgs = append(msgs, keep...)
+		perConv = append(perConv, keep)
+		reps = append(reps, fileReport{file, c.name, out, res.Report})
+	}
+	before := doc
+	if doc, err = r.withReadTools(doc, msgs); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if doc != before {
+		// The file's last conversation is sent with the read tools.
+		reps[len(reps)-1].rep.AddReadTools(r.extraTokens(doc) - r.extraTokens(before))
+	}
+	if printJSON {
+		for _, d := range reps {
+			if err := e.writeJSON(ctx, prepareFileOutput{File: d.file, Conversation: d.name, Output: d.out, Report: d.rep}); err != nil {
 				return nil, err
 			}
-			// A request body is written ready to send (toSend); a
-			// transcript is written back with what it read, timestamps
-			// included.
-			keep := res.Messages
-			if doc.Format == agentctx.FormatObject {
-				keep = r.toSend(res.Messages)
-			}
-			msgs = append(msgs, keep...)
-			perConv = append(perConv, keep)
-			summaries = append(summaries, done{file, c.name, outputs[i], res.Report})
-		}
-		before := doc
-		if doc, err = r.withReadTools(doc, msgs); err != nil {
-			bar.finish()
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		if doc != before {
-			// The file's last conversation is sent with the read tools.
-			summaries[len(summaries)-1].rep.AddReadTools(r.extraTokens(doc) - r.extraTokens(before))
-		}
-		if printJSON {
-			for _, d := range summaries[first:] {
-				if err := e.writeJSON(ctx, prepareFileOutput{File: d.file, Conversation: d.name, Output: d.out, Report: d.rep}); err != nil {
-					bar.finish()
-					return nil, err
-				}
-			}
-		}
-		// Each conversation goes back to its own place (an OpenHands
-		// record per conversation).
-		prepared, err := doc.WithConversations(perConv)
-		if err != nil {
-			bar.finish()
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		var buf bytes.Buffer
-		if err := prepared.Encode(&buf); err != nil {
-			bar.finish()
-			return nil, fmt.Errorf("%s: encode: %w", file, err)
-		}
-		if err := ctx.Err(); err != nil {
-			bar.finish()
-			return nil, err
-		}
-		if err := fsutil.WriteFile(outputs[i], buf.Bytes(), fsutil.Options{}); err != nil {
-			bar.finish()
-			return nil, fmt.Errorf("write %s: %w", outputs[i], err)
 		}
 	}
-	bar.update(len(files), "")
-	bar.finish()
-	if showSummary {
-		for _, d := range summaries {
-			e.printSummary(d.file, d.name, d.out, d.rep)
-		}
+	// Each conversation goes back to its own place (an OpenHands record
+	// per conversation).
+	prepared, err := doc.WithConversations(perConv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	reps := make([]namedReport, len(summaries))
-	for i, d := range summaries {
-		reps[i] = namedReport{file: d.file, name: d.name, rep: d.rep}
+	var buf bytes.Buffer
+	if err := prepared.Encode(&buf); err != nil {
+		return nil, fmt.Errorf("%s: encode: %w", file, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := fsutil.WriteFile(out, buf.Bytes(), fsutil.Options{}); err != nil {
+		return nil, fmt.Errorf("write %s: %w", out, err)
 	}
 	return reps, nil
 }

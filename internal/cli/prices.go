@@ -25,7 +25,7 @@ func readPrices(path string) (pricing.Table, error) {
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, usagef("--prices: %v", err)
+		return nil, &fileError{prefix: "--prices", err: err}
 	}
 	var entries map[string]map[string]json.RawMessage
 	if err := json.Unmarshal(data, &entries); err != nil {

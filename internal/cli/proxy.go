@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -112,6 +113,8 @@ type proxyFlags struct {
 
 // server checks the flags, opens the stores and builds the proxy, logging
 // to log; closeAll releases what it opened.
+//
+//lint:long the proxy's composition root; to split (flags, stores, engine, read-back, tracing) once the issue 25 branches that edit it are merged
 func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *proxy.Server, closeAll func(), err error) {
 	f := &p.f
 	var closers []func() error
@@ -200,7 +203,9 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 	}
 	engine, err := proxy.NewPipelineEngine(eo)
 	if err != nil {
-		return nil, nil, usagef("%v", err)
+		// A bad option is bad usage, a store that cannot be opened a
+		// runtime failure (ExitCode).
+		return nil, nil, err
 	}
 	// The read-back tools at /mcp, over the store and namespace the
 	// engine writes to, every session.
@@ -224,7 +229,7 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 	if p.otel {
 		sdk, err := proxy.NewOTLPTracerProvider(cmd.Context(), os.Getenv)
 		if err != nil {
-			return nil, nil, usagef("--otel: %v", err)
+			return nil, nil, fmt.Errorf("--otel: %w", err) // proxy.ErrOTLPProtocol: bad usage (ExitCode)
 		}
 		closers = append(closers, func() error {
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 5*time.Second)
@@ -237,10 +242,7 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 		MCP: mcpHandler, Prices: prices, Token: p.token, Tenants: p.tenants, ContextManagement: proxy.ContextManagement(p.contextMgmt),
 		TracerProvider: tp, ReadBack: dashReadBack})
 	if err != nil {
-		if errors.Is(err, proxy.ErrInvalidURL) {
-			return nil, nil, usagef("%v", err)
-		}
-		return nil, nil, err
+		return nil, nil, err // proxy.ErrInvalidURL: bad usage (ExitCode)
 	}
 	closers = append(closers, srv.Close)
 	stopRetention := startRetention(cmd.Context(), p.retain, store, sessions, f.namespace, log)
@@ -260,7 +262,7 @@ func (p *proxyFlags) listenTCP() (net.Listener, error) {
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
-		return nil, usagef("--listen %s: %v", listen, err)
+		return nil, listenError("--listen", listen, err)
 	}
 	return ln, nil
 }
@@ -341,3 +343,18 @@ func (d demoteInfo) WithAttrs(attrs []slog.Attr) slog.Handler {
 }
 
 func (d demoteInfo) WithGroup(name string) slog.Handler { return demoteInfo{d.Handler.WithGroup(name)} }
+
+// listenError is the error of listening on the address a flag gave. An
+// address that is not one (a bad port, a host that does not resolve or is
+// not on this machine) is bad usage; the system refusing a good address
+// (the port in use, a privileged port, a resolver down) is a runtime
+// failure (see ExitCode).
+func listenError(flag, addr string, err error) error {
+	var ae *net.AddrError
+	var de *net.DNSError
+	if errors.As(err, &ae) || errors.Is(err, syscall.EADDRNOTAVAIL) ||
+		(errors.As(err, &de) && !de.IsTimeout && !de.IsTemporary) {
+		return usagef("%s %s: %v", flag, addr, err)
+	}
+	return fmt.Errorf("%s %s: %w", flag, addr, err)
+}

@@ -9,20 +9,7 @@ import (
 	"github.com/agentctx/agentctx/prune"
 )
 
-func newPruneCmd(e *env) *cobra.Command {
-	var (
-		nowFlag      string
-		maxAge       time.Duration
-		keepRecent   int
-		placeholder  string
-		countErrors  bool
-		tools        []string
-		messagesOnly bool
-	)
-	cmd := &cobra.Command{
-		Use:   "prune [FILE]",
-		Short: "Replace stale successful terminal output with a placeholder in the view sent to the model",
-		Long: `prune prints the view of a conversation to send to the model: the content of
+const pruneLong = `prune prints the view of a conversation to send to the model: the content of
 every tool result that is successful terminal output, older than --max-age
 and not among the --keep-recent most recent non-error results is replaced by
 the placeholder. Errors are always kept. Only results whose message has a
@@ -36,7 +23,22 @@ recent.
 
 It prints {"messages", "pruned", "pruned_count", "freed_chars",
 "freed_tokens"}; the other members of a request body (model, system,
-tools, ...) are kept around "messages" unless --messages-only.`,
+tools, ...) are kept around "messages" unless --messages-only.`
+
+func newPruneCmd(e *env) *cobra.Command {
+	var (
+		nowFlag      string
+		maxAge       time.Duration
+		keepRecent   int
+		placeholder  string
+		countErrors  bool
+		tools        []string
+		messagesOnly bool
+	)
+	cmd := &cobra.Command{
+		Use:   "prune [FILE]",
+		Short: "Replace stale successful terminal output with a placeholder in the view sent to the model",
+		Long:  pruneLong,
 		Example: `  agentctx prune --now 2026-01-31T02:00:00Z session.json
   agentctx prune --now 1769824800000 --keep-recent 3 < messages.jsonl`,
 		Args: cobra.MaximumNArgs(1),

@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"io"
 
@@ -10,18 +10,7 @@ import (
 	"github.com/agentctx/agentctx/pipeline"
 )
 
-func newReplayCmd(e *env) *cobra.Command {
-	f := &prepareFlags{}
-	var (
-		ws, store, session string
-		noUsage            bool
-		perRequest         bool
-		pricesFile         string
-	)
-	cmd := &cobra.Command{
-		Use:   "replay FILE",
-		Short: "Replay a recorded session through prepare, request by request",
-		Long: `replay takes a recorded session (a Claude Code .jsonl) and replays it the
+const replayLong = `replay takes a recorded session (a Claude Code .jsonl) and replays it the
 way an agent using agentctx would have run: prepare is called once before
 each model request (each assistant message), with the history up to that
 request, and the usage the session recorded for the request is fed back
@@ -43,7 +32,20 @@ them out). On a terminal a short summary goes to stderr.
 The pipeline flags are those of prepare. The workspace is a fresh
 temporary one unless --workspace names one. A Claude Code session that
 Claude Code compacted itself is replayed whole, from its first request
-(--whole-history=false replays the live context only).`,
+(--whole-history=false replays the live context only).`
+
+func newReplayCmd(e *env) *cobra.Command {
+	f := &prepareFlags{}
+	var (
+		ws, store, session string
+		noUsage            bool
+		perRequest         bool
+		pricesFile         string
+	)
+	cmd := &cobra.Command{
+		Use:   "replay FILE",
+		Short: "Replay a recorded session through prepare, request by request",
+		Long:  replayLong,
 		Example: `  agentctx replay --limit 100000 session.jsonl
   agentctx replay --limit 100000 --per-request=false session.jsonl | jq .count_error`,
 		Args: cobra.MaximumNArgs(1),
@@ -67,28 +69,13 @@ Claude Code compacted itself is replayed whole, from its first request
 			}
 			o := pipeline.ReplayOptions{Options: base, NoUsage: noUsage, Prices: prices}
 			o.SessionID = session
-			loc, err := location(store, ws)
+			closeStores, err := replayStores(cmd.Context(), store, ws, &o)
 			if err != nil {
 				return err
 			}
-			if loc != "" {
-				store, err := openStore(cmd.Context(), loc)
-				if err != nil {
-					return err
-				}
-				defer store.Close()
-				sessions, err := openSessions(cmd.Context(), loc)
-				if err != nil {
-					return err
-				}
-				defer sessions.Close()
-				o.Store, o.Sessions = store, sessions
-			}
+			defer closeStores()
 			res, err := pipeline.Replay(cmd.Context(), doc, o)
 			if err != nil {
-				if errors.Is(err, pipeline.ErrInvalidOption) || errors.Is(err, pipeline.ErrNoRequests) {
-					return usagef("%v", err)
-				}
 				return err
 			}
 			if e.s.ErrIsTerminal {
@@ -112,6 +99,27 @@ Claude Code compacted itself is replayed whole, from its first request
 	cmd.Flags().BoolVar(&perRequest, "per-request", true, "include per_request details")
 	cmd.Flags().StringVar(&pricesFile, "prices", "", pricesFlagHelp)
 	return cmd
+}
+
+// replayStores opens the workspace and session stores --store or
+// --workspace name into o, and returns what closes them; with neither, o is
+// left alone (the replay makes a fresh temporary workspace).
+func replayStores(ctx context.Context, store, ws string, o *pipeline.ReplayOptions) (func(), error) {
+	loc, err := location(store, ws)
+	if err != nil || loc == "" {
+		return func() {}, err
+	}
+	st, err := openStore(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	sessions, err := openSessions(ctx, loc)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	o.Store, o.Sessions = st, sessions
+	return func() { sessions.Close(); st.Close() }, nil
 }
 
 // printReplaySummary writes replay's lines for a person. Without recorded

@@ -14,15 +14,7 @@ import (
 	"github.com/agentctx/agentctx/proxy"
 )
 
-func newReportCmd(e *env) *cobra.Command {
-	f := &prepareFlags{}
-	var (
-		htmlOut, session, proxyURL, token, pricesFile string
-	)
-	cmd := &cobra.Command{
-		Use:   "report FILE | --session ID",
-		Short: "Show where a session's tokens went: its timeline and what fills its context",
-		Long: `report shows, for a recorded session (FILE, replayed as agentctx replay
+const reportLong = `report shows, for a recorded session (FILE, replayed as agentctx replay
 does, with the pipeline flags of prepare) or a live one (--session ID, read
 from a running proxy's statistics), a line per request (tokens the client
 sent and forwarded, cache read and written, cost, offload, clearing,
@@ -32,7 +24,17 @@ transcript.
 
 The table goes to stdout. --html FILE also writes the dashboard's charts
 of the same report as one self-contained HTML page (no network needed to
-open it).`,
+open it).`
+
+func newReportCmd(e *env) *cobra.Command {
+	f := &prepareFlags{}
+	var (
+		htmlOut, session, proxyURL, token, pricesFile string
+	)
+	cmd := &cobra.Command{
+		Use:   "report FILE | --session ID",
+		Short: "Show where a session's tokens went: its timeline and what fills its context",
+		Long:  reportLong,
 		Example: `  agentctx report --limit 100000 session.jsonl --html report.html
   agentctx report --session 4f0c... --proxy http://127.0.0.1:8787`,
 		Args: cobra.MaximumNArgs(1),
@@ -71,9 +73,6 @@ open it).`,
 				}
 				r, err := proxy.ReplayReport(cmd.Context(), filepath.Base(args[0]), doc, pipeline.ReplayOptions{Options: base, Prices: prices})
 				if err != nil {
-					if errors.Is(err, pipeline.ErrInvalidOption) || errors.Is(err, pipeline.ErrNoRequests) {
-						return usagef("%v", err)
-					}
 					return err
 				}
 				rep = r

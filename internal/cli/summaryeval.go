@@ -53,12 +53,10 @@ one. --markdown prints a table instead of JSON.`,
 				// Sessions as they went, unless --whole-history=false.
 				Read: agentctx.ReadOptions{WholeHistory: e.read.WholeHistory || !cmd.Flags().Changed("whole-history")},
 			})
-			var ie *agentctx.InputError
 			switch {
-			case errors.Is(err, fs.ErrNotExist), errors.Is(err, summaryeval.ErrNoTranscripts),
-				errors.As(err, &ie), errors.Is(err, agentctx.ErrInvalidInput):
-				return usagef("%v", err)
-			case err != nil:
+			case errors.Is(err, fs.ErrNotExist): // a path named wrong
+				return &fileError{err: err}
+			case err != nil: // bad input, no transcripts: bad usage (ExitCode)
 				return err
 			}
 			told := map[string]bool{}

@@ -45,6 +45,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // EnvConfig is the environment variable naming the configuration file.
@@ -118,7 +119,10 @@ func Path(flag string, lookup func(string) (string, bool)) (path string, explici
 }
 
 // Load reads and parses the file at path. When the file does not exist and
-// it was not named explicitly, Load returns an empty File and no error.
+// it was not named explicitly, Load returns an empty File and no error. A
+// file named explicitly that does not exist, a directory, or a bad file is
+// an *Error (matching ErrInvalid); a file that cannot be read (permission,
+// I/O) is not ErrInvalid.
 func Load(path string, explicit bool) (*File, error) {
 	if path == "" {
 		return &File{}, nil
@@ -131,7 +135,12 @@ func Load(path string, explicit bool) (*File, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, &Error{Path: path, Err: errors.New("no such file")}
 		}
-		return nil, &Error{Path: path, Err: err}
+		if errors.Is(err, syscall.EISDIR) {
+			return nil, &Error{Path: path, Err: err}
+		}
+		// The file is there but the system cannot read it (permission,
+		// I/O): not a bad configuration, so not ErrInvalid.
+		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	return Parse(path, data)
 }
