@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pipeline/replay"
 )
 
 func newReplayCmd(e *env) *cobra.Command {
@@ -65,7 +66,7 @@ Claude Code compacted itself is replayed whole, from its first request
 			if err != nil {
 				return err
 			}
-			o := pipeline.ReplayOptions{Options: base, NoUsage: noUsage, Prices: prices}
+			o := replay.Options{Options: base, NoUsage: noUsage, Prices: prices}
 			o.SessionID = session
 			loc, err := location(store, ws)
 			if err != nil {
@@ -84,9 +85,9 @@ Claude Code compacted itself is replayed whole, from its first request
 				defer sessions.Close()
 				o.Store, o.Sessions = store, sessions
 			}
-			res, err := pipeline.Replay(cmd.Context(), doc, o)
+			res, err := replay.Run(cmd.Context(), doc, o)
 			if err != nil {
-				if errors.Is(err, pipeline.ErrInvalidOption) || errors.Is(err, pipeline.ErrNoRequests) {
+				if errors.Is(err, pipeline.ErrInvalidOption) || errors.Is(err, replay.ErrNoRequests) {
 					return usagef("%v", err)
 				}
 				return err
@@ -117,7 +118,7 @@ Claude Code compacted itself is replayed whole, from its first request
 // printReplaySummary writes replay's lines for a person. Without recorded
 // usage there is no count error to report, and the bill without agentctx
 // is an estimate from our counts, not the recorded one.
-func printReplaySummary(w io.Writer, name string, res *pipeline.ReplayResult) {
+func printReplaySummary(w io.Writer, name string, res *replay.Result) {
 	fmt.Fprintf(w, "agentctx replay: %s: %d requests, %d compaction(s), %d cache break(s), prefix stable %.1f%%\n",
 		name, res.Requests, res.Compactions, res.CacheBreaks, 100*res.PrefixStableRatio)
 	without := "as recorded"

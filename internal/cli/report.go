@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentctx/agentctx/internal/fsutil"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pipeline/replay"
 	"github.com/agentctx/agentctx/proxy"
 )
 
@@ -69,9 +70,9 @@ open it).`,
 				if err != nil {
 					return err
 				}
-				r, err := proxy.ReplayReport(cmd.Context(), filepath.Base(args[0]), doc, pipeline.ReplayOptions{Options: base, Prices: prices})
+				r, err := proxy.ReplayReport(cmd.Context(), filepath.Base(args[0]), doc, replay.Options{Options: base, Prices: prices})
 				if err != nil {
-					if errors.Is(err, pipeline.ErrInvalidOption) || errors.Is(err, pipeline.ErrNoRequests) {
+					if errors.Is(err, pipeline.ErrInvalidOption) || errors.Is(err, replay.ErrNoRequests) {
 						return usagef("%v", err)
 					}
 					return err
