@@ -128,7 +128,6 @@ func (o ReadOptions) parseClaudeCode(data []byte, values [][]byte, scans [][]raw
 		if ts := findMember(rec, FieldTimestamp); ts != nil && findMember(msg.members, FieldTimestamp) == nil {
 			msg.members = append(msg.members, member{key: FieldTimestamp, raw: ts.raw, flags: injected})
 		}
-		msg.env = &envelope{members: rec}
 
 		n := len(doc.Messages)
 		switch {
@@ -165,9 +164,12 @@ func (o ReadOptions) parseClaudeCode(data []byte, values [][]byte, scans [][]raw
 			}
 		}
 	}
-	cc := &ccFile{records: make([]ccLine, len(recs)), msgs: slices.Clone(doc.Messages)}
+	cc := &ccFile{records: make([]ccLine, len(recs)), msgs: slices.Clone(doc.Messages), env: make([][]member, len(doc.Messages))}
 	for k := range recs {
 		cc.records[k] = ccLine{raw: recs[k].raw, msg: recMsg[k]}
+		if i := recMsg[k]; i >= 0 && cc.env[i] == nil {
+			cc.env[i] = recs[k].members
+		}
 	}
 	doc.cc = cc
 	// A boundary followed by no message points at none.
@@ -255,11 +257,13 @@ func concatBlocks(a, b []Block) []Block {
 	return append(append(out, a...), b...)
 }
 
-func encodeRecord(e *encoder, m *Message, over map[string][]byte) {
+// encodeRecord writes m in its record: the record's members env, some
+// replaced (over), with m as its "message".
+func encodeRecord(e *encoder, m *Message, env []member, over map[string][]byte) {
 	e.buf = append(e.buf, '{')
 	first := true
-	for k := range m.env.members {
-		mb := &m.env.members[k]
+	for k := range env {
+		mb := &env[k]
 		e.key(&first, mb, mb.key)
 		switch v, ok := over[mb.key]; {
 		case mb.key == "message":
@@ -283,10 +287,63 @@ var sessionFields = []string{"isSidechain", "userType", "cwd", "sessionId", "ver
 // ccFile is what a Claude Code document keeps of its file to write it
 // back whole: every record in file order (progress, snapshots, system
 // records, records before a compact boundary, every part of a merged
-// message), and the messages as read, which the records point into.
+// message), the messages as read, which the records point into, and for
+// each message the members of its first record (its envelope: uuid,
+// parentUuid, timestamp, toolUseResult, the session's fields), in which a
+// changed message is written.
 type ccFile struct {
 	records []ccLine
 	msgs    []Message
+	env     [][]member
+}
+
+// origins aligns msgs with the messages read: origin[j] is the index in
+// cc.msgs of the message msgs[j] is, or was changed from (same role,
+// record timestamp, message id and first tool id: what a copy made with
+// the With methods keeps), and -1 for a message that was not read (a
+// summary, a synthetic result). ordered is false when msgs does not keep
+// the order of the messages read (reordered or repeated).
+func (cc *ccFile) origins(msgs []Message) (origin []int, ordered bool) {
+	origin = make([]int, len(msgs))
+	byKey := make(map[string][]int, len(cc.msgs))
+	for i := range cc.msgs {
+		k := recordKey(&cc.msgs[i])
+		byKey[k] = append(byKey[k], i)
+	}
+	next := make(map[string]int, len(byKey)) // per key: the first candidate not yet passed
+	ordered = true
+	last := -1
+	for j := range msgs {
+		k := recordKey(&msgs[j])
+		cands := byKey[k]
+		c := next[k]
+		for c < len(cands) && cands[c] <= last {
+			c++
+		}
+		switch {
+		case c < len(cands):
+			origin[j], last, next[k] = cands[c], cands[c], c+1
+		case len(cands) > 0:
+			origin[j], ordered = cands[0], false
+		default:
+			origin[j] = -1
+		}
+	}
+	return origin, ordered
+}
+
+// recordKey is what tells the messages of a Claude Code file apart: the
+// role, the record's timestamp (set on the message when read), the
+// message id of an assistant turn and the first tool call or result id.
+func recordKey(m *Message) string {
+	ts, _ := m.Field(FieldTimestamp)
+	id, _ := m.Field("id")
+	tool := ""
+	if m.Content.kind == ContentBlocks && len(m.Content.blocks) > 0 {
+		b := &m.Content.blocks[0]
+		tool = b.ID + "\x00" + b.ToolUseID
+	}
+	return m.Role + "\x00" + string(ts) + "\x00" + string(id) + "\x00" + tool
 }
 
 type ccLine struct {
@@ -309,7 +366,23 @@ type ccLine struct {
 // subagent's file stays all sidechain), a uuid derived from its place, the
 // record before it as parent, and the neighbour's timestamp.
 func encodeRecords(e *encoder, msgs []Message, cc *ccFile) {
-	items, ok := planRecords(msgs, cc)
+	var (
+		items []recordItem
+		ok    bool
+		env   = make([][]member, len(msgs)) // per output message: its record's members; nil for none
+	)
+	if cc != nil {
+		origin, ordered := cc.origins(msgs)
+		for j, i := range origin {
+			if i >= 0 {
+				env[j] = cc.env[i]
+			}
+		}
+		if ordered {
+			items, ok = planRecords(msgs, cc, origin), true
+		}
+	}
+	envOf := func(j int) []member { return env[j] }
 	if !ok {
 		items = items[:0]
 		for k := range msgs {
@@ -324,8 +397,8 @@ func encodeRecords(e *encoder, msgs []Message, cc *ccFile) {
 		switch {
 		case it.rec >= 0 && !it.changed:
 			members[k] = lineMembers(cc.records[it.rec].raw)
-		case msgs[it.out].env != nil:
-			members[k] = msgs[it.out].env.members
+		case envOf(it.out) != nil:
+			members[k] = envOf(it.out)
 		}
 		if id := recordString(members[k], "uuid"); id != "" {
 			written[id] = true
@@ -334,8 +407,8 @@ func encodeRecords(e *encoder, msgs []Message, cc *ccFile) {
 	var prev []byte // the uuid token of the record written last
 	for k, it := range items {
 		ms := members[k]
-		if ms == nil && (it.rec < 0 || it.changed) && msgs[it.out].env == nil {
-			prev = encodeNewRecord(e, &msgs[it.out], msgs, it.out, prev)
+		if ms == nil && (it.rec < 0 || it.changed) && envOf(it.out) == nil {
+			prev = encodeNewRecord(e, &msgs[it.out], msgs, envOf, it.out, prev)
 			e.buf = append(e.buf, '\n')
 			continue
 		}
@@ -350,7 +423,7 @@ func encodeRecords(e *encoder, msgs []Message, cc *ccFile) {
 				encodeMembers(e, ms, over)
 			}
 		} else {
-			encodeRecord(e, &msgs[it.out], over)
+			encodeRecord(e, &msgs[it.out], envOf(it.out), over)
 		}
 		if id := memberRaw(ms, "uuid"); rawjson.Kind(id) == '"' {
 			prev = id
@@ -368,32 +441,17 @@ type recordItem struct {
 }
 
 // planRecords lays out the records that write msgs back into the file cc
-// was read from; ok is false when msgs cannot be laid out in it (no file,
-// messages reordered).
-func planRecords(msgs []Message, cc *ccFile) (items []recordItem, ok bool) {
-	if cc == nil {
-		return nil, false
-	}
-	origOf := make(map[*envelope]int, len(cc.msgs))
-	for i := range cc.msgs {
-		if cc.msgs[i].env != nil {
-			origOf[cc.msgs[i].env] = i
-		}
-	}
+// was read from; origin aligns msgs with the messages read, in order (see
+// ccFile.origins).
+func planRecords(msgs []Message, cc *ccFile, origin []int) (items []recordItem) {
 	outOf := make([]int, len(cc.msgs)) // output index of each message read; -1 when gone
 	for i := range outOf {
 		outOf[i] = -1
 	}
-	last := -1
-	for j := range msgs {
-		i, found := origOf[msgs[j].env]
-		if msgs[j].env == nil || !found {
-			continue
+	for j, i := range origin {
+		if i >= 0 {
+			outOf[i] = j
 		}
-		if i <= last {
-			return nil, false // reordered or repeated
-		}
-		outOf[i], last = j, i
 	}
 	firstRec := make([]int, len(cc.msgs))
 	for i := range firstRec {
@@ -409,7 +467,7 @@ func planRecords(msgs []Message, cc *ccFile) (items []recordItem, ok bool) {
 	var atEnd []int
 	next := -1 // the record of the next message read, scanning backwards
 	for j := len(msgs) - 1; j >= 0; j-- {
-		if i, found := origOf[msgs[j].env]; msgs[j].env != nil && found {
+		if i := origin[j]; i >= 0 {
 			next = firstRec[i]
 			continue
 		}
@@ -443,7 +501,7 @@ func planRecords(msgs []Message, cc *ccFile) (items []recordItem, ok bool) {
 	for k := len(atEnd) - 1; k >= 0; k-- {
 		items = append(items, recordItem{out: atEnd[k], rec: -1, changed: true})
 	}
-	return items, true
+	return items
 }
 
 // sameEncoding reports whether two messages encode alike.
@@ -488,13 +546,13 @@ func orNull(raw []byte) []byte {
 
 // encodeNewRecord writes a record for msgs[k], which has none, and returns
 // its uuid token.
-func encodeNewRecord(e *encoder, m *Message, msgs []Message, k int, prev []byte) []byte {
-	var near *envelope
+func encodeNewRecord(e *encoder, m *Message, msgs []Message, envOf func(int) []member, k int, prev []byte) []byte {
+	var near []member
 	for d := 1; near == nil && (k-d >= 0 || k+d < len(msgs)); d++ {
-		if k-d >= 0 && msgs[k-d].env != nil {
-			near = msgs[k-d].env
-		} else if k+d < len(msgs) && msgs[k+d].env != nil {
-			near = msgs[k+d].env
+		if k-d >= 0 && envOf(k-d) != nil {
+			near = envOf(k - d)
+		} else if k+d < len(msgs) && envOf(k+d) != nil {
+			near = envOf(k + d)
 		}
 	}
 	h := sha256.New()
@@ -509,7 +567,7 @@ func encodeNewRecord(e *encoder, m *Message, msgs []Message, k int, prev []byte)
 	e.buf = append(e.buf, orNull(prev)...)
 	if near != nil {
 		for _, f := range sessionFields {
-			if mb := findMember(near.members, f); mb != nil {
+			if mb := findMember(near, f); mb != nil {
 				e.key(&first, mb, f)
 				e.raw(mb.raw)
 			}
@@ -523,7 +581,7 @@ func encodeNewRecord(e *encoder, m *Message, msgs []Message, k int, prev []byte)
 	e.buf = append(e.buf, id...)
 	ts := memberRaw(m.members, FieldTimestamp)
 	if ts == nil && near != nil {
-		ts = memberRaw(near.members, FieldTimestamp)
+		ts = memberRaw(near, FieldTimestamp)
 	}
 	if ts != nil {
 		e.key(&first, nil, FieldTimestamp)

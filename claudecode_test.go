@@ -205,3 +205,58 @@ func TestPartialLastLine(t *testing.T) {
 		t.Error("only an incomplete line: no error")
 	}
 }
+
+// TestClaudeCodeWriteBackDecodedApart: a Claude Code file is written back
+// whole from messages that share no memory with the ones read (a caller
+// that stored its history and decoded it again): a message is known by
+// what it holds (role, record timestamp, message id, first tool id), not
+// by a pointer. A changed copy still goes into its own record.
+func TestClaudeCodeWriteBackDecodedApart(t *testing.T) {
+	doc, _ := readDoc(t, "testdata/claude_code.jsonl")
+	want, err := doc.AppendJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := agentctx.MarshalMessages(doc.Messages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := agentctx.UnmarshalMessages(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := doc.WithMessages(msgs).AppendJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("messages decoded apart are not written back in their records\n got: %s\nwant: %s", got, want)
+	}
+
+	// A changed tool result, decoded apart, is written in its first record:
+	// the file keeps as many lines, and only that line changes.
+	i := 4 // user:1, the result of the Read call, one record
+	b := msgs[i].Content.Blocks()[0]
+	b.Content = agentctx.Text("pruned")
+	msgs[i] = msgs[i].WithBlock(0, b)
+	got, err = doc.WithMessages(msgs).AppendJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gl, wl := bytes.Split(got, []byte("\n")), bytes.Split(want, []byte("\n"))
+	if len(gl) != len(wl) {
+		t.Fatalf("%d lines written, want %d:\n%s", len(gl), len(wl), got)
+	}
+	changed := 0
+	for k := range gl {
+		if !bytes.Equal(gl[k], wl[k]) {
+			changed++
+			if !bytes.Contains(gl[k], []byte(`"pruned"`)) || !bytes.Contains(gl[k], []byte(`"uuid"`)) {
+				t.Errorf("line %d: %s", k+1, gl[k])
+			}
+		}
+	}
+	if changed != 1 {
+		t.Errorf("%d lines changed, want 1:\n%s", changed, got)
+	}
+}

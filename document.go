@@ -242,12 +242,6 @@ func (d *Document) Conversations() []*Document {
 	return out
 }
 
-// envelope is the Claude Code record a message was read from, minus the
-// message itself.
-type envelope struct {
-	members []member
-}
-
 // System returns the top-level "system" member of a request body (a string
 // or a list of blocks), and whether there is one. System messages inside the
 // list are ordinary messages with role "system".

@@ -41,7 +41,6 @@ type Message struct {
 	ToolCallID string
 
 	members []member
-	env     *envelope // Claude Code record around the message, if read from one
 }
 
 // ToolCall is one element of an OpenAI assistant message's tool_calls.
@@ -129,7 +128,7 @@ func (m Message) WithBlock(i int, b Block) Message {
 // every message Same as that one, without encoding it again. Messages that
 // are equal but were decoded or built apart are not Same.
 func (m Message) Same(o Message) bool {
-	return m.Role == o.Role && m.ToolCallID == o.ToolCallID && m.env == o.env &&
+	return m.Role == o.Role && m.ToolCallID == o.ToolCallID &&
 		sameSlice(m.members, o.members) && sameSlice(m.ToolCalls, o.ToolCalls) && m.Content.same(o.Content)
 }
 
