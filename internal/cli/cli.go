@@ -22,6 +22,7 @@ import (
 	"github.com/agentctx/agentctx/internal/config"
 	"github.com/agentctx/agentctx/internal/rawjson"
 	"github.com/agentctx/agentctx/launch"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 // Exit codes.
@@ -124,10 +125,10 @@ func oneLine(s string) string {
 type env struct {
 	s       *Streams
 	logger  *slog.Logger
-	read    agentctx.ReadOptions // --whole-history
-	told    map[string]bool      // inputs whose reader notice was taken
-	notices []string             // printed after a successful run
-	cfg     configState          // --config, the file read, the settled flags
+	read    transcript.ReadOptions // --whole-history
+	told    map[string]bool        // inputs whose reader notice was taken
+	notices []string               // printed after a successful run
+	cfg     configState            // --config, the file read, the settled flags
 }
 
 func newRoot(e *env) *cobra.Command {

@@ -11,6 +11,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/compact/summaryeval"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 // summaryEvalOutput is the JSON of summary-eval.
@@ -51,7 +52,7 @@ one. --markdown prints a table instead of JSON.`,
 				MaxTokens:     maxTokens,
 				KeepSummaries: withText,
 				// Sessions as they went, unless --whole-history=false.
-				Read: agentctx.ReadOptions{WholeHistory: e.read.WholeHistory || !cmd.Flags().Changed("whole-history")},
+				Read: transcript.ReadOptions{WholeHistory: e.read.WholeHistory || !cmd.Flags().Changed("whole-history")},
 			})
 			var ie *agentctx.InputError
 			switch {

@@ -28,6 +28,7 @@ import (
 	"github.com/agentctx/agentctx/internal/textfmt"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/tokens"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 // Options configure Run.
@@ -46,7 +47,7 @@ type Options struct {
 	Progress func(done, total int, file string)
 	// Read are the options the transcripts are read with (the zero value
 	// reads a compacted Claude Code session's live context).
-	Read agentctx.ReadOptions
+	Read transcript.ReadOptions
 }
 
 // Evaluation is the result of Run: one row per conversation.
@@ -252,7 +253,7 @@ func Run(ctx context.Context, dir string, opts Options) (*Evaluation, error) {
 
 // evaluateFile evaluates every conversation of one transcript. Only a done
 // ctx is an error; other failures are recorded in the rows.
-func evaluateFile(ctx context.Context, dir, name, work string, base pipeline.Options, ro agentctx.ReadOptions) ([]Row, error) {
+func evaluateFile(ctx context.Context, dir, name, work string, base pipeline.Options, ro transcript.ReadOptions) ([]Row, error) {
 	path := filepath.Join(dir, filepath.FromSlash(name))
 	t0 := time.Now()
 	doc, err := ro.ReadFile(ctx, path, nil)

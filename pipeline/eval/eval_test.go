@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pipeline/eval"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 // sharedTranscripts holds the project's development transcripts, outside
@@ -106,7 +106,7 @@ func TestEvaluate(t *testing.T) {
 				t.Errorf("claude.jsonl notice %q", r.Notice)
 			}
 		case "swe.traj":
-			if r.Format != agentctx.FormatSWEAgent || r.Messages != 8 {
+			if r.Format != transcript.FormatSWEAgent || r.Messages != 8 {
 				t.Errorf("swe.traj: %s with %d messages", r.Format, r.Messages)
 			}
 		}
@@ -115,7 +115,7 @@ func TestEvaluate(t *testing.T) {
 		}
 	}
 	oh := ev.Rows[5]
-	if oh.Format != agentctx.FormatOpenHands || oh.InputValid || oh.Repairs != 1 || !oh.Valid {
+	if oh.Format != transcript.FormatOpenHands || oh.InputValid || oh.Repairs != 1 || !oh.Valid {
 		t.Errorf("openhands row: %+v", oh)
 	}
 	// Each conversation got a workspace of its own.

@@ -5,10 +5,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pipeline/replay"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 // sharedTranscripts holds the project's development transcripts, outside
@@ -17,7 +17,7 @@ const sharedTranscripts = "../../../shared/transcripts"
 
 // TestReplayExampleSession replays examples/session.json (no usage).
 func TestReplayExampleSession(t *testing.T) {
-	doc, err := agentctx.ReadFile(context.Background(), filepath.Join("..", "..", "examples", "session.json"), nil)
+	doc, err := transcript.ReadFile(context.Background(), filepath.Join("..", "..", "examples", "session.json"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,8 +46,8 @@ func TestReplaySharedTranscripts(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(sharedTranscripts, "*.jsonl"))
 	ran := 0
 	for _, f := range files {
-		doc, err := agentctx.ReadOptions{WholeHistory: true}.ReadFile(context.Background(), f, nil)
-		if err != nil || doc.Format != agentctx.FormatClaudeCode {
+		doc, err := transcript.ReadOptions{WholeHistory: true}.ReadFile(context.Background(), f, nil)
+		if err != nil || doc.Format != transcript.FormatClaudeCode {
 			continue
 		}
 		ran++

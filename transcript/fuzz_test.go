@@ -1,4 +1,4 @@
-package agentctx_test
+package transcript_test
 
 import (
 	"bytes"
@@ -8,13 +8,14 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 // FuzzParseDocument: no input makes the reader panic; whatever it accepts
 // encodes to output that reads back to the same output (round-trip stable),
 // and pairing validation and repair never panic on it.
 func FuzzParseDocument(f *testing.F) {
-	files, _ := filepath.Glob("testdata/*")
+	files, _ := filepath.Glob("../testdata/*")
 	for _, p := range files {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
@@ -32,7 +33,7 @@ func FuzzParseDocument(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		doc, err := agentctx.ParseDocument(context.Background(), append([]byte(nil), data...))
+		doc, err := transcript.ParseDocument(context.Background(), append([]byte(nil), data...))
 		if err != nil {
 			return
 		}
@@ -49,7 +50,7 @@ func FuzzParseDocument(f *testing.F) {
 			}
 			return // JSON Lines with no message is empty output
 		}
-		again, err := agentctx.ParseDocument(context.Background(), append([]byte(nil), out...))
+		again, err := transcript.ParseDocument(context.Background(), append([]byte(nil), out...))
 		if err != nil {
 			t.Fatalf("output does not parse: %v\n%s", err, out)
 		}
