@@ -80,3 +80,41 @@ func FuzzParseDocument(f *testing.F) {
 		}
 	})
 }
+
+// FuzzWriteBack: a transcript whose tool results were all replaced is
+// written back in its shape and reads back as the edited messages, as many
+// and in the same roles (messages are found in the file by what they hold).
+func FuzzWriteBack(f *testing.F) {
+	for _, p := range []string{"../testdata/claude_code.jsonl", "../testdata/claude_code_subagent.jsonl", "../testdata/claude_code_compacted.jsonl", "../testdata/openhands_output.jsonl", "../testdata/swe_agent.traj"} {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b, uint8(1))
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte, every uint8) {
+		doc, err := transcript.ParseDocument(context.Background(), append([]byte(nil), data...))
+		if err != nil || len(doc.Conversations()) != 1 {
+			return
+		}
+		k := 0
+		edited := agentctx.MapToolResults(doc.Messages, func(agentctx.ToolResult) (agentctx.Content, bool) {
+			k++
+			return agentctx.Text("[edited]"), every > 0 && k%int(every) == 0
+		})
+		out, err := doc.WithMessages(edited).AppendJSON(nil)
+		if err != nil {
+			t.Fatalf("encode: %v", err)
+		}
+		again, err := transcript.ParseDocument(context.Background(), out)
+		if err != nil {
+			t.Fatalf("output does not parse: %v\n%s", err, out)
+		}
+		if len(again.Messages) != len(edited) {
+			t.Fatalf("%d messages read back, %d written\n%s", len(again.Messages), len(edited), out)
+		}
+		for i := range edited {
+			if again.Messages[i].Role != edited[i].Role {
+				t.Fatalf("message %d: role %q read back, %q written", i, again.Messages[i].Role, edited[i].Role)
+			}
+		}
+	})
+}
