@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentctx/agentctx/internal/fsutil"
 	"github.com/agentctx/agentctx/internal/rawjson"
 )
 
@@ -278,30 +278,11 @@ func ReadFile(ctx context.Context, path string, stdin io.Reader) (*Document, err
 // cancelled. A document read without error may still hold no message:
 // see Document.Notice.
 func ReadDocument(ctx context.Context, r io.Reader) (*Document, error) {
-	data, err := readAll(ctx, r)
+	data, err := fsutil.ReadAll(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	return ParseDocument(ctx, data)
-}
-
-// readAll reads r to its end, stopping early when ctx is done.
-func readAll(ctx context.Context, r io.Reader) ([]byte, error) {
-	var buf bytes.Buffer
-	chunk := make([]byte, 256<<10)
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		n, err := r.Read(chunk)
-		buf.Write(chunk[:n])
-		if errors.Is(err, io.EOF) {
-			return buf.Bytes(), nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read input: %w", err)
-		}
-	}
 }
 
 const expectedShapes = "expected a JSON array, a JSON object with \"messages\" or \"history\", or JSON Lines"
@@ -398,7 +379,7 @@ func decodeMessages(data []byte, elems [][]byte) ([]Message, error) {
 	msgs := make([]Message, len(elems))
 	for k, el := range elems {
 		if err := msgs[k].decode(el); err != nil {
-			return nil, inputErrorAt(data, offsetIn(data, el), fmt.Sprintf("message %d: %v", k, err))
+			return nil, inputErrorAt(data, rawjson.Offset(data, el), fmt.Sprintf("message %d: %v", k, err))
 		}
 	}
 	return msgs, nil
@@ -415,7 +396,7 @@ func parseObject(data []byte, i, end int, f Format, key string) (*Document, erro
 	raw := findMember(members, key).raw
 	elems, err := rawjson.Elements(raw)
 	if err != nil {
-		return nil, inputErrorAt(data, offsetIn(data, raw), fmt.Sprintf("%q is not a JSON array", key))
+		return nil, inputErrorAt(data, rawjson.Offset(data, raw), fmt.Sprintf("%q is not a JSON array", key))
 	}
 	doc := &Document{Format: f, members: members, listKey: key}
 	if err := doc.decodeMessages(data, elems); err != nil {
@@ -427,36 +408,17 @@ func parseObject(data []byte, i, end int, f Format, key string) (*Document, erro
 // parseLines reads a sequence of JSON objects (JSON Lines), each a
 // message. An incomplete last line is skipped (Document.PartialLine).
 func parseLines(ctx context.Context, data []byte) (*Document, error) {
-	var (
-		values  [][]byte
-		partial int // the line of an incomplete last line, skipped
-	)
-	for i := rawjson.SkipSpace(data, 0); i < len(data); i = rawjson.SkipSpace(data, i) {
-		if len(values)%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
+	values, scans, partial, err := rawjson.Lines(ctx, data)
+	if err != nil {
+		if err == ctx.Err() {
+			return nil, err
 		}
-		if data[i] != '{' {
-			return nil, inputErrorAt(data, int64(i), fmt.Sprintf("invalid character %q: each line must be a JSON object", rune(data[i])))
-		}
-		end, err := rawjson.ValueEnd(data, i)
-		var ms []rawjson.Member
-		if err == nil {
-			ms, err = rawjson.Members(data[i:end])
-		}
-		if err != nil {
-			if len(values) > 0 && lastLine(data, i) {
-				partial = bytes.Count(data[:i], []byte{'\n'}) + 1
-				break
-			}
-			return nil, syntaxError(data, err)
-		}
+		return nil, syntaxError(data, err)
+	}
+	for k, ms := range scans {
 		if findRaw(ms, "role") == nil {
-			return nil, inputErrorAt(data, int64(i), notAMessage)
+			return nil, inputErrorAt(data, rawjson.Offset(data, values[k]), notAMessage)
 		}
-		values = append(values, data[i:end])
-		i = end
 	}
 	doc := &Document{Format: FormatJSONL}
 	if err := doc.decodeMessages(data, values); err != nil {
@@ -464,13 +426,6 @@ func parseLines(ctx context.Context, data []byte) (*Document, error) {
 	}
 	doc.PartialLine = partial
 	return doc, nil
-}
-
-// lastLine reports whether the line that holds offset i is the last and
-// unterminated: a line a writer has not finished (a finished line ends
-// with a newline, and a bad one is an error).
-func lastLine(data []byte, i int) bool {
-	return bytes.IndexByte(data[i:], '\n') < 0
 }
 
 // Encode writes the document in the shape it was read in: a JSON array, the
@@ -573,14 +528,4 @@ func UnmarshalMessages(data []byte) ([]Message, error) {
 		return nil, inputErrorAt(data, 0, "not a JSON array of messages")
 	}
 	return decodeMessages(data, elems)
-}
-
-// offsetIn returns the offset of sub within data. sub must be a subslice of
-// data that kept data's capacity (the scanner never trims it).
-func offsetIn(data, sub []byte) int64 {
-	off := cap(data) - cap(sub)
-	if off < 0 || off > len(data) {
-		return 0
-	}
-	return int64(off)
 }

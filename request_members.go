@@ -31,7 +31,7 @@ func (d *Document) Member(key string) (json.RawMessage, bool) {
 // object or a list that is not its "messages".
 func RequestDocument(body, list []byte, msgs []Message) (*Document, error) {
 	i := rawjson.SkipSpace(body, 0)
-	at := int(offsetIn(body, list))
+	at := int(rawjson.Offset(body, list))
 	if len(list) == 0 || at == 0 || at+len(list) > len(body) || &body[at] != &list[0] {
 		return nil, &InputError{Msg: "request document: the list of messages is not a subslice of the body"}
 	}

@@ -121,7 +121,7 @@ func (o ReadOptions) parseClaudeCode(data []byte, values [][]byte, scans [][]raw
 		}
 		msg, err := agentctx.DecodeMessage(mm.Value)
 		if err != nil {
-			return nil, agentctx.InputErrorAt(data, offsetIn(data, mm.Value), fmt.Sprintf("record message: %v", err))
+			return nil, agentctx.InputErrorAt(data, rawjson.Offset(data, mm.Value), fmt.Sprintf("record message: %v", err))
 		}
 		if msg.Role == "" {
 			msg.Role = typ

@@ -127,9 +127,9 @@ func parseOpenHands(data []byte, values [][]byte) (*agentctx.Document, error) {
 		}
 		err := json.Unmarshal(v, &rec)
 		if err != nil {
-			return nil, agentctx.InputErrorAt(data, offsetIn(data, v), fmt.Sprintf("OpenHands record %d: %v", k+1, err))
+			return nil, agentctx.InputErrorAt(data, rawjson.Offset(data, v), fmt.Sprintf("OpenHands record %d: %v", k+1, err))
 		}
-		recordAt := offsetIn(data, v)
+		recordAt := rawjson.Offset(data, v)
 		var conv *ohConv
 		if elems, ok := messageHistory(v); ok {
 			// A record whose history holds the messages themselves (the
@@ -137,7 +137,7 @@ func parseOpenHands(data []byte, values [][]byte) (*agentctx.Document, error) {
 			conv = &ohConv{src: &ohSource{messages: true}, msgs: make([]agentctx.Message, len(elems))}
 			for j, el := range elems {
 				if conv.msgs[j], err = agentctx.DecodeMessage(el); err != nil {
-					return nil, agentctx.InputErrorAt(data, offsetIn(data, el), fmt.Sprintf("message %d: %v", j, err))
+					return nil, agentctx.InputErrorAt(data, rawjson.Offset(data, el), fmt.Sprintf("message %d: %v", j, err))
 				}
 			}
 		} else {

@@ -41,12 +41,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/fsutil"
 	"github.com/agentctx/agentctx/internal/rawjson"
 )
 
@@ -140,29 +140,11 @@ func (o ReadOptions) ReadFile(ctx context.Context, path string, stdin io.Reader)
 
 // ReadDocument is ReadDocument with these options.
 func (o ReadOptions) ReadDocument(ctx context.Context, r io.Reader) (*agentctx.Document, error) {
-	data, err := readAll(ctx, r)
+	data, err := fsutil.ReadAll(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	return o.ParseDocument(ctx, data)
-}
-
-func readAll(ctx context.Context, r io.Reader) ([]byte, error) {
-	var buf bytes.Buffer
-	chunk := make([]byte, 256<<10)
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		n, err := r.Read(chunk)
-		buf.Write(chunk[:n])
-		if errors.Is(err, io.EOF) {
-			return buf.Bytes(), nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read input: %w", err)
-		}
-	}
 }
 
 // ParseDocument is ParseDocument with these options.
@@ -186,7 +168,7 @@ func (o ReadOptions) ParseDocument(ctx context.Context, data []byte) (*agentctx.
 			for k, el := range elems {
 				events[k] = el
 			}
-			conv, err := importOpenHands(data, events, func(k int) int64 { return offsetIn(data, elems[k]) })
+			conv, err := importOpenHands(data, events, func(k int) int64 { return rawjson.Offset(data, elems[k]) })
 			if err != nil {
 				return nil, err
 			}
@@ -283,38 +265,18 @@ func classifyLine(ms []rawjson.Member) lineKind {
 // Claude Code records or OpenHands records, whichever most of the values
 // are (the first value breaks a tie).
 func (o ReadOptions) parseLines(ctx context.Context, data []byte) (*agentctx.Document, error) {
-	var (
-		values  [][]byte
-		scans   [][]rawjson.Member
-		kinds   []lineKind
-		count   [4]int
-		partial int // the line of an incomplete last line, skipped
-	)
-	for i := rawjson.SkipSpace(data, 0); i < len(data); i = rawjson.SkipSpace(data, i) {
-		if len(values)%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
+	values, scans, partial, err := rawjson.Lines(ctx, data)
+	if err != nil {
+		if err == ctx.Err() {
+			return nil, err
 		}
-		if data[i] != '{' {
-			return nil, agentctx.InputErrorAt(data, int64(i), fmt.Sprintf("invalid character %q: each line must be a JSON object", rune(data[i])))
-		}
-		end, err := rawjson.ValueEnd(data, i)
-		var ms []rawjson.Member
-		if err == nil {
-			ms, err = rawjson.Members(data[i:end])
-		}
-		if err != nil {
-			if len(values) > 0 && lastLine(data, i) {
-				partial = bytes.Count(data[:i], []byte{'\n'}) + 1
-				break
-			}
-			return nil, syntaxError(data, err)
-		}
-		k := classifyLine(ms)
-		values, scans, kinds = append(values, data[i:end]), append(scans, ms), append(kinds, k)
-		count[k]++
-		i = end
+		return nil, syntaxError(data, err)
+	}
+	kinds := make([]lineKind, len(values))
+	var count [4]int
+	for k, ms := range scans {
+		kinds[k] = classifyLine(ms)
+		count[kinds[k]]++
 	}
 	best := kinds[0]
 	for k := lineMessage; k <= lineOpenHands; k++ {
@@ -323,7 +285,6 @@ func (o ReadOptions) parseLines(ctx context.Context, data []byte) (*agentctx.Doc
 		}
 	}
 	var doc *agentctx.Document
-	var err error
 	switch best {
 	case lineOpenHands:
 		doc, err = parseOpenHands(data, values)
@@ -332,7 +293,7 @@ func (o ReadOptions) parseLines(ctx context.Context, data []byte) (*agentctx.Doc
 	default:
 		for k, v := range values {
 			if kinds[k] != lineMessage {
-				return nil, agentctx.InputErrorAt(data, offsetIn(data, v), "object has no \"role\": not a message")
+				return nil, agentctx.InputErrorAt(data, rawjson.Offset(data, v), "object has no \"role\": not a message")
 			}
 		}
 		// JSON Lines of messages: agentctx reads them, an incomplete last
@@ -346,13 +307,6 @@ func (o ReadOptions) parseLines(ctx context.Context, data []byte) (*agentctx.Doc
 	return doc, nil
 }
 
-// lastLine reports whether the line that holds offset i is the last and
-// unterminated: a line a writer has not finished (a finished line ends
-// with a newline, and a bad one is an error).
-func lastLine(data []byte, i int) bool {
-	return bytes.IndexByte(data[i:], '\n') < 0
-}
-
 // syntaxError turns a scanner error into an *agentctx.InputError; offsets
 // of rawjson.SyntaxError are relative to the slice that was scanned, which
 // for every caller here starts at data's start or is a subslice of it.
@@ -364,19 +318,9 @@ func syntaxError(data []byte, err error) error {
 	return &agentctx.InputError{Msg: err.Error()}
 }
 
-// offsetIn returns the offset of sub within data. sub must be a subslice of
-// data that kept data's capacity (the scanner never trims it).
-func offsetIn(data, sub []byte) int64 {
-	off := cap(data) - cap(sub)
-	if off < 0 || off > len(data) {
-		return 0
-	}
-	return int64(off)
-}
-
 // lineAt returns the 1-based line of sub in data.
 func lineAt(data, sub []byte) int {
-	return bytes.Count(data[:offsetIn(data, sub)], []byte{'\n'}) + 1
+	return bytes.Count(data[:rawjson.Offset(data, sub)], []byte{'\n'}) + 1
 }
 
 // findRaw returns the value of the last member with the key, or nil.
