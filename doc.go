@@ -1,20 +1,44 @@
 // Package agentctx keeps an LLM agent's conversation inside its context
 // window without losing anything.
 //
-// The root package holds the message model every other part works on; the
-// parts live in their own packages:
+// The root package holds the message model every other part works on, and
+// reads and writes the request formats (a JSON array of messages, an API
+// request body, JSON Lines of messages). The parts live in their own
+// packages:
 //
+//   - transcript: agent transcripts (Claude Code sessions, OpenHands
+//     output, SWE-agent and mini-swe-agent trajectories) read into a
+//     Document and written back whole;
 //   - tokens: exact o200k_base / cl100k_base token counting, vocabularies
-//     embedded;
+//     embedded; tokens/anthropic: exact Claude counts from Anthropic's
+//     count_tokens endpoint;
 //   - offload: moves large tool results to files and leaves a reference;
 //   - prune: replaces stale terminal output in the view sent to the model;
 //   - workspace: stores each tool result whole as an artifact and reads it
-//     back by id, line range, grep or metadata;
+//     back by id, line range, grep or metadata; its stores are
+//     workspace/dirstore (the default, a directory), workspace/memstore,
+//     workspace/sqlitestore and workspace/pgstore, checked by
+//     workspace/storetest;
 //   - compact: summarizes the middle of a long history and archives the
-//     originals;
-//   - pipeline: all of the above in one call before every model request.
+//     originals; compact/anthropicsum and compact/openaisum summarize with
+//     a model, compact/summaryeval scores summaries;
+//   - session: per-session state with compare-and-swap; its stores are
+//     session/sqlitesession and session/pgsession, checked by
+//     session/sessiontest;
+//   - pipeline: all of the above in one call before every model request
+//     (the session engine); pipeline/eval runs it over a directory of
+//     transcripts, pipeline/replay replays a recorded session through it;
+//   - pricing: model prices and a prompt-cache simulator for bills;
+//   - proxy: an HTTP proxy for the Anthropic and OpenAI APIs over the
+//     session engine; proxy/enginetest: conformance rules for any
+//     proxy.Engine;
+//   - anthropicx, openaix: middleware for the official Anthropic and
+//     OpenAI Go SDKs;
+//   - mcpserver: the read-back tools over MCP;
+//   - launch: runs an agent client (Claude Code, Codex) through the proxy.
 //
-// The command agentctx (cmd/agentctx) is a thin layer over these packages.
+// The command agentctx (cmd/agentctx) is a thin layer over these packages
+// (internal/cli).
 //
 // # Messages
 //
@@ -27,7 +51,7 @@
 // bytes as given; encoding an unchanged message gives back its input bytes
 // (whitespace between tokens aside).
 //
-//	doc, err := agentctx.ReadFile(ctx, "session.jsonl", os.Stdin)
+//	doc, err := transcript.ReadFile(ctx, "session.jsonl", os.Stdin)
 //	if err != nil {
 //		return err // an *InputError names the line and column
 //	}
@@ -37,25 +61,24 @@
 //
 // [ReadDocument] detects the shape of its input from its content ([Formats]
 // lists them with an example each): a JSON array of messages; a JSON object
-// with "messages" (an API request body or a mini-swe-agent trajectory; the
-// other members, such as a top-level system, are kept); a SWE-agent
-// trajectory, whose "history" holds the messages; JSON Lines of messages;
-// or a Claude Code session (assistant records that share a message id
-// become one message, and the tool results written between them are
-// gathered into the next message; a subagent's sidechain file is a
-// conversation of its own; a compacted session is read from its last
-// compact boundary on unless [ReadOptions].WholeHistory is set).
-// [Document.Encode] writes the document back in the same shape. OpenHands
-// evaluation output (output.jsonl, whose records hold events rather than
-// messages) is imported as OpenAI chat messages, one conversation per
-// record ([Document.Conversations]), and written back as JSON Lines of
-// messages.
+// with "messages" (an API request body; the other members, such as a
+// top-level system, are kept); or JSON Lines of messages.
+// [Document.Encode] writes the document back in the same shape. Agent
+// transcripts are read by package transcript into the same [Document]
+// (transcript.ReadDocument reads the request formats too): a Claude Code
+// session, an OpenHands evaluation output (one conversation per record,
+// [Document.Conversations]), a SWE-agent or mini-swe-agent trajectory. Here
+// a Claude Code session, an OpenHands output or a SWE-agent trajectory is
+// an [*InputError] that says so (a mini-swe-agent trajectory, an object
+// with "messages", reads as a request body): the proxy and the SDK
+// middleware, which read request bodies, never take an agent's file for
+// one.
 //
 // A reader never reads a document short in silence: [Document.Notice] says
 // when it holds no message, which records were skipped (counted by kind in
 // [Document].SkippedKinds), which messages are kept in the file but are
-// not model messages (mini-swe-agent's role "exit", [Document.NonModel]),
-// and where Claude Code compacted ([Document].Boundaries).
+// not model messages (a role "exit", [Document.NonModel]), and where
+// Claude Code compacted ([Document].Boundaries).
 //
 // # Tool results
 //

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,14 +11,18 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentctx/agentctx/internal/fsutil"
 	"github.com/agentctx/agentctx/internal/rawjson"
 )
 
 // Format is the shape of an input document.
 type Format string
 
-// The input documents agentctx reads (SPEC §1). Formats lists them with
-// how each is recognised and an example.
+// The request formats this package reads (SPEC §1): a request body and
+// the lists of messages agents keep. Formats lists them with how each is
+// recognised and an example. The agent transcript formats (Claude Code
+// sessions, OpenHands output, SWE-agent and mini-swe-agent trajectories)
+// are read by package transcript, into the same Document.
 const (
 	// FormatArray is a JSON array of messages.
 	FormatArray Format = "json"
@@ -28,45 +30,15 @@ const (
 	// OpenAI request body. Every other member (system, model, tools, ...)
 	// is kept.
 	FormatObject Format = "object"
-	// FormatMiniSWEAgent is a mini-swe-agent trajectory (.traj.json): an
-	// object with "messages" (OpenAI chat messages with an "extra" member)
-	// and "info", "trajectory_format". Its final role "exit" message is
-	// kept in the file but is not a model message (see Document.NonModel).
-	FormatMiniSWEAgent Format = "mini-swe-agent"
-	// FormatSWEAgent is a SWE-agent trajectory (.traj) and the same shape
-	// written by other harnesses: an object whose "history" holds the
-	// OpenAI chat messages sent to the model (tool messages name their call
-	// in a "tool_call_ids" list), beside "trajectory", "info" and more,
-	// which are kept.
-	FormatSWEAgent Format = "swe-agent"
 	// FormatJSONL is JSON Lines (or any sequence of JSON objects), one
 	// message per value.
 	FormatJSONL Format = "jsonl"
-	// FormatClaudeCode is a Claude Code session .jsonl: records of type
-	// "user" and "assistant" carry a message and a timestamp; assistant
-	// records that share message.id are one message; other records are
-	// skipped and counted by kind. A subagent's session (every record
-	// isSidechain) is a conversation of its own. In a session Claude Code
-	// compacted, the live context starts at the last compact_boundary
-	// record (see ReadOptions.WholeHistory and Document.Boundaries).
-	FormatClaudeCode Format = "claude-code"
-	// FormatOpenHands is an OpenHands evaluation output (output.jsonl: one
-	// record per instance, its events in "history"), or a JSON array of
-	// OpenHands events. The events are imported as OpenAI chat messages,
-	// one conversation per record (see Document.Conversations). Encode
-	// writes each conversation back as its record (WithConversations sets
-	// their messages): unchanged messages as their events, a changed tool
-	// result in its observation, new messages as new events; a document
-	// whose messages were set as one list (WithMessages on several
-	// conversations) is written as JSON Lines of messages.
-	// Records whose "history" holds messages rather than events (SWE-agent
-	// trajectories, one per line) are read the same way, their messages
-	// as they are.
-	FormatOpenHands Format = "openhands"
 )
 
 // Document is a conversation read from one input document. Encode writes it
-// back in the shape it was read in.
+// back in the shape it was read in. This package reads request formats
+// (see Formats); package transcript reads agent transcripts into a
+// Document too, and sets the counts below.
 type Document struct {
 	Format   Format
 	Messages []Message
@@ -99,13 +71,16 @@ type Document struct {
 	// in a newline, or is not the last, is an error.
 	PartialLine int
 
-	liveFrom int         // Claude Code: line of the last boundary when only the live context was read
-	members  []member    // the members of the top-level object (object, mini-swe-agent, swe-agent)
-	listKey  string      // the member holding the messages: "messages" or "history"
-	held     []held      // messages of the file that are not model messages
-	convs    []*Document // the conversations of a document that holds several
-	cc       *ccFile     // Claude Code: the file's records, to write it back whole
-	oh       *ohSource   // OpenHands: the record and events, to write the conversation back
+	// LiveFrom is, for a Claude Code session read from its last compact
+	// boundary on (the default), the line of that boundary; 0 when the
+	// whole history was read. Notice reports it.
+	LiveFrom int
+
+	members []member    // the members of the top-level object (request body, trajectory)
+	listKey string      // the member holding the messages: "messages" or "history"
+	held    []held      // messages of the file that are not model messages
+	convs   []*Document // the conversations of a document that holds several
+	writer  Writer      // writes the document back (package transcript's readers)
 }
 
 // CompactBoundary is a compact_boundary record of a Claude Code session:
@@ -148,15 +123,6 @@ func (d *Document) NonModel() []Message {
 // A single-shot command returns these, every message it was given.
 func (d *Document) FileMessages() []Message {
 	return slices.Clip(d.fileMessages())
-}
-
-// skip counts one skipped record of a kind.
-func (d *Document) skip(kind string) {
-	d.Skipped++
-	if d.SkippedKinds == nil {
-		d.SkippedKinds = map[string]int{}
-	}
-	d.SkippedKinds[kind]++
 }
 
 // Notice returns one line saying what the reader left out or found worth
@@ -209,8 +175,8 @@ func (d *Document) Notice() string {
 		parts = append(parts, fmt.Sprintf("line %d is incomplete (a file still being written?): skipped", d.PartialLine))
 	}
 	if n := len(d.Boundaries); n > 0 {
-		if d.liveFrom > 0 {
-			parts = append(parts, fmt.Sprintf("%s: the live context is read, from line %d on", count(n, "compact boundary", "compact boundaries"), d.liveFrom))
+		if d.LiveFrom > 0 {
+			parts = append(parts, fmt.Sprintf("%s: the live context is read, from line %d on", count(n, "compact boundary", "compact boundaries"), d.LiveFrom))
 		} else {
 			parts = append(parts, fmt.Sprintf("%s: the whole history is read", count(n, "compact boundary", "compact boundaries")))
 		}
@@ -240,12 +206,6 @@ func (d *Document) Conversations() []*Document {
 		out[i] = &cp
 	}
 	return out
-}
-
-// envelope is the Claude Code record a message was read from, minus the
-// message itself.
-type envelope struct {
-	members []member
 }
 
 // System returns the top-level "system" member of a request body (a string
@@ -294,87 +254,46 @@ func (d *Document) WithConversations(msgs [][]Message) (*Document, error) {
 	return &c, nil
 }
 
-// ReadOptions configure how a document is read. The zero value reads the
-// live context of a Claude Code session; the functions ReadFile,
-// ReadDocument and ParseDocument use it.
-type ReadOptions struct {
-	// WholeHistory reads the whole history of a Claude Code session that
-	// Claude Code compacted: the messages before its compact boundaries
-	// too, and every continuation summary. By default only the live
-	// context is read: from the last compact_boundary record on, starting
-	// with the summary Claude Code continued from. Document.Boundaries
-	// lists the boundaries either way.
-	WholeHistory bool
-}
-
 // ReadFile reads a document from a file; path "-" or "" reads stdin.
 func ReadFile(ctx context.Context, path string, stdin io.Reader) (*Document, error) {
-	return ReadOptions{}.ReadFile(ctx, path, stdin)
-}
-
-// ReadDocument reads a whole document from r and detects its format from
-// its content (see Formats): a JSON array of messages, a JSON object with
-// "messages" (a request body, a mini-swe-agent trajectory), a SWE-agent
-// trajectory ("history" of messages), JSON Lines of messages, a Claude
-// Code session, or an OpenHands evaluation output (see FormatOpenHands).
-// Malformed input returns an *InputError naming the line, column and byte
-// offset (errors.Is(err, ErrInvalidInput)). Reading stops early if ctx is
-// cancelled. A document read without error may still hold no message or
-// have records skipped: see Document.Notice.
-func ReadDocument(ctx context.Context, r io.Reader) (*Document, error) {
-	return ReadOptions{}.ReadDocument(ctx, r)
-}
-
-// ParseDocument parses a document held in memory (see ReadDocument). The
-// result shares memory with data, which must not be modified afterwards.
-func ParseDocument(ctx context.Context, data []byte) (*Document, error) {
-	return ReadOptions{}.ParseDocument(ctx, data)
-}
-
-// ReadFile is ReadFile with these options.
-func (o ReadOptions) ReadFile(ctx context.Context, path string, stdin io.Reader) (*Document, error) {
 	if path == "" || path == "-" {
-		return o.ReadDocument(ctx, stdin)
+		return ReadDocument(ctx, stdin)
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return o.ReadDocument(ctx, f)
+	return ReadDocument(ctx, f)
 }
 
-// ReadDocument is ReadDocument with these options.
-func (o ReadOptions) ReadDocument(ctx context.Context, r io.Reader) (*Document, error) {
-	data, err := readAll(ctx, r)
+// ReadDocument reads a whole document from r and detects its format from
+// its content (see Formats): a JSON array of messages, a JSON object with
+// "messages" (a request body), or JSON Lines of messages. Agent
+// transcripts (a Claude Code session, an OpenHands output, a SWE-agent
+// trajectory) are read by package transcript (transcript.ReadDocument,
+// which reads these formats too); here they are an error that says so.
+// Malformed input returns an *InputError naming the line, column and byte
+// offset (errors.Is(err, ErrInvalidInput)). Reading stops early if ctx is
+// cancelled. A document read without error may still hold no message:
+// see Document.Notice.
+func ReadDocument(ctx context.Context, r io.Reader) (*Document, error) {
+	data, err := fsutil.ReadAll(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	return o.ParseDocument(ctx, data)
-}
-
-func readAll(ctx context.Context, r io.Reader) ([]byte, error) {
-	var buf bytes.Buffer
-	chunk := make([]byte, 256<<10)
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		n, err := r.Read(chunk)
-		buf.Write(chunk[:n])
-		if errors.Is(err, io.EOF) {
-			return buf.Bytes(), nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read input: %w", err)
-		}
-	}
+	return ParseDocument(ctx, data)
 }
 
 const expectedShapes = "expected a JSON array, a JSON object with \"messages\" or \"history\", or JSON Lines"
 
-// ParseDocument is ParseDocument with these options.
-func (o ReadOptions) ParseDocument(ctx context.Context, data []byte) (*Document, error) {
+// notAMessage is the error for a value that is not a message: an agent
+// transcript's record, most likely.
+const notAMessage = "object has no \"role\": not a message (an agent transcript? read it with package transcript)"
+
+// ParseDocument parses a document held in memory (see ReadDocument). The
+// result shares memory with data, which must not be modified afterwards.
+func ParseDocument(ctx context.Context, data []byte) (*Document, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
 	i := rawjson.SkipSpace(data, 0)
 	if i == len(data) {
@@ -382,7 +301,7 @@ func (o ReadOptions) ParseDocument(ctx context.Context, data []byte) (*Document,
 	}
 	switch data[i] {
 	case '[':
-		return parseArray(data, i)
+		return parseArray(data)
 	case '{':
 		end, err := rawjson.ValueEnd(data, i)
 		if err != nil {
@@ -390,62 +309,13 @@ func (o ReadOptions) ParseDocument(ctx context.Context, data []byte) (*Document,
 		}
 		if rawjson.SkipSpace(data, end) == len(data) {
 			ms, _ := rawjson.Members(data[i:end])
-			if f := objectFormat(ms); f != "" {
-				return parseObject(data, i, end, f)
+			if findRaw(ms, "role") == nil && findRaw(ms, "messages") != nil {
+				return parseObject(data, i, end, FormatObject, "messages")
 			}
 		}
-		return o.parseLines(ctx, data)
+		return parseLines(ctx, data)
 	}
 	return nil, inputErrorAt(data, int64(i), fmt.Sprintf("invalid character %q: %s", rune(data[i]), expectedShapes))
-}
-
-// objectFormat tells the shape of a top-level object that holds a list of
-// messages, from its content, or returns "" (JSON Lines of one value).
-func objectFormat(ms []rawjson.Member) Format {
-	if findRaw(ms, "role") != nil {
-		return "" // a single message
-	}
-	if msgs := findRaw(ms, "messages"); msgs != nil {
-		if isMiniSWEAgent(ms, msgs) {
-			return FormatMiniSWEAgent
-		}
-		return FormatObject
-	}
-	h := findRaw(ms, "history")
-	if rawjson.Kind(h) != '[' {
-		return ""
-	}
-	if isMessages(h) || bytes.Equal(bytes.TrimSpace(h[1:len(h)-1]), nil) && (findRaw(ms, "trajectory") != nil || findRaw(ms, "replay_config") != nil) {
-		return FormatSWEAgent
-	}
-	return "" // an OpenHands record
-}
-
-// isMiniSWEAgent reports whether an object with "messages" is a
-// mini-swe-agent trajectory: its trajectory_format names it, its info has
-// mini_version, or a message has role "exit".
-func isMiniSWEAgent(ms []rawjson.Member, msgs []byte) bool {
-	if tf := findRaw(ms, "trajectory_format"); rawjson.Kind(tf) == '"' && strings.HasPrefix(rawjson.Unquote(tf), "mini-swe-agent") {
-		return true
-	}
-	if info, err := rawjson.Members(findRaw(ms, "info")); err == nil && findRaw(info, "mini_version") != nil {
-		return true
-	}
-	elems, _ := rawjson.Elements(msgs)
-	for _, el := range elems {
-		if em, err := rawjson.Members(el); err == nil {
-			if r := findRaw(em, "role"); rawjson.Kind(r) == '"' && rawjson.Unquote(r) == "exit" {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// objectHasKey reports whether a JSON object has a member with the key.
-func objectHasKey(obj []byte, key string) bool {
-	ms, err := rawjson.Members(obj)
-	return err == nil && findRaw(ms, key) != nil
 }
 
 func findRaw(ms []rawjson.Member, key string) []byte {
@@ -457,20 +327,13 @@ func findRaw(ms []rawjson.Member, key string) []byte {
 	return nil
 }
 
-func parseArray(data []byte, i int) (*Document, error) {
+func parseArray(data []byte) (*Document, error) {
 	if err := rawjson.Valid(data); err != nil {
 		return nil, syntaxError(data, err)
 	}
 	elems, err := rawjson.Elements(data)
 	if err != nil {
 		return nil, syntaxError(data, err)
-	}
-	if len(elems) > 0 && isOpenHandsEvent(elems[0]) {
-		events := make([]json.RawMessage, len(elems))
-		for k, el := range elems {
-			events[k] = el
-		}
-		return importOpenHands(data, events, func(k int) int64 { return offsetIn(data, elems[k]) })
 	}
 	doc := &Document{Format: FormatArray}
 	if err := doc.decodeMessages(data, elems); err != nil {
@@ -516,27 +379,24 @@ func decodeMessages(data []byte, elems [][]byte) ([]Message, error) {
 	msgs := make([]Message, len(elems))
 	for k, el := range elems {
 		if err := msgs[k].decode(el); err != nil {
-			return nil, inputErrorAt(data, offsetIn(data, el), fmt.Sprintf("message %d: %v", k, err))
+			return nil, inputErrorAt(data, rawjson.Offset(data, el), fmt.Sprintf("message %d: %v", k, err))
 		}
 	}
 	return msgs, nil
 }
 
-// parseObject reads an object whose messages are in one member: "messages"
-// (request body, mini-swe-agent) or "history" (SWE-agent).
-func parseObject(data []byte, i, end int, f Format) (*Document, error) {
+// parseObject reads an object whose messages are in one member, key:
+// "messages" (a request body, a mini-swe-agent trajectory) or "history"
+// (a SWE-agent trajectory).
+func parseObject(data []byte, i, end int, f Format, key string) (*Document, error) {
 	members, err := decodeMembers(data[i:end], func(*member) bool { return false })
 	if err != nil {
 		return nil, syntaxError(data, err)
 	}
-	key := "messages"
-	if f == FormatSWEAgent {
-		key = "history"
-	}
 	raw := findMember(members, key).raw
 	elems, err := rawjson.Elements(raw)
 	if err != nil {
-		return nil, inputErrorAt(data, offsetIn(data, raw), fmt.Sprintf("%q is not a JSON array", key))
+		return nil, inputErrorAt(data, rawjson.Offset(data, raw), fmt.Sprintf("%q is not a JSON array", key))
 	}
 	doc := &Document{Format: f, members: members, listKey: key}
 	if err := doc.decodeMessages(data, elems); err != nil {
@@ -545,107 +405,36 @@ func parseObject(data []byte, i, end int, f Format) (*Document, error) {
 	return doc, nil
 }
 
-// lineKind is what one value of a JSON Lines input looks like.
-type lineKind int
-
-const (
-	lineOther     lineKind = iota
-	lineMessage            // has a role
-	lineRecord             // a Claude Code record: a type and no role
-	lineOpenHands          // an OpenHands record: a history of events
-)
-
-func classifyLine(ms []rawjson.Member) lineKind {
-	switch {
-	case findRaw(ms, "role") != nil:
-		return lineMessage
-	case isOpenHandsRecord(ms):
-		return lineOpenHands
-	case rawjson.Kind(findRaw(ms, "type")) == '"':
-		return lineRecord
-	}
-	return lineOther
-}
-
-// parseLines reads a sequence of JSON objects (JSON Lines): messages,
-// Claude Code records or OpenHands records, whichever most of the values
-// are (the first value breaks a tie).
-func (o ReadOptions) parseLines(ctx context.Context, data []byte) (*Document, error) {
-	var (
-		values  [][]byte
-		scans   [][]rawjson.Member
-		kinds   []lineKind
-		count   [4]int
-		partial int // the line of an incomplete last line, skipped
-	)
-	for i := rawjson.SkipSpace(data, 0); i < len(data); i = rawjson.SkipSpace(data, i) {
-		if len(values)%4096 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		if data[i] != '{' {
-			return nil, inputErrorAt(data, int64(i), fmt.Sprintf("invalid character %q: each line must be a JSON object", rune(data[i])))
-		}
-		end, err := rawjson.ValueEnd(data, i)
-		var ms []rawjson.Member
-		if err == nil {
-			ms, err = rawjson.Members(data[i:end])
-		}
-		if err != nil {
-			if len(values) > 0 && lastLine(data, i) {
-				partial = bytes.Count(data[:i], []byte{'\n'}) + 1
-				break
-			}
-			return nil, syntaxError(data, err)
-		}
-		k := classifyLine(ms)
-		values, scans, kinds = append(values, data[i:end]), append(scans, ms), append(kinds, k)
-		count[k]++
-		i = end
-	}
-	best := kinds[0]
-	for k := lineMessage; k <= lineOpenHands; k++ {
-		if count[k] > count[best] {
-			best = k
-		}
-	}
-	var doc *Document
-	var err error
-	switch best {
-	case lineOpenHands:
-		doc, err = parseOpenHands(data, values)
-	case lineRecord:
-		doc, err = o.parseClaudeCode(data, values, scans)
-	default:
-		for k, v := range values {
-			if kinds[k] != lineMessage {
-				return nil, inputErrorAt(data, offsetIn(data, v), "object has no \"role\": not a message")
-			}
-		}
-		doc = &Document{Format: FormatJSONL}
-		err = doc.decodeMessages(data, values)
-	}
+// parseLines reads a sequence of JSON objects (JSON Lines), each a
+// message. An incomplete last line is skipped (Document.PartialLine).
+func parseLines(ctx context.Context, data []byte) (*Document, error) {
+	values, scans, partial, err := rawjson.Lines(ctx, data)
 	if err != nil {
+		if err == ctx.Err() {
+			return nil, err
+		}
+		return nil, syntaxError(data, err)
+	}
+	for k, ms := range scans {
+		if findRaw(ms, "role") == nil {
+			return nil, inputErrorAt(data, rawjson.Offset(data, values[k]), notAMessage)
+		}
+	}
+	doc := &Document{Format: FormatJSONL}
+	if err := doc.decodeMessages(data, values); err != nil {
 		return nil, err
 	}
 	doc.PartialLine = partial
 	return doc, nil
 }
 
-// lastLine reports whether the line that holds offset i is the last and
-// unterminated: a line a writer has not finished (a finished line ends
-// with a newline, and a bad one is an error).
-func lastLine(data []byte, i int) bool {
-	return bytes.IndexByte(data[i:], '\n') < 0
-}
-
 // Encode writes the document in the shape it was read in: a JSON array, the
-// object it was read from with its list of messages replaced, one message
-// per line, or one Claude Code record per message (merged records keep the
-// first record's envelope; skipped records are not written). Messages that
-// are not model messages (NonModel) are written back at their place
-// counted from the end. Output is compact JSON ending in a newline.
+// object it was read from with its list of messages replaced, or one
+// message per line; a document a reader built with a Writer (package
+// transcript: a Claude Code session, an OpenHands output) is written by
+// it. Messages that are not model messages (NonModel) are written back at
+// their place counted from the end. Output is compact JSON ending in a
+// newline.
 func (d *Document) Encode(w io.Writer) error {
 	buf, err := d.AppendJSON(nil)
 	if err != nil {
@@ -657,19 +446,18 @@ func (d *Document) Encode(w io.Writer) error {
 
 // AppendJSON appends the encoded document (see Encode) to dst.
 func (d *Document) AppendJSON(dst []byte) ([]byte, error) {
+	if d.writer != nil {
+		return d.writer.AppendDocument(dst, d)
+	}
 	e := encoder{buf: dst, mode: modePreserve}
 	msgs := d.fileMessages()
-	switch d.Format {
-	case FormatOpenHands:
-		d.encodeOpenHands(&e)
-	case FormatJSONL:
+	switch {
+	case d.Format == FormatJSONL:
 		for k := range msgs {
 			msgs[k].encode(&e)
 			e.buf = append(e.buf, '\n')
 		}
-	case FormatClaudeCode:
-		encodeRecords(&e, msgs, d.cc)
-	case FormatObject, FormatMiniSWEAgent, FormatSWEAgent:
+	case d.Format == FormatObject || d.members != nil:
 		key := cmp.Or(d.listKey, "messages")
 		e.buf = append(e.buf, '{')
 		first := true
@@ -740,14 +528,4 @@ func UnmarshalMessages(data []byte) ([]Message, error) {
 		return nil, inputErrorAt(data, 0, "not a JSON array of messages")
 	}
 	return decodeMessages(data, elems)
-}
-
-// offsetIn returns the offset of sub within data. sub must be a subslice of
-// data that kept data's capacity (the scanner never trims it).
-func offsetIn(data, sub []byte) int64 {
-	off := cap(data) - cap(sub)
-	if off < 0 || off > len(data) {
-		return 0
-	}
-	return int64(off)
 }

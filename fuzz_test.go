@@ -10,25 +10,20 @@ import (
 	"github.com/agentctx/agentctx"
 )
 
-// FuzzParseDocument: no input makes the reader panic; whatever it accepts
-// encodes to output that reads back to the same output (round-trip stable),
-// and pairing validation and repair never panic on it.
+// FuzzParseDocument: no input makes the request reader (what the proxy and
+// the SDK middleware run on every body) panic; whatever it accepts encodes
+// to output that reads back to the same output. Agent transcripts are
+// fuzzed in package transcript.
 func FuzzParseDocument(f *testing.F) {
-	files, _ := filepath.Glob("testdata/*")
+	files, _ := filepath.Glob("testdata/*.json*")
 	for _, p := range files {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
 		}
 	}
 	for _, s := range []string{`[]`, `{}`, `{"messages":[]}`, `[{"role":"user","content":[{"type":"tool_result"}]}]`,
-		`{"type":"assistant","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"a"}]}}` + "\n" +
-			`{"type":"assistant","message":{"id":"m","role":"assistant","content":[{"type":"tool_use","id":"b"}]}}`,
-		"\"\\ud800\"", `[{"role":"tool","content":"\u00e9\ud83d"}]`, `{"history":[]}`,
-		`[{"source":"agent","observation":"run","content":"x","tool_call_metadata":{"tool_call_id":"a"}}]`,
-		`{"history":[{"role":"tool","content":[{"type":"text","text":"x"}],"tool_call_ids":["a"]}],"trajectory":[]}`,
-		`{"messages":[{"role":"assistant","tool_calls":[{"id":"k","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"k"},{"role":"exit","content":""}]}`,
-		`{"type":"system","subtype":"compact_boundary","compactMetadata":{"preTokens":5}}` + "\n" + `{"type":"user","isSidechain":true,"message":{"role":"user","content":"s"}}`,
-		`[{"role":"assistant","content":[{"type":"tool_use","id":"a"}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a"}]},{"role":"assistant","content":[{"type":"tool_use","id":"a"}]}]`} {
+		"\"\\ud800\"", `[{"role":"tool","content":"\u00e9\ud83d"}]`, `{"history":[]}`, `{"role":"user","content":"a"}` + "\n" + `{"role":"assistant","con`,
+		`{"system":"s","messages":[{"role":"assistant","tool_calls":[{"id":"k","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"k"},{"role":"exit","content":""}]}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -41,17 +36,18 @@ func FuzzParseDocument(f *testing.F) {
 			t.Fatalf("encode: %v", err)
 		}
 		doc.Notice()
-		// (Claude Code and OpenHands files are written back whole, records
-		// that are not messages included.)
 		if len(doc.Messages) == 0 && len(doc.NonModel()) == 0 && doc.Format == agentctx.FormatJSONL {
 			if len(out) != 0 {
 				t.Fatalf("empty %s document encoded as %q", doc.Format, out)
 			}
-			return // JSON Lines with no message is empty output
+			return
 		}
 		again, err := agentctx.ParseDocument(context.Background(), append([]byte(nil), out...))
 		if err != nil {
 			t.Fatalf("output does not parse: %v\n%s", err, out)
+		}
+		if again.Format != doc.Format {
+			t.Fatalf("read back as %s, was %s", again.Format, doc.Format)
 		}
 		out2, err := again.AppendJSON(nil)
 		if err != nil {
@@ -59,23 +55,6 @@ func FuzzParseDocument(f *testing.F) {
 		}
 		if !bytes.Equal(out, out2) {
 			t.Fatalf("not stable:\n%s\n%s", out, out2)
-		}
-		for _, m := range doc.Messages {
-			m.Content.Chars()
-			m.Timestamp()
-		}
-		rep := agentctx.ValidatePairing(doc.Messages)
-		fixed, _ := agentctx.RepairPairing(doc.Messages)
-		if _, err := agentctx.MarshalMessages(fixed); err != nil {
-			t.Fatal(err)
-		}
-		if rep.Valid && len(fixed) != len(doc.Messages) {
-			t.Fatal("repair changed a valid history")
-		}
-		for _, m := range fixed {
-			if !agentctx.IsModelRole(m.Role) {
-				t.Fatalf("repair kept a role %q message", m.Role)
-			}
 		}
 	})
 }

@@ -40,7 +40,6 @@ type Message struct {
 	ToolCallID string
 
 	members []member
-	env     *envelope // Claude Code record around the message, if read from one
 }
 
 // ToolCall is one element of an OpenAI assistant message's tool_calls.

@@ -33,14 +33,6 @@ func (m *Message) own() {
 		tc.members = ownMembers(tc.members)
 		tc.Function.members = ownMembers(tc.Function.members)
 	}
-	if m.env != nil {
-		env := &envelope{members: make([]member, len(m.env.members))}
-		for i, mb := range m.env.members {
-			mb.rawKey, mb.raw = bytes.Clone(mb.rawKey), bytes.Clone(mb.raw)
-			env.members[i] = mb
-		}
-		m.env = env
-	}
 }
 
 // dropDecoded drops, before ms is copied, the JSON of a known "content"

@@ -31,7 +31,7 @@ func (d *Document) Member(key string) (json.RawMessage, bool) {
 // object or a list that is not its "messages".
 func RequestDocument(body, list []byte, msgs []Message) (*Document, error) {
 	i := rawjson.SkipSpace(body, 0)
-	at := int(offsetIn(body, list))
+	at := int(rawjson.Offset(body, list))
 	if len(list) == 0 || at == 0 || at+len(list) > len(body) || &body[at] != &list[0] {
 		return nil, &InputError{Msg: "request document: the list of messages is not a subslice of the body"}
 	}
@@ -85,7 +85,7 @@ type BodyMember = rawjson.Member
 func RequestDocumentSplit(body []byte, members []BodyMember, list []byte, msgs []Message) (*Document, error) {
 	at := int64(0)
 	for _, m := range members {
-		k, v := offsetIn(body, m.RawKey), offsetIn(body, m.Value)
+		k, v := rawjson.Offset(body, m.RawKey), rawjson.Offset(body, m.Value)
 		if len(m.RawKey) == 0 || len(m.Value) == 0 || k < at || k+int64(len(m.RawKey)) > v || v+int64(len(m.Value)) > int64(len(body)) ||
 			&body[k] != &m.RawKey[0] || &body[v] != &m.Value[0] {
 			return nil, &InputError{Msg: "request document: the members are not the body's split"}

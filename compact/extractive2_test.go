@@ -15,6 +15,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/tokens"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 func TestExtractiveSections(t *testing.T) {
@@ -385,7 +386,7 @@ func TestScoreSummary(t *testing.T) {
 // bytes when made again.
 func TestTranscriptsSummaryTargets(t *testing.T) {
 	for _, path := range transcripts(t) {
-		doc, err := agentctx.ReadOptions{WholeHistory: true}.ReadFile(context.Background(), path, nil) // as the session went
+		doc, err := transcript.ReadOptions{WholeHistory: true}.ReadFile(context.Background(), path, nil) // as the session went
 		if err != nil {
 			continue
 		}
@@ -421,7 +422,7 @@ func TestTranscriptsSummaryTargets(t *testing.T) {
 func BenchmarkExtractiveTranscript(b *testing.B) {
 	var convs [][]agentctx.Message
 	for _, path := range transcripts(b) {
-		doc, err := agentctx.ReadOptions{WholeHistory: true}.ReadFile(context.Background(), path, nil) // as the session went
+		doc, err := transcript.ReadOptions{WholeHistory: true}.ReadFile(context.Background(), path, nil) // as the session went
 		if err != nil {
 			continue
 		}
@@ -461,7 +462,7 @@ var updateGolden = flag.Bool("update", false, "rewrite the golden summaries in t
 // and of this file's small session. Run with -update after an intended
 // change, and read the diff.
 func TestExtractiveGolden(t *testing.T) {
-	doc, err := agentctx.ReadFile(context.Background(), "../examples/session.json", nil)
+	doc, err := transcript.ReadFile(context.Background(), "../examples/session.json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

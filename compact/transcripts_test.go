@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 // sharedTranscripts holds real agent transcripts (outside the repository);
@@ -30,7 +31,7 @@ func transcripts(t testing.TB) []string {
 // holds exactly the middle.
 func TestTranscriptsCompact(t *testing.T) {
 	for _, path := range transcripts(t) {
-		doc, err := agentctx.ReadFile(context.Background(), path, nil)
+		doc, err := transcript.ReadFile(context.Background(), path, nil)
 		if err != nil {
 			continue // not a conversation document
 		}
@@ -87,7 +88,7 @@ func BenchmarkTranscriptCompact(b *testing.B) {
 	var longest []agentctx.Message
 	var size int
 	for _, path := range files {
-		doc, err := agentctx.ReadFile(context.Background(), path, nil)
+		doc, err := transcript.ReadFile(context.Background(), path, nil)
 		if err != nil {
 			continue
 		}

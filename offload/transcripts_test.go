@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/offload"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 // transcriptsDir holds real agent transcripts; tests that use it skip when
@@ -23,7 +24,7 @@ func TestBatchTranscripts(t *testing.T) {
 	}
 	for _, e := range ents {
 		path := filepath.Join(transcriptsDir, e.Name())
-		doc, err := agentctx.ReadFile(t.Context(), path, nil)
+		doc, err := transcript.ReadFile(t.Context(), path, nil)
 		if err != nil {
 			continue // not a conversation document
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 // benchHistory is a long session: n exchanges, alternately terminal output
@@ -120,7 +121,7 @@ func BenchmarkPrepareShared(b *testing.B) {
 		b.Skip("shared transcripts not present")
 	}
 	for _, f := range files {
-		doc, err := agentctx.ReadFile(context.Background(), f, nil)
+		doc, err := transcript.ReadFile(context.Background(), f, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

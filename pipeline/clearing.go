@@ -81,6 +81,10 @@ type ClearDecision struct {
 	Cost          float64 `json:"cost_usd"`
 }
 
+// Prices returns the prices the Pipeline weighs its edits with:
+// Options.Prices when set, else pricing.Fallback(pricing.Anthropic).
+func (p *Pipeline) Prices() pricing.Prices { return p.prices() }
+
 // prices returns the prices edits are weighed with.
 func (p *Pipeline) prices() pricing.Prices {
 	if p.opts.Prices.Input > 0 {

@@ -129,13 +129,14 @@
 // examples/session.json (--limit 14000) the section has 15 lines and
 // 1,148 tokens: the summary grows from 2,008 to 3,156 tokens.
 //
-// # Evaluation
+// # Evaluation and replay
 //
-// Evaluate runs Prepare over every transcript in a directory, each
-// conversation with its own Pipeline and a fresh workspace, and reports per
-// conversation the format, messages, tokens before and after, pairing,
-// bytes offloaded and archived, whether everything read back identical, and
-// the time taken ("agentctx eval DIR").
+// Two tools run the engine over recorded transcripts, through its exported
+// API only: package pipeline/eval runs Prepare over every transcript in a
+// directory and reports, per conversation, what was changed and whether
+// everything read back identical ("agentctx eval DIR"); package
+// pipeline/replay replays a recorded session request by request and
+// reports the cache, the counts and the bill ("agentctx replay FILE").
 //
 // # Stored sessions and retention
 //

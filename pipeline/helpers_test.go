@@ -142,3 +142,7 @@ func stepNames(r *pipeline.Report) string {
 	}
 	return strings.Join(names, ",")
 }
+
+// sharedTranscripts holds the project's development transcripts, outside
+// the repository; tests that use it skip when it is absent.
+const sharedTranscripts = "../../shared/transcripts"

@@ -585,7 +585,7 @@ func (p *Pipeline) PrepareCall(ctx context.Context, doc *agentctx.Document, co C
 }
 
 // PrepareDocument prepares the messages of a document read with
-// agentctx.ReadFile or ParseDocument, counting its top-level system prompt
+// transcript.ReadFile or agentctx.ParseDocument, counting its top-level system prompt
 // (a request body's "system") toward the trigger. Write the result back in
 // the document's shape with doc.WithMessages(res.Messages).Encode(w). A
 // document holding several conversations (see

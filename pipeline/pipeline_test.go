@@ -19,6 +19,7 @@ import (
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/tokens"
+	"github.com/agentctx/agentctx/transcript"
 	"github.com/agentctx/agentctx/workspace"
 )
 
@@ -667,7 +668,7 @@ func TestPrepareOddInputs(t *testing.T) {
 	var docs [][]agentctx.Message
 	files, _ := filepath.Glob("../testdata/*.json*")
 	for _, f := range files {
-		doc, err := agentctx.ReadFile(context.Background(), f, nil)
+		doc, err := transcript.ReadFile(context.Background(), f, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pipeline/replay"
 	"github.com/agentctx/agentctx/proxy"
 )
 
@@ -248,7 +249,7 @@ func TestReportInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := proxy.ReplayReport(context.Background(), "session.json", doc, pipeline.ReplayOptions{Options: pipeline.Options{
+	rep, err := proxy.ReplayReport(context.Background(), "session.json", doc, replay.Options{Options: pipeline.Options{
 		Compact: compact.Options{Limit: 20_000, Dir: t.TempDir()}}})
 	if err != nil {
 		t.Fatal(err)

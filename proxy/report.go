@@ -17,6 +17,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/httpguard"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pipeline/replay"
 	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/tokens"
 	"github.com/agentctx/agentctx/workspace/memstore"
@@ -52,7 +53,7 @@ type Report struct {
 // uncached input: a transcript does not split the cache), before and
 // after as composed from the transcript and from its last request
 // prepared.
-func ReportFromReplay(title string, res *pipeline.ReplayResult, before *Composition, after Composition) *Report {
+func ReportFromReplay(title string, res *replay.Result, before *Composition, after Composition) *Report {
 	r := &Report{Title: title, Requests: res.Requests, Compactions: res.Compactions, CacheBreaks: res.CacheBreaks,
 		CostUSD: round6(res.CostUSD), CostWithoutUSD: round6(res.CostWithoutUSD), SavedUSD: round6(res.SavedUSD),
 		Before: before, After: after, Timeline: make([]TimelinePoint, 0, len(res.PerRequest))}
@@ -144,12 +145,12 @@ func WriteReportText(w io.Writer, r *Report) error {
 	return tw.Flush()
 }
 
-// ReplayReport replays a recorded session (pipeline.Replay with opts, in
+// ReplayReport replays a recorded session (replay.Run with opts, in
 // memory unless opts names a store) and returns its report: the timeline
 // of the replayed requests, what filled the transcript as the agent sent
 // it, and what fills it once prepared with the replayed session's state,
 // at the time of its last message.
-func ReplayReport(ctx context.Context, title string, doc *agentctx.Document, opts pipeline.ReplayOptions) (*Report, error) {
+func ReplayReport(ctx context.Context, title string, doc *agentctx.Document, opts replay.Options) (*Report, error) {
 	if opts.Store == nil && opts.WorkspaceDir == "" {
 		opts.Store = memstore.New()
 	}
@@ -159,7 +160,7 @@ func ReplayReport(ctx context.Context, title string, doc *agentctx.Document, opt
 	if opts.SessionID == "" {
 		opts.SessionID = "report"
 	}
-	res, err := pipeline.Replay(ctx, doc, opts)
+	res, err := replay.Run(ctx, doc, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/prune"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 // randomResults returns n results with labels from first on, timestamps
@@ -124,7 +125,7 @@ func TestTranscripts(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			doc, err := agentctx.ReadFile(t.Context(), f, nil)
+			doc, err := transcript.ReadFile(t.Context(), f, nil)
 			if errors.Is(err, agentctx.ErrInvalidInput) {
 				t.Skipf("not a format agentctx reads: %v", err)
 			}
@@ -163,7 +164,7 @@ func TestTranscripts(t *testing.T) {
 				}
 				t.Logf("%d messages, pruned %d results, freed %d chars / %d tokens, %d without timestamp",
 					len(msgs), got.PrunedCount, got.FreedChars, got.FreedTokens, got.SkippedNoTimestamp)
-				if doc.Format == agentctx.FormatClaudeCode && got.PrunedCount == 0 {
+				if doc.Format == transcript.FormatClaudeCode && got.PrunedCount == 0 {
 					t.Error("no Bash output pruned from a Claude Code session")
 				}
 			}

@@ -26,6 +26,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/tokens"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 // Defaults of Options.
@@ -58,9 +59,9 @@ type Options struct {
 	KeepSummaries bool
 	// Read says how transcripts are read. Its zero value reads the live
 	// context of a Claude Code session Claude Code compacted itself; the
-	// command reads sessions whole (agentctx.ReadOptions.WholeHistory), as
+	// command reads sessions whole (transcript.ReadOptions.WholeHistory), as
 	// they went.
-	Read agentctx.ReadOptions
+	Read transcript.ReadOptions
 	// Now is the clock for the time a summary takes. Nil means time.Now.
 	Now func() time.Time
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentctx/agentctx"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/compact/summaryeval"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 // history is a small session: requests, an edit of a file, a failed test
@@ -106,7 +106,7 @@ func TestSharedTranscripts(t *testing.T) {
 	if _, err := os.Stat(paths[0]); err != nil {
 		t.Skip("shared transcripts not present")
 	}
-	rows, err := summaryeval.Evaluate(context.Background(), paths, summaryeval.Options{Read: agentctx.ReadOptions{WholeHistory: true}})
+	rows, err := summaryeval.Evaluate(context.Background(), paths, summaryeval.Options{Read: transcript.ReadOptions{WholeHistory: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

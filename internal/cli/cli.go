@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentctx/agentctx/workspace"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -26,8 +25,12 @@ import (
 	"github.com/agentctx/agentctx/internal/rawjson"
 	"github.com/agentctx/agentctx/launch"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pipeline/eval"
+	"github.com/agentctx/agentctx/pipeline/replay"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/tokens"
+	"github.com/agentctx/agentctx/transcript"
+	"github.com/agentctx/agentctx/workspace"
 )
 
 // Exit codes.
@@ -103,7 +106,7 @@ func badInput(err error) bool {
 	for _, target := range []error{
 		agentctx.ErrInvalidInput, workspace.ErrInvalidLocation, config.ErrInvalid,
 		pipeline.ErrInvalidOption, compact.ErrInvalidOption, tokens.ErrUnknownEncoding,
-		pipeline.ErrNoTranscripts, pipeline.ErrNoRequests, summaryeval.ErrNoTranscripts,
+		eval.ErrNoTranscripts, replay.ErrNoRequests, summaryeval.ErrNoTranscripts,
 		proxy.ErrInvalidURL, proxy.ErrOTLPProtocol, launch.ErrClientNotFound, launch.ErrProxyUnavailable,
 	} {
 		if errors.Is(err, target) {
@@ -180,10 +183,10 @@ func oneLine(s string) string {
 type env struct {
 	s       *Streams
 	logger  *slog.Logger
-	read    agentctx.ReadOptions // --whole-history
-	told    map[string]bool      // inputs whose reader notice was taken
-	notices []string             // printed after a successful run
-	cfg     configState          // --config, the file read, the settled flags
+	read    transcript.ReadOptions // --whole-history
+	told    map[string]bool        // inputs whose reader notice was taken
+	notices []string               // printed after a successful run
+	cfg     configState            // --config, the file read, the settled flags
 }
 
 func newRoot(e *env) *cobra.Command {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pipeline/eval"
 )
 
 func newEvalCmd(e *env) *cobra.Command {
@@ -52,7 +52,7 @@ over the trigger, or a read-back mismatch).`,
 				return err
 			}
 			bar := newProgress(e.s.Err, e.s.ErrIsTerminal, 0)
-			ev, err := pipeline.Evaluate(cmd.Context(), args[0], pipeline.EvalOptions{
+			ev, err := eval.Run(cmd.Context(), args[0], eval.Options{
 				Options: base,
 				WorkDir: work,
 				Read:    e.read,

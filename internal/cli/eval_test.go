@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx/internal/cli"
-	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pipeline/eval"
 )
 
 func evalDir(t *testing.T) string {
@@ -71,7 +71,7 @@ func TestEvalCommandCheckFails(t *testing.T) {
 	if code != cli.ExitFailure || out == "" || !strings.Contains(errOut, "missed a target") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
-	var ev pipeline.Evaluation
+	var ev eval.Evaluation
 	if err := json.Unmarshal([]byte(out), &ev); err != nil || ev.Passed == ev.Conversations {
 		t.Errorf("%v: passed %d of %d", err, ev.Passed, ev.Conversations)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 func newFormatsCmd(e *env) *cobra.Command {
@@ -25,7 +26,7 @@ README's "Input formats" section.`,
   agentctx formats --markdown`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fs := agentctx.Formats()
+			fs := transcript.Formats()
 			if markdown {
 				if err := writeFormatsMarkdown(e.s.Out, fs); err != nil {
 					return fmt.Errorf("write output: %w", err)

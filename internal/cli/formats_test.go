@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 func TestFormatsCommand(t *testing.T) {
@@ -21,7 +22,7 @@ func TestFormatsCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Formats) != len(agentctx.Formats()) || got.Formats[0].Example == "" {
+	if len(got.Formats) != len(transcript.Formats()) || got.Formats[0].Example == "" {
 		t.Errorf("formats %+v", got.Formats)
 	}
 	if code, _, errOut := runCLI(t, "", "formats", "x"); code != 2 || !strings.Contains(errOut, "agentctx:") {
@@ -43,7 +44,7 @@ func TestFormatsReadme(t *testing.T) {
 	if !strings.Contains(string(readme), "## Input formats\n") || !strings.Contains(string(readme), md) {
 		t.Errorf("README.md lacks the output of agentctx formats --markdown under \"## Input formats\":\n%s", md)
 	}
-	for _, f := range agentctx.Formats() {
+	for _, f := range transcript.Formats() {
 		if !strings.Contains(md, "| `"+string(f.Format)+"` |") || !strings.Contains(md, "\n`"+string(f.Format)+"`:\n") {
 			t.Errorf("markdown lacks %s", f.Format)
 		}

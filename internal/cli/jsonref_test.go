@@ -18,7 +18,8 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pipeline/eval"
+	"github.com/agentctx/agentctx/pipeline/replay"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/workspace"
@@ -43,8 +44,8 @@ var jsonOutputs = []struct {
 	{"compact --check", "", compact.CheckResult{}},
 	{"prepare", "one object per conversation; a request body keeps its other members around messages and report unless --messages-only", prepareOutput{}},
 	{"prepare --out DIR", "one object per conversation, with --json", prepareFileOutput{}},
-	{"eval", "", pipeline.Evaluation{}},
-	{"replay", "", pipeline.ReplayResult{}},
+	{"eval", "", eval.Evaluation{}},
+	{"replay", "", replay.Result{}},
 	{"summary-eval", "", summaryEvalOutput{}},
 	{"ws offload", "", wsOffloadOutput{}},
 	{"ws ls", "a list of", []workspace.Info{}},

@@ -14,6 +14,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/cli"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 // prepRun runs one command line in-process; terminal says whether stderr
@@ -255,8 +256,8 @@ func TestPrepareCommandOut(t *testing.T) {
 	// Each file is written back in its shape, each conversation in its
 	// place (the OpenHands file keeps its two records), every one paired
 	// (the OpenHands run cut short gets its synthetic result as an event).
-	for name, want := range map[string]agentctx.Format{"array.json": agentctx.FormatArray, "session.jsonl": agentctx.FormatClaudeCode, "openhands.jsonl": agentctx.FormatOpenHands} {
-		doc, err := agentctx.ReadFile(context.Background(), filepath.Join(outDir, name), nil)
+	for name, want := range map[string]agentctx.Format{"array.json": agentctx.FormatArray, "session.jsonl": transcript.FormatClaudeCode, "openhands.jsonl": transcript.FormatOpenHands} {
+		doc, err := transcript.ReadFile(context.Background(), filepath.Join(outDir, name), nil)
 		if err != nil || doc.Format != want {
 			t.Errorf("%s: %v, format %v, want %s", name, err, doc.Format, want)
 			continue

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pipeline/replay"
 )
 
 const replayLong = `replay takes a recorded session (a Claude Code .jsonl) and replays it the
@@ -67,14 +67,14 @@ func newReplayCmd(e *env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			o := pipeline.ReplayOptions{Options: base, NoUsage: noUsage, Prices: prices}
+			o := replay.Options{Options: base, NoUsage: noUsage, Prices: prices}
 			o.SessionID = session
 			closeStores, err := replayStores(cmd.Context(), store, ws, &o)
 			if err != nil {
 				return err
 			}
 			defer closeStores()
-			res, err := pipeline.Replay(cmd.Context(), doc, o)
+			res, err := replay.Run(cmd.Context(), doc, o)
 			if err != nil {
 				return err
 			}
@@ -104,7 +104,7 @@ func newReplayCmd(e *env) *cobra.Command {
 // replayStores opens the workspace and session stores --store or
 // --workspace name into o, and returns what closes them; with neither, o is
 // left alone (the replay makes a fresh temporary workspace).
-func replayStores(ctx context.Context, store, ws string, o *pipeline.ReplayOptions) (func(), error) {
+func replayStores(ctx context.Context, store, ws string, o *replay.Options) (func(), error) {
 	loc, err := location(store, ws)
 	if err != nil || loc == "" {
 		return func() {}, err
@@ -125,7 +125,7 @@ func replayStores(ctx context.Context, store, ws string, o *pipeline.ReplayOptio
 // printReplaySummary writes replay's lines for a person. Without recorded
 // usage there is no count error to report, and the bill without agentctx
 // is an estimate from our counts, not the recorded one.
-func printReplaySummary(w io.Writer, name string, res *pipeline.ReplayResult) {
+func printReplaySummary(w io.Writer, name string, res *replay.Result) {
 	fmt.Fprintf(w, "agentctx replay: %s: %d requests, %d compaction(s), %d cache break(s), prefix stable %.1f%%\n",
 		name, res.Requests, res.Compactions, res.CacheBreaks, 100*res.PrefixStableRatio)
 	without := "as recorded"

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentctx/agentctx/internal/fsutil"
-	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pipeline/replay"
 	"github.com/agentctx/agentctx/proxy"
 )
 
@@ -71,7 +71,7 @@ func newReportCmd(e *env) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				r, err := proxy.ReplayReport(cmd.Context(), filepath.Base(args[0]), doc, pipeline.ReplayOptions{Options: base, Prices: prices})
+				r, err := proxy.ReplayReport(cmd.Context(), filepath.Base(args[0]), doc, replay.Options{Options: base, Prices: prices})
 				if err != nil {
 					return err
 				}

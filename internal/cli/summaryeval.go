@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/compact/summaryeval"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 // summaryEvalOutput is the JSON of summary-eval.
@@ -51,7 +51,7 @@ one. --markdown prints a table instead of JSON.`,
 				MaxTokens:     maxTokens,
 				KeepSummaries: withText,
 				// Sessions as they went, unless --whole-history=false.
-				Read: agentctx.ReadOptions{WholeHistory: e.read.WholeHistory || !cmd.Flags().Changed("whole-history")},
+				Read: transcript.ReadOptions{WholeHistory: e.read.WholeHistory || !cmd.Flags().Changed("whole-history")},
 			})
 			switch {
 			case errors.Is(err, fs.ErrNotExist): // a path named wrong

@@ -1,4 +1,4 @@
-package agentctx_test
+package transcript_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 // TestToolCallIDs: a tool message naming its call in a one-element
@@ -58,7 +59,7 @@ func TestToolCallIDs(t *testing.T) {
 // TestSWEAgentEdit: editing a result of a SWE-agent trajectory changes that
 // result only; trajectory, info and the tool_call_ids lists are kept.
 func TestSWEAgentEdit(t *testing.T) {
-	doc, data := readDoc(t, "testdata/swe_agent.traj")
+	doc, data := readDoc(t, "../testdata/swe_agent.traj")
 	var seen []string
 	msgs := agentctx.MapToolResults(doc.Messages, func(r agentctx.ToolResult) (agentctx.Content, bool) {
 		seen = append(seen, r.ID)
@@ -80,7 +81,7 @@ func TestSWEAgentEdit(t *testing.T) {
 
 // TestReusedIDsTurn: results of calls that reuse one id tell their turn.
 func TestReusedIDsTurn(t *testing.T) {
-	doc, _ := readDoc(t, "testdata/swe_agent_reused_ids.traj")
+	doc, _ := readDoc(t, "../testdata/swe_agent_reused_ids.traj")
 	var turns []int
 	for r := range agentctx.ToolResults(doc.Messages) {
 		if r.ID != "functions.bash:0" {
@@ -103,12 +104,12 @@ func TestReusedIDsTurn(t *testing.T) {
 func TestTrajectoriesPerLine(t *testing.T) {
 	in := `{"instance_id":"a","history":[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"text","text":"y"}]}]}` + "\n" +
 		`{"instance_id":"b","history":[{"role":"user","content":"z"},{"role":"exit","content":""}]}` + "\n"
-	doc, err := agentctx.ParseDocument(context.Background(), []byte(in))
+	doc, err := transcript.ParseDocument(context.Background(), []byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
 	convs := doc.Conversations()
-	if doc.Format != agentctx.FormatOpenHands || len(doc.Messages) != 3 || len(convs) != 2 || convs[1].Name != "b" || len(convs[1].Messages) != 1 {
+	if doc.Format != transcript.FormatOpenHands || len(doc.Messages) != 3 || len(convs) != 2 || convs[1].Name != "b" || len(convs[1].Messages) != 1 {
 		t.Fatalf("%s: %d messages, %d conversations", doc.Format, len(doc.Messages), len(convs))
 	}
 	if len(doc.NonModel()) != 1 || len(convs[1].NonModel()) != 1 {
@@ -128,22 +129,22 @@ func TestDetectFormat(t *testing.T) {
 		format   agentctx.Format
 		msgs     int
 	}{
-		{"history of messages with content parts", `{"history":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"go"}]}],"info":{}}`, agentctx.FormatSWEAgent, 2},
-		{"history of messages, tool_calls and tool_call_ids", `{"history":[{"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function","function":{"name":"bash","arguments":"{}"}}]},{"role":"tool","content":[{"type":"text","text":"ok"}],"tool_call_ids":["c"]}],"trajectory":[]}`, agentctx.FormatSWEAgent, 2},
-		{"history of OpenHands events", `{"instance_id":"x","history":[` + ohEvent + `]}`, agentctx.FormatOpenHands, 0},
-		{"history of messages beside a type", `{"type":"trajectory","history":[{"role":"user","content":"go"}]}`, agentctx.FormatSWEAgent, 1},
-		{"empty history with a trajectory", `{"history":[],"trajectory":[]}`, agentctx.FormatSWEAgent, 0},
-		{"empty history alone", `{"history":[]}`, agentctx.FormatOpenHands, 0},
-		{"mini-swe-agent by trajectory_format", `{"messages":[{"role":"user","content":"x"}],"trajectory_format":"mini-swe-agent-1.1"}`, agentctx.FormatMiniSWEAgent, 1},
-		{"mini-swe-agent by info.mini_version", `{"info":{"mini_version":"1.0"},"messages":[]}`, agentctx.FormatMiniSWEAgent, 0},
-		{"mini-swe-agent by an exit message", `{"messages":[{"role":"user","content":"x"},{"role":"exit","content":""}]}`, agentctx.FormatMiniSWEAgent, 1},
+		{"history of messages with content parts", `{"history":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":"go"}]}],"info":{}}`, transcript.FormatSWEAgent, 2},
+		{"history of messages, tool_calls and tool_call_ids", `{"history":[{"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function","function":{"name":"bash","arguments":"{}"}}]},{"role":"tool","content":[{"type":"text","text":"ok"}],"tool_call_ids":["c"]}],"trajectory":[]}`, transcript.FormatSWEAgent, 2},
+		{"history of OpenHands events", `{"instance_id":"x","history":[` + ohEvent + `]}`, transcript.FormatOpenHands, 0},
+		{"history of messages beside a type", `{"type":"trajectory","history":[{"role":"user","content":"go"}]}`, transcript.FormatSWEAgent, 1},
+		{"empty history with a trajectory", `{"history":[],"trajectory":[]}`, transcript.FormatSWEAgent, 0},
+		{"empty history alone", `{"history":[]}`, transcript.FormatOpenHands, 0},
+		{"mini-swe-agent by trajectory_format", `{"messages":[{"role":"user","content":"x"}],"trajectory_format":"mini-swe-agent-1.1"}`, transcript.FormatMiniSWEAgent, 1},
+		{"mini-swe-agent by info.mini_version", `{"info":{"mini_version":"1.0"},"messages":[]}`, transcript.FormatMiniSWEAgent, 0},
+		{"mini-swe-agent by an exit message", `{"messages":[{"role":"user","content":"x"},{"role":"exit","content":""}]}`, transcript.FormatMiniSWEAgent, 1},
 		{"request body", `{"model":"m","messages":[{"role":"user","content":"x"}]}`, agentctx.FormatObject, 1},
-		{"claude code after a stray message line", `{"role":"user","content":"x"}` + "\n" + `{"type":"user","message":{"role":"user","content":"a"}}` + "\n" + `{"type":"progress"}`, agentctx.FormatClaudeCode, 1},
+		{"claude code after a stray message line", `{"role":"user","content":"x"}` + "\n" + `{"type":"user","message":{"role":"user","content":"a"}}` + "\n" + `{"type":"progress"}`, transcript.FormatClaudeCode, 1},
 		{"exit in JSON Lines", `{"role":"user","content":"x"}` + "\n" + `{"role":"exit","content":""}`, agentctx.FormatJSONL, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc, err := agentctx.ParseDocument(context.Background(), []byte(tt.in))
+			doc, err := transcript.ParseDocument(context.Background(), []byte(tt.in))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +155,7 @@ func TestDetectFormat(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if doc.Format != agentctx.FormatOpenHands && doc.Format != agentctx.FormatClaudeCode {
+			if doc.Format != transcript.FormatOpenHands && doc.Format != transcript.FormatClaudeCode {
 				if want := compactLines([]byte(tt.in), doc.Format == agentctx.FormatJSONL); string(out) != string(want) {
 					t.Errorf("round trip\n got: %s\nwant: %s", out, want)
 				}
@@ -167,10 +168,10 @@ func TestDetectFormat(t *testing.T) {
 // holds messages that pair up, and writes back as documented.
 func TestFormatsExamples(t *testing.T) {
 	seen := map[agentctx.Format]bool{}
-	for _, f := range agentctx.Formats() {
+	for _, f := range transcript.Formats() {
 		t.Run(string(f.Format), func(t *testing.T) {
 			seen[f.Format] = true
-			doc, err := agentctx.ParseDocument(context.Background(), []byte(f.Example))
+			doc, err := transcript.ParseDocument(context.Background(), []byte(f.Example))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -185,7 +186,7 @@ func TestFormatsExamples(t *testing.T) {
 			}
 			out, _ := doc.AppendJSON(nil)
 			switch f.Format {
-			case agentctx.FormatClaudeCode, agentctx.FormatOpenHands:
+			case transcript.FormatClaudeCode, transcript.FormatOpenHands:
 			default:
 				if want := compactLines([]byte(f.Example), f.Format == agentctx.FormatJSONL); string(out) != string(want) {
 					t.Errorf("round trip\n got: %s\nwant: %s", out, want)

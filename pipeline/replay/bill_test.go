@@ -1,4 +1,4 @@
-package pipeline_test
+package replay_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pipeline/replay"
 )
 
 // A two-request session whose recorded usage is its bill, by hand at
@@ -26,7 +26,7 @@ func TestReplayBill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := pipeline.Replay(context.Background(), doc, pipeline.ReplayOptions{})
+	res, err := replay.Run(context.Background(), doc, replay.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package agentctx_test
+package transcript_test
 
 import (
 	"bytes"
@@ -10,15 +10,16 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 func readOpenHands(t *testing.T) *agentctx.Document {
 	t.Helper()
-	data, err := os.ReadFile("testdata/openhands_output.jsonl")
+	data, err := os.ReadFile("../testdata/openhands_output.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := agentctx.ParseDocument(context.Background(), data)
+	doc, err := transcript.ParseDocument(context.Background(), data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,8 +28,8 @@ func readOpenHands(t *testing.T) *agentctx.Document {
 
 func TestOpenHandsConversations(t *testing.T) {
 	doc := readOpenHands(t)
-	if doc.Format != agentctx.FormatOpenHands {
-		t.Fatalf("format %q, want %q", doc.Format, agentctx.FormatOpenHands)
+	if doc.Format != transcript.FormatOpenHands {
+		t.Fatalf("format %q, want %q", doc.Format, transcript.FormatOpenHands)
 	}
 	convs := doc.Conversations()
 	if len(convs) != 2 || convs[0].Name != "calc__calc-1" || convs[1].Name != "calc__calc-2" {
@@ -42,7 +43,7 @@ func TestOpenHandsConversations(t *testing.T) {
 		t.Errorf("skipped %d events, want 3", doc.Skipped)
 	}
 	// A document of any other format is its own only conversation.
-	arr, _ := agentctx.ParseDocument(context.Background(), []byte(`[{"role":"user","content":"hi"}]`))
+	arr, _ := transcript.ParseDocument(context.Background(), []byte(`[{"role":"user","content":"hi"}]`))
 	if c := arr.Conversations(); len(c) != 1 || c[0] != arr {
 		t.Errorf("array document: %d conversations", len(c))
 	}
@@ -119,20 +120,20 @@ func TestOpenHandsWriteBack(t *testing.T) {
 	if err := doc.Encode(&buf); err != nil {
 		t.Fatal(err)
 	}
-	in, err := os.ReadFile("testdata/openhands_output.jsonl")
+	in, err := os.ReadFile("../testdata/openhands_output.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := compactLines(in, true); !bytes.Equal(buf.Bytes(), want) {
 		t.Errorf("round trip differs from the input:\n%s\nwant\n%s", buf.Bytes(), want)
 	}
-	again, err := agentctx.ParseDocument(context.Background(), buf.Bytes())
+	again, err := transcript.ParseDocument(context.Background(), buf.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, _ := agentctx.MarshalMessages(doc.Messages)
 	b, _ := agentctx.MarshalMessages(again.Messages)
-	if again.Format != agentctx.FormatOpenHands || !bytes.Equal(a, b) || len(again.Conversations()) != 2 {
+	if again.Format != transcript.FormatOpenHands || !bytes.Equal(a, b) || len(again.Conversations()) != 2 {
 		t.Errorf("re-read as %s, messages equal %v", again.Format, bytes.Equal(a, b))
 	}
 	// WithMessages holds the new messages as one conversation.
@@ -162,7 +163,7 @@ func TestOpenHandsForms(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc, err := agentctx.ParseDocument(context.Background(), []byte(tt.in))
+			doc, err := transcript.ParseDocument(context.Background(), []byte(tt.in))
 			if tt.err != "" {
 				if err == nil || !errors.Is(err, agentctx.ErrInvalidInput) || !strings.Contains(err.Error(), tt.err) {
 					t.Fatalf("err = %v, want an input error with %q", err, tt.err)
@@ -172,12 +173,12 @@ func TestOpenHandsForms(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if doc.Format != agentctx.FormatOpenHands || len(doc.Messages) != tt.msgs || len(doc.Conversations()) != tt.convs {
+			if doc.Format != transcript.FormatOpenHands || len(doc.Messages) != tt.msgs || len(doc.Conversations()) != tt.convs {
 				t.Errorf("format %s, %d messages, %d conversations", doc.Format, len(doc.Messages), len(doc.Conversations()))
 			}
 		})
 	}
-	doc, _ := agentctx.ParseDocument(context.Background(), []byte(tests[1].in))
+	doc, _ := transcript.ParseDocument(context.Background(), []byte(tests[1].in))
 	if doc.Name != "7" {
 		t.Errorf("numeric instance_id: name %q", doc.Name)
 	}

@@ -1,4 +1,4 @@
-package agentctx
+package transcript
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/rawjson"
 )
 
@@ -117,8 +118,8 @@ type ohToolCall struct {
 
 // parseOpenHands reads OpenHands evaluation records (JSON Lines, or one
 // object) into one conversation per record.
-func parseOpenHands(data []byte, values [][]byte) (*Document, error) {
-	doc := &Document{Format: FormatOpenHands}
+func parseOpenHands(data []byte, values [][]byte) (*agentctx.Document, error) {
+	convs := make([]*agentctx.Document, 0, len(values))
 	for k, v := range values {
 		var rec struct {
 			InstanceID json.RawMessage   `json:"instance_id"`
@@ -126,54 +127,69 @@ func parseOpenHands(data []byte, values [][]byte) (*Document, error) {
 		}
 		err := json.Unmarshal(v, &rec)
 		if err != nil {
-			return nil, inputErrorAt(data, offsetIn(data, v), fmt.Sprintf("OpenHands record %d: %v", k+1, err))
+			return nil, agentctx.InputErrorAt(data, rawjson.Offset(data, v), fmt.Sprintf("OpenHands record %d: %v", k+1, err))
 		}
-		recordAt := offsetIn(data, v)
-		var conv *Document
+		recordAt := rawjson.Offset(data, v)
+		var conv *ohConv
 		if elems, ok := messageHistory(v); ok {
 			// A record whose history holds the messages themselves (the
 			// SWE-agent shape, one trajectory per line).
-			conv = &Document{Format: FormatOpenHands}
-			if err := conv.decodeMessages(data, elems); err != nil {
-				return nil, err
+			conv = &ohConv{src: &ohSource{messages: true}, msgs: make([]agentctx.Message, len(elems))}
+			for j, el := range elems {
+				if conv.msgs[j], err = agentctx.DecodeMessage(el); err != nil {
+					return nil, agentctx.InputErrorAt(data, rawjson.Offset(data, el), fmt.Sprintf("message %d: %v", j, err))
+				}
 			}
-			conv.oh = &ohSource{messages: true}
 		} else {
 			conv, err = importOpenHands(data, rec.History, func(int) int64 { return recordAt })
 			if err != nil {
 				return nil, err
 			}
 		}
-		conv.oh.record = v
-		conv.Name = fmt.Sprintf("record-%d", k+1)
+		conv.src.record = v
+		c := conv.document()
+		c.Name = fmt.Sprintf("record-%d", k+1)
 		var id string
 		if json.Unmarshal(rec.InstanceID, &id) == nil && id != "" {
-			conv.Name = id
+			c.Name = id
 		} else if k := rawjson.Kind(rec.InstanceID); k == '-' || k >= '0' && k <= '9' {
-			conv.Name = string(rec.InstanceID)
+			c.Name = string(rec.InstanceID)
 		}
-		doc.convs = append(doc.convs, conv)
-		doc.Messages = append(doc.Messages, conv.Messages...)
-		for kind, n := range conv.SkippedKinds {
+		convs = append(convs, c)
+	}
+	if len(convs) == 1 {
+		if len(convs[0].Messages) == 0 {
+			convs[0].Messages = nil
+		}
+		return convs[0], nil
+	}
+	doc := agentctx.JoinConversations(FormatOpenHands, convs, ohFile{})
+	for _, c := range convs {
+		for kind, n := range c.SkippedKinds {
 			for range n {
-				doc.skip(kind)
+				skip(doc, kind)
 			}
 		}
 	}
-	// Messages of the records that are not model messages, placed from the
-	// end of the whole document.
-	start := 0
-	for _, c := range doc.convs {
-		end := start + len(c.Messages)
-		for _, h := range c.held {
-			doc.held = append(doc.held, held{msg: h.msg, fromEnd: len(doc.Messages) - end + h.fromEnd})
-		}
-		start = end
-	}
-	if len(doc.convs) == 1 {
-		doc.Name, doc.oh, doc.convs = doc.convs[0].Name, doc.convs[0].oh, nil
-	}
 	return doc, nil
+}
+
+// ohConv is one conversation imported from OpenHands: its messages as the
+// record holds them, the records it skipped, and its source.
+type ohConv struct {
+	msgs []agentctx.Message
+	skip *agentctx.Document // counts the skipped events
+	src  *ohSource
+}
+
+// document returns the conversation as a document written back by its
+// source.
+func (c *ohConv) document() *agentctx.Document {
+	d := agentctx.NewDocument(FormatOpenHands, c.msgs, c.src)
+	if c.skip != nil {
+		d.Skipped, d.SkippedKinds = c.skip.Skipped, c.skip.SkippedKinds
+	}
+	return d
 }
 
 // messageHistory returns the elements of a record's "history" when they
@@ -212,8 +228,9 @@ func isMessages(list []byte) bool {
 
 // importOpenHands turns one list of events into a conversation. at gives
 // the offset in data to report for a bad event k.
-func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64) (*Document, error) {
-	doc := &Document{Format: FormatOpenHands, Messages: []Message{}}
+func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64) (*ohConv, error) {
+	doc := &agentctx.Document{}
+	out := []agentctx.Message{}
 	evMsg := make([]int, len(events)) // the message each event became part of
 	var (
 		msgs       []ohMessage
@@ -224,16 +241,16 @@ func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64
 	for k, raw := range events {
 		var ev ohEvent
 		if err := json.Unmarshal(raw, &ev); err != nil {
-			return nil, inputErrorAt(data, at(k), fmt.Sprintf("OpenHands event %d: %v", k, err))
+			return nil, agentctx.InputErrorAt(data, at(k), fmt.Sprintf("OpenHands event %d: %v", k, err))
 		}
 		tcm := ev.ToolCallMetadata
 		evMsg[k] = -1
 		n := len(msgs)
 		switch {
 		case ev.Action == "system":
-			msgs = append(msgs, ohMessage{Role: RoleSystem, Content: text(firstNonEmpty(ev.Args.Content, ev.Message)), Timestamp: ev.Timestamp})
+			msgs = append(msgs, ohMessage{Role: agentctx.RoleSystem, Content: text(firstNonEmpty(ev.Args.Content, ev.Message)), Timestamp: ev.Timestamp})
 		case ev.Action == "recall" || ev.Observation == "recall":
-			doc.skip("openhands/recall")
+			skip(doc, "openhands/recall")
 		case ev.Action != "" && tcm != nil && tcm.ToolCallID != "":
 			call := ohToolCall{ID: tcm.ToolCallID, Type: "function"}
 			call.Function.Name = tcm.FunctionName
@@ -262,7 +279,7 @@ func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64
 				evMsg[k] = lastCallAt
 				break
 			}
-			m := ohMessage{Role: RoleAssistant, ToolCalls: []ohToolCall{call}, Timestamp: ev.Timestamp}
+			m := ohMessage{Role: agentctx.RoleAssistant, ToolCalls: []ohToolCall{call}, Timestamp: ev.Timestamp}
 			if thought != "" {
 				m.Content = text(thought)
 			}
@@ -277,28 +294,28 @@ func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64
 					failed = true
 				}
 			}
-			m := ohMessage{Role: RoleTool, Content: text(content), ToolCallID: tcm.ToolCallID, Name: tcm.FunctionName, Timestamp: ev.Timestamp}
+			m := ohMessage{Role: agentctx.RoleTool, Content: text(content), ToolCallID: tcm.ToolCallID, Name: tcm.FunctionName, Timestamp: ev.Timestamp}
 			if failed {
 				m.MessageStatus = "error"
 			}
 			msgs = append(msgs, m)
 		case ev.Action == "message" && ev.Source == "user":
-			msgs = append(msgs, ohMessage{Role: RoleUser, Content: text(firstNonEmpty(ev.Args.Content, ev.Message)), Timestamp: ev.Timestamp})
+			msgs = append(msgs, ohMessage{Role: agentctx.RoleUser, Content: text(firstNonEmpty(ev.Args.Content, ev.Message)), Timestamp: ev.Timestamp})
 		case ev.Action == "message" || ev.Action == "finish":
 			s := firstNonEmpty(ev.Args.Content, ev.Args.FinalThought, ev.Args.Thought, ev.Message)
 			if s == "" {
-				doc.skip("openhands/" + ev.Action + " without text")
+				skip(doc, "openhands/"+ev.Action+" without text")
 				break
 			}
-			msgs = append(msgs, ohMessage{Role: RoleAssistant, Content: text(s), Timestamp: ev.Timestamp})
+			msgs = append(msgs, ohMessage{Role: agentctx.RoleAssistant, Content: text(s), Timestamp: ev.Timestamp})
 		case ev.Observation != "" && ev.Observation != "null" && ev.Observation != "agent_state_changed" && firstNonEmpty(ev.Content, ev.Message) != "":
-			m := ohMessage{Role: RoleUser, Content: text(firstNonEmpty(ev.Content, ev.Message)), Timestamp: ev.Timestamp}
+			m := ohMessage{Role: agentctx.RoleUser, Content: text(firstNonEmpty(ev.Content, ev.Message)), Timestamp: ev.Timestamp}
 			if ev.Observation == "error" {
 				m.MessageStatus = "error"
 			}
 			msgs = append(msgs, m)
 		default:
-			doc.skip("openhands/" + cmp.Or(ev.Action, ev.Observation, "event"))
+			skip(doc, "openhands/"+cmp.Or(ev.Action, ev.Observation, "event"))
 		}
 		if len(msgs) > n {
 			evMsg[k] = n
@@ -309,17 +326,17 @@ func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64
 		if err != nil {
 			return nil, fmt.Errorf("OpenHands import: %w", err)
 		}
-		msg, err := DecodeMessage(raw)
+		msg, err := agentctx.DecodeMessage(raw)
 		if err != nil {
 			return nil, fmt.Errorf("OpenHands import: %w", err)
 		}
-		doc.Messages = append(doc.Messages, msg)
+		out = append(out, msg)
 	}
-	doc.oh = &ohSource{events: make([][]byte, len(events)), evMsg: evMsg, msgs: slices.Clone(doc.Messages)}
+	src := &ohSource{events: make([][]byte, len(events)), evMsg: evMsg, msgs: slices.Clone(out)}
 	for k, ev := range events {
-		doc.oh.events[k] = ev
+		src.events[k] = ev
 	}
-	return doc, nil
+	return &ohConv{msgs: out, skip: doc, src: src}, nil
 }
 
 // argumentsOf returns an action's "args" without its "thought", as JSON

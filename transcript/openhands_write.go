@@ -1,8 +1,9 @@
-package agentctx
+package transcript
 
 import (
 	"bytes"
 
+	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/rawjson"
 )
 
@@ -14,87 +15,93 @@ type ohSource struct {
 	messages bool     // the record's history holds messages, not events
 	events   [][]byte // the history's events
 	evMsg    []int    // per event: the index in msgs of the message it is part of; -1 for none
-	msgs     []Message
+	msgs     []agentctx.Message
 }
 
-// encodeOpenHands writes an OpenHands document back in its shape: each
-// conversation as its record, every member kept, with its history
+// ohFile writes an OpenHands document of several conversations back
+// (agentctx.Writer): each conversation as its record (see
+// ohSource.AppendDocument). A document without its conversations (its
+// messages set as one list with WithMessages) is written as JSON Lines of
+// messages.
+type ohFile struct{}
+
+// AppendDocument implements agentctx.Writer.
+func (ohFile) AppendDocument(dst []byte, d *agentctx.Document) ([]byte, error) {
+	e := encoder{buf: dst}
+	for _, c := range d.Conversations() {
+		src, ok := c.Writer().(*ohSource)
+		if !ok {
+			writeLines(&e, c.Messages)
+			continue
+		}
+		src.append(&e, c)
+	}
+	return e.buf, e.err
+}
+
+// AppendDocument writes one OpenHands conversation back in its shape
+// (agentctx.Writer): its record, every member kept, with its history
 // rewritten (or, for a bare array of events, the array). Events that are
 // no message (recalls, state changes) stay where they were; the events of
 // a message read unchanged stay byte for byte; a tool result whose content
 // changed (pruned, offloaded) keeps its observation event with the new
 // content; the events of messages no longer sent (compacted away) are left
 // out; a message that was not read (a summary, a synthetic result) becomes
-// a new event before the next message's. A document without its source
-// (messages set on a document of several conversations) is written as
-// JSON Lines of messages.
-func (d *Document) encodeOpenHands(e *encoder) {
-	convs := d.convs
-	if len(convs) == 0 {
-		if d.oh == nil {
-			for k := range d.Messages {
-				d.Messages[k].encode(e)
-				e.buf = append(e.buf, '\n')
-			}
-			return
-		}
-		convs = []*Document{d}
-	}
-	for _, c := range convs {
-		if c.oh == nil {
-			for k := range c.Messages {
-				c.Messages[k].encode(e)
-				e.buf = append(e.buf, '\n')
-			}
-			continue
-		}
-		var history []byte
-		if c.oh.messages {
-			sub := encoder{mode: e.mode}
-			encodeList(&sub, c.fileMessages())
-			history, e.err = sub.buf, cmpErr(e.err, sub.err)
-		} else {
-			history = ohHistory(c.Messages, c.oh)
-		}
-		if c.oh.record == nil {
-			e.buf = append(append(e.buf, history...), '\n')
-			continue
-		}
-		ms, err := rawjson.Members(c.oh.record)
-		if err != nil {
-			e.err = cmpErr(e.err, err)
-			continue
-		}
-		e.buf = append(e.buf, '{')
-		for k, m := range ms {
-			if k > 0 {
-				e.buf = append(e.buf, ',')
-			}
-			e.buf = append(append(e.buf, m.RawKey...), ':')
-			if m.Key == "history" {
-				e.buf = append(e.buf, history...)
-			} else {
-				e.raw(m.Value)
-			}
-		}
-		e.buf = append(e.buf, '}', '\n')
+// a new event before the next message's.
+func (src *ohSource) AppendDocument(dst []byte, d *agentctx.Document) ([]byte, error) {
+	e := encoder{buf: dst}
+	src.append(&e, d)
+	return e.buf, e.err
+}
+
+// writeLines writes msgs as JSON Lines.
+func writeLines(e *encoder, msgs []agentctx.Message) {
+	for k := range msgs {
+		e.message(&msgs[k])
+		e.buf = append(e.buf, '\n')
 	}
 }
 
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
+// append writes conversation c back as its record (see AppendDocument).
+func (src *ohSource) append(e *encoder, c *agentctx.Document) {
+	var history []byte
+	if src.messages {
+		var err error
+		history, err = agentctx.MarshalMessages(c.FileMessages())
+		e.fail(err)
+	} else {
+		history = ohHistory(c.Messages, src)
 	}
-	return b
+	if src.record == nil {
+		e.buf = append(append(e.buf, history...), '\n')
+		return
+	}
+	ms, err := rawjson.Members(src.record)
+	if err != nil {
+		e.fail(err)
+		return
+	}
+	e.buf = append(e.buf, '{')
+	for k, m := range ms {
+		if k > 0 {
+			e.buf = append(e.buf, ',')
+		}
+		e.buf = append(append(e.buf, m.RawKey...), ':')
+		if m.Key == "history" {
+			e.buf = append(e.buf, history...)
+		} else {
+			e.raw(m.Value)
+		}
+	}
+	e.buf = append(e.buf, '}', '\n')
 }
 
 // ohHistory returns the events that hold msgs, laid out in the events src
 // was read from (see encodeOpenHands).
-func ohHistory(msgs []Message, src *ohSource) []byte {
-	enc := func(m *Message) []byte {
-		e := encoder{mode: modePreserve}
-		m.encode(&e)
-		return e.buf
+func ohHistory(msgs []agentctx.Message, src *ohSource) []byte {
+	enc := func(m *agentctx.Message) []byte {
+		b, _ := m.AppendJSON(nil)
+		return b
 	}
 	orig := make([][]byte, len(src.msgs))
 	for i := range src.msgs {
@@ -119,9 +126,9 @@ func ohHistory(msgs []Message, src *ohSource) []byte {
 				found = i
 			}
 		}
-		if found < 0 && m.Role == RoleTool {
+		if found < 0 && m.Role == agentctx.RoleTool {
 			for i := p; i < len(src.msgs) && found < 0; i++ {
-				if src.msgs[i].Role == RoleTool && src.msgs[i].ToolCallID == m.ToolCallID {
+				if src.msgs[i].Role == agentctx.RoleTool && src.msgs[i].ToolCallID == m.ToolCallID {
 					found, changed[i] = i, true
 				}
 			}
@@ -217,16 +224,16 @@ func setMember(raw, value []byte, path ...string) []byte {
 // agent message action, a system action, an observation answering a tool
 // call, or (an assistant message with calls) its actions' first with the
 // model response that carries every call.
-func newOHEvent(m *Message) []byte {
+func newOHEvent(m *agentctx.Message) []byte {
 	text := m.Content.AsText()
 	ev := []byte(`{`)
-	if ts, ok := m.Field(FieldTimestamp); ok {
+	if ts, ok := m.Field(agentctx.FieldTimestamp); ok {
 		ev = append(append(ev, `"timestamp":`...), ts...)
 		ev = append(ev, ',')
 	}
 	str := func(s string) []byte { return rawjson.AppendString(nil, s) }
 	switch {
-	case m.Role == RoleTool:
+	case m.Role == agentctx.RoleTool:
 		obs := "run"
 		if m.Status() == "error" {
 			obs = "error"
@@ -241,16 +248,15 @@ func newOHEvent(m *Message) []byte {
 		ev = append(append(ev, str(name)...), `,"tool_call_id":`...)
 		ev = append(append(ev, str(m.ToolCallID)...), `}}`...)
 		return ev
-	case m.Role == RoleSystem:
+	case m.Role == agentctx.RoleSystem:
 		ev = append(ev, `"source":"agent","action":"system","args":{"content":`...)
 		return append(append(ev, str(text)...), `}}`...)
-	case m.Role == RoleAssistant && len(m.ToolCalls) > 0:
+	case m.Role == agentctx.RoleAssistant && len(m.ToolCalls) > 0:
 		// One action per call would repeat the response; one action with
 		// the whole response imports as the same assistant message.
-		me := encoder{mode: modePreserve}
-		m.encode(&me)
+		me, _ := m.AppendJSON(nil)
 		calls := []byte("[]")
-		if ms, err := rawjson.Members(me.buf); err == nil {
+		if ms, err := rawjson.Members(me); err == nil {
 			for _, mb := range ms {
 				if mb.Key == "tool_calls" {
 					calls = mb.Value
@@ -266,7 +272,7 @@ func newOHEvent(m *Message) []byte {
 		return append(append(ev, calls...), `}}]}}}`...)
 	}
 	source := "agent"
-	if m.Role == RoleUser {
+	if m.Role == agentctx.RoleUser {
 		source = "user"
 	}
 	ev = append(append(ev, `"source":`...), str(source)...)

@@ -1,4 +1,4 @@
-package agentctx_test
+package transcript_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
@@ -23,7 +24,7 @@ func readDoc(t *testing.T, path string) (*agentctx.Document, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := agentctx.ParseDocument(context.Background(), append([]byte(nil), data...))
+	doc, err := transcript.ParseDocument(context.Background(), append([]byte(nil), data...))
 	if err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
@@ -61,14 +62,14 @@ func TestRoundTripLossless(t *testing.T) {
 		{"openai_chat.json", agentctx.FormatArray, 6, 0, 0},
 		{"messages.jsonl", agentctx.FormatJSONL, 4, 0, 0},
 		{"crlf.jsonl", agentctx.FormatJSONL, 2, 0, 0},
-		{"swe_traj.json", agentctx.FormatMiniSWEAgent, 3, 1, 0},
-		{"mini_swe_agent.traj.json", agentctx.FormatMiniSWEAgent, 8, 1, 0},
-		{"swe_agent.traj", agentctx.FormatSWEAgent, 8, 0, 0},
-		{"swe_agent_reused_ids.traj", agentctx.FormatSWEAgent, 9, 0, 2},
+		{"swe_traj.json", transcript.FormatMiniSWEAgent, 3, 1, 0},
+		{"mini_swe_agent.traj.json", transcript.FormatMiniSWEAgent, 8, 1, 0},
+		{"swe_agent.traj", transcript.FormatSWEAgent, 8, 0, 0},
+		{"swe_agent_reused_ids.traj", transcript.FormatSWEAgent, 9, 0, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			doc, data := readDoc(t, filepath.Join("testdata", tt.file))
+			doc, data := readDoc(t, filepath.Join("..", "testdata", tt.file))
 			if doc.Format != tt.format || len(doc.Messages) != tt.msgs || len(doc.NonModel()) != tt.nonModel {
 				t.Fatalf("format %s with %d messages (%d not for the model), want %s with %d (%d)",
 					doc.Format, len(doc.Messages), len(doc.NonModel()), tt.format, tt.msgs, tt.nonModel)
@@ -108,8 +109,8 @@ func TestRoundTripLossless(t *testing.T) {
 // interleaved results are gathered into the next message, other records are
 // skipped, and the output is one record per message.
 func TestRoundTripClaudeCode(t *testing.T) {
-	doc, _ := readDoc(t, "testdata/claude_code.jsonl")
-	if doc.Format != agentctx.FormatClaudeCode {
+	doc, _ := readDoc(t, "../testdata/claude_code.jsonl")
+	if doc.Format != transcript.FormatClaudeCode {
 		t.Fatalf("format = %s", doc.Format)
 	}
 	roles := []string{}
@@ -137,10 +138,10 @@ func TestRoundTripClaudeCode(t *testing.T) {
 	if err := doc.Encode(&out); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "testdata/claude_code.golden.jsonl", out.Bytes())
+	golden(t, "../testdata/claude_code.golden.jsonl", out.Bytes())
 
 	// The output reads back as the same messages.
-	again, err := agentctx.ParseDocument(context.Background(), out.Bytes())
+	again, err := transcript.ParseDocument(context.Background(), out.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func golden(t *testing.T, path string, got []byte) {
 }
 
 func TestEditKeepsEverythingElse(t *testing.T) {
-	doc, data := readDoc(t, "testdata/anthropic_request.json")
+	doc, data := readDoc(t, "../testdata/anthropic_request.json")
 	msgs := agentctx.MapToolResults(doc.Messages, func(r agentctx.ToolResult) (agentctx.Content, bool) {
 		return agentctx.Text("[cleared]"), r.ID == "toolu_01B"
 	})
@@ -213,7 +214,7 @@ func TestParseDocumentErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := agentctx.ParseDocument(context.Background(), []byte(tt.in))
+			_, err := transcript.ParseDocument(context.Background(), []byte(tt.in))
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -241,11 +242,11 @@ func TestParseDocumentShapes(t *testing.T) {
 		{"single message", `{"role":"user","content":"hi"}`, agentctx.FormatJSONL, 1},
 		{"pretty sequence", "{\n \"role\": \"user\",\n \"content\": \"a\"\n}\n{\"role\":\"assistant\",\"content\":\"b\"}", agentctx.FormatJSONL, 2},
 		{"request body", `{"model":"gpt-4o","messages":[]}`, agentctx.FormatObject, 0},
-		{"claude record only", `{"type":"summary","summary":"x","leafUuid":"u"}`, agentctx.FormatClaudeCode, 0},
+		{"claude record only", `{"type":"summary","summary":"x","leafUuid":"u"}`, transcript.FormatClaudeCode, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc, err := agentctx.ParseDocument(context.Background(), []byte(tt.in))
+			doc, err := transcript.ParseDocument(context.Background(), []byte(tt.in))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -259,22 +260,22 @@ func TestParseDocumentShapes(t *testing.T) {
 func TestReadDocumentCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := agentctx.ReadDocument(ctx, strings.NewReader(`[]`))
+	_, err := transcript.ReadDocument(ctx, strings.NewReader(`[]`))
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("error = %v, want context.Canceled", err)
 	}
 }
 
 func TestReadFile(t *testing.T) {
-	doc, err := agentctx.ReadFile(context.Background(), "-", strings.NewReader(`[{"role":"user","content":"x"}]`))
+	doc, err := transcript.ReadFile(context.Background(), "-", strings.NewReader(`[{"role":"user","content":"x"}]`))
 	if err != nil || len(doc.Messages) != 1 {
 		t.Fatalf("stdin: %v %v", doc, err)
 	}
-	_, err = agentctx.ReadFile(context.Background(), "testdata/does-not-exist.json", nil)
+	_, err = transcript.ReadFile(context.Background(), "../testdata/does-not-exist.json", nil)
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
-	doc, err = agentctx.ReadFile(context.Background(), "testdata/messages.jsonl", nil)
+	doc, err = transcript.ReadFile(context.Background(), "../testdata/messages.jsonl", nil)
 	if err != nil || doc.Format != agentctx.FormatJSONL {
 		t.Errorf("file: %v %v", doc, err)
 	}

@@ -1,4 +1,4 @@
-package agentctx
+package transcript
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/rawjson"
 )
 
@@ -42,23 +43,23 @@ import (
 const kindBeforeBoundary = "before compact boundary"
 
 type ccRecord struct {
-	members []member
+	members []rawjson.Member
 	typ     string
 	raw     []byte
 }
 
 // parseClaudeCode reads the records (values, and their members as scanned).
-func (o ReadOptions) parseClaudeCode(data []byte, values [][]byte, scans [][]rawjson.Member) (*Document, error) {
-	doc := &Document{Format: FormatClaudeCode}
+func (o ReadOptions) parseClaudeCode(data []byte, values [][]byte, scans [][]rawjson.Member) (*agentctx.Document, error) {
+	doc := &agentctx.Document{Format: FormatClaudeCode}
 	recs := make([]ccRecord, len(values))
 	mainLine, sidechain := 0, 0
 	lastBoundary := -1
 	for k, v := range values {
-		ms := opaqueMembers(scans[k])
+		ms := scans[k]
 		recs[k] = ccRecord{members: ms, typ: recordString(ms, "type"), raw: v}
 		switch {
-		case recs[k].typ == RoleUser || recs[k].typ == RoleAssistant:
-			if rawjson.Kind(memberRaw(ms, "isSidechain")) == 't' {
+		case recs[k].typ == agentctx.RoleUser || recs[k].typ == agentctx.RoleAssistant:
+			if rawjson.Kind(findRaw(ms, "isSidechain")) == 't' {
 				sidechain++
 			} else {
 				mainLine++
@@ -73,12 +74,12 @@ func (o ReadOptions) parseClaudeCode(data []byte, values [][]byte, scans [][]raw
 	first := 0
 	if lastBoundary >= 0 && !o.WholeHistory {
 		first = lastBoundary
-		doc.liveFrom = lineAt(data, recs[lastBoundary].raw)
+		doc.LiveFrom = lineAt(data, recs[lastBoundary].raw)
 		for k := 0; k < lastBoundary; k++ {
 			if recs[k].typ == "system" && recordString(recs[k].members, "subtype") == "compact_boundary" {
 				doc.Boundaries = append(doc.Boundaries, boundaryOf(data, &recs[k], -1))
 			}
-			doc.skip(kindBeforeBoundary)
+			skip(doc, kindBeforeBoundary)
 		}
 	}
 
@@ -97,11 +98,11 @@ func (o ReadOptions) parseClaudeCode(data []byte, values [][]byte, scans [][]raw
 		case typ == "system" && recordString(rec, "subtype") == "compact_boundary":
 			at := len(doc.Messages)
 			doc.Boundaries = append(doc.Boundaries, boundaryOf(data, r, at))
-			doc.skip("system/compact_boundary")
+			skip(doc, "system/compact_boundary")
 			// A turn does not continue across a boundary.
 			lastAssistant = -1
 			continue
-		case typ != RoleUser && typ != RoleAssistant:
+		case typ != agentctx.RoleUser && typ != agentctx.RoleAssistant:
 			kind := typ
 			if kind == "" {
 				kind = "no type"
@@ -109,37 +110,36 @@ func (o ReadOptions) parseClaudeCode(data []byte, values [][]byte, scans [][]raw
 			if sub := recordString(rec, "subtype"); typ == "system" && sub != "" {
 				kind += "/" + sub
 			}
-			doc.skip(kind)
+			skip(doc, kind)
 			continue
-		case mm == nil || rawjson.Kind(mm.raw) != '{':
-			doc.skip(typ + " without message")
+		case mm == nil || rawjson.Kind(mm.Value) != '{':
+			skip(doc, typ+" without message")
 			continue
-		case !readSidechain && rawjson.Kind(memberRaw(rec, "isSidechain")) == 't':
-			doc.skip("sidechain")
+		case !readSidechain && rawjson.Kind(findRaw(rec, "isSidechain")) == 't':
+			skip(doc, "sidechain")
 			continue
 		}
-		msg, err := DecodeMessage(mm.raw)
+		msg, err := agentctx.DecodeMessage(mm.Value)
 		if err != nil {
-			return nil, inputErrorAt(data, offsetIn(data, mm.raw), fmt.Sprintf("record message: %v", err))
+			return nil, agentctx.InputErrorAt(data, rawjson.Offset(data, mm.Value), fmt.Sprintf("record message: %v", err))
 		}
 		if msg.Role == "" {
 			msg.Role = typ
 		}
-		if ts := findMember(rec, FieldTimestamp); ts != nil && findMember(msg.members, FieldTimestamp) == nil {
-			msg.members = append(msg.members, member{key: FieldTimestamp, raw: ts.raw, flags: injected})
+		if ts := findMember(rec, agentctx.FieldTimestamp); ts != nil {
+			msg = msg.WithRecordField(agentctx.FieldTimestamp, ts.Value)
 		}
-		msg.env = &envelope{members: rec}
 
 		n := len(doc.Messages)
 		switch {
-		case msg.Role == RoleAssistant && lastAssistant >= 0 && sameMessageID(&doc.Messages[lastAssistant], &msg) &&
+		case msg.Role == agentctx.RoleAssistant && lastAssistant >= 0 && sameMessageID(&doc.Messages[lastAssistant], &msg) &&
 			allToolResultMessages(doc.Messages[lastAssistant+1:]):
 			// A later part of the same assistant turn (Claude Code writes one
 			// record per content block, interleaved with the results of the
 			// calls already made). Fold it into the turn and gather the
 			// results that came between into one message after it.
 			prev := &doc.Messages[lastAssistant]
-			*prev = prev.WithContent(BlockList(concatBlocks(prev.Content.blocks, msg.Content.blocks)...))
+			*prev = prev.WithContent(agentctx.BlockList(concatBlocks(prev.Content.Blocks(), msg.Content.Blocks())...))
 			if n > lastAssistant+2 {
 				doc.Messages[lastAssistant+1] = mergeResults(doc.Messages[lastAssistant+1:])
 				doc.Merged += n - lastAssistant - 2
@@ -152,38 +152,42 @@ func (o ReadOptions) parseClaudeCode(data []byte, values [][]byte, scans [][]raw
 			}
 			recMsg[k] = lastAssistant
 			doc.Merged++
-		case msg.Role == RoleUser && n >= 2 && isToolResultMessage(&msg) && isToolResultMessage(&doc.Messages[n-1]) &&
+		case msg.Role == agentctx.RoleUser && n >= 2 && isToolResultMessage(&msg) && isToolResultMessage(&doc.Messages[n-1]) &&
 			lastAssistant == n-2:
-			doc.Messages[n-1] = mergeResults([]Message{doc.Messages[n-1], msg})
+			doc.Messages[n-1] = mergeResults([]agentctx.Message{doc.Messages[n-1], msg})
 			recMsg[k] = n - 1
 			doc.Merged++
 		default:
 			doc.Messages = append(doc.Messages, msg)
 			recMsg[k] = len(doc.Messages) - 1
-			if msg.Role == RoleAssistant {
+			if msg.Role == agentctx.RoleAssistant {
 				lastAssistant = len(doc.Messages) - 1
 			}
 		}
 	}
-	cc := &ccFile{records: make([]ccLine, len(recs)), msgs: slices.Clone(doc.Messages)}
+	cc := &ccFile{records: make([]ccLine, len(recs)), msgs: slices.Clone(doc.Messages), env: make([][]rawjson.Member, len(doc.Messages))}
 	for k := range recs {
 		cc.records[k] = ccLine{raw: recs[k].raw, msg: recMsg[k]}
+		if i := recMsg[k]; i >= 0 && cc.env[i] == nil {
+			cc.env[i] = recs[k].members
+		}
 	}
-	doc.cc = cc
 	// A boundary followed by no message points at none.
 	for k := range doc.Boundaries {
 		if doc.Boundaries[k].Message >= len(doc.Messages) {
 			doc.Boundaries[k].Message = -1
 		}
 	}
-	return doc, nil
+	out := agentctx.NewDocument(FormatClaudeCode, doc.Messages, cc)
+	out.Skipped, out.SkippedKinds, out.Merged, out.Boundaries, out.LiveFrom = doc.Skipped, doc.SkippedKinds, doc.Merged, doc.Boundaries, doc.LiveFrom
+	return out, nil
 }
 
 // boundaryOf describes a compact_boundary record; at is the index of the
 // next message.
-func boundaryOf(data []byte, r *ccRecord, at int) CompactBoundary {
-	b := CompactBoundary{Line: lineAt(data, r.raw), Message: at}
-	if md, err := rawjson.Members(memberRaw(r.members, "compactMetadata")); err == nil {
+func boundaryOf(data []byte, r *ccRecord, at int) agentctx.CompactBoundary {
+	b := agentctx.CompactBoundary{Line: lineAt(data, r.raw), Message: at}
+	if md, err := rawjson.Members(findRaw(r.members, "compactMetadata")); err == nil {
 		if t := findRaw(md, "trigger"); rawjson.Kind(t) == '"' {
 			b.Trigger = rawjson.Unquote(t)
 		}
@@ -194,45 +198,26 @@ func boundaryOf(data []byte, r *ccRecord, at int) CompactBoundary {
 	return b
 }
 
-// lineAt returns the 1-based line of sub in data.
-func lineAt(data, sub []byte) int {
-	return bytes.Count(data[:offsetIn(data, sub)], []byte{'\n'}) + 1
-}
-
-func memberRaw(ms []member, key string) []byte {
-	if m := findMember(ms, key); m != nil {
-		return m.raw
-	}
-	return nil
-}
-
-func recordString(ms []member, key string) string {
-	if raw := memberRaw(ms, key); rawjson.Kind(raw) == '"' {
-		return rawjson.Unquote(raw)
-	}
-	return ""
-}
-
-func sameMessageID(a, b *Message) bool {
+func sameMessageID(a, b *agentctx.Message) bool {
 	ida, _ := a.Field("id")
 	idb, _ := b.Field("id")
 	return len(ida) > 0 && bytes.Equal(ida, idb) &&
-		a.Content.kind == ContentBlocks && b.Content.kind == ContentBlocks
+		a.Content.Kind() == agentctx.ContentBlocks && b.Content.Kind() == agentctx.ContentBlocks
 }
 
-func isToolResultMessage(m *Message) bool {
-	if m.Role != RoleUser || m.Content.kind != ContentBlocks || len(m.Content.blocks) == 0 {
+func isToolResultMessage(m *agentctx.Message) bool {
+	if m.Role != agentctx.RoleUser || m.Content.Kind() != agentctx.ContentBlocks || len(m.Content.Blocks()) == 0 {
 		return false
 	}
-	for k := range m.Content.blocks {
-		if m.Content.blocks[k].Type != BlockToolResult {
+	for k := range m.Content.Blocks() {
+		if m.Content.Blocks()[k].Type != agentctx.BlockToolResult {
 			return false
 		}
 	}
 	return true
 }
 
-func allToolResultMessages(ms []Message) bool {
+func allToolResultMessages(ms []agentctx.Message) bool {
 	for k := range ms {
 		if !isToolResultMessage(&ms[k]) {
 			return false
@@ -242,34 +227,34 @@ func allToolResultMessages(ms []Message) bool {
 }
 
 // mergeResults folds tool-result messages into the first one.
-func mergeResults(ms []Message) Message {
-	blocks := []Block{}
+func mergeResults(ms []agentctx.Message) agentctx.Message {
+	blocks := []agentctx.Block{}
 	for k := range ms {
-		blocks = append(blocks, ms[k].Content.blocks...)
+		blocks = append(blocks, ms[k].Content.Blocks()...)
 	}
-	return ms[0].WithContent(BlockList(blocks...))
+	return ms[0].WithContent(agentctx.BlockList(blocks...))
 }
 
-func concatBlocks(a, b []Block) []Block {
-	out := make([]Block, 0, len(a)+len(b))
+func concatBlocks(a, b []agentctx.Block) []agentctx.Block {
+	out := make([]agentctx.Block, 0, len(a)+len(b))
 	return append(append(out, a...), b...)
 }
 
-func encodeRecord(e *encoder, m *Message, over map[string][]byte) {
+// encodeRecord writes m in its record: the record's members env, some
+// replaced (over), with m as its "message".
+func encodeRecord(e *encoder, m *agentctx.Message, env []rawjson.Member, over map[string][]byte) {
 	e.buf = append(e.buf, '{')
 	first := true
-	for k := range m.env.members {
-		mb := &m.env.members[k]
-		e.key(&first, mb, mb.key)
-		switch v, ok := over[mb.key]; {
-		case mb.key == "message":
-			e.skipInjected = true
-			m.encode(e)
-			e.skipInjected = false
+	for k := range env {
+		mb := &env[k]
+		e.key(&first, mb, mb.Key)
+		switch v, ok := over[mb.Key]; {
+		case mb.Key == "message":
+			e.inner(m)
 		case ok:
 			e.buf = append(e.buf, v...)
 		default:
-			e.raw(mb.raw)
+			e.raw(mb.Value)
 		}
 	}
 	e.buf = append(e.buf, '}')
@@ -283,15 +268,76 @@ var sessionFields = []string{"isSidechain", "userType", "cwd", "sessionId", "ver
 // ccFile is what a Claude Code document keeps of its file to write it
 // back whole: every record in file order (progress, snapshots, system
 // records, records before a compact boundary, every part of a merged
-// message), and the messages as read, which the records point into.
+// message), the messages as read, which the records point into, and for
+// each message the members of its first record (its envelope: uuid,
+// parentUuid, timestamp, toolUseResult, the session's fields), in which a
+// changed message is written.
 type ccFile struct {
 	records []ccLine
-	msgs    []Message
+	msgs    []agentctx.Message
+	env     [][]rawjson.Member
+}
+
+// origins aligns msgs with the messages read: origin[j] is the index in
+// cc.msgs of the message msgs[j] is, or was changed from (same role,
+// record timestamp, message id and first tool id: what a copy made with
+// the With methods keeps), and -1 for a message that was not read (a
+// summary, a synthetic result). ordered is false when msgs does not keep
+// the order of the messages read (reordered or repeated).
+func (cc *ccFile) origins(msgs []agentctx.Message) (origin []int, ordered bool) {
+	origin = make([]int, len(msgs))
+	byKey := make(map[string][]int, len(cc.msgs))
+	for i := range cc.msgs {
+		k := recordKey(&cc.msgs[i])
+		byKey[k] = append(byKey[k], i)
+	}
+	next := make(map[string]int, len(byKey)) // per key: the first candidate not yet passed
+	ordered = true
+	last := -1
+	for j := range msgs {
+		k := recordKey(&msgs[j])
+		cands := byKey[k]
+		c := next[k]
+		for c < len(cands) && cands[c] <= last {
+			c++
+		}
+		switch {
+		case c < len(cands):
+			origin[j], last, next[k] = cands[c], cands[c], c+1
+		case len(cands) > 0:
+			origin[j], ordered = cands[0], false
+		default:
+			origin[j] = -1
+		}
+	}
+	return origin, ordered
+}
+
+// recordKey is what tells the messages of a Claude Code file apart: the
+// role, the record's timestamp (set on the message when read), the
+// message id of an assistant turn and the first tool call or result id.
+func recordKey(m *agentctx.Message) string {
+	ts, _ := m.Field(agentctx.FieldTimestamp)
+	id, _ := m.Field("id")
+	tool := ""
+	if m.Content.Kind() == agentctx.ContentBlocks && len(m.Content.Blocks()) > 0 {
+		b := &m.Content.Blocks()[0]
+		tool = b.ID + "\x00" + b.ToolUseID
+	}
+	return m.Role + "\x00" + string(ts) + "\x00" + string(id) + "\x00" + tool
 }
 
 type ccLine struct {
 	raw []byte
 	msg int // index in msgs of the message the record is part of; -1 for none
+}
+
+// AppendDocument writes a Claude Code document back (agentctx.Writer): the
+// file it was read from whole, with d's messages (see encodeRecords).
+func (cc *ccFile) AppendDocument(dst []byte, d *agentctx.Document) ([]byte, error) {
+	e := encoder{buf: dst}
+	encodeRecords(&e, d.FileMessages(), cc)
+	return e.buf, e.err
 }
 
 // encodeRecords writes msgs as Claude Code records. With the file the
@@ -308,8 +354,24 @@ type ccLine struct {
 // record takes the session's fields of its nearest neighbour (so a
 // subagent's file stays all sidechain), a uuid derived from its place, the
 // record before it as parent, and the neighbour's timestamp.
-func encodeRecords(e *encoder, msgs []Message, cc *ccFile) {
-	items, ok := planRecords(msgs, cc)
+func encodeRecords(e *encoder, msgs []agentctx.Message, cc *ccFile) {
+	var (
+		items []recordItem
+		ok    bool
+		env   = make([][]rawjson.Member, len(msgs)) // per output message: its record's members; nil for none
+	)
+	if cc != nil {
+		origin, ordered := cc.origins(msgs)
+		for j, i := range origin {
+			if i >= 0 {
+				env[j] = cc.env[i]
+			}
+		}
+		if ordered {
+			items, ok = planRecords(msgs, cc, origin), true
+		}
+	}
+	envOf := func(j int) []rawjson.Member { return env[j] }
 	if !ok {
 		items = items[:0]
 		for k := range msgs {
@@ -318,14 +380,14 @@ func encodeRecords(e *encoder, msgs []Message, cc *ccFile) {
 	}
 	// The members of each record written (nil for a new one), and the
 	// uuids written, to repair parent links to records left out.
-	members := make([][]member, len(items))
+	members := make([][]rawjson.Member, len(items))
 	written := map[string]bool{}
 	for k, it := range items {
 		switch {
 		case it.rec >= 0 && !it.changed:
 			members[k] = lineMembers(cc.records[it.rec].raw)
-		case msgs[it.out].env != nil:
-			members[k] = msgs[it.out].env.members
+		case envOf(it.out) != nil:
+			members[k] = envOf(it.out)
 		}
 		if id := recordString(members[k], "uuid"); id != "" {
 			written[id] = true
@@ -334,8 +396,8 @@ func encodeRecords(e *encoder, msgs []Message, cc *ccFile) {
 	var prev []byte // the uuid token of the record written last
 	for k, it := range items {
 		ms := members[k]
-		if ms == nil && (it.rec < 0 || it.changed) && msgs[it.out].env == nil {
-			prev = encodeNewRecord(e, &msgs[it.out], msgs, it.out, prev)
+		if ms == nil && (it.rec < 0 || it.changed) && envOf(it.out) == nil {
+			prev = encodeNewRecord(e, &msgs[it.out], msgs, envOf, it.out, prev)
 			e.buf = append(e.buf, '\n')
 			continue
 		}
@@ -350,9 +412,9 @@ func encodeRecords(e *encoder, msgs []Message, cc *ccFile) {
 				encodeMembers(e, ms, over)
 			}
 		} else {
-			encodeRecord(e, &msgs[it.out], over)
+			encodeRecord(e, &msgs[it.out], envOf(it.out), over)
 		}
-		if id := memberRaw(ms, "uuid"); rawjson.Kind(id) == '"' {
+		if id := findRaw(ms, "uuid"); rawjson.Kind(id) == '"' {
 			prev = id
 		}
 		e.buf = append(e.buf, '\n')
@@ -368,32 +430,17 @@ type recordItem struct {
 }
 
 // planRecords lays out the records that write msgs back into the file cc
-// was read from; ok is false when msgs cannot be laid out in it (no file,
-// messages reordered).
-func planRecords(msgs []Message, cc *ccFile) (items []recordItem, ok bool) {
-	if cc == nil {
-		return nil, false
-	}
-	origOf := make(map[*envelope]int, len(cc.msgs))
-	for i := range cc.msgs {
-		if cc.msgs[i].env != nil {
-			origOf[cc.msgs[i].env] = i
-		}
-	}
+// was read from; origin aligns msgs with the messages read, in order (see
+// ccFile.origins).
+func planRecords(msgs []agentctx.Message, cc *ccFile, origin []int) (items []recordItem) {
 	outOf := make([]int, len(cc.msgs)) // output index of each message read; -1 when gone
 	for i := range outOf {
 		outOf[i] = -1
 	}
-	last := -1
-	for j := range msgs {
-		i, found := origOf[msgs[j].env]
-		if msgs[j].env == nil || !found {
-			continue
+	for j, i := range origin {
+		if i >= 0 {
+			outOf[i] = j
 		}
-		if i <= last {
-			return nil, false // reordered or repeated
-		}
-		outOf[i], last = j, i
 	}
 	firstRec := make([]int, len(cc.msgs))
 	for i := range firstRec {
@@ -409,7 +456,7 @@ func planRecords(msgs []Message, cc *ccFile) (items []recordItem, ok bool) {
 	var atEnd []int
 	next := -1 // the record of the next message read, scanning backwards
 	for j := len(msgs) - 1; j >= 0; j-- {
-		if i, found := origOf[msgs[j].env]; msgs[j].env != nil && found {
+		if i := origin[j]; i >= 0 {
 			next = firstRec[i]
 			continue
 		}
@@ -443,37 +490,36 @@ func planRecords(msgs []Message, cc *ccFile) (items []recordItem, ok bool) {
 	for k := len(atEnd) - 1; k >= 0; k-- {
 		items = append(items, recordItem{out: atEnd[k], rec: -1, changed: true})
 	}
-	return items, true
+	return items
 }
 
 // sameEncoding reports whether two messages encode alike.
-func sameEncoding(a, b *Message) bool {
-	ea, eb := encoder{mode: modePreserve}, encoder{mode: modePreserve}
-	a.encode(&ea)
-	b.encode(&eb)
-	return ea.err == nil && eb.err == nil && bytes.Equal(ea.buf, eb.buf)
+func sameEncoding(a, b *agentctx.Message) bool {
+	ea, erra := a.AppendJSON(nil)
+	eb, errb := b.AppendJSON(nil)
+	return erra == nil && errb == nil && bytes.Equal(ea, eb)
 }
 
 // lineMembers scans a record's members; nil when it cannot.
-func lineMembers(raw []byte) []member {
+func lineMembers(raw []byte) []rawjson.Member {
 	ms, err := rawjson.Members(raw)
 	if err != nil {
 		return nil
 	}
-	return opaqueMembers(ms)
+	return ms
 }
 
 // encodeMembers writes a record from its members, some replaced.
-func encodeMembers(e *encoder, ms []member, over map[string][]byte) {
+func encodeMembers(e *encoder, ms []rawjson.Member, over map[string][]byte) {
 	e.buf = append(e.buf, '{')
 	first := true
 	for k := range ms {
 		mb := &ms[k]
-		e.key(&first, mb, mb.key)
-		if v, ok := over[mb.key]; ok {
+		e.key(&first, mb, mb.Key)
+		if v, ok := over[mb.Key]; ok {
 			e.buf = append(e.buf, v...)
 		} else {
-			e.raw(mb.raw)
+			e.raw(mb.Value)
 		}
 	}
 	e.buf = append(e.buf, '}')
@@ -488,13 +534,13 @@ func orNull(raw []byte) []byte {
 
 // encodeNewRecord writes a record for msgs[k], which has none, and returns
 // its uuid token.
-func encodeNewRecord(e *encoder, m *Message, msgs []Message, k int, prev []byte) []byte {
-	var near *envelope
+func encodeNewRecord(e *encoder, m *agentctx.Message, msgs []agentctx.Message, envOf func(int) []rawjson.Member, k int, prev []byte) []byte {
+	var near []rawjson.Member
 	for d := 1; near == nil && (k-d >= 0 || k+d < len(msgs)); d++ {
-		if k-d >= 0 && msgs[k-d].env != nil {
-			near = msgs[k-d].env
-		} else if k+d < len(msgs) && msgs[k+d].env != nil {
-			near = msgs[k+d].env
+		if k-d >= 0 && envOf(k-d) != nil {
+			near = envOf(k - d)
+		} else if k+d < len(msgs) && envOf(k+d) != nil {
+			near = envOf(k + d)
 		}
 	}
 	h := sha256.New()
@@ -509,24 +555,24 @@ func encodeNewRecord(e *encoder, m *Message, msgs []Message, k int, prev []byte)
 	e.buf = append(e.buf, orNull(prev)...)
 	if near != nil {
 		for _, f := range sessionFields {
-			if mb := findMember(near.members, f); mb != nil {
+			if mb := findMember(near, f); mb != nil {
 				e.key(&first, mb, f)
-				e.raw(mb.raw)
+				e.raw(mb.Value)
 			}
 		}
 	}
 	e.key(&first, nil, "type")
-	e.str(nil, m.Role)
+	e.str(m.Role)
 	e.key(&first, nil, "message")
-	m.encode(e)
+	e.message(m)
 	e.key(&first, nil, "uuid")
 	e.buf = append(e.buf, id...)
-	ts := memberRaw(m.members, FieldTimestamp)
+	ts, _ := m.Field(agentctx.FieldTimestamp)
 	if ts == nil && near != nil {
-		ts = memberRaw(near.members, FieldTimestamp)
+		ts = findRaw(near, agentctx.FieldTimestamp)
 	}
 	if ts != nil {
-		e.key(&first, nil, FieldTimestamp)
+		e.key(&first, nil, agentctx.FieldTimestamp)
 		e.raw(ts)
 	}
 	e.buf = append(e.buf, '}')

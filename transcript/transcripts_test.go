@@ -1,4 +1,4 @@
-package agentctx_test
+package transcript_test
 
 import (
 	"bytes"
@@ -11,11 +11,12 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 // sharedTranscripts is where the project's development transcripts live
 // (outside the repository). Tests that use them skip when it is absent.
-const sharedTranscripts = "../shared/transcripts"
+const sharedTranscripts = "../../shared/transcripts"
 
 // TestSharedTranscriptsRoundTrip reads every shared transcript this reader
 // supports and checks that encoding gives back the input (compacted) for the
@@ -32,7 +33,7 @@ func TestSharedTranscriptsRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			doc, err := agentctx.ParseDocument(context.Background(), append([]byte(nil), data...))
+			doc, err := transcript.ParseDocument(context.Background(), append([]byte(nil), data...))
 			if err != nil {
 				t.Skipf("not a supported conversation document: %v", err)
 			}
@@ -53,17 +54,17 @@ func TestSharedTranscriptsRoundTrip(t *testing.T) {
 			if len(doc.Messages) == 0 {
 				t.Error("no messages read")
 			}
-			if want := compactLines(data, doc.Format == agentctx.FormatJSONL || doc.Format == agentctx.FormatClaudeCode || doc.Format == agentctx.FormatOpenHands); !bytes.Equal(out, want) {
+			if want := compactLines(data, doc.Format == agentctx.FormatJSONL || doc.Format == transcript.FormatClaudeCode || doc.Format == transcript.FormatOpenHands); !bytes.Equal(out, want) {
 				t.Errorf("round trip differs from the input (%d vs %d bytes)", len(out), len(want))
 			}
-			if doc.Format == agentctx.FormatOpenHands {
+			if doc.Format == transcript.FormatOpenHands {
 				checkOpenHandsImport(t, doc, out)
 				return
 			}
-			if doc.Format != agentctx.FormatClaudeCode {
+			if doc.Format != transcript.FormatClaudeCode {
 				return
 			}
-			again, err := agentctx.ParseDocument(context.Background(), append([]byte(nil), out...))
+			again, err := transcript.ParseDocument(context.Background(), append([]byte(nil), out...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,7 +80,7 @@ func TestSharedTranscriptsRoundTrip(t *testing.T) {
 			// same, byte for byte, in the input records (after the last
 			// compact boundary, by default) and the output.
 			sameBlocks(t, recordBlocks(t, data, true), recordBlocks(t, out, true))
-			whole, err := agentctx.ReadOptions{WholeHistory: true}.ParseDocument(context.Background(), append([]byte(nil), data...))
+			whole, err := transcript.ReadOptions{WholeHistory: true}.ParseDocument(context.Background(), append([]byte(nil), data...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -150,13 +151,13 @@ func recordBlocks(t *testing.T, data []byte, live bool) []string {
 // cut short leaves its last call unanswered).
 func checkOpenHandsImport(t *testing.T, doc *agentctx.Document, out []byte) {
 	t.Helper()
-	again, err := agentctx.ParseDocument(context.Background(), append([]byte(nil), out...))
+	again, err := transcript.ParseDocument(context.Background(), append([]byte(nil), out...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	a, _ := agentctx.MarshalMessages(doc.Messages)
 	b, _ := agentctx.MarshalMessages(again.Messages)
-	if again.Format != agentctx.FormatOpenHands || !bytes.Equal(a, b) {
+	if again.Format != transcript.FormatOpenHands || !bytes.Equal(a, b) {
 		t.Errorf("rewrite reads back as %s with different messages", again.Format)
 	}
 	total := 0

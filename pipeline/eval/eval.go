@@ -1,12 +1,20 @@
-package pipeline
+// Package eval runs the pipeline over every transcript in a directory, each
+// conversation with its own Pipeline and a fresh workspace, and reports per
+// conversation the format, messages, tokens before and after, pairing,
+// bytes offloaded and archived, whether everything read back identical,
+// and the time taken ("agentctx eval DIR"). Evaluation.WriteMarkdown
+// writes the table.
+//
+// The package uses only the exported API of package pipeline.
+package eval
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentctx/agentctx/internal/textfmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,38 +25,41 @@ import (
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/internal/fsutil"
 	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/textfmt"
+	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/tokens"
+	"github.com/agentctx/agentctx/transcript"
 )
 
-// EvalOptions configure Evaluate.
-type EvalOptions struct {
-	// Options are those of every conversation's Pipeline. Evaluate sets
+// Options configure Run.
+type Options struct {
+	// Options are those of every conversation's Pipeline. Run sets
 	// Verify, and gives each conversation its own workspace, files and
 	// archive directories under WorkDir and its own session; Store,
 	// WorkspaceDir, Files.Dir, Compact.Dir and SessionID are ignored.
-	Options
+	pipeline.Options
 	// WorkDir is where the workspaces and archives are written, one
 	// subdirectory per conversation. Empty means a temporary directory,
-	// removed when Evaluate returns.
+	// removed when Run returns.
 	WorkDir string
 	// Progress, if set, is called before each file and once at the end
 	// (file ""), with the number of files done and the total.
 	Progress func(done, total int, file string)
 	// Read are the options the transcripts are read with (the zero value
 	// reads a compacted Claude Code session's live context).
-	Read agentctx.ReadOptions
+	Read transcript.ReadOptions
 }
 
-// Evaluation is the result of Evaluate: one row per conversation.
+// Evaluation is the result of Run: one row per conversation.
 type Evaluation struct {
-	Dir             string    `json:"dir"`              // the directory evaluated
-	Limit           int       `json:"limit"`            // the context window, tokens
-	ThresholdTokens int       `json:"threshold_tokens"` // the compaction trigger, tokens
-	Rows            []EvalRow `json:"rows"`             // one per conversation
+	Dir             string `json:"dir"`              // the directory evaluated
+	Limit           int    `json:"limit"`            // the context window, tokens
+	ThresholdTokens int    `json:"threshold_tokens"` // the compaction trigger, tokens
+	Rows            []Row  `json:"rows"`             // one per conversation
 	// Skipped lists every entry of Dir that was not read, and why.
 	Skipped []SkippedFile `json:"skipped_files"`
 	// Files is the number of transcripts read, Conversations the number
-	// of rows, Passed those that met every target (see EvalRow.OK).
+	// of rows, Passed those that met every target (see Row.OK).
 	Files         int `json:"files"`
 	Conversations int `json:"conversations"`
 	Passed        int `json:"passed"`
@@ -56,15 +67,15 @@ type Evaluation struct {
 	Duration time.Duration `json:"-"`
 }
 
-// SkippedFile is an entry of the evaluated directory that Evaluate did not
+// SkippedFile is an entry of the evaluated directory that Run did not
 // read.
 type SkippedFile struct {
 	File   string `json:"file"`   // path under the directory; a directory ends in "/"
 	Reason string `json:"reason"` // why it was not read
 }
 
-// EvalRow is the evaluation of one conversation.
-type EvalRow struct {
+// Row is the evaluation of one conversation.
+type Row struct {
 	File         string          `json:"file"`                   // base name of the transcript
 	Conversation string          `json:"conversation,omitempty"` // its name, in a file holding several
 	Format       agentctx.Format `json:"format"`
@@ -115,21 +126,21 @@ type EvalRow struct {
 // messages, prepared without error, output paired and below the trigger,
 // everything read back identical. A conversation with no message meets
 // none.
-func (r *EvalRow) OK() bool {
+func (r *Row) OK() bool {
 	return r.Messages > 0 && r.Error == "" && r.Valid && r.BelowThreshold && r.Identical
 }
 
 // OK reports whether every row met every target.
 func (e *Evaluation) OK() bool { return e.Passed == len(e.Rows) && len(e.Rows) > 0 }
 
-// transcriptExts are the file name endings Evaluate reads.
+// transcriptExts are the file name endings Run reads.
 var transcriptExts = []string{".json", ".jsonl", ".traj"}
 
-// ErrNoTranscripts is returned by Evaluate for a directory tree that holds
+// ErrNoTranscripts is returned by Run for a directory tree that holds
 // no transcript.
 var ErrNoTranscripts = errors.New("no transcripts (.json, .jsonl, .traj)")
 
-// Evaluate runs Prepare over every transcript under dir (the files ending
+// Run runs Prepare over every transcript under dir (the files ending
 // in .json, .jsonl or .traj, in subdirectories too, in path order; hidden
 // directories are not entered, and every entry not read is listed in
 // Evaluation.Skipped): each conversation with a new Pipeline, a fresh
@@ -137,10 +148,10 @@ var ErrNoTranscripts = errors.New("no transcripts (.json, .jsonl, .traj)")
 // format, messages, tokens before and after, pairing, what was pruned,
 // stored, replaced and archived, whether all of it read back identical,
 // and the time taken. A file that cannot be read or prepared gets a row
-// with its Error; Evaluate itself fails only for a directory it cannot
+// with its Error; Run itself fails only for a directory it cannot
 // list, a tree with no transcript (ErrNoTranscripts), a work directory it
 // cannot make, invalid options, or a done ctx.
-func Evaluate(ctx context.Context, dir string, opts EvalOptions) (*Evaluation, error) {
+func Run(ctx context.Context, dir string, opts Options) (*Evaluation, error) {
 	start := time.Now()
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -197,7 +208,7 @@ func Evaluate(ctx context.Context, dir string, opts EvalOptions) (*Evaluation, e
 		return nil, fmt.Errorf("pipeline: evaluate: %w", err)
 	}
 
-	ev := &Evaluation{Dir: dir, Files: len(files), Rows: []EvalRow{}, Skipped: skipped}
+	ev := &Evaluation{Dir: dir, Files: len(files), Rows: []Row{}, Skipped: skipped}
 	base := opts.Options
 	base.Verify = true
 	if base.MessageCounter == nil {
@@ -242,7 +253,7 @@ func Evaluate(ctx context.Context, dir string, opts EvalOptions) (*Evaluation, e
 
 // evaluateFile evaluates every conversation of one transcript. Only a done
 // ctx is an error; other failures are recorded in the rows.
-func evaluateFile(ctx context.Context, dir, name, work string, base Options, ro agentctx.ReadOptions) ([]EvalRow, error) {
+func evaluateFile(ctx context.Context, dir, name, work string, base pipeline.Options, ro transcript.ReadOptions) ([]Row, error) {
 	path := filepath.Join(dir, filepath.FromSlash(name))
 	t0 := time.Now()
 	doc, err := ro.ReadFile(ctx, path, nil)
@@ -251,12 +262,12 @@ func evaluateFile(ctx context.Context, dir, name, work string, base Options, ro 
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return []EvalRow{{File: name, Read: read, Error: oneLine(err)}}, nil
+		return []Row{{File: name, Read: read, Error: oneLine(err)}}, nil
 	}
 	convs := doc.Conversations()
-	rows := make([]EvalRow, 0, len(convs))
+	rows := make([]Row, 0, len(convs))
 	for k, conv := range convs {
-		row := EvalRow{File: name, Format: doc.Format, Read: read, Messages: len(conv.Messages), Notice: conv.Notice()}
+		row := Row{File: name, Format: doc.Format, Read: read, Messages: len(conv.Messages), Notice: conv.Notice()}
 		sub := work
 		if len(convs) > 1 {
 			row.Conversation = conv.Name
@@ -275,7 +286,7 @@ func evaluateFile(ctx context.Context, dir, name, work string, base Options, ro 
 		if row.Conversation != "" {
 			o.SessionID += "/" + row.Conversation
 		}
-		p, err := New(o)
+		p, err := pipeline.New(o)
 		if err != nil {
 			return nil, err
 		}
@@ -298,13 +309,13 @@ func evaluateFile(ctx context.Context, dir, name, work string, base Options, ro 
 }
 
 // fill copies the figures of a report into the row.
-func (r *EvalRow) fill(rep *Report) {
+func (r *Row) fill(rep *pipeline.Report) {
 	r.MessagesAfter = rep.MessagesAfter
 	r.TokensBefore, r.TokensAfter = rep.TokensBefore, rep.TokensAfter
 	r.BelowThreshold, r.Valid = rep.BelowThreshold, rep.Valid
 	r.threshold = rep.ThresholdTokens
 	r.Identical = true
-	verified := func(v *Verification) {
+	verified := func(v *pipeline.Verification) {
 		if v == nil {
 			return
 		}
@@ -314,18 +325,18 @@ func (r *EvalRow) fill(rep *Report) {
 			r.Identical = false
 		}
 	}
-	if s := rep.Step(StepRepair); s != nil {
+	if s := rep.Step(pipeline.StepRepair); s != nil {
 		r.Repairs = s.Changed
 	}
-	if s := rep.Step(StepPrune); s != nil {
+	if s := rep.Step(pipeline.StepPrune); s != nil {
 		r.Pruned = s.Changed
 	}
-	if s := rep.Step(StepOffload); s != nil && s.Offload != nil {
+	if s := rep.Step(pipeline.StepOffload); s != nil && s.Offload != nil {
 		o := s.Offload
 		r.Stored, r.StoredBytes, r.Replaced, r.ReplacedBytes = o.Stored, o.StoredBytes, o.Replaced, o.ReplacedBytes
 		verified(o.Verified)
 	}
-	if s := rep.Step(StepCompact); s != nil && s.Compact != nil {
+	if s := rep.Step(pipeline.StepCompact); s != nil && s.Compact != nil {
 		c := s.Compact
 		if c.Compacted {
 			r.Compacted = c.Stats.CompactedMessageCount
@@ -347,8 +358,8 @@ func (e Evaluation) MarshalJSON() ([]byte, error) {
 }
 
 // MarshalJSON writes the row with its times as "read_ms" and "prepare_ms".
-func (r EvalRow) MarshalJSON() ([]byte, error) {
-	type plain EvalRow
+func (r Row) MarshalJSON() ([]byte, error) {
+	type plain Row
 	return rawjson.Marshal(struct {
 		plain
 		OK        bool    `json:"ok"`
@@ -417,4 +428,8 @@ func safe(name string) string {
 
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+func millis(d time.Duration) float64 {
+	return math.Round(float64(d)/1e3) / 1e3
 }

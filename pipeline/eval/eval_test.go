@@ -1,4 +1,4 @@
-package pipeline_test
+package eval_test
 
 import (
 	"bytes"
@@ -11,14 +11,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pipeline/eval"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 // sharedTranscripts holds the project's development transcripts, outside
 // the repository; tests that use it skip when it is absent.
-const sharedTranscripts = "../../shared/transcripts"
+const sharedTranscripts = "../../../shared/transcripts"
+
+// now is the clock of the tests.
+var now = time.Date(2026, 1, 31, 2, 0, 0, 0, time.UTC)
 
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
@@ -46,15 +50,15 @@ func TestEvaluate(t *testing.T) {
 	write("sub/nested.json", `[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]`)
 	os.Mkdir(filepath.Join(dir, ".hidden"), 0o755)
 	write(".hidden/ignored.json", `[]`)
-	copyFile(t, "../testdata/claude_code.jsonl", filepath.Join(dir, "claude.jsonl"))
-	copyFile(t, "../testdata/openhands_output.jsonl", filepath.Join(dir, "openhands.jsonl"))
-	copyFile(t, "../testdata/anthropic_request.json", filepath.Join(dir, "request.json"))
-	copyFile(t, "../testdata/swe_agent.traj", filepath.Join(dir, "swe.traj"))
+	copyFile(t, "../../testdata/claude_code.jsonl", filepath.Join(dir, "claude.jsonl"))
+	copyFile(t, "../../testdata/openhands_output.jsonl", filepath.Join(dir, "openhands.jsonl"))
+	copyFile(t, "../../testdata/anthropic_request.json", filepath.Join(dir, "request.json"))
+	copyFile(t, "../../testdata/swe_agent.traj", filepath.Join(dir, "swe.traj"))
 	write("empty.json", `[]`)
 
 	work := t.TempDir()
 	var progress []string
-	ev, err := pipeline.Evaluate(context.Background(), dir, pipeline.EvalOptions{
+	ev, err := eval.Run(context.Background(), dir, eval.Options{
 		Options:  pipeline.Options{Now: func() time.Time { return now }},
 		WorkDir:  work,
 		Progress: func(done, total int, file string) { progress = append(progress, file) },
@@ -102,7 +106,7 @@ func TestEvaluate(t *testing.T) {
 				t.Errorf("claude.jsonl notice %q", r.Notice)
 			}
 		case "swe.traj":
-			if r.Format != agentctx.FormatSWEAgent || r.Messages != 8 {
+			if r.Format != transcript.FormatSWEAgent || r.Messages != 8 {
 				t.Errorf("swe.traj: %s with %d messages", r.Format, r.Messages)
 			}
 		}
@@ -111,7 +115,7 @@ func TestEvaluate(t *testing.T) {
 		}
 	}
 	oh := ev.Rows[5]
-	if oh.Format != agentctx.FormatOpenHands || oh.InputValid || oh.Repairs != 1 || !oh.Valid {
+	if oh.Format != transcript.FormatOpenHands || oh.InputValid || oh.Repairs != 1 || !oh.Valid {
 		t.Errorf("openhands row: %+v", oh)
 	}
 	// Each conversation got a workspace of its own.
@@ -138,8 +142,8 @@ func TestEvaluateExampleSession(t *testing.T) {
 	// The README's first command: the example session prepared with a
 	// 14,000-token window prunes, offloads and compacts.
 	dir := t.TempDir()
-	copyFile(t, "../examples/session.json", filepath.Join(dir, "session.json"))
-	ev, err := pipeline.Evaluate(context.Background(), dir, pipeline.EvalOptions{
+	copyFile(t, "../../examples/session.json", filepath.Join(dir, "session.json"))
+	ev, err := eval.Run(context.Background(), dir, eval.Options{
 		Options: pipeline.Options{Compact: compact.Options{Limit: 14_000}},
 	})
 	if err != nil {
@@ -156,7 +160,7 @@ func TestEvaluateSharedTranscripts(t *testing.T) {
 	if _, err := os.Stat(sharedTranscripts); err != nil {
 		t.Skip("shared transcripts not present")
 	}
-	ev, err := pipeline.Evaluate(context.Background(), sharedTranscripts, pipeline.EvalOptions{
+	ev, err := eval.Run(context.Background(), sharedTranscripts, eval.Options{
 		Options: pipeline.Options{Compact: compact.Options{Limit: 100_000}},
 	})
 	if err != nil {
@@ -171,17 +175,17 @@ func TestEvaluateSharedTranscripts(t *testing.T) {
 }
 
 func TestEvaluateErrors(t *testing.T) {
-	if _, err := pipeline.Evaluate(context.Background(), filepath.Join(t.TempDir(), "missing"), pipeline.EvalOptions{}); err == nil {
+	if _, err := eval.Run(context.Background(), filepath.Join(t.TempDir(), "missing"), eval.Options{}); err == nil {
 		t.Error("missing directory: no error")
 	}
-	if _, err := pipeline.Evaluate(context.Background(), t.TempDir(), pipeline.EvalOptions{Options: pipeline.Options{Offload: "x"}}); err == nil {
+	if _, err := eval.Run(context.Background(), t.TempDir(), eval.Options{Options: pipeline.Options{Offload: "x"}}); err == nil {
 		t.Error("invalid options: no error")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "a.json"), []byte(`[]`), 0o644)
-	if _, err := pipeline.Evaluate(ctx, dir, pipeline.EvalOptions{}); err == nil {
+	if _, err := eval.Run(ctx, dir, eval.Options{}); err == nil {
 		t.Error("cancelled: no error")
 	}
 	// A tree without a transcript (a folder of empty folders) is an
@@ -189,7 +193,7 @@ func TestEvaluateErrors(t *testing.T) {
 	empty := t.TempDir()
 	os.MkdirAll(filepath.Join(empty, "a", "b"), 0o755)
 	os.WriteFile(filepath.Join(empty, "a", "notes.md"), []byte("x"), 0o644)
-	if ev, err := pipeline.Evaluate(context.Background(), empty, pipeline.EvalOptions{}); !errors.Is(err, pipeline.ErrNoTranscripts) {
+	if ev, err := eval.Run(context.Background(), empty, eval.Options{}); !errors.Is(err, eval.ErrNoTranscripts) {
 		t.Errorf("no transcripts: %v, %+v", err, ev)
 	}
 }

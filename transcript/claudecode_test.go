@@ -1,4 +1,4 @@
-package agentctx_test
+package transcript_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/transcript"
 )
 
 func roles(doc *agentctx.Document) string {
@@ -24,10 +25,10 @@ func roles(doc *agentctx.Document) string {
 // from its last compact_boundary on (the continuation summary first); the
 // whole history is an option; the boundary is reported either way.
 func TestClaudeCodeCompactBoundary(t *testing.T) {
-	data := readFile(t, "testdata/claude_code_compacted.jsonl")
+	data := readFile(t, "../testdata/claude_code_compacted.jsonl")
 	tests := []struct {
 		name     string
-		opts     agentctx.ReadOptions
+		opts     transcript.ReadOptions
 		roles    string
 		boundary agentctx.CompactBoundary
 		skipped  map[string]int
@@ -40,16 +41,16 @@ func TestClaudeCodeCompactBoundary(t *testing.T) {
 			boundary: agentctx.CompactBoundary{Line: 6, Message: 0, Trigger: "auto", PreTokens: 158321},
 			skipped:  map[string]int{"before compact boundary": 5, "system/compact_boundary": 1, "progress": 1, "system/turn_duration": 1},
 			notice:   "8 records skipped: before compact boundary 5, progress 1, system/compact_boundary 1, system/turn_duration 1; 1 compact boundary: the live context is read, from line 6 on",
-			golden:   "testdata/claude_code_compacted.golden.jsonl",
+			golden:   "../testdata/claude_code_compacted.golden.jsonl",
 		},
 		{
 			name:     "whole history",
-			opts:     agentctx.ReadOptions{WholeHistory: true},
+			opts:     transcript.ReadOptions{WholeHistory: true},
 			roles:    "user assistant user assistant user user assistant user assistant",
 			boundary: agentctx.CompactBoundary{Line: 6, Message: 4, Trigger: "auto", PreTokens: 158321},
 			skipped:  map[string]int{"summary": 1, "system/compact_boundary": 1, "progress": 1, "system/turn_duration": 1},
 			notice:   "4 records skipped: progress 1, summary 1, system/compact_boundary 1, system/turn_duration 1; 1 compact boundary: the whole history is read",
-			golden:   "testdata/claude_code_compacted_whole.golden.jsonl",
+			golden:   "../testdata/claude_code_compacted_whole.golden.jsonl",
 		},
 	}
 	for _, tt := range tests {
@@ -84,12 +85,12 @@ func TestClaudeCodeCompactBoundary(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden(t, tt.golden, out)
-			again, err := agentctx.ParseDocument(context.Background(), append([]byte(nil), out...))
+			again, err := transcript.ParseDocument(context.Background(), append([]byte(nil), out...))
 			if err != nil {
 				t.Fatal(err)
 			}
 			out2, _ := again.AppendJSON(nil)
-			if !bytes.Equal(out, out2) || again.Format != agentctx.FormatClaudeCode {
+			if !bytes.Equal(out, out2) || again.Format != transcript.FormatClaudeCode {
 				t.Error("output does not read back as itself")
 			}
 		})
@@ -100,8 +101,8 @@ func TestClaudeCodeCompactBoundary(t *testing.T) {
 // conversation of its own; in a main session, sidechain records are
 // skipped and counted.
 func TestClaudeCodeSubagent(t *testing.T) {
-	doc, data := readDoc(t, "testdata/claude_code_subagent.jsonl")
-	if doc.Format != agentctx.FormatClaudeCode || roles(doc) != "user assistant user assistant" {
+	doc, data := readDoc(t, "../testdata/claude_code_subagent.jsonl")
+	if doc.Format != transcript.FormatClaudeCode || roles(doc) != "user assistant user assistant" {
 		t.Fatalf("%s: %s", doc.Format, roles(doc))
 	}
 	if doc.Skipped != 0 || doc.Notice() != "" {
@@ -120,8 +121,8 @@ func TestClaudeCodeSubagent(t *testing.T) {
 	}
 
 	// The same records inside a main session are skipped.
-	main := append(readFile(t, "testdata/claude_code.jsonl"), data...)
-	mixed, err := agentctx.ParseDocument(context.Background(), main)
+	main := append(readFile(t, "../testdata/claude_code.jsonl"), data...)
+	mixed, err := transcript.ParseDocument(context.Background(), main)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestNoticeNeverSilent(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc, err := agentctx.ParseDocument(context.Background(), []byte(tt.in))
+			doc, err := transcript.ParseDocument(context.Background(), []byte(tt.in))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,18 +171,18 @@ func readFile(t *testing.T, path string) []byte {
 // line; it is skipped and reported, the rest is read. An incomplete line
 // before the last is still an error.
 func TestPartialLastLine(t *testing.T) {
-	whole, err := os.ReadFile("testdata/claude_code.jsonl")
+	whole, err := os.ReadFile("../testdata/claude_code.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := agentctx.ParseDocument(context.Background(), whole)
+	want, err := transcript.ParseDocument(context.Background(), whole)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lines := bytes.SplitAfter(bytes.TrimRight(whole, "\n"), []byte("\n"))
 	last := lines[len(lines)-1]
 	partial := append(append([]byte{}, whole...), last[:len(last)/2]...)
-	doc, err := agentctx.ParseDocument(context.Background(), partial)
+	doc, err := transcript.ParseDocument(context.Background(), partial)
 	if err != nil {
 		t.Fatalf("partial last line: %v", err)
 	}
@@ -192,16 +193,71 @@ func TestPartialLastLine(t *testing.T) {
 		t.Errorf("PartialLine %d, notice %q", doc.PartialLine, doc.Notice())
 	}
 	// Ended by a newline, a bad line was written whole: an error.
-	if _, err := agentctx.ParseDocument(context.Background(), append(append([]byte{}, partial...), '\n')); err == nil {
+	if _, err := transcript.ParseDocument(context.Background(), append(append([]byte{}, partial...), '\n')); err == nil {
 		t.Error("a bad last line ended by a newline: no error")
 	}
 	// In the middle it is an error.
 	mid := append(append(append([]byte{}, whole...), last[:len(last)/2]...), append([]byte("\n"), last...)...)
-	if _, err := agentctx.ParseDocument(context.Background(), mid); err == nil {
+	if _, err := transcript.ParseDocument(context.Background(), mid); err == nil {
 		t.Error("an incomplete line before the last: no error")
 	}
 	// A file of one incomplete line is an error, not an empty document.
-	if _, err := agentctx.ParseDocument(context.Background(), last[:len(last)/2]); err == nil {
+	if _, err := transcript.ParseDocument(context.Background(), last[:len(last)/2]); err == nil {
 		t.Error("only an incomplete line: no error")
+	}
+}
+
+// TestClaudeCodeWriteBackDecodedApart: a Claude Code file is written back
+// whole from messages that share no memory with the ones read (a caller
+// that stored its history and decoded it again): a message is known by
+// what it holds (role, record timestamp, message id, first tool id), not
+// by a pointer. A changed copy still goes into its own record.
+func TestClaudeCodeWriteBackDecodedApart(t *testing.T) {
+	doc, _ := readDoc(t, "../testdata/claude_code.jsonl")
+	want, err := doc.AppendJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := agentctx.MarshalMessages(doc.Messages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := agentctx.UnmarshalMessages(stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := doc.WithMessages(msgs).AppendJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("messages decoded apart are not written back in their records\n got: %s\nwant: %s", got, want)
+	}
+
+	// A changed tool result, decoded apart, is written in its first record:
+	// the file keeps as many lines, and only that line changes.
+	i := 4 // user:1, the result of the Read call, one record
+	b := msgs[i].Content.Blocks()[0]
+	b.Content = agentctx.Text("pruned")
+	msgs[i] = msgs[i].WithBlock(0, b)
+	got, err = doc.WithMessages(msgs).AppendJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gl, wl := bytes.Split(got, []byte("\n")), bytes.Split(want, []byte("\n"))
+	if len(gl) != len(wl) {
+		t.Fatalf("%d lines written, want %d:\n%s", len(gl), len(wl), got)
+	}
+	changed := 0
+	for k := range gl {
+		if !bytes.Equal(gl[k], wl[k]) {
+			changed++
+			if !bytes.Contains(gl[k], []byte(`"pruned"`)) || !bytes.Contains(gl[k], []byte(`"uuid"`)) {
+				t.Errorf("line %d: %s", k+1, gl[k])
+			}
+		}
+	}
+	if changed != 1 {
+		t.Errorf("%d lines changed, want 1:\n%s", changed, got)
 	}
 }

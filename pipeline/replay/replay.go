@@ -1,4 +1,14 @@
-package pipeline
+// Package replay replays a recorded agent session through the pipeline the
+// way the agent would have called it: Prepare once before each model
+// request, with the history up to that request, and the usage the request
+// recorded fed back afterwards. Run reports, request by request and in
+// sum, what a provider's prompt cache could still serve, how far the token
+// estimates were from the recorded usage, the time of each Prepare call,
+// and the session's bill with and without the pipeline ("agentctx replay
+// FILE", "agentctx report FILE").
+//
+// The package uses only the exported API of package pipeline.
+package replay
 
 import (
 	"bytes"
@@ -14,17 +24,18 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pricing"
 )
 
-// ReplayOptions configure Replay.
-type ReplayOptions struct {
+// Options configure Run.
+type Options struct {
 	// Options are those of the Pipeline the session is replayed through.
 	// Now is replaced by the time of each request (its assistant
 	// message's timestamp); an empty WorkspaceDir with a nil Store means a
 	// fresh workspace in a temporary directory, removed afterwards; an
 	// empty SessionID means "replay".
-	Options
+	pipeline.Options
 	// NoUsage replays without feeding the recorded usage back (the
 	// estimates then rest on EstimateRatio alone).
 	NoUsage bool
@@ -35,13 +46,13 @@ type ReplayOptions struct {
 	Prices pricing.Table
 }
 
-// ErrNoRequests is returned by Replay for a transcript in which no model
+// ErrNoRequests is returned by Run for a transcript in which no model
 // request can be found (no assistant message).
 var ErrNoRequests = errors.New("no model request in the transcript")
 
-// ReplayResult says how a session would have gone through the pipeline,
+// Result says how a session would have gone through the pipeline,
 // request by request.
-type ReplayResult struct {
+type Result struct {
 	// Requests is the number of model requests replayed; Compactions the
 	// compactions made; CacheBreaks the requests whose prepared messages
 	// do not start with the previous request's prepared messages, byte for
@@ -75,7 +86,7 @@ type ReplayResult struct {
 	// recorded usage by the end of the session (0 without usage).
 	Ratio float64 `json:"ratio"`
 	// CostWithoutUSD is the session's bill as recorded, in USD at
-	// ReplayOptions.Prices: the usage recorded for each request (a direct
+	// Options.Prices: the usage recorded for each request (a direct
 	// session's own bill), and for a request without one, the simulated
 	// bill of the request as the agent sent it. CostUSD estimates the bill
 	// of the prepared requests: each request's CostWithoutUSD plus the
@@ -90,7 +101,7 @@ type ReplayResult struct {
 	CostWithoutUSD float64 `json:"cost_without_usd"`
 	SavedUSD       float64 `json:"saved_usd"`
 	// PerRequest has one entry per request, in order.
-	PerRequest []ReplayRequest `json:"per_request"`
+	PerRequest []Request `json:"per_request"`
 }
 
 // CountError summarizes |estimate − usage| / usage, in percent.
@@ -100,8 +111,8 @@ type CountError struct {
 	N         int     `json:"n"`          // requests compared (0: no recorded usage)
 }
 
-// ReplayRequest is one replayed request.
-type ReplayRequest struct {
+// Request is one replayed request.
+type Request struct {
 	Request      int `json:"request"`       // 1-based
 	Messages     int `json:"messages"`      // in the history given
 	MessagesSent int `json:"messages_sent"` // in the prepared list
@@ -126,18 +137,18 @@ type ReplayRequest struct {
 	Offloaded     int     `json:"offloaded"` // results newly replaced by a reference
 	Ms            float64 `json:"ms"`        // the time of Prepare
 	// CostUSD and CostWithoutUSD are the request's part of the
-	// ReplayResult's.
+	// Result's.
 	CostUSD        float64 `json:"cost_usd"`
 	CostWithoutUSD float64 `json:"cost_without_usd"`
 }
 
-// Replay replays a recorded session the way an agent would have called
+// Run replays a recorded session the way an agent would have called
 // Prepare: once before each model request, with the history up to that
 // request, and, unless NoUsage, the usage recorded for the request fed back
 // afterwards (Observe). A request is an assistant message of the document
 // (for a Claude Code session, each new message.id); its usage is read from
 // the message's "usage" member and its time from its timestamp.
-func Replay(ctx context.Context, doc *agentctx.Document, opts ReplayOptions) (*ReplayResult, error) {
+func Run(ctx context.Context, doc *agentctx.Document, opts Options) (*Result, error) {
 	o := opts.Options
 	if o.SessionID == "" {
 		o.SessionID = "replay"
@@ -158,7 +169,7 @@ func Replay(ctx context.Context, doc *agentctx.Document, opts ReplayOptions) (*R
 	}
 	var clock time.Time
 	o.Now = func() time.Time { return clock }
-	p, err := New(o)
+	p, err := pipeline.New(o)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +186,7 @@ func Replay(ctx context.Context, doc *agentctx.Document, opts ReplayOptions) (*R
 	}
 	extra := p.RequestTokens(doc)
 	money := newReplayBill(p, opts.Prices, extra)
-	res := &ReplayResult{PerRequest: make([]ReplayRequest, 0, len(requests))}
+	res := &Result{PerRequest: make([]Request, 0, len(requests))}
 	var (
 		prev       []byte // the previous prepared list, as JSON
 		prevTokens int
@@ -185,7 +196,7 @@ func Replay(ctx context.Context, doc *agentctx.Document, opts ReplayOptions) (*R
 		times      []float64
 		lastTime   time.Time
 		prevClock  time.Time
-		ttl        = p.prices().TTL
+		ttl        = p.Prices().TTL
 	)
 	for k, idx := range requests {
 		if err := ctx.Err(); err != nil {
@@ -199,22 +210,22 @@ func Replay(ctx context.Context, doc *agentctx.Document, opts ReplayOptions) (*R
 		}
 		clock = lastTime
 		t0 := time.Now()
-		out, err := p.prepare(ctx, agentctx.Conversation{Messages: doc.Messages[:idx]}, extra, CallOptions{})
+		out, err := p.PrepareCall(ctx, doc.WithMessages(doc.Messages[:idx]), pipeline.CallOptions{})
 		if err != nil {
 			return nil, fmt.Errorf("request %d: %w", k+1, err)
 		}
 		ms := float64(time.Since(t0).Microseconds()) / 1000
 		times = append(times, ms)
 		rep := &out.Report
-		rr := ReplayRequest{Request: k + 1, Messages: idx, MessagesSent: len(out.Messages), Tokens: rep.TokensBefore,
+		rr := Request{Request: k + 1, Messages: idx, MessagesSent: len(out.Messages), Tokens: rep.TokensBefore,
 			TokensSent: rep.TokensAfter, Estimate: rep.EstimatedTokensBefore, Ms: ms}
-		if s := rep.Step(StepPrune); s != nil {
+		if s := rep.Step(pipeline.StepPrune); s != nil {
 			rr.Pruned, rr.PendingTokens = s.New, s.PendingTokens
 		}
-		if s := rep.Step(StepOffload); s != nil {
+		if s := rep.Step(pipeline.StepOffload); s != nil {
 			rr.Offloaded = s.New
 		}
-		if s := rep.Step(StepCompact); s != nil && s.Compact != nil && s.Compact.Compacted {
+		if s := rep.Step(pipeline.StepCompact); s != nil && s.Compact != nil && s.Compact.Compacted {
 			rr.Compacted = true
 			res.Compactions++
 		}
@@ -297,14 +308,14 @@ func prefixStability(prev, cur []byte) (float64, bool) {
 
 // recordedUsage reads the "usage" member of a recorded assistant message
 // (Anthropic's shape).
-func recordedUsage(m agentctx.Message) (Usage, bool) {
+func recordedUsage(m agentctx.Message) (pipeline.Usage, bool) {
 	raw, ok := m.Field("usage")
 	if !ok {
-		return Usage{}, false
+		return pipeline.Usage{}, false
 	}
-	var u Usage
+	var u pipeline.Usage
 	if json.Unmarshal(raw, &u) != nil || u.Total() <= 0 {
-		return Usage{}, false
+		return pipeline.Usage{}, false
 	}
 	return u, true
 }
@@ -328,11 +339,11 @@ func percentile(v []float64, p float64) float64 {
 	return s[min(max(i, 0), len(s)-1)]
 }
 
-// replayBill prices the requests of a replay (see ReplayResult.CostUSD):
+// replayBill prices the requests of a replay (see Result.CostUSD):
 // two simulated prompt caches per model, fed the requests as the agent
 // sent them and as prepared.
 type replayBill struct {
-	p      *Pipeline
+	p      *pipeline.Pipeline
 	table  pricing.Table
 	head   pricing.Block // the system prompt and tools
 	caches map[string][2]*pricing.Cache
@@ -344,7 +355,7 @@ type replayBill struct {
 	ratio  float64              // provider tokens per counted token, last recorded
 }
 
-func newReplayBill(p *Pipeline, table pricing.Table, extra int) *replayBill {
+func newReplayBill(p *pipeline.Pipeline, table pricing.Table, extra int) *replayBill {
 	if table == nil {
 		table = pricing.Default()
 	}
@@ -362,7 +373,7 @@ func (rb *replayBill) request(now time.Time, asst agentctx.Message, sent, prepar
 	}
 	prices, ok := rb.table.Lookup(model)
 	if !ok {
-		prices = rb.p.prices()
+		prices = rb.p.Prices()
 	}
 	cs, ok := rb.caches[model]
 	if !ok {
@@ -379,7 +390,7 @@ func (rb *replayBill) request(now time.Time, asst agentctx.Message, sent, prepar
 		d := digest(sent[j])
 		rb.own[d] = true
 		rb.keys = append(rb.keys, k.Extend(d[:]))
-		rb.counts = append(rb.counts, rb.p.mc.CountMessage(sent[j]))
+		rb.counts = append(rb.counts, rb.p.MessageCounter().CountMessage(sent[j]))
 	}
 	recorded, hasUsage := recordedBill(asst)
 	if hasUsage && counted > 0 {
@@ -388,7 +399,7 @@ func (rb *replayBill) request(now time.Time, asst agentctx.Message, sent, prepar
 	scale := func(n int) int { return int(math.Round(float64(n) * rb.ratio)) }
 	output := recorded.Output
 	if !hasUsage {
-		output = rb.p.mc.CountMessage(asst)
+		output = rb.p.MessageCounter().CountMessage(asst)
 	}
 	head := rb.head
 	head.Tokens = scale(head.Tokens)
@@ -408,7 +419,7 @@ func (rb *replayBill) request(now time.Time, asst agentctx.Message, sent, prepar
 		if j < len(rb.keys) && k == rb.keys[j] {
 			n = rb.counts[j]
 		} else {
-			n = rb.p.mc.CountMessage(m)
+			n = rb.p.MessageCounter().CountMessage(m)
 		}
 		prep = append(prep, pricing.Block{Prefix: k, Tokens: scale(n), Breakpoint: j == len(prepared)-1})
 	}
