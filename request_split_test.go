@@ -62,3 +62,62 @@ func TestRequestDocumentSplitIsParseDocument(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRequestDocumentSplit: no split makes RequestDocumentSplit panic; the
+// body's own split gives ParseDocument's document, and one cut short,
+// reordered or of a copy of the body is refused.
+func FuzzRequestDocumentSplit(f *testing.F) {
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[]}`), uint8(0), uint8(1))
+	f.Add([]byte(` {"messages":[] , "a":{"b":[1]}} `), uint8(2), uint8(0))
+	f.Add([]byte(`{"messages":[{"role":"user","content":"x"}],"messages":[]}`), uint8(3), uint8(1))
+	f.Fuzz(func(t *testing.T, body []byte, mode, k uint8) {
+		b, err := wire.SplitBody(body, nil)
+		if err != nil {
+			return
+		}
+		list := b.Get("messages")
+		msgs, err := agentctx.UnmarshalMessages(list)
+		if err != nil {
+			msgs = nil
+		}
+		ms := b.Members
+		switch mode % 4 {
+		case 1: // reordered
+			if len(ms) > 1 {
+				ms = append([]agentctx.BodyMember(nil), ms...)
+				i := int(k) % len(ms)
+				ms[0], ms[i] = ms[i], ms[0]
+			}
+		case 2: // of a copy of the body
+			c, _ := wire.SplitBody(bytes.Clone(body), nil)
+			ms = c.Members
+		case 3: // cut short
+			ms = ms[:int(k)%(len(ms)+1)]
+		}
+		doc, err := agentctx.RequestDocumentSplit(body, ms, list, msgs)
+		if err != nil {
+			if mode%4 == 0 && msgs != nil && isArray(list) {
+				t.Fatalf("the body's own split refused: %v", err)
+			}
+			return
+		}
+		if mode%4 == 2 && len(ms) > 0 {
+			t.Fatalf("members of a copy accepted")
+		}
+		if mode%4 != 0 {
+			return
+		}
+		want, err := agentctx.ParseDocument(context.Background(), body)
+		if err != nil || want.Format != agentctx.FormatObject {
+			return // a body ParseDocument reads otherwise (another format)
+		}
+		wa, _ := want.AppendJSON(nil)
+		ga, _ := doc.AppendJSON(nil)
+		if !bytes.Equal(wa, ga) {
+			t.Fatalf("split encodes\n%s\nParseDocument\n%s", ga, wa)
+		}
+	})
+}
+
+// isArray reports whether list is a JSON array (the messages member).
+func isArray(list []byte) bool { return len(list) > 0 && list[0] == '[' }

@@ -89,7 +89,7 @@ type Provider struct {
 	// Match reports whether a request carries messages to prepare.
 	Match func(r *http.Request) bool
 	// API is the wire format of the responses, whose usage is read
-	// (internal/wire).
+	// (internal/wire); 0 reads none.
 	API wire.API
 	// Binding, when set, returns what the request's signed thinking binds
 	// (pipeline.CallOptions), given to a CallPreparer.

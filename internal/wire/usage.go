@@ -6,7 +6,7 @@ import (
 	"github.com/agentctx/agentctx/internal/rawjson"
 )
 
-// API is a provider's wire format.
+// API is a provider's wire format; 0 is none (nothing is read).
 type API uint8
 
 // The APIs whose answers carry usage.
