@@ -8,10 +8,16 @@ import (
 	"github.com/agentctx/agentctx/session"
 )
 
-// observeState records a usage report in the session state (state.observe)
-// with one store call in the usual case: the state this Pipeline saved or
+// observeState records a usage report in the session state (state.observe).
+func (p *Pipeline) observeState(ctx context.Context, u Usage) error {
+	return p.recordState(ctx, func(st *state) { st.observe(u, p.opts.EstimateRatio) })
+}
+
+// recordState runs fn, which changes the state's head alone (not its
+// Results), on the session state and saves it, with one store call in the
+// usual case: the state this Pipeline saved or
 // loaded last (its stateMemo, with its version) is taken as the stored one,
-// the report applied to a copy of its head (the tool results, most of a
+// fn run on a copy of its head (the tool results, most of a
 // long session's state, are neither copied, decoded nor encoded again: their
 // JSON is reused), and the result saved with compare-and-swap on that
 // version. The bytes saved are those a load–observe–save cycle would save.
@@ -21,9 +27,9 @@ import (
 // session deleted and created again up to the very version remembered
 // would be taken for the remembered one; retention deletes only sessions
 // idle for far longer than the time between a request and its answer.
-func (p *Pipeline) observeState(ctx context.Context, u Usage) error {
+func (p *Pipeline) recordState(ctx context.Context, fn func(st *state)) error {
 	if st, v, results := p.memoHead(); st != nil {
-		st.observe(u, p.opts.EstimateRatio)
+		fn(st)
 		data, results, err := encodeState(st, results)
 		if err != nil {
 			return err
@@ -41,7 +47,7 @@ func (p *Pipeline) observeState(ctx context.Context, u Usage) error {
 		}
 	}
 	_, err := p.updateState(ctx, true, func(st *state) error { // the results are left alone
-		st.observe(u, p.opts.EstimateRatio)
+		fn(st)
 		return nil
 	})
 	return err

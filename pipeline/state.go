@@ -65,6 +65,11 @@ type state struct {
 	LastAt       time.Time `json:"last_at,omitzero"`
 	InputCounted int       `json:"input_counted,omitempty"`
 	Growth       float64   `json:"growth,omitempty"`
+	// Thinking is the memory of signed thinking blocks (thinking.go,
+	// Pipeline.Record): kept in the state so that every process serving
+	// the session agrees. Never modified once set (a Record sets a new
+	// one), so a clone shares it.
+	Thinking *ThinkingMemory `json:"thinking,omitempty"`
 }
 
 // resultState is the decision on one tool result.
