@@ -2,9 +2,11 @@ package pipeline_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/session"
@@ -105,4 +107,42 @@ func TestObserveOneStoreCall(t *testing.T) {
 	if !r.Report.Session.Calibrated || r.Report.EstimatedTokens != 2*r.Report.TokensAfter {
 		t.Errorf("after a conflict: calibrated %v, estimate %d for count %d, want twice the count", r.Report.Session.Calibrated, r.Report.EstimatedTokens, r.Report.TokensAfter)
 	}
+}
+
+// BenchmarkPrepareObserve is one request of a warm session through the
+// session engine: Prepare, then Observe of its usage, over an in-memory
+// session store whose calls and bytes saved it reports per request.
+func BenchmarkPrepareObserve(b *testing.B) {
+	store := &countingSessions{Store: session.NewMemStore()}
+	o := pipeline.Options{WorkspaceDir: b.TempDir(), NoCompact: true, Sessions: store, Now: func() time.Time { return now }}
+	p, err := pipeline.New(o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	ctx := context.Background()
+	msgs := history(user("go", now))
+	for i := range 200 {
+		msgs = append(msgs, exchange(fmt.Sprint("toolu_", i), "Read", "cat", strings.Repeat("alpha beta ", 100*(1+i%20)), false, now)...)
+	}
+	if _, err := p.Prepare(ctx, msgs); err != nil {
+		b.Fatal(err)
+	}
+	store.take()
+	var loads, saves, saved int
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := p.Prepare(ctx, msgs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := p.Observe(ctx, pipeline.Usage{InputTokens: r.Report.TokensAfter}); err != nil {
+			b.Fatal(err)
+		}
+		l, s, n := store.take()
+		loads, saves, saved = loads+l, saves+s, saved+n
+	}
+	b.ReportMetric(float64(loads)/float64(b.N), "loads/req")
+	b.ReportMetric(float64(saves)/float64(b.N), "saves/req")
+	b.ReportMetric(float64(saved)/float64(b.N), "saved-B/req")
 }
