@@ -941,9 +941,12 @@ func (s *Server) observe(ctx context.Context, x *exchange, u Usage) {
 	if p := x.prepared; p != nil && u.Counted == 0 {
 		u.Counted = p.TokensAfter
 	}
-	if !s.recordThinking(ctx, x, &u) { // one write of the usage and the thinking
-		s.opts.Engine.Observe(ctx, x.session, u)
+	if s.keeper() != nil {
+		ku := u // (escapes: allocated on this path alone)
+		s.recordThinking(ctx, x, &ku) // one write of the usage and the thinking
+		return
 	}
+	s.opts.Engine.Observe(ctx, x.session, u)
 }
 
 func (s *Server) finish(r *http.Request, x *exchange) {
@@ -961,7 +964,7 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 		if x.gotUsage {
 			s.observe(context.WithoutCancel(r.Context()), x, x.usage) // when relay did not already
 		}
-		if x.prepared != nil || x.engineErr == nil {
+		if len(x.thinkKnown)+len(x.thinkSent) > 0 && (x.prepared != nil || x.engineErr == nil) {
 			s.recordThinking(context.WithoutCancel(r.Context()), x, nil) // what no usage carried
 		}
 	}

@@ -125,20 +125,19 @@ func (s *Server) rememberThinking(x *exchange, keys []string) {
 }
 
 // recordThinking saves, with the answer's usage (u, nil when none), what x
-// taught of thinking, when the Engine keeps it; it reports whether it
-// called the Engine. The blocks recorded are not recorded again.
-func (s *Server) recordThinking(ctx context.Context, x *exchange, u *Usage) bool {
+// taught of thinking, when the Engine keeps it. The blocks recorded are not
+// recorded again.
+func (s *Server) recordThinking(ctx context.Context, x *exchange, u *Usage) {
 	k := s.keeper()
 	if k == nil || x.session == "" {
-		return false
+		return
 	}
 	o := pipeline.Observation{Usage: u, Known: x.thinkKnown, Sent: x.thinkSent}
 	x.thinkKnown, x.thinkSent = nil, nil
 	if u == nil && len(o.Known) == 0 && len(o.Sent) == 0 {
-		return true
+		return
 	}
 	k.record(ctx, x.session, o)
-	return true
 }
 
 // localThinking is the process-local memory of a session's thinking
