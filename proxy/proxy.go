@@ -942,8 +942,10 @@ func (s *Server) observe(ctx context.Context, x *exchange, u Usage) {
 		u.Counted = p.TokensAfter
 	}
 	if s.keeper() != nil {
-		ku := u // (escapes: allocated on this path alone)
-		s.recordThinking(ctx, x, &ku) // one write of the usage and the thinking
+		// One write of the usage and the thinking. (ku escapes: it is
+		// allocated on this path alone.)
+		ku := u
+		s.recordThinking(ctx, x, &ku)
 		return
 	}
 	s.opts.Engine.Observe(ctx, x.session, u)
