@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // MaxThinking bounds each part of a session's thinking memory (the blocks
@@ -24,7 +25,7 @@ type ThinkingEntry struct {
 
 // Observation is what a caller learned from a provider's answer to a
 // request this Pipeline prepared: the usage it reported, and, for signed
-// thinking (Anthropic's prefix checks, see internal/thinking), the blocks
+// thinking (Anthropic's prefix checks), the blocks
 // it produced (Known: the prefix each was produced after) and the blocks
 // the request sent whole (Sent: the prefix each was sent after). A replica
 // that serves the session's next request reads them from the session
@@ -208,21 +209,13 @@ var errThinkingEntry = errors.New("pipeline: thinking memory: want \"key:prefix\
 func parseThinking(list []string) ([]ThinkingEntry, error) {
 	out := make([]ThinkingEntry, 0, len(list))
 	for _, s := range list {
-		var e ThinkingEntry
-		i := 0
-		for i < len(s) && s[i] != ':' {
-			i++
-		}
-		k, err1 := strconv.ParseUint(s[:i], 16, 64)
-		if i == len(s) || err1 != nil {
+		key, prefix, ok := strings.Cut(s, ":")
+		k, err1 := strconv.ParseUint(key, 16, 64)
+		pfx, err2 := strconv.ParseUint(prefix, 16, 64)
+		if !ok || err1 != nil || err2 != nil {
 			return nil, fmt.Errorf("%w: %q", errThinkingEntry, s)
 		}
-		pfx, err := strconv.ParseUint(s[i+1:], 16, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %q", errThinkingEntry, s)
-		}
-		e.Key, e.Prefix = k, pfx
-		out = append(out, e)
+		out = append(out, ThinkingEntry{Key: k, Prefix: pfx})
 	}
 	return out, nil
 }

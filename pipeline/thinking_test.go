@@ -67,3 +67,20 @@ func TestThinkingMemoryInState(t *testing.T) {
 		t.Errorf("Sent(2) = %d, %v after more known blocks; want 20", h, ok)
 	}
 }
+
+// TestThinkingMemoryUnreadable: a state whose thinking memory does not
+// parse is an unreadable state (an error), not a memory silently lost.
+func TestThinkingMemoryUnreadable(t *testing.T) {
+	for _, bad := range []string{`["12"]`, `["12:zz"]`, `["x:1"]`, `[1]`} {
+		store := session.NewMemStore()
+		if _, err := store.Save(context.Background(), "default", "default", []byte(`{"schema":1,"requests":1,"results":{},"counted":0,"compactions":0,"breaks":0,"thinking":{"known":`+bad+`}}`), 0); err != nil {
+			t.Fatal(err)
+		}
+		o := options(t)
+		o.Sessions = store
+		p := newPipeline(t, o)
+		if _, err := p.Prepare(context.Background(), history(user("go", now))); err == nil || !strings.Contains(err.Error(), "unreadable state") {
+			t.Errorf("known %s: %v, want an unreadable state", bad, err)
+		}
+	}
+}

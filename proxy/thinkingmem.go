@@ -13,25 +13,25 @@ import (
 // The prefix rule (fixThinking) needs, for each thinking block, the prefix
 // it was produced after (the messages the proxy sent then, which differ
 // from the client's history when the request was edited) and the prefix it
-// was last sent after. With a PipelineEngine this memory is part of the
-// session state (pipeline.Observation, pipeline.Pipeline.Thinking): the
-// blocks a request sent and the blocks its answer produced are recorded
-// with the answer's usage, in one compare-and-swap, before the bytes that
-// end the answer reach the client; the next request, served by this
-// process or another replica over the same session store, is prepared with
-// them. Prefixes are chained from message digests that are the same in
-// every process (thinking.MessageDigest; stableHashes memoizes them by the
-// process's own message hash), and blocks are named by the digest of their
-// key.
+// was last sent after. An Engine that implements thinkingKeeper keeps this
+// memory in the session state (pipeline.Observation,
+// pipeline.Pipeline.Thinking): the blocks a request sent and the blocks its
+// answer produced are recorded with the answer's usage, in one
+// compare-and-swap, before the bytes that end the answer reach the client;
+// the next request, served by this process or another replica over the
+// same session store, is prepared with them. Prefixes are chained from
+// message digests that are the same in every process
+// (thinking.MessageDigest; stableHashes memoizes them by the process's own
+// message hash), and blocks are named by the digest of their key.
 //
-// An Engine that keeps no session state (any other Engine, or a Stateless
-// pipeline) gets the process-local memory instead (localThinking, per
-// session in the statistics table), as before.
+// Any other Engine gets the process-local memory (localThinking, per
+// session in the statistics table).
 
 // thinkingKeeper is implemented by Engines that keep the thinking memory in
-// the session state (PipelineEngine).
+// the session state.
 type thinkingKeeper interface {
-	// keepsThinking reports whether the session state is kept at all.
+	// keepsThinking reports whether the session state is kept at all (a
+	// Stateless pipeline keeps none).
 	keepsThinking() bool
 	// thinkingMemory returns the session's memory as its last Prepare
 	// (or record) left it; nil when none.
