@@ -48,15 +48,15 @@ func (p *Pipeline) prepare(ctx context.Context, in agentctx.Conversation, extraR
 // later reports estimate the provider's count from it: the next request is
 // estimated as this usage plus the count of what changed, scaled by a ratio
 // fitted per session. Observe does nothing for a Stateless Pipeline.
+//
+// The report is saved with compare-and-swap on the state this Pipeline
+// saved last (its Prepare's), without loading it again: one store call
+// when no other writer saved in between, else a load and a retry.
 func (p *Pipeline) Observe(ctx context.Context, u Usage) error {
 	if p.opts.Stateless {
 		return nil
 	}
-	_, err := p.updateState(ctx, true, func(st *state) error { // the results are left alone
-		st.observe(u, p.opts.EstimateRatio)
-		return nil
-	})
-	return err
+	return p.observeState(ctx, u) // one Save, no Load, in the usual case
 }
 
 // run is one pass of the steps over conv with the session state st, which

@@ -65,6 +65,11 @@ type state struct {
 	LastAt       time.Time `json:"last_at,omitzero"`
 	InputCounted int       `json:"input_counted,omitempty"`
 	Growth       float64   `json:"growth,omitempty"`
+	// Thinking is the memory of signed thinking blocks (thinking.go,
+	// Pipeline.Record): kept in the state so that every process serving
+	// the session agrees. Never modified once set (a Record sets a new
+	// one), so a clone shares it.
+	Thinking *ThinkingMemory `json:"thinking,omitempty"`
 }
 
 // resultState is the decision on one tool result.
@@ -220,7 +225,7 @@ func (p *Pipeline) loadState(ctx context.Context) (st *state, v int64, results [
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("pipeline: load session %q: %w", p.sessionID, err)
 	}
-	if st, results := p.memoStateJSON(data); st != nil {
+	if st, results := p.memoStateJSONAt(data, v); st != nil {
 		return st, v, results, nil
 	}
 	st = newState()
@@ -233,19 +238,22 @@ func (p *Pipeline) loadState(ctx context.Context) (st *state, v int64, results [
 	if st.Results == nil {
 		st.Results = map[string]*resultState{}
 	}
-	p.rememberState(data, st)
+	p.rememberStateJSON(data, nil, st, v)
 	return st, v, nil, nil
 }
 
 // stateMemo is the last state this Pipeline read or wrote, with its JSON:
 // a session's calls mostly find what the call before saved, and a copy of
 // it is cheaper than decoding it again. results is the JSON of its Results
-// within data, when known.
+// within data, when known; v is the version data was loaded or saved as (0
+// when not known), which lets Observe save without loading first
+// (observe.go). st is never modified once remembered: it is copied out.
 type stateMemo struct {
 	mu      sync.Mutex
 	data    []byte
 	st      *state
 	results []byte
+	v       int64
 }
 
 // memoState returns a copy of the remembered state if data is its JSON.
@@ -257,27 +265,43 @@ func (p *Pipeline) memoState(data []byte) *state {
 // memoStateJSON is memoState, with the JSON of the state's Results when
 // known.
 func (p *Pipeline) memoStateJSON(data []byte) (*state, []byte) {
+	return p.memoStateJSONAt(data, 0)
+}
+
+// memoStateJSONAt is memoStateJSON for data loaded as version v (0: not
+// known), which the memo then takes as its version.
+func (p *Pipeline) memoStateJSONAt(data []byte, v int64) (*state, []byte) {
 	m := &p.stateMemo
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.st == nil || !bytes.Equal(m.data, data) {
 		return nil, nil
 	}
+	if v != 0 {
+		m.v = v
+	}
 	return m.st.clone(), m.results
 }
 
 // rememberState remembers st (a copy of it) as the state data encodes.
 func (p *Pipeline) rememberState(data []byte, st *state) {
-	p.rememberStateJSON(data, nil, st)
+	p.rememberStateJSON(data, nil, st, 0)
 }
 
 // rememberStateJSON is rememberState with results, the JSON of st.Results
-// within data (nil when not known).
-func (p *Pipeline) rememberStateJSON(data, results []byte, st *state) {
+// within data (nil when not known), and v, the version data was loaded or
+// saved as (0 when not known).
+func (p *Pipeline) rememberStateJSON(data, results []byte, st *state, v int64) {
+	p.rememberStateOwned(data, results, st.clone(), v)
+}
+
+// rememberStateOwned is rememberStateJSON for a st that nothing modifies
+// afterwards: it is kept as it is, not copied.
+func (p *Pipeline) rememberStateOwned(data, results []byte, st *state, v int64) {
 	m := &p.stateMemo
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.data, m.results, m.st = data, results, st.clone()
+	m.data, m.results, m.st, m.v = data, results, st, v
 }
 
 // clone returns a deep copy of st.
@@ -316,7 +340,7 @@ func (p *Pipeline) saveState(ctx context.Context, st *state, v int64, results []
 	err = storeErr(ctx, sctx, err)
 	cancel()
 	if err == nil {
-		p.rememberStateJSON(data, results, st)
+		p.rememberStateJSON(data, results, st, nv)
 	}
 	return nv, err
 }

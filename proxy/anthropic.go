@@ -51,16 +51,6 @@ func hashesOf(encs [][]byte, known []uint64) []uint64 {
 	return hs
 }
 
-// chainOf returns the prefix hash of a whole list of messages, from their
-// hashes.
-func chainOf(hs []uint64) prefixHash {
-	var h prefixHash
-	for _, m := range hs {
-		h = h.Next(m)
-	}
-	return h
-}
-
 // thinkingKey is what identifies a thinking block: its signature, or the
 // data of a redacted_thinking block.
 func thinkingKey(b agentctx.Block) string { return thinking.Key(b) }
@@ -102,12 +92,12 @@ const (
 // every later block). The thinking of a turn is therefore removed only in
 // a request whose prefix before it changed anyway (a prune batch or a
 // compaction), and stays removed.
-func fixThinking(inHash []uint64, a *alignment, th thinking.Memory, thinkingOn bool) (thinkingVerdict, error) {
+func fixThinking(inEnc [][]byte, inHash []uint64, a *alignment, th thinking.Memory, thinkingOn bool, digests *stableHashes) (thinkingVerdict, error) {
 	var inChain []prefixHash // inChain[k]: prefix of input message k
 	return thinking.Fix(thinking.List{
 		Messages:     a.out,
 		FirstChanged: a.firstChanged,
-		Hash:         a.hash,
+		Hash:         func(j int) uint64 { return digests.of(a.hash(j), a.outEnc[j]) },
 		Client: func(j int) (prefixHash, bool) {
 			if a.match[j] < 0 {
 				return 0, false
@@ -116,8 +106,8 @@ func fixThinking(inHash []uint64, a *alignment, th thinking.Memory, thinkingOn b
 				inChain = make([]prefixHash, 0, len(inHash)+1)
 				var h prefixHash
 				inChain = append(inChain, h)
-				for _, m := range inHash {
-					h = h.Next(m)
+				for k, m := range inHash {
+					h = h.Next(digests.of(m, inEnc[k]))
 					inChain = append(inChain, h)
 				}
 			}

@@ -24,7 +24,7 @@ func BenchmarkMetricsRecord(b *testing.B) {
 
 // A session's timeline keeps its last maxTimeline requests.
 func TestTimelineBounded(t *testing.T) {
-	st := &sessionStats{thinking: map[string]prefixHash{}, sentAt: map[string]prefixHash{}}
+	st := &sessionStats{}
 	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
 	for i := range maxTimeline + 50 {
 		st.record(&exchange{api: APIAnthropic, start: t0.Add(time.Duration(i) * time.Second), status: 200,
@@ -42,7 +42,7 @@ func TestTimelineBounded(t *testing.T) {
 // BenchmarkSessionRecord is what the statistics, timeline included, add
 // to a request once its session's timeline is full.
 func BenchmarkSessionRecord(b *testing.B) {
-	st := &sessionStats{thinking: map[string]prefixHash{}, sentAt: map[string]prefixHash{}}
+	st := &sessionStats{}
 	x := &exchange{api: APIAnthropic, status: 200, client: "claude-cli/2.0.0", prepared: &Prepared{TokensBefore: 50_000, TokensAfter: 20_000},
 		bill: exchangeBill{model: "claude-sonnet-4-5", system: make([]byte, 20_000), tools: make([]byte, 80_000)}}
 	for range maxTimeline {

@@ -127,6 +127,8 @@ type Server struct {
 	// tools remembers each OpenAI session's tools, for its client's own
 	// compaction requests (clientcompact.go).
 	tools toolMemos
+
+	digests stableHashes // thinking.MessageDigest by msgHash (thinkingmem.go)
 }
 
 // New returns a Server.
@@ -313,6 +315,8 @@ type exchange struct {
 	thinkingOn   bool
 	chain        *prefixHash // the prefix of the messages sent, once computed
 	thinkKeys    []string
+	thinkKnown   []pipeline.ThinkingEntry // blocks the answer produced, to record (thinkingmem.go)
+	thinkSent    []pipeline.ThinkingEntry // blocks sent, to record with the answer
 	usage        Usage
 	gotUsage     bool
 	observed     bool // the usage was given to the engine
@@ -409,7 +413,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st := s.stats.get(x.session)
 		go func() {
 			defer close(recorded)
-			st.sentMessages(x, x.api == APIAnthropic && x.thinkingOn)
+			st.sentMessages(x)
+			if x.api == APIAnthropic && x.thinkingOn {
+				s.sentThinking(x)
+			}
 			if x.api == APIAnthropic {
 				st.last.set(x.sentMsgs, x.sentEnc)
 			}
@@ -728,7 +735,7 @@ func (s *Server) edit(api API, b *body, conv *conversation, prep *Prepared, x *e
 		if inHash == nil {
 			inHash = hashesOf(inEnc, nil)
 		}
-		verdict, err := fixThinking(inHash, a, s.stats.get(x.session), x.thinkingOn)
+		verdict, err := fixThinking(inEnc, inHash, a, s.thinkingMemory(x), x.thinkingOn, &s.digests)
 		if err != nil {
 			return nil, err
 		}
@@ -946,23 +953,14 @@ func (s *Server) observe(ctx context.Context, x *exchange, u Usage) {
 	if p := x.prepared; p != nil && u.Counted == 0 {
 		u.Counted = p.TokensAfter
 	}
-	s.opts.Engine.Observe(ctx, x.session, u)
-}
-
-// rememberThinking records, for thinking blocks the upstream produced, the
-// prefix they were produced after: every message sent.
-func (s *Server) rememberThinking(x *exchange, keys []string) {
-	if x.sentEnc == nil || !x.thinkingOn || x.session == "" {
+	if s.keeper() != nil {
+		// One write of the usage and the thinking. (ku escapes: it is
+		// allocated on this path alone.)
+		ku := u
+		s.recordThinking(ctx, x, &ku)
 		return
 	}
-	if x.chain == nil {
-		h := chainOf(hashesOf(x.sentEnc, x.sentHash))
-		x.chain = &h
-	}
-	st := s.stats.get(x.session)
-	for _, k := range keys {
-		st.rememberThinking(k, *x.chain)
-	}
+	s.opts.Engine.Observe(ctx, x.session, u)
 }
 
 func (s *Server) finish(r *http.Request, x *exchange) {
@@ -979,6 +977,9 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 		st.record(x)
 		if x.gotUsage {
 			s.observe(context.WithoutCancel(r.Context()), x, x.usage) // when relay did not already
+		}
+		if len(x.thinkKnown)+len(x.thinkSent) > 0 && (x.prepared != nil || x.engineErr == nil) {
+			s.recordThinking(context.WithoutCancel(r.Context()), x, nil) // what no usage carried
 		}
 	}
 	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", x.status, "duration_ms", ms(dur)}
@@ -1053,7 +1054,7 @@ func (t *statsTable) get(key string) *sessionStats {
 		if len(t.sessions) >= maxStatsSessions {
 			t.evictOldest()
 		}
-		s = &sessionStats{thinking: map[string]prefixHash{}, sentAt: map[string]prefixHash{}}
+		s = &sessionStats{}
 		t.sessions[key] = s
 	}
 	return s

@@ -12,23 +12,19 @@ import (
 	"github.com/agentctx/agentctx/pipeline"
 )
 
-// maxThinking bounds the thinking signatures remembered per session.
-const maxThinking = 512
-
-// sessionStats is what the Server keeps per session: statistics, the hashes
-// of the last messages sent (to tell cache breaks), and the prefix each
-// relayed thinking block was produced after.
+// sessionStats is what the Server keeps per session, in the process:
+// statistics and the hashes of the last messages sent (to tell cache
+// breaks). The memory of signed thinking is the session state's
+// (thinkingmem.go); thinking holds it only for an Engine that keeps no
+// state.
 type sessionStats struct {
 	mu sync.Mutex
 	SessionStats
-	lastSeen     time.Time
-	lastSent     []uint64
-	thinking     map[string]prefixHash // by thinking key: the prefix the block was produced after
-	thinkingKeys []string
-	sentAt       map[string]prefixHash // by thinking key: the prefix the block was last sent after
-	sentKeys     []string
-	overheads    []time.Duration
-	billing      sessionBilling
+	lastSeen  time.Time
+	lastSent  []uint64
+	thinking  localThinking
+	overheads []time.Duration
+	billing   sessionBilling
 
 	// Signed thinking and context management (native.go).
 	last  sentList         // the messages the last request sent
@@ -95,80 +91,16 @@ type TotalStats struct {
 	Bill
 }
 
-// Known implements thinking.Memory.
-func (s *sessionStats) Known(key string) (prefixHash, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h, ok := s.thinking[key]
-	return h, ok
-}
-
-// Sent implements thinking.Memory.
-func (s *sessionStats) Sent(key string) (prefixHash, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	h, ok := s.sentAt[key]
-	return h, ok
-}
-
-func (s *sessionStats) rememberThinking(key string, h prefixHash) {
-	if key == "" {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.thinking[key]; !ok {
-		s.thinkingKeys = append(s.thinkingKeys, key)
-		if len(s.thinkingKeys) > maxThinking {
-			delete(s.thinking, s.thinkingKeys[0])
-			s.thinkingKeys = s.thinkingKeys[1:]
-		}
-	}
-	s.thinking[key] = h
-}
-
-// sentMessages remembers the messages a request sends: their hashes,
-// to count a cache break when the next request's do not extend them, and
-// (thinking true) the prefix each thinking block was sent after.
-func (s *sessionStats) sentMessages(x *exchange, thinking bool) {
+// sentMessages remembers the hashes of the messages a request sends, to
+// count a cache break when the next request's do not extend them.
+func (s *sessionStats) sentMessages(x *exchange) {
 	// In the form prefixes are compared in (msgHash): without
 	// cache_control (breakpoints move without changing what the provider
 	// caches) and with string content read as its one text block.
 	hs := hashesOf(x.sentEnc, x.sentHash)
 	x.sentHash = hs
-	var chain prefixHash
-	type at struct {
-		key string
-		h   prefixHash
-	}
-	var blocks []at
-	for j, h := range hs {
-		if thinking && j < len(x.sentMsgs) && hasThinking(&x.sentMsgs[j]) {
-			for _, b := range x.sentMsgs[j].Content.Blocks() {
-				if k := thinkingKey(b); k != "" {
-					blocks = append(blocks, at{k, chain})
-				}
-			}
-		}
-		if thinking {
-			chain = chain.Next(h)
-		}
-	}
-	if thinking {
-		x.chain = &chain // the prefix of the answer's thinking (rememberThinking)
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, b := range blocks {
-		if _, ok := s.sentAt[b.key]; !ok {
-			s.sentKeys = append(s.sentKeys, b.key)
-			if len(s.sentKeys) > maxThinking {
-				delete(s.sentAt, s.sentKeys[0])
-				s.sentKeys = s.sentKeys[1:]
-			}
-		}
-		s.sentAt[b.key] = b.h
-	}
 	prev := s.lastSent
 	brk := len(prev) > len(hs)
 	for i := 0; !brk && i < len(prev); i++ {

@@ -55,7 +55,7 @@ func TestDeletionOnlyEditMovesFirstChanged(t *testing.T) {
 	if a.firstChanged != 1 {
 		t.Errorf("firstChanged = %d, want 1 (the messages after the deletion moved); match %v", a.firstChanged, a.match)
 	}
-	verdict, err := fixThinking(inHash, a, thinkingMem{}, true)
+	verdict, err := fixThinking(inEnc, inHash, a, thinkingMem{}, true, &stableHashes{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,15 +84,16 @@ func TestResentInvalidThinkingWithThinkingOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var digests stableHashes
 	var now prefixHash
-	now = now.Next(a.hash(0)) // the prefix of message 1 as sent now
+	now = now.Next(digests.of(a.hash(0), a.outEnc[0])) // the prefix of message 1 as sent now
 	mem := thinkingMem{
 		knownAt: map[string]prefixHash{"sig-2": now + 1}, // produced after another prefix: invalid
 		sentAt:  map[string]prefixHash{"sig-2": now},     // sent after this one last time
 	}
 	for _, on := range []bool{true, false} {
 		b, _ := align(in, inEnc, inHash, nil, out, nil, nil)
-		verdict, err := fixThinking(inHash, b, mem, on)
+		verdict, err := fixThinking(inEnc, inHash, b, mem, on, &digests)
 		if err != nil {
 			t.Fatal(err)
 		}

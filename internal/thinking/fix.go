@@ -1,8 +1,8 @@
 package thinking
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
-	"hash/maphash"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/rawjson"
@@ -10,19 +10,38 @@ import (
 
 // Prefix is a running hash of a list of messages, chained from the hash of
 // each message: the prefix a signed thinking block was produced after. The
-// zero Prefix is the empty list. Prefixes are compared within one process
-// only (they are never stored).
+// zero Prefix is the empty list. Next mixes with fixed constants (no
+// per-process seed), so a Prefix chained from MessageDigest values is the
+// same in every process: it may be stored in the session state, where the
+// replicas of a proxy read it (pipeline.ThinkingEntry).
 type Prefix uint64
-
-// chainSeed seeds the prefixes of one process.
-var chainSeed = maphash.MakeSeed()
 
 // Next returns the prefix extended by a message whose hash is msg.
 func (h Prefix) Next(msg uint64) Prefix {
-	var b [16]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(h))
-	binary.LittleEndian.PutUint64(b[8:], msg)
-	return Prefix(maphash.Bytes(chainSeed, b[:]))
+	z := (uint64(h)+0x9e3779b97f4a7c15)*0xbf58476d1ce4e5b9 ^ msg
+	// The finalizer of MurmurHash3.
+	z ^= z >> 33
+	z *= 0xff51afd7ed558ccd
+	z ^= z >> 33
+	z *= 0xc4ceb9fe1a85ec53
+	z ^= z >> 33
+	return Prefix(z)
+}
+
+// MessageDigest returns a message's hash that is the same in every process:
+// the first 8 bytes of the SHA-256 of its encoding (in the form its
+// caller compares prefixes in).
+func MessageDigest(enc []byte) uint64 {
+	sum := sha256.Sum256(enc)
+	return binary.LittleEndian.Uint64(sum[:8])
+}
+
+// KeyDigest returns the digest of a block's Key that is stored in place of
+// the key (a signature is hundreds of bytes): the first 8 bytes of its
+// SHA-256.
+func KeyDigest(key string) uint64 {
+	sum := sha256.Sum256([]byte(key))
+	return binary.LittleEndian.Uint64(sum[:8])
 }
 
 // Key returns what identifies a thinking block: its signature, or the data
