@@ -497,8 +497,8 @@ type Result struct {
 	Sources []int `json:"-"`
 	// Facts holds what is known of each of Messages (index for index,
 	// see agentctx.Conversation): its hash and its token count by the
-	// Pipeline's counter, and the encoding of the messages a step made
-	// (an unchanged message has the facts the caller gave).
+	// Pipeline's counter, and its encoding for the messages a step made
+	// (an unchanged message keeps the encoding the caller gave, if any).
 	Facts []agentctx.Facts `json:"-"`
 }
 

@@ -129,3 +129,44 @@ func TestPipelineEngineSources(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactionCutSources: the facts handed to the Engine for a history
+// cut at a compaction block are the tail's, and the Engine's sources, which
+// index the tail, come back indexing the whole list; the restored block's
+// message and the prefix are not the request's as they stand.
+func TestCompactionCutSources(t *testing.T) {
+	msgs := make([]agentctx.Message, 5)
+	all := make([]agentctx.Facts, 5)
+	for i := range msgs {
+		msgs[i] = agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(string(rune('a'+i))))
+		all[i], _ = agentctx.FactsOf(msgs[i])
+	}
+	for _, restored := range []bool{false, true} {
+		c := &compactionCut{at: 2, prefix: msgs[:2], tail: msgs[2:], restored: restored}
+		tail := c.facts(all)
+		if len(tail) != 3 || tail[1].Hash != all[3].Hash || tail[2].Hash != all[4].Hash || (tail[0].Hash == all[2].Hash) == restored {
+			t.Fatalf("restored %v: tail facts %v", restored, tail)
+		}
+		if c.facts(all[:4]) != nil {
+			t.Fatal("facts of another list kept")
+		}
+		first := 2
+		if restored {
+			first = -1
+		}
+		for _, tc := range []struct {
+			p    Prepared
+			want []int
+		}{
+			{Prepared{Unchanged: true}, []int{-1, -1, first, 3, 4}},
+			{Prepared{Messages: msgs[2:], Sources: []int{0, -1, 2}}, []int{-1, -1, first, -1, 4}},
+			{Prepared{Messages: msgs[3:], Sources: []int{1, 2}}, []int{-1, -1, 3, 4}},
+			{Prepared{Messages: msgs[2:]}, nil},
+			{Prepared{Messages: msgs[2:], Sources: []int{0}}, nil},
+		} {
+			if got := c.joinSources(&tc.p); !slices.Equal(got, tc.want) || (got == nil) != (tc.want == nil) {
+				t.Errorf("restored %v, %+v: sources %v, want %v", restored, tc.p.Sources, got, tc.want)
+			}
+		}
+	}
+}
