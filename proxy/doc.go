@@ -51,7 +51,9 @@
 //   - Signed thinking (Anthropic's preserved thinking, "prefix checks"): a
 //     thinking block is valid only after the very prefix it was produced
 //     after. The proxy remembers, for each thinking block it relays, the
-//     prefix it sent; after an edit, a block whose prefix changed is
+//     prefix it sent (with a PipelineEngine, in the session state, so
+//     that every replica over the same session store knows it); after an
+//     edit, a block whose prefix changed is
 //     removed from completed turns (the documented way to keep older
 //     turns after trimming or summarizing). The open turn (the last
 //     assistant message while its tool results are being answered) must
