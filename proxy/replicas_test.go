@@ -12,7 +12,7 @@ import (
 	"github.com/agentctx/agentctx/internal/fakeupstream"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
-	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/workspace"
 )
 
@@ -55,7 +55,7 @@ func runReplicas(t *testing.T, dir string, n int) []string {
 	}})
 	up := httptest.NewServer(fake)
 	defer up.Close()
-	sessions := session.NewMemStore()
+	sessions := memsession.New()
 	var urls []string
 	for range n {
 		e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{Pipeline: pipeline.Options{
