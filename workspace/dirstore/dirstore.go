@@ -250,12 +250,9 @@ func (s *store) Create(ctx context.Context, ns string, a workspace.Artifact) (wo
 // write stores a under the namespace's write lock; op "create" stores it
 // only when its id is free.
 func (s *store) write(ctx context.Context, op, ns string, a workspace.Artifact) (workspace.Info, error) {
-	fail := func(err error) (workspace.Info, error) {
-		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
-	}
 	dir, name, err := s.names(ns, a.ID)
 	if err != nil {
-		return fail(err)
+		return workspace.Info{}, err
 	}
 	m := a // measured by the portable store
 	mf := metaFile{ID: m.ID, Namespace: ns, Type: string(m.Type), Chars: m.Chars, Lines: m.Lines, Bytes: m.Bytes,
@@ -268,34 +265,34 @@ func (s *store) write(ctx context.Context, op, ns string, a workspace.Artifact) 
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(mf); err != nil {
-		return fail(err)
+		return workspace.Info{}, err
 	}
 	unlock, err := s.lockWrite(dir, true)
 	if err != nil {
-		return fail(err)
+		return workspace.Info{}, err
 	}
 	defer unlock()
 	if err := keepNamespace(dir, ns); err != nil {
-		return fail(err)
+		return workspace.Info{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return fail(err)
+		return workspace.Info{}, err
 	}
 	if op == "create" {
 		_, err := os.Lstat(filepath.Join(dir, name+metaExt))
 		if err == nil {
-			return fail(workspace.ErrExists)
+			return workspace.Info{}, workspace.ErrExists
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			return fail(err)
+			return workspace.Info{}, err
 		}
 	}
 	o := fsutil.Options{Sync: s.opts.Sync}
 	if err := fsutil.WriteFile(filepath.Join(dir, name+contentExt), []byte(m.Content), o); err != nil {
-		return fail(err)
+		return workspace.Info{}, err
 	}
 	if err := fsutil.WriteFile(filepath.Join(dir, name+metaExt), buf.Bytes(), o); err != nil {
-		return fail(err)
+		return workspace.Info{}, err
 	}
 	return m.Info.Clone(), nil
 }
@@ -305,12 +302,9 @@ func (s *store) write(ctx context.Context, op, ns string, a workspace.Artifact) 
 // between its two renames; a mismatch that stays (a crash between them)
 // is resolved in favour of the content, whose sizes are then recomputed.
 func (s *store) read(ctx context.Context, op, ns, id string) (*workspace.Artifact, error) {
-	fail := func(err error) (*workspace.Artifact, error) {
-		return nil, &workspace.Error{Op: op, Namespace: ns, ID: id, Err: err}
-	}
 	dir, name, err := s.names(ns, id)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	a, ok, err := s.readOnce(dir, name)
 	if err == nil && !ok {
@@ -319,10 +313,10 @@ func (s *store) read(ctx context.Context, op, ns, id string) (*workspace.Artifac
 		unlock()
 	}
 	if errors.Is(err, fs.ErrNotExist) {
-		return fail(workspace.ErrNotFound)
+		return nil, workspace.ErrNotFound
 	}
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	if !ok {
 		m := driver.Measure(*a)
@@ -354,19 +348,16 @@ func (s *store) Get(ctx context.Context, ns, id string) (*workspace.Artifact, er
 // the whole artifact when the content file's size shows a writer caught
 // between its two renames (or a crash there).
 func (s *store) Stat(ctx context.Context, ns, id string) (workspace.Info, error) {
-	fail := func(err error) (workspace.Info, error) {
-		return workspace.Info{}, &workspace.Error{Op: "stat", Namespace: ns, ID: id, Err: err}
-	}
 	dir, name, err := s.names(ns, id)
 	if err != nil {
-		return fail(err)
+		return workspace.Info{}, err
 	}
 	mf, err := readMeta(filepath.Join(dir, name+metaExt))
 	if errors.Is(err, fs.ErrNotExist) {
-		return fail(workspace.ErrNotFound)
+		return workspace.Info{}, workspace.ErrNotFound
 	}
 	if err != nil {
-		return fail(err)
+		return workspace.Info{}, err
 	}
 	if fi, err := os.Stat(filepath.Join(dir, name+contentExt)); err == nil && fi.Size() == int64(mf.Bytes) {
 		return mf.info(), nil
@@ -386,7 +377,7 @@ func (s *store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*wo
 		return workspace.Grep(ctx, plain{s}, ns, q)
 	}
 	if _, err := driver.NewGrepper(q); err != nil {
-		return nil, &workspace.Error{Op: "grep", Namespace: ns, Err: err}
+		return nil, err
 	}
 	list, err := s.query(ctx, "grep", ns, q.Filter)
 	if err != nil {
@@ -414,25 +405,22 @@ func (s *store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*wo
 type plain struct{ workspace.Store }
 
 func (s *store) query(ctx context.Context, op, ns string, f workspace.Filter) ([]workspace.Info, error) {
-	fail := func(err error) ([]workspace.Info, error) {
-		return nil, &workspace.Error{Op: op, Namespace: ns, Err: err}
-	}
 	dir, err := s.nsDir(ns)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []workspace.Info{}, nil
 	}
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	list := []workspace.Info{}
 	for i, e := range entries {
 		if i%64 == 0 {
 			if err := ctx.Err(); err != nil {
-				return fail(err)
+				return nil, err
 			}
 		}
 		n := e.Name()
@@ -444,7 +432,7 @@ func (s *store) query(ctx context.Context, op, ns string, f workspace.Filter) ([
 			continue // deleted since the listing
 		}
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		if mf.Namespace != ns {
 			continue // a file placed by hand; never another namespace's
@@ -470,25 +458,24 @@ func (s *store) Query(ctx context.Context, ns string, f workspace.Filter) ([]wor
 
 // Delete implements driver.Store.
 func (s *store) Delete(ctx context.Context, ns, id string) error {
-	fail := func(err error) error { return &workspace.Error{Op: "delete", Namespace: ns, ID: id, Err: err} }
 	dir, name, err := s.names(ns, id)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	unlock, err := s.lockWrite(dir, false)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	defer unlock()
 	err = os.Remove(filepath.Join(dir, name+metaExt))
 	if errors.Is(err, fs.ErrNotExist) {
-		return fail(workspace.ErrNotFound)
+		return workspace.ErrNotFound
 	}
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	if err := os.Remove(filepath.Join(dir, name+contentExt)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fail(err)
+		return err
 	}
 	return nil
 }
@@ -516,15 +503,14 @@ func keepNamespace(dir, ns string) error {
 // Namespaces implements driver.Store: the directories that hold at
 // least one artifact description.
 func (s *store) Namespaces(ctx context.Context) ([]string, error) {
-	fail := func(err error) ([]string, error) { return nil, &workspace.Error{Op: "namespaces", Err: err} }
 	ents, err := os.ReadDir(s.root)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fail(err)
+		return nil, err
 	}
 	out := []string{}
 	for _, e := range ents {
 		if err := ctx.Err(); err != nil {
-			return fail(err)
+			return nil, err
 		}
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
 			continue // SafeName never starts a name with '.' (.sessions is not ours)
@@ -540,7 +526,7 @@ func (s *store) Namespaces(ctx context.Context) ([]string, error) {
 		}
 		has, err := hasArtifact(dir)
 		if err != nil {
-			return fail(err)
+			return nil, err
 		}
 		if has {
 			out = append(out, ns)

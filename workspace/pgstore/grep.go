@@ -18,7 +18,7 @@ import (
 func (s *store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*workspace.GrepResult, error) {
 	g, err := driver.NewGrepper(q)
 	if err != nil {
-		return nil, &workspace.Error{Op: "grep", Namespace: ns, ID: q.ID, Err: err}
+		return nil, err
 	}
 	re, ok := "", false
 	if s.regex {
@@ -53,7 +53,7 @@ func (s *store) grep(ctx context.Context, ns string, q workspace.GrepQuery, g *d
 	// One snapshot for the candidates and their content.
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return nil, wrap(ctx, "grep", ns, q.ID, err)
+		return nil, err
 	}
 	defer tx.Rollback(context.Background())
 	if trgm {
@@ -61,7 +61,7 @@ func (s *store) grep(ctx context.Context, ns string, q workspace.GrepQuery, g *d
 		// and would read every chunk rather than ask the trigram index:
 		// leave it only the index.
 		if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off`); err != nil {
-			return nil, wrap(ctx, "grep", ns, q.ID, err)
+			return nil, err
 		}
 	}
 	// MATERIALIZED: the server decides once per artifact, not per chunk.
@@ -78,7 +78,7 @@ func (s *store) grep(ctx context.Context, ns string, q workspace.GrepQuery, g *d
 			FROM x WHERE NOT x.may) r
 		ORDER BY r.id IS NULL, r.created_s, r.created_ns, r.id, r.seq`, args...)
 	if err != nil {
-		return nil, wrap(ctx, "grep", ns, q.ID, err)
+		return nil, err
 	}
 	defer rows.Close()
 	var (
@@ -100,7 +100,7 @@ func (s *store) grep(ctx context.Context, ns string, q workspace.GrepQuery, g *d
 			lines, n int64
 		)
 		if err := rows.Scan(&id, &lines, &n, nil, nil); err != nil {
-			return nil, wrap(ctx, "grep", ns, q.ID, err)
+			return nil, err
 		}
 		if id == nil { // the artifacts ruled out
 			flush()
@@ -119,11 +119,11 @@ func (s *store) grep(ctx context.Context, ns string, q workspace.GrepQuery, g *d
 		content.Write(raw[4])
 	}
 	if err := rows.Err(); err != nil {
-		return nil, wrap(ctx, "grep", ns, q.ID, err)
+		return nil, err
 	}
 	flush()
 	if q.ID != "" && !found {
-		return nil, &workspace.Error{Op: "grep", Namespace: ns, ID: q.ID, Err: workspace.ErrNotFound}
+		return nil, workspace.ErrNotFound
 	}
 	return g.Result(), nil
 }

@@ -215,15 +215,6 @@ func redact(s string) string { return secret.URL(s) }
 // password.
 func (s *store) Location() string { return s.loc }
 
-// wrap returns err as a *workspace.Error, reporting a context error when
-// ctx ended (the driver reports it in its own words).
-func wrap(ctx context.Context, op, ns, id string, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		err = cerr
-	}
-	return &workspace.Error{Op: op, Namespace: ns, ID: id, Err: err}
-}
-
 // chunk is a part of a content: bytes [start, end), lines line0..line1
 // (1-based; the first may have begun in the previous chunk, cont).
 type chunk struct {
@@ -335,7 +326,7 @@ func (s *store) write(ctx context.Context, op, ns string, a workspace.Artifact) 
 	m := a // measured by the portable store
 	md, err := json.Marshal(m.Metadata)
 	if err != nil {
-		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
+		return workspace.Info{}, err
 	}
 	onConflict := upsert
 	if op == "create" {
@@ -372,10 +363,10 @@ func (s *store) write(ctx context.Context, op, ns string, a workspace.Artifact) 
 		return nil
 	})
 	if errors.Is(err, workspace.ErrExists) {
-		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
+		return workspace.Info{}, err
 	}
 	if err != nil {
-		return workspace.Info{}, wrap(ctx, op, ns, a.ID, err)
+		return workspace.Info{}, err
 	}
 	return m.Info.Clone(), nil
 }
@@ -416,14 +407,14 @@ func (s *store) Stat(ctx context.Context, ns, id string) (workspace.Info, error)
 	err := s.pool.QueryRow(ctx, `SELECT `+infoColumns+` FROM agentctx_artifacts a WHERE a.ns = $1 AND a.id = $2`,
 		[]byte(ns), []byte(id)).Scan(dest...)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return workspace.Info{}, &workspace.Error{Op: "stat", Namespace: ns, ID: id, Err: workspace.ErrNotFound}
+		return workspace.Info{}, workspace.ErrNotFound
 	}
 	if err != nil {
-		return workspace.Info{}, wrap(ctx, "stat", ns, id, err)
+		return workspace.Info{}, err
 	}
 	info, err := build()
 	if err != nil {
-		return workspace.Info{}, wrap(ctx, "stat", ns, id, err)
+		return workspace.Info{}, err
 	}
 	return info, nil
 }
@@ -439,7 +430,7 @@ func (s *store) get(ctx context.Context, op, ns, id string) (*workspace.Artifact
 		FROM agentctx_artifacts a LEFT JOIN agentctx_artifact_chunks c ON c.rid = a.rid
 		WHERE a.ns = $1 AND a.id = $2 ORDER BY c.seq`, []byte(ns), []byte(id))
 	if err != nil {
-		return nil, wrap(ctx, op, ns, id, err)
+		return nil, err
 	}
 	defer rows.Close()
 	var (
@@ -450,11 +441,11 @@ func (s *store) get(ctx context.Context, op, ns, id string) (*workspace.Artifact
 		if a == nil {
 			dest, build := infoDest()
 			if err := rows.Scan(append(dest, nil, nil)...); err != nil {
-				return nil, wrap(ctx, op, ns, id, err)
+				return nil, err
 			}
 			info, err := build()
 			if err != nil {
-				return nil, wrap(ctx, op, ns, id, err)
+				return nil, err
 			}
 			a = &workspace.Artifact{Info: info}
 			content.Grow(info.Bytes)
@@ -464,10 +455,10 @@ func (s *store) get(ctx context.Context, op, ns, id string) (*workspace.Artifact
 		content.Write(raw[len(raw)-1])
 	}
 	if err := rows.Err(); err != nil {
-		return nil, wrap(ctx, op, ns, id, err)
+		return nil, err
 	}
 	if a == nil {
-		return nil, &workspace.Error{Op: op, Namespace: ns, ID: id, Err: workspace.ErrNotFound}
+		return nil, workspace.ErrNotFound
 	}
 	a.Content = content.String()
 	return a, nil
@@ -476,9 +467,6 @@ func (s *store) get(ctx context.Context, op, ns, id string) (*workspace.Artifact
 // Lines implements workspace.LineReader: it reads only the chunks that
 // hold lines start..end.
 func (s *store) Lines(ctx context.Context, ns, id string, start, end int) (*workspace.LineRange, error) {
-	fail := func(err error) (*workspace.LineRange, error) {
-		return nil, &workspace.Error{Op: "lines", Namespace: ns, ID: id, Err: err}
-	}
 	// Clamp before the query: the bounds are bigint.
 	qstart, qend := int64(max(start, 0)), int64(min(max(end, 0), 1<<62))
 	rows, err := s.pool.Query(ctx, `SELECT a.lines, c.line0, c.cont, c.txt, c.bin
@@ -486,7 +474,7 @@ func (s *store) Lines(ctx context.Context, ns, id string, start, end int) (*work
 			ON c.rid = a.rid AND c.line0 <= $4 AND c.line1 >= $3
 		WHERE a.ns = $1 AND a.id = $2 ORDER BY c.seq`, []byte(ns), []byte(id), qstart, qend)
 	if err != nil {
-		return nil, wrap(ctx, "lines", ns, id, err)
+		return nil, err
 	}
 	defer rows.Close()
 	var (
@@ -500,7 +488,7 @@ func (s *store) Lines(ctx context.Context, ns, id string, start, end int) (*work
 		var line0 *int64
 		var c *bool
 		if err := rows.Scan(&total, &line0, &c, nil, nil); err != nil {
-			return nil, wrap(ctx, "lines", ns, id, err)
+			return nil, err
 		}
 		found = true
 		if first == nil && line0 != nil {
@@ -511,14 +499,14 @@ func (s *store) Lines(ctx context.Context, ns, id string, start, end int) (*work
 		text.Write(raw[4])
 	}
 	if err := rows.Err(); err != nil {
-		return nil, wrap(ctx, "lines", ns, id, err)
+		return nil, err
 	}
 	if !found {
-		return fail(workspace.ErrNotFound)
+		return nil, workspace.ErrNotFound
 	}
 	end, err = driver.CheckRange(start, end, int(total))
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	// The text starts at line *first, mid-line when *cont (then that line
 	// is before start: its beginning is not needed).
@@ -529,7 +517,7 @@ func (s *store) Lines(ctx context.Context, ns, id string, start, end int) (*work
 	}
 	lr, err := driver.LinesOf(id, body, start-line+1, end-line+1)
 	if err != nil {
-		return fail(fmt.Errorf("chunks of lines %d-%d: %w", start, end, err))
+		return nil, fmt.Errorf("chunks of lines %d-%d: %w", start, end, err)
 	}
 	lr.Start, lr.End, lr.Total = start, end, int(total)
 	return lr, nil
@@ -582,23 +570,23 @@ func (s *store) Query(ctx context.Context, ns string, f workspace.Filter) ([]wor
 	}
 	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
-		return nil, wrap(ctx, "query", ns, "", err)
+		return nil, err
 	}
 	defer rows.Close()
 	list := []workspace.Info{}
 	for rows.Next() {
 		dest, build := infoDest()
 		if err := rows.Scan(dest...); err != nil {
-			return nil, wrap(ctx, "query", ns, "", err)
+			return nil, err
 		}
 		info, err := build()
 		if err != nil {
-			return nil, wrap(ctx, "query", ns, "", err)
+			return nil, err
 		}
 		list = append(list, info)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, wrap(ctx, "query", ns, "", err)
+		return nil, err
 	}
 	return list, nil
 }
@@ -607,10 +595,10 @@ func (s *store) Query(ctx context.Context, ns string, f workspace.Filter) ([]wor
 func (s *store) Delete(ctx context.Context, ns, id string) error {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM agentctx_artifacts WHERE ns = $1 AND id = $2`, []byte(ns), []byte(id))
 	if err != nil {
-		return wrap(ctx, "delete", ns, id, err)
+		return err
 	}
 	if tag.RowsAffected() == 0 {
-		return &workspace.Error{Op: "delete", Namespace: ns, ID: id, Err: workspace.ErrNotFound}
+		return workspace.ErrNotFound
 	}
 	return nil
 }
@@ -630,27 +618,21 @@ func regexFailed(err error) bool {
 
 // Namespaces implements driver.Store.
 func (s *store) Namespaces(ctx context.Context) ([]string, error) {
-	fail := func(err error) ([]string, error) {
-		if cerr := ctx.Err(); cerr != nil {
-			err = cerr
-		}
-		return nil, &workspace.Error{Op: "namespaces", Err: err}
-	}
 	rows, err := s.pool.Query(ctx, `SELECT DISTINCT ns FROM agentctx_artifacts ORDER BY ns`)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	defer rows.Close()
 	out := []string{}
 	for rows.Next() {
 		var ns []byte
 		if err := rows.Scan(&ns); err != nil {
-			return fail(err)
+			return nil, err
 		}
 		out = append(out, string(ns))
 	}
 	if err := rows.Err(); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	slices.Sort(out)
 	return out, nil

@@ -154,15 +154,6 @@ func escapePath(p string) string {
 // Location implements workspace.Locator: the path of the SQLite file.
 func (s *store) Location() string { return s.path }
 
-// wrap returns err as a *workspace.Error, reporting a context error when
-// ctx ended (the driver reports an interrupt in its own words).
-func wrap(ctx context.Context, op, ns, id string, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		err = cerr
-	}
-	return &workspace.Error{Op: op, Namespace: ns, ID: id, Err: err}
-}
-
 // Put implements driver.Store.
 func (s *store) Put(ctx context.Context, ns string, a workspace.Artifact) (workspace.Info, error) {
 	return s.write(ctx, "put", ns, a)
@@ -180,7 +171,7 @@ func (s *store) write(ctx context.Context, op, ns string, a workspace.Artifact) 
 	m := a // measured by the portable store
 	md, err := json.Marshal(m.Metadata)
 	if err != nil {
-		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
+		return workspace.Info{}, err
 	}
 	indexed := utf8.ValidString(m.Content)
 	s.wmu.Lock()
@@ -229,10 +220,10 @@ func (s *store) write(ctx context.Context, op, ns string, a workspace.Artifact) 
 		return nil
 	})
 	if errors.Is(err, workspace.ErrExists) {
-		return workspace.Info{}, &workspace.Error{Op: op, Namespace: ns, ID: a.ID, Err: err}
+		return workspace.Info{}, err
 	}
 	if err != nil {
-		return workspace.Info{}, wrap(ctx, op, ns, a.ID, err)
+		return workspace.Info{}, err
 	}
 	return m.Info.Clone(), nil
 }
@@ -280,10 +271,10 @@ func (s *store) get(ctx context.Context, op, ns, id string) (*workspace.Artifact
 	info, err := scanInfo(s.db.QueryRowContext(ctx,
 		`SELECT `+infoColumns+`, a.content FROM artifacts a WHERE a.ns = ? AND a.id = ?`, ns, id), &content)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, &workspace.Error{Op: op, Namespace: ns, ID: id, Err: workspace.ErrNotFound}
+		return nil, workspace.ErrNotFound
 	}
 	if err != nil {
-		return nil, wrap(ctx, op, ns, id, err)
+		return nil, err
 	}
 	return &workspace.Artifact{Info: info, Content: string(content)}, nil
 }
@@ -297,10 +288,10 @@ func (s *store) Get(ctx context.Context, ns, id string) (*workspace.Artifact, er
 func (s *store) Stat(ctx context.Context, ns, id string) (workspace.Info, error) {
 	info, err := scanInfo(s.db.QueryRowContext(ctx, `SELECT `+infoColumns+` FROM artifacts a WHERE a.ns = ? AND a.id = ?`, ns, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return workspace.Info{}, &workspace.Error{Op: "stat", Namespace: ns, ID: id, Err: workspace.ErrNotFound}
+		return workspace.Info{}, workspace.ErrNotFound
 	}
 	if err != nil {
-		return workspace.Info{}, wrap(ctx, "stat", ns, id, err)
+		return workspace.Info{}, err
 	}
 	return info, nil
 }
@@ -333,7 +324,7 @@ const orderBy = ` ORDER BY a.created_s, a.created_ns, a.id`
 func (s *store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*workspace.GrepResult, error) {
 	g, err := driver.NewGrepper(q)
 	if err != nil {
-		return nil, &workspace.Error{Op: "grep", Namespace: ns, ID: q.ID, Err: err}
+		return nil, err
 	}
 	if q.ID != "" {
 		a, err := s.get(ctx, "grep", ns, q.ID)
@@ -347,7 +338,7 @@ func (s *store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*wo
 	subs := q.Substrings()
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true}) // one snapshot for count and scan
 	if err != nil {
-		return nil, wrap(ctx, "grep", ns, "", err)
+		return nil, err
 	}
 	defer tx.Rollback()
 	scanCond, scanArgs := cond, args
@@ -363,7 +354,7 @@ func (s *store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*wo
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT a.id, a.content FROM artifacts a WHERE `+scanCond+orderBy, scanArgs...)
 	if err != nil {
-		return nil, wrap(ctx, "grep", ns, "", err)
+		return nil, err
 	}
 	defer rows.Close()
 	scanned := 0
@@ -373,18 +364,18 @@ func (s *store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*wo
 			content []byte
 		)
 		if err := rows.Scan(&id, &content); err != nil {
-			return nil, wrap(ctx, "grep", ns, "", err)
+			return nil, err
 		}
 		g.Add(id, string(content))
 		scanned++
 	}
 	if err := rows.Err(); err != nil {
-		return nil, wrap(ctx, "grep", ns, "", err)
+		return nil, err
 	}
 	if len(subs) > 0 {
 		var inScope int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM artifacts a WHERE `+cond, args...).Scan(&inScope); err != nil {
-			return nil, wrap(ctx, "grep", ns, "", err)
+			return nil, err
 		}
 		g.Skipped(inScope - scanned)
 	}
@@ -405,19 +396,19 @@ func (s *store) Query(ctx context.Context, ns string, f workspace.Filter) ([]wor
 	}
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, wrap(ctx, "query", ns, "", err)
+		return nil, err
 	}
 	defer rows.Close()
 	list := []workspace.Info{}
 	for rows.Next() {
 		info, err := scanInfo(rows)
 		if err != nil {
-			return nil, wrap(ctx, "query", ns, "", err)
+			return nil, err
 		}
 		list = append(list, info)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, wrap(ctx, "query", ns, "", err)
+		return nil, err
 	}
 	return list, nil
 }
@@ -444,10 +435,10 @@ func (s *store) Delete(ctx context.Context, ns, id string) error {
 		return err
 	})
 	if err != nil {
-		return wrap(ctx, "delete", ns, id, err)
+		return err
 	}
 	if !found {
-		return &workspace.Error{Op: "delete", Namespace: ns, ID: id, Err: workspace.ErrNotFound}
+		return workspace.ErrNotFound
 	}
 	return nil
 }
@@ -459,27 +450,21 @@ func (s *store) Close() error {
 
 // Namespaces implements driver.Store.
 func (s *store) Namespaces(ctx context.Context) ([]string, error) {
-	fail := func(err error) ([]string, error) {
-		if cerr := ctx.Err(); cerr != nil {
-			err = cerr
-		}
-		return nil, &workspace.Error{Op: "namespaces", Err: err}
-	}
 	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT ns FROM artifacts`)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	defer rows.Close()
 	out := []string{}
 	for rows.Next() {
 		var ns string
 		if err := rows.Scan(&ns); err != nil {
-			return fail(err)
+			return nil, err
 		}
 		out = append(out, ns)
 	}
 	if err := rows.Err(); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	slices.Sort(out)
 	return out, nil
