@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/tokens"
 )
 
 // Reason says why a result was not compacted, or why a compacted one is
@@ -212,28 +213,9 @@ func Compact(ctx context.Context, msgs []agentctx.Message, opts Options) (*Resul
 		source = o.Originals(msgs, h, t)
 	}
 	req := Request{Messages: source}
-	var archived *Pointer
-	if !o.NoArchive {
-		archiver := o.Archiver
-		if archiver == nil {
-			archiver = FileArchiver{Dir: o.Dir, Now: o.Now, Sync: o.SyncArchive}
-		}
-		a, err := archiver.Archive(ctx, o.SessionID, source)
-		switch {
-		case err == nil:
-			res.Archive, res.ArchiveID, res.ArchiveBytes, req.Archive = a.Path, a.ID, a.Bytes, a.ID
-			archived = &Pointer{Kind: PointerArchive, Path: a.Path, Bytes: a.Bytes, Messages: len(source)}
-			if a.ID != a.Path {
-				archived.ArtifactID = a.ID
-			}
-			log.Info("compact: archived the middle", "archive", a.ID, "messages", len(source))
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case o.ArchiveRequired:
-			return nil, err
-		default:
-			log.Error("compact: archive failed; compacting anyway", "err", err)
-		}
+	archived, err := archiveMiddle(ctx, o, source, res, &req)
+	if err != nil {
+		return nil, err
 	}
 	if o.MaxPointers > 0 {
 		var extra []Pointer
@@ -258,6 +240,46 @@ func Compact(ctx context.Context, msgs []agentctx.Message, opts Options) (*Resul
 		return res, nil
 	}
 	summary = WithPointers(summary, req.Pointers)
+	compacted(res, o, mc, msgs, counts, h, t, summary)
+	return res, nil
+}
+
+// archiveMiddle archives source, the middle's messages, unless
+// o.NoArchive: it records the archive in res and req and returns the
+// pointer to it (nil when nothing was archived). A failed archive is
+// logged and compaction goes on, unless o.ArchiveRequired.
+func archiveMiddle(ctx context.Context, o Options, source []agentctx.Message, res *Result, req *Request) (*Pointer, error) {
+	if o.NoArchive {
+		return nil, nil
+	}
+	archiver := o.Archiver
+	if archiver == nil {
+		archiver = FileArchiver{Dir: o.Dir, Now: o.Now, Sync: o.SyncArchive}
+	}
+	a, err := archiver.Archive(ctx, o.SessionID, source)
+	switch {
+	case err == nil:
+		res.Archive, res.ArchiveID, res.ArchiveBytes, req.Archive = a.Path, a.ID, a.Bytes, a.ID
+		archived := &Pointer{Kind: PointerArchive, Path: a.Path, Bytes: a.Bytes, Messages: len(source)}
+		if a.ID != a.Path {
+			archived.ArtifactID = a.ID
+		}
+		o.Logger.Info("compact: archived the middle", "archive", a.ID, "messages", len(source))
+		return archived, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case o.ArchiveRequired:
+		return nil, err
+	}
+	o.Logger.Error("compact: archive failed; compacting anyway", "err", err)
+	return nil, nil
+}
+
+// compacted fills res with the list whose middle msgs[h:t] is replaced by
+// summary, its counts (counts are msgs'), and why it is still at or over
+// the threshold, if it is; and logs it.
+func compacted(res *Result, o Options, mc *tokens.MessageCounter, msgs []agentctx.Message, counts []int, h, t int, summary string) {
+	total, reserved, thr := sum(counts), o.ReservedTokens, res.ThresholdTokens
 	sm := agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(summary))
 	out := make([]agentctx.Message, 0, h+1+len(msgs)-t)
 	out = append(out, msgs[:h]...)
@@ -276,7 +298,7 @@ func Compact(ctx context.Context, msgs []agentctx.Message, opts Options) (*Resul
 		OriginalTokenCount:    total,
 		CompactedTokenCount:   after,
 		CompactionRatio:       ratio(after, total),
-		CompactedMessageCount: len(middle),
+		CompactedMessageCount: t - h,
 		RetainedMessageCount:  h + len(msgs) - t,
 	}
 	switch {
@@ -287,13 +309,12 @@ func Compact(ctx context.Context, msgs []agentctx.Message, opts Options) (*Resul
 		res.Reason = ReasonSummaryOverThreshold
 	}
 	attrs := []any{"original_tokens", total, "compacted_tokens", after,
-		"compacted_messages", len(middle), "retained_messages", res.Stats.RetainedMessageCount}
+		"compacted_messages", t - h, "retained_messages", res.Stats.RetainedMessageCount}
 	if res.Reason != "" {
-		log.Warn("compact: compacted, but still at or over the threshold", append(attrs, "reason", string(res.Reason), "threshold_tokens", thr)...)
+		o.Logger.Warn("compact: compacted, but still at or over the threshold", append(attrs, "reason", string(res.Reason), "threshold_tokens", thr)...)
 	} else {
-		log.Info("compact: compacted", attrs...)
+		o.Logger.Info("compact: compacted", attrs...)
 	}
-	return res, nil
 }
 
 func ratio(a, b int) float64 {

@@ -806,45 +806,68 @@ func relTo(p, base string) string {
 // under.
 const basePrefix = "Paths are relative to "
 
+// fileItems returns the items of the files section: the base directory,
+// the files the tools touched, then the other paths named (see
+// otherPaths).
 func (x *extraction) fileItems(base string) []item {
 	var items []item
 	if base != "" {
 		items = append(items, item{sec: secFiles, text: basePrefix + base, must: true})
 	}
-	files := x.files()
 	listed := map[string]bool{}
 	nc := max(len(x.calls), 1)
-	for _, f := range files {
+	for _, f := range x.files() {
 		listed[f.path] = true
-		var what []string
-		w := 0.45
-		if f.created {
-			what = append(what, "created")
-			w = 0.8
-		}
-		if f.modified > 0 {
-			s := "modified"
-			if f.modified > 1 {
-				s += fmt.Sprintf(" %d×", f.modified)
-			}
-			if len(f.gists) > 0 {
-				g := f.gists[len(f.gists)-1:]
-				s += " (" + strings.Join(g, "; ") + ")"
-			}
-			what = append(what, s)
-			w = 0.8
-		}
-		if f.deleted {
-			what = append(what, "deleted")
-			w = 0.8
-		}
-		if f.read && len(what) == 0 {
-			what = append(what, "read")
-		}
-		w += 0.15 * float64(f.last+1) / float64(nc)
-		items = append(items, item{sec: secFiles, text: relTo(f.path, base) + ": " + strings.Join(what, ", "), weight: w})
+		items = append(items, fileItem(f, base, nc))
 	}
-	// Paths the user and the assistant named without a tool touching them.
+	for _, p := range x.otherPaths(base, listed) {
+		st := x.terms[p]
+		if st.said {
+			items = append(items, item{sec: secFiles, text: relTo(p, base), weight: 0.55 + 0.1*min(st.score/10, 1), inline: true, group: "Also named: "})
+		} else {
+			items = append(items, item{sec: secFiles, text: relTo(p, base), weight: 0.2 + 0.1*min(st.score, 1), inline: true, group: "In tool output: ", share: 20})
+		}
+	}
+	return items
+}
+
+// fileItem is the line of a file the tools touched: what was done to it,
+// weighted by what and how late (nc is the number of calls).
+func fileItem(f *fileState, base string, nc int) item {
+	var what []string
+	w := 0.45
+	if f.created {
+		what = append(what, "created")
+		w = 0.8
+	}
+	if f.modified > 0 {
+		s := "modified"
+		if f.modified > 1 {
+			s += fmt.Sprintf(" %d×", f.modified)
+		}
+		if len(f.gists) > 0 {
+			g := f.gists[len(f.gists)-1:]
+			s += " (" + strings.Join(g, "; ") + ")"
+		}
+		what = append(what, s)
+		w = 0.8
+	}
+	if f.deleted {
+		what = append(what, "deleted")
+		w = 0.8
+	}
+	if f.read && len(what) == 0 {
+		what = append(what, "read")
+	}
+	w += 0.15 * float64(f.last+1) / float64(nc)
+	return item{sec: secFiles, text: relTo(f.path, base) + ": " + strings.Join(what, ", "), weight: w}
+}
+
+// otherPaths returns the paths the user and the assistant named, or tool
+// output showed, without a tool touching them (not listed): the said ones
+// first in their order, then tool output's most named; at most
+// maxOtherPaths of each.
+func (x *extraction) otherPaths(base string, listed map[string]bool) []string {
 	rel := map[string]bool{}
 	names := map[string]bool{}
 	for p := range listed {
@@ -901,15 +924,7 @@ func (x *extraction) fileItems(base string) []item {
 	if len(others) > said+maxOtherPaths {
 		others = others[:said+maxOtherPaths]
 	}
-	for _, p := range others {
-		st := x.terms[p]
-		if st.said {
-			items = append(items, item{sec: secFiles, text: relTo(p, base), weight: 0.55 + 0.1*min(st.score/10, 1), inline: true, group: "Also named: "})
-		} else {
-			items = append(items, item{sec: secFiles, text: relTo(p, base), weight: 0.2 + 0.1*min(st.score, 1), inline: true, group: "In tool output: ", share: 20})
-		}
-	}
-	return items
+	return others
 }
 
 // underListed reports whether the relative path p names the end of a
@@ -1014,6 +1029,19 @@ func (x *extraction) toolItems(base string) []item {
 	if len(x.calls) == 0 {
 		return nil
 	}
+	items := []item{x.callTally()}
+	// One line per distinct call (file operations are under File
+	// operations), with how often it ran and its last result.
+	nc := float64(len(x.calls))
+	for _, g := range x.callGroups() {
+		items = append(items, g.item(base, nc))
+	}
+	return items
+}
+
+// callTally is the line that counts the calls by tool, the most called
+// first, with their failures.
+func (x *extraction) callTally() item {
 	type tally struct {
 		name         string
 		calls, fails int
@@ -1041,19 +1069,24 @@ func (x *extraction) toolItems(base string) []item {
 		}
 		parts = append(parts, p)
 	}
-	items := []item{{sec: secTools, text: plural(len(x.calls), "call") + ": " + strings.Join(parts, ", "), must: true}}
+	return item{sec: secTools, text: plural(len(x.calls), "call") + ": " + strings.Join(parts, ", "), must: true}
+}
 
-	// One line per distinct call (file operations are under File
-	// operations), with how often it ran and its last result.
-	type group struct {
-		c        *call
-		n, fails int
-		last     *call
-		lastAt   int
-		firstAt  int
-	}
-	var gs []*group
-	byKey := map[string]*group{}
+// callGroup is the calls of one tool with one key (command, path).
+type callGroup struct {
+	c        *call
+	n, fails int
+	last     *call
+	lastAt   int
+	firstAt  int
+}
+
+// callGroups returns the groups of the calls that are not file operations
+// that succeeded or todo updates, in order of their first call: the
+// maxCallItems most recent only (older ones would not fit anyway).
+func (x *extraction) callGroups() []*callGroup {
+	var gs []*callGroup
+	byKey := map[string]*callGroup{}
 	for ci, c := range x.calls {
 		if c.fileOp && !c.failed || c.todos {
 			continue
@@ -1061,7 +1094,7 @@ func (x *extraction) toolItems(base string) []item {
 		k := c.name + "\x00" + c.key
 		g := byKey[k]
 		if g == nil {
-			g = &group{c: c, firstAt: ci}
+			g = &callGroup{c: c, firstAt: ci}
 			byKey[k] = g
 			gs = append(gs, g)
 		}
@@ -1071,44 +1104,45 @@ func (x *extraction) toolItems(base string) []item {
 		}
 		g.last, g.lastAt = c, ci
 	}
-	nc := float64(len(x.calls))
-	// The most recent groups only: older ones would not fit anyway.
 	if len(gs) > maxCallItems {
-		slices.SortStableFunc(gs, func(a, b *group) int { return a.lastAt - b.lastAt })
+		slices.SortStableFunc(gs, func(a, b *callGroup) int { return a.lastAt - b.lastAt })
 		gs = gs[len(gs)-maxCallItems:]
 	}
-	for _, g := range gs {
-		s := g.c.name
-		if g.c.key != "" {
-			s += " `" + strings.ReplaceAll(shortKey(g.c.key, base), "`", "'") + "`"
-		}
-		if g.n > 1 {
-			s += fmt.Sprintf(" ×%d", g.n)
-			if g.fails > 0 {
-				s += fmt.Sprintf(" (%d failed)", g.fails)
-			}
-		}
-		l := g.last
-		switch {
-		case !l.answered:
-			s += " → no result"
-		case l.hidden && !l.failed:
-			s += " → done"
-		case l.failed:
-			s += " → failed"
-		default:
-			s += " → ok"
-		}
-		if l.answered && l.result != "" {
-			s += ": " + clip(shortKey(l.result, base), 120)
-		}
-		w := 0.25 + 0.25*float64(g.lastAt+1)/nc
-		if g.n > 1 {
-			w += 0.05
-		}
-		items = append(items, item{sec: secTools, text: s, weight: w})
+	return gs
+}
+
+// item is the group's line: the call, how often it ran, its last result;
+// weighted by how late it ran (nc is the number of calls).
+func (g *callGroup) item(base string, nc float64) item {
+	s := g.c.name
+	if g.c.key != "" {
+		s += " `" + strings.ReplaceAll(shortKey(g.c.key, base), "`", "'") + "`"
 	}
-	return items
+	if g.n > 1 {
+		s += fmt.Sprintf(" ×%d", g.n)
+		if g.fails > 0 {
+			s += fmt.Sprintf(" (%d failed)", g.fails)
+		}
+	}
+	l := g.last
+	switch {
+	case !l.answered:
+		s += " → no result"
+	case l.hidden && !l.failed:
+		s += " → done"
+	case l.failed:
+		s += " → failed"
+	default:
+		s += " → ok"
+	}
+	if l.answered && l.result != "" {
+		s += ": " + clip(shortKey(l.result, base), 120)
+	}
+	w := 0.25 + 0.25*float64(g.lastAt+1)/nc
+	if g.n > 1 {
+		w += 0.05
+	}
+	return item{sec: secTools, text: s, weight: w}
 }
 
 // maxCallItems and maxErrorItems bound the candidate lines of a long

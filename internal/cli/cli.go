@@ -155,8 +155,8 @@ func Run(ctx context.Context, args []string, s Streams) int {
 	root := newRoot(e)
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	if err != nil && cmd == root && ctx.Err() == nil {
-		// The root runs nothing itself: any error there is cobra rejecting
+	if err != nil && cmd == root && !e.ran && ctx.Err() == nil {
+		// An error of the root before its hooks ran is cobra rejecting
 		// the command line (an unknown command).
 		err = &usageError{err}
 	}
@@ -187,6 +187,7 @@ type env struct {
 	told    map[string]bool        // inputs whose reader notice was taken
 	notices []string               // printed after a successful run
 	cfg     configState            // --config, the file read, the settled flags
+	ran     bool                   // the command line was accepted: the hooks ran
 }
 
 func newRoot(e *env) *cobra.Command {
@@ -220,6 +221,7 @@ Environment variables:
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			e.ran = true
 			if verbose {
 				e.logger = slog.New(slog.NewTextHandler(s.Err, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/agentctx/agentctx/internal/cli"
@@ -88,5 +89,35 @@ func TestExitCodeNamedFiles(t *testing.T) {
 				t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit %d and one line on stderr", tt.args, code, out, errs, tt.want)
 			}
 		})
+	}
+}
+
+// failingWriter fails every write, as stdout on a full disk does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// The root command's own failures are not bad usage: only cobra's
+// rejection of the command line is. A --version that cannot be written,
+// or a configuration file that cannot be read, is a runtime failure.
+func TestExitCodeRoot(t *testing.T) {
+	var errb strings.Builder
+	if code := cli.Run(t.Context(), []string{"--version"}, cli.Streams{In: strings.NewReader(""), Out: failingWriter{}, Err: &errb}); code != cli.ExitFailure {
+		t.Errorf("--version to a full disk: exit %d, stderr %q; want %d", code, errb.String(), cli.ExitFailure)
+	}
+	bad := unreadable(t)
+	for _, tt := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"--config", bad}, cli.ExitFailure},
+		{[]string{"--config", bad, "--version"}, cli.ExitFailure},
+		{[]string{"frobnicate"}, cli.ExitUsage},
+		{[]string{"--frobnicate"}, cli.ExitUsage},
+	} {
+		code, _, errs := runCLI(t, "", tt.args...)
+		if code != tt.want || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%q: exit %d, stderr %q; want exit %d and one line", tt.args, code, errs, tt.want)
+		}
 	}
 }
