@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -51,8 +52,21 @@ func scriptedSession(t *testing.T, turns int, opts proxy.Options) scripted {
 	up := startUpstream(t, fake)
 	store := memstore.New()
 	dir := t.TempDir()
+	// A clock that moves on a second at every reading: every result but the
+	// newest is past the prune age at the next request however fast the
+	// machine runs the script (with the wall clock, a request that came
+	// within a millisecond of the one before cleared nothing).
+	var mu sync.Mutex
+	clock := time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC)
+	now := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		clock = clock.Add(time.Second)
+		return clock
+	}
 	engine, err := proxy.NewPipelineEngine(proxy.PipelineOptions{
 		Pipeline: pipeline.Options{
+			Now:          now,
 			Store:        store,
 			Workspace:    workspace.Options{InlineLimit: 8000},
 			Prune:        prune.Options{MaxAge: time.Millisecond, KeepRecent: 1, ToolNames: []string{"Bash"}},
