@@ -63,7 +63,7 @@ func TestClaudeCodeReadBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	original := e2eOriginal()
-	ws := workspace.New(store, &workspace.Options{SessionID: "s1"})
+	ws := workspace.New(store, workspace.Options{SessionID: "s1"})
 	_, off, err := ws.OffloadToolResult(t.Context(), workspace.ToolCall{ID: "toolu_e2e_1", Name: "Bash"}, agentctx.Text(original))
 	if err != nil {
 		t.Fatal(err)

@@ -181,7 +181,7 @@ func Tools(maxChars int) []*mcp.Tool {
 	if maxChars <= 0 {
 		maxChars = DefaultMaxChars
 	}
-	defs := workspace.New(nil, &workspace.Options{MaxChars: maxChars}).Tools()
+	defs := workspace.New(nil, workspace.Options{MaxChars: maxChars}).Tools()
 	out := make([]*mcp.Tool, len(defs))
 	closed := false
 	for i, d := range defs {
@@ -229,7 +229,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 func (s *Server) Call(ctx context.Context, name string, args json.RawMessage) (string, error) {
 	limit := s.opts.MaxChars
 	for range 8 {
-		ws := workspace.New(s.store, &workspace.Options{Namespace: s.opts.Namespace, SessionID: s.opts.SessionID, MaxChars: limit})
+		ws := workspace.New(s.store, workspace.Options{Namespace: s.opts.Namespace, SessionID: s.opts.SessionID, MaxChars: limit})
 		text, err := ws.Execute(ctx, name, args)
 		if err != nil {
 			return text, err

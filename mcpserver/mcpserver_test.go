@@ -169,7 +169,7 @@ func TestNoSession(t *testing.T) {
 	ctx := t.Context()
 	store := memstore.New()
 	big := strings.Repeat("stored by a session ERROR\n", 2_000)
-	ws := workspace.New(store, &workspace.Options{SessionID: "3f2a-unknown-to-the-user"})
+	ws := workspace.New(store, workspace.Options{SessionID: "3f2a-unknown-to-the-user"})
 	ref, off, err := ws.OffloadToolResult(ctx, workspace.ToolCall{ID: "toolu_9", Name: "bash"}, agentctx.Text(big))
 	if err != nil || !off.Indexed {
 		t.Fatal(err, off.Indexed)
@@ -316,7 +316,7 @@ func TestToolsJSON(t *testing.T) {
 func TestReferenceTextNamesServedTools(t *testing.T) {
 	ctx := t.Context()
 	store := memstore.New()
-	ws := workspace.New(store, &workspace.Options{MaxChars: 2_000})
+	ws := workspace.New(store, workspace.Options{MaxChars: 2_000})
 	var big strings.Builder
 	for i := range 3000 {
 		fmt.Fprintf(&big, "line %d ERROR something\n", i)

@@ -405,7 +405,7 @@ func New(opts Options) (*Pipeline, error) {
 			wo.Logger = o.Logger
 		}
 		o.Store = store
-		p.ws = workspace.New(store, &wo)
+		p.ws = workspace.New(store, wo)
 		if o.Offload == OffloadWorkspace {
 			p.archiver = workspaceArchiver{ws: p.ws, now: o.Now, bound: p.storeCtx}
 		}

@@ -311,7 +311,7 @@ func TestSessionsKeepTheirArtifacts(t *testing.T) {
 	if len(named) != 2 {
 		t.Fatalf("the two sessions' results are named by %d ids, want 2", len(named))
 	}
-	ws := workspace.New(store, &workspace.Options{MaxChars: workspace.NoLimit})
+	ws := workspace.New(store, workspace.Options{MaxChars: workspace.NoLimit})
 	for id, c := range named {
 		got, err := ws.GetKnowledgeByID(context.Background(), id, 0)
 		if err != nil || got != c {

@@ -11,7 +11,7 @@
 //
 //	store, err := dirstore.Open(".agentctx", nil)
 //	...
-//	ws := workspace.New(store, &workspace.Options{SessionID: "s1", TaskID: "t1", AgentID: "coder"})
+//	ws := workspace.New(store, workspace.Options{SessionID: "s1", TaskID: "t1", AgentID: "coder"})
 //	res, err := ws.Offload(ctx, msgs)
 //	// send res.Messages
 //

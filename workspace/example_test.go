@@ -17,7 +17,7 @@ import (
 // back with the workspace's tools.
 func Example() {
 	ctx := context.Background()
-	ws := workspace.New(memstore.New(), &workspace.Options{
+	ws := workspace.New(memstore.New(), workspace.Options{
 		SessionID: "s1",
 		Now:       func() time.Time { return time.Date(2026, 11, 22, 7, 14, 0, 0, time.UTC) },
 	})
@@ -62,7 +62,7 @@ func Example() {
 // ToolDefinition is an Anthropic tool, OpenAI() gives the Chat Completions
 // shape.
 func ExampleWorkspace_Tools() {
-	ws := workspace.New(memstore.New(), nil)
+	ws := workspace.New(memstore.New(), workspace.Options{})
 	for _, d := range ws.Tools() {
 		fmt.Println(d.Name)
 	}

@@ -114,7 +114,7 @@ func TestOffloadBoundary(t *testing.T) {
 				t.Run(c.name, func(t *testing.T) {
 					// One namespace per case: the same call id with other
 					// content would take a suffixed id in one namespace.
-					ws := workspace.New(store, &workspace.Options{Now: now, Namespace: "n-" + c.name, SessionID: "s1"})
+					ws := workspace.New(store, workspace.Options{Now: now, Namespace: "n-" + c.name, SessionID: "s1"})
 					msgs := anthropic(t, "bash", `{"command":"cat big.log"}`, agentctx.Text(c.content))
 					before := mustJSON(t, msgs)
 					res, err := ws.Offload(ctx, msgs)
@@ -168,7 +168,7 @@ func TestOffloadBoundary(t *testing.T) {
 
 func TestOffloadMetadata(t *testing.T) {
 	store := memstore.New()
-	ws := workspace.New(store, &workspace.Options{
+	ws := workspace.New(store, workspace.Options{
 		Namespace: "proj", AgentID: "coder", TaskID: "t1", SessionID: "s1", Now: now,
 		Metadata: workspace.Metadata{"team": "infra", workspace.KeyContextType: "overridden?"},
 	})
@@ -270,7 +270,7 @@ func (c *countingStore) Create(ctx context.Context, ns string, a workspace.Artif
 func TestOffloadAgainWritesNothing(t *testing.T) {
 	store := &countingStore{Store: memstore.New()}
 	t1 := clock
-	ws := workspace.New(store, &workspace.Options{Now: func() time.Time { return t1 }})
+	ws := workspace.New(store, workspace.Options{Now: func() time.Time { return t1 }})
 	msgs := anthropic(t, "bash", `{}`, agentctx.Text("small"), agentctx.Text(lines(2000, 50)))
 	res, err := ws.Offload(ctx, msgs)
 	if err != nil || store.puts != 2 || res.Indexed != 1 || res.Inlined != 1 {
@@ -304,7 +304,7 @@ func TestOffloadAgainWritesNothing(t *testing.T) {
 }
 
 func TestOffloadChangedResultIsNotOverwritten(t *testing.T) {
-	ws := workspace.New(memstore.New(), &workspace.Options{Now: now})
+	ws := workspace.New(memstore.New(), workspace.Options{Now: now})
 	if _, err := ws.Offload(ctx, anthropic(t, "bash", `{}`, agentctx.Text("v1"))); err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestOffloadChangedResultIsNotOverwritten(t *testing.T) {
 }
 
 func TestOffloadReusedIDKeepsBoth(t *testing.T) {
-	ws := workspace.New(memstore.New(), &workspace.Options{Now: now})
+	ws := workspace.New(memstore.New(), workspace.Options{Now: now})
 	msgs := []agentctx.Message{
 		agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(agentctx.ToolUseBlock("dup", "bash", nil))),
 		agentctx.NewMessage(agentctx.RoleUser, agentctx.BlockList(
@@ -355,7 +355,7 @@ func TestOffloadSessionsShareTheNamespace(t *testing.T) {
 	refs := map[string]string{} // artifact id named in the reference -> content
 	for _, sess := range []string{"s1", "s2"} {
 		content := sess + " output " + strings.Repeat("x", 50_000)
-		ws := workspace.New(store, &workspace.Options{Now: now, SessionID: sess})
+		ws := workspace.New(store, workspace.Options{Now: now, SessionID: sess})
 		res, err := ws.Offload(ctx, anthropic(t, "bash", `{}`, agentctx.Text(content)))
 		if err != nil {
 			t.Fatal(err)
@@ -370,7 +370,7 @@ func TestOffloadSessionsShareTheNamespace(t *testing.T) {
 		t.Fatalf("the two sessions' results got the ids %v, want tool_result_toolu_01 and tool_result_toolu_01-2", slices.Collect(maps.Keys(refs)))
 	}
 	for _, reader := range []string{"", "s1", "s2", "s3"} {
-		ws := workspace.New(store, &workspace.Options{SessionID: reader, MaxChars: workspace.NoLimit})
+		ws := workspace.New(store, workspace.Options{SessionID: reader, MaxChars: workspace.NoLimit})
 		for id, want := range refs {
 			got, err := ws.GetKnowledgeByID(ctx, id, 0)
 			if err != nil || got != want {
@@ -394,7 +394,7 @@ func TestTextBlocksStayText(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ws := workspace.New(memstore.New(), &workspace.Options{Now: now})
+			ws := workspace.New(memstore.New(), workspace.Options{Now: now})
 			_, off, err := ws.OffloadToolResult(ctx, workspace.ToolCall{ID: "t1", Name: "Read"}, c.content)
 			if err != nil {
 				t.Fatal(err)
@@ -427,19 +427,19 @@ func mustContent(t *testing.T, js string) agentctx.Content {
 }
 
 func TestOffloadErrors(t *testing.T) {
-	ws := workspace.New(memstore.New(), nil)
+	ws := workspace.New(memstore.New(), workspace.Options{})
 	msgs := []agentctx.Message{agentctx.NewMessage(agentctx.RoleUser, agentctx.BlockList(agentctx.ToolResultBlock("", agentctx.Text("x"), false)))}
 	if _, err := ws.Offload(ctx, msgs); !errors.Is(err, workspace.ErrInvalidID) {
 		t.Errorf("empty id: %v", err)
 	}
 	disk := errors.New("disk full")
-	ws = workspace.New(&countingStore{Store: memstore.New(), fail: disk}, nil)
+	ws = workspace.New(&countingStore{Store: memstore.New(), fail: disk}, workspace.Options{})
 	if _, err := ws.Offload(ctx, anthropic(t, "bash", `{}`, agentctx.Text("x"))); !errors.Is(err, disk) {
 		t.Errorf("store failure: %v", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	ws = workspace.New(memstore.New(), nil)
+	ws = workspace.New(memstore.New(), workspace.Options{})
 	if _, err := ws.Offload(cctx, anthropic(t, "bash", `{}`, agentctx.Text("x"))); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
@@ -452,7 +452,7 @@ func TestOffloadErrors(t *testing.T) {
 func TestOffloadLogsContextTypeAndBizID(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ws := workspace.New(memstore.New(), &workspace.Options{Logger: logger, Now: now})
+	ws := workspace.New(memstore.New(), workspace.Options{Logger: logger, Now: now})
 	if _, err := ws.Offload(ctx, anthropic(t, "bash", `{}`, agentctx.Text(strings.Repeat("z", 40_000)))); err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +466,7 @@ func TestOffloadLogsContextTypeAndBizID(t *testing.T) {
 }
 
 func TestKnowledgeListPreview(t *testing.T) {
-	ws := workspace.New(memstore.New(), &workspace.Options{Now: now})
+	ws := workspace.New(memstore.New(), workspace.Options{Now: now})
 	cases := []struct {
 		name    string
 		content string

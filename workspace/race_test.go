@@ -44,7 +44,7 @@ func TestOffloadRacingWriters(t *testing.T) {
 				start := make(chan struct{})
 				var wg sync.WaitGroup
 				for w := range writers {
-					ws := workspace.New(store, &workspace.Options{SessionID: fmt.Sprint("session-", w), InlineLimit: 100, Now: now})
+					ws := workspace.New(store, workspace.Options{SessionID: fmt.Sprint("session-", w), InlineLimit: 100, Now: now})
 					wg.Go(func() {
 						<-start
 						var c agentctx.Content

@@ -16,11 +16,8 @@ import (
 
 // newWS returns a workspace holding the given artifacts (id → content) in
 // session s1, on a memory store.
-func newWS(t *testing.T, opts *workspace.Options, contents map[string]string) *workspace.Workspace {
+func newWS(t *testing.T, opts workspace.Options, contents map[string]string) *workspace.Workspace {
 	t.Helper()
-	if opts == nil {
-		opts = &workspace.Options{}
-	}
 	opts.Now = now
 	store := memstore.New()
 	ws := workspace.New(store, opts)
@@ -43,7 +40,7 @@ func TestGetKnowledgeByID(t *testing.T) {
 	big := lines(300, 20) // 6,000 characters
 	longLine := strings.Repeat("0123456789", 500)
 	crlf := strings.Repeat("windows line\r\n", 200)
-	ws := newWS(t, &workspace.Options{MaxChars: capChars}, map[string]string{
+	ws := newWS(t, workspace.Options{MaxChars: capChars}, map[string]string{
 		"small": "exact\ncontent\r\n  with spaces  ", "at-cap": strings.Repeat("é", capChars), "over-cap": strings.Repeat("é", capChars+1),
 		"big": big, "long-line": longLine, "crlf": crlf, "empty": "",
 	})
@@ -116,11 +113,11 @@ func TestGetKnowledgeByID(t *testing.T) {
 	if got, err := ws.GetKnowledgeByID(ctx, "small", 29); err != nil || got != " " {
 		t.Errorf("last character: %q %v", got, err)
 	}
-	unlimited := newWS(t, &workspace.Options{MaxChars: workspace.NoLimit}, map[string]string{"big": big})
+	unlimited := newWS(t, workspace.Options{MaxChars: workspace.NoLimit}, map[string]string{"big": big})
 	if got, _ := unlimited.GetKnowledgeByID(ctx, "big", 0); got != big {
 		t.Errorf("NoLimit cut the content")
 	}
-	def := newWS(t, nil, map[string]string{"a": strings.Repeat("a", 40_000), "b": strings.Repeat("a", 40_001)})
+	def := newWS(t, workspace.Options{}, map[string]string{"a": strings.Repeat("a", 40_000), "b": strings.Repeat("a", 40_001)})
 	if got, _ := def.GetKnowledgeByID(ctx, "a", 0); len(got) != 40_000 {
 		t.Errorf("default cap: 40,000 characters must be read whole")
 	}
@@ -130,7 +127,7 @@ func TestGetKnowledgeByID(t *testing.T) {
 }
 
 func TestGetKnowledgeByLines(t *testing.T) {
-	ws := newWS(t, &workspace.Options{MaxChars: 500}, map[string]string{
+	ws := newWS(t, workspace.Options{MaxChars: 500}, map[string]string{
 		"f": "l1\nl2\r\nl3\nl4\nl5\n", "big": lines(100, 20), "long": "short\n" + strings.Repeat("w", 2_000) + "\nafter\n",
 	})
 	ok := []struct {
@@ -196,7 +193,7 @@ func TestGrepKnowledge(t *testing.T) {
 	for i := 1; i <= 150; i++ {
 		many.WriteString("hit " + strconv.Itoa(i) + "\nmiss\n")
 	}
-	ws := newWS(t, nil, map[string]string{
+	ws := newWS(t, workspace.Options{}, map[string]string{
 		"log":  "alpha\nbeta ERROR one\ngamma\ndelta\nepsilon\nerror two\nzeta\neta\ntheta\niota\nkappa\nlambda error three\n",
 		"many": many.String(),
 	})
@@ -233,7 +230,7 @@ func TestGrepKnowledge(t *testing.T) {
 	if _, err := ws.GrepKnowledge(ctx, "nope", "x", workspace.GrepOptions{}); !errors.Is(err, workspace.ErrNotFound) {
 		t.Errorf("missing: %v", err)
 	}
-	small := newWS(t, &workspace.Options{MaxChars: 600}, map[string]string{"many": many.String()})
+	small := newWS(t, workspace.Options{MaxChars: 600}, map[string]string{"many": many.String()})
 	got, _ = small.GrepKnowledge(ctx, "many", "hit", workspace.GrepOptions{Context: 1})
 	if utf8.RuneCountInString(got) > 600 || !strings.Contains(got, "[Read limit of 600 characters reached:") || !strings.HasSuffix(got, "to see more.]") {
 		t.Errorf("grep over the cap:\n%s", got)
@@ -241,7 +238,7 @@ func TestGrepKnowledge(t *testing.T) {
 }
 
 func TestGrepSession(t *testing.T) {
-	ws := newWS(t, &workspace.Options{SessionID: "s1"}, map[string]string{
+	ws := newWS(t, workspace.Options{SessionID: "s1"}, map[string]string{
 		"tool_result_a": "first\nneedle one\n", "tool_result_b": "needle two\n", "other_c": "needle elsewhere\n",
 	})
 	got, err := ws.GrepSession(ctx, "needle", workspace.SessionGrepOptions{})
@@ -263,7 +260,7 @@ func TestGrepSession(t *testing.T) {
 }
 
 func TestQueryAndOffloadInfo(t *testing.T) {
-	ws := newWS(t, nil, map[string]string{"tool_result_a": "x\ny\n", "tool_result_b": "z", "other_c": "w"})
+	ws := newWS(t, workspace.Options{}, map[string]string{"tool_result_a": "x\ny\n", "tool_result_b": "z", "other_c": "w"})
 	got, err := ws.QueryArtifacts(ctx, workspace.Filter{Metadata: workspace.Metadata{"session_id": "s1"}})
 	if err != nil {
 		t.Fatal(err)
@@ -284,7 +281,7 @@ func TestQueryAndOffloadInfo(t *testing.T) {
 	if err != nil || len(entries) != 3 {
 		t.Errorf("OffloadInfo: %v %v", entries, err)
 	}
-	small := newWS(t, &workspace.Options{MaxChars: 500}, map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"})
+	small := newWS(t, workspace.Options{MaxChars: 500}, map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"})
 	got, _ = small.QueryArtifacts(ctx, workspace.Filter{})
 	if !strings.Contains(got, "listed; narrow the filter or pass offset.]") || utf8.RuneCountInString(got) > 500 {
 		t.Errorf("query over the cap:\n%s", got)
@@ -299,7 +296,7 @@ func TestQueryAndOffloadInfo(t *testing.T) {
 func TestListingsCoverEverySession(t *testing.T) {
 	store := memstore.New()
 	for _, sess := range []string{"s1", "s2"} {
-		ws := workspace.New(store, &workspace.Options{Now: now, SessionID: sess})
+		ws := workspace.New(store, workspace.Options{Now: now, SessionID: sess})
 		msgs := anthropic(t, "bash", `{}`, agentctx.Text("needle of "+sess+"\n"))
 		if _, err := ws.Offload(ctx, msgs); err != nil {
 			t.Fatal(err)
@@ -327,8 +324,8 @@ func TestListingsCoverEverySession(t *testing.T) {
 		}
 		return strings.Join(out, " ")
 	}
-	all := workspace.New(store, nil)
-	s2 := workspace.New(store, &workspace.Options{SessionID: "s2"})
+	all := workspace.New(store, workspace.Options{})
+	s2 := workspace.New(store, workspace.Options{SessionID: "s2"})
 	for _, c := range []struct {
 		name string
 		run  func() (string, error)
@@ -387,7 +384,7 @@ func TestLegacySessionNamespaceReadByID(t *testing.T) {
 	if _, err := store.Put(ctx, "proj", workspace.Artifact{Info: workspace.Info{ID: "tool_result_new", Created: clock}, Content: "new\n"}); err != nil {
 		t.Fatal(err)
 	}
-	ws := workspace.New(store, &workspace.Options{Namespace: "proj", SessionID: "s/1"})
+	ws := workspace.New(store, workspace.Options{Namespace: "proj", SessionID: "s/1"})
 	if ws.Namespace() != "proj" || ws.BaseNamespace() != "proj" {
 		t.Errorf("Namespace %q, BaseNamespace %q; want proj", ws.Namespace(), ws.BaseNamespace())
 	}
@@ -416,7 +413,7 @@ func TestLegacySessionNamespaceReadByID(t *testing.T) {
 		t.Errorf("miss: %v", err)
 	}
 	// Without the session, the legacy namespace is not searched.
-	if _, err := workspace.New(store, &workspace.Options{Namespace: "proj"}).GetKnowledgeByID(ctx, "tool_result_old", 0); !errors.Is(err, workspace.ErrNotFound) {
+	if _, err := workspace.New(store, workspace.Options{Namespace: "proj"}).GetKnowledgeByID(ctx, "tool_result_old", 0); !errors.Is(err, workspace.ErrNotFound) {
 		t.Errorf("a workspace without the session read the legacy artifact: %v", err)
 	}
 }

@@ -31,7 +31,7 @@ func TestInlineLimitMeasuresTheTextTheModelReads(t *testing.T) {
 			if got := workspace.InlineChars(c); got >= workspace.DefaultInlineLimit {
 				t.Fatalf("InlineChars = %d, want < %d", got, workspace.DefaultInlineLimit)
 			}
-			ws := workspace.New(memstore.New(), &workspace.Options{Now: now})
+			ws := workspace.New(memstore.New(), workspace.Options{Now: now})
 			res, err := ws.Offload(ctx, anthropic(t, "fetch_page", `{}`, c))
 			if err != nil {
 				t.Fatal(err)
@@ -60,7 +60,7 @@ func TestReadBackIsNeverReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := workspace.New(store, &workspace.Options{SessionID: "s1", Now: now})
+	ws := workspace.New(store, workspace.Options{SessionID: "s1", Now: now})
 	big := lines(800, 75) // 60,000 characters
 	first, err := ws.Offload(ctx, anthropic(t, "Bash", `{"command":"cat big.log"}`, agentctx.Text(big)))
 	if err != nil {
@@ -110,7 +110,7 @@ func TestReadBackIsNeverReplaced(t *testing.T) {
 		})
 	}
 	// A store without files has no paths to read: only the read tools count.
-	mem := workspace.New(memstore.New(), nil)
+	mem := workspace.New(memstore.New(), workspace.Options{})
 	if mem.ReadsBack(workspace.ToolCall{ID: "a", Name: "Read", Input: json.RawMessage(`{"file_path":"/"}`)}) {
 		t.Fatal("a memory store's workspace took a file read for a read-back")
 	}

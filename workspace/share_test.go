@@ -17,7 +17,7 @@ func TestSharedResultIsStoredOnce(t *testing.T) {
 	msgs := anthropic(t, "Bash", `{"command":"ls"}`, agentctx.Text("a.go\nb.go\n"))
 	for round := range 2 {
 		for _, s := range []string{"s1", "s2"} {
-			res, err := workspace.New(store, &workspace.Options{SessionID: s, Now: now}).Offload(ctx, msgs)
+			res, err := workspace.New(store, workspace.Options{SessionID: s, Now: now}).Offload(ctx, msgs)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,7 +13,7 @@ import (
 )
 
 func TestToolDefinitions(t *testing.T) {
-	defs := workspace.New(memstore.New(), nil).Tools()
+	defs := workspace.New(memstore.New(), workspace.Options{}).Tools()
 	want := []string{"get_knowledge_by_id", "get_knowledge_by_lines", "grep_knowledge", "grep_session_knowledge",
 		"query_artifacts", "get_tool_result_offload_info"}
 	if len(defs) != len(want) {
@@ -56,10 +56,10 @@ func TestToolDefinitions(t *testing.T) {
 			t.Errorf("%s OpenAI JSON: %s", d.Name, b)
 		}
 	}
-	if !strings.Contains(workspace.New(memstore.New(), &workspace.Options{MaxChars: 5000}).Tools()[0].Description, "5,000 characters") {
+	if !strings.Contains(workspace.New(memstore.New(), workspace.Options{MaxChars: 5000}).Tools()[0].Description, "5,000 characters") {
 		t.Errorf("descriptions do not state the workspace's read cap")
 	}
-	if len(workspace.Tools()) != len(defs) || len(workspace.New(memstore.New(), nil).OpenAITools()) != len(defs) {
+	if len(workspace.Tools()) != len(defs) || len(workspace.New(memstore.New(), workspace.Options{}).OpenAITools()) != len(defs) {
 		t.Errorf("Tools and OpenAITools disagree")
 	}
 }
@@ -70,7 +70,7 @@ func sameJSON(a, b []byte) bool {
 }
 
 func TestExecute(t *testing.T) {
-	ws := newWS(t, &workspace.Options{SessionID: "s1"}, map[string]string{"tool_result_a": "one\ntwo ERROR\nthree\n"})
+	ws := newWS(t, workspace.Options{SessionID: "s1"}, map[string]string{"tool_result_a": "one\ntwo ERROR\nthree\n"})
 	ok := []struct {
 		name, args, want string
 	}{
@@ -151,7 +151,7 @@ func FuzzExecute(f *testing.F) {
 	f.Add(uint8(5), `"\"{}\""`)
 	f.Add(uint8(6), `{}`)
 	store := memstore.New()
-	ws := workspace.New(store, &workspace.Options{MaxChars: 300})
+	ws := workspace.New(store, workspace.Options{MaxChars: 300})
 	store.Put(context.Background(), "default", workspace.Artifact{Info: workspace.Info{ID: "tool_result_a"}, Content: strings.Repeat("one\ntwo ✓ three\n", 40)})
 	f.Fuzz(func(t *testing.T, n uint8, args string) {
 		name := names[int(n)%len(names)]

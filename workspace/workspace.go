@@ -102,13 +102,12 @@ type Workspace struct {
 	log    *slog.Logger
 }
 
-// New returns a Workspace over store. opts may be nil.
-func New(store Store, opts *Options) *Workspace {
-	w := &Workspace{store: store}
-	if opts != nil {
-		w.opts = *opts
-		w.opts.Metadata = cloneMetadata(opts.Metadata)
-	}
+// New returns a Workspace over store. The zero Options means the
+// documented defaults; New works on a copy of opts (Metadata included),
+// so the caller may reuse or change it afterwards.
+func New(store Store, opts Options) *Workspace {
+	w := &Workspace{store: store, opts: opts}
+	w.opts.Metadata = cloneMetadata(opts.Metadata)
 	o := &w.opts
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace

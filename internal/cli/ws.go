@@ -119,7 +119,7 @@ func (f *wsFlags) open(ctx context.Context, e *env, write bool, opts workspace.O
 	}
 	opts.Namespace = f.namespace
 	opts.Logger = e.logger
-	return workspace.New(store, &opts), func() { store.Close() }, nil
+	return workspace.New(store, opts), func() { store.Close() }, nil
 }
 
 func exists(p string) bool {

@@ -19,7 +19,7 @@ func Example() {
 		return
 	}
 	defer store.Close()
-	ws := workspace.New(store, &workspace.Options{SessionID: "s1"})
+	ws := workspace.New(store, workspace.Options{SessionID: "s1"})
 	text, err := ws.GrepSession(ctx, "ERROR", workspace.SessionGrepOptions{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
