@@ -58,7 +58,7 @@ func TestClaudeCodeReadBack(t *testing.T) {
 	// A workspace holding the original as session s1's offloaded result;
 	// agentctx mcp is registered as the README shows, without the session.
 	wsDir := filepath.Join(t.TempDir(), "ws")
-	store, err := dirstore.Open(wsDir, nil)
+	store, err := dirstore.Open(wsDir, dirstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

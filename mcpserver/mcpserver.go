@@ -4,7 +4,7 @@
 //
 // # Quick start
 //
-//	store, _ := dirstore.Open(".agentctx", nil)
+//	store, _ := dirstore.Open(".agentctx", dirstore.Options{})
 //	srv := mcpserver.New(store, nil) // the namespace "default", every session
 //	err := srv.Run(ctx, &mcp.StdioTransport{}) // or http.Handle("/mcp", srv.Handler())
 //

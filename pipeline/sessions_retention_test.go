@@ -27,7 +27,7 @@ func newRetentionFixture(t *testing.T) *retentionFixture {
 	f := &retentionFixture{now: time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC), ws: memstore.New()}
 	d := memsession.NewDriver()
 	d.Now = func() time.Time { return f.now }
-	f.ss = session.New(d, nil)
+	f.ss = session.New(d, session.Options{})
 	f.s = &Sessions{Workspace: f.ws, Sessions: f.ss, Now: func() time.Time { return f.now }}
 	ago := func(d time.Duration) time.Time { return f.now.Add(-d) }
 	day := 24 * time.Hour

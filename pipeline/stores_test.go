@@ -27,7 +27,7 @@ func TestSessionsFollowTheWorkspace(t *testing.T) {
 		open func(t *testing.T, dir string) workspace.Store // a new handle on the same store
 	}{
 		{"sqlite", func(t *testing.T, dir string) workspace.Store {
-			s, err := sqlitestore.Open(context.Background(), filepath.Join(dir, "ws.db"), nil)
+			s, err := sqlitestore.Open(context.Background(), filepath.Join(dir, "ws.db"), sqlitestore.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -35,7 +35,7 @@ func TestSessionsFollowTheWorkspace(t *testing.T) {
 			return s
 		}},
 		{"directory", func(t *testing.T, dir string) workspace.Store {
-			s, err := dirstore.Open(dir, nil)
+			s, err := dirstore.Open(dir, dirstore.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -107,7 +107,7 @@ func BenchmarkOverhead(b *testing.B) {
 			// The workspace and session state in one SQLite file
 			// (agentctx proxy --workspace ws.db).
 			path := filepath.Join(b.TempDir(), "ws.db")
-			ws, err := sqlitestore.Open(b.Context(), path, nil)
+			ws, err := sqlitestore.Open(b.Context(), path, sqlitestore.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -93,7 +93,7 @@ func statsOf(t *testing.T, base string) []proxy.SessionStats {
 // each in its tenant's namespace (issue 24: a shared proxy mixed them).
 func TestTenantsLiveApart(t *testing.T) {
 	dir := t.TempDir()
-	store, err := dirstore.Open(dir, nil)
+	store, err := dirstore.Open(dir, dirstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func serveProxy(t *testing.T, opts proxy.Options) (string, func() error) {
 // the proxy stored for a session the client never names; an open MCP
 // stream does not hold the proxy's shutdown.
 func TestMCPEndpoint(t *testing.T) {
-	store, err := dirstore.Open(filepath.Join(t.TempDir(), "ws"), nil)
+	store, err := dirstore.Open(filepath.Join(t.TempDir(), "ws"), dirstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

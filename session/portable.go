@@ -53,11 +53,11 @@ type Options struct {
 	Timeout time.Duration
 }
 
-// New returns the portable Store over a driver (see Driver). opts may be
-// nil.
-func New(d Driver, opts *Options) Store {
+// New returns the portable Store over a driver (see Driver). The zero
+// Options means the documented defaults.
+func New(d Driver, opts Options) Store {
 	s := &portable{d: d, timeout: DefaultTimeout}
-	if opts != nil && opts.Timeout != 0 {
+	if opts.Timeout != 0 {
 		s.timeout = opts.Timeout
 	}
 	return s

@@ -67,7 +67,7 @@ func TestPortableStore(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &recorder{}
-			err := tc.call(session.New(r, nil))
+			err := tc.call(session.New(r, session.Options{}))
 			var e *session.Error
 			if !errors.Is(err, tc.want) || !errors.As(err, &e) {
 				t.Fatalf("got %v, want an *Error matching %v", err, tc.want)
@@ -79,7 +79,7 @@ func TestPortableStore(t *testing.T) {
 	}
 
 	t.Run("errors wrapped with the operation and key", func(t *testing.T) {
-		s := session.New(&recorder{err: session.ErrConflict}, nil)
+		s := session.New(&recorder{err: session.ErrConflict}, session.Options{})
 		_, err := s.Save(ctx, "ns", "id", nil, 3)
 		var e *session.Error
 		if !errors.Is(err, session.ErrConflict) || !errors.As(err, &e) || e.Op != "save" || e.Namespace != "ns" || e.ID != "id" {
@@ -88,14 +88,14 @@ func TestPortableStore(t *testing.T) {
 	})
 	t.Run("list sorted, every namespace", func(t *testing.T) {
 		r := &recorder{}
-		list, err := session.New(r, nil).List(ctx, "")
+		list, err := session.New(r, session.Options{}).List(ctx, "")
 		if err != nil || len(list) != 3 || list[0].Namespace != "a" || list[0].ID != "1" || list[2].Namespace != "b" {
 			t.Fatalf("%+v, %v", list, err)
 		}
 	})
 	t.Run("closed", func(t *testing.T) {
 		r := &recorder{}
-		s := session.New(r, nil)
+		s := session.New(r, session.Options{})
 		s.Close()
 		s.Close()
 		if _, _, err := s.Load(ctx, "ns", "id"); !errors.Is(err, session.ErrClosed) || len(r.calls) != 0 {
@@ -106,7 +106,7 @@ func TestPortableStore(t *testing.T) {
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
-		s := session.New(&recorder{block: true}, &session.Options{Timeout: 20 * time.Millisecond})
+		s := session.New(&recorder{block: true}, session.Options{Timeout: 20 * time.Millisecond})
 		_, _, err := s.Load(ctx, "ns", "id")
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("a hung driver: %v, want DeadlineExceeded", err)

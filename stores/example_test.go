@@ -19,7 +19,7 @@ func ExampleOpen() {
 	path := filepath.Join(dir, "workspace.db")
 
 	for process := 1; process <= 2; process++ {
-		ws, err := sqlitestore.Open(ctx, path, nil)
+		ws, err := sqlitestore.Open(ctx, path, sqlitestore.Options{})
 		if err != nil {
 			panic(err)
 		}

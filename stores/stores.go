@@ -100,7 +100,7 @@ func Open(ctx context.Context, spec Spec) (*Stores, error) {
 		if dir == "" {
 			dir = DefaultDir
 		}
-		ws, err := dirstore.Open(dir, nil)
+		ws, err := dirstore.Open(dir, dirstore.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("open workspace: %w", err)
 		}

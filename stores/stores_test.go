@@ -61,7 +61,7 @@ func closing[S interface{ Close() error }](t *testing.T, s S, err error) S {
 var backends = []backend{
 	{"directory",
 		func(t *testing.T, loc string) workspace.Store {
-			s, err := dirstore.Open(loc, nil)
+			s, err := dirstore.Open(loc, dirstore.Options{})
 			return closing(t, s, err)
 		},
 		func(t *testing.T, loc string) session.Store {
@@ -71,7 +71,7 @@ var backends = []backend{
 		func(t *testing.T) string { return t.TempDir() }},
 	{"sqlite",
 		func(t *testing.T, loc string) workspace.Store {
-			s, err := sqlitestore.Open(ctx, loc, nil)
+			s, err := sqlitestore.Open(ctx, loc, sqlitestore.Options{})
 			return closing(t, s, err)
 		},
 		func(t *testing.T, loc string) session.Store {
@@ -81,11 +81,11 @@ var backends = []backend{
 		func(t *testing.T) string { return filepath.Join(t.TempDir(), "ws.db") }},
 	{"postgres",
 		func(t *testing.T, loc string) workspace.Store {
-			s, err := pgstore.Open(ctx, loc, nil)
+			s, err := pgstore.Open(ctx, loc, pgstore.Options{})
 			return closing(t, s, err)
 		},
 		func(t *testing.T, loc string) session.Store {
-			s, err := pgsession.Open(ctx, loc, nil)
+			s, err := pgsession.Open(ctx, loc, pgsession.Options{})
 			return closing(t, s, err)
 		},
 		func(t *testing.T) string {
@@ -196,7 +196,7 @@ func TestOpen(t *testing.T) {
 			t.Fatalf("got %v, want ErrNoSessions", err)
 		}
 		// A portable store over a driver that keeps none.
-		_, err = stores.Open(ctx, stores.Spec{Workspace: workspace.NewStore(struct{ driver.Store }{memstore.NewDriver()}, nil)})
+		_, err = stores.Open(ctx, stores.Spec{Workspace: workspace.NewStore(struct{ driver.Store }{memstore.NewDriver()}, workspace.StoreOptions{})})
 		if !errors.Is(err, stores.ErrNoSessions) {
 			t.Fatalf("a driver without sessions: %v, want ErrNoSessions", err)
 		}

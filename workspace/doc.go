@@ -9,7 +9,7 @@
 // task and session that write to it. Before each model request, pass the
 // history through Offload:
 //
-//	store, err := dirstore.Open(".agentctx", nil)
+//	store, err := dirstore.Open(".agentctx", dirstore.Options{})
 //	...
 //	ws := workspace.New(store, workspace.Options{SessionID: "s1", TaskID: "t1", AgentID: "coder"})
 //	res, err := ws.Offload(ctx, msgs)

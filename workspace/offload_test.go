@@ -33,11 +33,11 @@ func now() time.Time { return clock }
 // backends returns a fresh store of every kind.
 func backends(t *testing.T) map[string]workspace.Store {
 	t.Helper()
-	ds, err := dirstore.Open(filepath.Join(t.TempDir(), "ws"), nil)
+	ds, err := dirstore.Open(filepath.Join(t.TempDir(), "ws"), dirstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "ws.db"), nil)
+	ss, err := sqlitestore.Open(ctx, filepath.Join(t.TempDir(), "ws.db"), sqlitestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

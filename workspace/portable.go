@@ -33,10 +33,10 @@ type StoreOptions struct {
 // Path (a Pather only when the driver is one) and the session state it
 // keeps (session.Keeper: OpenSessions fails with an error matching
 // errors.ErrUnsupported when the driver keeps none). Every backend's Open
-// returns one. opts may be nil.
-func NewStore(d driver.Store, opts *StoreOptions) Store {
+// returns one. The zero StoreOptions means the documented defaults.
+func NewStore(d driver.Store, opts StoreOptions) Store {
 	p := &portable{d: d, timeout: DefaultStoreTimeout}
-	if opts != nil && opts.Timeout != 0 {
+	if opts.Timeout != 0 {
 		p.timeout = opts.Timeout
 	}
 	if pd, ok := d.(interface {

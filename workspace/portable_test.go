@@ -61,7 +61,7 @@ func TestPortableStore(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &recorder{Driver: memstore.NewDriver()}
-			err := tc.call(workspace.NewStore(r, nil))
+			err := tc.call(workspace.NewStore(r, workspace.StoreOptions{}))
 			var e *workspace.Error
 			if !errors.Is(err, tc.want) || !errors.As(err, &e) {
 				t.Fatalf("got %v, want an *Error matching %v", err, tc.want)
@@ -74,7 +74,7 @@ func TestPortableStore(t *testing.T) {
 
 	t.Run("measured, errors wrapped", func(t *testing.T) {
 		r := &recorder{Driver: memstore.NewDriver()}
-		s := workspace.NewStore(r, nil)
+		s := workspace.NewStore(r, workspace.StoreOptions{})
 		info, err := s.Put(ctx, "ns", workspace.Artifact{Info: workspace.Info{ID: "a"}, Content: "x\ny\n"})
 		if err != nil || info.Lines != 2 || info.SHA256 == "" {
 			t.Fatalf("%+v, %v", info, err)
@@ -87,7 +87,7 @@ func TestPortableStore(t *testing.T) {
 	})
 	t.Run("closed", func(t *testing.T) {
 		r := &recorder{Driver: memstore.NewDriver()}
-		s := workspace.NewStore(r, nil)
+		s := workspace.NewStore(r, workspace.StoreOptions{})
 		s.Close()
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
@@ -100,17 +100,17 @@ func TestPortableStore(t *testing.T) {
 		}
 	})
 	t.Run("timeout", func(t *testing.T) {
-		s := workspace.NewStore(&recorder{Driver: memstore.NewDriver(), block: true}, &workspace.StoreOptions{Timeout: 20 * time.Millisecond})
+		s := workspace.NewStore(&recorder{Driver: memstore.NewDriver(), block: true}, workspace.StoreOptions{Timeout: 20 * time.Millisecond})
 		if _, err := s.Get(ctx, "ns", "a"); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("a hung driver: %v, want DeadlineExceeded", err)
 		}
 	})
 	t.Run("abilities follow the driver", func(t *testing.T) {
-		s := workspace.NewStore(memstore.NewDriver(), nil)
+		s := workspace.NewStore(memstore.NewDriver(), workspace.StoreOptions{})
 		if _, ok := s.(workspace.Pather); ok {
 			t.Error("a memory store says it keeps files")
 		}
-		plain := workspace.NewStore(struct{ driver.Store }{memstore.NewDriver()}, nil)
+		plain := workspace.NewStore(struct{ driver.Store }{memstore.NewDriver()}, workspace.StoreOptions{})
 		k := plain.(interface {
 			Location() string
 		})

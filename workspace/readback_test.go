@@ -56,7 +56,7 @@ func TestInlineLimitMeasuresTheTextTheModelReads(t *testing.T) {
 // replaced by a new reference: that was a loop the agent could not leave.
 func TestReadBackIsNeverReplaced(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ws")
-	store, err := dirstore.Open(dir, nil)
+	store, err := dirstore.Open(dir, dirstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -331,10 +331,10 @@ func (f *prepareFlags) contradictions(changed func(string) bool) error {
 // .sqlite or .sqlite3.
 func openStore(ctx context.Context, path string) (workspace.Store, error) {
 	if isPostgresURL(path) {
-		return pgstore.Open(ctx, path, nil)
+		return pgstore.Open(ctx, path, pgstore.Options{})
 	}
 	if !isSQLitePath(path) {
-		s, err := dirstore.Open(path, nil)
+		s, err := dirstore.Open(path, dirstore.Options{})
 		if err != nil {
 			return nil, fmt.Errorf("workspace: %w", err)
 		}
@@ -343,7 +343,7 @@ func openStore(ctx context.Context, path string) (workspace.Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	return sqlitestore.Open(ctx, path, nil)
+	return sqlitestore.Open(ctx, path, sqlitestore.Options{})
 }
 
 // conversation is one conversation to prepare and where it came from.

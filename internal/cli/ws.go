@@ -101,9 +101,9 @@ func (f *wsFlags) open(ctx context.Context, e *env, write bool, opts workspace.O
 		if !isPostgresURL(f.store) {
 			return nil, nil, usagef("--store must be a postgres:// URL, got %q", f.store)
 		}
-		store, err = pgstore.Open(ctx, f.store, nil)
+		store, err = pgstore.Open(ctx, f.store, pgstore.Options{})
 	case !isSQLitePath(f.path):
-		store, err = dirstore.Open(f.path, nil)
+		store, err = dirstore.Open(f.path, dirstore.Options{})
 	case !write && !exists(f.path):
 		store = memstore.New()
 	default:
@@ -112,7 +112,7 @@ func (f *wsFlags) open(ctx context.Context, e *env, write bool, opts workspace.O
 				return nil, nil, fmt.Errorf("workspace: %w", err)
 			}
 		}
-		store, err = sqlitestore.Open(ctx, f.path, nil)
+		store, err = sqlitestore.Open(ctx, f.path, sqlitestore.Options{})
 	}
 	if err != nil {
 		return nil, nil, err

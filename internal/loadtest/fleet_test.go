@@ -704,7 +704,7 @@ var (
 func checkArtifacts(t *testing.T, bin, store string, cfg config, u *upstream) {
 	t.Helper()
 	ctx := t.Context()
-	st, err := pgstore.Open(ctx, store, nil)
+	st, err := pgstore.Open(ctx, store, pgstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -863,7 +863,7 @@ func checkSameStore(t *testing.T, controlDB, fleetDB string, cfg config, ctlUp, 
 	t.Helper()
 	ctx := t.Context()
 	open := func(url string) workspace.Store {
-		st, err := pgstore.Open(ctx, url, nil)
+		st, err := pgstore.Open(ctx, url, pgstore.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -42,7 +42,7 @@ func TestFleetRacingWriters(t *testing.T) {
 		startReplica(t, bin, db, up.URL(), 200_000, "a"),
 		startReplica(t, bin, db, up.URL(), 200_000, "b"),
 	}
-	st, err := pgstore.Open(ctx, db, nil)
+	st, err := pgstore.Open(ctx, db, pgstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func Open(dir string) (session.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dirsession: %w", err)
 	}
-	return session.New(&driver{root: abs}, nil), nil
+	return session.New(&driver{root: abs}, session.Options{}), nil
 }
 
 func (s *driver) paths(ns, id string) (dir, file, lock string, err error) {

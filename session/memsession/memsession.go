@@ -11,7 +11,7 @@ import (
 )
 
 // New returns an empty session store in memory.
-func New() session.Store { return session.New(NewDriver(), nil) }
+func New() session.Store { return session.New(NewDriver(), session.Options{}) }
 
 // Driver is the session.Driver of New: states in memory. Every
 // session.New over one Driver sees the same states, and closing one of

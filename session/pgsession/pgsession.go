@@ -55,14 +55,15 @@ type driver struct {
 var _ session.Driver = (*driver)(nil)
 
 // Open connects to the database at url (postgres://...), creating or
-// migrating the sessions table when needed.
-func Open(ctx context.Context, dbURL string, opts *Options) (session.Store, error) {
+// migrating the sessions table when needed. The zero Options means the
+// documented defaults.
+func Open(ctx context.Context, dbURL string, opts Options) (session.Store, error) {
 	loc := secret.URL(dbURL)
 	cfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
 		return nil, fmt.Errorf("pgsession: open %s: %w", loc, err)
 	}
-	if opts != nil && opts.MaxConns > 0 {
+	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -73,7 +74,7 @@ func Open(ctx context.Context, dbURL string, opts *Options) (session.Store, erro
 		pool.Close()
 		return nil, fmt.Errorf("pgsession: open %s: %w", loc, err)
 	}
-	return session.New(&driver{pool: pool, ownPool: true}, nil), nil
+	return session.New(&driver{pool: pool, ownPool: true}, session.Options{}), nil
 }
 
 // New returns a store over a pool another store opened (the database of a
@@ -85,7 +86,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, loc string) (session.Store, er
 	if _, err := pgmigrate.Apply(ctx, pool, Component, migrations); err != nil {
 		return nil, fmt.Errorf("pgsession: open %s: %w", loc, err)
 	}
-	return session.New(&driver{pool: pool}, nil), nil
+	return session.New(&driver{pool: pool}, session.Options{}), nil
 }
 
 // Load implements session.Driver.

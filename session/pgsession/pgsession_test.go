@@ -42,7 +42,7 @@ func newURL(t *testing.T) string {
 
 func open(t *testing.T, u string) session.Store {
 	t.Helper()
-	s, err := pgsession.Open(context.Background(), u, nil)
+	s, err := pgsession.Open(context.Background(), u, pgsession.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 // empty driver for each rule.
 func RunDriver(t *testing.T, newDriver func(t *testing.T) session.Driver) {
 	t.Helper()
-	Run(t, func(t *testing.T) session.Store { return session.New(newDriver(t), nil) })
+	Run(t, func(t *testing.T) session.Store { return session.New(newDriver(t), session.Options{}) })
 }
 
 type rule struct {

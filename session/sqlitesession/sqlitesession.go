@@ -57,7 +57,7 @@ func Open(ctx context.Context, path string) (session.Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return session.New(&driver{db: db, ownDB: true}, nil), nil
+	return session.New(&driver{db: db, ownDB: true}, session.Options{}), nil
 }
 
 // New returns a store over a database another store opened (the SQLite
@@ -68,7 +68,7 @@ func New(ctx context.Context, db *sql.DB, path string) (session.Store, error) {
 	if err := createTable(ctx, db, path); err != nil {
 		return nil, err
 	}
-	return session.New(&driver{db: db}, nil), nil
+	return session.New(&driver{db: db}, session.Options{}), nil
 }
 
 func createTable(ctx context.Context, db *sql.DB, path string) error {

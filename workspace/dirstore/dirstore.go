@@ -87,8 +87,9 @@ func (s *store) OpenSessions(ctx context.Context) (session.Store, error) {
 
 // Open returns a store kept in the directory root. Nothing is created until
 // the first Put; reading a store whose directory does not exist finds no
-// artifacts. A root that exists and is not a directory is an error.
-func Open(root string, opts *Options) (workspace.Store, error) {
+// artifacts. A root that exists and is not a directory is an error. The
+// zero Options means the documented defaults.
+func Open(root string, opts Options) (workspace.Store, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("dirstore: %w", err)
@@ -96,12 +97,9 @@ func Open(root string, opts *Options) (workspace.Store, error) {
 	if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
 		return nil, fmt.Errorf("dirstore: %s is not a directory: %w", abs, workspace.ErrInvalidLocation)
 	}
-	s := &store{root: abs, locks: make(map[string]*sync.RWMutex)}
-	if opts != nil {
-		s.opts = *opts
-	}
+	s := &store{root: abs, opts: opts, locks: make(map[string]*sync.RWMutex)}
 	removeStaleTemp(abs)
-	return workspace.NewStore(s, nil), nil
+	return workspace.NewStore(s, workspace.StoreOptions{}), nil
 }
 
 // removeStaleTemp removes the temp files that writers killed between write

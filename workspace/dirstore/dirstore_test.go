@@ -9,7 +9,7 @@ import (
 )
 
 func open(t testing.TB, dir string) workspace.Store {
-	s, err := dirstore.Open(dir, nil)
+	s, err := dirstore.Open(dir, dirstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 func Example() {
 	root, _ := os.MkdirTemp("", "ws")
 	defer os.RemoveAll(root)
-	s, err := dirstore.Open(root, nil)
+	s, err := dirstore.Open(root, dirstore.Options{})
 	if err != nil {
 		panic(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 // New returns an empty store in memory. Its session state (OpenSessions,
 // session.Keeper) is kept in memory too, as long as the store.
-func New() workspace.Store { return workspace.NewStore(NewDriver(), nil) }
+func New() workspace.Store { return workspace.NewStore(NewDriver(), workspace.StoreOptions{}) }
 
 // Driver is the driver.Store of New: artifacts in memory. The zero value
 // is not usable; call NewDriver.
@@ -40,7 +40,7 @@ func NewDriver() *Driver {
 // memory as long as the store, and every store it returns sees the same
 // states (closing one leaves them to the others).
 func (s *Driver) OpenSessions(ctx context.Context) (session.Store, error) {
-	return session.New(s.sessions, nil), nil
+	return session.New(s.sessions, session.Options{}), nil
 }
 
 // Put implements driver.Store.

@@ -13,7 +13,7 @@ import (
 // and the schema is created or upgraded by the first.
 func Example() {
 	ctx := context.Background()
-	store, err := pgstore.Open(ctx, os.Getenv("AGENTCTX_STORE"), nil)
+	store, err := pgstore.Open(ctx, os.Getenv("AGENTCTX_STORE"), pgstore.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return

@@ -15,7 +15,7 @@ import (
 // range of contents whose lines are shorter and longer than a chunk.
 func TestLinesMatchesLinesOf(t *testing.T) {
 	ctx := context.Background()
-	s, err := open(ctx, newURL(t), &Options{ChunkBytes: 16})
+	s, err := open(ctx, newURL(t), Options{ChunkBytes: 16})
 	if err != nil {
 		t.Fatal(err)
 	}

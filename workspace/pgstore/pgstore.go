@@ -2,7 +2,7 @@
 // PostgreSQL database that many agents, processes and machines share
 // (github.com/jackc/pgx/v5).
 //
-//	store, err := pgstore.Open(ctx, "postgres://agentctx@db.internal/agentctx", nil)
+//	store, err := pgstore.Open(ctx, "postgres://agentctx@db.internal/agentctx", pgstore.Options{})
 //
 // Open creates the schema, and upgrades it, by itself: versioned
 // migrations recorded in the table agentctx_migrations, applied once under
@@ -149,21 +149,18 @@ $$;
 }
 
 // Open connects to the database at url (a postgres:// URL or a libpq
-// key=value string), creating or migrating the schema when needed.
-func Open(ctx context.Context, url string, opts *Options) (workspace.Store, error) {
+// key=value string), creating or migrating the schema when needed. The
+// zero Options means the documented defaults.
+func Open(ctx context.Context, url string, opts Options) (workspace.Store, error) {
 	s, err := open(ctx, url, opts)
 	if err != nil {
 		return nil, err
 	}
-	return workspace.NewStore(s, nil), nil
+	return workspace.NewStore(s, workspace.StoreOptions{}), nil
 }
 
 // open returns the driver of Open.
-func open(ctx context.Context, url string, opts *Options) (*store, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
+func open(ctx context.Context, url string, o Options) (*store, error) {
 	if o.ChunkBytes <= 0 {
 		o.ChunkBytes = DefaultChunkBytes
 	}

@@ -15,7 +15,7 @@ import (
 
 // opener opens stores that share one database per dir, as the suite
 // expects of a persistent backend.
-func opener(opts *pgstore.Options) storetest.Opener {
+func opener(opts pgstore.Options) storetest.Opener {
 	urls := map[string]string{}
 	return func(t testing.TB, dir string) workspace.Store {
 		u, ok := urls[dir]
@@ -36,19 +36,19 @@ func opener(opts *pgstore.Options) storetest.Opener {
 // counts the process's allocations, so it must run alone.
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, opener(nil))
+	storetest.Run(t, opener(pgstore.Options{}))
 }
 
 // TestConformanceSmallChunks runs the suite with chunks of 64 bytes, so
 // that every rule crosses chunk boundaries (lines cut, characters not).
 func TestConformanceSmallChunks(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, opener(&pgstore.Options{ChunkBytes: 64}))
+	storetest.Run(t, opener(pgstore.Options{ChunkBytes: 64}))
 }
 
-func TestReopen(t *testing.T) { storetest.TestReopen(t, opener(nil)) }
+func TestReopen(t *testing.T) { storetest.TestReopen(t, opener(pgstore.Options{})) }
 
-func BenchmarkStore(b *testing.B) { storetest.Benchmark(b, opener(nil)) }
+func BenchmarkStore(b *testing.B) { storetest.Benchmark(b, opener(pgstore.Options{})) }
 
 // TestLargeArtifact round-trips a 24 MB artifact (24 chunks, 380,000
 // lines) and checks that it is streamed: Put allocates far less than the
@@ -56,7 +56,7 @@ func BenchmarkStore(b *testing.B) { storetest.Benchmark(b, opener(nil)) }
 // returns. (50 MB before: the same proof, twice the time in PostgreSQL.)
 func TestLargeArtifact(t *testing.T) {
 	ctx := context.Background()
-	s, err := pgstore.Open(ctx, pgstore.FreshURL(t), nil)
+	s, err := pgstore.Open(ctx, pgstore.FreshURL(t), pgstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestLargeArtifact(t *testing.T) {
 // once.
 func TestProcesses(t *testing.T) {
 	storetest.RunProcesses(t, pgstore.FreshURL, func(t testing.TB, url string) workspace.Store {
-		s, err := pgstore.Open(context.Background(), url, nil)
+		s, err := pgstore.Open(context.Background(), url, pgstore.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

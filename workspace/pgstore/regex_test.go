@@ -163,7 +163,7 @@ func TestPGRegexNeverMisses(t *testing.T) {
 // cannot match, and only those.
 func TestGrepPrefilter(t *testing.T) {
 	ctx := context.Background()
-	s, err := open(ctx, newURL(t), &Options{ChunkBytes: 32})
+	s, err := open(ctx, newURL(t), Options{ChunkBytes: 32})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // deletes, so that the grep prefilter sees exactly the current content.
 func TestTrigramIndex(t *testing.T) {
 	ctx := context.Background()
-	s, err := open(ctx, filepath.Join(t.TempDir(), "w.db"), nil)
+	s, err := open(ctx, filepath.Join(t.TempDir(), "w.db"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,21 +100,18 @@ CREATE VIRTUAL TABLE IF NOT EXISTS artifacts_fts USING fts5 (
 );
 `
 
-// Open opens (creating it when needed) the SQLite file at path.
-func Open(ctx context.Context, path string, opts *Options) (workspace.Store, error) {
+// Open opens (creating it when needed) the SQLite file at path. The zero
+// Options means the documented defaults.
+func Open(ctx context.Context, path string, opts Options) (workspace.Store, error) {
 	s, err := open(ctx, path, opts)
 	if err != nil {
 		return nil, err
 	}
-	return workspace.NewStore(s, nil), nil
+	return workspace.NewStore(s, workspace.StoreOptions{}), nil
 }
 
 // open returns the driver of Open.
-func open(ctx context.Context, path string, opts *Options) (*store, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
+func open(ctx context.Context, path string, o Options) (*store, error) {
 	if o.BusyTimeout <= 0 {
 		o.BusyTimeout = 10 * time.Second
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 func open(t testing.TB, dir string) workspace.Store {
-	s, err := sqlitestore.Open(context.Background(), filepath.Join(dir, "workspace.db"), nil)
+	s, err := sqlitestore.Open(context.Background(), filepath.Join(dir, "workspace.db"), sqlitestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

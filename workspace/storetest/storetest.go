@@ -56,7 +56,9 @@ func Run(t *testing.T, open Opener) {
 // driver of the store kept at dir, as an Opener does.
 func RunDriver(t *testing.T, newDriver func(t testing.TB, dir string) driver.Store) {
 	t.Helper()
-	run(t, func(t testing.TB, dir string) workspace.Store { return workspace.NewStore(newDriver(t, dir), nil) })
+	run(t, func(t testing.TB, dir string) workspace.Store {
+		return workspace.NewStore(newDriver(t, dir), workspace.StoreOptions{})
+	})
 }
 
 func run(t *testing.T, open Opener) {
