@@ -5,7 +5,7 @@
 // # Quick start
 //
 //	store, _ := dirstore.Open(".agentctx", dirstore.Options{})
-//	srv := mcpserver.New(store, nil) // the namespace "default", every session
+//	srv := mcpserver.New(store, mcpserver.Options{}) // the namespace "default", every session
 //	err := srv.Run(ctx, &mcp.StdioTransport{}) // or http.Handle("/mcp", srv.Handler())
 //
 // From the command line: agentctx mcp --workspace DIR [--namespace NS]
@@ -113,12 +113,10 @@ type Server struct {
 	mcp   *mcp.Server
 }
 
-// New returns a Server over store. opts may be nil.
-func New(store workspace.Store, opts *Options) *Server {
-	s := &Server{store: store}
-	if opts != nil {
-		s.opts = *opts
-	}
+// New returns a Server over store. The zero Options means the documented
+// defaults.
+func New(store workspace.Store, opts Options) *Server {
+	s := &Server{store: store, opts: opts}
 	o := &s.opts
 	if o.Namespace == "" {
 		o.Namespace = workspace.DefaultNamespace
@@ -261,13 +259,9 @@ func (s *Server) Call(ctx context.Context, name string, args json.RawMessage) (s
 // read-back this way, so a client reads only its own tenant's artifacts.
 // At most maxServers servers are kept (the least recently made go first);
 // 0 means 1,000.
-func HandlerFor(store workspace.Store, opts *Options, namespace func(r *http.Request) (string, bool), maxServers int) http.Handler {
+func HandlerFor(store workspace.Store, o Options, namespace func(r *http.Request) (string, bool), maxServers int) http.Handler {
 	if maxServers <= 0 {
 		maxServers = 1000
-	}
-	var o Options
-	if opts != nil {
-		o = *opts
 	}
 	var (
 		mu      sync.Mutex
@@ -282,7 +276,7 @@ func HandlerFor(store workspace.Store, opts *Options, namespace func(r *http.Req
 		}
 		so := o
 		so.Namespace = ns
-		s := New(store, &so)
+		s := New(store, so)
 		servers[ns] = s
 		order = append(order, ns)
 		if len(order) > maxServers {

@@ -71,7 +71,7 @@ func callText(t *testing.T, cs *mcp.ClientSession, name string, args any) (strin
 }
 
 func TestListTools(t *testing.T) {
-	cs := connect(t, mcpserver.New(memstore.New(), nil))
+	cs := connect(t, mcpserver.New(memstore.New(), mcpserver.Options{}))
 	res, err := cs.ListTools(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func TestReadBack(t *testing.T) {
 	put(t, store, "proj", "tool_result_a", "s1", original)
 	put(t, store, "proj", "tool_result_b", "s2", "other ERROR\n")
 	put(t, store, "default", "tool_result_c", "s1", "wrong namespace ERROR\n")
-	cs := connect(t, mcpserver.New(store, &mcpserver.Options{Namespace: "proj", SessionID: "s1"}))
+	cs := connect(t, mcpserver.New(store, mcpserver.Options{Namespace: "proj", SessionID: "s1"}))
 
 	cases := []struct {
 		name string
@@ -182,7 +182,7 @@ func TestNoSession(t *testing.T) {
 	if !strings.Contains(ref.Text(), `"tool_result_toolu_9"`) {
 		t.Fatalf("reference: %.200s", ref.Text())
 	}
-	cs := connect(t, mcpserver.New(store, nil))
+	cs := connect(t, mcpserver.New(store, mcpserver.Options{}))
 	for _, c := range []struct {
 		name string
 		args any
@@ -223,7 +223,7 @@ func TestPages(t *testing.T) {
 	put(t, store, "default", "tool_result_prose", "", prose.String())
 	put(t, store, "default", "tool_result_dense", "", dense.String())
 	const maxTokens = 8_000
-	srv := mcpserver.New(store, &mcpserver.Options{MaxTokens: maxTokens})
+	srv := mcpserver.New(store, mcpserver.Options{MaxTokens: maxTokens})
 	cs := connect(t, srv)
 	enc := tokens.O200kBase()
 	for _, id := range []string{"tool_result_prose", "tool_result_dense"} {
@@ -281,7 +281,7 @@ func TestPages(t *testing.T) {
 func TestStreamableHTTP(t *testing.T) {
 	store := memstore.New()
 	put(t, store, "default", "tool_result_a", "", "hello\n")
-	hs := httptest.NewServer(mcpserver.New(store, nil).Handler())
+	hs := httptest.NewServer(mcpserver.New(store, mcpserver.Options{}).Handler())
 	defer hs.Close()
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: hs.URL, DisableStandaloneSSE: true}, nil)
@@ -375,7 +375,7 @@ func TestHandlerForTenants(t *testing.T) {
 	store := memstore.New()
 	put(t, store, "default/tenants/a", "tool_result_x", "", "tenant a's output\n")
 	put(t, store, "default/tenants/b", "tool_result_x", "", "tenant b's output\n")
-	hs := httptest.NewServer(mcpserver.HandlerFor(store, nil, func(r *http.Request) (string, bool) {
+	hs := httptest.NewServer(mcpserver.HandlerFor(store, mcpserver.Options{}, func(r *http.Request) (string, bool) {
 		t := r.Header.Get("X-Tenant")
 		return "default/tenants/" + t, t != ""
 	}, 0))

@@ -72,7 +72,7 @@ func TestMCPEndpoint(t *testing.T) {
 	fake := fakeupstream.New(fakeupstream.Options{})
 	up := httptest.NewServer(fake)
 	defer up.Close()
-	mcpSrv := mcpserver.New(store, nil) // the namespace the engine writes to, every session
+	mcpSrv := mcpserver.New(store, mcpserver.Options{}) // the namespace the engine writes to, every session
 	base, stop := serveProxy(t, proxy.Options{Engine: engine, AnthropicURL: up.URL, OpenAIURL: up.URL, Logger: testLogger(t),
 		MCP: mcpSrv.Handler()})
 

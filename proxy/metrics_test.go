@@ -82,7 +82,7 @@ func scriptedSession(t *testing.T, turns int, opts proxy.Options) scripted {
 	}
 	t.Cleanup(func() { engine.Close() })
 	opts.Engine = engine
-	opts.ReadBack = mcpserver.New(store, nil).Call
+	opts.ReadBack = mcpserver.New(store, mcpserver.Options{}).Call
 	opts.AnthropicURL, opts.OpenAIURL = up, up
 	if opts.Logger == nil {
 		opts.Logger = testLogger(t)

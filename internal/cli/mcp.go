@@ -64,7 +64,7 @@ SIGTERM (exit 130).`,
 				return err
 			}
 			defer closeStore()
-			srv := mcpserver.New(ws.Store(), &mcpserver.Options{
+			srv := mcpserver.New(ws.Store(), mcpserver.Options{
 				Namespace: f.namespace, SessionID: session, MaxChars: maxChars, MaxTokens: maxTokens,
 				Version: agentctx.Version, Logger: e.logger,
 			})

@@ -212,7 +212,7 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 	if p.token == "" {
 		p.token = os.Getenv(tokenEnv)
 	}
-	mcpOpts := &mcpserver.Options{Namespace: f.namespace, Version: agentctx.Version, Logger: log}
+	mcpOpts := mcpserver.Options{Namespace: f.namespace, Version: agentctx.Version, Logger: log}
 	readBack := mcpserver.New(store, mcpOpts)
 	mcpHandler := readBack.Handler()
 	dashReadBack := proxy.ReadBack(readBack.Call)
