@@ -12,7 +12,7 @@ import (
 // installed (and fails it in CI).
 func pgURL(t *testing.T) string {
 	t.Helper()
-	s, err := pgtest.Start(t.Context(), nil)
+	s, err := pgtest.Start(t.Context(), pgtest.Options{})
 	if err != nil {
 		pgtest.Skip(t, err)
 	}

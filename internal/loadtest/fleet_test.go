@@ -77,7 +77,7 @@ func TestFleetShort(t *testing.T) {
 // sessions, and checks the fleet against the control.
 func runFleet(t *testing.T, cfg config) {
 	ctx := t.Context()
-	pg, err := pgtest.Start(ctx, nil)
+	pg, err := pgtest.Start(ctx, pgtest.Options{})
 	if err != nil {
 		pgtest.Skip(t, err)
 	}

@@ -31,7 +31,7 @@ func TestFleetStoreHang(t *testing.T) {
 	t.Parallel() // most of its time is the store timeout, waited out: other tests run meanwhile (each has its own server, upstreams and replicas)
 	const sessions, requests, hung = 4, 7, 3
 	ctx := t.Context()
-	pg, err := pgtest.Start(ctx, nil)
+	pg, err := pgtest.Start(ctx, pgtest.Options{})
 	if err != nil {
 		pgtest.Skip(t, err)
 	}

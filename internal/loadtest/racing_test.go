@@ -26,7 +26,7 @@ func TestFleetRacingWriters(t *testing.T) {
 	t.Parallel() // its own server, upstreams and replicas
 	const trials, sessions = 4, 8
 	ctx := t.Context()
-	pg, err := pgtest.Start(ctx, nil)
+	pg, err := pgtest.Start(ctx, pgtest.Options{})
 	if err != nil {
 		pgtest.Skip(t, err)
 	}

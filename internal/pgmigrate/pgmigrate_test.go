@@ -19,7 +19,7 @@ var steps = []pgmigrate.Migration{
 
 func TestApply(t *testing.T) {
 	ctx := context.Background()
-	srv, err := pgtest.Start(ctx, nil)
+	srv, err := pgtest.Start(ctx, pgtest.Options{})
 	if err != nil {
 		pgtest.Skip(t, err)
 	}

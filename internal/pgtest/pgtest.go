@@ -86,12 +86,9 @@ type Server struct {
 	n  int
 }
 
-// Start starts a server (or connects to the one named by EnvURL).
-func Start(ctx context.Context, opts *Options) (*Server, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
+// Start starts a server (or connects to the one named by EnvURL). The
+// zero Options means the documented defaults.
+func Start(ctx context.Context, o Options) (*Server, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = 60 * time.Second
 	}

@@ -16,7 +16,7 @@ import (
 
 func TestStart(t *testing.T) {
 	ctx := context.Background()
-	s, err := Start(ctx, nil)
+	s, err := Start(ctx, Options{})
 	if err != nil {
 		Skip(t, err)
 	}
@@ -53,7 +53,7 @@ func TestStart(t *testing.T) {
 
 func TestMissingBinaries(t *testing.T) {
 	t.Setenv(EnvURL, "")
-	_, err := Start(context.Background(), &Options{BinDir: t.TempDir()})
+	_, err := Start(context.Background(), Options{BinDir: t.TempDir()})
 	if !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Start without binaries: %v", err)
 	}

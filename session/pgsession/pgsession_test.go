@@ -20,7 +20,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	server, startErr = pgtest.Start(context.Background(), nil)
+	server, startErr = pgtest.Start(context.Background(), pgtest.Options{})
 	code := m.Run()
 	if server != nil {
 		server.Close()

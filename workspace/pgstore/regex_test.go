@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 	if storetest.Child() { // a child of RunProcesses uses the parent's database
 		os.Exit(m.Run())
 	}
-	server, startErr = pgtest.Start(context.Background(), nil)
+	server, startErr = pgtest.Start(context.Background(), pgtest.Options{})
 	code := m.Run()
 	if server != nil {
 		server.Close()
