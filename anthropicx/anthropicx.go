@@ -119,16 +119,16 @@ func thinkingBinding(body []byte, doc *agentctx.Document) pipeline.CallOptions {
 }
 
 // Middleware returns the middleware that prepares every Messages request
-// with p. opts may be nil.
+// with p. The zero Options means the documented defaults.
 //
 // The middleware remembers the prefix each thinking block of its loop was
 // produced after, and removes the thinking of an ended turn once an edit
 // changed what came before it (internal/thinking.Fix, the proxy's rule):
 // use one middleware per loop (per Pipeline).
-func Middleware(p Preparer, opts *Options) option.Middleware {
+func Middleware(p Preparer, opts Options) option.Middleware {
 	prov := provider
 	prov.Finish = newThinkingMemory().finish
-	return sdkmw.New(p, prov, opts)
+	return sdkmw.New(p, prov, &opts)
 }
 
 // NativeMiddleware is Middleware in native context-management mode (the
@@ -146,7 +146,7 @@ func Middleware(p Preparer, opts *Options) option.Middleware {
 // edit, and the pipeline reads the history from the block on (the proxy's
 // native compaction, proxy/native.go). Smaller compactions stay the
 // pipeline's own. Use one middleware per loop.
-func NativeMiddleware(p Preparer, opts *Options) option.Middleware {
+func NativeMiddleware(p Preparer, opts Options) option.Middleware {
 	m := newThinkingMemory()
 	m.native = true
 	prov := provider
@@ -157,23 +157,23 @@ func NativeMiddleware(p Preparer, opts *Options) option.Middleware {
 	}
 	prov.Finish = m.finish
 	prov.Cut = compactionCut
-	return sdkmw.New(p, prov, opts)
+	return sdkmw.New(p, prov, &opts)
 }
 
 // WithPipelineNative is the client option that prepares every Messages
 // request with p in native mode (NativeMiddleware).
-func WithPipelineNative(p Preparer, opts *Options) option.RequestOption {
+func WithPipelineNative(p Preparer, opts Options) option.RequestOption {
 	return option.WithMiddleware(NativeMiddleware(p, opts))
 }
 
 // WithPipeline is the client option that prepares every Messages request
 // with p: anthropic.NewClient(anthropicx.WithPipeline(p)).
 func WithPipeline(p Preparer) option.RequestOption {
-	return option.WithMiddleware(Middleware(p, nil))
+	return option.WithMiddleware(Middleware(p, Options{}))
 }
 
 // WithPipelineOptions is WithPipeline with options.
-func WithPipelineOptions(p Preparer, opts *Options) option.RequestOption {
+func WithPipelineOptions(p Preparer, opts Options) option.RequestOption {
 	return option.WithMiddleware(Middleware(p, opts))
 }
 

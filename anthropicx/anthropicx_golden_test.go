@@ -83,7 +83,7 @@ func TestGolden(t *testing.T) {
 				URL: "https://api.anthropic.com/v1/messages", Steps: goldenSteps("golden-"+c.name, c.thinking),
 				Limit: c.limit, Inline: 3000, Clock: c.clock, Reply: goldenReply,
 				New: func(p *pipeline.Pipeline) golden.Middleware {
-					mw := anthropicx.Middleware(p, nil)
+					mw := anthropicx.Middleware(p, anthropicx.Options{})
 					return func(r *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 						return mw(r, next)
 					}

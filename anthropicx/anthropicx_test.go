@@ -272,7 +272,7 @@ func TestFailure(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "store is down") || len(api.bodies) != 0 {
 		t.Errorf("failing pipeline: %v, %d requests sent", err, len(api.bodies))
 	}
-	open := client(t, api, anthropicx.WithPipelineOptions(failing{}, &anthropicx.Options{FailOpen: true}))
+	open := client(t, api, anthropicx.WithPipelineOptions(failing{}, anthropicx.Options{FailOpen: true}))
 	msg, err := open.Messages.New(t.Context(), params)
 	if err != nil || msg.Content[0].Text != "ok" || len(api.bodies) != 1 {
 		t.Errorf("fail open: %v", err)
@@ -382,7 +382,7 @@ func TestPipelineObservesUsage(t *testing.T) {
 	p := newPipeline(t)
 	var reports []pipeline.Report
 	api := &fakeAPI{reply: func(map[string]any) string { return textReply("ok") }}
-	c := client(t, api, anthropicx.WithPipelineOptions(p, &anthropicx.Options{
+	c := client(t, api, anthropicx.WithPipelineOptions(p, anthropicx.Options{
 		OnResult: func(_ context.Context, res *pipeline.Result) { reports = append(reports, res.Report) },
 	}))
 	msgs := []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("hello"))}

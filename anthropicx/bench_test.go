@@ -48,7 +48,7 @@ func (identity) PrepareDocument(_ context.Context, doc *agentctx.Document) (*pip
 
 func benchMiddleware(b *testing.B, p anthropicx.Preparer) {
 	body := benchBody(b, 200)
-	mw := anthropicx.Middleware(p, nil)
+	mw := anthropicx.Middleware(p, anthropicx.Options{})
 	reply := []byte(textReply("ok"))
 	next := func(r *http.Request) (*http.Response, error) {
 		io.Copy(io.Discard, r.Body)

@@ -53,7 +53,7 @@ func TestThinkingLoopNativeCompaction(t *testing.T) {
 	}
 	t.Cleanup(func() { p.Close() })
 	compactions := 0
-	mw := anthropicx.WithPipelineNative(p, &anthropicx.Options{OnResult: func(_ context.Context, r *pipeline.Result) {
+	mw := anthropicx.WithPipelineNative(p, anthropicx.Options{OnResult: func(_ context.Context, r *pipeline.Result) {
 		if s := r.Report.Step(pipeline.StepCompact); s != nil && s.Compact != nil && s.Compact.Compacted {
 			compactions++
 		}

@@ -27,7 +27,7 @@ func BenchmarkStreamUsage(b *testing.B) {
 	s.WriteString("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":7}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
 	stream := []byte(s.String())
 	sink := &usageSink{}
-	mw := anthropicx.Middleware(identity{}, &anthropicx.Options{Observer: sink})
+	mw := anthropicx.Middleware(identity{}, anthropicx.Options{Observer: sink})
 	next := func(r *http.Request) (*http.Response, error) {
 		io.Copy(io.Discard, r.Body)
 		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(stream))}, nil

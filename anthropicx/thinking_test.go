@@ -71,7 +71,7 @@ func thinkingLoop(t *testing.T, bind, native bool) (fakeupstream.Bill, []pipelin
 		prep = documentOnly{p}
 	}
 	var reports []pipeline.Report
-	mwOpts := &anthropicx.Options{OnResult: func(_ context.Context, r *pipeline.Result) {
+	mwOpts := anthropicx.Options{OnResult: func(_ context.Context, r *pipeline.Result) {
 		reports = append(reports, r.Report)
 	}}
 	mw := anthropicx.WithPipelineOptions(prep, mwOpts)
@@ -192,7 +192,7 @@ func TestThinkingAcrossEndedTurns(t *testing.T) {
 	t.Cleanup(func() { p.Close() })
 	var pruned, compactions int
 	c := anthropic.NewClient(option.WithBaseURL(api.URL), option.WithAPIKey("test"), option.WithMaxRetries(0),
-		anthropicx.WithPipelineOptions(p, &anthropicx.Options{OnResult: func(_ context.Context, r *pipeline.Result) {
+		anthropicx.WithPipelineOptions(p, anthropicx.Options{OnResult: func(_ context.Context, r *pipeline.Result) {
 			if s := r.Report.Step(pipeline.StepPrune); s != nil {
 				pruned += s.New
 			}

@@ -93,7 +93,7 @@ func run(ctx context.Context, w io.Writer, dir string) ([]readBack, error) {
 	turn := 0
 	client := anthropic.NewClient(
 		option.WithBaseURL(api.URL), option.WithAPIKey("not-needed"), // the fake model
-		anthropicx.WithPipelineOptions(p, &anthropicx.Options{
+		anthropicx.WithPipelineOptions(p, anthropicx.Options{
 			OnResult: func(_ context.Context, res *pipeline.Result) { turn++; report(w, turn, &res.Report) },
 		}),
 	)
