@@ -47,7 +47,7 @@ func (identity) PrepareDocument(_ context.Context, doc *agentctx.Document) (*pip
 // of 200 messages besides the pipeline.
 func BenchmarkMiddlewareOverhead(b *testing.B) {
 	body := benchBody(b, 200)
-	mw := openaix.Middleware(identity{}, nil)
+	mw := openaix.Middleware(identity{}, openaix.Options{})
 	reply := []byte(completion(`{"role":"assistant","content":"ok"}`, 10))
 	next := func(r *http.Request) (*http.Response, error) {
 		io.Copy(io.Discard, r.Body)
@@ -91,7 +91,7 @@ func responsesBenchBody(b *testing.B, n int) []byte {
 
 func benchResponses(b *testing.B, p openaix.Preparer) {
 	body := responsesBenchBody(b, 200)
-	mw := openaix.Middleware(p, nil)
+	mw := openaix.Middleware(p, openaix.Options{})
 	reply := []byte(`{"id":"resp_1","object":"response","status":"completed","model":"gpt-test","output":[{"type":"message","id":"msg_1","status":"completed","role":"assistant","content":[{"type":"output_text","text":"ok","annotations":[]}]}],"usage":{"input_tokens":60000,"input_tokens_details":{"cached_tokens":50000},"output_tokens":10,"total_tokens":60010}}`)
 	next := func(r *http.Request) (*http.Response, error) {
 		io.Copy(io.Discard, r.Body)

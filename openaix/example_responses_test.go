@@ -33,7 +33,7 @@ func Example_responses() {
 	defer os.RemoveAll(dir)
 
 	p, err := pipeline.New(pipeline.Options{SessionID: "s1", WorkspaceDir: filepath.Join(dir, "ws"),
-		Compact: compact.Options{Dir: filepath.Join(dir, "archive"), Summarizer: openaix.NativeSummarizer(nil)}})
+		Compact: compact.Options{Dir: filepath.Join(dir, "archive"), Summarizer: openaix.NativeSummarizer(openaix.NativeSummarizerOptions{})}})
 	if err != nil {
 		panic(err)
 	}
@@ -42,7 +42,7 @@ func Example_responses() {
 	defer api.Close()
 
 	client := openai.NewClient(option.WithBaseURL(api.URL), option.WithAPIKey("not-needed"),
-		openaix.WithPipelineNative(p, nil))
+		openaix.WithPipelineNative(p, openaix.Options{}))
 	tools := append([]responses.ToolUnionParam{responses.ToolParamOfFunction("bash", map[string]any{"type": "object"}, false)},
 		openaix.ResponsesTools(p.Workspace())...)
 	input := responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage("Why did the build fail?", responses.EasyInputMessageRoleUser)}

@@ -35,7 +35,7 @@ import (
 // middleware and HTTP client, with the request's credentials
 // (Authorization, OpenAI-Organization, OpenAI-Project) and model, to the
 // request's URL followed by /compact.
-func NativeMiddleware(p Preparer, opts *Options) option.Middleware {
+func NativeMiddleware(p Preparer, opts Options) option.Middleware {
 	resp := responsesProvider
 	resp.Decode = func(ctx context.Context, body []byte) (*agentctx.Document, func([]agentctx.Message, []int) ([]byte, error), error) {
 		if c, ok := ctx.Value(callKey{}).(*nativeCall); ok {
@@ -43,7 +43,7 @@ func NativeMiddleware(p Preparer, opts *Options) option.Middleware {
 		}
 		return decodeResponses(ctx, body)
 	}
-	chat, responses := sdkmw.New(p, provider, opts), sdkmw.New(p, resp, opts)
+	chat, responses := sdkmw.New(p, provider, &opts), sdkmw.New(p, resp, &opts)
 	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		if !resp.Match(req) {
 			return chat(req, next)
@@ -59,7 +59,7 @@ func NativeMiddleware(p Preparer, opts *Options) option.Middleware {
 // Completions and Responses request with p in native mode
 // (NativeMiddleware). p's compaction summarizer must be
 // NativeSummarizer's for the provider to compact.
-func WithPipelineNative(p Preparer, opts *Options) option.RequestOption {
+func WithPipelineNative(p Preparer, opts Options) option.RequestOption {
 	return option.WithMiddleware(NativeMiddleware(p, opts))
 }
 
@@ -117,13 +117,11 @@ type NativeSummarizerOptions struct {
 // the middle (without the encrypted windows of earlier compactions).
 //
 //	p, _ := pipeline.New(pipeline.Options{SessionID: "s1",
-//		Compact: compact.Options{Summarizer: openaix.NativeSummarizer(nil)}})
-//	client := openai.NewClient(openaix.WithPipelineNative(p, nil))
-func NativeSummarizer(o *NativeSummarizerOptions) compact.Summarizer {
-	var opts NativeSummarizerOptions
-	if o != nil {
-		opts = *o
-	}
+//		Compact: compact.Options{Summarizer: openaix.NativeSummarizer(openaix.NativeSummarizerOptions{})}})
+//	client := openai.NewClient(openaix.WithPipelineNative(p, openaix.Options{}))
+//
+// The zero NativeSummarizerOptions means the documented defaults.
+func NativeSummarizer(opts NativeSummarizerOptions) compact.Summarizer {
 	if opts.Fallback == nil {
 		opts.Fallback = compact.Extractive{}
 	}

@@ -125,9 +125,10 @@ var provider = sdkmw.Provider{
 }
 
 // Middleware returns the middleware that prepares every Chat Completions
-// and Responses request with p. opts may be nil.
-func Middleware(p Preparer, opts *Options) option.Middleware {
-	chat, resp := sdkmw.New(p, provider, opts), sdkmw.New(p, responsesProvider, opts)
+// and Responses request with p. The zero Options means the documented
+// defaults.
+func Middleware(p Preparer, opts Options) option.Middleware {
+	chat, resp := sdkmw.New(p, provider, &opts), sdkmw.New(p, responsesProvider, &opts)
 	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		if responsesProvider.Match(req) {
 			return resp(req, next)
@@ -139,11 +140,11 @@ func Middleware(p Preparer, opts *Options) option.Middleware {
 // WithPipeline is the client option that prepares every Chat Completions
 // and Responses request with p: openai.NewClient(openaix.WithPipeline(p)).
 func WithPipeline(p Preparer) option.RequestOption {
-	return option.WithMiddleware(Middleware(p, nil))
+	return option.WithMiddleware(Middleware(p, Options{}))
 }
 
 // WithPipelineOptions is WithPipeline with options.
-func WithPipelineOptions(p Preparer, opts *Options) option.RequestOption {
+func WithPipelineOptions(p Preparer, opts Options) option.RequestOption {
 	return option.WithMiddleware(Middleware(p, opts))
 }
 

@@ -73,7 +73,7 @@ func TestGolden(t *testing.T) {
 				URL: "https://api.openai.com/v1/chat/completions", Steps: goldenSteps("golden-" + c.name),
 				Limit: c.limit, Inline: 3000, Clock: c.clock, Reply: goldenReply,
 				New: func(p *pipeline.Pipeline) golden.Middleware {
-					mw := openaix.Middleware(p, nil)
+					mw := openaix.Middleware(p, openaix.Options{})
 					return func(r *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 						return mw(r, next)
 					}

@@ -218,7 +218,7 @@ func TestResponsesAPIPassesThrough(t *testing.T) {
 		w.WriteHeader(500)
 	}))
 	defer srv.Close()
-	mw := openaix.Middleware(failingPreparer{}, nil)
+	mw := openaix.Middleware(failingPreparer{}, openaix.Options{})
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/responses", strings.NewReader(`{"input":"x"}`))
 	resp, err := mw(req, http.DefaultClient.Do)
 	if err != nil || got != `{"input":"x"}` {

@@ -93,9 +93,9 @@ func TestGoldenResponses(t *testing.T) {
 				URL: "https://api.openai.com/v1/responses", Steps: goldenResponsesSteps("golden-" + c.name),
 				Limit: c.limit, Inline: 3000, Clock: c.clock, Reply: goldenResponsesReply,
 				New: func(p *pipeline.Pipeline) golden.Middleware {
-					mw := openaix.Middleware(p, nil)
+					mw := openaix.Middleware(p, openaix.Options{})
 					if c.native {
-						mw = openaix.NativeMiddleware(p, nil)
+						mw = openaix.NativeMiddleware(p, openaix.Options{})
 					}
 					return func(r *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 						if c.native {
@@ -106,7 +106,9 @@ func TestGoldenResponses(t *testing.T) {
 				},
 			}
 			if c.native {
-				sdk.Options = func(o *pipeline.Options) { o.Compact.Summarizer = openaix.NativeSummarizer(nil) }
+				sdk.Options = func(o *pipeline.Options) {
+					o.Compact.Summarizer = openaix.NativeSummarizer(openaix.NativeSummarizerOptions{})
+				}
 			}
 			golden.Check(t, "openaix/responses-"+c.name+".txt", sdk.Run(t))
 		})

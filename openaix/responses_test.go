@@ -68,7 +68,7 @@ func runResponsesLoop(t *testing.T, token string, fillerChars, limit int, native
 		Compact:      compact.Options{Dir: filepath.Join(dir, "archive"), Limit: limit},
 	}
 	if native {
-		opts.Compact.Summarizer = openaix.NativeSummarizer(nil)
+		opts.Compact.Summarizer = openaix.NativeSummarizer(openaix.NativeSummarizerOptions{})
 	}
 	pl, err := pipeline.New(opts)
 	if err != nil {
@@ -99,9 +99,9 @@ func runResponsesLoop(t *testing.T, token string, fillerChars, limit int, native
 	r.fake = fakeupstream.New(fakeupstream.Options{Script: r.model.Script})
 	up := httptest.NewServer(r.fake)
 	t.Cleanup(up.Close)
-	mw := openaix.WithPipelineOptions(r.p, nil)
+	mw := openaix.WithPipelineOptions(r.p, openaix.Options{})
 	if native {
-		mw = openaix.WithPipelineNative(r.p, nil)
+		mw = openaix.WithPipelineNative(r.p, openaix.Options{})
 	}
 	c := openai.NewClient(option.WithBaseURL(up.URL+"/v1/"), option.WithAPIKey("test"), option.WithMaxRetries(0), mw)
 
@@ -300,9 +300,9 @@ func TestResponsesPassThrough(t *testing.T) {
 	} {
 		for _, native := range []bool{false, true} {
 			p := &observing{Pipeline: newPipeline(t)}
-			mw := openaix.Middleware(p, nil)
+			mw := openaix.Middleware(p, openaix.Options{})
 			if native {
-				mw = openaix.NativeMiddleware(p, nil)
+				mw = openaix.NativeMiddleware(p, openaix.Options{})
 			}
 			var got []byte
 			req, _ := http.NewRequest(http.MethodPost, "http://api.test/v1/responses", strings.NewReader(body))
@@ -335,7 +335,7 @@ func TestResponsesUnchangedBytes(t *testing.T) {
 	p := &observing{Pipeline: newPipeline(t)}
 	var got []byte
 	req, _ := http.NewRequest(http.MethodPost, "http://api.test/v1/responses", strings.NewReader(body))
-	resp, err := openaix.Middleware(p, nil)(req, func(r *http.Request) (*http.Response, error) {
+	resp, err := openaix.Middleware(p, openaix.Options{})(req, func(r *http.Request) (*http.Response, error) {
 		got, _ = io.ReadAll(r.Body)
 		return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
 			Body: io.NopCloser(strings.NewReader(`{"usage":{"input_tokens":90,"input_tokens_details":{"cached_tokens":64},"output_tokens":3}}`))}, nil
@@ -359,7 +359,7 @@ func TestResponsesUnchangedBytes(t *testing.T) {
 func TestNativeChatFallsBack(t *testing.T) {
 	dir := t.TempDir()
 	pl, err := pipeline.New(pipeline.Options{SessionID: "s1", WorkspaceDir: filepath.Join(dir, "ws"),
-		Compact: compact.Options{Dir: filepath.Join(dir, "archive"), Limit: 2000, Summarizer: openaix.NativeSummarizer(nil)}})
+		Compact: compact.Options{Dir: filepath.Join(dir, "archive"), Limit: 2000, Summarizer: openaix.NativeSummarizer(openaix.NativeSummarizerOptions{})}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +367,7 @@ func TestNativeChatFallsBack(t *testing.T) {
 	fake := fakeupstream.New(fakeupstream.Options{})
 	up := httptest.NewServer(fake)
 	t.Cleanup(up.Close)
-	c := openai.NewClient(option.WithBaseURL(up.URL+"/v1/"), option.WithAPIKey("test"), option.WithMaxRetries(0), openaix.WithPipelineNative(pl, nil))
+	c := openai.NewClient(option.WithBaseURL(up.URL+"/v1/"), option.WithAPIKey("test"), option.WithMaxRetries(0), openaix.WithPipelineNative(pl, openaix.Options{}))
 	msgs := []openai.ChatCompletionMessageParamUnion{openai.SystemMessage("You are a coding agent."), openai.UserMessage("Fix the build.")}
 	for i := range 8 {
 		id := fmt.Sprintf("call_%d", i)
@@ -397,7 +397,7 @@ func TestResponsesBadInput(t *testing.T) {
 		p := &observing{Pipeline: newPipeline(t)}
 		var got []byte
 		req, _ := http.NewRequest(http.MethodPost, "http://api.test/v1/responses", strings.NewReader(body))
-		resp, err := openaix.Middleware(p, &openaix.Options{FailOpen: failOpen})(req, func(r *http.Request) (*http.Response, error) {
+		resp, err := openaix.Middleware(p, openaix.Options{FailOpen: failOpen})(req, func(r *http.Request) (*http.Response, error) {
 			got, _ = io.ReadAll(r.Body)
 			return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(`{}`))}, nil
 		})
