@@ -128,7 +128,7 @@ func thinkingBinding(body []byte, doc *agentctx.Document) pipeline.CallOptions {
 func Middleware(p Preparer, opts Options) option.Middleware {
 	prov := provider
 	prov.Finish = newThinkingMemory().finish
-	return sdkmw.New(p, prov, &opts)
+	return sdkmw.New(p, prov, opts)
 }
 
 // NativeMiddleware is Middleware in native context-management mode (the
@@ -157,7 +157,7 @@ func NativeMiddleware(p Preparer, opts Options) option.Middleware {
 	}
 	prov.Finish = m.finish
 	prov.Cut = compactionCut
-	return sdkmw.New(p, prov, &opts)
+	return sdkmw.New(p, prov, opts)
 }
 
 // WithPipelineNative is the client option that prepares every Messages

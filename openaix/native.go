@@ -43,7 +43,7 @@ func NativeMiddleware(p Preparer, opts Options) option.Middleware {
 		}
 		return decodeResponses(ctx, body)
 	}
-	chat, responses := sdkmw.New(p, provider, &opts), sdkmw.New(p, resp, &opts)
+	chat, responses := sdkmw.New(p, provider, opts), sdkmw.New(p, resp, opts)
 	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		if !resp.Match(req) {
 			return chat(req, next)

@@ -128,7 +128,7 @@ var provider = sdkmw.Provider{
 // and Responses request with p. The zero Options means the documented
 // defaults.
 func Middleware(p Preparer, opts Options) option.Middleware {
-	chat, resp := sdkmw.New(p, provider, &opts), sdkmw.New(p, responsesProvider, &opts)
+	chat, resp := sdkmw.New(p, provider, opts), sdkmw.New(p, responsesProvider, opts)
 	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		if responsesProvider.Match(req) {
 			return resp(req, next)

@@ -126,12 +126,9 @@ var ErrNotMessages = errors.New("request body is not a JSON object with messages
 // official SDKs).
 type Middleware = func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error)
 
-// New returns the middleware.
-func New(p Preparer, prov Provider, o *Options) Middleware {
-	var opts Options
-	if o != nil {
-		opts = *o
-	}
+// New returns the middleware. The zero Options means the documented
+// defaults.
+func New(p Preparer, prov Provider, opts Options) Middleware {
 	if opts.Observer == nil {
 		switch v := p.(type) {
 		case Observer:

@@ -79,7 +79,7 @@ func TestUsageOfStreamsAndBodies(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			rec := &recorder{}
-			mw := New(&identity{}, provider, &Options{Observer: rec})
+			mw := New(&identity{}, provider, Options{Observer: rec})
 			resp := &http.Response{StatusCode: c.status, Header: http.Header{"Content-Type": {c.ct}}, Body: io.NopCloser(c.read(strings.NewReader(c.body)))}
 			res, _ := do(t, mw, "/v1/messages", `{"messages":[{"role":"user","content":"hi"}]}`, resp)
 			var got bytes.Buffer
@@ -102,7 +102,7 @@ func TestUsageOfStreamsAndBodies(t *testing.T) {
 
 func TestRequests(t *testing.T) {
 	p := &identity{}
-	mw := New(p, provider, nil)
+	mw := New(p, provider, Options{})
 	ok := &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("{}"))}
 	// Metadata is stripped, members kept.
 	_, sent := do(t, mw, "/v1/messages", `{"model":"m","system":"s","messages":[{"role":"user","content":"hi","timestamp":5}],"x":[1]}`, ok)
@@ -119,7 +119,7 @@ func TestRequests(t *testing.T) {
 	if _, err := mw(req, nil); err == nil || !strings.Contains(err.Error(), "not a JSON object with messages") {
 		t.Errorf("array body: %v", err)
 	}
-	open := New(p, provider, &Options{FailOpen: true})
+	open := New(p, provider, Options{FailOpen: true})
 	_, sent = do(t, open, "/v1/messages", `{"messages": 5}`, ok)
 	if sent != `{"messages": 5}` {
 		t.Errorf("fail open sent %q", sent)
@@ -159,7 +159,7 @@ func TestFinish(t *testing.T) {
 		res.Messages = res.Messages[:1]
 		return map[string][]byte{"b": []byte(`{"x":2}`), "a": []byte(`1`)}, nil
 	}
-	mw := New(&identity{}, prov, nil)
+	mw := New(&identity{}, prov, Options{})
 	req, _ := http.NewRequest(http.MethodPost, "http://x/v1/messages", strings.NewReader(`{"a":0,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}`))
 	var sent, header string
 	_, err := mw(req, func(r *http.Request) (*http.Response, error) {
