@@ -1054,26 +1054,69 @@ const retryAfterFailure = 5
 // summary is not kept: the session's compaction is the longer history's.
 func (c *call) compact(ctx context.Context, over bool) error {
 	t0 := time.Now()
-	o := &c.p.opts
-	st := c.st
 	if !over && !c.behind {
-		st.Crossed, st.RetryAt = 0, 0
+		c.st.Crossed, c.st.RetryAt = 0, 0
 	}
-	rep := c.rep
-	overLimit := c.overLimit()
 	cr := &CompactReport{}
 	if c.compacted {
-		cr.Reused, cr.ReusedArchive = c.base-c.head, st.Compaction.Archive
+		cr.Reused, cr.ReusedArchive = c.base-c.head, c.st.Compaction.Archive
 	}
 	s := StepReport{Step: StepCompact, Compact: cr}
-	finish := func() {
-		s.Skipped = s.Skipped && !c.compacted
-		c.finish(s, t0)
-		last := &c.rep.Steps[len(c.rep.Steps)-1]
-		last.TokensSaved += c.reusedTokens
-		last.CharsSaved += c.reusedChars
-		last.Changed += cr.Reused
+	if !c.shouldCompact(over, &s) {
+		c.finishCompact(s, t0)
+		return nil
 	}
+	copts := c.compactOptions(ctx)
+	res, err := compact.Compact(ctx, c.view, copts)
+	var aerr *compact.ArchiveError
+	switch {
+	case errors.As(err, &aerr):
+		// Nothing was paid for: the next request over the trigger tries
+		// again.
+		c.rep.Warnings = append(c.rep.Warnings, "not compacted: the summarized messages could not be archived ("+aerr.Error()+"); tried again on the next request over the trigger")
+		c.finishCompact(s, t0)
+		return nil
+	case err != nil:
+		return fmt.Errorf("pipeline: compact: %w", err)
+	}
+	c.noteCompactResult(cr, res)
+	if !res.Compacted {
+		c.finishCompact(s, t0)
+		return nil
+	}
+	n, err := c.recordCompaction(res)
+	if err != nil {
+		return err
+	}
+	c.reportCompaction(ctx, &s, cr, res, copts)
+	// The new view: the summary, then the live part from the history.
+	c.vf, c.vsrc = spliceFacts(c.vf, c.vsrc, res.Head, res.End)
+	c.view = res.Messages
+	c.head, c.live, c.base, c.compacted, c.fresh = res.Head, res.Head+1, n, true, true
+	c.finishCompact(s, t0)
+	return nil
+}
+
+// finishCompact appends compact's step report: skipped only when no
+// compaction is in the view, with what the reused compaction of earlier
+// requests saves added to it.
+func (c *call) finishCompact(s StepReport, t0 time.Time) {
+	s.Skipped = s.Skipped && !c.compacted
+	c.finish(s, t0)
+	last := &c.rep.Steps[len(c.rep.Steps)-1]
+	last.TokensSaved += c.reusedTokens
+	last.CharsSaved += c.reusedChars
+	last.Changed += s.Compact.Reused
+}
+
+// shouldCompact decides whether compact summarizes this request: it does
+// when the list is over the trigger and neither the options, a crossing
+// already compacted nor a recent failure hold it back (over the limit, or
+// stateless, it always tries). When it does not, it notes why in the
+// report and marks s skipped where compaction is off.
+func (c *call) shouldCompact(over bool, s *StepReport) bool {
+	o, st, rep := &c.p.opts, c.st, c.rep
+	overLimit := c.overLimit()
 	switch {
 	case o.NoCompact:
 		s.Skipped = true
@@ -1081,25 +1124,29 @@ func (c *call) compact(ctx context.Context, over bool) error {
 		if over {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens reach the trigger of %s and compaction is off", textfmt.Thousands(c.tokens), textfmt.Thousands(rep.ThresholdTokens)))
 		}
-		finish()
-		return nil
+		return false
 	case !over:
 		rep.BelowThreshold = true
-		finish()
-		return nil
+		return false
 	case overLimit || o.Stateless:
 		// Over the limit: try whatever happened before.
 	case !c.behind && st.Crossed > 0 && c.tokens < st.Crossed+c.growthToCompactAgain():
 		rep.BelowThreshold = false
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens are still at or over the trigger of %s after this crossing was compacted; not compacting again until the list has been below it, has grown by %s tokens or reaches the limit", textfmt.Thousands(c.tokens), textfmt.Thousands(rep.ThresholdTokens), textfmt.Thousands(c.growthToCompactAgain())))
-		finish()
-		return nil
+		return false
 	case st.RetryAt > st.Requests:
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the last summary failed; compaction is tried again in %d request(s), or at once when a request reaches the limit", st.RetryAt-st.Requests))
-		finish()
-		return nil
+		return false
 	}
+	return true
+}
 
+// compactOptions returns the options compact.Compact runs with: the
+// calibrated window, forced (the trigger was checked by shouldCompact),
+// archiving required, the summarized range's originals and the pointers of
+// the stored results it covers.
+func (c *call) compactOptions(ctx context.Context) compact.Options {
+	o := &c.p.opts
 	copts := c.calibrated()
 	copts.Force = true // the trigger is the estimate's, checked above
 	// A tail after the summary would keep the open turn's thinking after
@@ -1123,18 +1170,15 @@ func (c *call) compact(ctx context.Context, over bool) error {
 			return c.resultPointers(ctx, view, h, t)
 		}
 	}
-	res, err := compact.Compact(ctx, c.view, copts)
-	var aerr *compact.ArchiveError
-	switch {
-	case errors.As(err, &aerr):
-		// Nothing was paid for: the next request over the trigger tries
-		// again.
-		rep.Warnings = append(rep.Warnings, "not compacted: the summarized messages could not be archived ("+aerr.Error()+"); tried again on the next request over the trigger")
-		finish()
-		return nil
-	case err != nil:
-		return fmt.Errorf("pipeline: compact: %w", err)
-	}
+	return copts
+}
+
+// noteCompactResult copies compact.Compact's outcome into the report and
+// the session state: a failed summary sets the retry, a list with nothing
+// left to summarize marks the crossing, and every outcome short of a
+// compaction below the trigger gets its warning.
+func (c *call) noteCompactResult(cr *CompactReport, res *compact.Result) {
+	st, rep := c.st, c.rep
 	cr.Compacted, cr.Stats, cr.Reason, cr.Attempts = res.Compacted, res.Stats, res.Reason, res.Attempts
 	cr.Archive = res.ArchiveID
 	rep.BelowThreshold = res.BelowThreshold
@@ -1151,48 +1195,53 @@ func (c *call) compact(ctx context.Context, over bool) error {
 	default:
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("compacted to %s tokens, still at or over the trigger of %s (%s); not compacting again", textfmt.Thousands(res.Tokens), textfmt.Thousands(rep.ThresholdTokens), res.Reason))
 	}
-	if !res.Compacted {
-		finish()
-		return nil
-	}
+}
+
+// recordCompaction records a compaction in the session state and returns
+// how many messages of the history it covers. A request behind the
+// session counts it but does not keep it: the session's compaction is the
+// longer history's.
+func (c *call) recordCompaction(res *compact.Result) (int, error) {
+	st := c.st
 	st.RetryAt = 0
 	n := c.histIndex(res.End-1) + 1
 	if !c.behind {
 		// The crossing is handled unless the estimate of the compacted
 		// list is below the trigger: then the next crossing is a new one.
 		st.Crossed = 0
-		if st.estimate(res.Tokens, o.EstimateRatio) >= rep.ThresholdTokens {
+		if st.estimate(res.Tokens, c.p.opts.EstimateRatio) >= c.rep.ThresholdTokens {
 			st.Crossed = res.Tokens
 		}
 		d, ok := c.p.prefixDigest(c.hist[:n], c.hf[:n])
 		marks, mok := prefixMarks(c.hist[:n], n-maxMarks)
 		if !ok || !mok {
-			return fmt.Errorf("pipeline: compact: cannot hash the summarized history")
+			return 0, fmt.Errorf("pipeline: compact: cannot hash the summarized history")
 		}
 		st.Compaction = &compactionState{Head: res.Head, N: n, Digest: hexDigest(d), Marks: marks, Summary: res.Summary, Archive: res.ArchiveID, At: c.now.UTC(),
 			Chars: charsOf(c.hist[res.Head:n])}
 	}
 	st.Compactions++
 	c.broke = true
+	return n, nil
+}
+
+// reportCompaction fills the step report of a compaction (messages
+// summarized, characters saved, the archive), verifies the archive when
+// Options.Verify asks, and logs it.
+func (c *call) reportCompaction(ctx context.Context, s *StepReport, cr *CompactReport, res *compact.Result, copts compact.Options) {
 	s.Changed = res.Stats.CompactedMessageCount
 	s.CharsSaved = charsOf(c.view[res.Head:res.End]) - charsOf(res.Messages[res.Head:res.Head+1])
 	if res.Archive != "" {
 		s.Files = []string{res.Archive}
 	}
 	cr.ArchivedBytes = res.ArchiveBytes
-	if o.Verify {
+	if c.p.opts.Verify {
 		v := &Verification{}
 		ok, detail := c.verifyArchive(ctx, res, copts.Originals(c.view, res.Head, res.End))
 		v.check(cr.Archive, ok, detail)
 		cr.Verified = v
 	}
 	c.p.log.Info("pipeline: compacted", "session", c.p.sessionID, "summarized", res.Stats.CompactedMessageCount, "archive", res.ArchiveID)
-	// The new view: the summary, then the live part from the history.
-	c.vf, c.vsrc = spliceFacts(c.vf, c.vsrc, res.Head, res.End)
-	c.view = res.Messages
-	c.head, c.live, c.base, c.compacted, c.fresh = res.Head, res.Head+1, n, true, true
-	finish()
-	return nil
 }
 
 // overLimit reports whether the request as it stands is estimated over
