@@ -63,54 +63,76 @@ func (p *Pipeline) Observe(ctx context.Context, u Usage) error {
 // it updates.
 func (p *Pipeline) run(ctx context.Context, st *state, conv agentctx.Conversation, extraReserved int, co CallOptions) (*Result, error) {
 	start := time.Now()
-	o := &p.opts
-	reserved := o.ReservedTokens + extraReserved
-	c := &call{p: p, st: st, now: o.Now(), reserved: reserved, co: co}
 	in := conv.Messages
-	c.rep = &Report{
-		MessagesBefore: len(in),
-		ReservedTokens: reserved,
-		Steps:          make([]StepReport, 0, 6),
-		Warnings:       []string{},
-	}
+	c := p.newCall(st, len(in), extraReserved, co)
 	cur := in[:len(in):len(in)]
-	c.memo, c.oldKeys = p.lastCounted()
-	c.counted = make(map[agentctx.Hash]int, len(cur)+16)
-	c.newKeys = make(map[resultAt]string, len(cur)/2+1)
 	defer func() { p.rememberCounted(c.counted, c.newKeys) }()
 	inFacts, err := c.inputFacts(conv)
 	if err != nil {
 		return nil, err
 	}
 	c.in, c.inFacts = cur, inFacts
-	c.tokens = c.countFacts(cur, inFacts) + reserved
+	c.tokens = c.countFacts(cur, inFacts) + c.reserved
 	c.rep.TokensBefore = c.tokens
 
-	if err := c.repair(); err != nil {
+	if err := c.steps(ctx); err != nil {
 		return nil, err
+	}
+	c.endRequest()
+	return c.result(ctx, start)
+}
+
+// newCall returns the working state of a run over n messages, with the
+// token counts and result keys of the last run to reuse.
+func (p *Pipeline) newCall(st *state, n, extraReserved int, co CallOptions) *call {
+	o := &p.opts
+	reserved := o.ReservedTokens + extraReserved
+	c := &call{p: p, st: st, now: o.Now(), reserved: reserved, co: co}
+	c.rep = &Report{
+		MessagesBefore: n,
+		ReservedTokens: reserved,
+		Steps:          make([]StepReport, 0, 6),
+		Warnings:       []string{},
+	}
+	c.memo, c.oldKeys = p.lastCounted()
+	c.counted = make(map[agentctx.Hash]int, n+16)
+	c.newKeys = make(map[resultAt]string, n/2+1)
+	return c
+}
+
+// steps runs the steps in their order: repair, the session's compaction,
+// store, prune, offload, count and compact.
+func (c *call) steps(ctx context.Context) error {
+	if err := c.repair(); err != nil {
+		return err
 	}
 	c.applyCompaction()
-	c.cold = !st.LastAt.IsZero() && c.now.Sub(st.LastAt) > c.cacheTTL(p.prices())
+	c.cold = !c.st.LastAt.IsZero() && c.now.Sub(c.st.LastAt) > c.cacheTTL(c.p.prices())
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.store(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	c.checkBehind()
 	if err := c.prune(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.offload(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	over := c.count()
-	if err := c.compact(ctx, over); err != nil {
-		return nil, err
-	}
+	return c.compact(ctx, over)
+}
+
+// endRequest records the request in the session state: its count, time
+// and whether it changed the prefix, and (unless it is behind the session)
+// the growth and the forgotten results.
+func (c *call) endRequest() {
+	st := c.st
 	if !c.behind { // a request behind the session leaves the longer history's decisions and growth alone
 		c.forget()
 		st.observeGrowth(c.rep.TokensBefore)
@@ -121,7 +143,12 @@ func (p *Pipeline) run(ctx context.Context, st *state, conv agentctx.Conversatio
 	if c.broke {
 		st.Breaks++
 	}
+}
 
+// result validates the view and returns it with the run's report, which
+// it completes; an unpaired view is returned with an error.
+func (c *call) result(ctx context.Context, start time.Time) (*Result, error) {
+	p, o, st := c.p, &c.p.opts, c.st
 	rep := c.rep
 	v := agentctx.ValidatePairing(c.view)
 	rep.Valid = v.Valid
