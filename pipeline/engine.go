@@ -716,10 +716,52 @@ func (c *call) prune(ctx context.Context) error {
 	po.Logger = nil // the report says what was pruned
 	found := prune.Prune(c.view, po)
 
-	var pending, now []prune.Pruned
-	freed := 0
 	s := StepReport{Step: StepPrune}
-	for _, pr := range found.Pruned {
+	pending, now, freed := c.sortPruned(found.Pruned, po.Placeholder, &s)
+	if clear := c.chooseClearing(pending, freed, &s); len(clear) > 0 {
+		c.broke = true
+		n := 0
+		for _, pr := range clear {
+			n += pr.FreedTokens
+		}
+		attrs := []any{"session", c.p.sessionID, "results", len(clear), "freed_tokens", n}
+		if d := s.Clearing; d != nil {
+			attrs = append(attrs, "cold", d.Cold, "due", d.Due, "saving_usd", d.Saving, "cost_usd", d.Cost)
+		}
+		c.p.log.Info("pipeline: pruned stale terminal output", attrs...)
+		now = append(now, clear...)
+		pending = pending[:len(pending)-len(clear)] // clear is a suffix of pending
+	}
+	s.Pending, s.PendingTokens = len(pending), 0
+	for _, pr := range pending {
+		s.PendingTokens += pr.FreedTokens
+	}
+	if err := c.applyPruned(ctx, now, po.Placeholder, &s); err != nil {
+		return err
+	}
+	// A decision applies where prune finds the result stale in this very
+	// request: a request behind the session (a retry, a request sent
+	// alongside a longer one) keeps its own recent results whole, whatever
+	// the longer history decided on them.
+	c.prunedHere = make(map[[2]int]bool, len(s.Pruned))
+	for _, pr := range s.Pruned {
+		c.prunedHere[[2]int{pr.MessageIndex, pr.BlockIndex}] = true
+	}
+	next := c.replaceOnly(actionPruned, c.prunedHere, &s)
+	s.Changed = len(s.Pruned)
+	c.setView(next)
+	c.finish(s, t0)
+	return nil
+}
+
+// sortPruned sorts the stale results prune found by what becomes of them:
+// those pruned in an earlier call go to s.Pruned again, those worth
+// pruning that were never sent are pruned now, those already sent are
+// pending (with the tokens they would free), and those before the open
+// turn's thinking are deferred (counted in s). The summary, references and
+// results whose placeholder is no smaller are left alone.
+func (c *call) sortPruned(found []prune.Pruned, placeholder string, s *StepReport) (pending, now []prune.Pruned, freed int) {
+	for _, pr := range found {
 		key := c.keys[[2]int{pr.MessageIndex, pr.BlockIndex}]
 		rs := c.st.Results[key]
 		switch {
@@ -729,7 +771,7 @@ func (c *call) prune(ctx context.Context) error {
 		default:
 			// Worth it only when the placeholder, which names the
 			// artifact, is smaller than the output.
-			pr.FreedTokens = pr.Tokens - c.p.mc.CountText(c.placeholder(po.Placeholder, c.artifactOf(rs, pr.ID)))
+			pr.FreedTokens = pr.Tokens - c.p.mc.CountText(c.placeholder(placeholder, c.artifactOf(rs, pr.ID)))
 			switch {
 			case pr.FreedTokens <= 0:
 			case c.bound(pr.MessageIndex): // before the open turn's thinking: later
@@ -742,6 +784,14 @@ func (c *call) prune(ctx context.Context) error {
 			}
 		}
 	}
+	return pending, now, freed
+}
+
+// chooseClearing returns the pending results (freeing freed tokens) to
+// clear in this request, a suffix of pending: none, or all of them as the
+// clearing policy decides (its decision in s.Clearing under ClearPriced).
+func (c *call) chooseClearing(pending []prune.Pruned, freed int, s *StepReport) []prune.Pruned {
+	o := &c.p.opts
 	var clear []prune.Pruned
 	var est, fwd int
 	if len(pending) > 0 {
@@ -766,50 +816,28 @@ func (c *call) prune(ctx context.Context) error {
 	default:
 		clear, s.Clearing = c.priceClearing(pending, fwd, est >= c.threshold())
 	}
-	if len(clear) > 0 {
-		c.broke = true
-		n := 0
-		for _, pr := range clear {
-			n += pr.FreedTokens
-		}
-		attrs := []any{"session", c.p.sessionID, "results", len(clear), "freed_tokens", n}
-		if d := s.Clearing; d != nil {
-			attrs = append(attrs, "cold", d.Cold, "due", d.Due, "saving_usd", d.Saving, "cost_usd", d.Cost)
-		}
-		c.p.log.Info("pipeline: pruned stale terminal output", attrs...)
-		now = append(now, clear...)
-		pending = pending[:len(pending)-len(clear)] // clear is a suffix of pending
+	return clear
+}
+
+// applyPruned records the results pruned now in the session state, with
+// their placeholder, storing first the originals StoreOnReplace left for
+// now, and adds them to s.
+func (c *call) applyPruned(ctx context.Context, now []prune.Pruned, placeholder string, s *StepReport) error {
+	if len(now) == 0 {
+		return nil
 	}
-	s.Pending, s.PendingTokens = len(pending), 0
-	for _, pr := range pending {
-		s.PendingTokens += pr.FreedTokens
-	}
-	if len(now) > 0 {
-		for _, pr := range now {
-			pos := [2]int{pr.MessageIndex, pr.BlockIndex}
-			rs := c.st.Results[c.keys[pos]]
-			if rs.Artifact == "" && c.p.ws != nil { // left for now by StoreOnReplace: stored before it leaves
-				if err := c.storeResult(ctx, rs, pos, pr.ID, resultContent(c.view, pos[0], pos[1])); err != nil {
-					return storeFailure(err)
-				}
+	for _, pr := range now {
+		pos := [2]int{pr.MessageIndex, pr.BlockIndex}
+		rs := c.st.Results[c.keys[pos]]
+		if rs.Artifact == "" && c.p.ws != nil { // left for now by StoreOnReplace: stored before it leaves
+			if err := c.storeResult(ctx, rs, pos, pr.ID, resultContent(c.view, pos[0], pos[1])); err != nil {
+				return storeFailure(err)
 			}
-			rs.Action, rs.At, rs.Content = actionPruned, c.now.UTC(), c.placeholder(po.Placeholder, rs.Artifact)
-			s.Pruned = append(s.Pruned, pr)
 		}
-		s.New = len(now)
+		rs.Action, rs.At, rs.Content = actionPruned, c.now.UTC(), c.placeholder(placeholder, rs.Artifact)
+		s.Pruned = append(s.Pruned, pr)
 	}
-	// A decision applies where prune finds the result stale in this very
-	// request: a request behind the session (a retry, a request sent
-	// alongside a longer one) keeps its own recent results whole, whatever
-	// the longer history decided on them.
-	c.prunedHere = make(map[[2]int]bool, len(s.Pruned))
-	for _, pr := range s.Pruned {
-		c.prunedHere[[2]int{pr.MessageIndex, pr.BlockIndex}] = true
-	}
-	next := c.replaceOnly(actionPruned, c.prunedHere, &s)
-	s.Changed = len(s.Pruned)
-	c.setView(next)
-	c.finish(s, t0)
+	s.New = len(now)
 	return nil
 }
 
