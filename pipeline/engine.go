@@ -903,44 +903,88 @@ func (c *call) offload(ctx context.Context) error {
 		c.finish(StepReport{Step: StepOffload, Skipped: true}, t0)
 		return nil
 	case OffloadFiles:
-		// A pruned result's placeholder names its stored original: kept.
-		pruned := func(r agentctx.ToolResult) bool {
-			return r.Message >= c.live && c.prunedHere[[2]int{r.Message, r.Block}]
-		}
-		s, next, err := c.p.offloadFiles(ctx, c.view, pruned)
-		if err != nil {
-			return err
-		}
-		e, err := c.diffView(next)
-		if err != nil {
-			return fmt.Errorf("pipeline: offload: %w", err)
-		}
-		c.setView(e)
-		c.finish(s, t0)
-		return nil
+		return c.offloadToFiles(ctx, t0)
 	}
 	s := StepReport{Step: StepOffload}
 	if !c.behind { // a request behind the session makes no new decision on the longer history's results
-		var whole []*resultState
-		if c.cold { // the sweep's decisions are marked: they depend on the request (behind.go)
-			for _, key := range c.keys {
-				if rs := c.st.Results[key]; rs != nil && rs.Action == "" {
-					whole = append(whole, rs)
-				}
-			}
-		}
-		swept, err := c.coldSweep(ctx)
+		swept, err := c.sweep(ctx)
 		if err != nil {
 			return err
 		}
-		for _, rs := range whole {
-			rs.Swept = rs.Action == actionOffloaded
-		}
 		s.New += swept
 	}
+	rep := c.offloadReport(&s)
+	here := c.offloadedHere()
+	next := c.replaceOnly(actionOffloaded, here, &s)
+	for pos := range c.keys {
+		if rs := c.st.Results[c.keys[pos]]; rs != nil && rs.Action == actionOffloaded && (here == nil || here[pos]) {
+			rep.Replaced++
+			rep.ReplacedBytes += len(resultContent(c.src, pos[0], pos[1]).AsText())
+		}
+	}
+	for _, a := range c.newArtifacts {
+		if rs := c.st.Results[c.keys[a.pos]]; rs != nil && rs.Action == actionOffloaded {
+			s.New++
+		}
+	}
+	s.Changed = rep.Replaced
+	if o.Verify {
+		rep.Verified = c.verifyArtifacts(ctx)
+	}
+	c.setView(next)
+	c.finish(s, t0)
+	return nil
+}
+
+// offloadToFiles is offload in mode files: large results written to
+// files, except those pruned in this request (their placeholder names
+// their stored original).
+func (c *call) offloadToFiles(ctx context.Context, t0 time.Time) error {
+	pruned := func(r agentctx.ToolResult) bool {
+		return r.Message >= c.live && c.prunedHere[[2]int{r.Message, r.Block}]
+	}
+	s, next, err := c.p.offloadFiles(ctx, c.view, pruned)
+	if err != nil {
+		return err
+	}
+	e, err := c.diffView(next)
+	if err != nil {
+		return fmt.Errorf("pipeline: offload: %w", err)
+	}
+	c.setView(e)
+	c.finish(s, t0)
+	return nil
+}
+
+// sweep runs the cold sweep (coldSweep) and marks the decisions it made
+// on results that were whole: they depend on the request (behind.go). It
+// returns how many results it offloaded.
+func (c *call) sweep(ctx context.Context) (int, error) {
+	var whole []*resultState
+	if c.cold { // the sweep's decisions are marked: they depend on the request (behind.go)
+		for _, key := range c.keys {
+			if rs := c.st.Results[key]; rs != nil && rs.Action == "" {
+				whole = append(whole, rs)
+			}
+		}
+	}
+	swept, err := c.coldSweep(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, rs := range whole {
+		rs.Swept = rs.Action == actionOffloaded
+	}
+	return swept, nil
+}
+
+// offloadReport returns the report of offload in mode workspace with what
+// the store step wrote (its artifacts and files in s) and how many
+// results of the request the workspace keeps.
+func (c *call) offloadReport(s *StepReport) *OffloadReport {
 	rep := &OffloadReport{Mode: OffloadWorkspace, Workspace: c.p.wsRoot, Namespace: c.p.ws.Namespace()}
 	s.Offload = rep
-	pather, _ := o.Store.(workspace.Pather)
+	pather, _ := c.p.opts.Store.(workspace.Pather)
 	for _, a := range c.newArtifacts {
 		if !a.written {
 			continue
@@ -959,42 +1003,29 @@ func (c *call) offload(ctx context.Context) error {
 			rep.Stored++
 		}
 	}
-	here := c.offloadedHere()
-	next := c.replaceOnly(actionOffloaded, here, &s)
-	for pos := range c.keys {
-		if rs := c.st.Results[c.keys[pos]]; rs != nil && rs.Action == actionOffloaded && (here == nil || here[pos]) {
-			rep.Replaced++
-			rep.ReplacedBytes += len(resultContent(c.src, pos[0], pos[1]).AsText())
-		}
-	}
+	return rep
+}
+
+// verifyArtifacts reads back every artifact the store step wrote in this
+// request and checks it against the original result (Options.Verify).
+func (c *call) verifyArtifacts(ctx context.Context) *Verification {
+	v := &Verification{}
 	for _, a := range c.newArtifacts {
-		if rs := c.st.Results[c.keys[a.pos]]; rs != nil && rs.Action == actionOffloaded {
-			s.New++
+		orig := resultContent(c.src, a.pos[0], a.pos[1])
+		got, err := c.p.ws.Get(ctx, a.off.ID)
+		if err != nil {
+			v.check(a.off.ID, false, err.Error())
+			continue
+		}
+		back, err := workspace.OriginalContent(got)
+		switch {
+		case err != nil:
+			v.check(a.off.ID, false, err.Error())
+		default:
+			v.check(a.off.ID, back.AsText() == orig.AsText(), fmt.Sprintf("read back %d bytes, want %d", len(back.AsText()), len(orig.AsText())))
 		}
 	}
-	s.Changed = rep.Replaced
-	if o.Verify {
-		v := &Verification{}
-		for _, a := range c.newArtifacts {
-			orig := resultContent(c.src, a.pos[0], a.pos[1])
-			got, err := c.p.ws.Get(ctx, a.off.ID)
-			if err != nil {
-				v.check(a.off.ID, false, err.Error())
-				continue
-			}
-			back, err := workspace.OriginalContent(got)
-			switch {
-			case err != nil:
-				v.check(a.off.ID, false, err.Error())
-			default:
-				v.check(a.off.ID, back.AsText() == orig.AsText(), fmt.Sprintf("read back %d bytes, want %d", len(back.AsText()), len(orig.AsText())))
-			}
-		}
-		rep.Verified = v
-	}
-	c.setView(next)
-	c.finish(s, t0)
-	return nil
+	return v
 }
 
 // diffView returns the edit that makes next, a list as long as the view
