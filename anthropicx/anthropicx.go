@@ -112,7 +112,7 @@ var provider = sdkmw.Provider{
 // the whole list, so that no thinking block the API judges invalid is
 // sent.
 func thinkingBinding(body []byte, doc *agentctx.Document) pipeline.CallOptions {
-	if !thinkingOn(body) {
+	if !thinkingOn(doc) {
 		return pipeline.CallOptions{}
 	}
 	return pipeline.CallOptions{Bound: thinking.Bound(doc.Messages)}

@@ -16,27 +16,16 @@ import (
 	"github.com/agentctx/agentctx/pipeline"
 )
 
-// thinkingOn reports whether a request body turns extended thinking on
-// (a "thinking" object whose type is not "disabled").
-func thinkingOn(body []byte) bool {
-	ms, err := rawjson.Members(body)
-	if err != nil {
+// thinkingOn reports whether a request turns extended thinking on: its
+// "thinking" member is an object whose "type" is not "disabled". It reads
+// the member of the decoded document (the last one of a repeated key, as
+// the proxy reads it), not the body, which is not split again.
+func thinkingOn(doc *agentctx.Document) bool {
+	t, ok := doc.Member("thinking")
+	if !ok || rawjson.Kind(t) != '{' {
 		return false
 	}
-	for _, m := range ms {
-		if m.Key != "thinking" || rawjson.Kind(m.Value) != '{' {
-			continue
-		}
-		if tm, err := rawjson.Members(m.Value); err == nil {
-			for _, f := range tm {
-				if f.Key == "type" && rawjson.Unquote(f.Value) == "disabled" {
-					return false
-				}
-			}
-		}
-		return true
-	}
-	return false
+	return rawjson.Unquote(rawjson.Get(t, "type")) != "disabled"
 }
 
 // maxThinkingKeys bounds what a middleware remembers of thinking blocks.
@@ -185,7 +174,7 @@ func stripCacheControl(v any) any {
 // documented way to keep older turns after trimming), so that no block the
 // API judges invalid is sent. The open turn's thinking is kept: the
 // pipeline does not edit the messages it binds (CallOptions.Bound).
-func (m *thinkingMemory) finish(req *http.Request, body []byte, doc *agentctx.Document, res *pipeline.Result) (map[string][]byte, error) {
+func (m *thinkingMemory) finish(req *http.Request, _ []byte, doc *agentctx.Document, res *pipeline.Result) (map[string][]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	in := doc.Messages
@@ -246,20 +235,21 @@ func (m *thinkingMemory) finish(req *http.Request, body []byte, doc *agentctx.Do
 	for j := range out {
 		outHash[j] = m.hash(&out[j])
 	}
-	on := thinkingOn(body)
+	on := thinkingOn(doc)
 	var members map[string][]byte
 	if m.native && on && (!compacted(res) || instr != "") {
 		held := m.hold(out, outHash)
 		from := max(ctxedit.CompactionIndex(out), 0) // the server clears in what it reads
 		if edit := ctxedit.ClearEdit(out[from:], ctxedit.ClearedIDs(in, out, held, nil)); edit != nil && instr == "" {
-			members = map[string][]byte{"context_management": ctxedit.WithEdit(rawjson.Get(body, "context_management"), edit)}
+			cm, _ := doc.Member("context_management")
+			members = map[string][]byte{"context_management": ctxedit.WithEdit(cm, edit)}
 			if req != nil && !hasBeta(req.Header, ctxedit.Beta) {
 				req.Header.Add("anthropic-beta", ctxedit.Beta)
 			}
 		}
 	}
 	if compactEdits != nil {
-		cm := rawjson.Get(body, "context_management")
+		cm, _ := doc.Member("context_management")
 		if members != nil {
 			cm = members["context_management"]
 		}

@@ -166,8 +166,26 @@ func (c *call) priceClearing(pending []prune.Pruned, tokens int, due bool) ([]pr
 	// Clearing every stale result at once is then the only batch worth
 	// weighing. OpenAI's cache has neither limit: there the rewrite is of
 	// the messages after the earliest edit.
+	total := c.rewrittenTokens(pr.Provider, pending, tokens)
+	read := pr.CacheRead
+	rewrite := pr.CacheWrite - pr.CacheRead // a token written instead of read
+	freed := d.CandidateTokens
+	d.Saving = float64(freed) * float64(d.Horizon) * read / 1e6
+	d.Cost = float64(max(total-freed, 0)) * rewrite / 1e6
+	if d.Saving <= d.Cost {
+		return nil, d
+	}
+	d.Cleared, d.ClearedTokens = len(pending), freed
+	return pending, d
+}
+
+// rewrittenTokens returns the tokens the provider writes again when the
+// pending results are cleared from a request of tokens tokens (as
+// forwarded, reserved tokens included): every message, or, on OpenAI, the
+// messages after the earliest edit.
+func (c *call) rewrittenTokens(provider pricing.Provider, pending []prune.Pruned, tokens int) int {
 	total := tokens - c.reserved // the messages: system and tools stay cached
-	if pr.Provider == pricing.OpenAI {
+	if provider == pricing.OpenAI {
 		// OpenAI caches every prefix of a request, with no breakpoints
 		// and no lookback: an edit loses only what follows it. The
 		// messages after the earliest edit, as forwarded: the client's
@@ -184,16 +202,7 @@ func (c *call) priceClearing(pending []prune.Pruned, tokens int, due bool) ([]pr
 			total += n
 		}
 	}
-	read := pr.CacheRead
-	rewrite := pr.CacheWrite - pr.CacheRead // a token written instead of read
-	freed := d.CandidateTokens
-	d.Saving = float64(freed) * float64(d.Horizon) * read / 1e6
-	d.Cost = float64(max(total-freed, 0)) * rewrite / 1e6
-	if d.Saving <= d.Cost {
-		return nil, d
-	}
-	d.Cleared, d.ClearedTokens = len(pending), freed
-	return pending, d
+	return total
 }
 
 // horizon returns the number of requests expected to follow this one

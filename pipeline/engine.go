@@ -63,54 +63,76 @@ func (p *Pipeline) Observe(ctx context.Context, u Usage) error {
 // it updates.
 func (p *Pipeline) run(ctx context.Context, st *state, conv agentctx.Conversation, extraReserved int, co CallOptions) (*Result, error) {
 	start := time.Now()
-	o := &p.opts
-	reserved := o.ReservedTokens + extraReserved
-	c := &call{p: p, st: st, now: o.Now(), reserved: reserved, co: co}
 	in := conv.Messages
-	c.rep = &Report{
-		MessagesBefore: len(in),
-		ReservedTokens: reserved,
-		Steps:          make([]StepReport, 0, 6),
-		Warnings:       []string{},
-	}
+	c := p.newCall(st, len(in), extraReserved, co)
 	cur := in[:len(in):len(in)]
-	c.memo, c.oldKeys = p.lastCounted()
-	c.counted = make(map[agentctx.Hash]int, len(cur)+16)
-	c.newKeys = make(map[resultAt]string, len(cur)/2+1)
 	defer func() { p.rememberCounted(c.counted, c.newKeys) }()
 	inFacts, err := c.inputFacts(conv)
 	if err != nil {
 		return nil, err
 	}
 	c.in, c.inFacts = cur, inFacts
-	c.tokens = c.countFacts(cur, inFacts) + reserved
+	c.tokens = c.countFacts(cur, inFacts) + c.reserved
 	c.rep.TokensBefore = c.tokens
 
-	if err := c.repair(); err != nil {
+	if err := c.steps(ctx); err != nil {
 		return nil, err
+	}
+	c.endRequest()
+	return c.result(ctx, start)
+}
+
+// newCall returns the working state of a run over n messages, with the
+// token counts and result keys of the last run to reuse.
+func (p *Pipeline) newCall(st *state, n, extraReserved int, co CallOptions) *call {
+	o := &p.opts
+	reserved := o.ReservedTokens + extraReserved
+	c := &call{p: p, st: st, now: o.Now(), reserved: reserved, co: co}
+	c.rep = &Report{
+		MessagesBefore: n,
+		ReservedTokens: reserved,
+		Steps:          make([]StepReport, 0, 6),
+		Warnings:       []string{},
+	}
+	c.memo, c.oldKeys = p.lastCounted()
+	c.counted = make(map[agentctx.Hash]int, n+16)
+	c.newKeys = make(map[resultAt]string, n/2+1)
+	return c
+}
+
+// steps runs the steps in their order: repair, the session's compaction,
+// store, prune, offload, count and compact.
+func (c *call) steps(ctx context.Context) error {
+	if err := c.repair(); err != nil {
+		return err
 	}
 	c.applyCompaction()
-	c.cold = !st.LastAt.IsZero() && c.now.Sub(st.LastAt) > c.cacheTTL(p.prices())
+	c.cold = !c.st.LastAt.IsZero() && c.now.Sub(c.st.LastAt) > c.cacheTTL(c.p.prices())
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.store(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	c.checkBehind()
 	if err := c.prune(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.offload(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	over := c.count()
-	if err := c.compact(ctx, over); err != nil {
-		return nil, err
-	}
+	return c.compact(ctx, over)
+}
+
+// endRequest records the request in the session state: its count, time
+// and whether it changed the prefix, and (unless it is behind the session)
+// the growth and the forgotten results.
+func (c *call) endRequest() {
+	st := c.st
 	if !c.behind { // a request behind the session leaves the longer history's decisions and growth alone
 		c.forget()
 		st.observeGrowth(c.rep.TokensBefore)
@@ -121,7 +143,12 @@ func (p *Pipeline) run(ctx context.Context, st *state, conv agentctx.Conversatio
 	if c.broke {
 		st.Breaks++
 	}
+}
 
+// result validates the view and returns it with the run's report, which
+// it completes; an unpaired view is returned with an error.
+func (c *call) result(ctx context.Context, start time.Time) (*Result, error) {
+	p, o, st := c.p, &c.p.opts, c.st
 	rep := c.rep
 	v := agentctx.ValidatePairing(c.view)
 	rep.Valid = v.Valid
@@ -689,10 +716,52 @@ func (c *call) prune(ctx context.Context) error {
 	po.Logger = nil // the report says what was pruned
 	found := prune.Prune(c.view, po)
 
-	var pending, now []prune.Pruned
-	freed := 0
 	s := StepReport{Step: StepPrune}
-	for _, pr := range found.Pruned {
+	pending, now, freed := c.sortPruned(found.Pruned, po.Placeholder, &s)
+	if clear := c.chooseClearing(pending, freed, &s); len(clear) > 0 {
+		c.broke = true
+		n := 0
+		for _, pr := range clear {
+			n += pr.FreedTokens
+		}
+		attrs := []any{"session", c.p.sessionID, "results", len(clear), "freed_tokens", n}
+		if d := s.Clearing; d != nil {
+			attrs = append(attrs, "cold", d.Cold, "due", d.Due, "saving_usd", d.Saving, "cost_usd", d.Cost)
+		}
+		c.p.log.Info("pipeline: pruned stale terminal output", attrs...)
+		now = append(now, clear...)
+		pending = pending[:len(pending)-len(clear)] // clear is a suffix of pending
+	}
+	s.Pending, s.PendingTokens = len(pending), 0
+	for _, pr := range pending {
+		s.PendingTokens += pr.FreedTokens
+	}
+	if err := c.applyPruned(ctx, now, po.Placeholder, &s); err != nil {
+		return err
+	}
+	// A decision applies where prune finds the result stale in this very
+	// request: a request behind the session (a retry, a request sent
+	// alongside a longer one) keeps its own recent results whole, whatever
+	// the longer history decided on them.
+	c.prunedHere = make(map[[2]int]bool, len(s.Pruned))
+	for _, pr := range s.Pruned {
+		c.prunedHere[[2]int{pr.MessageIndex, pr.BlockIndex}] = true
+	}
+	next := c.replaceOnly(actionPruned, c.prunedHere, &s)
+	s.Changed = len(s.Pruned)
+	c.setView(next)
+	c.finish(s, t0)
+	return nil
+}
+
+// sortPruned sorts the stale results prune found by what becomes of them:
+// those pruned in an earlier call go to s.Pruned again, those worth
+// pruning that were never sent are pruned now, those already sent are
+// pending (with the tokens they would free), and those before the open
+// turn's thinking are deferred (counted in s). The summary, references and
+// results whose placeholder is no smaller are left alone.
+func (c *call) sortPruned(found []prune.Pruned, placeholder string, s *StepReport) (pending, now []prune.Pruned, freed int) {
+	for _, pr := range found {
 		key := c.keys[[2]int{pr.MessageIndex, pr.BlockIndex}]
 		rs := c.st.Results[key]
 		switch {
@@ -702,7 +771,7 @@ func (c *call) prune(ctx context.Context) error {
 		default:
 			// Worth it only when the placeholder, which names the
 			// artifact, is smaller than the output.
-			pr.FreedTokens = pr.Tokens - c.p.mc.CountText(c.placeholder(po.Placeholder, c.artifactOf(rs, pr.ID)))
+			pr.FreedTokens = pr.Tokens - c.p.mc.CountText(c.placeholder(placeholder, c.artifactOf(rs, pr.ID)))
 			switch {
 			case pr.FreedTokens <= 0:
 			case c.bound(pr.MessageIndex): // before the open turn's thinking: later
@@ -715,6 +784,14 @@ func (c *call) prune(ctx context.Context) error {
 			}
 		}
 	}
+	return pending, now, freed
+}
+
+// chooseClearing returns the pending results (freeing freed tokens) to
+// clear in this request, a suffix of pending: none, or all of them as the
+// clearing policy decides (its decision in s.Clearing under ClearPriced).
+func (c *call) chooseClearing(pending []prune.Pruned, freed int, s *StepReport) []prune.Pruned {
+	o := &c.p.opts
 	var clear []prune.Pruned
 	var est, fwd int
 	if len(pending) > 0 {
@@ -739,50 +816,28 @@ func (c *call) prune(ctx context.Context) error {
 	default:
 		clear, s.Clearing = c.priceClearing(pending, fwd, est >= c.threshold())
 	}
-	if len(clear) > 0 {
-		c.broke = true
-		n := 0
-		for _, pr := range clear {
-			n += pr.FreedTokens
-		}
-		attrs := []any{"session", c.p.sessionID, "results", len(clear), "freed_tokens", n}
-		if d := s.Clearing; d != nil {
-			attrs = append(attrs, "cold", d.Cold, "due", d.Due, "saving_usd", d.Saving, "cost_usd", d.Cost)
-		}
-		c.p.log.Info("pipeline: pruned stale terminal output", attrs...)
-		now = append(now, clear...)
-		pending = pending[:len(pending)-len(clear)] // clear is a suffix of pending
+	return clear
+}
+
+// applyPruned records the results pruned now in the session state, with
+// their placeholder, storing first the originals StoreOnReplace left for
+// now, and adds them to s.
+func (c *call) applyPruned(ctx context.Context, now []prune.Pruned, placeholder string, s *StepReport) error {
+	if len(now) == 0 {
+		return nil
 	}
-	s.Pending, s.PendingTokens = len(pending), 0
-	for _, pr := range pending {
-		s.PendingTokens += pr.FreedTokens
-	}
-	if len(now) > 0 {
-		for _, pr := range now {
-			pos := [2]int{pr.MessageIndex, pr.BlockIndex}
-			rs := c.st.Results[c.keys[pos]]
-			if rs.Artifact == "" && c.p.ws != nil { // left for now by StoreOnReplace: stored before it leaves
-				if err := c.storeResult(ctx, rs, pos, pr.ID, resultContent(c.view, pos[0], pos[1])); err != nil {
-					return storeFailure(err)
-				}
+	for _, pr := range now {
+		pos := [2]int{pr.MessageIndex, pr.BlockIndex}
+		rs := c.st.Results[c.keys[pos]]
+		if rs.Artifact == "" && c.p.ws != nil { // left for now by StoreOnReplace: stored before it leaves
+			if err := c.storeResult(ctx, rs, pos, pr.ID, resultContent(c.view, pos[0], pos[1])); err != nil {
+				return storeFailure(err)
 			}
-			rs.Action, rs.At, rs.Content = actionPruned, c.now.UTC(), c.placeholder(po.Placeholder, rs.Artifact)
-			s.Pruned = append(s.Pruned, pr)
 		}
-		s.New = len(now)
+		rs.Action, rs.At, rs.Content = actionPruned, c.now.UTC(), c.placeholder(placeholder, rs.Artifact)
+		s.Pruned = append(s.Pruned, pr)
 	}
-	// A decision applies where prune finds the result stale in this very
-	// request: a request behind the session (a retry, a request sent
-	// alongside a longer one) keeps its own recent results whole, whatever
-	// the longer history decided on them.
-	c.prunedHere = make(map[[2]int]bool, len(s.Pruned))
-	for _, pr := range s.Pruned {
-		c.prunedHere[[2]int{pr.MessageIndex, pr.BlockIndex}] = true
-	}
-	next := c.replaceOnly(actionPruned, c.prunedHere, &s)
-	s.Changed = len(s.Pruned)
-	c.setView(next)
-	c.finish(s, t0)
+	s.New = len(now)
 	return nil
 }
 
@@ -848,44 +903,88 @@ func (c *call) offload(ctx context.Context) error {
 		c.finish(StepReport{Step: StepOffload, Skipped: true}, t0)
 		return nil
 	case OffloadFiles:
-		// A pruned result's placeholder names its stored original: kept.
-		pruned := func(r agentctx.ToolResult) bool {
-			return r.Message >= c.live && c.prunedHere[[2]int{r.Message, r.Block}]
-		}
-		s, next, err := c.p.offloadFiles(ctx, c.view, pruned)
-		if err != nil {
-			return err
-		}
-		e, err := c.diffView(next)
-		if err != nil {
-			return fmt.Errorf("pipeline: offload: %w", err)
-		}
-		c.setView(e)
-		c.finish(s, t0)
-		return nil
+		return c.offloadToFiles(ctx, t0)
 	}
 	s := StepReport{Step: StepOffload}
 	if !c.behind { // a request behind the session makes no new decision on the longer history's results
-		var whole []*resultState
-		if c.cold { // the sweep's decisions are marked: they depend on the request (behind.go)
-			for _, key := range c.keys {
-				if rs := c.st.Results[key]; rs != nil && rs.Action == "" {
-					whole = append(whole, rs)
-				}
-			}
-		}
-		swept, err := c.coldSweep(ctx)
+		swept, err := c.sweep(ctx)
 		if err != nil {
 			return err
 		}
-		for _, rs := range whole {
-			rs.Swept = rs.Action == actionOffloaded
-		}
 		s.New += swept
 	}
+	rep := c.offloadReport(&s)
+	here := c.offloadedHere()
+	next := c.replaceOnly(actionOffloaded, here, &s)
+	for pos := range c.keys {
+		if rs := c.st.Results[c.keys[pos]]; rs != nil && rs.Action == actionOffloaded && (here == nil || here[pos]) {
+			rep.Replaced++
+			rep.ReplacedBytes += len(resultContent(c.src, pos[0], pos[1]).AsText())
+		}
+	}
+	for _, a := range c.newArtifacts {
+		if rs := c.st.Results[c.keys[a.pos]]; rs != nil && rs.Action == actionOffloaded {
+			s.New++
+		}
+	}
+	s.Changed = rep.Replaced
+	if o.Verify {
+		rep.Verified = c.verifyArtifacts(ctx)
+	}
+	c.setView(next)
+	c.finish(s, t0)
+	return nil
+}
+
+// offloadToFiles is offload in mode files: large results written to
+// files, except those pruned in this request (their placeholder names
+// their stored original).
+func (c *call) offloadToFiles(ctx context.Context, t0 time.Time) error {
+	pruned := func(r agentctx.ToolResult) bool {
+		return r.Message >= c.live && c.prunedHere[[2]int{r.Message, r.Block}]
+	}
+	s, next, err := c.p.offloadFiles(ctx, c.view, pruned)
+	if err != nil {
+		return err
+	}
+	e, err := c.diffView(next)
+	if err != nil {
+		return fmt.Errorf("pipeline: offload: %w", err)
+	}
+	c.setView(e)
+	c.finish(s, t0)
+	return nil
+}
+
+// sweep runs the cold sweep (coldSweep) and marks the decisions it made
+// on results that were whole: they depend on the request (behind.go). It
+// returns how many results it offloaded.
+func (c *call) sweep(ctx context.Context) (int, error) {
+	var whole []*resultState
+	if c.cold { // the sweep's decisions are marked: they depend on the request (behind.go)
+		for _, key := range c.keys {
+			if rs := c.st.Results[key]; rs != nil && rs.Action == "" {
+				whole = append(whole, rs)
+			}
+		}
+	}
+	swept, err := c.coldSweep(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, rs := range whole {
+		rs.Swept = rs.Action == actionOffloaded
+	}
+	return swept, nil
+}
+
+// offloadReport returns the report of offload in mode workspace with what
+// the store step wrote (its artifacts and files in s) and how many
+// results of the request the workspace keeps.
+func (c *call) offloadReport(s *StepReport) *OffloadReport {
 	rep := &OffloadReport{Mode: OffloadWorkspace, Workspace: c.p.wsRoot, Namespace: c.p.ws.Namespace()}
 	s.Offload = rep
-	pather, _ := o.Store.(workspace.Pather)
+	pather, _ := c.p.opts.Store.(workspace.Pather)
 	for _, a := range c.newArtifacts {
 		if !a.written {
 			continue
@@ -904,42 +1003,29 @@ func (c *call) offload(ctx context.Context) error {
 			rep.Stored++
 		}
 	}
-	here := c.offloadedHere()
-	next := c.replaceOnly(actionOffloaded, here, &s)
-	for pos := range c.keys {
-		if rs := c.st.Results[c.keys[pos]]; rs != nil && rs.Action == actionOffloaded && (here == nil || here[pos]) {
-			rep.Replaced++
-			rep.ReplacedBytes += len(resultContent(c.src, pos[0], pos[1]).AsText())
-		}
-	}
+	return rep
+}
+
+// verifyArtifacts reads back every artifact the store step wrote in this
+// request and checks it against the original result (Options.Verify).
+func (c *call) verifyArtifacts(ctx context.Context) *Verification {
+	v := &Verification{}
 	for _, a := range c.newArtifacts {
-		if rs := c.st.Results[c.keys[a.pos]]; rs != nil && rs.Action == actionOffloaded {
-			s.New++
+		orig := resultContent(c.src, a.pos[0], a.pos[1])
+		got, err := c.p.ws.Get(ctx, a.off.ID)
+		if err != nil {
+			v.check(a.off.ID, false, err.Error())
+			continue
+		}
+		back, err := workspace.OriginalContent(got)
+		switch {
+		case err != nil:
+			v.check(a.off.ID, false, err.Error())
+		default:
+			v.check(a.off.ID, back.AsText() == orig.AsText(), fmt.Sprintf("read back %d bytes, want %d", len(back.AsText()), len(orig.AsText())))
 		}
 	}
-	s.Changed = rep.Replaced
-	if o.Verify {
-		v := &Verification{}
-		for _, a := range c.newArtifacts {
-			orig := resultContent(c.src, a.pos[0], a.pos[1])
-			got, err := c.p.ws.Get(ctx, a.off.ID)
-			if err != nil {
-				v.check(a.off.ID, false, err.Error())
-				continue
-			}
-			back, err := workspace.OriginalContent(got)
-			switch {
-			case err != nil:
-				v.check(a.off.ID, false, err.Error())
-			default:
-				v.check(a.off.ID, back.AsText() == orig.AsText(), fmt.Sprintf("read back %d bytes, want %d", len(back.AsText()), len(orig.AsText())))
-			}
-		}
-		rep.Verified = v
-	}
-	c.setView(next)
-	c.finish(s, t0)
-	return nil
+	return v
 }
 
 // diffView returns the edit that makes next, a list as long as the view
@@ -1054,26 +1140,69 @@ const retryAfterFailure = 5
 // summary is not kept: the session's compaction is the longer history's.
 func (c *call) compact(ctx context.Context, over bool) error {
 	t0 := time.Now()
-	o := &c.p.opts
-	st := c.st
 	if !over && !c.behind {
-		st.Crossed, st.RetryAt = 0, 0
+		c.st.Crossed, c.st.RetryAt = 0, 0
 	}
-	rep := c.rep
-	overLimit := c.overLimit()
 	cr := &CompactReport{}
 	if c.compacted {
-		cr.Reused, cr.ReusedArchive = c.base-c.head, st.Compaction.Archive
+		cr.Reused, cr.ReusedArchive = c.base-c.head, c.st.Compaction.Archive
 	}
 	s := StepReport{Step: StepCompact, Compact: cr}
-	finish := func() {
-		s.Skipped = s.Skipped && !c.compacted
-		c.finish(s, t0)
-		last := &c.rep.Steps[len(c.rep.Steps)-1]
-		last.TokensSaved += c.reusedTokens
-		last.CharsSaved += c.reusedChars
-		last.Changed += cr.Reused
+	if !c.shouldCompact(over, &s) {
+		c.finishCompact(s, t0)
+		return nil
 	}
+	copts := c.compactOptions(ctx)
+	res, err := compact.Compact(ctx, c.view, copts)
+	var aerr *compact.ArchiveError
+	switch {
+	case errors.As(err, &aerr):
+		// Nothing was paid for: the next request over the trigger tries
+		// again.
+		c.rep.Warnings = append(c.rep.Warnings, "not compacted: the summarized messages could not be archived ("+aerr.Error()+"); tried again on the next request over the trigger")
+		c.finishCompact(s, t0)
+		return nil
+	case err != nil:
+		return fmt.Errorf("pipeline: compact: %w", err)
+	}
+	c.noteCompactResult(cr, res)
+	if !res.Compacted {
+		c.finishCompact(s, t0)
+		return nil
+	}
+	n, err := c.recordCompaction(res)
+	if err != nil {
+		return err
+	}
+	c.reportCompaction(ctx, &s, cr, res, copts)
+	// The new view: the summary, then the live part from the history.
+	c.vf, c.vsrc = spliceFacts(c.vf, c.vsrc, res.Head, res.End)
+	c.view = res.Messages
+	c.head, c.live, c.base, c.compacted, c.fresh = res.Head, res.Head+1, n, true, true
+	c.finishCompact(s, t0)
+	return nil
+}
+
+// finishCompact appends compact's step report: skipped only when no
+// compaction is in the view, with what the reused compaction of earlier
+// requests saves added to it.
+func (c *call) finishCompact(s StepReport, t0 time.Time) {
+	s.Skipped = s.Skipped && !c.compacted
+	c.finish(s, t0)
+	last := &c.rep.Steps[len(c.rep.Steps)-1]
+	last.TokensSaved += c.reusedTokens
+	last.CharsSaved += c.reusedChars
+	last.Changed += s.Compact.Reused
+}
+
+// shouldCompact decides whether compact summarizes this request: it does
+// when the list is over the trigger and neither the options, a crossing
+// already compacted nor a recent failure hold it back (over the limit, or
+// stateless, it always tries). When it does not, it notes why in the
+// report and marks s skipped where compaction is off.
+func (c *call) shouldCompact(over bool, s *StepReport) bool {
+	o, st, rep := &c.p.opts, c.st, c.rep
+	overLimit := c.overLimit()
 	switch {
 	case o.NoCompact:
 		s.Skipped = true
@@ -1081,25 +1210,29 @@ func (c *call) compact(ctx context.Context, over bool) error {
 		if over {
 			rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens reach the trigger of %s and compaction is off", textfmt.Thousands(c.tokens), textfmt.Thousands(rep.ThresholdTokens)))
 		}
-		finish()
-		return nil
+		return false
 	case !over:
 		rep.BelowThreshold = true
-		finish()
-		return nil
+		return false
 	case overLimit || o.Stateless:
 		// Over the limit: try whatever happened before.
 	case !c.behind && st.Crossed > 0 && c.tokens < st.Crossed+c.growthToCompactAgain():
 		rep.BelowThreshold = false
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%s tokens are still at or over the trigger of %s after this crossing was compacted; not compacting again until the list has been below it, has grown by %s tokens or reaches the limit", textfmt.Thousands(c.tokens), textfmt.Thousands(rep.ThresholdTokens), textfmt.Thousands(c.growthToCompactAgain())))
-		finish()
-		return nil
+		return false
 	case st.RetryAt > st.Requests:
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("the last summary failed; compaction is tried again in %d request(s), or at once when a request reaches the limit", st.RetryAt-st.Requests))
-		finish()
-		return nil
+		return false
 	}
+	return true
+}
 
+// compactOptions returns the options compact.Compact runs with: the
+// calibrated window, forced (the trigger was checked by shouldCompact),
+// archiving required, the summarized range's originals and the pointers of
+// the stored results it covers.
+func (c *call) compactOptions(ctx context.Context) compact.Options {
+	o := &c.p.opts
 	copts := c.calibrated()
 	copts.Force = true // the trigger is the estimate's, checked above
 	// A tail after the summary would keep the open turn's thinking after
@@ -1123,18 +1256,15 @@ func (c *call) compact(ctx context.Context, over bool) error {
 			return c.resultPointers(ctx, view, h, t)
 		}
 	}
-	res, err := compact.Compact(ctx, c.view, copts)
-	var aerr *compact.ArchiveError
-	switch {
-	case errors.As(err, &aerr):
-		// Nothing was paid for: the next request over the trigger tries
-		// again.
-		rep.Warnings = append(rep.Warnings, "not compacted: the summarized messages could not be archived ("+aerr.Error()+"); tried again on the next request over the trigger")
-		finish()
-		return nil
-	case err != nil:
-		return fmt.Errorf("pipeline: compact: %w", err)
-	}
+	return copts
+}
+
+// noteCompactResult copies compact.Compact's outcome into the report and
+// the session state: a failed summary sets the retry, a list with nothing
+// left to summarize marks the crossing, and every outcome short of a
+// compaction below the trigger gets its warning.
+func (c *call) noteCompactResult(cr *CompactReport, res *compact.Result) {
+	st, rep := c.st, c.rep
 	cr.Compacted, cr.Stats, cr.Reason, cr.Attempts = res.Compacted, res.Stats, res.Reason, res.Attempts
 	cr.Archive = res.ArchiveID
 	rep.BelowThreshold = res.BelowThreshold
@@ -1151,48 +1281,53 @@ func (c *call) compact(ctx context.Context, over bool) error {
 	default:
 		rep.Warnings = append(rep.Warnings, fmt.Sprintf("compacted to %s tokens, still at or over the trigger of %s (%s); not compacting again", textfmt.Thousands(res.Tokens), textfmt.Thousands(rep.ThresholdTokens), res.Reason))
 	}
-	if !res.Compacted {
-		finish()
-		return nil
-	}
+}
+
+// recordCompaction records a compaction in the session state and returns
+// how many messages of the history it covers. A request behind the
+// session counts it but does not keep it: the session's compaction is the
+// longer history's.
+func (c *call) recordCompaction(res *compact.Result) (int, error) {
+	st := c.st
 	st.RetryAt = 0
 	n := c.histIndex(res.End-1) + 1
 	if !c.behind {
 		// The crossing is handled unless the estimate of the compacted
 		// list is below the trigger: then the next crossing is a new one.
 		st.Crossed = 0
-		if st.estimate(res.Tokens, o.EstimateRatio) >= rep.ThresholdTokens {
+		if st.estimate(res.Tokens, c.p.opts.EstimateRatio) >= c.rep.ThresholdTokens {
 			st.Crossed = res.Tokens
 		}
 		d, ok := c.p.prefixDigest(c.hist[:n], c.hf[:n])
 		marks, mok := prefixMarks(c.hist[:n], n-maxMarks)
 		if !ok || !mok {
-			return fmt.Errorf("pipeline: compact: cannot hash the summarized history")
+			return 0, fmt.Errorf("pipeline: compact: cannot hash the summarized history")
 		}
 		st.Compaction = &compactionState{Head: res.Head, N: n, Digest: hexDigest(d), Marks: marks, Summary: res.Summary, Archive: res.ArchiveID, At: c.now.UTC(),
 			Chars: charsOf(c.hist[res.Head:n])}
 	}
 	st.Compactions++
 	c.broke = true
+	return n, nil
+}
+
+// reportCompaction fills the step report of a compaction (messages
+// summarized, characters saved, the archive), verifies the archive when
+// Options.Verify asks, and logs it.
+func (c *call) reportCompaction(ctx context.Context, s *StepReport, cr *CompactReport, res *compact.Result, copts compact.Options) {
 	s.Changed = res.Stats.CompactedMessageCount
 	s.CharsSaved = charsOf(c.view[res.Head:res.End]) - charsOf(res.Messages[res.Head:res.Head+1])
 	if res.Archive != "" {
 		s.Files = []string{res.Archive}
 	}
 	cr.ArchivedBytes = res.ArchiveBytes
-	if o.Verify {
+	if c.p.opts.Verify {
 		v := &Verification{}
 		ok, detail := c.verifyArchive(ctx, res, copts.Originals(c.view, res.Head, res.End))
 		v.check(cr.Archive, ok, detail)
 		cr.Verified = v
 	}
 	c.p.log.Info("pipeline: compacted", "session", c.p.sessionID, "summarized", res.Stats.CompactedMessageCount, "archive", res.ArchiveID)
-	// The new view: the summary, then the live part from the history.
-	c.vf, c.vsrc = spliceFacts(c.vf, c.vsrc, res.Head, res.End)
-	c.view = res.Messages
-	c.head, c.live, c.base, c.compacted, c.fresh = res.Head, res.Head+1, n, true, true
-	finish()
-	return nil
 }
 
 // overLimit reports whether the request as it stands is estimated over

@@ -305,6 +305,39 @@ func New(opts Options) (*Pipeline, error) {
 	}
 	p := &Pipeline{opts: opts, summaries: map[string]string{}, digests: newDigestMemo()}
 	o := &p.opts
+	o.setDefaults()
+	p.log = o.Logger
+	p.mc = o.MessageCounter
+	if p.mc == nil {
+		p.mc = tokens.NewMessageCounter(tokens.MessageOptions{Counter: o.Counter, Logger: o.Logger, Parallelism: -1})
+	}
+	o.setStepDefaults(p.mc)
+
+	// Every mode keeps the originals of what it removes: the workspace
+	// store keeps every result whole, so a pruned result's placeholder
+	// names where its original is. Only mode workspace replaces large
+	// results by references to it; the other modes need the store only
+	// when they prune.
+	st, err := OpenStores(context.Background(), *o)
+	if err != nil {
+		return nil, err
+	}
+	p.openStores = st
+	if o.Offload == OffloadWorkspace || !o.NoPrune {
+		p.useWorkspace(st.Workspace)
+	}
+	p.sessionID = o.SessionID
+	p.namespace = o.Workspace.Namespace
+	if p.namespace == "" {
+		p.namespace = workspace.DefaultNamespace
+	}
+	p.sessions = st.Sessions
+	return p, nil
+}
+
+// setDefaults fills the zero top-level options with their documented
+// defaults (New, after Validate).
+func (o *Options) setDefaults() {
 	if o.Offload == "" {
 		o.Offload = OffloadWorkspace
 	}
@@ -335,24 +368,24 @@ func New(opts Options) (*Pipeline, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	p.log = o.Logger
-	p.mc = o.MessageCounter
-	if p.mc == nil {
-		p.mc = tokens.NewMessageCounter(tokens.MessageOptions{Counter: o.Counter, Logger: o.Logger, Parallelism: -1})
-	}
+}
 
+// setStepDefaults gives the options of the prune, compact and files steps
+// what they leave zero from the pipeline's: its clock, logger, session and
+// message counter mc (after setDefaults).
+func (o *Options) setStepDefaults(mc *tokens.MessageCounter) {
 	if o.Prune.Now == nil {
 		o.Prune.Now = o.Now
 	}
 	if o.Prune.Counter == nil {
-		o.Prune.Counter = textCounter{p.mc}
+		o.Prune.Counter = textCounter{mc}
 	}
 	if o.Prune.Logger == nil {
 		o.Prune.Logger = o.Logger
 	}
 
 	if o.Compact.MessageCounter == nil && o.Compact.Counter == nil {
-		o.Compact.MessageCounter = p.mc
+		o.Compact.MessageCounter = mc
 	}
 	if o.Compact.SessionID == "" {
 		o.Compact.SessionID = o.SessionID
@@ -370,53 +403,40 @@ func New(opts Options) (*Pipeline, error) {
 	if o.Files.Dir == "" {
 		o.Files.Dir = offload.DefaultDir
 	}
+}
 
-	// Every mode keeps the originals of what it removes: the workspace
-	// store keeps every result whole, so a pruned result's placeholder
-	// names where its original is. Only mode workspace replaces large
-	// results by references to it; the other modes need the store only
-	// when they prune.
-	st, err := OpenStores(context.Background(), *o)
-	if err != nil {
-		return nil, err
+// useWorkspace sets the pipeline on the workspace store New opened: its
+// root (absolute when a directory), the workspace over it with the
+// pipeline's session, clock and logger (storing every result whole unless
+// the mode is OffloadWorkspace), and the archiver of mode workspace.
+func (p *Pipeline) useWorkspace(store workspace.Store) {
+	o := &p.opts
+	if l, ok := store.(workspace.Locator); ok {
+		p.wsRoot = l.Location()
 	}
-	p.openStores = st
-	if o.Offload == OffloadWorkspace || !o.NoPrune {
-		store := st.Workspace
-		if l, ok := store.(workspace.Locator); ok {
-			p.wsRoot = l.Location()
-		}
-		if p.wsRoot != "" && !strings.Contains(p.wsRoot, "://") {
-			if abs, err := filepath.Abs(p.wsRoot); err == nil {
-				p.wsRoot = abs
-			}
-		}
-		wo := o.Workspace
-		if o.Offload != OffloadWorkspace {
-			wo.InlineLimit = math.MaxInt // stored, never replaced by a reference
-		}
-		if wo.SessionID == "" {
-			wo.SessionID = o.SessionID
-		}
-		if wo.Now == nil {
-			wo.Now = o.Now
-		}
-		if wo.Logger == nil {
-			wo.Logger = o.Logger
-		}
-		o.Store = store
-		p.ws = workspace.New(store, wo)
-		if o.Offload == OffloadWorkspace {
-			p.archiver = workspaceArchiver{ws: p.ws, now: o.Now, bound: p.storeCtx}
+	if p.wsRoot != "" && !strings.Contains(p.wsRoot, "://") {
+		if abs, err := filepath.Abs(p.wsRoot); err == nil {
+			p.wsRoot = abs
 		}
 	}
-	p.sessionID = o.SessionID
-	p.namespace = o.Workspace.Namespace
-	if p.namespace == "" {
-		p.namespace = workspace.DefaultNamespace
+	wo := o.Workspace
+	if o.Offload != OffloadWorkspace {
+		wo.InlineLimit = math.MaxInt // stored, never replaced by a reference
 	}
-	p.sessions = st.Sessions
-	return p, nil
+	if wo.SessionID == "" {
+		wo.SessionID = o.SessionID
+	}
+	if wo.Now == nil {
+		wo.Now = o.Now
+	}
+	if wo.Logger == nil {
+		wo.Logger = o.Logger
+	}
+	o.Store = store
+	p.ws = workspace.New(store, wo)
+	if o.Offload == OffloadWorkspace {
+		p.archiver = workspaceArchiver{ws: p.ws, now: o.Now, bound: p.storeCtx}
+	}
 }
 
 // OpenStores opens the stores New opens for o, through package stores

@@ -363,49 +363,19 @@ func (s *StepReport) summary() string {
 	if s.Skipped {
 		return "off"
 	}
-	saved := func() string {
-		if s.CharsSaved == 0 && s.TokensSaved == 0 {
-			return ""
-		}
-		return fmt.Sprintf(" (%s chars, %s tokens)", signed(-s.CharsSaved), signed(-s.TokensSaved))
-	}
 	switch s.Step {
 	case StepRepair:
 		if s.Changed == 0 {
 			return "tool calls and results already pair up"
 		}
-		return fmt.Sprintf("%d pairing repair(s): %s%s", s.Changed, repairKinds(s.Repairs), saved())
+		return fmt.Sprintf("%d pairing repair(s): %s%s", s.Changed, repairKinds(s.Repairs), s.saved())
 	case StepPrune:
 		if s.Changed == 0 {
 			return "no stale terminal output"
 		}
-		return fmt.Sprintf("%d stale terminal output(s) replaced by a placeholder%s", s.Changed, saved())
+		return fmt.Sprintf("%d stale terminal output(s) replaced by a placeholder%s", s.Changed, s.saved())
 	case StepOffload:
-		o := s.Offload
-		if o == nil {
-			return ""
-		}
-		switch o.Mode {
-		case OffloadFiles:
-			if o.Replaced == 0 {
-				return "no result large enough to offload"
-			}
-			return fmt.Sprintf("%d result(s) moved to files in %s%s", o.Replaced, o.Dir, saved())
-		case OffloadWorkspace:
-			where := "the workspace"
-			if o.Workspace != "" {
-				where = o.Workspace
-			}
-			line := fmt.Sprintf("%d result(s) kept whole in %s (namespace %s, %d written now)", o.Stored, where, o.Namespace, o.Written)
-			if o.Replaced > 0 {
-				line += fmt.Sprintf("; %d large one(s) replaced by a reference%s", o.Replaced, saved())
-			}
-			if o.Verified != nil {
-				line += fmt.Sprintf("; %d/%d read back identical", o.Verified.Identical, o.Verified.Checked)
-			}
-			return line
-		}
-		return ""
+		return s.offloadSummary()
 	case StepCount:
 		if s.Count == nil {
 			return ""
@@ -415,30 +385,7 @@ func (s *StepReport) summary() string {
 		}
 		return fmt.Sprintf("%s tokens: below the trigger", textfmt.Thousands(s.Count.Tokens))
 	case StepCompact:
-		c := s.Compact
-		if c == nil {
-			return ""
-		}
-		var parts []string
-		if c.Reused > 0 {
-			parts = append(parts, fmt.Sprintf("%d message(s) replaced by the earlier summary", c.Reused))
-		}
-		if c.Compacted {
-			parts = append(parts, fmt.Sprintf("%d message(s) summarized", c.Stats.CompactedMessageCount))
-		}
-		if len(parts) == 0 {
-			if c.Reason == compact.ReasonBelowThreshold {
-				return "not needed"
-			}
-			return "nothing compacted (" + string(c.Reason) + ")"
-		}
-		line := strings.Join(parts, ", ") + saved()
-		if c.Archive != "" {
-			line += "; originals in " + relPath(c.Archive)
-		} else if c.ReusedArchive != "" {
-			line += "; originals in " + relPath(c.ReusedArchive)
-		}
-		return line
+		return s.compactSummary()
 	case StepValidate:
 		if s.Pairing == nil {
 			return ""
@@ -449,6 +396,72 @@ func (s *StepReport) summary() string {
 		return fmt.Sprintf("UNPAIRED: %d issue(s), first: %s", len(s.Pairing.Issues), s.Pairing.Issues[0])
 	}
 	return ""
+}
+
+// saved is what summary says the step saved: nothing, or the characters
+// and tokens in parentheses.
+func (s *StepReport) saved() string {
+	if s.CharsSaved == 0 && s.TokensSaved == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%s chars, %s tokens)", signed(-s.CharsSaved), signed(-s.TokensSaved))
+}
+
+// offloadSummary is summary's line for the offload step.
+func (s *StepReport) offloadSummary() string {
+	o := s.Offload
+	if o == nil {
+		return ""
+	}
+	switch o.Mode {
+	case OffloadFiles:
+		if o.Replaced == 0 {
+			return "no result large enough to offload"
+		}
+		return fmt.Sprintf("%d result(s) moved to files in %s%s", o.Replaced, o.Dir, s.saved())
+	case OffloadWorkspace:
+		where := "the workspace"
+		if o.Workspace != "" {
+			where = o.Workspace
+		}
+		line := fmt.Sprintf("%d result(s) kept whole in %s (namespace %s, %d written now)", o.Stored, where, o.Namespace, o.Written)
+		if o.Replaced > 0 {
+			line += fmt.Sprintf("; %d large one(s) replaced by a reference%s", o.Replaced, s.saved())
+		}
+		if o.Verified != nil {
+			line += fmt.Sprintf("; %d/%d read back identical", o.Verified.Identical, o.Verified.Checked)
+		}
+		return line
+	}
+	return ""
+}
+
+// compactSummary is summary's line for the compact step.
+func (s *StepReport) compactSummary() string {
+	c := s.Compact
+	if c == nil {
+		return ""
+	}
+	var parts []string
+	if c.Reused > 0 {
+		parts = append(parts, fmt.Sprintf("%d message(s) replaced by the earlier summary", c.Reused))
+	}
+	if c.Compacted {
+		parts = append(parts, fmt.Sprintf("%d message(s) summarized", c.Stats.CompactedMessageCount))
+	}
+	if len(parts) == 0 {
+		if c.Reason == compact.ReasonBelowThreshold {
+			return "not needed"
+		}
+		return "nothing compacted (" + string(c.Reason) + ")"
+	}
+	line := strings.Join(parts, ", ") + s.saved()
+	if c.Archive != "" {
+		line += "; originals in " + relPath(c.Archive)
+	} else if c.ReusedArchive != "" {
+		line += "; originals in " + relPath(c.ReusedArchive)
+	}
+	return line
 }
 
 func repairKinds(rs []agentctx.Repair) string {

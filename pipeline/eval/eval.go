@@ -156,39 +156,7 @@ func Run(ctx context.Context, dir string, opts Options) (*Evaluation, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	var files []string
-	skipped := []SkippedFile{}
-	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
-		if err != nil {
-			if path == dir {
-				return err
-			}
-			rel, _ := filepath.Rel(dir, path)
-			skipped = append(skipped, SkippedFile{File: filepath.ToSlash(rel), Reason: oneLine(err)})
-			return nil
-		}
-		if path == dir {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, path)
-		name := filepath.ToSlash(rel)
-		switch {
-		case e.IsDir() && strings.HasPrefix(e.Name(), "."):
-			skipped = append(skipped, SkippedFile{File: name + "/", Reason: "a hidden directory: not entered"})
-			return filepath.SkipDir
-		case e.IsDir():
-		case !e.Type().IsRegular():
-			skipped = append(skipped, SkippedFile{File: name, Reason: "not a regular file"})
-		case !slices.ContainsFunc(transcriptExts, func(ext string) bool { return strings.EqualFold(filepath.Ext(name), ext) }):
-			skipped = append(skipped, SkippedFile{File: name, Reason: "not a transcript name: " + strings.Join(transcriptExts, ", ")})
-		default:
-			files = append(files, name)
-		}
-		return nil
-	})
+	files, skipped, err := transcriptFiles(ctx, dir)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: evaluate: %w", err)
 	}
@@ -249,6 +217,45 @@ func Run(ctx context.Context, dir string, opts Options) (*Evaluation, error) {
 	}
 	ev.Duration = time.Since(start)
 	return ev, nil
+}
+
+// transcriptFiles lists the transcripts under dir (slash paths relative
+// to it, in walk order) and every entry it does not read, with the reason.
+func transcriptFiles(ctx context.Context, dir string) ([]string, []SkippedFile, error) {
+	var files []string
+	skipped := []SkippedFile{}
+	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if path == dir {
+				return err
+			}
+			rel, _ := filepath.Rel(dir, path)
+			skipped = append(skipped, SkippedFile{File: filepath.ToSlash(rel), Reason: oneLine(err)})
+			return nil
+		}
+		if path == dir {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		name := filepath.ToSlash(rel)
+		switch {
+		case e.IsDir() && strings.HasPrefix(e.Name(), "."):
+			skipped = append(skipped, SkippedFile{File: name + "/", Reason: "a hidden directory: not entered"})
+			return filepath.SkipDir
+		case e.IsDir():
+		case !e.Type().IsRegular():
+			skipped = append(skipped, SkippedFile{File: name, Reason: "not a regular file"})
+		case !slices.ContainsFunc(transcriptExts, func(ext string) bool { return strings.EqualFold(filepath.Ext(name), ext) }):
+			skipped = append(skipped, SkippedFile{File: name, Reason: "not a transcript name: " + strings.Join(transcriptExts, ", ")})
+		default:
+			files = append(files, name)
+		}
+		return nil
+	})
+	return files, skipped, err
 }
 
 // evaluateFile evaluates every conversation of one transcript. Only a done

@@ -149,26 +149,13 @@ type Request struct {
 // (for a Claude Code session, each new message.id); its usage is read from
 // the message's "usage" member and its time from its timestamp.
 func Run(ctx context.Context, doc *agentctx.Document, opts Options) (*Result, error) {
-	o := opts.Options
-	if o.SessionID == "" {
-		o.SessionID = "replay"
+	o, cleanup, err := runOptions(opts.Options)
+	if err != nil {
+		return nil, err
 	}
-	if o.WorkspaceDir == "" && o.Store == nil {
-		dir, err := os.MkdirTemp("", "agentctx-replay-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
-		o.WorkspaceDir = filepath.Join(dir, "workspace")
-		if o.Files.Dir == "" {
-			o.Files.Dir = filepath.Join(dir, "offload")
-		}
-		if o.Compact.Dir == "" {
-			o.Compact.Dir = filepath.Join(dir, "offload")
-		}
-	}
-	var clock time.Time
-	o.Now = func() time.Time { return clock }
+	defer cleanup()
+	r := &replayer{doc: doc, opts: opts}
+	o.Now = func() time.Time { return r.clock }
 	p, err := pipeline.New(o)
 	if err != nil {
 		return nil, err
@@ -184,105 +171,167 @@ func Run(ctx context.Context, doc *agentctx.Document, opts Options) (*Result, er
 	if len(requests) == 0 {
 		return nil, fmt.Errorf("%w: %w", agentctx.ErrInvalidInput, ErrNoRequests)
 	}
-	extra := p.RequestTokens(doc)
-	money := newReplayBill(p, opts.Prices, extra)
-	res := &Result{PerRequest: make([]Request, 0, len(requests))}
-	var (
-		prev       []byte // the previous prepared list, as JSON
-		prevTokens int
-		cost       float64
-		errs       []float64
-		stable     []float64
-		times      []float64
-		lastTime   time.Time
-		prevClock  time.Time
-		ttl        = p.Prices().TTL
-	)
+	r.p = p
+	r.money = newReplayBill(p, opts.Prices, p.RequestTokens(doc))
+	r.res = &Result{PerRequest: make([]Request, 0, len(requests))}
+	r.ttl = p.Prices().TTL
 	for k, idx := range requests {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		asst := doc.Messages[idx]
-		if ts, ok := asst.Timestamp(); ok {
-			lastTime = ts
-		} else if ts, ok := doc.Messages[idx-1].Timestamp(); ok && ts.After(lastTime) {
-			lastTime = ts
-		}
-		clock = lastTime
-		t0 := time.Now()
-		out, err := p.PrepareCall(ctx, doc.WithMessages(doc.Messages[:idx]), pipeline.CallOptions{})
-		if err != nil {
+		if err := r.request(ctx, k, idx); err != nil {
 			return nil, fmt.Errorf("request %d: %w", k+1, err)
 		}
-		ms := float64(time.Since(t0).Microseconds()) / 1000
-		times = append(times, ms)
-		rep := &out.Report
-		rr := Request{Request: k + 1, Messages: idx, MessagesSent: len(out.Messages), Tokens: rep.TokensBefore,
-			TokensSent: rep.TokensAfter, Estimate: rep.EstimatedTokensBefore, Ms: ms}
-		if s := rep.Step(pipeline.StepPrune); s != nil {
-			rr.Pruned, rr.PendingTokens = s.New, s.PendingTokens
-		}
-		if s := rep.Step(pipeline.StepOffload); s != nil {
-			rr.Offloaded = s.New
-		}
-		if s := rep.Step(pipeline.StepCompact); s != nil && s.Compact != nil && s.Compact.Compacted {
-			rr.Compacted = true
-			res.Compactions++
-		}
-		cur, err := agentctx.MarshalMessages(out.Messages)
-		if err != nil {
-			return nil, fmt.Errorf("request %d: %w", k+1, err)
-		}
-		cached := 0
-		cold := k > 0 && clock.Sub(prevClock) > ttl // the cache expired: every token written again
-		prevClock = clock
-		if k > 0 {
-			rr.PrefixStable, rr.CacheBreak = prefixStability(prev, cur)
-			stable = append(stable, rr.PrefixStable)
-			if rr.CacheBreak {
-				res.CacheBreaks++
-			}
-			cached = min(int(rr.PrefixStable*float64(prevTokens)), rr.TokensSent)
-			if cold {
-				cached = 0
-			}
-		}
-		cost += 0.1*float64(cached) + 1.25*float64(rr.TokensSent-cached)
-		prev, prevTokens = cur, rr.TokensSent
-		rr.CostUSD, rr.CostWithoutUSD = money.request(clock, asst, doc.Messages[:idx], out.Messages, rep.TokensBefore)
-		res.CostUSD += rr.CostUSD
-		res.CostWithoutUSD += rr.CostWithoutUSD
-		if u, ok := recordedUsage(asst); ok {
-			rr.Usage = u.Total()
-			if k > 0 && rr.Usage > 0 {
-				rr.ErrorPct = 100 * math.Abs(float64(rr.Estimate-rr.Usage)) / float64(rr.Usage)
-				errs = append(errs, rr.ErrorPct)
-			}
-			if !opts.NoUsage {
-				u.Counted = rep.TokensBefore // the usage is of the request as the agent sent it
-				if err := p.Observe(ctx, u); err != nil {
-					return nil, fmt.Errorf("request %d: %w", k+1, err)
-				}
-			}
-		}
-		if s := rep.Session; s != nil && s.Calibrated {
-			res.Ratio = s.Ratio
-		}
-		res.TokensBefore += rr.Tokens
-		res.TokensAfter += rr.TokensSent
-		res.PerRequest = append(res.PerRequest, rr)
 	}
-	res.Requests = len(requests)
+	return r.result(len(requests)), nil
+}
+
+// runOptions returns the pipeline options of a replay: session "replay"
+// unless set, and, when no workspace is given, a temporary one (with the
+// offload and archive directories beside it) that cleanup removes.
+func runOptions(o pipeline.Options) (_ pipeline.Options, cleanup func(), _ error) {
+	if o.SessionID == "" {
+		o.SessionID = "replay"
+	}
+	if o.WorkspaceDir != "" || o.Store != nil {
+		return o, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "agentctx-replay-")
+	if err != nil {
+		return o, nil, err
+	}
+	o.WorkspaceDir = filepath.Join(dir, "workspace")
+	if o.Files.Dir == "" {
+		o.Files.Dir = filepath.Join(dir, "offload")
+	}
+	if o.Compact.Dir == "" {
+		o.Compact.Dir = filepath.Join(dir, "offload")
+	}
+	return o, func() { os.RemoveAll(dir) }, nil
+}
+
+// replayer is the working state of Run: the pipeline, the replayed clock,
+// the previous request (for the cache) and the samples the result's
+// aggregates are made of.
+type replayer struct {
+	doc   *agentctx.Document
+	opts  Options
+	p     *pipeline.Pipeline
+	money *replayBill
+	res   *Result
+	ttl   time.Duration
+
+	clock      time.Time // what the pipeline's Now returns
+	prev       []byte    // the previous prepared list, as JSON
+	prevTokens int
+	prevClock  time.Time
+	lastTime   time.Time
+	cost       float64
+	errs       []float64
+	stable     []float64
+	times      []float64
+}
+
+// request replays the k-th request, the assistant message at idx: the
+// clock set to its time, Prepare on the history before it, its prefix and
+// bill compared with the previous request's, and its recorded usage fed
+// back.
+func (r *replayer) request(ctx context.Context, k, idx int) error {
+	doc, p, res := r.doc, r.p, r.res
+	asst := doc.Messages[idx]
+	if ts, ok := asst.Timestamp(); ok {
+		r.lastTime = ts
+	} else if ts, ok := doc.Messages[idx-1].Timestamp(); ok && ts.After(r.lastTime) {
+		r.lastTime = ts
+	}
+	r.clock = r.lastTime
+	t0 := time.Now()
+	out, err := p.PrepareCall(ctx, doc.WithMessages(doc.Messages[:idx]), pipeline.CallOptions{})
+	if err != nil {
+		return err
+	}
+	ms := float64(time.Since(t0).Microseconds()) / 1000
+	r.times = append(r.times, ms)
+	rep := &out.Report
+	rr := Request{Request: k + 1, Messages: idx, MessagesSent: len(out.Messages), Tokens: rep.TokensBefore,
+		TokensSent: rep.TokensAfter, Estimate: rep.EstimatedTokensBefore, Ms: ms}
+	if s := rep.Step(pipeline.StepPrune); s != nil {
+		rr.Pruned, rr.PendingTokens = s.New, s.PendingTokens
+	}
+	if s := rep.Step(pipeline.StepOffload); s != nil {
+		rr.Offloaded = s.New
+	}
+	if s := rep.Step(pipeline.StepCompact); s != nil && s.Compact != nil && s.Compact.Compacted {
+		rr.Compacted = true
+		res.Compactions++
+	}
+	cur, err := agentctx.MarshalMessages(out.Messages)
+	if err != nil {
+		return err
+	}
+	r.cache(k, cur, &rr)
+	rr.CostUSD, rr.CostWithoutUSD = r.money.request(r.clock, asst, doc.Messages[:idx], out.Messages, rep.TokensBefore)
+	res.CostUSD += rr.CostUSD
+	res.CostWithoutUSD += rr.CostWithoutUSD
+	if u, ok := recordedUsage(asst); ok {
+		rr.Usage = u.Total()
+		if k > 0 && rr.Usage > 0 {
+			rr.ErrorPct = 100 * math.Abs(float64(rr.Estimate-rr.Usage)) / float64(rr.Usage)
+			r.errs = append(r.errs, rr.ErrorPct)
+		}
+		if !r.opts.NoUsage {
+			u.Counted = rep.TokensBefore // the usage is of the request as the agent sent it
+			if err := p.Observe(ctx, u); err != nil {
+				return err
+			}
+		}
+	}
+	if s := rep.Session; s != nil && s.Calibrated {
+		res.Ratio = s.Ratio
+	}
+	res.TokensBefore += rr.Tokens
+	res.TokensAfter += rr.TokensSent
+	res.PerRequest = append(res.PerRequest, rr)
+	return nil
+}
+
+// cache compares the k-th request's prepared list cur (as JSON) with the
+// previous one: the prefix kept and whether the cache broke (in rr), and
+// the relative cache cost, with every token written again when the cache
+// expired in between.
+func (r *replayer) cache(k int, cur []byte, rr *Request) {
+	cached := 0
+	cold := k > 0 && r.clock.Sub(r.prevClock) > r.ttl // the cache expired: every token written again
+	r.prevClock = r.clock
+	if k > 0 {
+		rr.PrefixStable, rr.CacheBreak = prefixStability(r.prev, cur)
+		r.stable = append(r.stable, rr.PrefixStable)
+		if rr.CacheBreak {
+			r.res.CacheBreaks++
+		}
+		cached = min(int(rr.PrefixStable*float64(r.prevTokens)), rr.TokensSent)
+		if cold {
+			cached = 0
+		}
+	}
+	r.cost += 0.1*float64(cached) + 1.25*float64(rr.TokensSent-cached)
+	r.prev, r.prevTokens = cur, rr.TokensSent
+}
+
+// result completes the result of n replayed requests with its aggregates.
+func (r *replayer) result(n int) *Result {
+	res := r.res
+	res.Requests = n
 	res.SavedUSD = round6(res.CostWithoutUSD - res.CostUSD)
 	res.CostUSD, res.CostWithoutUSD = round6(res.CostUSD), round6(res.CostWithoutUSD)
-	res.CacheCost = int(math.Round(cost))
+	res.CacheCost = int(math.Round(r.cost))
 	res.PrefixStableRatio = 1
-	if len(stable) > 0 {
-		res.PrefixStableRatio = mean(stable)
+	if len(r.stable) > 0 {
+		res.PrefixStableRatio = mean(r.stable)
 	}
-	res.CountError = CountError{MedianPct: percentile(errs, 50), P95Pct: percentile(errs, 95), N: len(errs)}
-	res.MedianMs, res.MaxMs = percentile(times, 50), slices.Max(times)
-	return res, nil
+	res.CountError = CountError{MedianPct: percentile(r.errs, 50), P95Pct: percentile(r.errs, 95), N: len(r.errs)}
+	res.MedianMs, res.MaxMs = percentile(r.times, 50), slices.Max(r.times)
+	return res
 }
 
 // prefixStability compares the JSON arrays of two prepared lists: the share

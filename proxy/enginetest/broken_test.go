@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,6 +31,19 @@ func (b brokenEngine) Prepare(ctx context.Context, req *proxy.Request) (*proxy.P
 		m := p.Messages[0].WithContent(agentctx.Text("changed"))
 		p.Messages = append([]agentctx.Message{m}, p.Messages[1:]...)
 		p.Unchanged, p.TokensAfter = true, p.TokensBefore
+	case "stale-source": // changes a message but says it kept it
+		m := p.Messages[0].WithContent(agentctx.Text("changed"))
+		p.Messages = append([]agentctx.Message{m}, p.Messages[1:]...)
+		p.Unchanged, p.Facts = false, nil
+		if len(p.Sources) == len(p.Messages) {
+			p.Sources = slices.Clone(p.Sources)
+			p.Sources[0] = 0
+		}
+	case "stale-facts": // gives the first message the last one's facts
+		if n := len(p.Facts); n == len(p.Messages) {
+			p.Facts = slices.Clone(p.Facts)
+			p.Facts[0] = p.Facts[n-1]
+		}
 	case "mutate": // modifies the request
 		req.Document.Messages[0] = req.Document.Messages[0].WithContent(agentctx.Text("mutated"))
 	case "unpair": // drops a tool result, keeping its call
@@ -58,10 +72,12 @@ func TestBrokenEngines(t *testing.T) {
 		t.Skip("runs the suite in child processes")
 	}
 	for how, want := range map[string]string{
-		"drop-last": "LastTurn",
-		"lie":       "Unchanged claimed",
-		"mutate":    "modified the request's Document",
-		"unpair":    "Pairing",
+		"drop-last":    "LastTurn",
+		"lie":          "Unchanged claimed",
+		"mutate":       "modified the request's Document",
+		"unpair":       "Pairing",
+		"stale-source": "Sources: message",
+		"stale-facts":  "Facts: message 0's Hash",
 	} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()

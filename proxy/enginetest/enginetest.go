@@ -11,9 +11,10 @@
 //		enginetest.Run(t, enginetest.Options{New: func(t *testing.T, dir string) proxy.Engine { ... }, ExpectEdits: true})
 //	}
 //
-// The rules (per API; the Session subtest checks the first five, and
-// Edits, on every request of a scripted session, the other subtests check
-// them on every request they send besides their own):
+// The rules (per API; the Session subtest checks Pairing, LastTurn,
+// Unchanged, Sources, RequestKept and Flags on every request of a scripted
+// session, and Edits; the other subtests check those on every request they
+// send besides their own rule):
 //
 //   - Pairing: every prepared list pairs each tool call with its result
 //     (agentctx.ValidatePairing finds no issue) when the request did.
@@ -23,6 +24,13 @@
 //   - Unchanged: a Prepared that claims Unchanged returns the request's own
 //     messages, encoded byte for byte as received; and the counts are set
 //     (TokensBefore > 0; TokensAfter == TokensBefore when unchanged).
+//   - Sources: when a Prepared says which messages it kept (Sources, not
+//     nil), it is true: one source per message; each one not negative
+//     names the request's message (in Document.Messages) that the
+//     prepared message encodes as, byte for byte (Message.AppendJSON),
+//     and they increase; -1 (changed or added) is always true. When it
+//     says what it knows of them (Facts, not nil), there is one per
+//     message, and an Encoding or a Hash there is the message's.
 //   - RequestKept: Prepare does not modify the request (its Document,
 //     Header).
 //   - Idempotent: preparing the same request twice gives the same list
@@ -140,7 +148,7 @@ func Run(t *testing.T, o Options) {
 				name string
 				run  func(*testing.T)
 			}{
-				{"Session", s.session}, // Pairing, LastTurn, Unchanged, RequestKept, Flags, Edits
+				{"Session", s.session}, // Pairing, LastTurn, Unchanged, Sources, RequestKept, Flags, Edits
 				{"Idempotent", s.idempotent},
 				{"Sticky", s.sticky},
 				{"Retry", s.retry},
@@ -231,7 +239,9 @@ func (s *suite) check(t *testing.T, r *Req, p *proxy.Prepared) {
 		}
 	}
 	checkLastTurn(t, r.Name, in, out)
-	if a, b := encodeAll(t, in), encodeAll(t, out); p.Unchanged && !equalLists(a, b) {
+	a, b := encodeAll(t, in), encodeAll(t, out)
+	checkSources(t, r.Name, a, b, p)
+	if p.Unchanged && !equalLists(a, b) {
 		i := firstDiff(a, b)
 		x, y := around(at(a, i), at(b, i))
 		t.Errorf("%s: Unchanged claimed, but message %d differs from the request's:\nrequest  %s\nprepared %s", r.Name, i, x, y)
@@ -247,6 +257,52 @@ func (s *suite) check(t *testing.T, r *Req, p *proxy.Prepared) {
 	}
 	if (p.Pruned > 0 || p.Offloaded > 0 || p.Compacted) && p.Unchanged {
 		t.Errorf("%s: Flags: Unchanged with edits (pruned %d, offloaded %d, compacted %v)", r.Name, p.Pruned, p.Offloaded, p.Compacted)
+	}
+}
+
+// checkSources checks that what p says of its messages (Sources, Facts)
+// is true, given the encodings of the request's messages (in) and of the
+// prepared ones (out).
+func checkSources(t *testing.T, name string, in, out [][]byte, p *proxy.Prepared) {
+	t.Helper()
+	if p.Sources != nil {
+		if len(p.Sources) != len(out) {
+			t.Errorf("%s: Sources: %d sources for %d messages", name, len(p.Sources), len(out))
+		} else {
+			last := -1
+			for j, k := range p.Sources {
+				switch {
+				case k < 0:
+					continue
+				case k >= len(in):
+					t.Errorf("%s: Sources: message %d is said to be request message %d of %d", name, j, k, len(in))
+				case k <= last:
+					t.Errorf("%s: Sources: message %d is said to be request message %d, after message %d was %d (out of order)", name, j, k, j-1, last)
+				case !bytes.Equal(in[k], out[j]):
+					x, y := around(in[k], out[j])
+					t.Errorf("%s: Sources: message %d is said to be request message %d, unchanged, but encodes otherwise:\nrequest  %s\nprepared %s", name, j, k, x, y)
+				}
+				last = max(last, k)
+			}
+		}
+	}
+	if p.Facts != nil {
+		if len(p.Facts) != len(out) {
+			t.Errorf("%s: Facts: %d facts for %d messages", name, len(p.Facts), len(out))
+			return
+		}
+		for j, f := range p.Facts {
+			if f.Encoding != nil && !bytes.Equal(f.Encoding, out[j]) {
+				x, y := around(f.Encoding, out[j])
+				t.Errorf("%s: Facts: message %d's Encoding is not its encoding:\nfacts    %s\nprepared %s", name, j, x, y)
+			}
+			if !f.Hash.IsZero() && f.Hash != agentctx.HashEncoding(out[j]) {
+				t.Errorf("%s: Facts: message %d's Hash %v is not its encoding's (%v)", name, j, f.Hash, agentctx.HashEncoding(out[j]))
+			}
+			if f.Tokens < 0 {
+				t.Errorf("%s: Facts: message %d has %d tokens", name, j, f.Tokens)
+			}
+		}
 	}
 }
 
@@ -372,9 +428,17 @@ func firstDiff(a, b [][]byte) int {
 func (s *suite) session(t *testing.T) {
 	e := s.engine(t)
 	edited := false
-	var pruned, offloaded, compacted int
+	var pruned, offloaded, compacted, sourced, kept int
 	for _, r := range Script(s.api, "conf-session", s.o.Turns, s.o.ResultChars) {
 		p := s.prepare(t, e, r)
+		if p.Sources != nil {
+			sourced++
+			for _, k := range p.Sources {
+				if k >= 0 {
+					kept++
+				}
+			}
+		}
 		if !p.Unchanged && firstDiff(encodeAll(t, r.Messages), encodeAll(t, p.Messages)) >= 0 {
 			edited = true
 		}
@@ -384,7 +448,7 @@ func (s *suite) session(t *testing.T) {
 			compacted++
 		}
 	}
-	t.Logf("pruned %d, offloaded %d, compactions %d", pruned, offloaded, compacted)
+	t.Logf("pruned %d, offloaded %d, compactions %d; sources given for %d requests, %d messages said kept", pruned, offloaded, compacted, sourced, kept)
 	if s.o.ExpectEdits && !edited {
 		t.Errorf("Edits: no request of %d turns of %d-character results was edited: the Engine's options do not exercise it", s.o.Turns, s.o.ResultChars)
 	}
