@@ -23,7 +23,14 @@ const (
 
 // compactFlags are the flags of compact.
 type compactFlags struct {
-	dir, session         string
+	summaryFlags
+	dir, session string
+	check        bool
+	messagesOnly bool
+}
+
+// summaryFlags are the compaction flags compact and prepare share.
+type summaryFlags struct {
 	limit                int
 	threshold, tailRatio float64
 	maxRetries           int
@@ -31,9 +38,40 @@ type compactFlags struct {
 	apiKey, baseURL      string
 	timeout, backoff     time.Duration
 	inputTokens          int
-	check, force, strict bool
+	force, strict        bool
 	noArchive            bool
-	messagesOnly         bool
+}
+
+// compactOptions returns the compaction options the flags make, with the
+// summarizer they name when summarize is set.
+func (f *summaryFlags) compactOptions(e *env, summarize bool) (compact.Options, error) {
+	o := compact.Options{
+		Limit:           f.limit,
+		Threshold:       f.threshold,
+		TailRatio:       f.tailRatio,
+		MaxRetries:      f.maxRetries,
+		AttemptTimeout:  f.timeout,
+		Backoff:         doubling(f.backoff),
+		Force:           f.force,
+		NoArchive:       f.noArchive,
+		ArchiveRequired: f.strict,
+		SummaryRequired: f.strict,
+	}
+	// On the command line 0 is literal; in Options it means the default.
+	if f.tailRatio == 0 {
+		o.TailRatio = -1
+	}
+	if f.maxRetries == 0 {
+		o.MaxRetries = -1
+	}
+	if summarize {
+		s, err := newSummarizer(e, f.summarizer, f.model, f.apiKey, f.baseURL, f.inputTokens)
+		if err != nil {
+			return o, err
+		}
+		o.Summarizer = s
+	}
+	return o, nil
 }
 
 const compactLong = `compact replaces the middle of a conversation with a summary when its tokens
@@ -140,36 +178,9 @@ func (f *compactFlags) validate(cmd *cobra.Command) error {
 // options returns the compact options the flags make, with the summarizer
 // unless --check (which summarizes nothing).
 func (f *compactFlags) options(e *env) (compact.Options, error) {
-	opts := compact.Options{
-		Limit:           f.limit,
-		Threshold:       f.threshold,
-		TailRatio:       f.tailRatio,
-		MaxRetries:      f.maxRetries,
-		AttemptTimeout:  f.timeout,
-		Backoff:         doubling(f.backoff),
-		Force:           f.force,
-		Dir:             f.dir,
-		SessionID:       f.session,
-		NoArchive:       f.noArchive,
-		ArchiveRequired: f.strict,
-		SummaryRequired: f.strict,
-		Logger:          e.logger,
-	}
-	// On the command line 0 is literal; in Options it means the default.
-	if f.tailRatio == 0 {
-		opts.TailRatio = -1
-	}
-	if f.maxRetries == 0 {
-		opts.MaxRetries = -1
-	}
-	if !f.check {
-		s, err := newSummarizer(e, f.summarizer, f.model, f.apiKey, f.baseURL, f.inputTokens)
-		if err != nil {
-			return opts, err
-		}
-		opts.Summarizer = s
-	}
-	return opts, nil
+	opts, err := f.compactOptions(e, !f.check)
+	opts.Dir, opts.SessionID, opts.Logger = f.dir, f.session, e.logger
+	return opts, err
 }
 
 // runCompact runs compact: the flags checked before the input is read,

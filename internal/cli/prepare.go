@@ -54,16 +54,8 @@ type prepareFlags struct {
 	dir         string
 	minChars    int
 
-	noCompact            bool
-	limit                int
-	threshold, tailRatio float64
-	maxRetries           int
-	summarizer, model    string
-	apiKey, baseURL      string
-	timeout, backoff     time.Duration
-	inputTokens          int
-	force, strict        bool
-	noArchive            bool
+	noCompact bool
+	summaryFlags
 
 	verify    bool
 	onReplace bool
@@ -173,7 +165,7 @@ func (f *prepareFlags) options(e *env, changed func(string) bool) (pipeline.Opti
 	o.Files = offload.BatchOptions{MinChars: f.minChars}
 
 	o.NoCompact = f.noCompact
-	if o.Compact, err = f.compactOptions(e); err != nil {
+	if o.Compact, err = f.compactOptions(e, !f.noCompact); err != nil {
 		return o, err
 	}
 	o.MessageCounter = tokens.NewMessageCounter(tokens.MessageOptions{Counter: enc, Logger: e.logger, Parallelism: -1})
@@ -258,38 +250,6 @@ func (f *prepareFlags) clearingOptions(o *pipeline.Options) error {
 		o.ClearTrigger = -1
 	}
 	return nil
-}
-
-// compactOptions returns the compaction step's options, with the
-// summarizer unless --no-compact.
-func (f *prepareFlags) compactOptions(e *env) (compact.Options, error) {
-	o := compact.Options{
-		Limit:           f.limit,
-		Threshold:       f.threshold,
-		TailRatio:       f.tailRatio,
-		MaxRetries:      f.maxRetries,
-		AttemptTimeout:  f.timeout,
-		Backoff:         doubling(f.backoff),
-		Force:           f.force,
-		NoArchive:       f.noArchive,
-		ArchiveRequired: f.strict,
-		SummaryRequired: f.strict,
-	}
-	// On the command line 0 is literal; in Options it means the default.
-	if f.tailRatio == 0 {
-		o.TailRatio = -1
-	}
-	if f.maxRetries == 0 {
-		o.MaxRetries = -1
-	}
-	if !f.noCompact {
-		s, err := newSummarizer(e, f.summarizer, f.model, f.apiKey, f.baseURL, f.inputTokens)
-		if err != nil {
-			return o, err
-		}
-		o.Summarizer = s
-	}
-	return o, nil
 }
 
 // contradictions rejects flags given together when one turns off the step
