@@ -42,6 +42,24 @@ type summaryFlags struct {
 	noArchive            bool
 }
 
+// register adds the shared compaction flags.
+func (f *summaryFlags) register(fs *pflag.FlagSet) {
+	fs.IntVar(&f.limit, "limit", compact.DefaultLimit, "context window, in tokens")
+	fs.Float64Var(&f.threshold, "threshold", compact.DefaultThreshold, "compact when the tokens reach this ratio of --limit")
+	fs.Float64Var(&f.tailRatio, "tail-ratio", compact.DefaultTailRatio, "keep the most recent messages worth this ratio of --limit")
+	fs.IntVar(&f.maxRetries, "max-retries", compact.DefaultMaxRetries, "retries after a failed summary (0: none)")
+	fs.StringVar(&f.summarizer, "summarizer", summarizerExtractive, "extractive, anthropic or openai")
+	fs.StringVar(&f.model, "model", "", "model for --summarizer anthropic or openai (default "+anthropicsum.DefaultModel+" / "+openaisum.DefaultModel+")")
+	fs.StringVar(&f.apiKey, "api-key", "", "API key for the summarizer (default $ANTHROPIC_API_KEY / $OPENAI_API_KEY)")
+	fs.StringVar(&f.baseURL, "base-url", "", "API base URL for the summarizer (default $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL)")
+	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "bound on each summarizer attempt (0: none)")
+	fs.DurationVar(&f.backoff, "backoff", time.Second, "wait before the first retry, doubled for each next one (up to 30s)")
+	fs.IntVar(&f.inputTokens, "input-tokens", compact.DefaultInputTokens, "most tokens of conversation per model call; larger middles are summarized in parts")
+	fs.BoolVar(&f.force, "force", false, "compact even below the threshold")
+	fs.BoolVar(&f.strict, "strict", false, "fail (exit 1) when the archive or the summary fails")
+	fs.BoolVar(&f.noArchive, "no-archive", false, "do not archive the compacted messages")
+}
+
 // compactOptions returns the compaction options the flags make, with the
 // summarizer they name when summarize is set.
 func (f *summaryFlags) compactOptions(e *env, summarize bool) (compact.Options, error) {
@@ -121,21 +139,8 @@ func newCompactCmd(e *env) *cobra.Command {
 func (f *compactFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.dir, "dir", compact.DefaultDir, "archive directory (created if missing)")
 	fs.StringVar(&f.session, "session", compact.DefaultSessionID, "session id: the archive subdirectory")
-	fs.IntVar(&f.limit, "limit", compact.DefaultLimit, "context window, in tokens")
-	fs.Float64Var(&f.threshold, "threshold", compact.DefaultThreshold, "compact when the tokens reach this ratio of --limit")
-	fs.Float64Var(&f.tailRatio, "tail-ratio", compact.DefaultTailRatio, "keep the most recent messages worth this ratio of --limit")
-	fs.IntVar(&f.maxRetries, "max-retries", compact.DefaultMaxRetries, "retries after a failed summary (0: none)")
-	fs.StringVar(&f.summarizer, "summarizer", summarizerExtractive, "extractive, anthropic or openai")
-	fs.StringVar(&f.model, "model", "", "model for --summarizer anthropic or openai (default "+anthropicsum.DefaultModel+" / "+openaisum.DefaultModel+")")
-	fs.StringVar(&f.apiKey, "api-key", "", "API key for the summarizer (default $ANTHROPIC_API_KEY / $OPENAI_API_KEY)")
-	fs.StringVar(&f.baseURL, "base-url", "", "API base URL for the summarizer (default $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL)")
-	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "bound on each summarizer attempt (0: none)")
-	fs.DurationVar(&f.backoff, "backoff", time.Second, "wait before the first retry, doubled for each next one (up to 30s)")
-	fs.IntVar(&f.inputTokens, "input-tokens", compact.DefaultInputTokens, "most tokens of conversation per model call; larger middles are summarized in parts")
+	f.summaryFlags.register(fs)
 	fs.BoolVar(&f.check, "check", false, "only report whether compaction is due")
-	fs.BoolVar(&f.force, "force", false, "compact even below the threshold")
-	fs.BoolVar(&f.strict, "strict", false, "fail (exit 1) when the archive or the summary fails")
-	fs.BoolVar(&f.noArchive, "no-archive", false, "do not archive the compacted messages")
 	fs.BoolVar(&f.messagesOnly, "messages-only", false, "print the messages without the other members of a request body (model, system, tools, ...)")
 }
 

@@ -16,8 +16,6 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/compact/anthropicsum"
-	"github.com/agentctx/agentctx/compact/openaisum"
 	"github.com/agentctx/agentctx/internal/fsutil"
 	"github.com/agentctx/agentctx/offload"
 	"github.com/agentctx/agentctx/pipeline"
@@ -92,20 +90,7 @@ func (f *prepareFlags) register(fs *pflag.FlagSet, eval bool) {
 	fs.StringVar(&f.agent, "agent", "", "agent_id written on every artifact")
 
 	fs.BoolVar(&f.noCompact, "no-compact", false, "do not compact")
-	fs.IntVar(&f.limit, "limit", compact.DefaultLimit, "context window, in tokens")
-	fs.Float64Var(&f.threshold, "threshold", compact.DefaultThreshold, "compact when the tokens reach this ratio of --limit")
-	fs.Float64Var(&f.tailRatio, "tail-ratio", compact.DefaultTailRatio, "keep the most recent messages worth this ratio of --limit")
-	fs.IntVar(&f.maxRetries, "max-retries", compact.DefaultMaxRetries, "retries after a failed summary (0: none)")
-	fs.StringVar(&f.summarizer, "summarizer", summarizerExtractive, "extractive, anthropic or openai")
-	fs.StringVar(&f.model, "model", "", "model for --summarizer anthropic or openai (default "+anthropicsum.DefaultModel+" / "+openaisum.DefaultModel+")")
-	fs.StringVar(&f.apiKey, "api-key", "", "API key for the summarizer (default $ANTHROPIC_API_KEY / $OPENAI_API_KEY)")
-	fs.StringVar(&f.baseURL, "base-url", "", "API base URL for the summarizer (default $ANTHROPIC_BASE_URL / $OPENAI_BASE_URL)")
-	fs.DurationVar(&f.timeout, "timeout", 2*time.Minute, "bound on each summarizer attempt (0: none)")
-	fs.DurationVar(&f.backoff, "backoff", time.Second, "wait before the first retry, doubled for each next one (up to 30s)")
-	fs.IntVar(&f.inputTokens, "input-tokens", compact.DefaultInputTokens, "most tokens of conversation per model call; larger middles are summarized in parts")
-	fs.BoolVar(&f.force, "force", false, "compact even below the threshold")
-	fs.BoolVar(&f.strict, "strict", false, "fail (exit 1) when the archive or the summary fails")
-	fs.BoolVar(&f.noArchive, "no-archive", false, "do not archive the compacted messages")
+	f.summaryFlags.register(fs)
 
 	if eval {
 		return
