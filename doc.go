@@ -22,9 +22,12 @@
 //   - compact: summarizes the middle of a long history and archives the
 //     originals; compact/anthropicsum and compact/openaisum summarize with
 //     a model, compact/summaryeval scores summaries;
-//   - session: per-session state with compare-and-swap; its stores are
+//   - session: per-session state with compare-and-swap over a driver;
+//     its stores are session/memsession, session/dirsession,
 //     session/sqlitesession and session/pgsession, checked by
 //     session/sessiontest;
+//   - stores: the default stores in one place (a directory workspace,
+//     and the session state kept where the workspace is);
 //   - pipeline: all of the above in one call before every model request
 //     (the session engine); pipeline/eval runs it over a directory of
 //     transcripts, pipeline/replay replays a recorded session through it;
