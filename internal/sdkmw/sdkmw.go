@@ -81,6 +81,12 @@ type Options struct {
 	FailOpen bool
 	// Logger receives a record per failure; nil discards them.
 	Logger *slog.Logger
+	// DecodeCacheBytes bounds the memory kept of the messages decoded,
+	// so that a request decodes only the messages its conversation's
+	// previous request did not send (and the pipeline neither encodes nor
+	// hashes the others again). 0 means DefaultDecodeCacheBytes (64 MiB);
+	// a negative value turns the cache off.
+	DecodeCacheBytes int64
 }
 
 // Provider is what differs between the APIs.
@@ -141,6 +147,7 @@ func New(p Preparer, prov Provider, opts Options) Middleware {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	mc := &mwCache{cache: newDecodeCache(opts.DecodeCacheBytes), prefix: prov.Name + "\x00"}
 	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 		if req.Body == nil || !prov.Match(req) {
 			return next(req)
@@ -151,7 +158,7 @@ func New(p Preparer, prov Provider, opts Options) Middleware {
 		if err != nil {
 			return nil, fmt.Errorf("agentctx: read request body: %w", err)
 		}
-		out, prepared, err := prepare(ctx, req, p, prov, body, opts.OnResult)
+		out, prepared, err := prepare(ctx, req, p, prov, body, opts.OnResult, mc)
 		if err != nil {
 			if !opts.FailOpen {
 				return nil, fmt.Errorf("agentctx: prepare %s request: %w", prov.Name, err)
@@ -195,16 +202,23 @@ func strippedSources(res *pipeline.Result) []int {
 // stripped. binding, when set and p is a CallPreparer, says what the
 // request's thinking binds.
 func Prepare(ctx context.Context, p Preparer, binding func([]byte, *agentctx.Document) pipeline.CallOptions, body []byte, onResult func(context.Context, *pipeline.Result)) ([]byte, error) {
-	out, _, err := prepare(ctx, nil, p, Provider{Binding: binding}, body, onResult)
+	out, _, err := prepare(ctx, nil, p, Provider{Binding: binding}, body, onResult, nil)
 	return out, err
 }
 
 // prepare returns the body to send and whether the pipeline prepared it
 // (false: a body Provider.Decode passes through, whose usage is not
 // observed either).
-func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, body []byte, onResult func(context.Context, *pipeline.Result)) ([]byte, bool, error) {
+// mwCache is a middleware's decode cache (nil or a nil cache: none).
+type mwCache struct {
+	cache  *decodeCache
+	prefix string
+}
+
+func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, body []byte, onResult func(context.Context, *pipeline.Result), mc *mwCache) ([]byte, bool, error) {
 	binding := prov.Binding
 	var doc *agentctx.Document
+	var facts []agentctx.Facts // of doc.Messages, when known
 	var encode func([]agentctx.Message, []int) ([]byte, error)
 	var err error
 	if prov.Decode != nil {
@@ -214,6 +228,8 @@ func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, 
 		if doc == nil {
 			return body, false, nil
 		}
+	} else if d, f, ok := mc.document(body); ok {
+		doc, facts = d, f
 	} else {
 		if doc, err = agentctx.ParseDocument(ctx, body); err != nil {
 			return nil, false, err
@@ -222,14 +238,23 @@ func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, 
 			return nil, false, ErrNotMessages
 		}
 	}
-	pdoc := doc
+	pdoc, pfacts := doc, facts
 	if prov.Cut != nil {
 		if k := prov.Cut(doc); k > 0 && k < len(doc.Messages) {
 			pdoc = doc.WithMessages(doc.Messages[k:])
+			if pfacts != nil {
+				pfacts = pfacts[k:]
+			}
 		}
 	}
 	var res *pipeline.Result
-	if cp, ok := p.(CallPreparer); ok && binding != nil {
+	if cp, ok := p.(conversationPreparer); ok && pfacts != nil {
+		var co pipeline.CallOptions
+		if binding != nil {
+			co = binding(body, pdoc)
+		}
+		res, err = cp.PrepareConversation(ctx, agentctx.Conversation{Messages: pdoc.Messages, Facts: pfacts}, cp.RequestTokens(pdoc), co)
+	} else if cp, ok := p.(CallPreparer); ok && binding != nil {
 		res, err = cp.PrepareCall(ctx, pdoc, binding(body, pdoc))
 	} else {
 		res, err = p.PrepareDocument(ctx, pdoc)
@@ -268,6 +293,15 @@ func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, 
 		}
 	}
 	return out, true, err
+}
+
+// document reads body through the cache (see cachedDocument); ok is
+// false when there is no cache or the body must be read whole.
+func (mc *mwCache) document(body []byte) (*agentctx.Document, []agentctx.Facts, bool) {
+	if mc == nil || mc.cache == nil {
+		return nil, nil, false
+	}
+	return cachedDocument(mc.cache, mc.prefix, body)
 }
 
 func setBody(req *http.Request, b []byte) {
