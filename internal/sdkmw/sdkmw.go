@@ -105,8 +105,9 @@ type Provider struct {
 	// res.Messages (anthropicx removes the thinking an edit invalidated),
 	// change the request's headers (req is nil in Prepare), and return
 	// top-level members to set in the body sent (anthropicx's native mode
-	// sets context_management).
-	Finish func(req *http.Request, body []byte, doc *agentctx.Document, res *pipeline.Result) (members map[string][]byte, err error)
+	// sets context_management). known says what the middleware knows of
+	// the messages, for Finish not to encode them again.
+	Finish func(req *http.Request, body []byte, doc *agentctx.Document, res *pipeline.Result, known Known) (members map[string][]byte, err error)
 	// Decode, when set, reads the messages of a matched request body in
 	// place of agentctx.ParseDocument (openaix's Responses requests, whose
 	// "input" holds items), and returns with them the function that writes
@@ -122,6 +123,68 @@ type Provider struct {
 	// compaction block on, as the API reads it); Finish still gets the
 	// whole document, and the result of the messages from there.
 	Cut func(doc *agentctx.Document) int
+}
+
+// Known is what the middleware knows of a request's messages besides
+// them, given to Provider.Finish so that it need not encode them again.
+type Known struct {
+	// Facts are of the document's messages, index for index (see
+	// agentctx.Conversation); nil when not known.
+	Facts []agentctx.Facts
+	// Sources is, for the result's messages with their metadata stripped
+	// (agentctx.StripMetadata), the index of the document's message each
+	// one is, unchanged, or -1; nil when not known.
+	Sources []int
+}
+
+// Encoding returns the encoding of the result's message j with its
+// metadata stripped, or nil when it is not known.
+func (k Known) Encoding(j int) []byte {
+	if j < len(k.Sources) {
+		if s := k.Sources[j]; s >= 0 && s < len(k.Facts) {
+			return k.Facts[s].Encoding
+		}
+	}
+	return nil
+}
+
+// Fact returns the facts known of the document's message j (none when
+// not known).
+func (k Known) Fact(j int) agentctx.Facts {
+	if j < len(k.Facts) {
+		return k.Facts[j]
+	}
+	return agentctx.Facts{}
+}
+
+// known returns what is known of the messages of res, prepared from
+// pdoc, the messages of doc from the index cut on.
+func known(facts []agentctx.Facts, pdoc *agentctx.Document, cut int, res *pipeline.Result) Known {
+	if facts == nil {
+		return Known{}
+	}
+	src := res.Sources
+	if len(src) != len(res.Messages) {
+		src = nil
+		if n := len(res.Messages); n > 0 && n == len(pdoc.Messages) && &res.Messages[0] == &pdoc.Messages[0] {
+			// The input list itself, which is never modified: every
+			// message is the input's.
+			src = make([]int, n)
+			for j := range src {
+				src[j] = j
+			}
+		}
+	}
+	if src == nil {
+		return Known{Facts: facts}
+	}
+	src = stripped(src, res.Messages)
+	for j := range src {
+		if src[j] >= 0 {
+			src[j] += cut
+		}
+	}
+	return Known{Facts: facts, Sources: src}
 }
 
 // ErrNotMessages is returned (wrapped) for a matched request whose body is
@@ -183,13 +246,19 @@ func strippedSources(res *pipeline.Result) []int {
 	if len(res.Sources) != len(res.Messages) {
 		return nil
 	}
-	src := slices.Clone(res.Sources)
+	return stripped(res.Sources, res.Messages)
+}
+
+// stripped returns a copy of the sources of msgs in which a message
+// agentctx.StripMetadata changes is no longer the input's (-1).
+func stripped(sources []int, msgs []agentctx.Message) []int {
+	src := slices.Clone(sources)
 	for j := range src {
 		if src[j] < 0 {
 			continue
 		}
-		_, ts := res.Messages[j].Field(agentctx.FieldTimestamp)
-		_, st := res.Messages[j].Field(agentctx.FieldMessageStatus)
+		_, ts := msgs[j].Field(agentctx.FieldTimestamp)
+		_, st := msgs[j].Field(agentctx.FieldMessageStatus)
 		if ts || st {
 			src[j] = -1
 		}
@@ -238,10 +307,10 @@ func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, 
 			return nil, false, ErrNotMessages
 		}
 	}
-	pdoc, pfacts := doc, facts
+	pdoc, pfacts, cut := doc, facts, 0
 	if prov.Cut != nil {
 		if k := prov.Cut(doc); k > 0 && k < len(doc.Messages) {
-			pdoc = doc.WithMessages(doc.Messages[k:])
+			pdoc, cut = doc.WithMessages(doc.Messages[k:]), k
 			if pfacts != nil {
 				pfacts = pfacts[k:]
 			}
@@ -264,7 +333,7 @@ func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, 
 	}
 	var members map[string][]byte
 	if prov.Finish != nil {
-		if members, err = prov.Finish(req, body, doc, res); err != nil {
+		if members, err = prov.Finish(req, body, doc, res, known(facts, pdoc, cut, res)); err != nil {
 			return nil, false, err
 		}
 	}
