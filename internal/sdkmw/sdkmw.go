@@ -198,6 +198,12 @@ type Middleware = func(req *http.Request, next func(*http.Request) (*http.Respon
 // New returns the middleware. The zero Options means the documented
 // defaults.
 func New(p Preparer, prov Provider, opts Options) Middleware {
+	mw, _ := newMiddleware(p, prov, opts)
+	return mw
+}
+
+// newMiddleware is New, returning also its decode cache (for tests).
+func newMiddleware(p Preparer, prov Provider, opts Options) (Middleware, *mwCache) {
 	if opts.Observer == nil {
 		switch v := p.(type) {
 		case Observer:
@@ -236,7 +242,7 @@ func New(p Preparer, prov Provider, opts Options) Middleware {
 		}
 		resp.Body = &usageReader{rc: resp.Body, ctx: ctx, prov: prov, obs: opts.Observer, sse: isSSE(resp.Header.Get("Content-Type"))}
 		return resp, nil
-	}
+	}, mc
 }
 
 // strippedSources returns res.Sources for res.Messages with their metadata
