@@ -1,6 +1,10 @@
 // Package sdkmw is the HTTP middleware shared by anthropicx and openaix: it
 // runs a pipeline on the messages of a request body and reports the usage of
-// the response, without buffering a streamed response.
+// the response, without buffering a streamed response. It keeps the
+// messages it decoded of each conversation's last request
+// (internal/decodecache, bounded by Options.DecodeCacheBytes), so that a
+// request decodes only what is new in it and the pipeline is handed the
+// encodings and hashes of the others.
 package sdkmw
 
 import (
