@@ -12,6 +12,7 @@ import (
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/internal/ctxedit"
 	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/sdkmw"
 	"github.com/agentctx/agentctx/internal/thinking"
 	"github.com/agentctx/agentctx/pipeline"
 )
@@ -118,10 +119,16 @@ func (m *thinkingMemory) remember(key string, h thinking.Prefix) {
 // hash hashes a message in the form prefixes are compared in: without
 // cache_control (breakpoints move without changing what the model read)
 // and with string content read as the one text block it stands for.
-func (m *thinkingMemory) hash(msg *agentctx.Message) uint64 {
-	enc, err := msg.AppendJSON(nil)
-	if err != nil {
-		return 0
+func (m *thinkingMemory) hash(msg *agentctx.Message) uint64 { return m.hashKnown(msg, nil) }
+
+// hashKnown is hash given the message's encoding, when known (nil: it is
+// made).
+func (m *thinkingMemory) hashKnown(msg *agentctx.Message, enc []byte) uint64 {
+	if enc == nil {
+		var err error
+		if enc, err = msg.AppendJSON(nil); err != nil {
+			return 0
+		}
 	}
 	raw := maphash.Bytes(m.seed, enc)
 	if h, ok := m.canon[raw]; ok {
@@ -174,7 +181,7 @@ func stripCacheControl(v any) any {
 // documented way to keep older turns after trimming), so that no block the
 // API judges invalid is sent. The open turn's thinking is kept: the
 // pipeline does not edit the messages it binds (CallOptions.Bound).
-func (m *thinkingMemory) finish(req *http.Request, _ []byte, doc *agentctx.Document, res *pipeline.Result) (map[string][]byte, error) {
+func (m *thinkingMemory) finish(req *http.Request, _ []byte, doc *agentctx.Document, res *pipeline.Result, known sdkmw.Known) (map[string][]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	in := doc.Messages
@@ -196,7 +203,7 @@ func (m *thinkingMemory) finish(req *http.Request, _ []byte, doc *agentctx.Docum
 	byHash := make(map[uint64]int, len(in))
 	inChain := make([]thinking.Prefix, len(in)+1)
 	for j := range in {
-		inHash[j] = m.hash(&in[j])
+		inHash[j] = m.hashKnown(&in[j], known.Fact(j).Encoding)
 		byHash[inHash[j]] = j
 		inChain[j+1] = inChain[j].Next(inHash[j])
 	}
@@ -233,7 +240,11 @@ func (m *thinkingMemory) finish(req *http.Request, _ []byte, doc *agentctx.Docum
 	}
 	outHash := make([]uint64, len(out))
 	for j := range out {
-		outHash[j] = m.hash(&out[j])
+		var enc []byte
+		if !m.native {
+			enc = known.Encoding(j) // out is res.Messages stripped
+		}
+		outHash[j] = m.hashKnown(&out[j], enc)
 	}
 	on := thinkingOn(doc)
 	var members map[string][]byte

@@ -134,7 +134,7 @@ func compareCachedDecode(t *testing.T, path string, bodies [][]byte, minEdits in
 	if edits < minEdits {
 		t.Fatalf("only %d requests edited: the test does not exercise the splice", edits)
 	}
-	if reused, decoded := cached.decoded.reused.Load(), cached.decoded.decoded.Load(); reused < 2*decoded {
+	if reused, decoded := cached.decoded.Reused.Load(), cached.decoded.Decoded.Load(); reused < 2*decoded {
 		t.Fatalf("reused %d messages, decoded %d: the cache is not used", reused, decoded)
 	}
 }
@@ -155,18 +155,18 @@ func TestDecodeCacheBound(t *testing.T) {
 	}
 	for k := range 10 {
 		send(fmt.Sprint("s", k), history(6, false))
-		if got := s.decoded.bytes(); got > 20_000 {
+		if got := s.decoded.Bytes(); got > 20_000 {
 			t.Fatalf("cache holds %d bytes, bound 20,000", got)
 		}
 	}
-	if n := len(s.decoded.byKey); n == 0 || n >= 10 {
+	if n := s.decoded.Len(); n == 0 || n >= 10 {
 		t.Fatalf("%d conversations cached", n)
 	}
-	before := s.decoded.decoded.Load()
+	before := s.decoded.Decoded.Load()
 	send("big", history(200, false))
 	send("big", history(200, false))
-	if s.decoded.decoded.Load()-before != 2*401 {
-		t.Fatalf("a conversation over the bound was cached: decoded %d messages", s.decoded.decoded.Load()-before)
+	if s.decoded.Decoded.Load()-before != 2*401 {
+		t.Fatalf("a conversation over the bound was cached: decoded %d messages", s.decoded.Decoded.Load()-before)
 	}
 	if !bytes.Equal(tr.bodies[len(tr.bodies)-1], tr.bodies[len(tr.bodies)-2]) {
 		t.Fatal("the same request was sent differently")

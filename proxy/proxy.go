@@ -484,7 +484,7 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 	defer func() { endDecode(nil) }()
 	var ls *listScan
 	if s.opts.Engine != nil && rt.api != "" && !s.plainDecode {
-		ls = s.decoded.newListScan(rt.api, r.Header)
+		ls = newListScan(s.decoded, rt.api, r.Header)
 	}
 	b, err := parseBody(raw, ls)
 	if err != nil {
@@ -635,7 +635,7 @@ func decodeConversation(ctx context.Context, api API, b *body) (*conversation, e
 		if err != nil {
 			return nil, err
 		}
-		c.items = ls.items
+		c.items = ls.Items
 		if api == APIResponses {
 			if err := c.mapItems(dm); err != nil {
 				return nil, err
@@ -646,8 +646,8 @@ func decodeConversation(ctx context.Context, api API, b *body) (*conversation, e
 		c.enc, c.hash, c.breaks = make([][]byte, len(dm)), make([]uint64, len(dm)), make([]int, len(dm))
 		c.facts = make([]agentctx.Facts, len(dm))
 		for k, d := range dm {
-			msgs[k], c.enc[k], c.hash[k], c.breaks[k] = d.msg, d.encoding(ls.items[k]), d.hash, d.bp
-			c.facts[k] = d.facts(ls.items[k])
+			msgs[k], c.enc[k], c.hash[k], c.breaks[k] = d.msg, d.encoding(ls.Items[k]), d.hash, d.bp
+			c.facts[k] = d.facts(ls.Items[k])
 		}
 		if c.doc, err = agentctx.RequestDocumentSplit(b.Raw, b.Members, c.list, msgs); err != nil {
 			return nil, err

@@ -30,7 +30,7 @@ type body struct {
 func parseBody(raw []byte, ls *listScan) (*body, error) {
 	var hook func(string, int) (int, error)
 	if ls != nil {
-		ls.data, hook = raw[rawjson.SkipSpace(raw, 0):], ls.valueAt
+		ls.Data, hook = raw[rawjson.SkipSpace(raw, 0):], ls.ValueAt
 	}
 	wb, err := wire.SplitBody(raw, hook)
 	if errors.Is(err, wire.ErrNotObject) {
@@ -40,7 +40,7 @@ func parseBody(raw []byte, ls *listScan) (*body, error) {
 		return nil, err
 	}
 	b := &body{Body: *wb}
-	if ls != nil && rawjson.Kind(b.get(ls.member)) == '[' {
+	if ls != nil && rawjson.Kind(b.get(ls.Member)) == '[' {
 		b.scan = ls
 	}
 	return b, nil
@@ -122,8 +122,8 @@ func conversationHash(h http.Header, b *body) string {
 	}
 	var elems [][]byte
 	var err error
-	if b.scan != nil && len(list) > 0 && len(b.get(b.scan.member)) > 0 && &list[0] == &b.get(b.scan.member)[0] {
-		elems = b.scan.items // split already
+	if b.scan != nil && len(list) > 0 && len(b.get(b.scan.Member)) > 0 && &list[0] == &b.get(b.scan.Member)[0] {
+		elems = b.scan.Items // split already
 	} else if rawjson.Kind(list) != '"' {
 		elems, err = rawjson.Elements(list)
 	}

@@ -253,7 +253,7 @@ type ProcessStats struct {
 func (s *Server) ProcessStats() ProcessStats {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(sample)
-	p := ProcessStats{DecodeCacheBytes: s.decoded.bytes()}
+	p := ProcessStats{DecodeCacheBytes: s.decoded.Bytes()}
 	for _, m := range sample {
 		if p.LiveHeapBytes == 0 && m.Value.Kind() == metrics.KindUint64 {
 			p.LiveHeapBytes = m.Value.Uint64()

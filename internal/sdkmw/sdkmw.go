@@ -1,6 +1,10 @@
 // Package sdkmw is the HTTP middleware shared by anthropicx and openaix: it
 // runs a pipeline on the messages of a request body and reports the usage of
-// the response, without buffering a streamed response.
+// the response, without buffering a streamed response. It keeps the
+// messages it decoded of each conversation's last request
+// (internal/decodecache, bounded by Options.DecodeCacheBytes), so that a
+// request decodes only what is new in it and the pipeline is handed the
+// encodings and hashes of the others.
 package sdkmw
 
 import (
@@ -81,6 +85,12 @@ type Options struct {
 	FailOpen bool
 	// Logger receives a record per failure; nil discards them.
 	Logger *slog.Logger
+	// DecodeCacheBytes bounds the memory kept of the messages decoded,
+	// so that a request decodes only the messages its conversation's
+	// previous request did not send (and the pipeline neither encodes nor
+	// hashes the others again). 0 means DefaultDecodeCacheBytes (64 MiB);
+	// a negative value turns the cache off.
+	DecodeCacheBytes int64
 }
 
 // Provider is what differs between the APIs.
@@ -99,8 +109,9 @@ type Provider struct {
 	// res.Messages (anthropicx removes the thinking an edit invalidated),
 	// change the request's headers (req is nil in Prepare), and return
 	// top-level members to set in the body sent (anthropicx's native mode
-	// sets context_management).
-	Finish func(req *http.Request, body []byte, doc *agentctx.Document, res *pipeline.Result) (members map[string][]byte, err error)
+	// sets context_management). known says what the middleware knows of
+	// the messages, for Finish not to encode them again.
+	Finish func(req *http.Request, body []byte, doc *agentctx.Document, res *pipeline.Result, known Known) (members map[string][]byte, err error)
 	// Decode, when set, reads the messages of a matched request body in
 	// place of agentctx.ParseDocument (openaix's Responses requests, whose
 	// "input" holds items), and returns with them the function that writes
@@ -118,6 +129,68 @@ type Provider struct {
 	Cut func(doc *agentctx.Document) int
 }
 
+// Known is what the middleware knows of a request's messages besides
+// them, given to Provider.Finish so that it need not encode them again.
+type Known struct {
+	// Facts are of the document's messages, index for index (see
+	// agentctx.Conversation); nil when not known.
+	Facts []agentctx.Facts
+	// Sources is, for the result's messages with their metadata stripped
+	// (agentctx.StripMetadata), the index of the document's message each
+	// one is, unchanged, or -1; nil when not known.
+	Sources []int
+}
+
+// Encoding returns the encoding of the result's message j with its
+// metadata stripped, or nil when it is not known.
+func (k Known) Encoding(j int) []byte {
+	if j < len(k.Sources) {
+		if s := k.Sources[j]; s >= 0 && s < len(k.Facts) {
+			return k.Facts[s].Encoding
+		}
+	}
+	return nil
+}
+
+// Fact returns the facts known of the document's message j (none when
+// not known).
+func (k Known) Fact(j int) agentctx.Facts {
+	if j < len(k.Facts) {
+		return k.Facts[j]
+	}
+	return agentctx.Facts{}
+}
+
+// known returns what is known of the messages of res, prepared from
+// pdoc, the messages of doc from the index cut on.
+func known(facts []agentctx.Facts, pdoc *agentctx.Document, cut int, res *pipeline.Result) Known {
+	if facts == nil {
+		return Known{}
+	}
+	src := res.Sources
+	if len(src) != len(res.Messages) {
+		src = nil
+		if n := len(res.Messages); n > 0 && n == len(pdoc.Messages) && &res.Messages[0] == &pdoc.Messages[0] {
+			// The input list itself, which is never modified: every
+			// message is the input's.
+			src = make([]int, n)
+			for j := range src {
+				src[j] = j
+			}
+		}
+	}
+	if src == nil {
+		return Known{Facts: facts}
+	}
+	src = stripped(src, res.Messages)
+	for j := range src {
+		if src[j] >= 0 {
+			src[j] += cut
+		}
+	}
+	return Known{Facts: facts, Sources: src}
+}
+
 // ErrNotMessages is returned (wrapped) for a matched request whose body is
 // not a JSON object with "messages".
 var ErrNotMessages = errors.New("request body is not a JSON object with messages")
@@ -129,6 +202,12 @@ type Middleware = func(req *http.Request, next func(*http.Request) (*http.Respon
 // New returns the middleware. The zero Options means the documented
 // defaults.
 func New(p Preparer, prov Provider, opts Options) Middleware {
+	mw, _ := newMiddleware(p, prov, opts)
+	return mw
+}
+
+// newMiddleware is New, returning also its decode cache (for tests).
+func newMiddleware(p Preparer, prov Provider, opts Options) (Middleware, *mwCache) {
 	if opts.Observer == nil {
 		switch v := p.(type) {
 		case Observer:
@@ -141,6 +220,7 @@ func New(p Preparer, prov Provider, opts Options) Middleware {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	mc := &mwCache{cache: newDecodeCache(opts.DecodeCacheBytes), prefix: prov.Name + "\x00"}
 	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 		if req.Body == nil || !prov.Match(req) {
 			return next(req)
@@ -151,7 +231,7 @@ func New(p Preparer, prov Provider, opts Options) Middleware {
 		if err != nil {
 			return nil, fmt.Errorf("agentctx: read request body: %w", err)
 		}
-		out, prepared, err := prepare(ctx, req, p, prov, body, opts.OnResult)
+		out, prepared, err := prepare(ctx, req, p, prov, body, opts.OnResult, mc)
 		if err != nil {
 			if !opts.FailOpen {
 				return nil, fmt.Errorf("agentctx: prepare %s request: %w", prov.Name, err)
@@ -166,7 +246,7 @@ func New(p Preparer, prov Provider, opts Options) Middleware {
 		}
 		resp.Body = &usageReader{rc: resp.Body, ctx: ctx, prov: prov, obs: opts.Observer, sse: isSSE(resp.Header.Get("Content-Type"))}
 		return resp, nil
-	}
+	}, mc
 }
 
 // strippedSources returns res.Sources for res.Messages with their metadata
@@ -176,13 +256,19 @@ func strippedSources(res *pipeline.Result) []int {
 	if len(res.Sources) != len(res.Messages) {
 		return nil
 	}
-	src := slices.Clone(res.Sources)
+	return stripped(res.Sources, res.Messages)
+}
+
+// stripped returns a copy of the sources of msgs in which a message
+// agentctx.StripMetadata changes is no longer the input's (-1).
+func stripped(sources []int, msgs []agentctx.Message) []int {
+	src := slices.Clone(sources)
 	for j := range src {
 		if src[j] < 0 {
 			continue
 		}
-		_, ts := res.Messages[j].Field(agentctx.FieldTimestamp)
-		_, st := res.Messages[j].Field(agentctx.FieldMessageStatus)
+		_, ts := msgs[j].Field(agentctx.FieldTimestamp)
+		_, st := msgs[j].Field(agentctx.FieldMessageStatus)
 		if ts || st {
 			src[j] = -1
 		}
@@ -195,16 +281,23 @@ func strippedSources(res *pipeline.Result) []int {
 // stripped. binding, when set and p is a CallPreparer, says what the
 // request's thinking binds.
 func Prepare(ctx context.Context, p Preparer, binding func([]byte, *agentctx.Document) pipeline.CallOptions, body []byte, onResult func(context.Context, *pipeline.Result)) ([]byte, error) {
-	out, _, err := prepare(ctx, nil, p, Provider{Binding: binding}, body, onResult)
+	out, _, err := prepare(ctx, nil, p, Provider{Binding: binding}, body, onResult, nil)
 	return out, err
 }
 
 // prepare returns the body to send and whether the pipeline prepared it
 // (false: a body Provider.Decode passes through, whose usage is not
 // observed either).
-func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, body []byte, onResult func(context.Context, *pipeline.Result)) ([]byte, bool, error) {
+// mwCache is a middleware's decode cache (nil or a nil cache: none).
+type mwCache struct {
+	cache  *decodeCache
+	prefix string
+}
+
+func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, body []byte, onResult func(context.Context, *pipeline.Result), mc *mwCache) ([]byte, bool, error) {
 	binding := prov.Binding
 	var doc *agentctx.Document
+	var facts []agentctx.Facts // of doc.Messages, when known
 	var encode func([]agentctx.Message, []int) ([]byte, error)
 	var err error
 	if prov.Decode != nil {
@@ -214,6 +307,8 @@ func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, 
 		if doc == nil {
 			return body, false, nil
 		}
+	} else if d, f, ok := mc.document(body); ok {
+		doc, facts = d, f
 	} else {
 		if doc, err = agentctx.ParseDocument(ctx, body); err != nil {
 			return nil, false, err
@@ -222,14 +317,23 @@ func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, 
 			return nil, false, ErrNotMessages
 		}
 	}
-	pdoc := doc
+	pdoc, pfacts, cut := doc, facts, 0
 	if prov.Cut != nil {
 		if k := prov.Cut(doc); k > 0 && k < len(doc.Messages) {
-			pdoc = doc.WithMessages(doc.Messages[k:])
+			pdoc, cut = doc.WithMessages(doc.Messages[k:]), k
+			if pfacts != nil {
+				pfacts = pfacts[k:]
+			}
 		}
 	}
 	var res *pipeline.Result
-	if cp, ok := p.(CallPreparer); ok && binding != nil {
+	if cp, ok := p.(conversationPreparer); ok && pfacts != nil {
+		var co pipeline.CallOptions
+		if binding != nil {
+			co = binding(body, pdoc)
+		}
+		res, err = cp.PrepareConversation(ctx, agentctx.Conversation{Messages: pdoc.Messages, Facts: pfacts}, cp.RequestTokens(pdoc), co)
+	} else if cp, ok := p.(CallPreparer); ok && binding != nil {
 		res, err = cp.PrepareCall(ctx, pdoc, binding(body, pdoc))
 	} else {
 		res, err = p.PrepareDocument(ctx, pdoc)
@@ -239,7 +343,7 @@ func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, 
 	}
 	var members map[string][]byte
 	if prov.Finish != nil {
-		if members, err = prov.Finish(req, body, doc, res); err != nil {
+		if members, err = prov.Finish(req, body, doc, res, known(facts, pdoc, cut, res)); err != nil {
 			return nil, false, err
 		}
 	}
@@ -268,6 +372,15 @@ func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, 
 		}
 	}
 	return out, true, err
+}
+
+// document reads body through the cache (see cachedDocument); ok is
+// false when there is no cache or the body must be read whole.
+func (mc *mwCache) document(body []byte) (*agentctx.Document, []agentctx.Facts, bool) {
+	if mc == nil || mc.cache == nil {
+		return nil, nil, false
+	}
+	return cachedDocument(mc.cache, mc.prefix, body)
 }
 
 func setBody(req *http.Request, b []byte) {

@@ -154,7 +154,7 @@ func FuzzUsageReader(f *testing.F) {
 // replace its messages, set a header and set top-level members.
 func TestFinish(t *testing.T) {
 	prov := provider
-	prov.Finish = func(req *http.Request, body []byte, doc *agentctx.Document, res *pipeline.Result) (map[string][]byte, error) {
+	prov.Finish = func(req *http.Request, body []byte, doc *agentctx.Document, res *pipeline.Result, _ Known) (map[string][]byte, error) {
 		req.Header.Set("X-Test", "1")
 		res.Messages = res.Messages[:1]
 		return map[string][]byte{"b": []byte(`{"x":2}`), "a": []byte(`1`)}, nil
