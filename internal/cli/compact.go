@@ -60,6 +60,23 @@ func (f *summaryFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.noArchive, "no-archive", false, "do not archive the compacted messages")
 }
 
+// checkRanges checks the shared compaction flags that have a range.
+func (f *summaryFlags) checkRanges() error {
+	switch {
+	case f.limit < 1:
+		return usagef("invalid --limit %d: must be at least 1", f.limit)
+	case f.maxRetries < 0:
+		return usagef("invalid --max-retries %d: must not be negative", f.maxRetries)
+	case f.timeout < 0:
+		return usagef("invalid --timeout %s: must not be negative", f.timeout)
+	case f.backoff < 0:
+		return usagef("invalid --backoff %s: must not be negative", f.backoff)
+	case f.inputTokens < 0:
+		return usagef("invalid --input-tokens %d: must not be negative", f.inputTokens)
+	}
+	return nil
+}
+
 // compactOptions returns the compaction options the flags make, with the
 // summarizer they name when summarize is set.
 func (f *summaryFlags) compactOptions(e *env, summarize bool) (compact.Options, error) {
@@ -161,17 +178,10 @@ func (f *compactFlags) validate(cmd *cobra.Command) error {
 			return err
 		}
 	}
+	if err := f.summaryFlags.checkRanges(); err != nil {
+		return err
+	}
 	switch {
-	case f.limit < 1:
-		return usagef("invalid --limit %d: must be at least 1", f.limit)
-	case f.maxRetries < 0:
-		return usagef("invalid --max-retries %d: must not be negative", f.maxRetries)
-	case f.timeout < 0:
-		return usagef("invalid --timeout %s: must not be negative", f.timeout)
-	case f.backoff < 0:
-		return usagef("invalid --backoff %s: must not be negative", f.backoff)
-	case f.inputTokens < 0:
-		return usagef("invalid --input-tokens %d: must not be negative", f.inputTokens)
 	case f.session == "":
 		return usagef("invalid --session: must not be empty")
 	case f.dir == "" && !f.noArchive:

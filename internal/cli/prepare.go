@@ -176,16 +176,9 @@ func (f *prepareFlags) checkRanges() error {
 		return usagef("invalid --inline-limit %d: must be at least 1", f.inlineLimit)
 	case f.minChars < 1:
 		return usagef("invalid --min-chars %d: must be at least 1", f.minChars)
-	case f.limit < 1:
-		return usagef("invalid --limit %d: must be at least 1", f.limit)
-	case f.maxRetries < 0:
-		return usagef("invalid --max-retries %d: must not be negative", f.maxRetries)
-	case f.timeout < 0:
-		return usagef("invalid --timeout %s: must not be negative", f.timeout)
-	case f.backoff < 0:
-		return usagef("invalid --backoff %s: must not be negative", f.backoff)
-	case f.inputTokens < 0:
-		return usagef("invalid --input-tokens %d: must not be negative", f.inputTokens)
+	}
+	if err := f.summaryFlags.checkRanges(); err != nil {
+		return err
 	}
 	return checkRatios(f.threshold, f.tailRatio)
 }
