@@ -107,7 +107,7 @@ func TestManySmallResultsWriteNoArtifacts(t *testing.T) {
 // seen; now about 20. The bytes allocated are bound too: 42–43 per byte
 // of the body before the members of each message were split on the stack
 // and the prune, offload and path passes stopped copying the list when
-// they change nothing; now 31–32.
+// they change nothing; now 31–32 (33.6 under -race).
 func TestManySmallMessagesAllocations(t *testing.T) {
 	const n = 4_000
 	body := manyMessagesRequest(n*100, n)
@@ -136,7 +136,7 @@ func TestManySmallMessagesAllocations(t *testing.T) {
 	if per > 32 {
 		t.Errorf("a first request of %d small messages made %.1f allocations per message, want at most 32", n, per)
 	}
-	if bytesPer > 36 {
-		t.Errorf("a first request of %d small messages allocated %.1f bytes per byte of its body, want at most 36", n, bytesPer)
+	if bytesPer > 37 {
+		t.Errorf("a first request of %d small messages allocated %.1f bytes per byte of its body, want at most 37", n, bytesPer)
 	}
 }
