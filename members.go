@@ -102,7 +102,8 @@ func (e *encoder) boolean(v bool) {
 // typed field cannot hold (the member then stays opaque and is written back
 // as it came).
 func decodeMembers(raw []byte, decodeKnown func(m *member) bool) ([]member, error) {
-	ms, err := rawjson.Members(raw)
+	var buf [8]rawjson.Member // split on the stack: only the members kept are allocated
+	ms, err := rawjson.AppendMembers(buf[:0], raw)
 	if err != nil {
 		return nil, err
 	}

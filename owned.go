@@ -20,6 +20,8 @@ func DecodeOwnedMessage(raw []byte) (Message, error) {
 		return Message{}, err
 	}
 	m.own()
+	m.members = sharedMembers(m.members)
+	shareBlockMembers(m.Content)
 	return m, nil
 }
 
@@ -121,4 +123,92 @@ func (m *member) token() []byte {
 		return rawjson.AppendString(nil, m.str)
 	}
 	return m.raw
+}
+
+// memberShapes are the member lists, once owned, of the commonest
+// messages and blocks (a role and a content; text, tool_use and
+// tool_result blocks), made once and never modified. A decoded message
+// or block whose members are one of them, key for key and flag for flag,
+// shares that list instead of holding its own (sharedMembers): a request
+// of 100,000 small messages held 47 MB of member lists that said only
+// which typed fields were present, in which order (issue 24).
+var memberShapes = makeMemberShapes()
+
+func makeMemberShapes() [][]member {
+	var shapes [][]member
+	var add func(ms []member, c Content)
+	add = func(ms []member, c Content) {
+		sh := make([]member, len(ms))
+		for i, mb := range ms {
+			sh[i] = member{key: mb.key, rawKey: mb.rawKey, flags: mb.flags}
+		}
+		if shapeIndex(shapes, ms) < 0 {
+			shapes = append(shapes, sh)
+		}
+		for _, b := range c.blocks {
+			add(b.members, b.Content)
+		}
+	}
+	for _, s := range []string{
+		`{"role":"user","content":"x"}`,
+		`{"role":"user","content":[{"type":"text","text":"x"}]}`,
+		`{"role":"assistant","content":[{"type":"tool_use","id":"x","name":"x","input":{}}]}`,
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":"x"}]}`,
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":[{"type":"text","text":"x"}]}]}`,
+	} {
+		var m Message
+		if err := m.decode([]byte(s)); err != nil {
+			panic("agentctx: member shape " + s + ": " + err.Error())
+		}
+		m.own()
+		add(m.members, m.Content)
+	}
+	return shapes
+}
+
+// shapeIndex returns the index of the shape ms has, or -1. A member has a
+// shape's when its key, key token and flags are the shape's and it keeps
+// no bytes the shape does not: its value is written again from the typed
+// field (a string whose token is canonical, a content held by its blocks)
+// or is the typed field's own bytes (a tool_use's input).
+func shapeIndex(shapes [][]member, ms []member) int {
+next:
+	for k, sh := range shapes {
+		if len(sh) != len(ms) {
+			continue
+		}
+		for i := range ms {
+			mb := &ms[i]
+			if mb.key != sh[i].key || mb.flags != sh[i].flags || !bytes.Equal(mb.rawKey, sh[i].rawKey) ||
+				mb.raw != nil && (mb.key != "input" || mb.flags&known == 0) {
+				continue next
+			}
+		}
+		return k
+	}
+	return -1
+}
+
+// shareBlockMembers makes the blocks of c (in place: they are those of a
+// message just decoded, its own), and the blocks of their content, share
+// the list of their shape.
+func shareBlockMembers(c Content) {
+	for i := range c.blocks {
+		b := &c.blocks[i]
+		b.members = sharedMembers(b.members)
+		shareBlockMembers(b.Content)
+	}
+}
+
+// sharedMembers returns the shared list of ms's shape (see memberShapes),
+// or ms. What a shared list leaves out is never read: the str of a known
+// member whose token is canonical (the encoder writes the typed field),
+// and the bytes of a known tool_use input, which are the block's Input
+// (the encoder then checks Input is valid JSON before writing it, as for
+// an input set by code).
+func sharedMembers(ms []member) []member {
+	if k := shapeIndex(memberShapes, ms); k >= 0 {
+		return memberShapes[k]
+	}
+	return ms
 }

@@ -414,16 +414,9 @@ func (c *call) setView(e edit) {
 }
 
 // mapResults is agentctx.MapToolResults on the view, reporting the
-// messages it replaced.
+// messages it replaced: the view itself when it replaced none.
 func (c *call) mapResults(fn func(agentctx.ToolResult) (agentctx.Content, bool)) edit {
-	var changed []int
-	msgs := agentctx.MapToolResults(c.view, func(r agentctx.ToolResult) (agentctx.Content, bool) {
-		repl, ok := fn(r)
-		if ok && (len(changed) == 0 || changed[len(changed)-1] != r.Message) {
-			changed = append(changed, r.Message)
-		}
-		return repl, ok
-	})
+	msgs, changed := mapToolResults(c.view, fn)
 	return edit{msgs: msgs, changed: changed}
 }
 
@@ -714,7 +707,8 @@ func (c *call) prune(ctx context.Context) error {
 		return time.Time{}, false
 	}
 	po.Logger = nil // the report says what was pruned
-	found := prune.Prune(c.view, po)
+	// The decisions only (no copy of the view): the steps apply them.
+	found := prune.Select(c.view, po)
 
 	s := StepReport{Step: StepPrune}
 	pending, now, freed := c.sortPruned(found.Pruned, po.Placeholder, &s)

@@ -145,7 +145,8 @@ const fileMark = "\n<file>"
 // files with its own tool. It adds nothing when the Pipeline's store keeps
 // no files (workspace.Pather), or for an artifact whose file does not
 // exist. The paths depend on the artifacts alone, so every request of a
-// session gets the same bytes. msgs is not modified.
+// session gets the same bytes. msgs is not modified (it is returned
+// itself when nothing is added).
 func (p *Pipeline) WithPaths(msgs []agentctx.Message) []agentctx.Message {
 	out, _ := p.withPaths(msgs)
 	return out
@@ -185,8 +186,7 @@ func (p *Pipeline) withPaths(msgs []agentctx.Message) ([]agentctx.Message, []int
 	if placeholder == "" {
 		placeholder = prune.DefaultPlaceholder
 	}
-	var changed []int
-	out := agentctx.MapToolResults(msgs, func(r agentctx.ToolResult) (agentctx.Content, bool) {
+	return mapToolResults(msgs, func(r agentctx.ToolResult) (agentctx.Content, bool) {
 		if !r.Content.IsText() {
 			return agentctx.Content{}, false
 		}
@@ -205,12 +205,8 @@ func (p *Pipeline) withPaths(msgs []agentctx.Message) ([]agentctx.Message, []int
 		if _, err := os.Stat(path); err != nil {
 			return agentctx.Content{}, false
 		}
-		if len(changed) == 0 || changed[len(changed)-1] != r.Message {
-			changed = append(changed, r.Message)
-		}
 		return agentctx.Text(text + fileMark + path + "</file> (" + what + ": read it with your file tool)"), true
 	})
-	return out, changed
 }
 
 // knowledgeRef is how a workspace reference to an offloaded result starts.

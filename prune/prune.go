@@ -212,12 +212,28 @@ type candidate struct {
 // msgs is never modified. Prune is pure apart from reading opts.Now and
 // logging: the same history, options and time give the same result.
 func Prune(msgs []agentctx.Message, opts Options) Result {
+	return prune(msgs, opts, true)
+}
+
+// Select is Prune without the view: it reports the results Prune would
+// replace (Pruned and the sums, as Prune reports them) and leaves
+// Result.Messages nil, so that a caller that applies the decisions itself
+// does not pay for a copy of a long history (issue 24).
+func Select(msgs []agentctx.Message, opts Options) Result {
+	return prune(msgs, opts, false)
+}
+
+// prune is Prune, making the view only when view is set.
+func prune(msgs []agentctx.Message, opts Options, view bool) Result {
 	o := opts.resolve()
 	now := o.now()
 
-	res := Result{Messages: slices.Clone(msgs), Pruned: []Pruned{}}
-	if res.Messages == nil {
-		res.Messages = []agentctx.Message{}
+	res := Result{Pruned: []Pruned{}}
+	if view {
+		res.Messages = slices.Clone(msgs)
+		if res.Messages == nil {
+			res.Messages = []agentctx.Message{}
+		}
 	}
 
 	cands, uses, skipped := o.collect(msgs)
@@ -272,16 +288,18 @@ func Prune(msgs []agentctx.Message, opts Options) Result {
 		}
 
 		mi := c.res.Message
-		if cloned != mi {
-			res.Messages[mi] = msgs[mi].Clone()
-			cloned = mi
-		}
-		if c.res.IsMessage() {
-			res.Messages[mi] = res.Messages[mi].WithContent(agentctx.Text(ph))
-		} else {
-			b := res.Messages[mi].Content.Blocks()[c.res.Block]
-			b.Content = agentctx.Text(ph)
-			res.Messages[mi] = res.Messages[mi].WithBlock(c.res.Block, b)
+		if view {
+			if cloned != mi {
+				res.Messages[mi] = msgs[mi].Clone()
+				cloned = mi
+			}
+			if c.res.IsMessage() {
+				res.Messages[mi] = res.Messages[mi].WithContent(agentctx.Text(ph))
+			} else {
+				b := res.Messages[mi].Content.Blocks()[c.res.Block]
+				b.Content = agentctx.Text(ph)
+				res.Messages[mi] = res.Messages[mi].WithBlock(c.res.Block, b)
+			}
 		}
 
 		chars, toks := c.res.Content.Chars(), countContent(o.Counter, c.res.Content)
@@ -358,7 +376,11 @@ func (opts Options) resolve() resolved {
 // a readable timestamp (one in years 0–9999). Each result is matched with
 // the latest call with its id before it.
 func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, uses []agentctx.ToolUse, skipped int) {
-	uses = slices.Collect(agentctx.ToolUses(msgs))
+	n := 0
+	for range agentctx.ToolUses(msgs) {
+		n++
+	}
+	uses = slices.AppendSeq(make([]agentctx.ToolUse, 0, n), agentctx.ToolUses(msgs)) // sized: a long history's calls are not copied as the list grows
 	callByID := make(map[string]int, len(uses))
 	next := 0
 

@@ -243,6 +243,14 @@ func Members(data []byte) ([]Member, error) {
 	return MembersFunc(data, nil)
 }
 
+// AppendMembers is Members appending to dst (which it returns, or nil and
+// the error): a caller that keeps the members in a form of its own can
+// split into a buffer it reuses, such as an array on its stack, instead of
+// a slice made per object.
+func AppendMembers(dst []Member, data []byte) ([]Member, error) {
+	return appendMembersFunc(dst, data, nil)
+}
+
 // MembersFunc is Members with the end of each member value found by valueAt:
 // valueAt(key, i) returns the index just past the value that starts at data[i]
 // (no leading whitespace), or an error. A nil valueAt, or one that returns -1
@@ -250,6 +258,10 @@ func Members(data []byte) ([]Member, error) {
 // values they have validated before, or to split one member further as
 // they go.
 func MembersFunc(data []byte, valueAt func(key string, i int) (int, error)) ([]Member, error) {
+	return appendMembersFunc(nil, data, valueAt)
+}
+
+func appendMembersFunc(out []Member, data []byte, valueAt func(key string, i int) (int, error)) ([]Member, error) {
 	i := SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return nil, ErrNotObject
@@ -259,9 +271,11 @@ func MembersFunc(data []byte, valueAt func(key string, i int) (int, error)) ([]M
 		if j := SkipSpace(data, i+1); j != len(data) {
 			return nil, errAt(j, "%s after top-level value", describe(data, j))
 		}
-		return nil, nil
+		return out, nil
 	}
-	out := make([]Member, 0, 4) // a message or block has a few members: no growing from 1
+	if out == nil {
+		out = make([]Member, 0, 4) // a message or block has a few members: no growing from 1
+	}
 	for {
 		if i >= len(data) || data[i] != '"' {
 			return nil, errAt(i, "%s looking for beginning of object key string", describe(data, i))

@@ -1,0 +1,127 @@
+package agentctx
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// The commonest messages and blocks share their member lists (issue 24: a
+// request of 100,000 small messages held 47 MB of them), and a message
+// decoded so reads, encodes and edits exactly as one decoded with lists
+// of its own (DecodeMessage).
+func TestCommonShapesShareTheirMembers(t *testing.T) {
+	cases := []struct {
+		json        string
+		msg, blocks bool // the message's members shared, every block's
+	}{
+		{`{"role":"user","content":"plain"}`, true, true},
+		{`{"role":"assistant","content":[{"type":"text","text":"a\nb"},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls  -la"}}]}`, true, true},
+		{`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"out"}]}`, true, true},
+		{`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"x"}]}]}`, true, true},
+		// A member the shapes do not have, another order, another token:
+		// members of their own (a tool_use's input of any JSON type is the
+		// block's Input: shared).
+		{`{"role":"user","content":"caf\u00e9"}`, false, true},
+		{`{"content":"x","role":"user"}`, false, true},
+		{`{"role" : "user" , "content" : [ {"text" : "spaced", "type" : "text"} ] }`, true, false},
+		{`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"x","is_error":false}]}`, true, false},
+		{`{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]}`, true, false},
+		{`{"role":"user","content":"x","timestamp":"2026-01-01T00:00:00Z"}`, false, true},
+		{`{"role":"tool","tool_call_id":"c1","content":"done"}`, false, true},
+		{`{"role":"user","content":[{"type":"tool_use","id":"t1","name":"Bash","input":"not an object"}]}`, true, true},
+		{`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"x","citations":[]}]}]}`, true, false},
+	}
+	isShared := func(ms []member) bool {
+		for _, sh := range memberShapes {
+			if len(ms) > 0 && len(sh) == len(ms) && &sh[0] == &ms[0] {
+				return true
+			}
+		}
+		return false
+	}
+	for _, tc := range cases {
+		c := tc.json
+		want, err := DecodeMessage([]byte(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeOwnedMessage([]byte(c))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if isShared(got.members) != tc.msg {
+			t.Errorf("%s: message's members shared %v, want %v", c, !tc.msg, tc.msg)
+		}
+		all := true
+		var walk func(bs []Block)
+		walk = func(bs []Block) {
+			for _, b := range bs {
+				all = all && isShared(b.members)
+				walk(b.Content.Blocks())
+			}
+		}
+		walk(got.Content.Blocks())
+		if all != tc.blocks {
+			t.Errorf("%s: every block's members shared %v, want %v", c, all, tc.blocks)
+		}
+		same := func(what string, x, y Message) {
+			t.Helper()
+			a, err1 := x.AppendJSON(nil)
+			b, err2 := y.AppendJSON(nil)
+			if (err1 == nil) != (err2 == nil) || !bytes.Equal(a, b) {
+				t.Errorf("%s, %s:\n got %s (%v)\nwant %s (%v)", c, what, b, err2, a, err1)
+			}
+			if x.Content.AsText() != y.Content.AsText() || x.Content.Chars() != y.Content.Chars() {
+				t.Errorf("%s, %s: counted text differs", c, what)
+			}
+		}
+		same("as decoded", want, got)
+		for _, k := range []string{"role", "content", "tool_call_ids", "timestamp"} {
+			x, okx := want.Field(k)
+			y, oky := got.Field(k)
+			if okx != oky || !bytes.Equal(x, y) {
+				t.Errorf("%s: Field(%q) = %s %v, want %s %v", c, k, y, oky, x, okx)
+			}
+		}
+		// Every typed field set to another value, and to its zero value
+		// (a present member is written even empty; an absent one is not).
+		edits := []func(Message) Message{
+			func(m Message) Message { m.Role = ""; return m },
+			func(m Message) Message { m.Role = "assistant"; return m },
+			func(m Message) Message { return m.WithContent(Content{}) },
+			func(m Message) Message { return m.WithContent(Text("")) },
+			func(m Message) Message { m.ToolCallID = "c9"; return m },
+			func(m Message) Message { m, _ = m.WithField("extra", 1); return m },
+			func(m Message) Message { return m.WithoutFields("timestamp") },
+			func(m Message) Message { return m.Clone() },
+		}
+		for i := range got.Content.Blocks() {
+			for _, f := range []func(*Block){
+				func(b *Block) { b.Type = "" },
+				func(b *Block) { b.Text = "" },
+				func(b *Block) { b.Text = "new" },
+				func(b *Block) { b.ID = "" },
+				func(b *Block) { b.Name = "" },
+				func(b *Block) { b.Input = nil },
+				func(b *Block) { b.Input = json.RawMessage(`{"a": 1}`) },
+				func(b *Block) { b.Input = json.RawMessage(`{bad`) },
+				func(b *Block) { b.ToolUseID = "" },
+				func(b *Block) { b.Content = Content{} },
+				func(b *Block) { b.Content = Text("") },
+				func(b *Block) { b.IsError = true },
+				func(b *Block) { b.IsError = false },
+				func(b *Block) { b.Thinking = "t" },
+			} {
+				edits = append(edits, func(m Message) Message {
+					b := m.Content.Blocks()[i]
+					f(&b)
+					return m.WithBlock(i, b)
+				})
+			}
+		}
+		for k, edit := range edits {
+			same("edit "+string(rune('a'+k%26)), edit(want), edit(got))
+		}
+	}
+}
