@@ -27,13 +27,17 @@ const TracerName = "github.com/agentctx/agentctx/proxy"
 // name, laid end to end from the start of SpanPrepare with their measured
 // durations; the store's reads and writes of tool results fall in the
 // "offload" step, the session state's in the rest of SpanPrepare) and the
-// upstream exchange, answer relayed (SpanUpstream).
+// upstream exchange, answer relayed (SpanUpstream). Inside the upstream
+// exchange, SpanStore is the write of the answer's usage (and thinking) to
+// the session's state in the store, done before the answer's last bytes
+// reach the client.
 const (
 	SpanRequest  = "agentctx.request"
 	SpanDecode   = "agentctx.decode"
 	SpanPrepare  = "agentctx.prepare"
 	SpanStep     = "agentctx.step."
 	SpanUpstream = "agentctx.upstream"
+	SpanStore    = "agentctx.store"
 )
 
 // tracer returns the Server's tracer, nil when tracing is off.
@@ -109,6 +113,45 @@ func traceFinish(r *http.Request, x *exchange) {
 	if x.status >= 500 || x.status == 0 {
 		sp.SetStatus(codes.Error, http.StatusText(x.status))
 	}
+}
+
+// ErrOTELExporter is matched by the error of TracingWanted for a traces
+// exporter the proxy does not have (it exports over OTLP only).
+var ErrOTELExporter = errors.New("unsupported OpenTelemetry traces exporter (want otlp or none)")
+
+// TracingWanted reports whether the proxy traces its requests, from the
+// proxy's own switch (agentctx proxy --otel) and the standard variables
+// read by getenv (nil: os.Getenv): tracing is off by default, on with the
+// switch or when OTEL_TRACES_EXPORTER names otlp; OTEL_SDK_DISABLED=true
+// or OTEL_TRACES_EXPORTER=none turn it off even with the switch. Any other
+// exporter alone (console, zipkin...) is an error matching ErrOTELExporter
+// with the switch, and leaves tracing off without it.
+func TracingWanted(on bool, getenv func(string) string) (bool, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return false, nil
+	}
+	exp := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER"))
+	if exp == "" {
+		return on, nil
+	}
+	otlp, other := false, false
+	for _, e := range strings.Split(exp, ",") {
+		switch strings.ToLower(strings.TrimSpace(e)) {
+		case "otlp":
+			otlp = true
+		case "none":
+			return false, nil
+		default:
+			other = true
+		}
+	}
+	if on && !otlp && other {
+		return false, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: %w", exp, ErrOTELExporter)
+	}
+	return on || otlp, nil
 }
 
 // ErrOTLPProtocol is matched by the error of NewOTLPTracerProvider for an
