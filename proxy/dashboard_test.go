@@ -3,16 +3,20 @@ package proxy_test
 import (
 	"encoding/json"
 	"errors"
-	"github.com/agentctx/agentctx/internal/fakeupstream"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/internal/fakeupstream"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pipeline/replay"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/workspace"
 )
@@ -193,5 +197,41 @@ func TestCompositionOfResponsesSession(t *testing.T) {
 	}
 	if !c.Known || c.Messages == 0 || c.ToolResults == 0 {
 		t.Fatalf("composition of a Responses session: %+v", c)
+	}
+}
+
+// A replayed transcript's timeline splits each request's input as the
+// replay's simulated prompt cache bills the request as prepared: read from
+// the cache where it extends the one before, written where it does not.
+func TestReplayReportCache(t *testing.T) {
+	doc, err := agentctx.ReadFile(t.Context(), filepath.Join("..", "examples", "session.json"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := proxy.ReplayReport(t.Context(), "session.json", doc, replay.Options{Options: pipeline.Options{
+		Compact: compact.Options{Limit: 20_000, Dir: t.TempDir()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read, write int
+	for i, p := range rep.Timeline {
+		read += p.CacheReadTokens
+		write += p.CacheWriteTokens
+		if p.InputTokens+p.CacheReadTokens+p.CacheWriteTokens == 0 {
+			t.Errorf("request %d: no input", i+1)
+		}
+		if i == 0 && p.CacheReadTokens != 0 {
+			t.Errorf("the first request read %d tokens from the cache", p.CacheReadTokens)
+		}
+	}
+	if read == 0 || write == 0 {
+		t.Errorf("cache read %d, written %d: the timeline does not show the cache", read, write)
+	}
+	var text strings.Builder
+	if err := proxy.WriteReportText(&text, rep); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(text.String(), "\n"); len(lines) < 4 || !strings.Contains(lines[2], "cache read") {
+		t.Errorf("table:\n%s", text.String())
 	}
 }
