@@ -529,4 +529,14 @@ func TestDashboardInBrowserLive(t *testing.T) {
 	if first := dom.byID("sessions").all("tr", "session")[0]; attr(first, "data-session") != want {
 		t.Errorf("first row %q, want the newest session %q", attr(first, "data-session"), want)
 	}
+	// That session stored nothing: its page says so.
+	dom = loadDOM(t, bin, live.URL+proxy.DashboardPath+"#/session/"+want, func(d node) string {
+		if e := d.byID("artifacts-empty"); e.Node == nil || hasAttr(e.Node, "hidden") {
+			return "no empty state for the artifacts: " + d.text("artifacts-notice")
+		}
+		return ""
+	})
+	if n := len(dom.byID("artifacts").all("tr", "artifact")); n != 0 {
+		t.Errorf("%d artifacts listed", n)
+	}
 }

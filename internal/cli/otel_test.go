@@ -95,14 +95,24 @@ func TestProxyOtelExportsOverOTLP(t *testing.T) {
 // workspace of the test's), sends it one model request and stops it.
 func serveOneRequest(t *testing.T, args []string) {
 	t.Helper()
+	base, stop := startProxy(t, args)
+	postMessages(t, base, "")
+	stop()
+}
+
+// startProxy runs agentctx proxy with args, a fake upstream and a
+// workspace of the test's; it returns the proxy's base URL and a stop
+// that cancels it and checks it exits as interrupted.
+func startProxy(t *testing.T, args []string) (base string, stop func()) {
+	t.Helper()
 	up := httptest.NewServer(fakeupstream.New(fakeupstream.Options{}))
-	defer up.Close()
+	t.Cleanup(up.Close)
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
+	t.Cleanup(cancel)
 	pr, pw := io.Pipe()
 	errb := &lockedBuffer{b: &bytes.Buffer{}}
-	done := make(chan int)
+	done := make(chan int, 1)
 	go func() {
 		code := cli.Run(ctx, append(args, "--upstream-anthropic", up.URL, "--upstream-openai", up.URL,
 			"--workspace", dir+"/ws", "--dir", dir+"/archive"), cli.Streams{In: strings.NewReader(""), Out: pw, Err: errb})
@@ -114,8 +124,34 @@ func serveOneRequest(t *testing.T, args []string) {
 		t.Fatalf("no first line: %v\n%s", err, errb.String())
 	}
 	go io.Copy(io.Discard, pr)
-	base := strings.TrimPrefix(strings.TrimSpace(line), "ANTHROPIC_BASE_URL=")
-	resp, err := http.Post(base+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`))
+	base = strings.TrimPrefix(strings.TrimSpace(line), "ANTHROPIC_BASE_URL=")
+	return base, func() {
+		t.Helper()
+		cancel()
+		select {
+		case code := <-done:
+			if code != cli.ExitInterrupted {
+				t.Errorf("exit %d after cancel, want %d\n%s", code, cli.ExitInterrupted, errb.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the proxy did not stop after its context was cancelled")
+		}
+	}
+}
+
+// postMessages sends one Anthropic request through the proxy at base, in
+// the Claude Code session named (none: "").
+func postMessages(t *testing.T, base, session string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/v1/messages", strings.NewReader(`{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if session != "" {
+		req.Header.Set("X-Claude-Code-Session-Id", session)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,14 +159,5 @@ func serveOneRequest(t *testing.T, args []string) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("through the proxy: %d", resp.StatusCode)
-	}
-	cancel()
-	select {
-	case code := <-done:
-		if code != cli.ExitInterrupted {
-			t.Errorf("exit %d after cancel, want %d\n%s", code, cli.ExitInterrupted, errb.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the proxy did not stop after its context was cancelled")
 	}
 }
