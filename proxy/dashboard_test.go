@@ -119,6 +119,9 @@ func TestDashboardProtectedLikeStats(t *testing.T) {
 		{"/agentctx/app.js", nil, http.StatusForbidden},
 		{"/agentctx/?token=nope", nil, http.StatusForbidden},
 		{"/agentctx/api/context?session=x", nil, http.StatusForbidden},
+		{"/agentctx/api/artifacts?session=x", nil, http.StatusForbidden},
+		{"/agentctx/api/read?id=x", nil, http.StatusForbidden},
+		{"/agentctx/api/read?id=x", map[string]string{"X-Agentctx-Token": "nope"}, http.StatusForbidden},
 		{"/agentctx/?token=tok", nil, http.StatusOK},
 		{"/agentctx/app.js?token=tok", nil, http.StatusOK},
 		{"/agentctx/app.css", map[string]string{"X-Agentctx-Token": "tok"}, http.StatusOK},
@@ -233,5 +236,30 @@ func TestReplayReportCache(t *testing.T) {
 	}
 	if lines := strings.Split(text.String(), "\n"); len(lines) < 4 || !strings.Contains(lines[2], "cache read") {
 		t.Errorf("table:\n%s", text.String())
+	}
+}
+
+// The dashboard works offline: its page, script and styles come from the
+// binary, name no other origin, and the page may load from its own only.
+func TestDashboardOffline(t *testing.T) {
+	srv, err := proxy.New(proxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"", "app.js", "app.css"} {
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8787"+proxy.DashboardPath+name, nil))
+		body := strings.ReplaceAll(w.Body.String(), `"http://www.w3.org/2000/svg"`, "") // a namespace, not a fetch
+		if w.Code != 200 || len(body) < 500 {
+			t.Fatalf("%q: %d, %d bytes", name, w.Code, len(body))
+		}
+		for _, ref := range []string{"http://", "https://", `src="//`, `href="//`, "@import", "url("} {
+			if strings.Contains(body, ref) {
+				t.Errorf("%q refers elsewhere: %s", name, ref)
+			}
+		}
+		if csp := w.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
+			t.Errorf("%q: Content-Security-Policy %q", name, csp)
+		}
 	}
 }
