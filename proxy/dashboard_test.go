@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,10 +16,12 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"github.com/agentctx/agentctx/mcpserver"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pipeline/replay"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/memstore"
 )
 
 func TestDashboardAPI(t *testing.T) {
@@ -261,5 +264,59 @@ func TestDashboardOffline(t *testing.T) {
 		if csp := w.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
 			t.Errorf("%q: Content-Security-Policy %q", name, csp)
 		}
+	}
+}
+
+// A session with more artifacts than a read-back page holds is listed page
+// after page (the offset the dashboard's "More artifacts" sends): every
+// artifact once, the notice on every page but the last.
+func TestDashboardArtifactsPaged(t *testing.T) {
+	store := memstore.New()
+	const n = 120
+	for i := range n {
+		a := workspace.Artifact{Info: workspace.Info{ID: fmt.Sprintf("tool_result_%03d", i), Metadata: workspace.Metadata{
+			workspace.KeySessionID: "s", workspace.KeyContextType: workspace.ContextToolResult}}, Content: "output\n"}
+		if _, err := store.Put(t.Context(), "default", a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := workspace.Artifact{Info: workspace.Info{ID: "tool_result_other", Metadata: workspace.Metadata{workspace.KeySessionID: "t"}}, Content: "x"}
+	if _, err := store.Put(t.Context(), "default", other); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := proxy.New(proxy.Options{ReadBack: mcpserver.New(store, mcpserver.Options{MaxChars: 4000}).Call})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newServer(t, srv)
+	seen := map[string]bool{}
+	pages := 0
+	for off := 0; ; pages++ {
+		var page proxy.ArtifactsPage
+		if err := json.Unmarshal(get(t, fmt.Sprintf("%s%s?session=s&offset=%d", base, proxy.DashboardArtifactsPath, off), nil), &page); err != nil {
+			t.Fatal(err)
+		}
+		if page.Offset != off || len(page.Artifacts) == 0 {
+			t.Fatalf("page at %d: offset %d, %d artifacts", off, page.Offset, len(page.Artifacts))
+		}
+		for _, a := range page.Artifacts {
+			if seen[a.ID] || a.Metadata[workspace.KeySessionID] != "s" {
+				t.Errorf("%s listed twice or of another session", a.ID)
+			}
+			seen[a.ID] = true
+		}
+		off += len(page.Artifacts)
+		if off == n {
+			if page.Notice != "" {
+				t.Errorf("last page has a notice: %q", page.Notice)
+			}
+			break
+		}
+		if !strings.Contains(page.Notice, "offset") {
+			t.Fatalf("page at %d cut without a notice (%d listed)", page.Offset, len(page.Artifacts))
+		}
+	}
+	if len(seen) != n || pages < 2 {
+		t.Errorf("%d artifacts in %d pages, want %d in several", len(seen), pages+1, n)
 	}
 }
