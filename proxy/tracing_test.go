@@ -3,15 +3,21 @@ package proxy_test
 import (
 	"context"
 	"errors"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/agentctx/agentctx/internal/fakeupstream"
 	"github.com/agentctx/agentctx/internal/otlptest"
+	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
+	"github.com/agentctx/agentctx/session/memsession"
 )
 
 // Each model request is one trace: the request span holds the decode, the
@@ -184,5 +190,55 @@ func TestOTLPExportToReceiver(t *testing.T) {
 				t.Errorf("service %q: %d spans %s received, %d requests (%v)", want, names[name], name, n, names)
 			}
 		}
+	}
+}
+
+// TraceSessions puts the session state's reads and writes in the request
+// they serve: a load under the prepare span, a save under prepare (the
+// decisions) or under the usage's store span, in the request's trace.
+func TestTraceSessions(t *testing.T) {
+	mem := memsession.New()
+	if proxy.TraceSessions(mem, nil) != mem {
+		t.Error("without a tracer provider the store is not the one given")
+	}
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	e := pipelineEngine(t, proxy.PipelineOptions{Pipeline: pipeline.Options{Sessions: proxy.TraceSessions(mem, tp)}})
+	srv, err := proxy.New(proxy.Options{Engine: e, AnthropicURL: newServer(t, fakeupstream.New(fakeupstream.Options{})), TracerProvider: tp, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newServer(t, srv)
+	resp := post(t, base+"/v1/messages", toolTurns(2, 500), map[string]string{proxy.HeaderSession: "s1"})
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	spans := exp.GetSpans()
+	byID := map[trace.SpanID]tracetest.SpanStub{}
+	for _, sp := range spans {
+		byID[sp.SpanContext.SpanID()] = sp
+	}
+	under := map[string]map[string]int{}
+	for _, sp := range spans {
+		if !strings.HasPrefix(sp.Name, proxy.SpanStore+".") {
+			continue
+		}
+		p := byID[sp.Parent.SpanID()]
+		if under[sp.Name] == nil {
+			under[sp.Name] = map[string]int{}
+		}
+		under[sp.Name][p.Name]++
+		if sp.Status.Code == codes.Error {
+			t.Errorf("%s: error %q", sp.Name, sp.Status.Description)
+		}
+	}
+	if under[proxy.SpanStore+".load"][proxy.SpanPrepare] == 0 {
+		t.Errorf("no session state load under the prepare span: %v", under)
+	}
+	if under[proxy.SpanStore+".save"][proxy.SpanPrepare]+under[proxy.SpanStore+".save"][proxy.SpanStore] == 0 {
+		t.Errorf("no session state save in the request: %v", under)
 	}
 }

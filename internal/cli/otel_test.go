@@ -82,6 +82,10 @@ func TestProxyOtelExportsOverOTLP(t *testing.T) {
 					t.Errorf("%d spans %s, want 1 (%v)", names[n], n, names)
 				}
 			}
+			// The session state's reads and writes (proxy.TraceSessions).
+			if names["agentctx.store.load"] == 0 || names["agentctx.store.save"] == 0 {
+				t.Errorf("no span of the session state's load and save: %v", names)
+			}
 			for _, sp := range spans {
 				if sp.TraceID != trace {
 					t.Errorf("span %s in trace %s, the request's is %s", sp.Name, sp.TraceID, trace)

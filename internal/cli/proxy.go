@@ -178,7 +178,26 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 		return nil, nil, err
 	}
 	closers = append(closers, sessions.Close)
-	po.Store, po.Sessions = store, sessions
+	var tp trace.TracerProvider
+	tracing, err := proxy.TracingWanted(p.otel, os.Getenv) // --otel, OTEL_TRACES_EXPORTER, OTEL_SDK_DISABLED
+	if err != nil {
+		return nil, nil, fmt.Errorf("--otel: %w", err) // proxy.ErrOTELExporter: bad usage (ExitCode)
+	}
+	if tracing {
+		sdk, err := proxy.NewOTLPTracerProvider(cmd.Context(), os.Getenv)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--otel: %w", err) // proxy.ErrOTLPProtocol: bad usage (ExitCode)
+		}
+		closers = append(closers, func() error {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 5*time.Second)
+			defer cancel()
+			return sdk.Shutdown(ctx) // flush the last spans
+		})
+		tp = sdk
+	}
+	// The engine's session state reads and writes are spans of the
+	// request they serve (retention's are not traced).
+	po.Store, po.Sessions = store, proxy.TraceSessions(sessions, tp)
 	po.StoreOnReplace = !p.storeEvery // a small result is stored when a decision replaces it
 	po.Workspace.Namespace = f.namespace
 	po.Compact.Dir = f.dir
@@ -224,23 +243,6 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 			return proxy.TenantNamespace(f.namespace, t), ok
 		}, 0)
 		dashReadBack = nil // the dashboard reads no tenant's artifacts
-	}
-	var tp trace.TracerProvider
-	tracing, err := proxy.TracingWanted(p.otel, os.Getenv) // --otel, OTEL_TRACES_EXPORTER, OTEL_SDK_DISABLED
-	if err != nil {
-		return nil, nil, fmt.Errorf("--otel: %w", err) // proxy.ErrOTELExporter: bad usage (ExitCode)
-	}
-	if tracing {
-		sdk, err := proxy.NewOTLPTracerProvider(cmd.Context(), os.Getenv)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--otel: %w", err) // proxy.ErrOTLPProtocol: bad usage (ExitCode)
-		}
-		closers = append(closers, func() error {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 5*time.Second)
-			defer cancel()
-			return sdk.Shutdown(ctx) // flush the last spans
-		})
-		tp = sdk
 	}
 	srv, err = proxy.New(proxy.Options{Engine: engine, AnthropicURL: p.anthropicURL, OpenAIURL: p.oaURL, Logger: log, DecodeCacheBytes: decodeCache,
 		MCP: mcpHandler, Prices: prices, Token: p.token, Tenants: p.tenants, ContextManagement: proxy.ContextManagement(p.contextMgmt),
