@@ -487,14 +487,14 @@ func TestDashboardInBrowserLive(t *testing.T) {
 	// polled them again and redrew the table.
 	var mu sync.Mutex
 	gets, started := 0, 1
+	next := func() string { started++; return fmt.Sprintf("live-%d", started) } // the session the next request is in
 	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == proxy.StatsPath {
 			mu.Lock()
 			gets++
 			if gets == 2 {
-				started++
 				resp := post(t, s.url+"/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`,
-					map[string]string{"X-Claude-Code-Session-Id": fmt.Sprintf("live-%d", started), "X-Api-Key": "k", "User-Agent": "claude-cli/2.0.0"})
+					map[string]string{"X-Claude-Code-Session-Id": next(), "X-Api-Key": "k", "User-Agent": "claude-cli/2.0.0"})
 				io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 			}
@@ -529,6 +529,40 @@ func TestDashboardInBrowserLive(t *testing.T) {
 	if first := dom.byID("sessions").all("tr", "session")[0]; attr(first, "data-session") != want {
 		t.Errorf("first row %q, want the newest session %q", attr(first, "data-session"), want)
 	}
+	// A session's page is live too: a request of that session made while
+	// the page is open adds a point to its timeline.
+	requests := func() int {
+		for _, st := range s.srv.Stats() {
+			if st.Session == want {
+				return st.Requests
+			}
+		}
+		return 0
+	}
+	mu.Lock()
+	next = func() string { return want }
+	mu.Unlock()
+	eventually(t, "a request made while the session's page is open", func() string {
+		mu.Lock()
+		gets = 0
+		mu.Unlock()
+		before := requests()
+		b, err := headless(bin, t.TempDir(), live.URL+proxy.DashboardPath+"#/session/"+want, "--dump-dom")
+		if err != nil {
+			return err.Error()
+		}
+		doc, err := html.Parse(bytes.NewReader(b))
+		if err != nil {
+			return err.Error()
+		}
+		mu.Lock()
+		polls := gets
+		mu.Unlock()
+		if pts := len((node{doc}).byID("timeline").all("circle", "pt")); pts != before+1 || polls < 2 {
+			return fmt.Sprintf("%d points after %d reads of the statistics, %d requests before the page", pts, polls, before)
+		}
+		return ""
+	})
 	// That session stored nothing: its page says so.
 	dom = loadDOM(t, bin, live.URL+proxy.DashboardPath+"#/session/"+want, func(d node) string {
 		if e := d.byID("artifacts-empty"); e.Node == nil || hasAttr(e.Node, "hidden") {
