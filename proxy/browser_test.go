@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -269,12 +270,26 @@ func TestDashboardInBrowser(t *testing.T) {
 	// ratio in percent, the activity relative.
 	for k, want := range map[string]string{
 		"tokens_before": thousands(ss.TokensBefore), "tokens_after": thousands(ss.TokensAfter),
-		"cost_usd": fmt.Sprintf("$%.4f", ss.CostUSD), "saved_usd": fmt.Sprintf("$%.4f", ss.SavedUSD),
-		"cache_hit": fmt.Sprintf("%.1f%%", 100*num("cache_hit")),
 	} {
 		if texts[k] != want {
 			t.Errorf("cell %s reads %q, want %q", k, texts[k], want)
 		}
+	}
+	// Money in dollars to four places (a tie rounds apart in JavaScript
+	// and Go: compared as numbers).
+	for k, want := range map[string]float64{"cost_usd": ss.CostUSD, "saved_usd": ss.SavedUSD} {
+		d, ok := strings.CutPrefix(strings.Replace(texts[k], "-$", "$-", 1), "$")
+		v, err := strconv.ParseFloat(d, 64)
+		if !ok || err != nil || len(d) < 6 || d[len(d)-5] != '.' || math.Abs(v-want) > 0.00005+1e-12 {
+			t.Errorf("cell %s reads %q, want $%.4f", k, texts[k], want)
+		}
+	}
+	// The hit ratio in percent to a tenth (JavaScript rounds a tie up, Go
+	// to even: compared as numbers).
+	if pc, ok := strings.CutSuffix(texts["cache_hit"], "%"); !ok || len(pc) < 3 || pc[len(pc)-2] != '.' {
+		t.Errorf("cache hit reads %q, want a percentage to a tenth", texts["cache_hit"])
+	} else if v, err := strconv.ParseFloat(pc, 64); err != nil || math.Abs(v-100*num("cache_hit")) > 0.05+1e-9 {
+		t.Errorf("cache hit reads %q, the ratio is %v", texts["cache_hit"], num("cache_hit"))
 	}
 	if !strings.HasSuffix(texts["last_activity"], " ago") {
 		t.Errorf("last activity reads %q", texts["last_activity"])
