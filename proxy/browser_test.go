@@ -4,11 +4,17 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,7 +28,8 @@ import (
 )
 
 // chromium returns the path of Debian's chromium, or skips the test when it
-// is absent outside CI (CI installs it: .ci/run).
+// is absent outside CI; under CI (CI set, as .ci/run sets it, and not
+// "false" or "0") it fails the test instead (.ci/run installs chromium).
 func chromium(t *testing.T) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser"} {
@@ -30,7 +37,7 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
-	if os.Getenv("CI") == "true" {
+	if ci := os.Getenv("CI"); ci != "" && ci != "false" && ci != "0" {
 		t.Fatal("chromium is not installed (.ci/run installs it)")
 	}
 	t.Skip("chromium is not installed")
@@ -39,19 +46,93 @@ func chromium(t *testing.T) string {
 
 // headless runs chromium headless on url with extra flags (--dump-dom,
 // --screenshot=...) and returns its standard output.
-func headless(t *testing.T, bin, url string, flags ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+func headless(bin, dir, url string, flags ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-		"--disable-extensions", "--user-data-dir=" + t.TempDir(), "--virtual-time-budget=10000", "--window-size=1280,1500"}, flags...)
+		"--disable-extensions", "--user-data-dir=" + dir, "--virtual-time-budget=10000", "--window-size=1280,1500"}, flags...)
 	cmd := exec.CommandContext(ctx, bin, append(args, url)...)
+	cmd.WaitDelay = 10 * time.Second
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("chromium %v: %v\n%s", flags, err, errb.String())
+		return nil, fmt.Errorf("chromium %v: %v\n%s", flags, err, errb.String())
 	}
-	return out.Bytes()
+	return out.Bytes(), nil
+}
+
+// browserWait is how long a page has to show what the test waits for: a
+// loaded 2-core machine starts chromium slowly, the page's fetches too.
+const browserWait = 4 * time.Minute
+
+// eventually runs try (one headless chromium run) until it reports
+// nothing missing or browserWait passes, and fails the test then with
+// what was missing. try returns "" when done.
+func eventually(t *testing.T, what string, try func() string) {
+	t.Helper()
+	deadline := time.Now().Add(browserWait)
+	for attempt := 1; ; attempt++ {
+		why := try()
+		if why == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: after %d attempts in %v: %s", what, attempt, browserWait, why)
+		}
+		t.Logf("%s, attempt %d: %s; again", what, attempt, why)
+		time.Sleep(time.Second) // between two chromium runs, not a wait for the page
+	}
+}
+
+// loadDOM loads url in headless chromium until ready finds the rendered
+// DOM complete (ready returns "" then, else what is missing) and returns
+// that DOM.
+func loadDOM(t *testing.T, bin, url string, ready func(node) string) node {
+	t.Helper()
+	var dom node
+	eventually(t, "loading "+url, func() string {
+		b, err := headless(bin, t.TempDir(), url, "--dump-dom")
+		if err != nil {
+			return err.Error()
+		}
+		doc, err := html.Parse(bytes.NewReader(b))
+		if err != nil {
+			return err.Error()
+		}
+		dom = node{doc}
+		if body := dom.all("body", ""); len(body) == 0 || attr(body[0], "data-loaded") != "1" {
+			return "the page has not loaded its data: " + dom.text("updated")
+		}
+		return ready(dom)
+	})
+	return dom
+}
+
+// screenshot saves url as seen by headless chromium to path (a PNG of at
+// least 10 kB: something was drawn).
+func screenshot(t *testing.T, bin, url, path string) {
+	t.Helper()
+	eventually(t, "screenshot of "+url, func() string {
+		os.Remove(path)
+		if _, err := headless(bin, t.TempDir(), url, "--screenshot="+path); err != nil {
+			return err.Error()
+		}
+		b, err := os.ReadFile(path)
+		if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) || len(b) < 10_000 {
+			return fmt.Sprintf("screenshot %s: %d bytes, %v", path, len(b), err)
+		}
+		return ""
+	})
+	t.Logf("screenshot: %s", path)
+}
+
+// screenshotDir is where the screenshots go: $AGENTCTX_SCREENSHOT_DIR, or
+// the test's temporary directory.
+func screenshotDir(t *testing.T) string {
+	if dir := os.Getenv("AGENTCTX_SCREENSHOT_DIR"); dir != "" {
+		return dir
+	}
+	return t.TempDir()
 }
 
 // node is a parsed DOM with the few queries the test needs.
@@ -120,36 +201,52 @@ func (n node) byID(id string) node {
 	return node{found}
 }
 
-func parseDOM(t *testing.T, b []byte) node {
-	t.Helper()
-	doc, err := html.Parse(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
+// text returns the text of the element with id (its descendants' text
+// nodes, joined).
+func (n node) text(id string) string {
+	e := n.byID(id)
+	if e.Node == nil {
+		return ""
 	}
-	return node{doc}
+	var b strings.Builder
+	var walk func(*html.Node)
+	walk = func(x *html.Node) {
+		if x.Type == html.TextNode {
+			b.WriteString(x.Data)
+		}
+		for ch := x.FirstChild; ch != nil; ch = ch.NextSibling {
+			walk(ch)
+		}
+	}
+	walk(e.Node)
+	return b.String()
 }
 
 // A real browser loads the dashboard of a proxy that served a scripted
 // session: the sessions table shows the numbers of /agentctx/stats, the
-// session's page draws its timeline, its context and its artifacts.
+// session's page draws its timeline, its context and its artifacts, and
+// the viewer reads an artifact back a page at a time.
 func TestDashboardInBrowser(t *testing.T) {
 	bin := chromium(t)
 	s := scriptedSession(t, 14, proxy.Options{Token: "tok"})
 	st := getStats(t, s.url, map[string]string{"X-Agentctx-Token": "tok"})
 	ss := st.Sessions[0]
 	page := s.url + proxy.DashboardPath + "?token=tok"
+	dir := screenshotDir(t)
 
-	dom := parseDOM(t, headless(t, bin, page, "--dump-dom"))
-	if attr(dom.all("body", "")[0], "data-loaded") != "1" {
-		t.Fatalf("the page did not load the statistics:\n%s", html.UnescapeString(fmt.Sprint(dom.byID("updated").FirstChild)))
-	}
-	rows := dom.byID("sessions").all("tr", "session")
-	if len(rows) != len(st.Sessions) {
-		t.Fatalf("%d rows, %d sessions", len(rows), len(st.Sessions))
-	}
-	cells := map[string]string{}
-	for _, td := range (node{rows[0]}).all("td", "") {
+	dom := loadDOM(t, bin, page, func(d node) string {
+		if n := len(d.byID("sessions").all("tr", "session")); n != len(st.Sessions) {
+			return fmt.Sprintf("%d rows, %d sessions", n, len(st.Sessions))
+		}
+		return ""
+	})
+	row := dom.byID("sessions").all("tr", "session")[0]
+	cells, texts := map[string]string{}, map[string]string{}
+	for _, td := range (node{row}).all("td", "") {
 		cells[attr(td, "data-k")] = attr(td, "data-v")
+		if td.FirstChild != nil {
+			texts[attr(td, "data-k")] = td.FirstChild.Data
+		}
 	}
 	num := func(k string) float64 {
 		v, err := strconv.ParseFloat(cells[k], 64)
@@ -169,15 +266,54 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Errorf("%s: the page shows %v, stats say %v", k, got, want)
 		}
 	}
+	// What a person reads: numbers grouped, money in dollars, the hit
+	// ratio in percent, the activity relative.
+	for k, want := range map[string]string{
+		"tokens_before": thousands(ss.TokensBefore), "tokens_after": thousands(ss.TokensAfter),
+	} {
+		if texts[k] != want {
+			t.Errorf("cell %s reads %q, want %q", k, texts[k], want)
+		}
+	}
+	// Money in dollars to four places (a tie rounds apart in JavaScript
+	// and Go: compared as numbers).
+	for k, want := range map[string]float64{"cost_usd": ss.CostUSD, "saved_usd": ss.SavedUSD} {
+		d, ok := strings.CutPrefix(strings.Replace(texts[k], "-$", "$-", 1), "$")
+		v, err := strconv.ParseFloat(d, 64)
+		if !ok || err != nil || len(d) < 6 || d[len(d)-5] != '.' || math.Abs(v-want) > 0.00005+1e-12 {
+			t.Errorf("cell %s reads %q, want $%.4f", k, texts[k], want)
+		}
+	}
+	// The hit ratio in percent to a tenth (JavaScript rounds a tie up, Go
+	// to even: compared as numbers).
+	if pc, ok := strings.CutSuffix(texts["cache_hit"], "%"); !ok || len(pc) < 3 || pc[len(pc)-2] != '.' {
+		t.Errorf("cache hit reads %q, want a percentage to a tenth", texts["cache_hit"])
+	} else if v, err := strconv.ParseFloat(pc, 64); err != nil || math.Abs(v-100*num("cache_hit")) > 0.05+1e-9 {
+		t.Errorf("cache hit reads %q, the ratio is %v", texts["cache_hit"], num("cache_hit"))
+	}
+	if !strings.HasSuffix(texts["last_activity"], " ago") {
+		t.Errorf("last activity reads %q", texts["last_activity"])
+	}
+	if got := dom.text("total"); !strings.HasPrefix(got, thousands(st.Total.Requests)+" requests · bill $") {
+		t.Errorf("header: %q", got)
+	}
+	screenshot(t, bin, page, filepath.Join(dir, "dashboard-sessions.png"))
 
-	dom = parseDOM(t, headless(t, bin, page+"#/session/"+ss.Session, "--dump-dom"))
+	c, _ := s.srv.Composition(ss.Session)
+	session := page + "#/session/" + ss.Session
+	dom = loadDOM(t, bin, session, func(d node) string {
+		if n := len(d.byID("timeline").all("circle", "pt")); n != len(ss.Timeline) {
+			return fmt.Sprintf("%d points drawn, %d in the timeline", n, len(ss.Timeline))
+		}
+		if len(d.byID("composition").all("rect", "")) == 0 {
+			return "no context bar"
+		}
+		if len(d.byID("artifacts").all("tr", "artifact")) == 0 {
+			return "no artifact listed"
+		}
+		return ""
+	})
 	tl := dom.byID("timeline")
-	if tl.Node == nil {
-		t.Fatal("no timeline")
-	}
-	if pts := tl.all("circle", "pt"); len(pts) != len(ss.Timeline) {
-		t.Errorf("%d points drawn, %d in the timeline", len(pts), len(ss.Timeline))
-	}
 	for _, pl := range tl.all("polyline", "line") {
 		if n := len(strings.Fields(attr(pl, "points"))); n != len(ss.Timeline) {
 			t.Errorf("line %s has %d points", attr(pl, "class"), n)
@@ -189,21 +325,40 @@ func TestDashboardInBrowser(t *testing.T) {
 	if n := len(tl.all("path", "mark-clearing")); n != ss.ClearingBatches {
 		t.Errorf("%d clearing marks, %d batches", n, ss.ClearingBatches)
 	}
-	c, _ := s.srv.Composition(ss.Session)
+	offloads := 0
+	for _, p := range ss.Timeline {
+		if p.Offloaded > 0 {
+			offloads++
+		}
+	}
+	if n := len(tl.all("rect", "mark-offload")); n != offloads || n == 0 {
+		t.Errorf("%d offload marks, %d requests offloaded", n, offloads)
+	}
+	var labels []string
+	for _, x := range tl.all("text", "") {
+		if x.FirstChild != nil {
+			labels = append(labels, x.FirstChild.Data)
+		}
+	}
+	if !slices.Contains(labels, "tokens per request") || !slices.Contains(labels, fmt.Sprintf("request %d", len(ss.Timeline))) {
+		t.Errorf("the timeline's labels: %q", labels)
+	}
 	parts := map[string]string{}
 	for _, r := range dom.byID("composition").all("rect", "") {
 		parts[attr(r, "data-part")] = attr(r, "data-v")
 	}
-	for k, v := range map[string]int{"system": c.System, "tools": c.Tools, "messages": c.Messages, "references": c.References, "summary": c.Summary} {
-		// A part of 0 tokens draws no rectangle (whether the scripted
-		// session ends with a reference depends on its timing).
+	total := 0
+	for k, v := range map[string]int{"system": c.System, "tools": c.Tools, "messages": c.Messages, "tool_results": c.ToolResults, "references": c.References, "summary": c.Summary} {
+		total += v
+		// A part of 0 tokens draws no rectangle.
 		if got := parts[k]; got != strconv.Itoa(v) && (v != 0 || got != "") {
 			t.Errorf("composition bar %s = %q, want %d (%v)", k, got, v, parts)
 		}
 	}
-	if n := len(dom.byID("artifacts").all("tr", "artifact")); n == 0 {
-		t.Error("no artifact listed")
+	if got := dom.text("composition-legend"); !strings.Contains(got, "total "+thousands(total)+" tokens") {
+		t.Errorf("the context's legend reads %q, want its total %d", got, total)
 	}
+	screenshot(t, bin, session, filepath.Join(dir, "dashboard-session.png"))
 
 	// An artifact opened in the viewer: its first page, read back as the
 	// MCP tool reads it, and the way to the next.
@@ -220,25 +375,64 @@ func TestDashboardInBrowser(t *testing.T) {
 	if big == "" {
 		t.Fatal("no artifact longer than a page")
 	}
-	dom = parseDOM(t, headless(t, bin, page+"#/session/"+ss.Session+"/artifact/"+big, "--dump-dom"))
-	v := dom.byID("viewer-text")
-	if v.Node == nil || v.FirstChild == nil || !strings.HasPrefix(v.FirstChild.Data, "step ") || !strings.Contains(v.FirstChild.Data, "offset=") {
-		t.Errorf("viewer: %v", v.Node)
+	viewer := session + "/artifact/" + big
+	dom = loadDOM(t, bin, viewer, func(d node) string {
+		if d.text("viewer-text") == "" {
+			return "the viewer shows nothing"
+		}
+		return ""
+	})
+	if v := dom.text("viewer-text"); !strings.HasPrefix(v, "step ") || !strings.Contains(v, "offset=") {
+		t.Errorf("viewer: %.300q", v)
 	}
-	if next := dom.byID("viewer-next"); next.Node == nil || attr(next.Node, "disabled") != "" || hasAttr(next.Node, "disabled") {
+	if next := dom.byID("viewer-next"); next.Node == nil || hasAttr(next.Node, "disabled") {
 		t.Error("the viewer cannot read on")
 	}
+	screenshot(t, bin, viewer, filepath.Join(dir, "dashboard-artifact.png"))
+}
 
-	dir := os.Getenv("AGENTCTX_SCREENSHOT_DIR")
-	if dir == "" {
-		dir = t.TempDir()
+// A proxy that has served nothing: the dashboard says so, and a session
+// it does not know is named as such.
+func TestDashboardInBrowserEmpty(t *testing.T) {
+	bin := chromium(t)
+	srv, err := proxy.New(proxy.Options{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	shot := filepath.Join(dir, "dashboard-session.png")
-	headless(t, bin, page+"#/session/"+ss.Session, "--screenshot="+shot)
-	if b, err := os.ReadFile(shot); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) || len(b) < 10_000 {
-		t.Errorf("screenshot %s: %d bytes, %v", shot, len(b), err)
+	ps := httptest.NewServer(srv)
+	t.Cleanup(ps.Close)
+	page := ps.URL + proxy.DashboardPath
+	dom := loadDOM(t, bin, page, func(d node) string {
+		if e := d.byID("empty"); e.Node == nil || hasAttr(e.Node, "hidden") {
+			return "no empty state shown"
+		}
+		return ""
+	})
+	if n := len(dom.byID("sessions").all("tr", "session")); n != 0 {
+		t.Errorf("%d rows", n)
 	}
-	t.Logf("screenshot: %s", shot)
+	if got := dom.text("total"); got != "0 requests · bill $0.0000 · saved $0.0000" {
+		t.Errorf("header: %q", got)
+	}
+	screenshot(t, bin, page, filepath.Join(screenshotDir(t), "dashboard-empty.png"))
+	dom = loadDOM(t, bin, page+"#/session/nope", func(d node) string {
+		if d.text("session-summary") == "" {
+			return "no summary"
+		}
+		return ""
+	})
+	if got := dom.text("session-summary"); got != "No statistics for this session." {
+		t.Errorf("unknown session: %q", got)
+	}
+}
+
+// thousands formats n as the page does (en-US grouping).
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // The HTML report of examples/session.json, opened in a real browser (from
@@ -257,10 +451,7 @@ func TestReportInBrowser(t *testing.T) {
 	if rep.Requests == 0 || len(rep.Timeline) != rep.Requests || rep.Before == nil {
 		t.Fatalf("report: %d requests, %d points", rep.Requests, len(rep.Timeline))
 	}
-	dir := os.Getenv("AGENTCTX_SCREENSHOT_DIR")
-	if dir == "" {
-		dir = t.TempDir()
-	}
+	dir := screenshotDir(t)
 	path := filepath.Join(dir, "report.html")
 	var b bytes.Buffer
 	if err := proxy.WriteReportHTML(&b, rep); err != nil {
@@ -275,14 +466,12 @@ func TestReportInBrowser(t *testing.T) {
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dom := parseDOM(t, headless(t, bin, "file://"+path, "--dump-dom"))
-	if attr(dom.all("body", "")[0], "data-loaded") != "1" {
-		t.Fatal("the report's script did not run")
-	}
-	tl := dom.byID("timeline")
-	if pts := tl.all("circle", "pt"); len(pts) != len(rep.Timeline) {
-		t.Errorf("%d points drawn, %d requests", len(pts), len(rep.Timeline))
-	}
+	dom := loadDOM(t, bin, "file://"+path, func(d node) string {
+		if n := len(d.byID("timeline").all("circle", "pt")); n != len(rep.Timeline) {
+			return fmt.Sprintf("%d points drawn, %d requests", n, len(rep.Timeline))
+		}
+		return ""
+	})
 	for id, c := range map[string]*proxy.Composition{"composition": &rep.After, "composition-before": rep.Before} {
 		parts := map[string]string{}
 		for _, r := range dom.byID(id).all("rect", "") {
@@ -297,9 +486,106 @@ func TestReportInBrowser(t *testing.T) {
 	if rep.After.References == 0 || rep.Before.References != 0 || rep.After.ToolResults >= rep.Before.ToolResults {
 		t.Errorf("before %+v, after %+v", rep.Before, rep.After)
 	}
-	shot := filepath.Join(dir, "report.png")
-	headless(t, bin, "file://"+path, "--screenshot="+shot)
-	if st, err := os.Stat(shot); err != nil || st.Size() < 10_000 {
-		t.Errorf("screenshot %s: %v", shot, err)
+	if got := dom.text("session-summary"); !strings.HasPrefix(got, fmt.Sprintf("%d requests · ", rep.Requests)) || !strings.Contains(got, fmt.Sprintf("saved $%.4f", rep.SavedUSD)) {
+		t.Errorf("summary: %q", got)
+	}
+	screenshot(t, bin, "file://"+path, filepath.Join(dir, "report.png"))
+}
+
+// The sessions table is live: a session that starts while the page is open
+// appears at the page's next poll of the statistics, without a reload.
+func TestDashboardInBrowserLive(t *testing.T) {
+	bin := chromium(t)
+	s := scriptedSession(t, 2, proxy.Options{})
+	// Each attempt (a chromium run) starts a session of its own once the
+	// page has read the statistics once: the page shows it only if it
+	// polled them again and redrew the table.
+	var mu sync.Mutex
+	gets, started := 0, 1
+	next := func() string { started++; return fmt.Sprintf("live-%d", started) } // the session the next request is in
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == proxy.StatsPath {
+			mu.Lock()
+			gets++
+			if gets == 2 {
+				resp := post(t, s.url+"/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`,
+					map[string]string{"X-Claude-Code-Session-Id": next(), "X-Api-Key": "k", "User-Agent": "claude-cli/2.0.0"})
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			mu.Unlock()
+		}
+		s.srv.ServeHTTP(w, r)
+	}))
+	t.Cleanup(live.Close)
+	var dom node
+	eventually(t, "a session started while the page is open", func() string {
+		mu.Lock()
+		gets = 0
+		mu.Unlock()
+		b, err := headless(bin, t.TempDir(), live.URL+proxy.DashboardPath, "--dump-dom")
+		if err != nil {
+			return err.Error()
+		}
+		doc, err := html.Parse(bytes.NewReader(b))
+		if err != nil {
+			return err.Error()
+		}
+		dom = node{doc}
+		mu.Lock()
+		want, polls := started, gets
+		mu.Unlock()
+		if rows := len(dom.byID("sessions").all("tr", "session")); rows != want || polls < 2 {
+			return fmt.Sprintf("%d rows after %d reads of the statistics, %d sessions", rows, polls, want)
+		}
+		return ""
+	})
+	want := fmt.Sprintf("live-%d", started)
+	if first := dom.byID("sessions").all("tr", "session")[0]; attr(first, "data-session") != want {
+		t.Errorf("first row %q, want the newest session %q", attr(first, "data-session"), want)
+	}
+	// A session's page is live too: a request of that session made while
+	// the page is open adds a point to its timeline.
+	requests := func() int {
+		for _, st := range s.srv.Stats() {
+			if st.Session == want {
+				return st.Requests
+			}
+		}
+		return 0
+	}
+	mu.Lock()
+	next = func() string { return want }
+	mu.Unlock()
+	eventually(t, "a request made while the session's page is open", func() string {
+		mu.Lock()
+		gets = 0
+		mu.Unlock()
+		before := requests()
+		b, err := headless(bin, t.TempDir(), live.URL+proxy.DashboardPath+"#/session/"+want, "--dump-dom")
+		if err != nil {
+			return err.Error()
+		}
+		doc, err := html.Parse(bytes.NewReader(b))
+		if err != nil {
+			return err.Error()
+		}
+		mu.Lock()
+		polls := gets
+		mu.Unlock()
+		if pts := len((node{doc}).byID("timeline").all("circle", "pt")); pts != before+1 || polls < 2 {
+			return fmt.Sprintf("%d points after %d reads of the statistics, %d requests before the page", pts, polls, before)
+		}
+		return ""
+	})
+	// That session stored nothing: its page says so.
+	dom = loadDOM(t, bin, live.URL+proxy.DashboardPath+"#/session/"+want, func(d node) string {
+		if e := d.byID("artifacts-empty"); e.Node == nil || hasAttr(e.Node, "hidden") {
+			return "no empty state for the artifacts: " + d.text("artifacts-notice")
+		}
+		return ""
+	})
+	if n := len(dom.byID("artifacts").all("tr", "artifact")); n != 0 {
+		t.Errorf("%d artifacts listed", n)
 	}
 }

@@ -3,18 +3,25 @@ package proxy_test
 import (
 	"encoding/json"
 	"errors"
-	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"github.com/agentctx/agentctx/mcpserver"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pipeline/replay"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/memstore"
 )
 
 func TestDashboardAPI(t *testing.T) {
@@ -115,6 +122,9 @@ func TestDashboardProtectedLikeStats(t *testing.T) {
 		{"/agentctx/app.js", nil, http.StatusForbidden},
 		{"/agentctx/?token=nope", nil, http.StatusForbidden},
 		{"/agentctx/api/context?session=x", nil, http.StatusForbidden},
+		{"/agentctx/api/artifacts?session=x", nil, http.StatusForbidden},
+		{"/agentctx/api/read?id=x", nil, http.StatusForbidden},
+		{"/agentctx/api/read?id=x", map[string]string{"X-Agentctx-Token": "nope"}, http.StatusForbidden},
 		{"/agentctx/?token=tok", nil, http.StatusOK},
 		{"/agentctx/app.js?token=tok", nil, http.StatusOK},
 		{"/agentctx/app.css", map[string]string{"X-Agentctx-Token": "tok"}, http.StatusOK},
@@ -193,5 +203,120 @@ func TestCompositionOfResponsesSession(t *testing.T) {
 	}
 	if !c.Known || c.Messages == 0 || c.ToolResults == 0 {
 		t.Fatalf("composition of a Responses session: %+v", c)
+	}
+}
+
+// A replayed transcript's timeline splits each request's input as the
+// replay's simulated prompt cache bills the request as prepared: read from
+// the cache where it extends the one before, written where it does not.
+func TestReplayReportCache(t *testing.T) {
+	doc, err := agentctx.ReadFile(t.Context(), filepath.Join("..", "examples", "session.json"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := proxy.ReplayReport(t.Context(), "session.json", doc, replay.Options{Options: pipeline.Options{
+		Compact: compact.Options{Limit: 20_000, Dir: t.TempDir()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read, write int
+	for i, p := range rep.Timeline {
+		read += p.CacheReadTokens
+		write += p.CacheWriteTokens
+		if p.InputTokens+p.CacheReadTokens+p.CacheWriteTokens == 0 {
+			t.Errorf("request %d: no input", i+1)
+		}
+		if i == 0 && p.CacheReadTokens != 0 {
+			t.Errorf("the first request read %d tokens from the cache", p.CacheReadTokens)
+		}
+	}
+	if read == 0 || write == 0 {
+		t.Errorf("cache read %d, written %d: the timeline does not show the cache", read, write)
+	}
+	var text strings.Builder
+	if err := proxy.WriteReportText(&text, rep); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(text.String(), "\n"); len(lines) < 4 || !strings.Contains(lines[2], "cache read") {
+		t.Errorf("table:\n%s", text.String())
+	}
+}
+
+// The dashboard works offline: its page, script and styles come from the
+// binary, name no other origin, and the page may load from its own only.
+func TestDashboardOffline(t *testing.T) {
+	srv, err := proxy.New(proxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"", "app.js", "app.css"} {
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8787"+proxy.DashboardPath+name, nil))
+		body := strings.ReplaceAll(w.Body.String(), `"http://www.w3.org/2000/svg"`, "") // a namespace, not a fetch
+		if w.Code != 200 || len(body) < 500 {
+			t.Fatalf("%q: %d, %d bytes", name, w.Code, len(body))
+		}
+		for _, ref := range []string{"http://", "https://", `src="//`, `href="//`, "@import", "url("} {
+			if strings.Contains(body, ref) {
+				t.Errorf("%q refers elsewhere: %s", name, ref)
+			}
+		}
+		if csp := w.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
+			t.Errorf("%q: Content-Security-Policy %q", name, csp)
+		}
+	}
+}
+
+// A session with more artifacts than a read-back page holds is listed page
+// after page (the offset the dashboard's "More artifacts" sends): every
+// artifact once, the notice on every page but the last.
+func TestDashboardArtifactsPaged(t *testing.T) {
+	store := memstore.New()
+	const n = 120
+	for i := range n {
+		a := workspace.Artifact{Info: workspace.Info{ID: fmt.Sprintf("tool_result_%03d", i), Metadata: workspace.Metadata{
+			workspace.KeySessionID: "s", workspace.KeyContextType: workspace.ContextToolResult}}, Content: "output\n"}
+		if _, err := store.Put(t.Context(), "default", a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := workspace.Artifact{Info: workspace.Info{ID: "tool_result_other", Metadata: workspace.Metadata{workspace.KeySessionID: "t"}}, Content: "x"}
+	if _, err := store.Put(t.Context(), "default", other); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := proxy.New(proxy.Options{ReadBack: mcpserver.New(store, mcpserver.Options{MaxChars: 4000}).Call})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newServer(t, srv)
+	seen := map[string]bool{}
+	pages := 0
+	for off := 0; ; pages++ {
+		var page proxy.ArtifactsPage
+		if err := json.Unmarshal(get(t, fmt.Sprintf("%s%s?session=s&offset=%d", base, proxy.DashboardArtifactsPath, off), nil), &page); err != nil {
+			t.Fatal(err)
+		}
+		if page.Offset != off || len(page.Artifacts) == 0 {
+			t.Fatalf("page at %d: offset %d, %d artifacts", off, page.Offset, len(page.Artifacts))
+		}
+		for _, a := range page.Artifacts {
+			if seen[a.ID] || a.Metadata[workspace.KeySessionID] != "s" {
+				t.Errorf("%s listed twice or of another session", a.ID)
+			}
+			seen[a.ID] = true
+		}
+		off += len(page.Artifacts)
+		if off == n {
+			if page.Notice != "" {
+				t.Errorf("last page has a notice: %q", page.Notice)
+			}
+			break
+		}
+		if !strings.Contains(page.Notice, "offset") {
+			t.Fatalf("page at %d cut without a notice (%d listed)", page.Offset, len(page.Artifacts))
+		}
+	}
+	if len(seen) != n || pages < 2 {
+		t.Errorf("%d artifacts in %d pages, want %d in several", len(seen), pages+1, n)
 	}
 }

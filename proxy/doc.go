@@ -133,7 +133,9 @@
 // (Composition) and its artifacts read back through Options.ReadBack.
 // Both are protected as the statistics are (Options.Token). With
 // Options.TracerProvider set, each request is traced with OpenTelemetry
-// (SpanRequest and its children; NewOTLPTracerProvider exports over OTLP).
+// (SpanRequest and its children; NewOTLPTracerProvider exports over OTLP as
+// the standard OTEL_* variables say, TracingWanted reads whether they turn
+// tracing on or off).
 //
 // # Money
 //

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -70,6 +70,30 @@ func TestHungStoreForwardsTheOriginal(t *testing.T) {
 			t.Errorf("store_errors = %d, want 1 (a timeout is a store error too)", st.StoreErrors)
 		}
 	}
+	fams := parseMetrics(t, getBody(t, base+proxy.MetricsPath))
+	api := map[string]string{"api": "anthropic"}
+	for name, want := range map[string]float64{"agentctx_store_timeouts_total": 1, "agentctx_store_errors_total": 1, "agentctx_engine_errors_total": 1} {
+		if got := sumOf(fams, name, api); got != want {
+			t.Errorf("/metrics %s = %v, want %v", name, got, want)
+		}
+	}
+	if got := sumOf(fams, "agentctx_requests_total", map[string]string{"outcome": proxy.OutcomeError}); got != 1 {
+		t.Errorf("/metrics requests with outcome error = %v, want 1", got)
+	}
+}
+
+func getBody(t *testing.T, url string) []byte {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
+	}
+	return b
 }
 
 func statsOf(t *testing.T, base string) []proxy.SessionStats {
@@ -157,13 +181,14 @@ func TestFailingStoreCounted(t *testing.T) {
 	if errs != 1 || timeouts != 0 {
 		t.Fatalf("store_errors %d, store_timeouts %d: want 1 and 0", errs, timeouts)
 	}
-	m, err := http.Get(base + proxy.MetricsPath)
-	if err != nil {
-		t.Fatal(err)
+	fams := parseMetrics(t, getBody(t, base+proxy.MetricsPath))
+	api := map[string]string{"api": "anthropic"}
+	for name, want := range map[string]float64{"agentctx_store_errors_total": 1, "agentctx_engine_errors_total": 1} {
+		if got := sumOf(fams, name, api); got != want {
+			t.Errorf("/metrics %s = %v, want %v", name, got, want)
+		}
 	}
-	body, _ := io.ReadAll(m.Body)
-	m.Body.Close()
-	if !strings.Contains(string(body), `agentctx_store_errors_total{api="anthropic"} 1`) {
-		t.Errorf("/metrics has no store error:\n%s", body)
+	if got := sumOf(fams, "agentctx_store_timeouts_total", api); got != 0 && !math.IsNaN(got) {
+		t.Errorf("/metrics store timeouts = %v, want none", got)
 	}
 }

@@ -191,6 +191,17 @@ next:
 	return sum
 }
 
+// parseMetrics parses a /metrics answer with the Prometheus text parser.
+func parseMetrics(t *testing.T, body []byte) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+	return fams
+}
+
 func TestMetricsEqualStats(t *testing.T) {
 	s := scriptedSession(t, 14, proxy.Options{Token: "tok"})
 	auth := map[string]string{"X-Agentctx-Token": "tok"}
@@ -202,10 +213,11 @@ func TestMetricsEqualStats(t *testing.T) {
 	if ss.Compactions == 0 || ss.PrefixChanges <= ss.Compactions || ss.CacheBreaks == 0 {
 		t.Fatalf("the script should compact, clear and break the cache: %+v", ss)
 	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(string(get(t, s.url+proxy.MetricsPath, auth))))
-	if err != nil {
-		t.Fatalf("parse: %v", err)
+	fams := parseMetrics(t, get(t, s.url+proxy.MetricsPath, auth))
+	var received, forwarded int
+	for _, p := range ss.Timeline {
+		received += p.TokensClient
+		forwarded += p.TokensForwarded
 	}
 	api := map[string]string{"api": "anthropic"}
 	for _, c := range []struct {
@@ -218,6 +230,8 @@ func TestMetricsEqualStats(t *testing.T) {
 		{"agentctx_requests_total", map[string]string{"outcome": "error"}, float64(ss.Errors)},
 		{"agentctx_proxy_overhead_seconds", api, float64(ss.Requests)},
 		{"agentctx_compactions_total", api, float64(ss.Compactions)},
+		{"agentctx_context_tokens_received_total", api, float64(received)},
+		{"agentctx_context_tokens_forwarded_total", api, float64(forwarded)},
 		{"agentctx_clearing_batches_total", api, float64(ss.PrefixChanges - ss.Compactions)},
 		{"agentctx_cache_breaks_total", api, float64(ss.CacheBreaks)},
 		{"agentctx_input_tokens_total", api, float64(ss.InputTokens)},
@@ -239,6 +253,9 @@ func TestMetricsEqualStats(t *testing.T) {
 		if math.Abs(got-c.want) > 1e-5 {
 			t.Errorf("%s%v = %v, stats say %v", c.name, c.labels, got, c.want)
 		}
+	}
+	if received <= forwarded || forwarded <= 0 || len(ss.Timeline) != ss.Requests {
+		t.Errorf("tokens received %d, forwarded %d over %d points", received, forwarded, len(ss.Timeline))
 	}
 	if ss.CostUSD <= 0 || ss.InputTokens+ss.CacheReadTokens <= 0 {
 		t.Errorf("nothing billed: %+v", ss.Bill)

@@ -950,6 +950,8 @@ func (s *Server) observe(ctx context.Context, x *exchange, u Usage) {
 		return
 	}
 	x.observed = true
+	ctx, sp := s.startSpan(ctx, SpanStore)
+	defer endSpan(sp, nil)
 	if p := x.prepared; p != nil && u.Counted == 0 {
 		u.Counted = p.TokensAfter
 	}

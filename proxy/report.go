@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/httpguard"
+	"github.com/agentctx/agentctx/internal/textfmt"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pipeline/replay"
 	"github.com/agentctx/agentctx/session/memsession"
@@ -49,16 +50,17 @@ type Report struct {
 }
 
 // ReportFromReplay makes the report of a replayed transcript: its
-// timeline from res.PerRequest (each request's recorded input as its
-// uncached input: a transcript does not split the cache), before and
-// after as composed from the transcript and from its last request
-// prepared.
+// timeline from res.PerRequest (each request's input uncached, read from
+// the cache and written to it as the replay's simulated prompt cache
+// bills the request as prepared), before and after as
+// composed from the transcript and from its last request prepared.
 func ReportFromReplay(title string, res *replay.Result, before *Composition, after Composition) *Report {
 	r := &Report{Title: title, Requests: res.Requests, Compactions: res.Compactions, CacheBreaks: res.CacheBreaks,
 		CostUSD: round6(res.CostUSD), CostWithoutUSD: round6(res.CostWithoutUSD), SavedUSD: round6(res.SavedUSD),
 		Before: before, After: after, Timeline: make([]TimelinePoint, 0, len(res.PerRequest))}
 	for _, q := range res.PerRequest {
-		p := TimelinePoint{Status: 200, TokensClient: q.Tokens, TokensForwarded: q.TokensSent, InputTokens: q.Usage,
+		p := TimelinePoint{Status: 200, TokensClient: q.Tokens, TokensForwarded: q.TokensSent, InputTokens: q.PreparedInputTokens,
+			CacheReadTokens: q.PreparedCacheReadTokens, CacheWriteTokens: q.PreparedCacheWriteTokens,
 			Offloaded: q.Offloaded, Pruned: q.Pruned, Compacted: q.Compacted, CacheBreak: q.CacheBreak,
 			Clearing: q.CacheBreak && !q.Compacted && q.Pruned > 0, CostUSD: round6(q.CostUSD)}
 		if p.Clearing {
@@ -110,7 +112,8 @@ func WriteReportText(w io.Writer, r *Report) error {
 	fmt.Fprintf(w, "%s: %d requests, %d compaction(s), %d clearing batch(es), %d cache break(s); cost $%.4f, without agentctx $%.4f, saved $%.4f\n\n",
 		r.Title, r.Requests, r.Compactions, r.ClearingBatches, r.CacheBreaks, r.CostUSD, r.CostWithoutUSD, r.SavedUSD)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "request\tsent by the client\tforwarded\tinput\tcache read\tcache write\tcost\tevents\t")
+	// Tokens; the events after the last cell, not aligned to the right.
+	fmt.Fprintln(tw, "request\tsent by the client\tforwarded\tuncached\tcache read\tcache write\tcost\t  events")
 	for i, p := range r.Timeline {
 		var ev []string
 		if p.Offloaded > 0 {
@@ -125,18 +128,23 @@ func WriteReportText(w io.Writer, r *Report) error {
 		if p.CacheBreak {
 			ev = append(ev, "cache break")
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t$%.4f\t%s\t\n", i+1, p.TokensClient, p.TokensForwarded, p.InputTokens,
-			p.CacheReadTokens, p.CacheWriteTokens, p.CostUSD, strings.Join(ev, ", "))
+		events := ""
+		if len(ev) > 0 {
+			events = "  " + strings.Join(ev, ", ")
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t$%.4f\t%s\n", i+1, textfmt.Thousands(p.TokensClient), textfmt.Thousands(p.TokensForwarded),
+			textfmt.Thousands(p.InputTokens), textfmt.Thousands(p.CacheReadTokens), textfmt.Thousands(p.CacheWriteTokens), p.CostUSD, events)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "context\tsystem\ttools\tmessages\ttool results kept\treferences\tsummary\ttotal\t")
+	fmt.Fprintln(tw, "context (tokens)\tsystem\ttools\tmessages\ttool results kept\treferences\tsummary\ttotal\t")
 	row := func(name string, c *Composition) {
 		t := c.System + c.Tools + c.Messages + c.ToolResults + c.References + c.Summary
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, c.System, c.Tools, c.Messages, c.ToolResults, c.References, c.Summary, t)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, textfmt.Thousands(c.System), textfmt.Thousands(c.Tools), textfmt.Thousands(c.Messages),
+			textfmt.Thousands(c.ToolResults), textfmt.Thousands(c.References), textfmt.Thousands(c.Summary), textfmt.Thousands(t))
 	}
 	if r.Before != nil {
 		row("before", r.Before)

@@ -16,6 +16,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/agentctx/agentctx/session"
 )
 
 // TracerName is the instrumentation scope of the proxy's spans.
@@ -26,14 +28,19 @@ const TracerName = "github.com/agentctx/agentctx/proxy"
 // child per pipeline step the Engine reported: SpanStep + the step's
 // name, laid end to end from the start of SpanPrepare with their measured
 // durations; the store's reads and writes of tool results fall in the
-// "offload" step, the session state's in the rest of SpanPrepare) and the
-// upstream exchange, answer relayed (SpanUpstream).
+// "offload" step, the session state's in the rest of SpanPrepare, as
+// spans of their own with TraceSessions) and the
+// upstream exchange, answer relayed (SpanUpstream). Inside the upstream
+// exchange, SpanStore is the write of the answer's usage (and thinking) to
+// the session's state in the store, done before the answer's last bytes
+// reach the client.
 const (
 	SpanRequest  = "agentctx.request"
 	SpanDecode   = "agentctx.decode"
 	SpanPrepare  = "agentctx.prepare"
 	SpanStep     = "agentctx.step."
 	SpanUpstream = "agentctx.upstream"
+	SpanStore    = "agentctx.store"
 )
 
 // tracer returns the Server's tracer, nil when tracing is off.
@@ -111,6 +118,45 @@ func traceFinish(r *http.Request, x *exchange) {
 	}
 }
 
+// ErrOTELExporter is matched by the error of TracingWanted for a traces
+// exporter the proxy does not have (it exports over OTLP only).
+var ErrOTELExporter = errors.New("unsupported OpenTelemetry traces exporter (want otlp or none)")
+
+// TracingWanted reports whether the proxy traces its requests, from the
+// proxy's own switch (agentctx proxy --otel) and the standard variables
+// read by getenv (nil: os.Getenv): tracing is off by default, on with the
+// switch or when OTEL_TRACES_EXPORTER names otlp; OTEL_SDK_DISABLED=true
+// or OTEL_TRACES_EXPORTER=none turn it off even with the switch. Any other
+// exporter alone (console, zipkin...) is an error matching ErrOTELExporter
+// with the switch, and leaves tracing off without it.
+func TracingWanted(on bool, getenv func(string) string) (bool, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return false, nil
+	}
+	exp := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER"))
+	if exp == "" {
+		return on, nil
+	}
+	otlp, other := false, false
+	for _, e := range strings.Split(exp, ",") {
+		switch strings.ToLower(strings.TrimSpace(e)) {
+		case "otlp":
+			otlp = true
+		case "none":
+			return false, nil
+		default:
+			other = true
+		}
+	}
+	if on && !otlp && other {
+		return false, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: %w", exp, ErrOTELExporter)
+	}
+	return on || otlp, nil
+}
+
 // ErrOTLPProtocol is matched by the error of NewOTLPTracerProvider for an
 // OTLP protocol it does not speak.
 var ErrOTLPProtocol = errors.New("unsupported OTLP protocol (want http/protobuf)")
@@ -144,4 +190,78 @@ func NewOTLPTracerProvider(ctx context.Context, getenv func(string) string) (*sd
 		res = resource.NewSchemaless(semconv.ServiceName("agentctx"))
 	}
 	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), nil
+}
+
+// TraceSessions returns sessions with a span around each of its calls
+// (SpanStore + "." + the call: load, save, delete...), a child of the span
+// in the call's context: in the proxy, the session state's reads and
+// writes show inside a request's SpanPrepare (and the usage's inside
+// SpanStore). A missing session is not an error. tp nil returns sessions
+// as is.
+func TraceSessions(sessions session.Store, tp trace.TracerProvider) session.Store {
+	if tp == nil || sessions == nil {
+		return sessions
+	}
+	return tracedSessions{Store: sessions, t: tp.Tracer(TracerName)}
+}
+
+type tracedSessions struct {
+	session.Store
+	t trace.Tracer
+}
+
+func (s tracedSessions) start(ctx context.Context, op, ns, id string) (context.Context, trace.Span) {
+	return s.t.Start(ctx, SpanStore+"."+op, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("agentctx.namespace", ns), attribute.String("agentctx.session_state", id)))
+}
+
+func endStoreSpan(sp trace.Span, err error) {
+	if errors.Is(err, session.ErrNotFound) {
+		err = nil
+	}
+	endSpan(sp, err)
+}
+
+func (s tracedSessions) Load(ctx context.Context, ns, id string) ([]byte, int64, error) {
+	ctx, sp := s.start(ctx, "load", ns, id)
+	data, v, err := s.Store.Load(ctx, ns, id)
+	sp.SetAttributes(attribute.Int("agentctx.bytes", len(data)))
+	endStoreSpan(sp, err)
+	return data, v, err
+}
+
+func (s tracedSessions) Save(ctx context.Context, ns, id string, data []byte, version int64) (int64, error) {
+	ctx, sp := s.start(ctx, "save", ns, id)
+	sp.SetAttributes(attribute.Int("agentctx.bytes", len(data)))
+	v, err := s.Store.Save(ctx, ns, id, data, version)
+	endStoreSpan(sp, err)
+	return v, err
+}
+
+func (s tracedSessions) Delete(ctx context.Context, ns, id string) error {
+	ctx, sp := s.start(ctx, "delete", ns, id)
+	err := s.Store.Delete(ctx, ns, id)
+	endStoreSpan(sp, err)
+	return err
+}
+
+func (s tracedSessions) DeleteVersion(ctx context.Context, ns, id string, version int64) error {
+	ctx, sp := s.start(ctx, "delete", ns, id)
+	err := s.Store.DeleteVersion(ctx, ns, id, version)
+	endStoreSpan(sp, err)
+	return err
+}
+
+func (s tracedSessions) Stat(ctx context.Context, ns, id string) (session.Info, error) {
+	ctx, sp := s.start(ctx, "stat", ns, id)
+	in, err := s.Store.Stat(ctx, ns, id)
+	endStoreSpan(sp, err)
+	return in, err
+}
+
+func (s tracedSessions) List(ctx context.Context, ns string) ([]session.Info, error) {
+	ctx, sp := s.start(ctx, "list", ns, "")
+	list, err := s.Store.List(ctx, ns)
+	endStoreSpan(sp, err)
+	return list, err
 }

@@ -107,7 +107,7 @@ func badInput(err error) bool {
 		agentctx.ErrInvalidInput, workspace.ErrInvalidLocation, config.ErrInvalid,
 		pipeline.ErrInvalidOption, compact.ErrInvalidOption, tokens.ErrUnknownEncoding,
 		eval.ErrNoTranscripts, replay.ErrNoRequests, summaryeval.ErrNoTranscripts,
-		proxy.ErrInvalidURL, proxy.ErrOTLPProtocol, launch.ErrClientNotFound, launch.ErrProxyUnavailable,
+		proxy.ErrInvalidURL, proxy.ErrOTLPProtocol, proxy.ErrOTELExporter, launch.ErrClientNotFound, launch.ErrProxyUnavailable,
 	} {
 		if errors.Is(err, target) {
 			return true

@@ -178,7 +178,26 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 		return nil, nil, err
 	}
 	closers = append(closers, sessions.Close)
-	po.Store, po.Sessions = store, sessions
+	var tp trace.TracerProvider
+	tracing, err := proxy.TracingWanted(p.otel, os.Getenv) // --otel, OTEL_TRACES_EXPORTER, OTEL_SDK_DISABLED
+	if err != nil {
+		return nil, nil, fmt.Errorf("--otel: %w", err) // proxy.ErrOTELExporter: bad usage (ExitCode)
+	}
+	if tracing {
+		sdk, err := proxy.NewOTLPTracerProvider(cmd.Context(), os.Getenv)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--otel: %w", err) // proxy.ErrOTLPProtocol: bad usage (ExitCode)
+		}
+		closers = append(closers, func() error {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 5*time.Second)
+			defer cancel()
+			return sdk.Shutdown(ctx) // flush the last spans
+		})
+		tp = sdk
+	}
+	// The engine's session state reads and writes are spans of the
+	// request they serve (retention's are not traced).
+	po.Store, po.Sessions = store, proxy.TraceSessions(sessions, tp)
 	po.StoreOnReplace = !p.storeEvery // a small result is stored when a decision replaces it
 	po.Workspace.Namespace = f.namespace
 	po.Compact.Dir = f.dir
@@ -225,19 +244,6 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 		}, 0)
 		dashReadBack = nil // the dashboard reads no tenant's artifacts
 	}
-	var tp trace.TracerProvider
-	if p.otel {
-		sdk, err := proxy.NewOTLPTracerProvider(cmd.Context(), os.Getenv)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--otel: %w", err) // proxy.ErrOTLPProtocol: bad usage (ExitCode)
-		}
-		closers = append(closers, func() error {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 5*time.Second)
-			defer cancel()
-			return sdk.Shutdown(ctx) // flush the last spans
-		})
-		tp = sdk
-	}
 	srv, err = proxy.New(proxy.Options{Engine: engine, AnthropicURL: p.anthropicURL, OpenAIURL: p.oaURL, Logger: log, DecodeCacheBytes: decodeCache,
 		MCP: mcpHandler, Prices: prices, Token: p.token, Tenants: p.tenants, ContextManagement: proxy.ContextManagement(p.contextMgmt),
 		TracerProvider: tp, ReadBack: dashReadBack})
@@ -282,7 +288,7 @@ func (p *proxyFlags) register(cmd *cobra.Command, listen string) {
 	fs.StringVar(&p.token, "token", "", "the token the statistics and MCP endpoints require (X-Agentctx-Token or Authorization: Bearer; default $"+tokenEnv+"); without it they answer requests to a loopback name only")
 	p.retain.add(cmd)
 	fs.DurationVar(&p.retain.every, "retain-every", time.Hour, "with --retain-age or --retain-size: how often the proxy prunes its namespace (and its tenants')")
-	fs.BoolVar(&p.otel, "otel", false, "trace each request's steps (decode, prepare and its pipeline steps, upstream) with OpenTelemetry, exported over OTLP/HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME...)")
+	fs.BoolVar(&p.otel, "otel", false, "trace each request's steps (decode, prepare and its pipeline steps, upstream) with OpenTelemetry, exported over OTLP/HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME...); OTEL_TRACES_EXPORTER=otlp also turns it on, OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true off")
 	fs.BoolVar(&p.storeEvery, "store-every-result", false, "store every tool result when first seen; by default a result under 4,000 characters (and under --inline-limit) is stored when it is first pruned (what a compaction summarizes is in its archive)")
 	fs.Float64Var(&p.clockSpeed, "clock-speed", 1, "for simulations: the proxy's clock (prune ages, artifact times, idle sessions) runs N times faster than the wall clock from the proxy's start; request durations in the log stay wall time")
 	fs.MarkHidden("clock-speed")

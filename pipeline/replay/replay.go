@@ -140,6 +140,14 @@ type Request struct {
 	// Result's.
 	CostUSD        float64 `json:"cost_usd"`
 	CostWithoutUSD float64 `json:"cost_without_usd"`
+	// PreparedInputTokens, PreparedCacheReadTokens and
+	// PreparedCacheWriteTokens split the input of the request as prepared
+	// as the simulated prompt cache behind CostUSD bills it: uncached, read
+	// from the cache, written to it (either lifetime); scaled to the
+	// recorded usage.
+	PreparedInputTokens      int `json:"prepared_input_tokens"`
+	PreparedCacheReadTokens  int `json:"prepared_cache_read_tokens"`
+	PreparedCacheWriteTokens int `json:"prepared_cache_write_tokens"`
 }
 
 // Run replays a recorded session the way an agent would have called
@@ -270,7 +278,9 @@ func (r *replayer) request(ctx context.Context, k, idx int) error {
 		return err
 	}
 	r.cache(k, cur, &rr)
-	rr.CostUSD, rr.CostWithoutUSD = r.money.request(r.clock, asst, doc.Messages[:idx], out.Messages, rep.TokensBefore)
+	var up pricing.Usage
+	rr.CostUSD, rr.CostWithoutUSD, up = r.money.request(r.clock, asst, doc.Messages[:idx], out.Messages, rep.TokensBefore)
+	rr.PreparedInputTokens, rr.PreparedCacheReadTokens, rr.PreparedCacheWriteTokens = up.Input, up.CacheRead, up.CacheWrite+up.CacheWrite1h
 	res.CostUSD += rr.CostUSD
 	res.CostWithoutUSD += rr.CostWithoutUSD
 	if u, ok := recordedUsage(asst); ok {
@@ -414,8 +424,9 @@ func newReplayBill(p *pipeline.Pipeline, table pricing.Table, extra int) *replay
 }
 
 // request returns the cost of one request as prepared and as the agent
-// sent it (sent), made at now and answered by asst.
-func (rb *replayBill) request(now time.Time, asst agentctx.Message, sent, prepared []agentctx.Message, counted int) (with, without float64) {
+// sent it (sent), made at now and answered by asst, and the prepared
+// request's simulated usage.
+func (rb *replayBill) request(now time.Time, asst agentctx.Message, sent, prepared []agentctx.Message, counted int) (with, without float64, up pricing.Usage) {
 	model := ""
 	if raw, ok := asst.Field("model"); ok {
 		json.Unmarshal(raw, &model)
@@ -476,13 +487,13 @@ func (rb *replayBill) request(now time.Time, asst agentctx.Message, sent, prepar
 		prep[1+lastChanged].Breakpoint = true // the proxy's own breakpoint
 	}
 	uc := cs[0].Bill(now, client, output)
-	up := cs[1].Bill(now, prep, output)
+	up = cs[1].Bill(now, prep, output)
 	without = prices.Cost(uc)
 	if hasUsage {
 		without = prices.Cost(recorded)
 	}
 	with = max(0, without+prices.Cost(up)-prices.Cost(uc))
-	return with, without
+	return with, without, up
 }
 
 // digest identifies a message by its content.

@@ -26,6 +26,8 @@
     return e;
   }
   function int(n) { return (n || 0).toLocaleString("en-US"); }
+  // count writes "1 compaction", "3 compactions".
+  function count(n, one, many) { return int(n) + " " + (n === 1 ? one : many || one + "s"); }
   function usd(n) { return (n < 0 ? "-$" : "$") + Math.abs(n || 0).toFixed(4); }
   function pct(x) { return isFinite(x) ? (100 * x).toFixed(1) + "%" : "–"; }
   function hitRatio(s) {
@@ -71,14 +73,22 @@
       tr.addEventListener("click", function () { location.hash = "#/session/" + encodeURIComponent(s.session); });
       body.append(tr);
     });
+  }
+  function renderTotal() {
     const t = (stats && stats.total) || {};
-    $("total").textContent = int(t.requests) + " requests · bill " + usd(t.cost_usd) + " · saved " + usd(t.saved_usd);
+    $("total").textContent = count(t.requests, "request") + " · bill " + usd(t.cost_usd) + " · saved " + usd(t.saved_usd);
   }
 
+  // niceCeil rounds n up to a round number for the axis: 52,001 → 60,000.
+  function niceCeil(n) {
+    const m = Math.pow(10, Math.floor(Math.log10(n)));
+    const f = [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10].find(function (f) { return f * m >= n; });
+    return f * m;
+  }
   function drawTimeline(points) {
     const svg = $("timeline");
     svg.textContent = "";
-    const W = 900, H = 260, L = 60, R = 10, T = 10, B = 30;
+    const W = 900, H = 260, L = 72, R = 10, T = 10, B = 30;
     const series = [
       ["client", function (p) { return p.tokens_client; }],
       ["forwarded", function (p) { return p.tokens_forwarded; }],
@@ -87,6 +97,7 @@
     ];
     let max = 1;
     points.forEach(function (p) { series.forEach(function (s) { max = Math.max(max, s[1](p) || 0); }); });
+    max = niceCeil(max);
     const n = points.length;
     const x = function (i) { return L + (n <= 1 ? (W - L - R) / 2 : i * (W - L - R) / (n - 1)); };
     const y = function (v) { return T + (H - T - B) * (1 - (v || 0) / max); };
@@ -95,7 +106,13 @@
     [0, 0.5, 1].forEach(function (f) {
       svg.append(el("svg:text", { x: L - 6, y: y(max * f) + 4, "text-anchor": "end" }, int(Math.round(max * f))));
     });
-    svg.append(el("svg:text", { x: W - R, y: H - 8, "text-anchor": "end" }, n + " requests"));
+    svg.append(el("svg:text", { class: "unit", transform: "rotate(-90)", x: -(T + H - B) / 2, y: 12, "text-anchor": "middle" }, "tokens per request"));
+    if (n === 0) {
+      svg.append(el("svg:text", { class: "empty", x: (L + W - R) / 2, y: (T + H - B) / 2, "text-anchor": "middle" }, "no request yet"));
+    } else {
+      svg.append(el("svg:text", { x: x(0), y: H - 8, "text-anchor": n <= 1 ? "middle" : "start" }, "request 1"));
+      if (n > 1) svg.append(el("svg:text", { x: x(n - 1), y: H - 8, "text-anchor": "end" }, "request " + n));
+    }
     points.forEach(function (p, i) {
       if (p.compacted) svg.append(el("svg:line", { class: "mark-compaction", x1: x(i), y1: T, x2: x(i), y2: H - B, "data-i": i }));
     });
@@ -141,6 +158,7 @@
       }
       legend.append(el("span", { class: "k c-" + k, "data-part": k, "data-v": v }, LABELS[k] + " " + int(v)));
     });
+    legend.append(el("span", { class: "total", "data-v": sumParts(c) }, "total " + int(sumParts(c)) + " tokens"));
     if (!c.known) legend.append(el("span", {}, "(no request read yet: system prompt and tools only)"));
   }
 
@@ -159,6 +177,7 @@
       body.append(tr);
     });
     artifactsOffset = page.offset + page.artifacts.length;
+    $("artifacts-empty").hidden = artifactsOffset > 0;
     $("artifacts-more").hidden = !page.notice;
     $("artifacts-notice").textContent = page.notice || "";
   }
@@ -167,6 +186,7 @@
     if (fresh) viewer = { id: id, offsets: [0] };
     api(base + "api/read?id=" + encodeURIComponent(id) + "&offset=" + offset).then(function (p) {
       $("viewer").hidden = false;
+      if (fresh) $("viewer").scrollIntoView();
       $("viewer-title").textContent = id;
       $("viewer-text").textContent = p.text;
       // The read-back's notice names where to read on: its last offset=N.
@@ -192,9 +212,9 @@
     const s = ((stats && stats.sessions) || []).find(function (s) { return s.session === key; });
     $("session-title").textContent = "Session " + key;
     if (!s) { $("session-summary").textContent = "No statistics for this session."; return; }
-    $("session-summary").textContent = (s.client || "–") + " · " + (s.model || "–") + " · " + int(s.requests) + " requests · " +
-      int(s.compactions) + " compactions · " + int(s.clearing_batches) + " clearing batches · " + int(s.cache_breaks) +
-      " cache breaks · cache hit " + pct(hitRatio(s)) + " · bill " + usd(s.cost_usd) + " · saved " + usd(s.saved_usd);
+    $("session-summary").textContent = (s.client || "–") + " · " + (s.model || "–") + " · " + count(s.requests, "request") + " · " +
+      count(s.compactions, "compaction") + " · " + count(s.clearing_batches, "clearing batch", "clearing batches") + " · " +
+      count(s.cache_breaks, "cache break") + " · cache hit " + pct(hitRatio(s)) + " · bill " + usd(s.cost_usd) + " · saved " + usd(s.saved_usd);
     drawTimeline(s.timeline || []);
     api(base + "api/context?session=" + encodeURIComponent(key)).then(function (c) { drawComposition(c); }).catch(function () {});
     if (full) {
@@ -212,6 +232,7 @@
       $("list-view").hidden = !!key;
       $("session-view").hidden = !key;
       if (key) renderSession(key, full); else renderList();
+      renderTotal();
       $("updated").textContent = "updated " + new Date().toLocaleTimeString();
       document.body.setAttribute("data-loaded", "1");
     }).catch(function (e) { $("updated").textContent = "cannot read the statistics: " + e.message; });
@@ -222,8 +243,8 @@
   if (reportData) {
     const r = JSON.parse(reportData.textContent);
     $("session-title").textContent = r.title;
-    $("session-summary").textContent = int(r.requests) + " requests · " + int(r.compactions) + " compactions · " +
-      int(r.clearing_batches) + " clearing batches · " + int(r.cache_breaks) + " cache breaks · bill " + usd(r.cost_usd) +
+    $("session-summary").textContent = count(r.requests, "request") + " · " + count(r.compactions, "compaction") + " · " +
+      count(r.clearing_batches, "clearing batch", "clearing batches") + " · " + count(r.cache_breaks, "cache break") + " · bill " + usd(r.cost_usd) +
       " · without agentctx " + usd(r.cost_without_usd) + " · saved " + usd(r.saved_usd);
     drawTimeline(r.timeline || []);
     const scale = Math.max(sumParts(r.after), sumParts(r.before));
