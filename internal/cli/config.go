@@ -246,8 +246,17 @@ func writeConfig(e *env, rep configReport) error {
 		if s.Origin != "" {
 			src += " " + s.Origin
 		}
-		v, _ := json.Marshal(s.Value)
-		fmt.Fprintf(w, "%-*s = %s  (%s)\n", width, s.Name, v, src)
+		fmt.Fprintf(w, "%-*s = %s  (%s)\n", width, s.Name, quote(s.Value), src)
 	}
 	return nil
+}
+
+// quote writes a value as a JSON string, without the HTML escapes
+// (a URL's & stays &).
+func quote(v string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+	return strings.TrimSuffix(b.String(), "\n")
 }
