@@ -167,7 +167,9 @@ func Run(ctx context.Context, args []string, s Streams) int {
 	}
 	var ce *clientExit
 	if err != nil && !errors.As(err, &ce) {
-		fmt.Fprintf(s.Err, "agentctx: %s\n", oneLine(err.Error()))
+		// The library's sentinels name it ("agentctx: invalid input"):
+		// the line says agentctx once.
+		fmt.Fprintf(s.Err, "agentctx: %s\n", strings.TrimPrefix(oneLine(err.Error()), "agentctx: "))
 	} else if err == nil {
 		e.printNotices()
 	}

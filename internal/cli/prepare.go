@@ -271,6 +271,9 @@ func openStore(ctx context.Context, path string) (workspace.Store, error) {
 	if isPostgresURL(path) {
 		return pgstore.Open(ctx, path, pgstore.Options{})
 	}
+	if err := checkWorkspacePath(path); err != nil {
+		return nil, err
+	}
 	if !isSQLitePath(path) {
 		s, err := dirstore.Open(path, dirstore.Options{})
 		if err != nil {
