@@ -461,7 +461,7 @@ func (e *env) writeDocResult(ctx context.Context, doc *agentctx.Document, msgs [
 }
 
 // writeEveryMessage is writeDocResult for the single-shot commands
-// (offload, prune, compact), which return every message they were given:
+// (offload, ws offload, prune, compact, validate --repair), which return every message they were given:
 // the messages kept in the file but never sent (mini-swe-agent's "exit")
 // are put back at their places.
 func (e *env) writeEveryMessage(ctx context.Context, doc *agentctx.Document, msgs []agentctx.Message, result any, messagesOnly bool) error {

@@ -71,7 +71,7 @@ OpenHands output.jsonl) gives one line per conversation.`,
 				msgs, repairs := agentctx.RepairPairing(conv.Messages)
 				after := agentctx.ValidatePairing(msgs)
 				unpaired = unpaired || !after.Valid
-				if err := e.writeDocResult(ctx, conv, msgs, repairOutput{Messages: msgs, Repairs: repairs, Before: out, After: after}, messagesOnly); err != nil {
+				if err := e.writeEveryMessage(ctx, conv, msgs, repairOutput{Messages: msgs, Repairs: repairs, Before: out, After: after}, messagesOnly); err != nil {
 					return err
 				}
 			}

@@ -258,7 +258,7 @@ Results already stored unchanged are not written again.`,
 			if err != nil {
 				return wsError(err)
 			}
-			return e.writeDocResult(cmd.Context(), doc, res.Messages, wsOffloadOutput{Messages: res.Messages, Artifacts: res.Artifacts, Inlined: res.Inlined, Indexed: res.Indexed}, messagesOnly)
+			return e.writeEveryMessage(cmd.Context(), doc, res.Messages, wsOffloadOutput{Messages: res.Messages, Artifacts: res.Artifacts, Inlined: res.Inlined, Indexed: res.Indexed}, messagesOnly)
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "session_id written on every artifact")
