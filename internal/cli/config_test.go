@@ -78,6 +78,9 @@ func TestConfigCommand(t *testing.T) {
 		`store      = "postgres://me:xxxxx@db/x?application_name=a&sslmode=disable"  (file ` + cfg + `: store)`,
 		`limit      = "99000"  (env AGENTCTX_LIMIT)`,
 		`namespace  = "default"  (default)`,
+		// prepare's default summarizer is extractive, the proxy's upstream:
+		// no one default is shown for every command.
+		`summarizer = "extractive"  (default except claude: "upstream", codex: "upstream", proxy: "upstream")`,
 	} {
 		squeeze := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 		if !strings.Contains(squeeze(out), squeeze(want)) {
