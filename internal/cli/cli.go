@@ -22,6 +22,7 @@ import (
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/compact/summaryeval"
 	"github.com/agentctx/agentctx/internal/config"
+	"github.com/agentctx/agentctx/internal/otlphttp"
 	"github.com/agentctx/agentctx/internal/rawjson"
 	"github.com/agentctx/agentctx/launch"
 	"github.com/agentctx/agentctx/pipeline"
@@ -107,7 +108,7 @@ func badInput(err error) bool {
 		agentctx.ErrInvalidInput, workspace.ErrInvalidLocation, config.ErrInvalid,
 		pipeline.ErrInvalidOption, compact.ErrInvalidOption, tokens.ErrUnknownEncoding,
 		eval.ErrNoTranscripts, replay.ErrNoRequests, summaryeval.ErrNoTranscripts,
-		proxy.ErrInvalidURL, proxy.ErrOTLPProtocol, launch.ErrClientNotFound, launch.ErrProxyUnavailable,
+		proxy.ErrInvalidURL, proxy.ErrOTLPProtocol, otlphttp.ErrInvalid, launch.ErrClientNotFound, launch.ErrProxyUnavailable,
 	} {
 		if errors.Is(err, target) {
 			return true

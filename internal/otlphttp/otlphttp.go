@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -31,6 +32,11 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
+
+// ErrInvalid is matched by the errors of ConfigFromEnv for a variable
+// whose value cannot be used (a certificate file that does not exist
+// included; one that cannot be read is another error).
+var ErrInvalid = errors.New("invalid OTLP exporter setting")
 
 // DefaultEndpoint is where spans go when no variable names an endpoint.
 const DefaultEndpoint = "http://localhost:4318/v1/traces"
@@ -74,17 +80,17 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		c.Endpoint = strings.TrimRight(v, "/") + "/v1/traces"
 	}
 	if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return c, fmt.Errorf("OTLP endpoint %q: want an http:// or https:// URL", c.Endpoint)
+		return c, fmt.Errorf("OTLP endpoint %q: want an http:// or https:// URL: %w", c.Endpoint, ErrInvalid)
 	}
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
 		if err := parseHeaders(getenv(k), c.Headers); err != nil {
-			return c, fmt.Errorf("%s: %w", k, err)
+			return c, fmt.Errorf("%s: %w: %w", k, err, ErrInvalid)
 		}
 	}
 	if k, v := get("TIMEOUT"); v != "" {
 		ms, err := strconv.Atoi(v)
 		if err != nil || ms < 0 {
-			return c, fmt.Errorf("%s=%q: want milliseconds", k, v)
+			return c, fmt.Errorf("%s=%q: want milliseconds: %w", k, v, ErrInvalid)
 		}
 		c.Timeout = time.Duration(ms) * time.Millisecond
 	}
@@ -94,7 +100,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			c.Gzip = true
 		case "none":
 		default:
-			return c, fmt.Errorf("%s=%q: want gzip or none", k, v)
+			return c, fmt.Errorf("%s=%q: want gzip or none: %w", k, v, ErrInvalid)
 		}
 	}
 	tc, err := tlsConfig(get)
@@ -129,23 +135,23 @@ func tlsConfig(get func(string) (string, string)) (*tls.Config, error) {
 	if k, path := get("CERTIFICATE"); path != "" {
 		pem, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", k, err)
+			return nil, fmt.Errorf("%s: %w", k, notExist(err))
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s: %s holds no PEM certificate", k, path)
+			return nil, fmt.Errorf("%s: %s holds no PEM certificate: %w", k, path, ErrInvalid)
 		}
 		tc = &tls.Config{RootCAs: pool}
 	}
 	kc, certPath := get("CLIENT_CERTIFICATE")
 	kk, keyPath := get("CLIENT_KEY")
 	if (certPath == "") != (keyPath == "") {
-		return nil, errors.New("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and OTEL_EXPORTER_OTLP_CLIENT_KEY go together")
+		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and OTEL_EXPORTER_OTLP_CLIENT_KEY go together: %w", ErrInvalid)
 	}
 	if certPath != "" {
 		cert, err := tls.LoadX509KeyPair(certPath, keyPath)
 		if err != nil {
-			return nil, fmt.Errorf("%s, %s: %w", kc, kk, err)
+			return nil, fmt.Errorf("%s, %s: %w", kc, kk, notExist(err))
 		}
 		if tc == nil {
 			tc = &tls.Config{}
@@ -153,6 +159,14 @@ func tlsConfig(get func(string) (string, string)) (*tls.Config, error) {
 		tc.Certificates = []tls.Certificate{cert}
 	}
 	return tc, nil
+}
+
+// notExist marks a file that does not exist as an invalid setting.
+func notExist(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %w", err, ErrInvalid)
+	}
+	return err
 }
 
 // Client POSTs spans to a collector. It implements otlptrace.Client.

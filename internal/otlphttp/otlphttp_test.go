@@ -214,7 +214,7 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := otlphttp.ConfigFromEnv(func(k string) string { return tc.env[k] })
 			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, otlphttp.ErrInvalid) {
 					t.Fatalf("err %v, want %q", err, tc.err)
 				}
 				return
