@@ -141,6 +141,31 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// installHint says how to install a client, "" when unknown.
+func installHint(c Client) string {
+	switch c {
+	case Claude:
+		return "npm install -g @anthropic-ai/claude-code"
+	case Codex:
+		return "npm install -g @openai/codex"
+	}
+	return ""
+}
+
+// LookPath returns the path of the client's command on PATH, or an error
+// matching ErrClientNotFound that says how to install it (a program that
+// runs it another way sets Options.Command).
+func LookPath(c Client) (string, error) {
+	path, err := exec.LookPath(string(c))
+	if err != nil {
+		if hint := installHint(c); hint != "" {
+			return "", fmt.Errorf("%w: %s is not on PATH (install it: %s)", ErrClientNotFound, c, hint)
+		}
+		return "", fmt.Errorf("%w: %s is not on PATH", ErrClientNotFound, c)
+	}
+	return path, nil
+}
+
 // Run runs the client through the proxy and returns the client's exit
 // code: its own, or 128 plus the signal's number when a signal ended it.
 // The error is non-nil when the client could not run (its code is then
@@ -159,9 +184,9 @@ func Run(ctx context.Context, o Options) (int, error) {
 	}
 	argv := o.Command
 	if len(argv) == 0 {
-		path, err := exec.LookPath(string(o.Client))
+		path, err := LookPath(o.Client)
 		if err != nil {
-			return -1, fmt.Errorf("%w: %s is not on PATH (install it, or give its command)", ErrClientNotFound, o.Client)
+			return -1, err
 		}
 		argv = []string{path}
 	}

@@ -34,8 +34,8 @@ type Sessions struct {
 
 // SessionInfo describes one stored session.
 type SessionInfo struct {
-	Namespace string `json:"namespace"`
-	ID        string `json:"id"`
+	Namespace string `json:"namespace"` // the workspace namespace the session is kept in
+	ID        string `json:"id"`        // the session id (a client's own, or the proxy's h-<hash>)
 	// Requests is the number of requests the pipeline prepared, and
 	// Compactions the compactions it made.
 	Requests    int `json:"requests"`
@@ -110,7 +110,9 @@ type PruneReport struct {
 	Skipped []string `json:"skipped,omitempty"`
 	// Remaining is the namespaces' bytes after pruning.
 	Remaining int64 `json:"remaining_bytes"`
-	DryRun    bool  `json:"dry_run,omitempty"`
+	// DryRun says that nothing was deleted: the report says what would
+	// have been.
+	DryRun bool `json:"dry_run,omitempty"`
 }
 
 // ErrSessionNotFound is returned by Show and Delete for a session with no

@@ -11,12 +11,13 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/agentctx/agentctx/internal/otlphttp"
 	"github.com/agentctx/agentctx/session"
 )
 
@@ -165,10 +166,13 @@ var ErrOTLPProtocol = errors.New("unsupported OTLP protocol (want http/protobuf)
 // batches to an OTLP collector over HTTP, configured by the standard
 // variables (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
 // OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_TIMEOUT, OTEL_SERVICE_NAME,
-// OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER...), service name
-// "agentctx" by default. getenv reads the environment (nil: os.Getenv);
-// only OTEL_EXPORTER_OTLP_PROTOCOL is read through it, the exporter reads
-// the process's. Shut it down (with a deadline) to flush the last spans.
+// OTEL_EXPORTER_OTLP_COMPRESSION, OTEL_EXPORTER_OTLP_CERTIFICATE, the
+// TRACES_ variants; OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES,
+// OTEL_TRACES_SAMPLER...), service name "agentctx" by default. getenv
+// reads the exporter's variables (nil: os.Getenv); the resource and the
+// sampler are read from the process's. Shut it down (with a deadline) to
+// flush the last spans. The exporter is internal/otlphttp's (see there
+// why not otlptracehttp).
 func NewOTLPTracerProvider(ctx context.Context, getenv func(string) string) (*sdktrace.TracerProvider, error) {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -181,7 +185,11 @@ func NewOTLPTracerProvider(ctx context.Context, getenv func(string) string) (*sd
 			break
 		}
 	}
-	exp, err := otlptracehttp.New(ctx)
+	cfg, err := otlphttp.ConfigFromEnv(getenv)
+	if err != nil {
+		return nil, fmt.Errorf("otlp exporter: %w", err)
+	}
+	exp, err := otlptrace.New(ctx, otlphttp.New(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("otlp exporter: %w", err)
 	}

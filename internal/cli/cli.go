@@ -22,6 +22,7 @@ import (
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/compact/summaryeval"
 	"github.com/agentctx/agentctx/internal/config"
+	"github.com/agentctx/agentctx/internal/otlphttp"
 	"github.com/agentctx/agentctx/internal/rawjson"
 	"github.com/agentctx/agentctx/launch"
 	"github.com/agentctx/agentctx/pipeline"
@@ -107,7 +108,7 @@ func badInput(err error) bool {
 		agentctx.ErrInvalidInput, workspace.ErrInvalidLocation, config.ErrInvalid,
 		pipeline.ErrInvalidOption, compact.ErrInvalidOption, tokens.ErrUnknownEncoding,
 		eval.ErrNoTranscripts, replay.ErrNoRequests, summaryeval.ErrNoTranscripts,
-		proxy.ErrInvalidURL, proxy.ErrOTLPProtocol, proxy.ErrOTELExporter, launch.ErrClientNotFound, launch.ErrProxyUnavailable,
+		proxy.ErrInvalidURL, proxy.ErrOTLPProtocol, proxy.ErrOTELExporter, otlphttp.ErrInvalid, launch.ErrClientNotFound, launch.ErrProxyUnavailable,
 	} {
 		if errors.Is(err, target) {
 			return true
@@ -167,7 +168,9 @@ func Run(ctx context.Context, args []string, s Streams) int {
 	}
 	var ce *clientExit
 	if err != nil && !errors.As(err, &ce) {
-		fmt.Fprintf(s.Err, "agentctx: %s\n", oneLine(err.Error()))
+		// The library's sentinels name it ("agentctx: invalid input"):
+		// the line says agentctx once.
+		fmt.Fprintf(s.Err, "agentctx: %s\n", strings.TrimPrefix(oneLine(err.Error()), "agentctx: "))
 	} else if err == nil {
 		e.printNotices()
 	}
@@ -459,7 +462,7 @@ func (e *env) writeDocResult(ctx context.Context, doc *agentctx.Document, msgs [
 }
 
 // writeEveryMessage is writeDocResult for the single-shot commands
-// (offload, prune, compact), which return every message they were given:
+// (offload, ws offload, prune, compact, validate --repair), which return every message they were given:
 // the messages kept in the file but never sent (mini-swe-agent's "exit")
 // are put back at their places.
 func (e *env) writeEveryMessage(ctx context.Context, doc *agentctx.Document, msgs []agentctx.Message, result any, messagesOnly bool) error {

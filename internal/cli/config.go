@@ -207,9 +207,52 @@ func (e *env) sharedSettings(root *cobra.Command) ([]config.Setting, error) {
 		if err != nil {
 			return nil, err
 		}
+		if len(settings) == 1 && settings[0].Source == config.SourceDefault {
+			// The first command's default may not be every command's
+			// (summarizer: extractive for prepare, upstream for the
+			// proxy): show the most common one and the exceptions.
+			if common, except := commonDefault(root, ev.flag); except != "" {
+				settings[0].Value, settings[0].Origin = config.Mask(ev.flag, common), "except "+except
+			}
+		}
 		out = append(out, settings...)
 	}
 	return out, nil
+}
+
+// commonDefault returns the default most commands of root that take the
+// flag give it (environment variables apply to them), and the others as
+// "command: value, ..." ("" when all agree).
+func commonDefault(root *cobra.Command, name string) (string, string) {
+	byCmd := map[string]string{}
+	count := map[string]int{}
+	var order []string
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if f := c.Flags().Lookup(name); f != nil && f.Annotations[noEnv] == nil && c.HasParent() {
+			path := strings.Join(commandPath(c), " ")
+			byCmd[path] = f.DefValue
+			count[f.DefValue]++
+			order = append(order, path)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	common := ""
+	for _, p := range order {
+		if v := byCmd[p]; count[v] > count[common] || (count[v] == count[common] && v < common) {
+			common = v
+		}
+	}
+	var except []string
+	for _, p := range order {
+		if v := byCmd[p]; v != common {
+			except = append(except, p+": "+quote(config.Mask(name, v)))
+		}
+	}
+	return common, strings.Join(except, ", ")
 }
 
 func firstWithFlag(c *cobra.Command, name string) *cobra.Command {
@@ -246,8 +289,17 @@ func writeConfig(e *env, rep configReport) error {
 		if s.Origin != "" {
 			src += " " + s.Origin
 		}
-		v, _ := json.Marshal(s.Value)
-		fmt.Fprintf(w, "%-*s = %s  (%s)\n", width, s.Name, v, src)
+		fmt.Fprintf(w, "%-*s = %s  (%s)\n", width, s.Name, quote(s.Value), src)
 	}
 	return nil
+}
+
+// quote writes a value as a JSON string, without the HTML escapes
+// (a URL's & stays &).
+func quote(v string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+	return strings.TrimSuffix(b.String(), "\n")
 }

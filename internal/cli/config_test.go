@@ -64,9 +64,9 @@ func xdgConfig(t *testing.T, body string) string {
 }
 
 func TestConfigCommand(t *testing.T) {
-	cfg := tempConfig(t, `{"workspace": "/data/ws", "store": "postgres://me:s3cretpw@db/x", "proxy": {"listen": ":9000", "api-key": "sk-ant-verysecret"},
+	cfg := tempConfig(t, `{"workspace": "/data/ws", "store": "postgres://me:s3cretpw@db/x?sslmode=disable&application_name=a", "proxy": {"listen": ":9000", "api-key": "sk-ant-verysecret", "token": "file-token-secret"},
 		"sessions": {"prune": {"retain-age": "30d"}}}`)
-	env := map[string]string{"AGENTCTX_CONFIG": cfg, "AGENTCTX_LIMIT": "99000"}
+	env := map[string]string{"AGENTCTX_CONFIG": cfg, "AGENTCTX_LIMIT": "99000", "AGENTCTX_TOKEN": "env-token-secret"}
 
 	out, errOut, code := runEnv(t, env, "config")
 	if code != 0 {
@@ -75,9 +75,12 @@ func TestConfigCommand(t *testing.T) {
 	for _, want := range []string{
 		"# configuration file: " + cfg + "\n",
 		`workspace  = "/data/ws"  (file ` + cfg + `: workspace)`,
-		`store      = "postgres://me:xxxxx@db/x"  (file ` + cfg + `: store)`,
+		`store      = "postgres://me:xxxxx@db/x?application_name=a&sslmode=disable"  (file ` + cfg + `: store)`,
 		`limit      = "99000"  (env AGENTCTX_LIMIT)`,
 		`namespace  = "default"  (default)`,
+		// prepare's default summarizer is extractive, the proxy's upstream:
+		// no one default is shown for every command.
+		`summarizer = "extractive"  (default except claude: "upstream", codex: "upstream", proxy: "upstream")`,
 	} {
 		squeeze := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 		if !strings.Contains(squeeze(out), squeeze(want)) {
@@ -89,7 +92,7 @@ func TestConfigCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	if strings.Contains(out, "s3cretpw") || strings.Contains(out, "verysecret") {
+	if strings.Contains(out, "s3cretpw") || strings.Contains(out, "verysecret") || strings.Contains(out, "token-secret") {
 		t.Fatalf("a secret is printed: %s", out)
 	}
 	var rep configReport
@@ -104,6 +107,11 @@ func TestConfigCommand(t *testing.T) {
 		"listen":  ":9000 file " + cfg + ": proxy.listen",
 		"api-key": "xxxxx file " + cfg + ": proxy.api-key",
 		"limit":   "99000 env AGENTCTX_LIMIT",
+		// AGENTCTX_TOKEN is an environment variable like the others:
+		// it wins over the file.
+		"token": "xxxxx env AGENTCTX_TOKEN",
+		// A count of tokens is not a secret.
+		"input-tokens": "100000 default ",
 	} {
 		if got[name] != want {
 			t.Errorf("%s = %q, want %q", name, got[name], want)

@@ -20,8 +20,10 @@ func newCountCmd(e *env) *cobra.Command {
 		Long: `count prints the number of tokens of the messages: text, tool calls (name
 and input JSON), tool results, thinking; images and documents by estimate.
 Counts are exact for OpenAI's o200k_base (default) and cl100k_base; for
-Claude models they are an estimate. The top-level "system" of a request
-body is counted too.`,
+Claude models they are an estimate. The top-level "system" and "tools" of
+a request body are counted too, the tool definitions in their canonical
+JSON (no whitespace between tokens), so re-indenting a file does not
+change its count.`,
 		Example: `  agentctx count session.jsonl
   agentctx count --encoding cl100k_base < messages.json`,
 		Args: cobra.MaximumNArgs(1),

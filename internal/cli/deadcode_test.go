@@ -3,7 +3,9 @@ package cli_test
 import (
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -44,5 +46,33 @@ func TestNoReflectMethodLookup(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNoTemplateInTheDependencies is TestNoReflectMethodLookup for the
+// packages the binary imports: a dependency that executes templates
+// switches off the same elimination. google.golang.org/grpc does, through
+// golang.org/x/net/trace (whose init serves its HTML pages with
+// html/template): OpenTelemetry's OTLP/HTTP exporter imported it, and the
+// default build grew from 77 MB to 125 MB (internal/otlphttp replaced it).
+// text/template is imported by cobra alone, which executes its templates
+// only through the Set*Template calls TestNoReflectMethodLookup bans.
+func TestNoTemplateInTheDependencies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: go list")
+	}
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}:{{range .Imports}} {{.}}{{end}}", "../../cmd/agentctx").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, imports, _ := strings.Cut(line, ":")
+		switch pkg {
+		case "html/template", "golang.org/x/net/trace", "google.golang.org/grpc":
+			t.Errorf("the binary imports %s: it switches off the linker's dead-code elimination of methods (BENCHMARKS.md, binary size)", pkg)
+		}
+		if pkg != "github.com/spf13/cobra" && pkg != "html/template" && slices.Contains(strings.Fields(imports), "text/template") {
+			t.Errorf("%s imports text/template: executing a template switches off the linker's dead-code elimination of methods", pkg)
+		}
 	}
 }

@@ -25,6 +25,7 @@ func envFlags() []envVar {
 		{"AGENTCTX_MODEL", "model", "summarizer model"},
 		{"AGENTCTX_RETAIN_AGE", "retain-age", "retention: sessions idle and artifacts older than this are pruned"},
 		{"AGENTCTX_RETAIN_SIZE", "retain-size", "retention: the store is pruned down to this size"},
+		{tokenEnv, "token", "the token of the proxy's statistics and MCP endpoints"},
 	}
 }
 

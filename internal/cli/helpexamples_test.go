@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -27,9 +28,10 @@ func serverExample(line string) bool {
 
 // TestHelpExamples runs every example of every command's --help (the lines
 // starting with "agentctx", in order, in one directory holding the files
-// they name) and checks that each exits 0 and that what it prints to a
+// they name), then the command lines of the README's sh blocks, and checks that each exits 0 and that what it prints to a
 // pipe into jq is JSON.
 func TestHelpExamples(t *testing.T) {
+	readmeLines := readmeCommandLines(t)
 	dir := t.TempDir()
 	read := func(name string) []byte {
 		b, err := os.ReadFile(filepath.Join("..", "..", name))
@@ -54,6 +56,13 @@ func TestHelpExamples(t *testing.T) {
 		"work/shared/transcripts/b.json":    example,
 		"work/shared/transcripts/c.jsonl":   read("testdata/openhands_output.jsonl"),
 		"work/shared/transcripts/README.md": []byte("not a transcript"),
+		// The files the README's command lines name.
+		"a.jsonl":          session,
+		"b.json":           example,
+		"s.json":           read("testdata/anthropic_request.json"),
+		"s.jsonl":          session,
+		"history.jsonl":    session,
+		"one-message.json": []byte(`{"role":"tool","tool_call_id":"call_1","content":"done"}`),
 	}
 	for name, data := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
@@ -88,6 +97,8 @@ func TestHelpExamples(t *testing.T) {
 		}
 	}
 	walk(newRoot(&env{s: &Streams{}}))
+	helpLines := len(lines)
+	lines = append(lines, readmeLines...)
 	// The sessions the examples name (s1, s2) exist, and the ws examples
 	// read what ws offload stores: run the writers first.
 	for _, s := range []string{"s1", "s2"} {
@@ -103,10 +114,36 @@ func TestHelpExamples(t *testing.T) {
 			runHelpExample(t, cwd, line)
 		}
 	}
-	t.Logf("ran %d of %d examples (servers are left to their own tests)", ran, len(lines))
-	if ran < 30 {
-		t.Errorf("ran %d examples, want at least 30", ran)
+	t.Logf("ran %d of %d examples, %d of them from --help (servers are left to their own tests)", ran, len(lines), helpLines)
+	if ran < 60 {
+		t.Errorf("ran %d examples, want at least 60", ran)
 	}
+}
+
+// readmeCommandLines returns the agentctx command lines of the README's sh
+// blocks, their comments cut, except those with a placeholder (<id>, DIR,
+// a|b alternatives), which a person completes first.
+func readmeCommandLines(t *testing.T) []string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, block := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllSubmatch(readme, -1) {
+		for _, l := range strings.Split(string(block[1]), "\n") {
+			l, _, _ = strings.Cut(l, " #")
+			l = strings.TrimSpace(l)
+			if !strings.HasPrefix(l, "agentctx ") || strings.Contains(l, "<id>") || strings.Contains(l, " DIR") || strings.Contains(l, "|") {
+				continue
+			}
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) < 20 {
+		t.Fatalf("%d command lines found in the README's sh blocks", len(lines))
+	}
+	return lines
 }
 
 // runHelpExample runs one example line: "< FILE" is stdin, "> FILE" is

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pipeline/eval"
 	"github.com/agentctx/agentctx/pipeline/replay"
 	"github.com/agentctx/agentctx/proxy"
@@ -49,6 +50,11 @@ var jsonOutputs = []struct {
 	{"summary-eval", "", summaryEvalOutput{}},
 	{"ws offload", "", wsOffloadOutput{}},
 	{"ws ls", "a list of", []workspace.Info{}},
+	{"sessions ls", "a list, an object per session (a table on a terminal unless --json)", []pipeline.SessionInfo{}},
+	{"sessions show ID", "", pipeline.SessionDetail{}},
+	{"sessions rm, sessions prune", "what was deleted (with --dry-run, what would be)", pipeline.PruneReport{}},
+	{"config --json", "the effective settings of a command, with their sources", configReport{}},
+	{"version", "", versionOutput{}},
 	{"proxy: GET /agentctx/stats", "the proxy's statistics", proxy.StatsDocument{}},
 }
 

@@ -127,8 +127,14 @@ func runLaunch(cmd *cobra.Command, e *env, client launch.Client, lf *launchFlags
 		return cmd.Help()
 	}
 	verbose, _ := fs.GetBool("verbose")
+	// The client first: no proxy is started for a client that is not
+	// installed.
+	path, err := launch.LookPath(client)
+	if err != nil {
+		return err
+	}
 	o := launch.Options{
-		Client: client, Args: theirs, ProxyURL: lf.proxyURL,
+		Client: client, Command: []string{path}, Args: theirs, ProxyURL: lf.proxyURL,
 		Stdin: e.s.In, Stdout: e.s.Out, Stderr: e.s.Err,
 		Signals: forwarded(e.s.Signals, e.s.InIsTerminal),
 	}

@@ -112,9 +112,14 @@ func TestLaunchCommand(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q, client %q; want 2, one line, no client", args, code, stderr, rec)
 		}
 	}
-	code, stderr, _ := runLaunch(t, noClient, []string{"PATH=" + noClient}, "codex")
-	if code != cli.ExitUsage || !strings.Contains(stderr, "codex is not on PATH") {
-		t.Errorf("no codex on PATH: exit %d, %q", code, stderr)
+	// No client on PATH: one line that says how to install it, before a
+	// proxy is started.
+	for client, install := range map[string]string{"codex": "npm install -g @openai/codex", "claude": "npm install -g @anthropic-ai/claude-code"} {
+		code, stderr, _ := runLaunch(t, noClient, []string{"PATH=" + noClient}, client)
+		if code != cli.ExitUsage || !strings.Contains(stderr, client+" is not on PATH") || !strings.Contains(stderr, install) ||
+			strings.Contains(stderr, "through a proxy") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("no %s on PATH: exit %d, %q; want 2 and one line with %q", client, code, stderr, install)
+		}
 	}
 }
 

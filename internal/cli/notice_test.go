@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -62,7 +63,8 @@ func TestValidateReportsSkipped(t *testing.T) {
 	}
 }
 
-// TestSingleShotKeepsEveryMessage: offload, prune and compact return every
+// TestSingleShotKeepsEveryMessage: offload, ws offload, prune, compact and
+// validate --repair return every
 // message they were given, mini-swe-agent's final "exit" message included
 // (prepare prints what is sent, without it).
 func TestSingleShotKeepsEveryMessage(t *testing.T) {
@@ -73,6 +75,9 @@ func TestSingleShotKeepsEveryMessage(t *testing.T) {
 		{"prune"},
 		{"compact", "--force", "--no-archive"},
 		{"prune", "--messages-only"},
+		{"ws", "offload", "--workspace", filepath.Join(dir, "ws")},
+		{"ws", "offload", "--workspace", filepath.Join(dir, "ws"), "--messages-only"},
+		{"validate", "--repair"},
 	} {
 		code, out, errOut := runCLI(t, in, args...)
 		if code != 0 {

@@ -271,6 +271,9 @@ func openStore(ctx context.Context, path string) (workspace.Store, error) {
 	if isPostgresURL(path) {
 		return pgstore.Open(ctx, path, pgstore.Options{})
 	}
+	if err := checkWorkspacePath(path); err != nil {
+		return nil, err
+	}
 	if !isSQLitePath(path) {
 		s, err := dirstore.Open(path, dirstore.Options{})
 		if err != nil {
@@ -400,7 +403,8 @@ run on a saved transcript. In order:
             <dir>/tool-result-<id>.md instead, and --offload none
             replaces nothing; in every mode the workspace keeps every
             result whole, so a pruned result names its stored original;
-  count     count the tokens (plus a request body's top-level system);
+  count     count the tokens (plus a request body's top-level system and
+            tool definitions, these in canonical JSON);
   compact   at --limit × --threshold tokens or more, archive the middle of
             the conversation in the workspace (artifact compact_<hash>, read
             back like any other) and replace it with a summary (once: a result still over the trigger is reported,

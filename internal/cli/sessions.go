@@ -39,7 +39,7 @@ func location(store, workspace string) (string, error) {
 func openSessions(ctx context.Context, path string) (session.Store, error) {
 	ws, err := openStore(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("sessions: %w", err)
+		return nil, err // the workspace's error, which names it
 	}
 	st, err := stores.Open(ctx, stores.Spec{Workspace: ws})
 	if err != nil {

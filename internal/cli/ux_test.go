@@ -32,7 +32,7 @@ func runStreams(t *testing.T, ctx context.Context, s cli.Streams, args ...string
 // stdout, one line on stderr that contains want.
 func oneLineError(t *testing.T, code int, out, errs, want string) {
 	t.Helper()
-	if code != cli.ExitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "agentctx: ") || !strings.Contains(errs, want) {
+	if code != cli.ExitUsage || out != "" || strings.Count(errs, "\n") != 1 || !strings.HasPrefix(errs, "agentctx: ") || strings.HasPrefix(errs, "agentctx: agentctx: ") || !strings.Contains(errs, want) {
 		t.Errorf("exit %d, stdout %.100q, stderr %q; want exit 2, one line with %q", code, out, errs, want)
 	}
 }
@@ -79,6 +79,7 @@ func TestBadFlagsOneLine(t *testing.T) {
 		{[]string{"validate", "--messages-only"}, "--messages-only goes with --repair"},
 		{[]string{"completion", "tcsh"}, "invalid argument"},
 		{[]string{"completion"}, "accepts 1 arg"},
+		{[]string{"replay"}, "no model request in the transcript"}, // a library error that names the library: one prefix
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -71,7 +71,7 @@ OpenHands output.jsonl) gives one line per conversation.`,
 				msgs, repairs := agentctx.RepairPairing(conv.Messages)
 				after := agentctx.ValidatePairing(msgs)
 				unpaired = unpaired || !after.Valid
-				if err := e.writeDocResult(ctx, conv, msgs, repairOutput{Messages: msgs, Repairs: repairs, Before: out, After: after}, messagesOnly); err != nil {
+				if err := e.writeEveryMessage(ctx, conv, msgs, repairOutput{Messages: msgs, Repairs: repairs, Before: out, After: after}, messagesOnly); err != nil {
 					return err
 				}
 			}
@@ -99,11 +99,7 @@ version alone.`,
 		Example: `  agentctx version`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := struct {
-				Version string `json:"version"`
-				Go      string `json:"go"`
-				Commit  string `json:"commit,omitempty"`
-			}{Version: agentctx.Version, Go: runtime.Version()}
+			v := versionOutput{Version: agentctx.Version, Go: runtime.Version()}
 			if bi, ok := debug.ReadBuildInfo(); ok {
 				for _, s := range bi.Settings {
 					if s.Key == "vcs.revision" {
@@ -114,4 +110,11 @@ version alone.`,
 			return e.writeJSON(cmd.Context(), v)
 		},
 	}
+}
+
+// versionOutput is what agentctx version prints.
+type versionOutput struct {
+	Version string `json:"version"`          // agentctx's version
+	Go      string `json:"go"`               // the Go release it was built with
+	Commit  string `json:"commit,omitempty"` // the VCS revision it was built from, when the build recorded it
 }

@@ -75,6 +75,33 @@ given with the JSON escapes ws ls shows, such as tool_result_a\u0000b.`,
 }
 
 // isSQLitePath reports whether a workspace path names a SQLite file.
+// checkWorkspacePath rejects, before anything is opened or created, a
+// workspace path where no workspace can be kept: a SQLite file that is a
+// directory, or a path under a file (a directory workspace that is a file
+// is dirstore.Open's own error). The error matches
+// workspace.ErrInvalidLocation: a bad flag (exit 2).
+func checkWorkspacePath(path string) error {
+	if path == "" || isPostgresURL(path) {
+		return nil
+	}
+	if isSQLitePath(path) {
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			return fmt.Errorf("workspace %s is a directory: a SQLite workspace (.db, .sqlite, .sqlite3) is a file: %w", path, workspace.ErrInvalidLocation)
+		}
+	}
+	for dir := filepath.Dir(filepath.Clean(path)); ; dir = filepath.Dir(dir) {
+		if fi, err := os.Stat(dir); err == nil {
+			if !fi.IsDir() {
+				return fmt.Errorf("workspace %s: %s is not a directory: %w", path, dir, workspace.ErrInvalidLocation)
+			}
+			return nil // the nearest existing ancestor is a directory
+		}
+		if parent := filepath.Dir(dir); parent == dir {
+			return nil
+		}
+	}
+}
+
 func isSQLitePath(p string) bool {
 	switch strings.ToLower(filepath.Ext(p)) {
 	case ".db", ".sqlite", ".sqlite3":
@@ -96,6 +123,11 @@ func (f *wsFlags) open(ctx context.Context, e *env, write bool, opts workspace.O
 		store workspace.Store
 		err   error
 	)
+	if f.store == "" {
+		if err := checkWorkspacePath(f.path); err != nil {
+			return nil, nil, err
+		}
+	}
 	switch {
 	case f.store != "":
 		if !isPostgresURL(f.store) {
@@ -226,7 +258,7 @@ Results already stored unchanged are not written again.`,
 			if err != nil {
 				return wsError(err)
 			}
-			return e.writeDocResult(cmd.Context(), doc, res.Messages, wsOffloadOutput{Messages: res.Messages, Artifacts: res.Artifacts, Inlined: res.Inlined, Indexed: res.Indexed}, messagesOnly)
+			return e.writeEveryMessage(cmd.Context(), doc, res.Messages, wsOffloadOutput{Messages: res.Messages, Artifacts: res.Artifacts, Inlined: res.Inlined, Indexed: res.Indexed}, messagesOnly)
 		},
 	}
 	cmd.Flags().StringVar(&session, "session", "", "session_id written on every artifact")

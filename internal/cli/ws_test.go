@@ -269,6 +269,29 @@ func TestWSOffloadBadInput(t *testing.T) {
 			t.Errorf("%q with a workspace that is a file: exit %d %q, want 2", args, code, errOut)
 		}
 	}
+	// So is a workspace under a file, and a SQLite workspace that is a
+	// directory: no command can keep a workspace there.
+	dbDir := filepath.Join(t.TempDir(), "ws.db")
+	os.Mkdir(dbDir, 0o755)
+	for _, tc := range []struct {
+		path, want string
+	}{
+		{filepath.Join(file, "sub"), "not a directory"},
+		{filepath.Join(file, "ws.db"), "not a directory"},
+		{dbDir, "is a directory"},
+	} {
+		for _, args := range [][]string{
+			{"prepare", "--workspace", tc.path},
+			{"ws", "offload", "--workspace", tc.path},
+			{"ws", "ls", "--workspace", tc.path},
+			{"sessions", "ls", "--workspace", tc.path},
+			{"replay", "--workspace", tc.path, "../../testdata/claude_code.jsonl"},
+		} {
+			if _, errOut, code := run(t, `[]`, args...); code != 2 || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
+				t.Errorf("%q: exit %d %q, want 2 and %q", args, code, errOut, tc.want)
+			}
+		}
+	}
 }
 
 func TestWSTranscripts(t *testing.T) {

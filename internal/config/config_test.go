@@ -202,6 +202,10 @@ func TestMask(t *testing.T) {
 		{"token", "abc", "xxxxx"},
 		{"workspace", "/data/ws", "/data/ws"},
 		{"token", "", ""},
+		{"input-tokens", "100000", "100000"}, // a count of tokens, not a token
+		{"max-tokens", "2000", "2000"},
+		{"mcp-token", "abc", "xxxxx"},
+		{"keep-recent", "5", "5"},
 	} {
 		if got := config.Mask(tc[0], tc[1]); got != tc[2] {
 			t.Errorf("Mask(%q, %q) = %q, want %q", tc[0], tc[1], got, tc[2])

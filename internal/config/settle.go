@@ -114,15 +114,16 @@ func setValues(f *pflag.Flag, vals []string) error {
 
 // Mask returns a flag's value fit to print: a database URL without its
 // password (for store and any *-url flag whose value is one), and
-// secret.Mask for flags whose name says they hold a secret (token, key,
-// password, secret).
+// secret.Mask for flags whose name says they hold a secret: a word of the
+// name (between dashes) is token, key, password or secret. A count of
+// tokens (input-tokens, max-tokens) is not one.
 func Mask(name, value string) string {
 	if value == "" {
 		return value
 	}
-	n := strings.ToLower(name)
-	for _, w := range []string{"token", "key", "password", "secret"} {
-		if strings.Contains(n, w) {
+	for _, w := range strings.Split(strings.ToLower(name), "-") {
+		switch w {
+		case "token", "key", "password", "secret":
 			return secret.Mask
 		}
 	}
