@@ -893,7 +893,8 @@ func (s *Server) upstreamRequest(r *http.Request, rt route, body io.Reader, sent
 // that cut the upstream's body short, if any (what was read is relayed
 // first).
 func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) error {
-	trailers := relayHeader(w.Header(), resp)
+	announced := relayHeader(w.Header(), resp)
+	trailers := func() { writeTrailers(w.Header(), resp, announced) }
 	w.WriteHeader(resp.StatusCode)
 	var sc usageScanner
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
@@ -963,10 +964,9 @@ func (s *Server) rememberSeen(x *exchange, sc *usageScanner) {
 }
 
 // relayHeader copies the upstream answer's header to h, less the hop
-// headers, announcing its trailers; it returns the function that writes
-// the trailers once the body is read whole: those announced as they are,
-// any other under http.TrailerPrefix.
-func relayHeader(h http.Header, resp *http.Response) (trailers func()) {
+// headers, announcing its trailers; it returns the trailers announced (nil
+// when none), for writeTrailers.
+func relayHeader(h http.Header, resp *http.Response) (announced map[string]bool) {
 	for k, vs := range resp.Header {
 		h[k] = append([]string(nil), vs...)
 	}
@@ -979,8 +979,8 @@ func relayHeader(h http.Header, resp *http.Response) (trailers func()) {
 		h.Del("Content-Length")
 		h.Del("Content-Encoding")
 	}
-	announced := make(map[string]bool, len(resp.Trailer))
 	if len(resp.Trailer) > 0 {
+		announced = make(map[string]bool, len(resp.Trailer))
 		keys := make([]string, 0, len(resp.Trailer))
 		for k := range resp.Trailer {
 			keys = append(keys, k)
@@ -989,13 +989,17 @@ func relayHeader(h http.Header, resp *http.Response) (trailers func()) {
 		h.Del("Trailer")
 		h.Add("Trailer", strings.Join(keys, ", "))
 	}
-	return func() {
-		for k, vs := range resp.Trailer {
-			if announced[k] {
-				h[k] = append([]string(nil), vs...)
-			} else {
-				h[http.TrailerPrefix+k] = append([]string(nil), vs...)
-			}
+	return announced
+}
+
+// writeTrailers writes the answer's trailers once its body is read whole:
+// those announced as they are, any other under http.TrailerPrefix.
+func writeTrailers(h http.Header, resp *http.Response, announced map[string]bool) {
+	for k, vs := range resp.Trailer {
+		if announced[k] {
+			h[k] = append([]string(nil), vs...)
+		} else {
+			h[http.TrailerPrefix+k] = append([]string(nil), vs...)
 		}
 	}
 }
