@@ -57,7 +57,7 @@ func (p *Pipeline) recordState(ctx context.Context, fn func(st *state)) error {
 // shared with the memo, and must not be modified), its version and the
 // JSON of its Results (nil when not known: they are encoded then); nil
 // when the memo has no state with a known version.
-func (p *Pipeline) memoHead() (*state, int64, []byte) {
+func (p *Pipeline) memoHead() (*state, int64, *resultsJSON) {
 	m := &p.stateMemo
 	m.mu.Lock()
 	defer m.mu.Unlock()

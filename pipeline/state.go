@@ -211,7 +211,7 @@ func newState() *state {
 //
 // results is the JSON of the state's Results when known (the state came
 // from the memo), else nil.
-func (p *Pipeline) loadState(ctx context.Context) (st *state, v int64, results []byte, err error) {
+func (p *Pipeline) loadState(ctx context.Context) (st *state, v int64, results *resultsJSON, err error) {
 	if p.opts.Stateless {
 		return newState(), 0, nil, nil
 	}
@@ -247,14 +247,28 @@ func (p *Pipeline) loadState(ctx context.Context) (st *state, v int64, results [
 // it is cheaper than decoding it again. results is the JSON of its Results
 // within data, when known; v is the version data was loaded or saved as (0
 // when not known), which lets Observe save without loading first
-// (observe.go). st is never modified once remembered: it is copied out.
+// (observe.go). st is never modified once remembered: it is copied out;
+// neither is results, whose entries the next save copies for the results
+// left as they were (encodeResults).
 type stateMemo struct {
 	mu      sync.Mutex
 	data    []byte
 	st      *state
-	results []byte
+	results *resultsJSON
 	v       int64
 }
+
+// resultsJSON is the JSON of a state's Results (json.Marshal's: an object
+// with its keys sorted) and where each entry is in it: keys[i] (sorted) is
+// written at data[spans[i].start:spans[i].end], as "key":{...}. keys and
+// spans are nil when not known (the entries are then encoded anew).
+type resultsJSON struct {
+	data  []byte
+	keys  []string
+	spans []span
+}
+
+type span struct{ start, end int }
 
 // memoState returns a copy of the remembered state if data is its JSON.
 func (p *Pipeline) memoState(data []byte) *state {
@@ -264,13 +278,13 @@ func (p *Pipeline) memoState(data []byte) *state {
 
 // memoStateJSON is memoState, with the JSON of the state's Results when
 // known.
-func (p *Pipeline) memoStateJSON(data []byte) (*state, []byte) {
+func (p *Pipeline) memoStateJSON(data []byte) (*state, *resultsJSON) {
 	return p.memoStateJSONAt(data, 0)
 }
 
 // memoStateJSONAt is memoStateJSON for data loaded as version v (0: not
 // known), which the memo then takes as its version.
-func (p *Pipeline) memoStateJSONAt(data []byte, v int64) (*state, []byte) {
+func (p *Pipeline) memoStateJSONAt(data []byte, v int64) (*state, *resultsJSON) {
 	m := &p.stateMemo
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -291,26 +305,33 @@ func (p *Pipeline) rememberState(data []byte, st *state) {
 // rememberStateJSON is rememberState with results, the JSON of st.Results
 // within data (nil when not known), and v, the version data was loaded or
 // saved as (0 when not known).
-func (p *Pipeline) rememberStateJSON(data, results []byte, st *state, v int64) {
+func (p *Pipeline) rememberStateJSON(data []byte, results *resultsJSON, st *state, v int64) {
 	p.rememberStateOwned(data, results, st.clone(), v)
 }
 
 // rememberStateOwned is rememberStateJSON for a st that nothing modifies
 // afterwards: it is kept as it is, not copied.
-func (p *Pipeline) rememberStateOwned(data, results []byte, st *state, v int64) {
+func (p *Pipeline) rememberStateOwned(data []byte, results *resultsJSON, st *state, v int64) {
 	m := &p.stateMemo
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.data, m.results, m.st, m.v = data, results, st, v
 }
 
-// clone returns a deep copy of st.
+// clone returns a deep copy of st. The copies of the results are
+// allocated together: a state is cloned on every load and save, and a long
+// session holds hundreds of results.
 func (st *state) clone() *state {
 	c := *st
 	c.Results = make(map[string]*resultState, len(st.Results))
+	rs := make([]resultState, 0, len(st.Results))
 	for k, r := range st.Results {
-		rc := *r
-		c.Results[k] = &rc
+		if r == nil {
+			c.Results[k] = nil
+			continue
+		}
+		rs = append(rs, *r)
+		c.Results[k] = &rs[len(rs)-1]
 	}
 	if st.Compaction != nil {
 		cc := *st.Compaction
@@ -327,9 +348,21 @@ func (st *state) clone() *state {
 // saveState stores st if the session is still at version v; the error
 // matches session.ErrConflict when another writer got there first.
 // results, when not nil, is the JSON of st.Results (see encodeState).
-func (p *Pipeline) saveState(ctx context.Context, st *state, v int64, results []byte) (int64, error) {
+func (p *Pipeline) saveState(ctx context.Context, st *state, v int64, results *resultsJSON) (int64, error) {
 	if p.opts.Stateless {
 		return 0, nil
+	}
+	if results == nil {
+		// The entries the last state remembered holds as they are are
+		// copied from its JSON, not encoded again.
+		m := &p.stateMemo
+		m.mu.Lock()
+		prev, prevJSON := m.st, m.results
+		m.mu.Unlock()
+		var err error
+		if results, err = encodeResults(st.Results, prev, prevJSON); err != nil {
+			return 0, err
+		}
 	}
 	data, results, err := encodeState(st, results)
 	if err != nil {
@@ -352,9 +385,10 @@ var resultsNull = []byte(`"results":null`)
 // it. results, when not nil, is that JSON, encoded by an earlier call for
 // the very same Results: the results are most of a long session's state,
 // and a call that leaves them alone (Observe) does not encode them again.
-func encodeState(st *state, results []byte) (data, res []byte, err error) {
+// The JSON returned is a part of data (its spans unchanged).
+func encodeState(st *state, results *resultsJSON) (data []byte, res *resultsJSON, err error) {
 	if results == nil {
-		if results, err = json.Marshal(st.Results); err != nil {
+		if results, err = encodeResults(st.Results, nil, nil); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -372,11 +406,85 @@ func encodeState(st *state, results []byte) (data, res []byte, err error) {
 		return nil, nil, errors.New("pipeline: encode state: no results member")
 	}
 	at := i + len(resultsNull) - len("null")
-	data = make([]byte, 0, len(head)-len("null")+len(results))
+	data = make([]byte, 0, len(head)-len("null")+len(results.data))
 	data = append(data, head[:at]...)
-	data = append(data, results...)
+	data = append(data, results.data...)
 	data = append(data, head[i+len(resultsNull):]...)
-	return data, results, nil
+	res = &resultsJSON{data: data[at : at+len(results.data) : at+len(results.data)], keys: results.keys, spans: results.spans}
+	return data, res, nil
+}
+
+// encodeResults returns json.Marshal(rs) with where each entry is in it.
+// prev is a state never modified and prevJSON the JSON of its Results
+// (either may be nil): an entry of rs equal to prev's under the same key
+// is copied from prevJSON rather than encoded again. A long session's
+// results change a few at a time, and their encoding (times, escaped
+// replacement texts) is most of the cost of saving its state.
+func encodeResults(rs map[string]*resultState, prev *state, prevJSON *resultsJSON) (*resultsJSON, error) {
+	if rs == nil {
+		return &resultsJSON{data: []byte("null")}, nil
+	}
+	keys := make([]string, 0, len(rs))
+	for k := range rs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // as encoding/json sorts a map's keys
+	size := 2
+	if prevJSON != nil {
+		size = len(prevJSON.data) + 256
+	}
+	if prev == nil || prevJSON == nil || len(prevJSON.keys) != len(prevJSON.spans) {
+		prev, prevJSON = nil, nil
+	}
+	out := make([]byte, 0, size)
+	spans := make([]span, len(keys))
+	out = append(out, '{')
+	j := 0 // the first of prevJSON's keys not before keys[i]
+	for i, k := range keys {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		start := len(out)
+		r := rs[k]
+		reused := false
+		if prevJSON != nil && r != nil {
+			for j < len(prevJSON.keys) && prevJSON.keys[j] < k {
+				j++
+			}
+			if j < len(prevJSON.keys) && prevJSON.keys[j] == k {
+				if pr := prev.Results[k]; pr != nil && *pr == *r {
+					sp := prevJSON.spans[j]
+					out = append(out, prevJSON.data[sp.start:sp.end]...)
+					reused = true
+				}
+			}
+		}
+		if !reused {
+			var err error
+			if out, err = appendResult(out, k, r); err != nil {
+				return nil, err
+			}
+		}
+		spans[i] = span{start, len(out)}
+	}
+	out = append(out, '}')
+	return &resultsJSON{data: out, keys: keys, spans: spans}, nil
+}
+
+// appendResult appends the entry "k":r of a Results object as
+// encoding/json writes it.
+func appendResult(out []byte, k string, r *resultState) ([]byte, error) {
+	kb, err := json.Marshal(k)
+	if err != nil {
+		return nil, err
+	}
+	vb, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, kb...)
+	out = append(out, ':')
+	return append(out, vb...), nil
 }
 
 // maxAttempts bounds the load–prepare–save rounds of one call when other

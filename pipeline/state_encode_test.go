@@ -33,8 +33,56 @@ func TestEncodeStateIsMarshal(t *testing.T) {
 		st.observe(Usage{InputTokens: 500, Counted: 400}, 1)
 		want, _ = json.Marshal(st)
 		got, again, err := encodeState(st, results)
-		if err != nil || !bytes.Equal(got, want) || !bytes.Equal(again, results) {
+		if err != nil || !bytes.Equal(got, want) || !bytes.Equal(again.data, results.data) {
 			t.Fatalf("encodeState with the results given = %s, %v\nwant %s", got, err, want)
 		}
+	}
+}
+
+// TestEncodeResultsReusesEqualEntries: the Results encoded with an earlier
+// state's JSON (entries added, removed, changed, kept, a nil one) are
+// json.Marshal's byte for byte, and an entry kept as it was is copied from
+// that JSON, not encoded again.
+func TestEncodeResultsReusesEqualEntries(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	prev := newState()
+	for _, k := range []string{"a\x00d1", "b\x00d2", "c\x00d3", "e\x00d5"} {
+		prev.Results[k] = &resultState{FirstSeen: at, Artifact: "tool_result_" + k[:1], Content: "<ref " + k[:1] + ">"}
+	}
+	prevJSON, err := encodeResults(prev.Results, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := json.Marshal(prev.Results); !bytes.Equal(prevJSON.data, want) {
+		t.Fatalf("encodeResults = %s\nwant %s", prevJSON.data, want)
+	}
+	for i, k := range prevJSON.keys {
+		kb, _ := json.Marshal(k)
+		vb, _ := json.Marshal(prev.Results[k])
+		if got := prevJSON.data[prevJSON.spans[i].start:prevJSON.spans[i].end]; string(got) != string(kb)+":"+string(vb) {
+			t.Fatalf("span of %q holds %s", k, got)
+		}
+	}
+
+	st := prev.clone()
+	delete(st.Results, "a\x00d1")                                                                                                    // removed
+	st.Results["b\x00d2"].Action = actionOffloaded                                                                                   // changed
+	st.Results["d\x00d4"] = &resultState{FirstSeen: at}                                                                              // added
+	st.Results["0\x00d0"] = nil                                                                                                      // nil
+	st.Results["e\x00d5"] = &resultState{FirstSeen: at.In(time.FixedZone("x", 3600)), Artifact: "tool_result_e", Content: "<ref e>"} // the same instant, written otherwise
+	// A marker in the earlier JSON shows which entries were copied.
+	mark := bytes.Clone(prevJSON.data)
+	copy(mark[bytes.Index(mark, []byte("ref c")):], "REF c")
+	got, err := encodeResults(st.Results, prev, &resultsJSON{data: mark, keys: prevJSON.keys, spans: prevJSON.spans})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(st.Results)
+	want = bytes.Replace(want, []byte("ref c"), []byte("REF c"), 1)
+	if !bytes.Equal(got.data, want) {
+		t.Fatalf("encodeResults after changes = %s\nwant (c copied) %s", got.data, want)
+	}
+	if bytes.Count(got.data, []byte("REF")) != 1 {
+		t.Fatalf("the kept entry was not copied from the earlier JSON: %s", got.data)
 	}
 }

@@ -31,13 +31,26 @@ type Key [16]byte
 // does not change the prefix), with the role of its message where the
 // block starts one.
 func (k Key) Extend(b []byte) Key {
-	h := sha256.New()
-	h.Write(k[:])
-	h.Write(b)
-	var out Key
-	copy(out[:], h.Sum(nil))
-	return out
+	var sum [sha256.Size]byte
+	if len(b) <= extendInline {
+		// The common case (a message's 8-byte hash): hashed from the
+		// stack, without a digest on the heap.
+		var buf [len(Key{}) + extendInline]byte
+		copy(buf[:], k[:])
+		n := copy(buf[len(k):], b)
+		sum = sha256.Sum256(buf[:len(k)+n])
+	} else {
+		h := sha256.New()
+		h.Write(k[:])
+		h.Write(b)
+		h.Sum(sum[:0])
+	}
+	return Key(sum[:len(Key{})])
 }
+
+// extendInline is the longest block content Extend hashes without a
+// heap-allocated digest.
+const extendInline = 112
 
 // Block is one block of a request as the prompt cache sees it, in the
 // order the provider reads them (Anthropic: tools, system, then the

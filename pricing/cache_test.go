@@ -1,6 +1,8 @@
 package pricing_test
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"fmt"
 	"math"
 	"sync"
@@ -212,5 +214,28 @@ func BenchmarkCacheBill(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		c.Bill(time.Unix(int64(i%60), 0), bl, 0)
+	}
+}
+
+// Extend is SHA-256 of the key followed by the block, truncated, for
+// blocks on either side of the size hashed on the stack.
+func TestExtendIsSHA256(t *testing.T) {
+	k := pricing.Key{}.Extend([]byte("start"))
+	for _, n := range []int{0, 1, 8, 111, 112, 113, 4096} {
+		b := bytes.Repeat([]byte{'x'}, n)
+		want := sha256.Sum256(append(append([]byte{}, k[:]...), b...))
+		if got := k.Extend(b); !bytes.Equal(got[:], want[:16]) {
+			t.Errorf("%d bytes: Extend = %x, want %x", n, got, want[:16])
+		}
+	}
+}
+
+// A message's key (an 8-byte hash extending the prefix) is computed
+// without allocating: the bill extends one per message of every request.
+func TestExtendSmallDoesNotAllocate(t *testing.T) {
+	var k pricing.Key
+	b := make([]byte, 8)
+	if n := testing.AllocsPerRun(100, func() { k = k.Extend(b) }); n != 0 {
+		t.Errorf("Extend of 8 bytes allocates %v times", n)
 	}
 }

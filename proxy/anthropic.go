@@ -152,6 +152,27 @@ func countBreakpoints(parts ...[]byte) int {
 	return n
 }
 
+// hourBreakpoint reports whether a cache_control of enc (an encoded
+// message) asks for the 1-hour TTL: the bytes "ttl":"1h" elsewhere (a tool
+// call's arguments) are not a breakpoint's.
+func hourBreakpoint(enc []byte) bool {
+	for i := 0; ; {
+		k := bytes.Index(enc[i:], cacheKey)
+		if k < 0 {
+			return false
+		}
+		i += k + len(cacheKey)
+		end, err := rawjson.ValueEnd(enc, rawjson.SkipSpace(enc, i))
+		if err != nil {
+			return false
+		}
+		if bytes.Contains(enc[i:end], []byte(`"ttl":"1h"`)) {
+			return true
+		}
+		i = end
+	}
+}
+
 // addBreakpoint puts a cache_control breakpoint at the end of the last
 // edited message when the request holds fewer than MaxBreakpoints, so the
 // new, stable prefix is cached from this request on. The client's own
@@ -189,8 +210,8 @@ func addBreakpoint(a *alignment, system, tools []byte) bool {
 		return false
 	}
 	cc := []byte(`{"type":"ephemeral"}`)
-	for _, e := range a.outEnc[j+1:] {
-		if bytes.Contains(e, []byte(`"ttl":"1h"`)) {
+	for k := j + 1; k < len(a.outEnc); k++ {
+		if a.breakpoints(k) > 0 && hourBreakpoint(a.outEnc[k]) {
 			cc = []byte(`{"type":"ephemeral","ttl":"1h"}`)
 			break
 		}

@@ -19,7 +19,9 @@ import (
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
+	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/session/sqlitesession"
+	"github.com/agentctx/agentctx/workspace/memstore"
 	"github.com/agentctx/agentctx/workspace/sqlitestore"
 )
 
@@ -103,6 +105,11 @@ func BenchmarkOverhead(b *testing.B) {
 		{"keep-sources", func(*testing.B) proxy.Engine { return keepEngine{} }, false, false},
 		{"pipeline", pipe(pipeline.Options{NoCompact: true}), true, false},
 		{"pipeline-compacted", pipe(pipeline.Options{Compact: compact.Options{Limit: 200_000}}), true, true},
+		// The same with the workspace and session state in memory: the
+		// proxy's and the pipeline's own cost, without the file system's.
+		{"pipeline-memory", func(b *testing.B) proxy.Engine {
+			return pipe(pipeline.Options{NoCompact: true, Store: memstore.New(), Sessions: memsession.New()})(b)
+		}, true, false},
 		{"pipeline-sqlite", func(b *testing.B) proxy.Engine {
 			// The workspace and session state in one SQLite file
 			// (agentctx proxy --workspace ws.db).

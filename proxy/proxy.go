@@ -333,34 +333,7 @@ type exchange struct {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	get := r.Method == http.MethodGet || r.Method == http.MethodHead
-	if (r.URL.Path == StatsPath || r.URL.Path == MetricsPath || s.isDashboard(r.URL.Path)) && get || isMCP(r.URL.Path) {
-		if !httpguard.Allowed(r, s.opts.Token) && !s.dashboardToken(r) {
-			httpguard.Refuse(w, s.opts.Token)
-			return
-		}
-		switch {
-		case s.isDashboard(r.URL.Path):
-			s.serveDashboard(w, r)
-		case isMCP(r.URL.Path):
-			s.serveMCP(w, r)
-		case r.URL.Path == MetricsPath:
-			s.serveMetrics(w, r)
-		default:
-			s.serveStats(w)
-		}
-		return
-	}
-	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") || headerHas(r.Header, "Connection", "upgrade") {
-		writeError(w, http.StatusNotImplemented, "agentctx proxy: websocket upgrades are not supported; use HTTP streaming")
-		s.log.Info("proxy: refused an upgrade", "method", r.Method, "path", r.URL.Path)
-		return
-	}
-	if family := foreignAPI(r); family != "" {
-		// Forwarded, it would reach a provider it was not written for,
-		// with the client's key for another.
-		writeError(w, http.StatusNotImplemented, "agentctx proxy: "+family+" requests are not served (only Anthropic Messages and OpenAI Chat Completions and Responses); nothing was forwarded")
-		s.log.Info("proxy: refused a request of another API", "method", r.Method, "path", r.URL.Path, "api", family)
+	if s.serveOwn(w, r) {
 		return
 	}
 	x := &exchange{start: s.opts.Now(), status: 0, client: clientOf(r.UserAgent()), cut: -1}
@@ -371,57 +344,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rt := s.route(r)
 	x.api = rt.api
-	var body io.Reader = r.Body
-	var sent []byte
-	if rt.api != "" && r.ContentLength <= s.opts.MaxBody {
-		raw, err := readBody(r.Body, r.ContentLength, s.opts.MaxBody)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "agentctx proxy: reading the request body: "+err.Error())
-			return
-		}
-		if int64(len(raw)) > s.opts.MaxBody {
-			body = io.MultiReader(bytes.NewReader(raw), r.Body)
-		} else {
-			x.bytesIn = len(raw)
-			sent = s.prepare(r, rt, raw, x)
-			sent, x.toolsRestored = s.tools.restore(x.api, x.session, sent)
-			x.bytesOut = len(sent)
-			body = bytes.NewReader(sent)
-		}
+	body, sent, ok := s.readAndPrepare(w, r, rt, x)
+	if !ok {
+		return
 	}
 	up, err := s.upstreamRequest(r, rt, body, sent)
-	if err == nil && x.dropBlock {
-		addBeta(up.Header, ThinkingBindingBeta)
-	}
-	if err == nil && x.native {
-		addBeta(up.Header, ContextManagementBeta)
-	}
-	if err == nil && (x.cut >= 0 || x.compactInstr != "") {
-		addBeta(up.Header, ctxedit.CompactBeta)
-	}
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "agentctx proxy: "+err.Error())
 		return
 	}
+	s.addBetas(up.Header, x)
 	x.overhead = s.opts.Now().Sub(x.start)
-	var recorded chan struct{}
-	if x.session != "" && x.sentEnc != nil {
-		// While the upstream works, and before the answer: the client may
-		// send its next request as soon as the answer's last bytes reach
-		// it.
-		recorded = make(chan struct{})
-		st := s.stats.get(x.session)
-		go func() {
-			defer close(recorded)
-			st.sentMessages(x)
-			if x.api == APIAnthropic && x.thinkingOn {
-				s.sentThinking(x)
-			}
-			if x.api == APIAnthropic {
-				st.last.set(x.sentMsgs, x.sentEnc)
-			}
-		}()
-	}
+	recorded := s.recordSent(x)
 	if ctx, sp := s.startSpan(up.Context(), SpanUpstream, trace.WithSpanKind(trace.SpanKindClient)); sp != nil {
 		up = up.WithContext(ctx)
 		defer sp.End() // once the answer is relayed
@@ -442,6 +376,110 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer resp.Body.Close()
+	s.answer(w, r, resp, x, sent)
+}
+
+// serveOwn serves the proxy's own endpoints (stats, metrics, dashboard,
+// MCP) and refuses what it does not forward (upgrades, other providers'
+// APIs); it reports whether it answered r.
+func (s *Server) serveOwn(w http.ResponseWriter, r *http.Request) bool {
+	get := r.Method == http.MethodGet || r.Method == http.MethodHead
+	if (r.URL.Path == StatsPath || r.URL.Path == MetricsPath || s.isDashboard(r.URL.Path)) && get || isMCP(r.URL.Path) {
+		if !httpguard.Allowed(r, s.opts.Token) && !s.dashboardToken(r) {
+			httpguard.Refuse(w, s.opts.Token)
+			return true
+		}
+		switch {
+		case s.isDashboard(r.URL.Path):
+			s.serveDashboard(w, r)
+		case isMCP(r.URL.Path):
+			s.serveMCP(w, r)
+		case r.URL.Path == MetricsPath:
+			s.serveMetrics(w, r)
+		default:
+			s.serveStats(w)
+		}
+		return true
+	}
+	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") || headerHas(r.Header, "Connection", "upgrade") {
+		writeError(w, http.StatusNotImplemented, "agentctx proxy: websocket upgrades are not supported; use HTTP streaming")
+		s.log.Info("proxy: refused an upgrade", "method", r.Method, "path", r.URL.Path)
+		return true
+	}
+	if family := foreignAPI(r); family != "" {
+		// Forwarded, it would reach a provider it was not written for,
+		// with the client's key for another.
+		writeError(w, http.StatusNotImplemented, "agentctx proxy: "+family+" requests are not served (only Anthropic Messages and OpenAI Chat Completions and Responses); nothing was forwarded")
+		s.log.Info("proxy: refused a request of another API", "method", r.Method, "path", r.URL.Path, "api", family)
+		return true
+	}
+	return false
+}
+
+// readAndPrepare reads the body of a request of a known API (within
+// MaxBody) and prepares it: the body to forward and, when it was read
+// whole, its bytes (sent). ok is false when the client was answered (a
+// body that could not be read).
+func (s *Server) readAndPrepare(w http.ResponseWriter, r *http.Request, rt route, x *exchange) (body io.Reader, sent []byte, ok bool) {
+	body = r.Body
+	if rt.api == "" || r.ContentLength > s.opts.MaxBody {
+		return body, nil, true
+	}
+	raw, err := readBody(r.Body, r.ContentLength, s.opts.MaxBody)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "agentctx proxy: reading the request body: "+err.Error())
+		return nil, nil, false
+	}
+	if int64(len(raw)) > s.opts.MaxBody {
+		return io.MultiReader(bytes.NewReader(raw), r.Body), nil, true
+	}
+	x.bytesIn = len(raw)
+	sent = s.prepare(r, rt, raw, x)
+	sent, x.toolsRestored = s.tools.restore(x.api, x.session, sent)
+	x.bytesOut = len(sent)
+	return bytes.NewReader(sent), sent, true
+}
+
+// addBetas adds the betas the prepared request needs to the upstream
+// request's headers.
+func (s *Server) addBetas(h http.Header, x *exchange) {
+	if x.dropBlock {
+		addBeta(h, ThinkingBindingBeta)
+	}
+	if x.native {
+		addBeta(h, ContextManagementBeta)
+	}
+	if x.cut >= 0 || x.compactInstr != "" {
+		addBeta(h, ctxedit.CompactBeta)
+	}
+}
+
+// recordSent records what the exchange sends (messages, thinking blocks)
+// while the upstream works, and before the answer: the client may send its
+// next request as soon as the answer's last bytes reach it. The channel
+// is closed once done; nil when there is nothing to record.
+func (s *Server) recordSent(x *exchange) chan struct{} {
+	if x.session == "" || x.sentEnc == nil {
+		return nil
+	}
+	recorded := make(chan struct{})
+	st := s.stats.get(x.session)
+	go func() {
+		defer close(recorded)
+		st.sentMessages(x)
+		if x.api == APIAnthropic && x.thinkingOn {
+			s.sentThinking(x)
+		}
+		if x.api == APIAnthropic {
+			st.last.set(x.sentMsgs, x.sentEnc)
+		}
+	}()
+	return recorded
+}
+
+// answer relays the upstream's answer to the client and finishes the
+// exchange; sent is the body forwarded when it was read whole.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, resp *http.Response, x *exchange, sent []byte) {
 	x.status = resp.StatusCode
 	if f, ok := s.opts.Engine.(Forwarder); ok && x.prepared != nil && resp.StatusCode == http.StatusOK && sent != nil {
 		f.Forwarded(x.session, x.api, sent)
@@ -482,32 +520,8 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		dsp = nil
 	}
 	defer func() { endDecode(nil) }()
-	var ls *listScan
-	if s.opts.Engine != nil && rt.api != "" && !s.plainDecode {
-		ls = newListScan(s.decoded, rt.api, r.Header)
-	}
-	b, err := parseBody(raw, ls)
-	if err != nil {
-		return raw // not JSON: the upstream will answer
-	}
-	x.session, _ = sessionKey(r.Header, b)
-	var tenant string
-	if s.opts.Tenants {
-		t, ok := Tenant(r.Header)
-		if !ok {
-			return raw // no credentials: the upstream answers, nothing is kept
-		}
-		tenant, x.session = t, "t-"+t+"-"+x.session
-	}
-	x.bill.model = b.str("model")
-	if rt.api == APIResponses && !fullHistory(b) {
-		return raw // the history lives upstream: nothing to edit
-	}
-	if rt.api == APIAnthropic {
-		t := b.get("thinking")
-		x.thinkingOn = rawjson.Kind(t) == '{' && stringOf(rawjson.Get(t, "type")) != "disabled"
-	}
-	if s.opts.Engine == nil {
+	b, tenant, ok := s.readRequest(r, rt, raw, x)
+	if !ok || s.opts.Engine == nil {
 		return raw
 	}
 	conv, err := decodeConversation(r.Context(), rt.api, b)
@@ -519,6 +533,68 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 	if conv == nil {
 		return raw // no list of messages to edit
 	}
+	req, cut := s.engineRequest(r, rt, b, conv, tenant, x)
+	pctx, psp := s.startSpan(withSummaries(r.Context(), x), SpanPrepare)
+	pstart := time.Now()
+	prep, err := s.opts.Engine.Prepare(pctx, req)
+	s.traceSteps(pctx, pstart, prep)
+	endSpan(psp, err)
+	if err != nil {
+		x.engineErr = err
+		return raw
+	}
+	x.prepared = prep
+	if rt.api == APIAnthropic {
+		prep = s.nativePrepared(x, conv, cut, prep)
+	}
+	if prep.Unchanged {
+		recordUnchanged(rt.api, conv, x)
+		return raw
+	}
+	out, err := s.edit(rt.api, b, conv, prep, x)
+	if err != nil {
+		x.engineErr = err
+		return raw
+	}
+	return out
+}
+
+// readRequest splits the body and reads what the exchange needs of it
+// (session, tenant, model, thinking). ok is false when the body is to go
+// upstream untouched: not JSON, no tenant credentials, or a Responses
+// request whose history lives upstream.
+func (s *Server) readRequest(r *http.Request, rt route, raw []byte, x *exchange) (b *body, tenant string, ok bool) {
+	var ls *listScan
+	if s.opts.Engine != nil && rt.api != "" && !s.plainDecode {
+		ls = newListScan(s.decoded, rt.api, r.Header)
+	}
+	b, err := parseBody(raw, ls)
+	if err != nil {
+		return nil, "", false // not JSON: the upstream will answer
+	}
+	x.session, _ = sessionKey(r.Header, b)
+	if s.opts.Tenants {
+		t, ok := Tenant(r.Header)
+		if !ok {
+			return nil, "", false // no credentials: the upstream answers, nothing is kept
+		}
+		tenant, x.session = t, "t-"+t+"-"+x.session
+	}
+	x.bill.model = b.str("model")
+	if rt.api == APIResponses && !fullHistory(b) {
+		return nil, "", false // the history lives upstream: nothing to edit
+	}
+	if rt.api == APIAnthropic {
+		t := b.get("thinking")
+		x.thinkingOn = rawjson.Kind(t) == '{' && stringOf(rawjson.Get(t, "type")) != "disabled"
+	}
+	return b, tenant, true
+}
+
+// engineRequest returns the Engine's Request for a decoded conversation,
+// and the compaction cut it was made from (native context management: the
+// Engine reads the history from the last compaction block on), or nil.
+func (s *Server) engineRequest(r *http.Request, rt route, b *body, conv *conversation, tenant string, x *exchange) (*Request, *compactionCut) {
 	system := b.get("system")
 	if rt.api == APIResponses {
 		system = b.get("instructions")
@@ -539,60 +615,50 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 		req.Binding = pipeline.CallOptions{Bound: thinking.Bound(doc.Messages), EditBound: s.opts.ContextManagement == ContextNative}
 	}
 	x.bill.tools, x.bill.system, x.bill.auto, x.bill.in = req.Tools, req.System, b.get("cache_control"), conv
-	pctx, psp := s.startSpan(withSummaries(r.Context(), x), SpanPrepare)
-	pstart := time.Now()
-	prep, err := s.opts.Engine.Prepare(pctx, req)
-	s.traceSteps(pctx, pstart, prep)
-	endSpan(psp, err)
-	if err != nil {
-		x.engineErr = err
-		return raw
-	}
-	x.prepared = prep
-	if rt.api == APIAnthropic {
-		if instr := s.nativeCompactionFor(prep); instr != "" {
-			// The provider compacts: the messages go as the last request
-			// sent them, then the new ones, the summary's pointers in the
-			// edit's instructions (native.go).
-			full := conv.doc.Messages
-			if cut != nil {
-				full = append(append([]agentctx.Message(nil), cut.prefix...), cut.tail...)
-			}
-			last, _ := s.stats.get(x.session).last.get()
-			if msgs := ctxedit.Uncompacted(full, last); msgs != nil {
-				q := *prep
-				q.Messages, q.Unchanged, q.Sources, q.Facts = msgs, false, nil, nil
-				prep, cut, x.compactInstr = &q, nil, instr
-			}
-		}
+	return req, cut
+}
+
+// nativePrepared returns what to send of an Anthropic request the Engine
+// prepared: when the provider compacts, the messages as the last request
+// sent them, then the new ones, the summary's pointers in the edit's
+// instructions; under a compaction cut, the cut's prefix joined again
+// (native.go).
+func (s *Server) nativePrepared(x *exchange, conv *conversation, cut *compactionCut, prep *Prepared) *Prepared {
+	if instr := s.nativeCompactionFor(prep); instr != "" {
+		full := conv.doc.Messages
 		if cut != nil {
-			prep = cut.join(prep)
+			full = append(append([]agentctx.Message(nil), cut.prefix...), cut.tail...)
+		}
+		last, _ := s.stats.get(x.session).last.get()
+		if msgs := ctxedit.Uncompacted(full, last); msgs != nil {
+			q := *prep
+			q.Messages, q.Unchanged, q.Sources, q.Facts = msgs, false, nil, nil
+			prep, cut, x.compactInstr = &q, nil, instr
 		}
 	}
-	if prep.Unchanged {
-		// What was sent, in the form edited requests record it: message
-		// encodings (for Responses, of the items mapped onto messages).
-		if conv.enc == nil {
-			conv.enc, _ = encodeAll(conv.doc.Messages)
-		}
-		x.sentEnc, x.sentHash = conv.enc, conv.hash
-		if rt.api != APIResponses {
-			x.sentMsgs = conv.doc.Messages
-		} else {
-			x.viewMsgs = conv.doc.Messages // the items mapped onto messages, for the dashboard
-		}
-		if rt.api == APIAnthropic {
-			x.thinkIn = countThinking(conv.doc.Messages)
-			x.thinkOut = x.thinkIn
-		}
-		return raw
+	if cut != nil {
+		prep = cut.join(prep)
 	}
-	out, err := s.edit(rt.api, b, conv, prep, x)
-	if err != nil {
-		x.engineErr = err
-		return raw
+	return prep
+}
+
+// recordUnchanged records what an unchanged request sends, in the form
+// edited requests record it: message encodings (for Responses, of the
+// items mapped onto messages).
+func recordUnchanged(api API, conv *conversation, x *exchange) {
+	if conv.enc == nil {
+		conv.enc, _ = encodeAll(conv.doc.Messages)
 	}
-	return out
+	x.sentEnc, x.sentHash = conv.enc, conv.hash
+	if api != APIResponses {
+		x.sentMsgs = conv.doc.Messages
+	} else {
+		x.viewMsgs = conv.doc.Messages // the items mapped onto messages, for the dashboard
+	}
+	if api == APIAnthropic {
+		x.thinkIn = countThinking(conv.doc.Messages)
+		x.thinkOut = x.thinkIn
+	}
 }
 
 // fullHistory reports whether a Responses body carries its whole history:
@@ -821,13 +887,86 @@ func (s *Server) upstreamRequest(r *http.Request, rt route, body io.Reader, sent
 	return up, nil
 }
 
-// relay copies the upstream response to the client as it arrives, flushing
-// after every write, and reads usage (and thinking signatures) on the way.
-// relay writes the upstream's answer to the client as it arrives, and its
-// trailers after it. It returns the error that cut the upstream's body
-// short, if any (what was read is relayed first).
+// relay writes the upstream's answer to the client as it arrives,
+// flushing after every write, reads usage (and thinking signatures) on the
+// way, and writes the answer's trailers after it. It returns the error
+// that cut the upstream's body short, if any (what was read is relayed
+// first).
 func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) error {
-	h := w.Header()
+	announced := relayHeader(w.Header(), resp)
+	trailers := func() { writeTrailers(w.Header(), resp, announced) }
+	w.WriteHeader(resp.StatusCode)
+	var sc usageScanner
+	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	track := x.api != "" && resp.StatusCode < 300
+	// The usage is recorded, and thinking blocks remembered, before the
+	// bytes that carry them reach the client: a client sends its next
+	// request as soon as it has the answer, maybe to another replica, and
+	// that request must be prepared with this one's usage in the session
+	// state, or the decisions of two replicas could differ.
+	ctx := context.WithoutCancel(resp.Request.Context())
+	seen := func() {
+		s.rememberSeen(x, &sc)
+		if sc.got && sc.final && !x.compacted {
+			// (An answer that compacted reports the step after the
+			// summary, not the request the Engine counted: native.go.)
+			s.observe(ctx, x, sc.usage)
+		}
+	}
+	got := func() { x.usage, x.gotUsage, x.bill.write1h = sc.usage, sc.got, sc.write1h }
+	if track && !sse {
+		// A whole JSON answer: read it, then relay it.
+		data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+		if err != nil {
+			return err // a cut answer is not parsed nor relayed whole
+		}
+		sc.whole(data, x.api)
+		seen()
+		w.Write(data)
+		got()
+		trailers()
+		return nil
+	}
+	left, err := relayStream(w, resp.Body, func(p []byte) {
+		if track {
+			sc.feed(p, x.api)
+			seen()
+		}
+	})
+	if left {
+		return nil // the client left: nothing to tell it
+	}
+	if err != nil {
+		got()
+		return err
+	}
+	if track {
+		sc.end(x.api) // an event the stream did not end with an empty line
+		seen()
+	}
+	got()
+	trailers()
+	return nil
+}
+
+// rememberSeen remembers the thinking blocks and the compaction the
+// scanner found since the last call, before the bytes that complete them
+// reach the client, which may send its next request at once.
+func (s *Server) rememberSeen(x *exchange, sc *usageScanner) {
+	if len(sc.thinking) > len(x.thinkKeys) {
+		s.rememberThinking(x, sc.thinking[len(x.thinkKeys):])
+		x.thinkKeys = sc.thinking
+	}
+	if sc.compaction != nil && !x.compacted {
+		x.compacted = true
+		s.rememberCompaction(x, sc.compaction)
+	}
+}
+
+// relayHeader copies the upstream answer's header to h, less the hop
+// headers, announcing its trailers; it returns the trailers announced (nil
+// when none), for writeTrailers.
+func relayHeader(h http.Header, resp *http.Response) (announced map[string]bool) {
 	for k, vs := range resp.Header {
 		h[k] = append([]string(nil), vs...)
 	}
@@ -840,8 +979,8 @@ func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) 
 		h.Del("Content-Length")
 		h.Del("Content-Encoding")
 	}
-	announced := make(map[string]bool, len(resp.Trailer))
 	if len(resp.Trailer) > 0 {
+		announced = make(map[string]bool, len(resp.Trailer))
 		keys := make([]string, 0, len(resp.Trailer))
 		for k := range resp.Trailer {
 			keys = append(keys, k)
@@ -850,89 +989,44 @@ func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) 
 		h.Del("Trailer")
 		h.Add("Trailer", strings.Join(keys, ", "))
 	}
-	// The trailers, once the body is read whole: those announced as they
-	// are, any other under http.TrailerPrefix.
-	trailers := func() {
-		for k, vs := range resp.Trailer {
-			if announced[k] {
-				h[k] = append([]string(nil), vs...)
-			} else {
-				h[http.TrailerPrefix+k] = append([]string(nil), vs...)
-			}
+	return announced
+}
+
+// writeTrailers writes the answer's trailers once its body is read whole:
+// those announced as they are, any other under http.TrailerPrefix.
+func writeTrailers(h http.Header, resp *http.Response, announced map[string]bool) {
+	for k, vs := range resp.Trailer {
+		if announced[k] {
+			h[k] = append([]string(nil), vs...)
+		} else {
+			h[http.TrailerPrefix+k] = append([]string(nil), vs...)
 		}
 	}
-	w.WriteHeader(resp.StatusCode)
+}
+
+// relayStream copies body to w as it arrives, flushing after every write;
+// seen is called with each piece before it is written. It stops when the
+// client leaves (left), at the body's end, or at the error that cut the
+// body short (err).
+func relayStream(w http.ResponseWriter, body io.Reader, seen func([]byte)) (left bool, err error) {
 	rc := http.NewResponseController(w)
-	var sc usageScanner
-	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-	track := x.api != "" && resp.StatusCode < 300
-	// Thinking blocks are remembered before the bytes that complete them
-	// reach the client, which may send its next request at once.
-	remember := func() {
-		if len(sc.thinking) > len(x.thinkKeys) {
-			s.rememberThinking(x, sc.thinking[len(x.thinkKeys):])
-			x.thinkKeys = sc.thinking
-		}
-		if sc.compaction != nil && !x.compacted {
-			x.compacted = true
-			s.rememberCompaction(x, sc.compaction)
-		}
-	}
-	// The usage is recorded, and thinking blocks remembered, before the
-	// bytes that carry them reach the client: a client sends its next
-	// request as soon as it has the answer, maybe to another replica, and
-	// that request must be prepared with this one's usage in the session
-	// state, or the decisions of two replicas could differ.
-	ctx := context.WithoutCancel(resp.Request.Context())
-	seen := func() {
-		remember()
-		if sc.got && sc.final && !x.compacted {
-			// (An answer that compacted reports the step after the
-			// summary, not the request the Engine counted: native.go.)
-			s.observe(ctx, x, sc.usage)
-		}
-	}
-	if track && !sse {
-		// A whole JSON answer: read it, then relay it.
-		data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-		if err != nil {
-			return err // a cut answer is not parsed nor relayed whole
-		}
-		sc.whole(data, x.api)
-		seen()
-		w.Write(data)
-		x.usage, x.gotUsage, x.bill.write1h = sc.usage, sc.got, sc.write1h
-		trailers()
-		return nil
-	}
 	buf := make([]byte, 32<<10)
 	for {
-		n, err := resp.Body.Read(buf)
+		n, err := body.Read(buf)
 		if n > 0 {
-			if track {
-				sc.feed(buf[:n], x.api)
-				seen()
-			}
+			seen(buf[:n])
 			if _, werr := w.Write(buf[:n]); werr != nil {
-				return nil // the client left: nothing to tell it
+				return true, nil
 			}
 			_ = rc.Flush()
 		}
 		if err == io.EOF {
-			if track {
-				sc.end(x.api) // an event the stream did not end with an empty line
-				seen()
-			}
-			break
+			return false, nil
 		}
 		if err != nil {
-			x.usage, x.gotUsage, x.bill.write1h = sc.usage, sc.got, sc.write1h
-			return err
+			return false, err
 		}
 	}
-	x.usage, x.gotUsage, x.bill.write1h = sc.usage, sc.got, sc.write1h
-	trailers()
-	return nil
 }
 
 // observe feeds the usage of an exchange to the engine, once, when it is

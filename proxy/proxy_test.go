@@ -268,6 +268,34 @@ func TestEditedRequestChangesOnlyTheEditedValue(t *testing.T) {
 	}
 }
 
+// The breakpoint added after an edit takes a 1h TTL only when a later
+// breakpoint has one, not when a later message merely holds the bytes
+// "ttl":"1h" (here a tool call's arguments) outside any cache_control.
+func TestAddedBreakpointTTLFromBreakpointsOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name, lastCC, want string
+	}{
+		{"5m breakpoint after", `{"type":"ephemeral"}`, `{"type":"ephemeral"}`},
+		{"1h breakpoint after", `{"type":"ephemeral","ttl":"1h"}`, `{"type":"ephemeral","ttl":"1h"}`},
+	} {
+		body := `{"model":"m","messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"OLD OUTPUT"}]},` +
+			`{"role":"assistant","content":[{"type":"tool_use","id":"t2","name":"SetCache","input":{"ttl":"1h"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t2","content":"set","cache_control":` + tc.lastCC + `}]}]}`
+		eng := &funcEngine{prepare: func(req *proxy.Request) []agentctx.Message {
+			return agentctx.MapToolResults(req.Document.Messages, func(r agentctx.ToolResult) (agentctx.Content, bool) {
+				return agentctx.Text("NEW"), r.ID == "t1"
+			})
+		}}
+		up := &capture{}
+		base := newProxy(t, up, eng)
+		post(t, base+"/v1/messages", body, nil)
+		_, got := up.last(t)
+		want := strings.Replace(body, `"OLD OUTPUT"}`, `"NEW","cache_control":`+tc.want+`}`, 1)
+		if string(got) != want {
+			t.Errorf("%s: upstream body:\n got %s\nwant %s", tc.name, got, want)
+		}
+	}
+}
+
 func TestStreamIsRelayedAsItArrives(t *testing.T) {
 	release := make(chan struct{})
 	up := &capture{handler: func(w http.ResponseWriter, r *http.Request) {

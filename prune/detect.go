@@ -46,13 +46,30 @@ func hasTerminalFeatures(c agentctx.Content) bool {
 }
 
 func textHasTerminalFeatures(s string) bool {
-	for _, f := range terminalFeatures {
-		if strings.Contains(s, f) {
-			return true
-		}
+	if containsTerminalFeature(s) {
+		return true
 	}
 	_, ok := harnessExitCode(s)
 	return ok
+}
+
+// containsTerminalFeature reports whether s contains one of
+// terminalFeatures, in one pass over s (every feature starts with a
+// quote): the results of a long session are scanned on every request.
+func containsTerminalFeature(s string) bool {
+	for {
+		i := strings.IndexByte(s, '"')
+		if i < 0 {
+			return false
+		}
+		s = s[i:]
+		for _, f := range terminalFeatures {
+			if strings.HasPrefix(s, f) {
+				return true
+			}
+		}
+		s = s[1:]
+	}
 }
 
 // harnessExitCode reads the exit status that agent harnesses write in plain

@@ -153,3 +153,21 @@ func TestAgentShellTools(t *testing.T) {
 		})
 	}
 }
+
+// containsTerminalFeature is strings.Contains of each feature, in one pass:
+// features anywhere, overlapping quotes, a feature cut at the end.
+func TestContainsTerminalFeatureIsContains(t *testing.T) {
+	for _, s := range []string{
+		"", `"`, `""`, `"stdout"`, `"stdout":`, `x"stdout":1`, `""stderr":`, `"exit"exitCode":0`,
+		`{"a":"b","exitCode":`, `"exitCode"`, `no quotes at all`, `"stdout" :`, `"stdout":"stderr":`,
+		strings.Repeat(`"x`, 100) + `"stderr":`, strings.Repeat(`"`, 50),
+	} {
+		want := false
+		for _, f := range terminalFeatures {
+			want = want || strings.Contains(s, f)
+		}
+		if got := containsTerminalFeature(s); got != want {
+			t.Errorf("containsTerminalFeature(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
