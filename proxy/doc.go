@@ -36,8 +36,11 @@
 // from the client's bytes; a changed message is written by the lossless
 // encoder of package agentctx, which keeps every member, block type and
 // signature it did not change. Headers pass both ways (minus hop-by-hop
-// headers); credentials are never logged. The answer is relayed as it
-// arrives, flushed after every read, with its status and body verbatim.
+// headers); credentials are never logged. Forwarding is an
+// httputil.ReverseProxy's: the answer is relayed as it arrives, a stream
+// (no Content-Length, or text/event-stream) flushed after every read,
+// with its status, body and trailers verbatim; an answer the upstream
+// cut is cut for the client too.
 //
 // # Prompt caches and signed thinking
 //

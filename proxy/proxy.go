@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -111,10 +112,13 @@ type Server struct {
 	opts      Options
 	anthropic *url.URL
 	openai    *url.URL
-	client    *http.Client
-	log       *slog.Logger
-	stats     *statsTable
-	decoded   *decodeCache // nil when off
+	// buffers and discardLog serve the ReverseProxy of each forward
+	// (forward.go).
+	buffers    bufferPool
+	discardLog *log.Logger
+	log        *slog.Logger
+	stats      *statsTable
+	decoded    *decodeCache // nil when off
 	// plainDecode decodes every request whole (ParseDocument,
 	// ResponsesMessages), as the reference the tests hold the cached
 	// decode to.
@@ -177,9 +181,9 @@ func New(opts Options) (*Server, error) {
 	s := &Server{
 		decoded: dc,
 		opts:    opts, anthropic: a, openai: o,
-		client: &http.Client{Transport: opts.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		log:    opts.Logger,
-		stats:  newStatsTable(),
+		discardLog: newDiscardLog(),
+		log:        opts.Logger,
+		stats:      newStatsTable(),
 	}
 	s.metrics = newMetrics(s)
 	return s, nil
@@ -348,35 +352,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	up, err := s.upstreamRequest(r, rt, body, sent)
-	if err != nil {
-		writeError(w, http.StatusBadGateway, "agentctx proxy: "+err.Error())
-		return
-	}
-	s.addBetas(up.Header, x)
-	x.overhead = s.opts.Now().Sub(x.start)
-	recorded := s.recordSent(x)
-	if ctx, sp := s.startSpan(up.Context(), SpanUpstream, trace.WithSpanKind(trace.SpanKindClient)); sp != nil {
-		up = up.WithContext(ctx)
-		defer sp.End() // once the answer is relayed
-	}
-	resp, err := s.client.Do(up)
-	if err != nil {
-		trace.SpanFromContext(up.Context()).RecordError(errors.New(redactErr(err)))
-	}
-	if recorded != nil {
-		<-recorded
-	}
-	if err != nil {
-		x.status = http.StatusBadGateway
-		if r.Context().Err() == nil {
-			writeError(w, http.StatusBadGateway, "agentctx proxy: upstream: "+redactErr(err))
-		}
-		s.finish(r, x)
-		return
-	}
-	defer resp.Body.Close()
-	s.answer(w, r, resp, x, sent)
+	f := &forward{s: s, r: r, x: x, rt: rt, body: body, sent: sent}
+	defer f.done()
+	s.proxyHandler(f).ServeHTTP(w, r)
 }
 
 // serveOwn serves the proxy's own endpoints (stats, metrics, dashboard,
@@ -475,28 +453,6 @@ func (s *Server) recordSent(x *exchange) chan struct{} {
 		}
 	}()
 	return recorded
-}
-
-// answer relays the upstream's answer to the client and finishes the
-// exchange; sent is the body forwarded when it was read whole.
-func (s *Server) answer(w http.ResponseWriter, r *http.Request, resp *http.Response, x *exchange, sent []byte) {
-	x.status = resp.StatusCode
-	if f, ok := s.opts.Engine.(Forwarder); ok && x.prepared != nil && resp.StatusCode == http.StatusOK && sent != nil {
-		f.Forwarded(x.session, x.api, sent)
-	}
-	if resp.StatusCode == http.StatusOK && sent != nil {
-		s.tools.remember(x.api, x.session, sent)
-	}
-	if err := s.relay(w, resp, x); err != nil {
-		// The upstream cut its answer: cut the client's too, as
-		// httputil.ReverseProxy does, so it sees a transport error (and
-		// retries) rather than a complete-looking answer.
-		s.log.Warn("proxy: the upstream's answer was cut; aborting the client's", "path", r.URL.Path, "session", x.session, "err", redactErr(err))
-		x.status = http.StatusBadGateway
-		s.finish(r, x)
-		panic(http.ErrAbortHandler)
-	}
-	s.finish(r, x)
 }
 
 func headerHas(h http.Header, key, token string) bool {
@@ -851,182 +807,6 @@ func (s *Server) edit(api API, b *body, conv *conversation, prep *Prepared, x *e
 		out = ctxedit.AppendMember(out, "context_management", ctxedit.WithEdit(nil, cmEdits...))
 	}
 	return out, nil
-}
-
-// hopHeaders are not forwarded (RFC 9110 §7.6.1), nor is Accept-Encoding:
-// the transport negotiates compression itself so the proxy can read usage.
-var hopHeaders = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
-	"Te", "Trailer", "Transfer-Encoding", "Upgrade", "Host", "Content-Length", "Accept-Encoding"}
-
-func (s *Server) upstreamRequest(r *http.Request, rt route, body io.Reader, sent []byte) (*http.Request, error) {
-	u := *rt.upstream
-	u.Path = strings.TrimSuffix(u.Path, "/") + rt.path
-	u.RawPath = ""
-	u.RawQuery = r.URL.RawQuery
-	up, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), body)
-	if err != nil {
-		return nil, err
-	}
-	up.Header = r.Header.Clone()
-	for _, h := range hopHeaders {
-		up.Header.Del(h)
-	}
-	for _, h := range r.Header.Values("Connection") {
-		for _, t := range strings.Split(h, ",") {
-			up.Header.Del(strings.TrimSpace(t))
-		}
-	}
-	switch {
-	case sent != nil:
-		up.ContentLength = int64(len(sent))
-	case r.Body == nil || r.Body == http.NoBody:
-		up.Body, up.ContentLength = nil, 0
-	default:
-		up.ContentLength = r.ContentLength
-	}
-	return up, nil
-}
-
-// relay writes the upstream's answer to the client as it arrives,
-// flushing after every write, reads usage (and thinking signatures) on the
-// way, and writes the answer's trailers after it. It returns the error
-// that cut the upstream's body short, if any (what was read is relayed
-// first).
-func (s *Server) relay(w http.ResponseWriter, resp *http.Response, x *exchange) error {
-	announced := relayHeader(w.Header(), resp)
-	trailers := func() { writeTrailers(w.Header(), resp, announced) }
-	w.WriteHeader(resp.StatusCode)
-	var sc usageScanner
-	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-	track := x.api != "" && resp.StatusCode < 300
-	// The usage is recorded, and thinking blocks remembered, before the
-	// bytes that carry them reach the client: a client sends its next
-	// request as soon as it has the answer, maybe to another replica, and
-	// that request must be prepared with this one's usage in the session
-	// state, or the decisions of two replicas could differ.
-	ctx := context.WithoutCancel(resp.Request.Context())
-	seen := func() {
-		s.rememberSeen(x, &sc)
-		if sc.got && sc.final && !x.compacted {
-			// (An answer that compacted reports the step after the
-			// summary, not the request the Engine counted: native.go.)
-			s.observe(ctx, x, sc.usage)
-		}
-	}
-	got := func() { x.usage, x.gotUsage, x.bill.write1h = sc.usage, sc.got, sc.write1h }
-	if track && !sse {
-		// A whole JSON answer: read it, then relay it.
-		data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-		if err != nil {
-			return err // a cut answer is not parsed nor relayed whole
-		}
-		sc.whole(data, x.api)
-		seen()
-		w.Write(data)
-		got()
-		trailers()
-		return nil
-	}
-	left, err := relayStream(w, resp.Body, func(p []byte) {
-		if track {
-			sc.feed(p, x.api)
-			seen()
-		}
-	})
-	if left {
-		return nil // the client left: nothing to tell it
-	}
-	if err != nil {
-		got()
-		return err
-	}
-	if track {
-		sc.end(x.api) // an event the stream did not end with an empty line
-		seen()
-	}
-	got()
-	trailers()
-	return nil
-}
-
-// rememberSeen remembers the thinking blocks and the compaction the
-// scanner found since the last call, before the bytes that complete them
-// reach the client, which may send its next request at once.
-func (s *Server) rememberSeen(x *exchange, sc *usageScanner) {
-	if len(sc.thinking) > len(x.thinkKeys) {
-		s.rememberThinking(x, sc.thinking[len(x.thinkKeys):])
-		x.thinkKeys = sc.thinking
-	}
-	if sc.compaction != nil && !x.compacted {
-		x.compacted = true
-		s.rememberCompaction(x, sc.compaction)
-	}
-}
-
-// relayHeader copies the upstream answer's header to h, less the hop
-// headers, announcing its trailers; it returns the trailers announced (nil
-// when none), for writeTrailers.
-func relayHeader(h http.Header, resp *http.Response) (announced map[string]bool) {
-	for k, vs := range resp.Header {
-		h[k] = append([]string(nil), vs...)
-	}
-	for _, k := range hopHeaders {
-		if k != "Content-Length" && k != "Trailer" {
-			h.Del(k)
-		}
-	}
-	if resp.Uncompressed {
-		h.Del("Content-Length")
-		h.Del("Content-Encoding")
-	}
-	if len(resp.Trailer) > 0 {
-		announced = make(map[string]bool, len(resp.Trailer))
-		keys := make([]string, 0, len(resp.Trailer))
-		for k := range resp.Trailer {
-			keys = append(keys, k)
-			announced[k] = true
-		}
-		h.Del("Trailer")
-		h.Add("Trailer", strings.Join(keys, ", "))
-	}
-	return announced
-}
-
-// writeTrailers writes the answer's trailers once its body is read whole:
-// those announced as they are, any other under http.TrailerPrefix.
-func writeTrailers(h http.Header, resp *http.Response, announced map[string]bool) {
-	for k, vs := range resp.Trailer {
-		if announced[k] {
-			h[k] = append([]string(nil), vs...)
-		} else {
-			h[http.TrailerPrefix+k] = append([]string(nil), vs...)
-		}
-	}
-}
-
-// relayStream copies body to w as it arrives, flushing after every write;
-// seen is called with each piece before it is written. It stops when the
-// client leaves (left), at the body's end, or at the error that cut the
-// body short (err).
-func relayStream(w http.ResponseWriter, body io.Reader, seen func([]byte)) (left bool, err error) {
-	rc := http.NewResponseController(w)
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := body.Read(buf)
-		if n > 0 {
-			seen(buf[:n])
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return true, nil
-			}
-			_ = rc.Flush()
-		}
-		if err == io.EOF {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-	}
 }
 
 // observe feeds the usage of an exchange to the engine, once, when it is

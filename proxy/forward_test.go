@@ -1,0 +1,140 @@
+package proxy_test
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentctx/agentctx/proxy"
+)
+
+// The request the upstream receives: the client's headers less the
+// hop-by-hop ones (those the Connection header names too), Te and the
+// client's Accept-Encoding; the client's forwarding headers as they came
+// (none added); the upstream's host; the query; the body's length. The
+// answer the client receives: the upstream's headers less the hop-by-hop
+// ones. (Pinned before and after the proxy moved to
+// httputil.ReverseProxy.)
+func TestForwardedHeaders(t *testing.T) {
+	var got *http.Request
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Clone(r.Context())
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Keep-Alive", "timeout=5")
+		w.Header().Set("X-Upstream", "u")
+		w.Header().Set("Proxy-Authenticate", "Basic")
+		io.WriteString(w, `{"id":"m1","type":"message","content":[],"usage":{"input_tokens":3,"output_tokens":1}}`)
+	})
+	us := httptest.NewServer(up)
+	defer us.Close()
+	srv, err := proxy.New(proxy.Options{AnthropicURL: us.URL, OpenAIURL: us.URL + "/v1", Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := httptest.NewServer(srv)
+	defer ps.Close()
+
+	body := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`
+	raw := "POST /v1/messages?beta=true HTTP/1.1\r\n" +
+		"Host: " + strings.TrimPrefix(ps.URL, "http://") + "\r\n" +
+		"Content-Type: application/json\r\n" +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n" +
+		"Connection: keep-alive, X-Drop-Me\r\n" +
+		"X-Drop-Me: 1\r\n" +
+		"Keep-Alive: timeout=5\r\n" +
+		"Proxy-Authorization: Basic c2VjcmV0\r\n" +
+		"Te: trailers\r\n" +
+		"Accept-Encoding: br\r\n" +
+		"X-Forwarded-For: 10.0.0.1\r\n" +
+		"X-Forwarded-Proto: https\r\n" +
+		"X-Api-Key: k\r\n" +
+		"\r\n" + body
+	c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if got == nil {
+		t.Fatal("the upstream received nothing")
+	}
+
+	if got.Host != strings.TrimPrefix(us.URL, "http://") || got.URL.Path != "/v1/messages" || got.URL.RawQuery != "beta=true" {
+		t.Errorf("upstream request: host %q path %q query %q", got.Host, got.URL.Path, got.URL.RawQuery)
+	}
+	if got.ContentLength != int64(len(body)) {
+		t.Errorf("Content-Length %d, want %d", got.ContentLength, len(body))
+	}
+	for _, k := range []string{"X-Drop-Me", "Keep-Alive", "Proxy-Authorization", "Te", "Forwarded", "X-Forwarded-Host"} {
+		if v, ok := got.Header[k]; ok {
+			t.Errorf("upstream received %s: %q", k, v)
+		}
+	}
+	want := map[string][]string{
+		"X-Forwarded-For":   {"10.0.0.1"},
+		"X-Forwarded-Proto": {"https"},
+		"X-Api-Key":         {"k"},
+		"Content-Type":      {"application/json"},
+		"Accept-Encoding":   {"gzip"}, // the transport's, not the client's
+		"User-Agent":        {"Go-http-client/1.1"},
+	}
+	for k, v := range want {
+		if !slices.Equal(got.Header[k], v) {
+			t.Errorf("upstream %s = %q, want %q", k, got.Header[k], v)
+		}
+	}
+	if v := got.Header.Get("Connection"); v != "" {
+		t.Errorf("upstream Connection = %q", v)
+	}
+
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Upstream") != "u" {
+		t.Errorf("answer: %d %v", resp.StatusCode, resp.Header)
+	}
+	for _, k := range []string{"Keep-Alive", "Proxy-Authenticate"} {
+		if v, ok := resp.Header[k]; ok {
+			t.Errorf("client received %s: %q", k, v)
+		}
+	}
+}
+
+// An upstream that cannot be reached: 502 with the error, as the proxy
+// wrote it before it moved to httputil.ReverseProxy.
+func TestUnreachableUpstream502(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	srv, err := proxy.New(proxy.Options{AnthropicURL: "http://" + addr, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := httptest.NewServer(srv)
+	defer ps.Close()
+	resp, err := http.Post(ps.URL+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","messages":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	const prefix = `{"type":"error","error":{"type":"proxy_error","message":"agentctx proxy: upstream: Post: dial tcp ` // then the address and the OS's error
+	if resp.StatusCode != http.StatusBadGateway || !strings.HasPrefix(string(b), prefix) {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+}
