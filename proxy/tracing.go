@@ -28,9 +28,10 @@ const TracerName = "github.com/agentctx/agentctx/proxy"
 // decoding of its body (SpanDecode), the Engine (SpanPrepare, with a
 // child per pipeline step the Engine reported: SpanStep + the step's
 // name, laid end to end from the start of SpanPrepare with their measured
-// durations; the store's reads and writes of tool results fall in the
-// "offload" step, the session state's in the rest of SpanPrepare, as
-// spans of their own with TraceSessions) and the
+// durations; the store's reads and writes of tool results and archives,
+// and the session state's, are spans of their own under SpanPrepare with
+// TraceWorkspace (SpanArtifacts + the call) and TraceSessions
+// (SpanStore + the call)) and the
 // upstream exchange, answer relayed (SpanUpstream). Inside the upstream
 // exchange, SpanStore is the write of the answer's usage (and thinking) to
 // the session's state in the store, done before the answer's last bytes

@@ -195,9 +195,9 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 		})
 		tp = sdk
 	}
-	// The engine's session state reads and writes are spans of the
-	// request they serve (retention's are not traced).
-	po.Store, po.Sessions = store, proxy.TraceSessions(sessions, tp)
+	// The engine's artifact and session state reads and writes are spans
+	// of the request they serve (retention's are not traced).
+	po.Store, po.Sessions = proxy.TraceWorkspace(store, tp), proxy.TraceSessions(sessions, tp)
 	po.StoreOnReplace = !p.storeEvery // a small result is stored when a decision replaces it
 	po.Workspace.Namespace = f.namespace
 	po.Compact.Dir = f.dir

@@ -1,0 +1,106 @@
+package proxy_test
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/proxy"
+	"github.com/agentctx/agentctx/session"
+	"github.com/agentctx/agentctx/session/memsession"
+	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/dirstore"
+	"github.com/agentctx/agentctx/workspace/memstore"
+)
+
+// The workspace store's calls are spans of the request that made them,
+// under its prepare span, and a traced store keeps its abilities.
+func TestTraceWorkspace(t *testing.T) {
+	mem := memstore.New()
+	if proxy.TraceWorkspace(mem, nil) != mem {
+		t.Error("without a tracer provider the store is not the one given")
+	}
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+
+	traced := proxy.TraceWorkspace(mem, tp)
+	for name, ok := range map[string]bool{
+		"LineReader": is[workspace.LineReader](traced), "Searcher": is[workspace.Searcher](traced),
+		"Locator": is[workspace.Locator](traced), "Keeper": is[session.Keeper](traced),
+	} {
+		if !ok {
+			t.Errorf("the traced memory store is no %s", name)
+		}
+	}
+	if is[workspace.Pather](traced) {
+		t.Error("the traced memory store is a Pather; the store is not")
+	}
+	dir, err := dirstore.Open(t.TempDir(), dirstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dir.Close() })
+	tdir := proxy.TraceWorkspace(dir, tp)
+	if !is[workspace.Pather](tdir) {
+		t.Error("the traced directory store is no Pather")
+	}
+	p1, _ := dir.(workspace.Pather).Path("ns", "a")
+	if p2, _ := tdir.(workspace.Pather).Path("ns", "a"); p1 != p2 {
+		t.Errorf("path %q, want %q", p2, p1)
+	}
+
+	e := pipelineEngine(t, proxy.PipelineOptions{Pipeline: pipeline.Options{Store: traced, Sessions: memsession.New()}})
+	srv, err := proxy.New(proxy.Options{Engine: e, AnthropicURL: newServer(t, fakeupstream.New(fakeupstream.Options{})), TracerProvider: tp, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newServer(t, srv)
+	resp := post(t, base+"/v1/messages", toolTurns(2, 500), map[string]string{proxy.HeaderSession: "s1"})
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	spans := exp.GetSpans()
+	byID := map[trace.SpanID]tracetest.SpanStub{}
+	for _, sp := range spans {
+		byID[sp.SpanContext.SpanID()] = sp
+	}
+	writes := 0
+	for _, sp := range spans {
+		if !strings.HasPrefix(sp.Name, proxy.SpanArtifacts+".") {
+			continue
+		}
+		if p := byID[sp.Parent.SpanID()]; p.Name != proxy.SpanPrepare {
+			t.Errorf("%s under %q, want %s", sp.Name, p.Name, proxy.SpanPrepare)
+		}
+		if sp.Status.Code == codes.Error {
+			t.Errorf("%s: error %q", sp.Name, sp.Status.Description)
+		}
+		if sp.Name == proxy.SpanArtifacts+".create" || sp.Name == proxy.SpanArtifacts+".put" {
+			writes++
+		}
+	}
+	if writes == 0 {
+		t.Errorf("no artifact write traced among %d spans", len(spans))
+	}
+	// A missing artifact is an outcome, not an error.
+	exp.Reset()
+	if _, err := traced.Get(context.Background(), "ns", "missing"); err == nil {
+		t.Fatal("a missing artifact was found")
+	}
+	if sp := exp.GetSpans(); len(sp) != 1 || sp[0].Status.Code == codes.Error {
+		t.Errorf("missing artifact: spans %v", sp)
+	}
+}
+
+func is[T any](v any) bool { _, ok := v.(T); return ok }
