@@ -2,16 +2,13 @@ package proxy_test
 
 import (
 	"context"
-	"io"
 	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
 
-	"github.com/agentctx/agentctx/internal/fakeupstream"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/session"
@@ -58,23 +55,7 @@ func TestTraceWorkspace(t *testing.T) {
 		t.Errorf("path %q, want %q", p2, p1)
 	}
 
-	e := pipelineEngine(t, proxy.PipelineOptions{Pipeline: pipeline.Options{Store: traced, Sessions: memsession.New()}})
-	srv, err := proxy.New(proxy.Options{Engine: e, AnthropicURL: newServer(t, fakeupstream.New(fakeupstream.Options{})), TracerProvider: tp, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := newServer(t, srv)
-	resp := post(t, base+"/v1/messages", toolTurns(2, 500), map[string]string{proxy.HeaderSession: "s1"})
-	io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
-	spans := exp.GetSpans()
-	byID := map[trace.SpanID]tracetest.SpanStub{}
-	for _, sp := range spans {
-		byID[sp.SpanContext.SpanID()] = sp
-	}
+	spans, byID := tracedRequest(t, tp, exp, pipeline.Options{Store: traced, Sessions: memsession.New()})
 	writes := 0
 	for _, sp := range spans {
 		if !strings.HasPrefix(sp.Name, proxy.SpanArtifacts+".") {

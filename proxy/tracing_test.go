@@ -204,23 +204,7 @@ func TestTraceSessions(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { tp.Shutdown(context.Background()) })
-	e := pipelineEngine(t, proxy.PipelineOptions{Pipeline: pipeline.Options{Sessions: proxy.TraceSessions(mem, tp)}})
-	srv, err := proxy.New(proxy.Options{Engine: e, AnthropicURL: newServer(t, fakeupstream.New(fakeupstream.Options{})), TracerProvider: tp, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := newServer(t, srv)
-	resp := post(t, base+"/v1/messages", toolTurns(2, 500), map[string]string{proxy.HeaderSession: "s1"})
-	io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("status %d", resp.StatusCode)
-	}
-	spans := exp.GetSpans()
-	byID := map[trace.SpanID]tracetest.SpanStub{}
-	for _, sp := range spans {
-		byID[sp.SpanContext.SpanID()] = sp
-	}
+	spans, byID := tracedRequest(t, tp, exp, pipeline.Options{Sessions: proxy.TraceSessions(mem, tp)})
 	under := map[string]map[string]int{}
 	for _, sp := range spans {
 		if !strings.HasPrefix(sp.Name, proxy.SpanStore+".") {
@@ -241,4 +225,29 @@ func TestTraceSessions(t *testing.T) {
 	if under[proxy.SpanStore+".save"][proxy.SpanPrepare]+under[proxy.SpanStore+".save"][proxy.SpanStore] == 0 {
 		t.Errorf("no session state save in the request: %v", under)
 	}
+}
+
+// tracedRequest sends one model request through a proxy over a pipeline
+// engine with po, traced by tp into exp, and returns the spans and each
+// span by its id.
+func tracedRequest(t *testing.T, tp trace.TracerProvider, exp *tracetest.InMemoryExporter, po pipeline.Options) ([]tracetest.SpanStub, map[trace.SpanID]tracetest.SpanStub) {
+	t.Helper()
+	e := pipelineEngine(t, proxy.PipelineOptions{Pipeline: po})
+	srv, err := proxy.New(proxy.Options{Engine: e, AnthropicURL: newServer(t, fakeupstream.New(fakeupstream.Options{})), TracerProvider: tp, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := newServer(t, srv)
+	resp := post(t, base+"/v1/messages", toolTurns(2, 500), map[string]string{proxy.HeaderSession: "s1"})
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	spans := exp.GetSpans()
+	byID := map[trace.SpanID]tracetest.SpanStub{}
+	for _, sp := range spans {
+		byID[sp.SpanContext.SpanID()] = sp
+	}
+	return spans, byID
 }
