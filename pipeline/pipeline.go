@@ -294,6 +294,7 @@ type Pipeline struct {
 	stateMemo stateMemo
 	prefix    prefixMemo
 	counted   countMemo
+	paths     pathMemo // see WithPaths
 }
 
 // New returns a Pipeline with the options. It opens the default workspace

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/rawjson"
@@ -195,18 +196,56 @@ func (p *Pipeline) withPaths(msgs []agentctx.Message) ([]agentctx.Message, []int
 		if !ok || strings.Contains(text, fileMark) {
 			return agentctx.Content{}, false
 		}
-		path, err := pather.Path(ns, id)
-		if err != nil {
-			return agentctx.Content{}, false
-		}
-		if abs, err := filepath.Abs(path); err == nil {
-			path = abs
-		}
-		if _, err := os.Stat(path); err != nil {
+		path, ok := p.paths.path(pather, ns, id)
+		if !ok {
 			return agentctx.Content{}, false
 		}
 		return agentctx.Text(text + fileMark + path + "</file> (" + what + ": read it with your file tool)"), true
 	})
+}
+
+// pathMemo remembers the absolute path of the content file of every
+// artifact WithPaths found, so that a session's next request names it
+// without asking the file system again: an artifact is written once and
+// its file never changes, so a path found once stays the artifact's. (A
+// file removed since by retention keeps its path in the requests that
+// named it, as the provider's cache of those requests does.) It holds at
+// most maxMemoPaths paths.
+type pathMemo struct {
+	mu    sync.Mutex
+	paths map[string]string // namespace "\x00" id → absolute path
+}
+
+// maxMemoPaths bounds a pathMemo: it starts again when full.
+const maxMemoPaths = 1 << 14
+
+// path returns the absolute path of the content file of artifact id in
+// namespace ns, and whether that file exists.
+func (m *pathMemo) path(pather workspace.Pather, ns, id string) (string, bool) {
+	key := ns + "\x00" + id
+	m.mu.Lock()
+	path, ok := m.paths[key]
+	m.mu.Unlock()
+	if ok {
+		return path, true
+	}
+	path, err := pather.Path(ns, id)
+	if err != nil {
+		return "", false
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	if _, err := os.Stat(path); err != nil {
+		return "", false // not written yet, or gone: asked again next time
+	}
+	m.mu.Lock()
+	if m.paths == nil || len(m.paths) >= maxMemoPaths {
+		m.paths = make(map[string]string)
+	}
+	m.paths[key] = path
+	m.mu.Unlock()
+	return path, true
 }
 
 // knowledgeRef is how a workspace reference to an offloaded result starts.

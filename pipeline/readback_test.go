@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,5 +51,51 @@ func TestReadingBackIsNotOffloadedAgain(t *testing.T) {
 		if got := resultText(res.Messages, r.id); got != big {
 			t.Fatalf("%s: the read-back reached the model as %d characters: %.120s", r.tool, len(got), got)
 		}
+	}
+}
+
+// WithPaths adds the absolute path of an offloaded result's content file
+// after its reference, only when the file exists, and names it again on
+// later requests from memory: the bytes of a request do not depend on the
+// file system's state after the path was first found (a file removed by
+// retention keeps its path), and a file not found yet is looked for again.
+func TestWithPaths(t *testing.T) {
+	o := options(t)
+	p := newPipeline(t, o)
+	big := strings.Repeat("row of a large log\n", 2000) + "TOKEN=tk-7f3a\n" + strings.Repeat("more output\n", 2000)
+	at := now.Add(-time.Minute)
+	hist := history(user("look", at), exchange("toolu_big", "Bash", "cat big.log", big, false, at))
+	res, err := prepare(t, p, hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := p.Workspace().Store().(workspace.Pather).Path(p.Workspace().Namespace(), "tool_result_toolu_big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, _ = filepath.Abs(path)
+	want := "\n<file>" + path + "</file>"
+	if got := resultText(p.WithPaths(res.Messages), "toolu_big"); !strings.Contains(got, want) {
+		t.Fatalf("the reference does not name its file %s: %.300s", path, got)
+	}
+	if err := os.Rename(path, path+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(p.WithPaths(res.Messages), "toolu_big"); !strings.Contains(got, want) {
+		t.Errorf("a path found once was dropped when its file went away: %.300s", got)
+	}
+
+	// A reference whose file does not exist gets no path, until it does.
+	other := newPipeline(t, options(t))
+	ref := resultText(res.Messages, "toolu_big")
+	moved := history(user("look", at), exchange("toolu_big", "Bash", "cat big.log", ref, false, at))
+	if got := resultText(other.WithPaths(moved), "toolu_big"); strings.Contains(got, "<file>") {
+		t.Fatalf("a reference to an artifact without a file got a path: %.300s", got)
+	}
+	if err := os.Rename(path+".moved", path); err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(p.WithPaths(moved), "toolu_big"); !strings.Contains(got, want) {
+		t.Errorf("the path of a file that exists again is missing: %.300s", got)
 	}
 }
