@@ -261,8 +261,10 @@ func (c *call) forwardedView() ([]agentctx.Message, []agentctx.Facts) {
 	var s StepReport
 	view, vf, vsrc := c.view, c.vf, c.vsrc
 	defer func() { c.view, c.vf, c.vsrc = view, vf, vsrc }()
-	c.setView(c.replace(actionPruned, &s))
-	c.setView(c.replace(actionOffloaded, &s))
+	for _, action := range [...]string{actionPruned, actionOffloaded} {
+		l := c.apply(c.replace(action, &s))
+		c.view, c.vf, c.vsrc = l.msgs, l.facts, l.src
+	}
 	return c.view, c.vf
 }
 

@@ -88,6 +88,7 @@ func (p *Pipeline) newCall(st *state, n, extraReserved int, co CallOptions) *cal
 	o := &p.opts
 	reserved := o.ReservedTokens + extraReserved
 	c := &call{p: p, st: st, now: o.Now(), reserved: reserved, co: co}
+	c.cold = !st.LastAt.IsZero() && c.now.Sub(st.LastAt) > c.cacheTTL(p.prices())
 	c.rep = &Report{
 		MessagesBefore: n,
 		ReservedTokens: reserved,
@@ -100,32 +101,63 @@ func (p *Pipeline) newCall(st *state, n, extraReserved int, co CallOptions) *cal
 	return c
 }
 
-// steps runs the steps in their order: repair, the session's compaction,
-// store, prune, offload, count and compact.
+// list is what one step hands the next: the messages and, index for
+// index, their facts and the index of the input message each one is,
+// unchanged, or -1 (a message a step made; see Result.Sources).
+type list struct {
+	msgs  []agentctx.Message
+	facts []agentctx.Facts
+	src   []int
+}
+
+// A step is one stage of a run. It is given the list as the steps before
+// it left it, with the session's state and the run's working facts in the
+// call, and returns the list it makes (the list it was given when it
+// changes nothing; never modified in place) and its report. A step with a
+// name is listed in the report: the loop counts the list it made and
+// records the tokens it saved; an unnamed step does its own accounting
+// (the session's compaction: the compact step reports what it saves).
+type step struct {
+	name Step
+	run  func(c *call, ctx context.Context, in list) (list, StepReport, error)
+}
+
+// stepOrder is the order of the steps: repair the pairing, put the
+// session's summary in place, store the new results, prune stale terminal
+// output, offload large results, count, and compact when over the trigger.
+var stepOrder = [...]step{
+	{StepRepair, (*call).repair},
+	{"", (*call).applyCompaction},
+	{"", (*call).store},
+	{StepPrune, (*call).prune},
+	{StepOffload, (*call).offload},
+	{StepCount, (*call).count},
+	{StepCompact, (*call).compact},
+}
+
+// steps runs the steps in their order, one after the other: it checks the
+// context before each, makes the list each one returns the view, and
+// records the report of each named step.
 func (c *call) steps(ctx context.Context) error {
-	if err := c.repair(); err != nil {
-		return err
+	cur := list{msgs: c.in, facts: c.inFacts, src: identity(len(c.in))}
+	for _, s := range stepOrder {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		c.view, c.vf, c.vsrc = cur.msgs, cur.facts, cur.src
+		t0 := time.Now()
+		next, rep, err := s.run(c, ctx, cur)
+		if err != nil {
+			return err
+		}
+		c.view, c.vf, c.vsrc = next.msgs, next.facts, next.src
+		if s.name != "" {
+			rep.Step = s.name
+			c.finish(rep, t0)
+		}
+		cur = next
 	}
-	c.applyCompaction()
-	c.cold = !c.st.LastAt.IsZero() && c.now.Sub(c.st.LastAt) > c.cacheTTL(c.p.prices())
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := c.store(ctx); err != nil {
-		return err
-	}
-	c.checkBehind()
-	if err := c.prune(ctx); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := c.offload(ctx); err != nil {
-		return err
-	}
-	over := c.count()
-	return c.compact(ctx, over)
+	return nil
 }
 
 // endRequest records the request in the session state: its count, time
@@ -197,7 +229,8 @@ type call struct {
 	reserved int
 	co       CallOptions
 	rep      *Report
-	tokens   int // of the list as it stands, reserved tokens included
+	tokens   int  // of the list as it stands, reserved tokens included
+	over     bool // the count step found the estimate at or over the trigger
 
 	in   []agentctx.Message // the input
 	hist []agentctx.Message // the repaired input
@@ -407,10 +440,10 @@ func (c *call) factsOf(e edit) ([]agentctx.Facts, []int) {
 	return facts, src
 }
 
-// setView makes e the view.
-func (c *call) setView(e edit) {
-	c.vf, c.vsrc = c.factsOf(e)
-	c.view = e.msgs
+// apply returns the list e makes of the view.
+func (c *call) apply(e edit) list {
+	facts, src := c.factsOf(e)
+	return list{msgs: e.msgs, facts: facts, src: src}
 }
 
 // mapResults is agentctx.MapToolResults on the view, reporting the
@@ -429,11 +462,12 @@ func identity(n int) []int {
 	return src
 }
 
-// finish records a step's report with the tokens of the view after it.
+// finish records a step's report with the tokens of the view after it:
+// those it saved are added to s.TokensSaved.
 func (c *call) finish(s StepReport, t0 time.Time) {
 	if !s.Skipped {
 		after := c.countFacts(c.view, c.vf) + c.reserved
-		s.TokensSaved = c.tokens - after
+		s.TokensSaved += c.tokens - after
 		c.tokens = after
 	}
 	s.Tokens = c.tokens
@@ -441,41 +475,35 @@ func (c *call) finish(s StepReport, t0 time.Time) {
 	c.rep.Steps = append(c.rep.Steps, s)
 }
 
-// repair answers unanswered tool calls and drops orphan results: it sets
-// the history (c.hist, and the view to it).
-func (c *call) repair() error {
-	t0 := time.Now()
-	cur := c.in
-	c.hist, c.hf, c.hsrc = cur, c.inFacts, identity(len(cur))
-	c.view, c.vf, c.vsrc = c.hist, c.hf, c.hsrc
+// repair answers unanswered tool calls and drops orphan results of the
+// input: the list it returns is the history (c.hist) the later steps work
+// on.
+func (c *call) repair(_ context.Context, in list) (list, StepReport, error) {
+	c.hist, c.hf, c.hsrc = in.msgs, in.facts, in.src
 	if c.p.opts.NoRepair {
-		c.finish(StepReport{Step: StepRepair, Skipped: true}, t0)
-		return nil
+		return in, StepReport{Skipped: true}, nil
 	}
-	if agentctx.ValidatePairing(cur).Valid {
+	if agentctx.ValidatePairing(in.msgs).Valid {
 		// Nothing to repair: the history as it is (not a copy; no step
 		// changes a list in place), validated once.
-		c.finish(StepReport{Step: StepRepair, Repairs: []agentctx.Repair{}}, t0)
-		return nil
+		return in, StepReport{Repairs: []agentctx.Repair{}}, nil
 	}
-	fixed, repairs := agentctx.RepairPairing(cur)
+	fixed, repairs := agentctx.RepairPairing(in.msgs)
 	if v := agentctx.ValidatePairing(fixed); !v.Valid {
 		is := v.Issues[0]
-		return fmt.Errorf("%w: the history cannot be repaired: message %d: %s (%d issue(s))",
+		return in, StepReport{}, fmt.Errorf("%w: the history cannot be repaired: message %d: %s (%d issue(s))",
 			agentctx.ErrInvalidInput, is.Message, is.Kind, len(v.Issues))
 	}
-	s := StepReport{Step: StepRepair, Changed: len(repairs), Repairs: repairs}
+	s := StepReport{Changed: len(repairs), Repairs: repairs}
 	if len(repairs) > 0 {
-		s.CharsSaved = charsOf(cur) - charsOf(fixed)
+		s.CharsSaved = charsOf(in.msgs) - charsOf(fixed)
 	}
 	facts, src, err := c.matchInput(fixed)
 	if err != nil {
-		return fmt.Errorf("%w: %w", agentctx.ErrInvalidInput, err)
+		return in, StepReport{}, fmt.Errorf("%w: %w", agentctx.ErrInvalidInput, err)
 	}
 	c.hist, c.hf, c.hsrc = fixed, facts, src
-	c.view, c.vf, c.vsrc = c.hist, c.hf, c.hsrc
-	c.finish(s, t0)
-	return nil
+	return list{msgs: fixed, facts: facts, src: src}, s, nil
 }
 
 // matchInput returns the facts of list, a list made from the input by
@@ -506,35 +534,48 @@ func (c *call) matchInput(list []agentctx.Message) ([]agentctx.Facts, []int, err
 // a regenerate, a request sent alongside a longer one) is behind the
 // session: it keeps its own messages, and the session keeps its
 // compaction for the longer history (see behind.go).
-func (c *call) applyCompaction() {
-	c.view, c.vf, c.vsrc, c.head, c.live, c.base = c.hist, c.hf, c.hsrc, 0, 0, 0
-	defer func() { c.src = c.view }()
+//
+// The list it returns, the history with the summary in place, is also the
+// originals of the view's messages from now on (c.src). It saves tokens
+// the compact step reports.
+func (c *call) applyCompaction(_ context.Context, in list) (list, StepReport, error) {
+	out := c.summarized(in)
+	c.src = out.msgs
+	return out, StepReport{}, nil
+}
+
+// summarized returns the history with the session's summary in place of
+// the messages it stands for, or the history itself (see applyCompaction).
+func (c *call) summarized(in list) list {
+	c.head, c.live, c.base = 0, 0, 0
 	cs := c.st.Compaction
 	if cs == nil {
-		return
+		return in
 	}
 	if len(c.hist) <= cs.N && cs.Head < cs.N && (c.startOf(cs, c.hist, c.hf) || c.startOf(cs, c.in, c.inFacts)) {
 		c.behind = true
 		c.rep.Warnings = append(c.rep.Warnings, fmt.Sprintf("the request holds %d of the %d messages the session's summary stands for (a retry, or a request older than the session's last): it is prepared from its own messages, and the summary is kept for the longer history", len(c.hist), cs.N))
-		return
+		return in
 	}
 	if len(c.hist) <= cs.N || cs.Head >= cs.N || leadingSystem(c.hist[:cs.N]) < cs.Head {
 		c.dropCompaction()
-		return
+		return in
 	}
 	if d, ok := c.p.prefixDigest(c.hist[:cs.N], c.hf[:cs.N]); !ok || hexDigest(d) != cs.Digest {
 		c.dropCompaction()
-		return
+		return in
 	}
 	view := make([]agentctx.Message, 0, cs.Head+1+len(c.hist)-cs.N)
 	view = append(view, c.hist[:cs.Head]...)
 	view = append(view, summaryMessage(cs.Summary))
 	view = append(view, c.hist[cs.N:]...)
-	c.view, c.head, c.live, c.base, c.compacted = view, cs.Head, cs.Head+1, cs.N, true
-	c.vf, c.vsrc = spliceFacts(c.hf, c.hsrc, cs.Head, cs.N)
-	after := c.countFacts(c.view, c.vf) + c.reserved
+	c.head, c.live, c.base, c.compacted = cs.Head, cs.Head+1, cs.N, true
+	out := list{msgs: view}
+	out.facts, out.src = spliceFacts(c.hf, c.hsrc, cs.Head, cs.N)
+	after := c.countFacts(out.msgs, out.facts) + c.reserved
 	c.reusedTokens, c.reusedChars = c.tokens-after, cs.Chars-charsOf(view[cs.Head:cs.Head+1])
 	c.tokens = after
+	return out
 }
 
 // spliceFacts returns the facts and sources of a list whose messages from
@@ -582,7 +623,19 @@ func (c *call) histIndex(i int) int {
 // (decision offloaded). Results seen before are not read or written again:
 // the state says where they are. Under Options.StoreOnReplace the small
 // ones are left to the step that replaces them (prune).
-func (c *call) store(ctx context.Context) error {
+//
+// It changes no message, and ends by telling whether the request is behind
+// its session (checkBehind).
+func (c *call) store(ctx context.Context, in list) (list, StepReport, error) {
+	if err := c.storeResults(ctx); err != nil {
+		return in, StepReport{}, err
+	}
+	c.checkBehind()
+	return in, StepReport{}, nil
+}
+
+// storeResults is the store step's work on the view.
+func (c *call) storeResults(ctx context.Context) error {
 	n := len(c.view[c.live:]) / 2 // about the results of a list of tool turns: no map grows step by step
 	c.keys = make(map[[2]int]string, n)
 	c.seen = make(map[string]bool, n)
@@ -692,12 +745,10 @@ type newArtifact struct {
 // and together they free ClearAtLeast tokens, then are applied as one
 // batch, so the provider's prompt cache breaks rarely, and only where
 // clearing may spare a compaction.
-func (c *call) prune(ctx context.Context) error {
-	t0 := time.Now()
+func (c *call) prune(ctx context.Context, in list) (list, StepReport, error) {
 	o := &c.p.opts
 	if o.NoPrune {
-		c.finish(StepReport{Step: StepPrune, Skipped: true}, t0)
-		return nil
+		return in, StepReport{Skipped: true}, nil
 	}
 	po := o.Prune
 	po.FirstSeen = func(r agentctx.ToolResult) (time.Time, bool) {
@@ -710,7 +761,7 @@ func (c *call) prune(ctx context.Context) error {
 	// The decisions only (no copy of the view): the steps apply them.
 	found := prune.Select(c.view, po)
 
-	s := StepReport{Step: StepPrune}
+	s := StepReport{}
 	pending, now, freed := c.sortPruned(found.Pruned, po.Placeholder, &s)
 	if clear := c.chooseClearing(pending, freed, &s); len(clear) > 0 {
 		c.broke = true
@@ -731,7 +782,7 @@ func (c *call) prune(ctx context.Context) error {
 		s.PendingTokens += pr.FreedTokens
 	}
 	if err := c.applyPruned(ctx, now, po.Placeholder, &s); err != nil {
-		return err
+		return in, StepReport{}, err
 	}
 	// A decision applies where prune finds the result stale in this very
 	// request: a request behind the session (a retry, a request sent
@@ -743,9 +794,7 @@ func (c *call) prune(ctx context.Context) error {
 	}
 	next := c.replaceOnly(actionPruned, c.prunedHere, &s)
 	s.Changed = len(s.Pruned)
-	c.setView(next)
-	c.finish(s, t0)
-	return nil
+	return c.apply(next), s, nil
 }
 
 // sortPruned sorts the stale results prune found by what becomes of them:
@@ -889,21 +938,19 @@ func (c *call) replaceOnly(action string, only map[[2]int]bool, s *StepReport) e
 
 // offload puts the references of offloaded results in the view (mode
 // workspace), or writes large results to files (mode files).
-func (c *call) offload(ctx context.Context) error {
-	t0 := time.Now()
+func (c *call) offload(ctx context.Context, in list) (list, StepReport, error) {
 	o := &c.p.opts
 	switch o.Offload {
 	case OffloadNone:
-		c.finish(StepReport{Step: StepOffload, Skipped: true}, t0)
-		return nil
+		return in, StepReport{Skipped: true}, nil
 	case OffloadFiles:
-		return c.offloadToFiles(ctx, t0)
+		return c.offloadToFiles(ctx, in)
 	}
-	s := StepReport{Step: StepOffload}
+	s := StepReport{}
 	if !c.behind { // a request behind the session makes no new decision on the longer history's results
 		swept, err := c.sweep(ctx)
 		if err != nil {
-			return err
+			return in, StepReport{}, err
 		}
 		s.New += swept
 	}
@@ -925,29 +972,25 @@ func (c *call) offload(ctx context.Context) error {
 	if o.Verify {
 		rep.Verified = c.verifyArtifacts(ctx)
 	}
-	c.setView(next)
-	c.finish(s, t0)
-	return nil
+	return c.apply(next), s, nil
 }
 
 // offloadToFiles is offload in mode files: large results written to
 // files, except those pruned in this request (their placeholder names
 // their stored original).
-func (c *call) offloadToFiles(ctx context.Context, t0 time.Time) error {
+func (c *call) offloadToFiles(ctx context.Context, in list) (list, StepReport, error) {
 	pruned := func(r agentctx.ToolResult) bool {
 		return r.Message >= c.live && c.prunedHere[[2]int{r.Message, r.Block}]
 	}
-	s, next, err := c.p.offloadFiles(ctx, c.view, pruned)
+	s, next, err := c.p.offloadFiles(ctx, in.msgs, pruned)
 	if err != nil {
-		return err
+		return in, StepReport{}, err
 	}
 	e, err := c.diffView(next)
 	if err != nil {
-		return fmt.Errorf("pipeline: offload: %w", err)
+		return in, StepReport{}, fmt.Errorf("pipeline: offload: %w", err)
 	}
-	c.setView(e)
-	c.finish(s, t0)
-	return nil
+	return c.apply(e), s, nil
 }
 
 // sweep runs the cold sweep (coldSweep) and marks the decisions it made
@@ -1046,10 +1089,9 @@ func (c *call) diffView(next []agentctx.Message) (edit, error) {
 	return e, nil
 }
 
-// count counts the request as it stands and reports whether its estimate
+// count counts the request as it stands and sets c.over when its estimate
 // reaches the trigger.
-func (c *call) count() bool {
-	t0 := time.Now()
+func (c *call) count(_ context.Context, in list) (list, StepReport, error) {
 	o := &c.p.opts
 	est := c.st.estimate(c.tokens, o.EstimateRatio)
 	check := compact.CheckResult{Tokens: est, ThresholdTokens: c.threshold()}
@@ -1059,8 +1101,8 @@ func (c *call) count() bool {
 	if c.rep.Limit <= 0 {
 		c.rep.Limit = compact.DefaultLimit
 	}
-	c.finish(StepReport{Step: StepCount, Count: &check}, t0)
-	return check.ShouldCompact
+	c.over = check.ShouldCompact
+	return in, StepReport{Count: &check}, nil
 }
 
 // remembered wraps a summarizer so that the same middle, summarized again
@@ -1132,61 +1174,55 @@ const retryAfterFailure = 5
 // covers and of the archive (resultPointers, compact.Pointer). A request
 // behind the session (c.behind) is compacted on its own messages, and its
 // summary is not kept: the session's compaction is the longer history's.
-func (c *call) compact(ctx context.Context, over bool) error {
-	t0 := time.Now()
-	if !over && !c.behind {
+func (c *call) compact(ctx context.Context, in list) (list, StepReport, error) {
+	if !c.over && !c.behind {
 		c.st.Crossed, c.st.RetryAt = 0, 0
 	}
 	cr := &CompactReport{}
 	if c.compacted {
 		cr.Reused, cr.ReusedArchive = c.base-c.head, c.st.Compaction.Archive
 	}
-	s := StepReport{Step: StepCompact, Compact: cr}
-	if !c.shouldCompact(over, &s) {
-		c.finishCompact(s, t0)
-		return nil
+	s := StepReport{Compact: cr}
+	if !c.shouldCompact(c.over, &s) {
+		return in, c.compactReport(s), nil
 	}
 	copts := c.compactOptions(ctx)
-	res, err := compact.Compact(ctx, c.view, copts)
+	res, err := compact.Compact(ctx, in.msgs, copts)
 	var aerr *compact.ArchiveError
 	switch {
 	case errors.As(err, &aerr):
 		// Nothing was paid for: the next request over the trigger tries
 		// again.
 		c.rep.Warnings = append(c.rep.Warnings, "not compacted: the summarized messages could not be archived ("+aerr.Error()+"); tried again on the next request over the trigger")
-		c.finishCompact(s, t0)
-		return nil
+		return in, c.compactReport(s), nil
 	case err != nil:
-		return fmt.Errorf("pipeline: compact: %w", err)
+		return in, StepReport{}, fmt.Errorf("pipeline: compact: %w", err)
 	}
 	c.noteCompactResult(cr, res)
 	if !res.Compacted {
-		c.finishCompact(s, t0)
-		return nil
+		return in, c.compactReport(s), nil
 	}
 	n, err := c.recordCompaction(res)
 	if err != nil {
-		return err
+		return in, StepReport{}, err
 	}
 	c.reportCompaction(ctx, &s, cr, res, copts)
 	// The new view: the summary, then the live part from the history.
-	c.vf, c.vsrc = spliceFacts(c.vf, c.vsrc, res.Head, res.End)
-	c.view = res.Messages
+	out := list{msgs: res.Messages}
+	out.facts, out.src = spliceFacts(in.facts, in.src, res.Head, res.End)
 	c.head, c.live, c.base, c.compacted, c.fresh = res.Head, res.Head+1, n, true, true
-	c.finishCompact(s, t0)
-	return nil
+	return out, c.compactReport(s), nil
 }
 
-// finishCompact appends compact's step report: skipped only when no
+// compactReport returns compact's step report: skipped only when no
 // compaction is in the view, with what the reused compaction of earlier
-// requests saves added to it.
-func (c *call) finishCompact(s StepReport, t0 time.Time) {
+// requests saves added to it (the loop adds what the step itself saved).
+func (c *call) compactReport(s StepReport) StepReport {
 	s.Skipped = s.Skipped && !c.compacted
-	c.finish(s, t0)
-	last := &c.rep.Steps[len(c.rep.Steps)-1]
-	last.TokensSaved += c.reusedTokens
-	last.CharsSaved += c.reusedChars
-	last.Changed += s.Compact.Reused
+	s.TokensSaved += c.reusedTokens
+	s.CharsSaved += c.reusedChars
+	s.Changed += s.Compact.Reused
+	return s
 }
 
 // shouldCompact decides whether compact summarizes this request: it does
