@@ -774,19 +774,22 @@ func (s *Server) edit(api API, b *body, conv *conversation, prep *Prepared, x *e
 	if a.unchanged(len(inEnc)) && cmEdit == nil && compactionEdit(x) == nil {
 		return b.Raw, nil
 	}
-	var list []byte
+	var spans []span
 	if api == APIResponses {
-		if list, err = spliceResponses(conv.items, conv.doc.Messages, conv.groups, a); err != nil {
+		list, err := spliceResponses(conv.items, conv.doc.Messages, conv.groups, a)
+		if err != nil {
 			return nil, err
 		}
 		x.provCmp = x.prepared != nil && x.prepared.Compacted && providerCompacted(a)
+		spans = append(spans, span{value: conv.list, repl: list})
 	} else {
-		list = spliceList(conv.items, a)
+		spans = append(spans, span{value: conv.list, n: splicedLen(conv.items, a), appendRepl: func(dst []byte) []byte {
+			return appendSpliced(dst, conv.items, a)
+		}})
 	}
-	spans := []span{{conv.list, list}}
 	if x.dropBlock {
 		th := b.get("thinking")
-		spans = append(spans, span{th, withDropBlock(th)})
+		spans = append(spans, span{value: th, repl: withDropBlock(th)})
 	}
 	var cmEdits [][]byte
 	if cmEdit != nil {
@@ -799,7 +802,7 @@ func (s *Server) edit(api API, b *body, conv *conversation, prep *Prepared, x *e
 	}
 	cm := b.get("context_management")
 	if cmEdits != nil && cm != nil {
-		spans = append(spans, span{cm, ctxedit.WithEdit(cm, cmEdits...)})
+		spans = append(spans, span{value: cm, repl: ctxedit.WithEdit(cm, cmEdits...)})
 	}
 	x.edited = true
 	out := replaceValues(b.Raw, spans...)

@@ -238,10 +238,8 @@ func offsetIn(data, sub []byte) int {
 	return cap(data) - cap(sub)
 }
 
-// spliceList writes the JSON array of the messages to send: the original
-// bytes of every message matched to an input message, the encoding of the
-// others.
-func spliceList(inRaw [][]byte, a *alignment) []byte {
+// splicedLen is the length of the JSON array appendSpliced writes.
+func splicedLen(inRaw [][]byte, a *alignment) int {
 	n := 2
 	for j := range a.out {
 		if k := a.match[j]; k >= 0 {
@@ -250,7 +248,13 @@ func spliceList(inRaw [][]byte, a *alignment) []byte {
 			n += len(a.outEnc[j]) + 1
 		}
 	}
-	buf := make([]byte, 0, n)
+	return n
+}
+
+// appendSpliced appends the JSON array of the messages to send to buf:
+// the original bytes of every message matched to an input message, the
+// encoding of the others.
+func appendSpliced(buf []byte, inRaw [][]byte, a *alignment) []byte {
 	buf = append(buf, '[')
 	for j := range a.out {
 		if j > 0 {
@@ -280,8 +284,22 @@ func withBlockMember(b agentctx.Block, key string, value []byte) (agentctx.Block
 	return nb, nil
 }
 
-// span is a value inside a body and what replaces it.
-type span struct{ value, repl []byte }
+// span is a value inside a body and what replaces it: repl, or, when
+// appendRepl is set, the n bytes it appends (written straight into the
+// new body, not made first and copied).
+type span struct {
+	value, repl []byte
+	n           int
+	appendRepl  func(dst []byte) []byte
+}
+
+// replLen is the length of what replaces s.value.
+func (s span) replLen() int {
+	if s.appendRepl != nil {
+		return s.n
+	}
+	return len(s.repl)
+}
 
 // replaceValues returns raw with each span's value (a subslice of raw)
 // replaced; the spans must not overlap.
@@ -289,14 +307,18 @@ func replaceValues(raw []byte, spans ...span) []byte {
 	sort.Slice(spans, func(i, j int) bool { return offsetIn(raw, spans[i].value) < offsetIn(raw, spans[j].value) })
 	n := len(raw)
 	for _, s := range spans {
-		n += len(s.repl) - len(s.value)
+		n += s.replLen() - len(s.value)
 	}
 	out := make([]byte, 0, n)
 	at := 0
 	for _, s := range spans {
 		off := offsetIn(raw, s.value)
 		out = append(out, raw[at:off]...)
-		out = append(out, s.repl...)
+		if s.appendRepl != nil {
+			out = s.appendRepl(out)
+		} else {
+			out = append(out, s.repl...)
+		}
 		at = off + len(s.value)
 	}
 	return append(out, raw[at:]...)
