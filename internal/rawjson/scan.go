@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -206,29 +207,41 @@ func stringEnd(data []byte, i int) (int, error) {
 		case c == '"':
 			return i + 1, nil
 		case c == '\\':
-			if i+1 >= len(data) {
-				return i + 1, errAt(i+1, "unexpected end of JSON input")
+			if i+1 < len(data) && simpleEscape[data[i+1]] {
+				i += 2 // the common case: \n, \", \\ ...
+				continue
 			}
-			switch data[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				for k := 2; k < 6; k++ {
-					if i+k >= len(data) || !isHex(data[i+k]) {
-						return i + k, errAt(i+k, "%s in \\u hexadecimal character escape", describe(data, i+k))
-					}
-				}
-				i += 6
-			default:
-				return i + 1, errAt(i+1, "%s in string escape code", describe(data, i+1))
+			j, err := escapeEnd(data, i)
+			if err != nil {
+				return j, err
 			}
-		case c < 0x20:
+			i = j
+		default: // c < 0x20
 			return i, errAt(i, "invalid character %q in string literal", rune(c))
-		default:
-			i++
 		}
 	}
 	return i, errAt(i, "unexpected end of JSON input")
+}
+
+// simpleEscape marks the characters that follow a backslash in a
+// two-byte escape.
+var simpleEscape = [256]bool{'"': true, '\\': true, '/': true, 'b': true, 'f': true, 'n': true, 'r': true, 't': true}
+
+// escapeEnd returns the index after the escape at data[i] (a backslash)
+// that is not a two-byte one: a \u escape, or an error.
+func escapeEnd(data []byte, i int) (int, error) {
+	if i+1 >= len(data) {
+		return i + 1, errAt(i+1, "unexpected end of JSON input")
+	}
+	if data[i+1] != 'u' {
+		return i + 1, errAt(i+1, "%s in string escape code", describe(data, i+1))
+	}
+	for k := 2; k < 6; k++ {
+		if i+k >= len(data) || !isHex(data[i+k]) {
+			return i + k, errAt(i+k, "%s in \\u hexadecimal character escape", describe(data, i+k))
+		}
+	}
+	return i + 6, nil
 }
 
 // ErrNotObject and ErrNotArray report a value of the wrong kind.
@@ -402,11 +415,15 @@ func hasByte(x uint64, b byte) uint64 {
 // plainRun returns the index of the first byte at or after i that is '"',
 // '\\' or a control character, or len(data). It looks at eight bytes at a
 // time: string bodies are most of a transcript.
+//
+// The lowest byte a mask of hasLess or hasByte marks is always a match
+// (a false mark can only follow a true one), so the first special byte of
+// a word is found from its mask without looking at the bytes one by one.
 func plainRun(data []byte, i int) int {
 	for i+8 <= len(data) {
 		x := binary.LittleEndian.Uint64(data[i:])
-		if hasLess(x, 0x20)|hasByte(x, '"')|hasByte(x, '\\') != 0 {
-			break
+		if m := hasLess(x, 0x20) | hasByte(x, '"') | hasByte(x, '\\'); m != 0 {
+			return i + bits.TrailingZeros64(m)/8
 		}
 		i += 8
 	}
