@@ -73,7 +73,9 @@ func (s *sentTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // on one turn per request (a new 1 KB tool result each time): no engine
 // (pure forwarding), an engine that keeps every message (parse, align,
 // splice), the pipeline engine (every result stored in a directory
-// workspace, the large ones offloaded: every request is edited), and the
+// workspace, the large ones offloaded: every request is edited; and with
+// the options of `agentctx proxy`, which stores a small result only when
+// a decision replaces it), and the
 // pipeline engine on a session compacted once (the summary stands for most
 // of the history in every request). It reports the median and the 99th
 // percentile.
@@ -104,6 +106,10 @@ func BenchmarkOverhead(b *testing.B) {
 		{"keep", func(*testing.B) proxy.Engine { return &funcEngine{} }, false, false},
 		{"keep-sources", func(*testing.B) proxy.Engine { return keepEngine{} }, false, false},
 		{"pipeline", pipe(pipeline.Options{NoCompact: true}), true, false},
+		// The options `agentctx proxy` runs with: a small result is
+		// stored when a decision replaces it (StoreOnReplace), so a turn
+		// that adds a 1 KB result writes no artifact.
+		{"pipeline-proxy", pipe(pipeline.Options{NoCompact: true, StoreOnReplace: true}), true, false},
 		{"pipeline-compacted", pipe(pipeline.Options{Compact: compact.Options{Limit: 200_000}}), true, true},
 		// The same with the workspace and session state in memory: the
 		// proxy's and the pipeline's own cost, without the file system's.
