@@ -18,10 +18,12 @@ import (
 // keyword to its closing brace, both counted.
 const maxFuncLines = 80
 
-// allowed lists functions over maxFuncLines without a //lint:long reason,
-// as "path/from/module/root.go:Name" (a method as "(T).Name" or
-// "(*T).Name"). Each entry must still be over the limit: an entry that no
-// longer matches a long function fails the test, so the list only shrinks.
+// allowed lists functions over maxFuncLines let through without a
+// //lint:long reason while another change restructures them, as
+// "path/from/module/root.go:Name" (a method as "(T).Name" or "(*T).Name")
+// → why. Each entry must still be over the limit: an entry that no longer
+// matches a long function fails the test, so the list only shrinks. (Empty
+// today: no function of pipeline/ or proxy/ is over the limit.)
 var allowed = map[string]string{
 	// pipeline/proxy: being restructured (issue 25)
 }
