@@ -277,14 +277,16 @@ func decodeToolCalls(raw []byte) ([]ToolCall, bool) {
 	return tcs, true
 }
 
+// encode writes m's JSON: its members in their order (the typed fields'
+// values where code set them), then the typed fields no member held.
 func (m *Message) encode(e *encoder) {
 	e.buf = append(e.buf, '{')
 	first := true
-	var seenRole, seenContent, seenCalls, seenCallID bool
+	var seen msgSeen
 	if m.builtInCode() {
 		// A message made by code: typed fields first, then added members.
 		m.encodeUnseenTyped(e, &first, false, false, false, false)
-		seenRole, seenContent, seenCalls, seenCallID = true, true, true, true
+		seen = msgSeen{true, true, true, true}
 	}
 	for i := range m.members {
 		mb := &m.members[i]
@@ -292,71 +294,84 @@ func (m *Message) encode(e *encoder) {
 			continue
 		}
 		if mb.flags&known == 0 {
-			// A typed key whose input value had another JSON type is kept
-			// as written unless code has since set the typed field.
-			switch {
-			case mb.key == "role" && m.Role != "" && !seenRole:
-				seenRole = true
-				e.key(&first, nil, "role")
-				e.str(nil, m.Role)
-			case mb.key == "tool_call_id" && m.ToolCallID != "" && !seenCallID:
-				seenCallID = true
-				e.key(&first, nil, "tool_call_id")
-				e.str(nil, m.ToolCallID)
-			case mb.key == "tool_calls" && m.ToolCalls != nil && !seenCalls:
-				seenCalls = true
-				e.key(&first, nil, "tool_calls")
-				encodeToolCalls(e, m.ToolCalls, nil)
-			case mb.key == "role" && seenRole, mb.key == "tool_call_id" && seenCallID, mb.key == "tool_calls" && seenCalls:
-			default:
-				e.key(&first, mb, mb.key)
-				e.raw(mb.raw)
-			}
-			continue
+			m.encodeOther(e, &first, mb, &seen)
+		} else {
+			m.encodeKnown(e, &first, mb, &seen)
 		}
-		switch mb.key {
-		case "role":
-			if !seenRole {
-				seenRole = true
-				e.key(&first, mb, "role")
-				e.str(mb, m.Role)
+	}
+	m.encodeUnseenTyped(e, &first, seen.role, seen.content, seen.calls, seen.callID)
+	e.buf = append(e.buf, '}')
+}
+
+// msgSeen records which of a message's typed fields encode has written.
+type msgSeen struct{ role, content, calls, callID bool }
+
+// encodeOther writes a member that is not a typed field's as it was
+// read. A typed key whose input value had another JSON type is kept as
+// written unless code has since set the typed field.
+func (m *Message) encodeOther(e *encoder, first *bool, mb *member, seen *msgSeen) {
+	switch {
+	case mb.key == "role" && m.Role != "" && !seen.role:
+		seen.role = true
+		e.key(first, nil, "role")
+		e.str(nil, m.Role)
+	case mb.key == "tool_call_id" && m.ToolCallID != "" && !seen.callID:
+		seen.callID = true
+		e.key(first, nil, "tool_call_id")
+		e.str(nil, m.ToolCallID)
+	case mb.key == "tool_calls" && m.ToolCalls != nil && !seen.calls:
+		seen.calls = true
+		e.key(first, nil, "tool_calls")
+		encodeToolCalls(e, m.ToolCalls, nil)
+	case mb.key == "role" && seen.role, mb.key == "tool_call_id" && seen.callID, mb.key == "tool_calls" && seen.calls:
+	default:
+		e.key(first, mb, mb.key)
+		e.raw(mb.raw)
+	}
+}
+
+// encodeKnown writes the typed field a member holds, once.
+func (m *Message) encodeKnown(e *encoder, first *bool, mb *member, seen *msgSeen) {
+	switch mb.key {
+	case "role":
+		if !seen.role {
+			seen.role = true
+			e.key(first, mb, "role")
+			e.str(mb, m.Role)
+		}
+	case "content":
+		if !seen.content {
+			seen.content = true
+			if m.Content.kind != ContentNone {
+				e.key(first, mb, "content")
+				m.Content.encode(e, mb)
 			}
-		case "content":
-			if !seenContent {
-				seenContent = true
-				if m.Content.kind != ContentNone {
-					e.key(&first, mb, "content")
-					m.Content.encode(e, mb)
-				}
-			}
-		case "tool_calls":
-			if !seenCalls {
-				seenCalls = true
-				e.key(&first, mb, "tool_calls")
-				encodeToolCalls(e, m.ToolCalls, mb)
-			}
-		case "tool_call_id":
-			if !seenCallID {
-				seenCallID = true
-				e.key(&first, mb, "tool_call_id")
-				e.str(mb, m.ToolCallID)
-			}
-		case "tool_call_ids":
-			if !seenCallID {
-				seenCallID = true
-				e.key(&first, mb, "tool_call_ids")
-				if mb.str == m.ToolCallID {
-					e.raw(mb.raw)
-				} else {
-					e.buf = append(e.buf, '[')
-					e.str(nil, m.ToolCallID)
-					e.buf = append(e.buf, ']')
-				}
+		}
+	case "tool_calls":
+		if !seen.calls {
+			seen.calls = true
+			e.key(first, mb, "tool_calls")
+			encodeToolCalls(e, m.ToolCalls, mb)
+		}
+	case "tool_call_id":
+		if !seen.callID {
+			seen.callID = true
+			e.key(first, mb, "tool_call_id")
+			e.str(mb, m.ToolCallID)
+		}
+	case "tool_call_ids":
+		if !seen.callID {
+			seen.callID = true
+			e.key(first, mb, "tool_call_ids")
+			if mb.str == m.ToolCallID {
+				e.raw(mb.raw)
+			} else {
+				e.buf = append(e.buf, '[')
+				e.str(nil, m.ToolCallID)
+				e.buf = append(e.buf, ']')
 			}
 		}
 	}
-	m.encodeUnseenTyped(e, &first, seenRole, seenContent, seenCalls, seenCallID)
-	e.buf = append(e.buf, '}')
 }
 
 // builtInCode reports whether no member of m came from decoded input.

@@ -186,18 +186,7 @@ func (m *thinkingMemory) finish(req *http.Request, _ []byte, doc *agentctx.Docum
 	defer m.mu.Unlock()
 	in := doc.Messages
 	if m.sent {
-		// The assistant messages appended since the last request answered
-		// it: their thinking was produced after what it sent.
-		for j := m.lastIn; j < len(in); j++ {
-			if in[j].Role != agentctx.RoleAssistant {
-				continue
-			}
-			for _, b := range in[j].Content.Blocks() {
-				if k := thinking.Key(b); k != "" {
-					m.remember(k, m.lastChain)
-				}
-			}
-		}
+		m.rememberAnswered(in)
 	}
 	inHash := make([]uint64, len(in))
 	byHash := make(map[uint64]int, len(in))
@@ -211,32 +200,7 @@ func (m *thinkingMemory) finish(req *http.Request, _ []byte, doc *agentctx.Docum
 	var compactEdits [][]byte // the compaction edit asked or declared
 	instr := ""
 	if m.native {
-		k := ctxedit.CompactionIndex(in)
-		if k >= 0 && m.asked != nil && len(m.asked) == k {
-			m.prefix = m.asked // the block came back after what that request sent
-		}
-		m.asked = nil
-		tail := in
-		if k > 0 {
-			tail = in[k:]
-			prefix := in[:k]
-			if len(m.prefix) == k {
-				prefix = ctxedit.AsSent(prefix, m.prefix)
-			}
-			out = append(slices.Clone(prefix), out...)
-		}
-		full := append(slices.Clone(out[:len(out)-len(res.Messages)]), agentctx.StripMetadata(tail)...)
-		if msgs := ctxedit.Uncompacted(full, m.lastOut); compacted(res) && res.Report.TokensBefore >= ctxedit.MinCompactTrigger*11/10 && msgs != nil {
-			// The API compacts instead, after its prefix check: the
-			// messages go as the last request sent them, then the new
-			// ones, the pipeline's pointers in the instructions (it
-			// archived and stored the originals).
-			instr = ctxedit.Instructions(summaryText(out))
-			out = msgs
-			compactEdits = append(compactEdits, ctxedit.CompactEdit(ctxedit.MinCompactTrigger, instr))
-		} else if k >= 0 {
-			compactEdits = append(compactEdits, ctxedit.CompactEdit(ctxedit.DeclaredTrigger, ""))
-		}
+		out, compactEdits, instr = m.nativeCompaction(in, out, res)
 	}
 	outHash := make([]uint64, len(out))
 	for j := range out {
@@ -247,28 +211,7 @@ func (m *thinkingMemory) finish(req *http.Request, _ []byte, doc *agentctx.Docum
 		outHash[j] = m.hashKnown(&out[j], enc)
 	}
 	on := thinkingOn(doc)
-	var members map[string][]byte
-	if m.native && on && (!compacted(res) || instr != "") {
-		held := m.hold(out, outHash)
-		from := max(ctxedit.CompactionIndex(out), 0) // the server clears in what it reads
-		if edit := ctxedit.ClearEdit(out[from:], ctxedit.ClearedIDs(in, out, held, nil)); edit != nil && instr == "" {
-			cm, _ := doc.Member("context_management")
-			members = map[string][]byte{"context_management": ctxedit.WithEdit(cm, edit)}
-			if req != nil && !hasBeta(req.Header, ctxedit.Beta) {
-				req.Header.Add("anthropic-beta", ctxedit.Beta)
-			}
-		}
-	}
-	if compactEdits != nil {
-		cm, _ := doc.Member("context_management")
-		if members != nil {
-			cm = members["context_management"]
-		}
-		members = map[string][]byte{"context_management": ctxedit.WithEdit(cm, compactEdits...)}
-		if req != nil && !hasBeta(req.Header, ctxedit.CompactBeta) {
-			req.Header.Add("anthropic-beta", ctxedit.CompactBeta)
-		}
-	}
+	members := m.contextManagement(req, doc, res, in, out, outHash, on, instr, compactEdits)
 	if instr != "" {
 		m.asked = out
 	}
@@ -309,6 +252,91 @@ func (m *thinkingMemory) finish(req *http.Request, _ []byte, doc *agentctx.Docum
 	m.lastOut, m.lastOutHash = out, outHash
 	res.Messages = out
 	return members, nil
+}
+
+// rememberAnswered remembers the thinking of the assistant messages of in
+// appended since the last request: they answered it, so their thinking
+// was produced after what it sent.
+func (m *thinkingMemory) rememberAnswered(in []agentctx.Message) {
+	for j := m.lastIn; j < len(in); j++ {
+		if in[j].Role != agentctx.RoleAssistant {
+			continue
+		}
+		for _, b := range in[j].Content.Blocks() {
+			if k := thinking.Key(b); k != "" {
+				m.remember(k, m.lastChain)
+			}
+		}
+	}
+}
+
+// nativeCompaction handles the API's own compaction, given the client's
+// messages in and the pipeline's out: the messages before the client's
+// compaction block go first (as the request that asked for it sent them),
+// and when the pipeline compacted, the API is asked to compact instead.
+// It returns the messages to send, the compaction edits to add to the
+// request's context_management, and the instructions asked (empty when
+// none).
+func (m *thinkingMemory) nativeCompaction(in, out []agentctx.Message, res *pipeline.Result) ([]agentctx.Message, [][]byte, string) {
+	var compactEdits [][]byte
+	instr := ""
+	k := ctxedit.CompactionIndex(in)
+	if k >= 0 && m.asked != nil && len(m.asked) == k {
+		m.prefix = m.asked // the block came back after what that request sent
+	}
+	m.asked = nil
+	tail := in
+	if k > 0 {
+		tail = in[k:]
+		prefix := in[:k]
+		if len(m.prefix) == k {
+			prefix = ctxedit.AsSent(prefix, m.prefix)
+		}
+		out = append(slices.Clone(prefix), out...)
+	}
+	full := append(slices.Clone(out[:len(out)-len(res.Messages)]), agentctx.StripMetadata(tail)...)
+	if msgs := ctxedit.Uncompacted(full, m.lastOut); compacted(res) && res.Report.TokensBefore >= ctxedit.MinCompactTrigger*11/10 && msgs != nil {
+		// The API compacts instead, after its prefix check: the
+		// messages go as the last request sent them, then the new
+		// ones, the pipeline's pointers in the instructions (it
+		// archived and stored the originals).
+		instr = ctxedit.Instructions(summaryText(out))
+		out = msgs
+		compactEdits = append(compactEdits, ctxedit.CompactEdit(ctxedit.MinCompactTrigger, instr))
+	} else if k >= 0 {
+		compactEdits = append(compactEdits, ctxedit.CompactEdit(ctxedit.DeclaredTrigger, ""))
+	}
+	return out, compactEdits, instr
+}
+
+// contextManagement returns the request members to replace: a
+// context_management holding the clear edit of the tool uses the server
+// is to clear (native, thinking on) and the compaction edits, with the
+// betas they need added to req; nil when there is neither.
+func (m *thinkingMemory) contextManagement(req *http.Request, doc *agentctx.Document, res *pipeline.Result, in, out []agentctx.Message, outHash []uint64, on bool, instr string, compactEdits [][]byte) map[string][]byte {
+	var members map[string][]byte
+	if m.native && on && (!compacted(res) || instr != "") {
+		held := m.hold(out, outHash)
+		from := max(ctxedit.CompactionIndex(out), 0) // the server clears in what it reads
+		if edit := ctxedit.ClearEdit(out[from:], ctxedit.ClearedIDs(in, out, held, nil)); edit != nil && instr == "" {
+			cm, _ := doc.Member("context_management")
+			members = map[string][]byte{"context_management": ctxedit.WithEdit(cm, edit)}
+			if req != nil && !hasBeta(req.Header, ctxedit.Beta) {
+				req.Header.Add("anthropic-beta", ctxedit.Beta)
+			}
+		}
+	}
+	if compactEdits != nil {
+		cm, _ := doc.Member("context_management")
+		if members != nil {
+			cm = members["context_management"]
+		}
+		members = map[string][]byte{"context_management": ctxedit.WithEdit(cm, compactEdits...)}
+		if req != nil && !hasBeta(req.Header, ctxedit.CompactBeta) {
+			req.Header.Add("anthropic-beta", ctxedit.CompactBeta)
+		}
+	}
+	return members
 }
 
 // compacted reports whether the pipeline compacted the request.

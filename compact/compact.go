@@ -208,21 +208,9 @@ func Compact(ctx context.Context, msgs []agentctx.Message, opts Options) (*Resul
 		return res, nil
 	}
 
-	source := middle
-	if o.Originals != nil {
-		source = o.Originals(msgs, h, t)
-	}
-	req := Request{Messages: source}
-	archived, err := archiveMiddle(ctx, o, source, res, &req)
+	req, err := summaryRequest(ctx, o, msgs, h, t, res)
 	if err != nil {
 		return nil, err
-	}
-	if o.MaxPointers > 0 {
-		var extra []Pointer
-		if o.Pointers != nil {
-			extra = o.Pointers(msgs, h, t)
-		}
-		req.Pointers = capPointers(pointersOf(source, extra, archived), o.MaxPointers)
 	}
 	summary, attempts, err := summarize(ctx, o, req)
 	res.Attempts = attempts
@@ -242,6 +230,30 @@ func Compact(ctx context.Context, msgs []agentctx.Message, opts Options) (*Resul
 	summary = WithPointers(summary, req.Pointers)
 	compacted(res, o, mc, msgs, counts, h, t, summary)
 	return res, nil
+}
+
+// summaryRequest returns the summarizer's request for the middle
+// msgs[h:t]: its messages (as o.Originals gives them back, when set),
+// archived by archiveMiddle, and, with o.MaxPointers, the pointers to
+// keep in the summary.
+func summaryRequest(ctx context.Context, o Options, msgs []agentctx.Message, h, t int, res *Result) (Request, error) {
+	source := msgs[h:t:t]
+	if o.Originals != nil {
+		source = o.Originals(msgs, h, t)
+	}
+	req := Request{Messages: source}
+	archived, err := archiveMiddle(ctx, o, source, res, &req)
+	if err != nil {
+		return Request{}, err
+	}
+	if o.MaxPointers > 0 {
+		var extra []Pointer
+		if o.Pointers != nil {
+			extra = o.Pointers(msgs, h, t)
+		}
+		req.Pointers = capPointers(pointersOf(source, extra, archived), o.MaxPointers)
+	}
+	return req, nil
 }
 
 // archiveMiddle archives source, the middle's messages, unless

@@ -102,6 +102,8 @@ func schema(props string, required ...string) json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{` + props + `},"required":` + string(r) + `}`)
 }
 
+// main writes the session to stdout, as the Messages request body of the
+// model call that would come next.
 func main() {
 	req := request{
 		Model:     "claude-sonnet-4-5",
@@ -117,6 +119,26 @@ Use the tools to inspect and change the code. Run the tests after every change. 
 		},
 	}
 
+	fixCI()
+	speedUpImport()
+	commitBoth()
+	addOFXExport()
+
+	req.Messages = msgs
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(req); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Stdout.Write(buf.Bytes())
+}
+
+// fixCI appends the first task: find why CI is red, then fix the rounding
+// and the data race.
+func fixCI() {
 	user(0, "CI for ledger has been red since yesterday's merge of the rounding PR. Find out why `go test ./...` fails, fix it, and make sure `go test -race ./...` is clean before you stop.")
 
 	call(6*time.Second, "I'll start with the recent history and the failing tests.", "Bash", map[string]any{"command": "git log --oneline -12"}, gitLog(), false)
@@ -153,7 +175,11 @@ Use the tools to inspect and change the code. Run the tests after every change. 
 	call(20*time.Second, "staticcheck flags an unused helper left over from the CSV rewrite; removing it.", "Bash", map[string]any{"command": "sed -i '/^func parseRow(/,/^}/d' internal/importer/csv.go && go build ./... && staticcheck ./..."}, "", false)
 	call(7*time.Second, "", "Bash", map[string]any{"command": "git diff --stat"}, " internal/fx/cache.go        | 9 ++++++++-\n internal/importer/csv.go    | 14 --------------\n internal/money/round.go     | 2 +-\n 3 files changed, 10 insertions(+), 16 deletions(-)\n", false)
 	say(10*time.Second, "CI should be green again:\n\n1. **Rounding**: the rounding PR changed `Amount.Round` to half-even, but reports and tax use half-up (as `round_test.go` documents). `Round` is half-up again; `RoundBankers` stays half-even for interest accrual.\n2. **Data race** in `internal/fx`: the rate cache was read by request goroutines while the refresher replaced the map. It is now guarded by a `sync.RWMutex`.\n3. Removed the unused `parseRow` that staticcheck reported.\n\n`go test -race ./...`, `go vet` and `staticcheck` are clean.")
+}
 
+// speedUpImport appends the second task: profile the CSV importer and
+// make it faster.
+func speedUpImport() {
 	user(38*time.Minute, "Nice. While you're at it: `ledger import` takes forever on the 200 MB bank export. Can you profile the CSV importer and make it faster?")
 	call(15*time.Second, "I'll benchmark the importer with a CPU profile.", "Bash", map[string]any{"command": "go test -run '^$' -bench ImportCSV -benchmem -cpuprofile cpu.out ./internal/importer/"}, benchBefore(), false)
 	call(12*time.Second, "", "Bash", map[string]any{"command": "go tool pprof -top -nodecount=35 internal/importer/importer.test cpu.out"}, pprofTop(), false)
@@ -168,12 +194,19 @@ Use the tools to inspect and change the code. Run the tests after every change. 
 	call(9*time.Second, "", "Bash", map[string]any{"command": "go test ./internal/importer/ && go test -run '^$' -bench ImportCSV -benchmem ./internal/importer/"}, benchAfter(), false)
 	call(16*time.Second, "About 4.6× faster with 92% fewer allocations. Full suite once more:", "Bash", map[string]any{"command": "go test -race ./... 2>&1"}, passingRace(), false)
 	say(8*time.Second, "The importer now streams with `encoding/csv` (records reused), parses amounts straight to integer cents (`money.ParseCents`, no float rounding) and presizes the account map: `BenchmarkImportCSV/200MB` went from 9.81 s to 2.12 s and from 41.2M to 3.2M allocations. All tests pass with the race detector.")
+}
 
+// commitBoth appends the third task: commit both changes separately.
+func commitBoth() {
 	user(41*time.Minute, "Great, commit both changes separately with good messages.")
 	call(12*time.Second, "", "Bash", map[string]any{"command": "git add internal/money internal/fx internal/importer/csv.go && git commit -m 'money: restore half-up rounding in Amount.Round; fx: guard rate cache with RWMutex' -m 'The rounding PR switched Round to half-even, breaking report totals and tax. RoundBankers keeps half-even for interest. The fx cache was read while the refresher replaced its map (data race).' -- internal/money internal/fx && git log --oneline -1"}, "[main 4be81c2] money: restore half-up rounding in Amount.Round; fx: guard rate cache with RWMutex\n 2 files changed, 10 insertions(+), 2 deletions(-)\n4be81c2 money: restore half-up rounding in Amount.Round; fx: guard rate cache with RWMutex\n", false)
 	call(10*time.Second, "", "Bash", map[string]any{"command": "git add internal/importer && git commit -m 'importer: stream CSV with encoding/csv and parse cents directly' -m 'BenchmarkImportCSV/200MB: 9.81s -> 2.12s, 41.2M -> 3.2M allocs/op.' && git log --oneline -3"}, "[main 9d07e3a] importer: stream CSV with encoding/csv and parse cents directly\n 1 file changed, 21 insertions(+), 33 deletions(-)\n9d07e3a importer: stream CSV with encoding/csv and parse cents directly\n4be81c2 money: restore half-up rounding in Amount.Round; fx: guard rate cache with RWMutex\n1f3c9aa Merge pull request #212 from dev/rounding-modes\n", false)
 	say(6*time.Second, "Committed as two commits:\n\n- `4be81c2` money: restore half-up rounding in Amount.Round; fx: guard rate cache with RWMutex\n- `9d07e3a` importer: stream CSV with encoding/csv and parse cents directly\n\nNothing is pushed yet; say the word and I'll push and open the PR.")
+}
 
+// addOFXExport appends the fourth task: add an OFX export with a
+// golden-file test.
+func addOFXExport() {
 	user(9*time.Minute, "One more thing before the PR: our accountant wants an OFX export. Add `ledger export --format ofx` next to the CSV export, with a golden-file test.")
 	call(14*time.Second, "I'll look at how the CSV export is wired into the command first.", "Read", map[string]any{"file_path": "/home/dev/ledger/cmd/ledger/export.go"}, numbered(exportGo), false)
 	call(12*time.Second, "", "Read", map[string]any{"file_path": "/home/dev/ledger/internal/report/csv.go"}, numbered(csvExportGo), false)
@@ -195,17 +228,6 @@ Use the tools to inspect and change the code. Run the tests after every change. 
 	call(11*time.Second, "", "Bash", map[string]any{"command": "go run ./cmd/ledger export --format ofx --account assets:checking --since 2026-01-01 --until 2026-01-08 testdata/demo.ledger"}, ofxSample(), false)
 	call(12*time.Second, "", "Bash", map[string]any{"command": "go test -race ./... && go vet ./... && staticcheck ./..."}, passingRace(), false)
 	say(9*time.Second, "`ledger export --format ofx` is in place:\n\n- `internal/report/ofx.go`: OFX 2.2 (XML) with one `STMTTRN` per posting, amounts as exact decimals from `money.Amount`, `FITID` from a stable hash of the posting so a bank or accountant tool deduplicates re-exports, and the ledger balance as `LEDGERBAL`.\n- `internal/report/ofx_test.go`: golden-file test (`-update` rewrites `testdata/export.golden.ofx`).\n- `cmd/ledger/export.go`: `--format ofx`, with `--account` and `--currency` (default EUR).\n\nThe first attempt called a non-existent `Amount.Float`; it now formats the decimal string directly, which also avoids float rounding. Tests, vet and staticcheck pass. It's not committed yet: shall I add it as a third commit?")
-
-	req.Messages = msgs
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(req); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Stdout.Write(buf.Bytes())
 }
 
 func numbered(src string) string {

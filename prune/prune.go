@@ -239,35 +239,7 @@ func prune(msgs []agentctx.Message, opts Options, view bool) Result {
 	cands, uses, skipped := o.collect(msgs)
 	res.SkippedNoTimestamp = skipped
 
-	// Rank newest first; results at the same instant rank by position,
-	// later first. cands is in history order, so the index is the position.
-	order := make([]int, len(cands))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int {
-		if c := cands[b].ts.Compare(cands[a].ts); c != 0 {
-			return c
-		}
-		return cmp.Compare(b, a)
-	})
-	slots := 0
-	for _, k := range order {
-		c := &cands[k]
-		if c.isError {
-			if o.CountErrors {
-				slots++
-			}
-			continue // errors are always kept
-		}
-		if slots < o.KeepRecent {
-			slots++
-			continue // among the most recent
-		}
-		if c.terminal && (o.MaxAge < 0 || now.Sub(c.ts) > o.MaxAge) {
-			c.prune = true
-		}
-	}
+	o.mark(cands, now)
 
 	// Replace, oldest first. Each changed message is cloned once.
 	cloned := -1
@@ -280,12 +252,7 @@ func prune(msgs []agentctx.Message, opts Options, view bool) Result {
 		if c.use >= 0 {
 			st.ToolName, st.Input = uses[c.use].Name, uses[c.use].Input
 		}
-		ph := o.Placeholder
-		if o.PlaceholderFunc != nil {
-			if s := o.PlaceholderFunc(st); s != "" {
-				ph = s
-			}
-		}
+		ph := o.placeholder(st)
 
 		mi := c.res.Message
 		if view {
@@ -328,6 +295,51 @@ func prune(msgs []agentctx.Message, opts Options, view bool) Result {
 			"freed_tokens", res.FreedTokens, "skipped_no_timestamp", res.SkippedNoTimestamp)
 	}
 	return res
+}
+
+// mark sets prune on the candidates to replace at now: stale terminal
+// output outside the KeepRecent most recent results. They rank newest
+// first; results at the same instant rank by position, later first (cands
+// is in history order, so the index is the position).
+func (o *resolved) mark(cands []candidate, now time.Time) {
+	order := make([]int, len(cands))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if c := cands[b].ts.Compare(cands[a].ts); c != 0 {
+			return c
+		}
+		return cmp.Compare(b, a)
+	})
+	slots := 0
+	for _, k := range order {
+		c := &cands[k]
+		if c.isError {
+			if o.CountErrors {
+				slots++
+			}
+			continue // errors are always kept
+		}
+		if slots < o.KeepRecent {
+			slots++
+			continue // among the most recent
+		}
+		if c.terminal && (o.MaxAge < 0 || now.Sub(c.ts) > o.MaxAge) {
+			c.prune = true
+		}
+	}
+}
+
+// placeholder returns the text that replaces st: PlaceholderFunc's, unless
+// it gives none, else Placeholder.
+func (o *resolved) placeholder(st Stale) string {
+	if o.PlaceholderFunc != nil {
+		if s := o.PlaceholderFunc(st); s != "" {
+			return s
+		}
+	}
+	return o.Placeholder
 }
 
 // resolved is Options with the defaults filled in.

@@ -50,10 +50,33 @@ type ccRecord struct {
 
 // parseClaudeCode reads the records (values, and their members as scanned).
 func (o ReadOptions) parseClaudeCode(data []byte, values [][]byte, scans [][]rawjson.Member) (*agentctx.Document, error) {
-	doc := &agentctx.Document{Format: FormatClaudeCode}
-	recs := make([]ccRecord, len(values))
+	recs, lastBoundary, readSidechain := classifyRecords(values, scans)
+	r := &ccReader{data: data, recs: recs, readSidechain: readSidechain, lastAssistant: -1,
+		doc: &agentctx.Document{Format: FormatClaudeCode}, recMsg: make([]int, len(recs))}
+	for k := range r.recMsg {
+		r.recMsg[k] = -1
+	}
+	first := 0
+	if lastBoundary >= 0 && !o.WholeHistory {
+		first = lastBoundary
+		r.skipBefore(lastBoundary)
+	}
+	for k := first; k < len(recs); k++ {
+		if err := r.record(k); err != nil {
+			return nil, err
+		}
+	}
+	return r.document(), nil
+}
+
+// classifyRecords pairs each record's value with its members and type, and
+// returns the records, the index of the last compact boundary (-1 when
+// none), and whether the sidechain is to be read: a file of sidechain
+// records only is a subagent's conversation.
+func classifyRecords(values [][]byte, scans [][]rawjson.Member) (recs []ccRecord, lastBoundary int, readSidechain bool) {
+	recs = make([]ccRecord, len(values))
 	mainLine, sidechain := 0, 0
-	lastBoundary := -1
+	lastBoundary = -1
 	for k, v := range values {
 		ms := scans[k]
 		recs[k] = ccRecord{members: ms, typ: recordString(ms, "type"), raw: v}
@@ -68,107 +91,126 @@ func (o ReadOptions) parseClaudeCode(data []byte, values [][]byte, scans [][]raw
 			lastBoundary = k
 		}
 	}
-	// A file of sidechain records only is a subagent's conversation.
-	readSidechain := mainLine == 0 && sidechain > 0
+	return recs, lastBoundary, mainLine == 0 && sidechain > 0
+}
 
-	first := 0
-	if lastBoundary >= 0 && !o.WholeHistory {
-		first = lastBoundary
-		doc.LiveFrom = lineAt(data, recs[lastBoundary].raw)
-		for k := 0; k < lastBoundary; k++ {
-			if recs[k].typ == "system" && recordString(recs[k].members, "subtype") == "compact_boundary" {
-				doc.Boundaries = append(doc.Boundaries, boundaryOf(data, &recs[k], -1))
-			}
-			skip(doc, kindBeforeBoundary)
-		}
-	}
-
+// ccReader turns Claude Code records into a document's messages.
+type ccReader struct {
+	data          []byte
+	recs          []ccRecord
+	readSidechain bool
+	doc           *agentctx.Document
 	// recMsg[k] is the index in doc.Messages of the message record k is
 	// part of; -1 for a record that is not a message's.
-	recMsg := make([]int, len(recs))
-	for k := range recMsg {
-		recMsg[k] = -1
-	}
-	lastAssistant := -1 // index in doc.Messages of the last assistant message
-	for k := first; k < len(recs); k++ {
-		r := &recs[k]
-		rec, typ := r.members, r.typ
-		mm := findMember(rec, "message")
-		switch {
-		case typ == "system" && recordString(rec, "subtype") == "compact_boundary":
-			at := len(doc.Messages)
-			doc.Boundaries = append(doc.Boundaries, boundaryOf(data, r, at))
-			skip(doc, "system/compact_boundary")
-			// A turn does not continue across a boundary.
-			lastAssistant = -1
-			continue
-		case typ != agentctx.RoleUser && typ != agentctx.RoleAssistant:
-			kind := typ
-			if kind == "" {
-				kind = "no type"
-			}
-			if sub := recordString(rec, "subtype"); typ == "system" && sub != "" {
-				kind += "/" + sub
-			}
-			skip(doc, kind)
-			continue
-		case mm == nil || rawjson.Kind(mm.Value) != '{':
-			skip(doc, typ+" without message")
-			continue
-		case !readSidechain && rawjson.Kind(findRaw(rec, "isSidechain")) == 't':
-			skip(doc, "sidechain")
-			continue
-		}
-		msg, err := agentctx.DecodeMessage(mm.Value)
-		if err != nil {
-			return nil, agentctx.InputErrorAt(data, rawjson.Offset(data, mm.Value), fmt.Sprintf("record message: %v", err))
-		}
-		if msg.Role == "" {
-			msg.Role = typ
-		}
-		if ts := findMember(rec, agentctx.FieldTimestamp); ts != nil {
-			msg = msg.WithRecordField(agentctx.FieldTimestamp, ts.Value)
-		}
+	recMsg        []int
+	lastAssistant int // index in doc.Messages of the last assistant message; -1 for none
+}
 
-		n := len(doc.Messages)
-		switch {
-		case msg.Role == agentctx.RoleAssistant && lastAssistant >= 0 && sameMessageID(&doc.Messages[lastAssistant], &msg) &&
-			allToolResultMessages(doc.Messages[lastAssistant+1:]):
-			// A later part of the same assistant turn (Claude Code writes one
-			// record per content block, interleaved with the results of the
-			// calls already made). Fold it into the turn and gather the
-			// results that came between into one message after it.
-			prev := &doc.Messages[lastAssistant]
-			*prev = prev.WithContent(agentctx.BlockList(concatBlocks(prev.Content.Blocks(), msg.Content.Blocks())...))
-			if n > lastAssistant+2 {
-				doc.Messages[lastAssistant+1] = mergeResults(doc.Messages[lastAssistant+1:])
-				doc.Merged += n - lastAssistant - 2
-				doc.Messages = doc.Messages[:lastAssistant+2]
-				for j := range k {
-					if recMsg[j] > lastAssistant+1 {
-						recMsg[j] = lastAssistant + 1
-					}
+// skipBefore counts the records before the last compact boundary, at
+// index last, as skipped, keeping the earlier boundaries, and starts the
+// live part of the document there.
+func (r *ccReader) skipBefore(last int) {
+	r.doc.LiveFrom = lineAt(r.data, r.recs[last].raw)
+	for k := 0; k < last; k++ {
+		if r.recs[k].typ == "system" && recordString(r.recs[k].members, "subtype") == "compact_boundary" {
+			r.doc.Boundaries = append(r.doc.Boundaries, boundaryOf(r.data, &r.recs[k], -1))
+		}
+		skip(r.doc, kindBeforeBoundary)
+	}
+}
+
+// record reads record k: a boundary, a record that is skipped (and why),
+// or a message added to the document or folded into the one before.
+func (r *ccReader) record(k int) error {
+	rec := &r.recs[k]
+	typ := rec.typ
+	mm := findMember(rec.members, "message")
+	switch {
+	case typ == "system" && recordString(rec.members, "subtype") == "compact_boundary":
+		r.doc.Boundaries = append(r.doc.Boundaries, boundaryOf(r.data, rec, len(r.doc.Messages)))
+		skip(r.doc, "system/compact_boundary")
+		// A turn does not continue across a boundary.
+		r.lastAssistant = -1
+		return nil
+	case typ != agentctx.RoleUser && typ != agentctx.RoleAssistant:
+		kind := typ
+		if kind == "" {
+			kind = "no type"
+		}
+		if sub := recordString(rec.members, "subtype"); typ == "system" && sub != "" {
+			kind += "/" + sub
+		}
+		skip(r.doc, kind)
+		return nil
+	case mm == nil || rawjson.Kind(mm.Value) != '{':
+		skip(r.doc, typ+" without message")
+		return nil
+	case !r.readSidechain && rawjson.Kind(findRaw(rec.members, "isSidechain")) == 't':
+		skip(r.doc, "sidechain")
+		return nil
+	}
+	msg, err := agentctx.DecodeMessage(mm.Value)
+	if err != nil {
+		return agentctx.InputErrorAt(r.data, rawjson.Offset(r.data, mm.Value), fmt.Sprintf("record message: %v", err))
+	}
+	if msg.Role == "" {
+		msg.Role = typ
+	}
+	if ts := findMember(rec.members, agentctx.FieldTimestamp); ts != nil {
+		msg = msg.WithRecordField(agentctx.FieldTimestamp, ts.Value)
+	}
+	r.place(k, msg)
+	return nil
+}
+
+// place adds record k's message to the document, or folds it into the
+// assistant turn or the tool results it continues.
+func (r *ccReader) place(k int, msg agentctx.Message) {
+	doc, last := r.doc, r.lastAssistant
+	n := len(doc.Messages)
+	switch {
+	case msg.Role == agentctx.RoleAssistant && last >= 0 && sameMessageID(&doc.Messages[last], &msg) &&
+		allToolResultMessages(doc.Messages[last+1:]):
+		// A later part of the same assistant turn (Claude Code writes one
+		// record per content block, interleaved with the results of the
+		// calls already made). Fold it into the turn and gather the
+		// results that came between into one message after it.
+		prev := &doc.Messages[last]
+		*prev = prev.WithContent(agentctx.BlockList(concatBlocks(prev.Content.Blocks(), msg.Content.Blocks())...))
+		if n > last+2 {
+			doc.Messages[last+1] = mergeResults(doc.Messages[last+1:])
+			doc.Merged += n - last - 2
+			doc.Messages = doc.Messages[:last+2]
+			for j := range k {
+				if r.recMsg[j] > last+1 {
+					r.recMsg[j] = last + 1
 				}
 			}
-			recMsg[k] = lastAssistant
-			doc.Merged++
-		case msg.Role == agentctx.RoleUser && n >= 2 && isToolResultMessage(&msg) && isToolResultMessage(&doc.Messages[n-1]) &&
-			lastAssistant == n-2:
-			doc.Messages[n-1] = mergeResults([]agentctx.Message{doc.Messages[n-1], msg})
-			recMsg[k] = n - 1
-			doc.Merged++
-		default:
-			doc.Messages = append(doc.Messages, msg)
-			recMsg[k] = len(doc.Messages) - 1
-			if msg.Role == agentctx.RoleAssistant {
-				lastAssistant = len(doc.Messages) - 1
-			}
+		}
+		r.recMsg[k] = last
+		doc.Merged++
+	case msg.Role == agentctx.RoleUser && n >= 2 && isToolResultMessage(&msg) && isToolResultMessage(&doc.Messages[n-1]) &&
+		last == n-2:
+		doc.Messages[n-1] = mergeResults([]agentctx.Message{doc.Messages[n-1], msg})
+		r.recMsg[k] = n - 1
+		doc.Merged++
+	default:
+		doc.Messages = append(doc.Messages, msg)
+		r.recMsg[k] = len(doc.Messages) - 1
+		if msg.Role == agentctx.RoleAssistant {
+			r.lastAssistant = len(doc.Messages) - 1
 		}
 	}
+}
+
+// document returns the document read, with the records kept for writing
+// it back.
+func (r *ccReader) document() *agentctx.Document {
+	doc, recs := r.doc, r.recs
 	cc := &ccFile{records: make([]ccLine, len(recs)), msgs: slices.Clone(doc.Messages), env: make([][]rawjson.Member, len(doc.Messages))}
 	for k := range recs {
-		cc.records[k] = ccLine{raw: recs[k].raw, msg: recMsg[k]}
-		if i := recMsg[k]; i >= 0 && cc.env[i] == nil {
+		cc.records[k] = ccLine{raw: recs[k].raw, msg: r.recMsg[k]}
+		if i := r.recMsg[k]; i >= 0 && cc.env[i] == nil {
 			cc.env[i] = recs[k].members
 		}
 	}
@@ -180,7 +222,7 @@ func (o ReadOptions) parseClaudeCode(data []byte, values [][]byte, scans [][]raw
 	}
 	out := agentctx.NewDocument(FormatClaudeCode, doc.Messages, cc)
 	out.Skipped, out.SkippedKinds, out.Merged, out.Boundaries, out.LiveFrom = doc.Skipped, doc.SkippedKinds, doc.Merged, doc.Boundaries, doc.LiveFrom
-	return out, nil
+	return out
 }
 
 // boundaryOf describes a compact_boundary record; at is the index of the

@@ -229,99 +229,17 @@ func isMessages(list []byte) bool {
 // importOpenHands turns one list of events into a conversation. at gives
 // the offset in data to report for a bad event k.
 func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64) (*ohConv, error) {
-	doc := &agentctx.Document{}
-	out := []agentctx.Message{}
+	im := &ohImporter{doc: &agentctx.Document{}, lastCallAt: -1}
 	evMsg := make([]int, len(events)) // the message each event became part of
-	var (
-		msgs       []ohMessage
-		lastResp   string // model response id of the last assistant message with calls
-		lastCallAt = -1   // its index in msgs
-	)
-	text := func(s string) *string { return &s }
 	for k, raw := range events {
 		var ev ohEvent
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			return nil, agentctx.InputErrorAt(data, at(k), fmt.Sprintf("OpenHands event %d: %v", k, err))
 		}
-		tcm := ev.ToolCallMetadata
-		evMsg[k] = -1
-		n := len(msgs)
-		switch {
-		case ev.Action == "system":
-			msgs = append(msgs, ohMessage{Role: agentctx.RoleSystem, Content: text(firstNonEmpty(ev.Args.Content, ev.Message)), Timestamp: ev.Timestamp})
-		case ev.Action == "recall" || ev.Observation == "recall":
-			skip(doc, "openhands/recall")
-		case ev.Action != "" && tcm != nil && tcm.ToolCallID != "":
-			call := ohToolCall{ID: tcm.ToolCallID, Type: "function"}
-			call.Function.Name = tcm.FunctionName
-			thought, respID := ev.Args.Thought, ""
-			if mr := tcm.ModelResponse; mr != nil && len(mr.Choices) > 0 {
-				respID = mr.ID
-				m := mr.Choices[0].Message
-				var s string
-				if json.Unmarshal(m.Content, &s) == nil {
-					thought = s
-				}
-				for _, tc := range m.ToolCalls {
-					if tc.ID == tcm.ToolCallID {
-						call.Function.Arguments = tc.Function.Arguments
-						if call.Function.Name == "" {
-							call.Function.Name = tc.Function.Name
-						}
-					}
-				}
-			}
-			if call.Function.Arguments == "" {
-				call.Function.Arguments = argumentsOf(raw)
-			}
-			if respID != "" && respID == lastResp && lastCallAt == len(msgs)-1 {
-				msgs[lastCallAt].ToolCalls = append(msgs[lastCallAt].ToolCalls, call)
-				evMsg[k] = lastCallAt
-				break
-			}
-			m := ohMessage{Role: agentctx.RoleAssistant, ToolCalls: []ohToolCall{call}, Timestamp: ev.Timestamp}
-			if thought != "" {
-				m.Content = text(thought)
-			}
-			msgs = append(msgs, m)
-			lastResp, lastCallAt = respID, len(msgs)-1
-		case ev.Observation != "" && tcm != nil && tcm.ToolCallID != "":
-			content := ev.Content
-			failed := ev.Observation == "error" || ev.Success != nil && !*ev.Success || strings.HasPrefix(content, "ERROR:")
-			if md := ev.Extras.Metadata; md != nil {
-				content = md.Prefix + content + md.Suffix
-				if md.ExitCode != nil && *md.ExitCode != 0 {
-					failed = true
-				}
-			}
-			m := ohMessage{Role: agentctx.RoleTool, Content: text(content), ToolCallID: tcm.ToolCallID, Name: tcm.FunctionName, Timestamp: ev.Timestamp}
-			if failed {
-				m.MessageStatus = "error"
-			}
-			msgs = append(msgs, m)
-		case ev.Action == "message" && ev.Source == "user":
-			msgs = append(msgs, ohMessage{Role: agentctx.RoleUser, Content: text(firstNonEmpty(ev.Args.Content, ev.Message)), Timestamp: ev.Timestamp})
-		case ev.Action == "message" || ev.Action == "finish":
-			s := firstNonEmpty(ev.Args.Content, ev.Args.FinalThought, ev.Args.Thought, ev.Message)
-			if s == "" {
-				skip(doc, "openhands/"+ev.Action+" without text")
-				break
-			}
-			msgs = append(msgs, ohMessage{Role: agentctx.RoleAssistant, Content: text(s), Timestamp: ev.Timestamp})
-		case ev.Observation != "" && ev.Observation != "null" && ev.Observation != "agent_state_changed" && firstNonEmpty(ev.Content, ev.Message) != "":
-			m := ohMessage{Role: agentctx.RoleUser, Content: text(firstNonEmpty(ev.Content, ev.Message)), Timestamp: ev.Timestamp}
-			if ev.Observation == "error" {
-				m.MessageStatus = "error"
-			}
-			msgs = append(msgs, m)
-		default:
-			skip(doc, "openhands/"+cmp.Or(ev.Action, ev.Observation, "event"))
-		}
-		if len(msgs) > n {
-			evMsg[k] = n
-		}
+		evMsg[k] = im.event(&ev, raw)
 	}
-	for _, m := range msgs {
+	out := []agentctx.Message{}
+	for _, m := range im.msgs {
 		raw, err := rawjson.Marshal(m)
 		if err != nil {
 			return nil, fmt.Errorf("OpenHands import: %w", err)
@@ -336,7 +254,118 @@ func importOpenHands(data []byte, events []json.RawMessage, at func(k int) int64
 	for k, ev := range events {
 		src.events[k] = ev
 	}
-	return &ohConv{msgs: out, skip: doc, src: src}, nil
+	return &ohConv{msgs: out, skip: im.doc, src: src}, nil
+}
+
+// ohImporter turns OpenHands events into messages, one event at a time.
+type ohImporter struct {
+	doc        *agentctx.Document // counts the events skipped
+	msgs       []ohMessage
+	lastResp   string // model response id of the last assistant message with calls
+	lastCallAt int    // its index in msgs; -1 for none
+}
+
+// textOf returns a pointer to s, for a message's content.
+func textOf(s string) *string { return &s }
+
+// event reads one event, raw as read, and returns the index in msgs of
+// the message it became part of, or -1 when it was skipped.
+func (im *ohImporter) event(ev *ohEvent, raw json.RawMessage) int {
+	tcm := ev.ToolCallMetadata
+	n := len(im.msgs)
+	switch {
+	case ev.Action == "system":
+		im.msgs = append(im.msgs, ohMessage{Role: agentctx.RoleSystem, Content: textOf(firstNonEmpty(ev.Args.Content, ev.Message)), Timestamp: ev.Timestamp})
+	case ev.Action == "recall" || ev.Observation == "recall":
+		skip(im.doc, "openhands/recall")
+	case ev.Action != "" && tcm != nil && tcm.ToolCallID != "":
+		if at, ok := im.call(ev, raw); ok {
+			return at
+		}
+	case ev.Observation != "" && tcm != nil && tcm.ToolCallID != "":
+		im.msgs = append(im.msgs, toolResultOf(ev))
+	case ev.Action == "message" && ev.Source == "user":
+		im.msgs = append(im.msgs, ohMessage{Role: agentctx.RoleUser, Content: textOf(firstNonEmpty(ev.Args.Content, ev.Message)), Timestamp: ev.Timestamp})
+	case ev.Action == "message" || ev.Action == "finish":
+		s := firstNonEmpty(ev.Args.Content, ev.Args.FinalThought, ev.Args.Thought, ev.Message)
+		if s == "" {
+			skip(im.doc, "openhands/"+ev.Action+" without text")
+			break
+		}
+		im.msgs = append(im.msgs, ohMessage{Role: agentctx.RoleAssistant, Content: textOf(s), Timestamp: ev.Timestamp})
+	case ev.Observation != "" && ev.Observation != "null" && ev.Observation != "agent_state_changed" && firstNonEmpty(ev.Content, ev.Message) != "":
+		m := ohMessage{Role: agentctx.RoleUser, Content: textOf(firstNonEmpty(ev.Content, ev.Message)), Timestamp: ev.Timestamp}
+		if ev.Observation == "error" {
+			m.MessageStatus = "error"
+		}
+		im.msgs = append(im.msgs, m)
+	default:
+		skip(im.doc, "openhands/"+cmp.Or(ev.Action, ev.Observation, "event"))
+	}
+	if len(im.msgs) > n {
+		return n
+	}
+	return -1
+}
+
+// call reads an action with a tool call: a new assistant message, or, when
+// it comes from the same model response as the assistant message just
+// before, one more call of that message, whose index it returns with true.
+func (im *ohImporter) call(ev *ohEvent, raw json.RawMessage) (int, bool) {
+	tcm := ev.ToolCallMetadata
+	call := ohToolCall{ID: tcm.ToolCallID, Type: "function"}
+	call.Function.Name = tcm.FunctionName
+	thought, respID := ev.Args.Thought, ""
+	if mr := tcm.ModelResponse; mr != nil && len(mr.Choices) > 0 {
+		respID = mr.ID
+		m := mr.Choices[0].Message
+		var s string
+		if json.Unmarshal(m.Content, &s) == nil {
+			thought = s
+		}
+		for _, tc := range m.ToolCalls {
+			if tc.ID == tcm.ToolCallID {
+				call.Function.Arguments = tc.Function.Arguments
+				if call.Function.Name == "" {
+					call.Function.Name = tc.Function.Name
+				}
+			}
+		}
+	}
+	if call.Function.Arguments == "" {
+		call.Function.Arguments = argumentsOf(raw)
+	}
+	if respID != "" && respID == im.lastResp && im.lastCallAt == len(im.msgs)-1 {
+		im.msgs[im.lastCallAt].ToolCalls = append(im.msgs[im.lastCallAt].ToolCalls, call)
+		return im.lastCallAt, true
+	}
+	m := ohMessage{Role: agentctx.RoleAssistant, ToolCalls: []ohToolCall{call}, Timestamp: ev.Timestamp}
+	if thought != "" {
+		m.Content = textOf(thought)
+	}
+	im.msgs = append(im.msgs, m)
+	im.lastResp, im.lastCallAt = respID, len(im.msgs)-1
+	return 0, false
+}
+
+// toolResultOf returns the tool message of an observation with a tool
+// call: its content with the command's prefix and suffix, an error when
+// the observation or the command failed.
+func toolResultOf(ev *ohEvent) ohMessage {
+	tcm := ev.ToolCallMetadata
+	content := ev.Content
+	failed := ev.Observation == "error" || ev.Success != nil && !*ev.Success || strings.HasPrefix(content, "ERROR:")
+	if md := ev.Extras.Metadata; md != nil {
+		content = md.Prefix + content + md.Suffix
+		if md.ExitCode != nil && *md.ExitCode != 0 {
+			failed = true
+		}
+	}
+	m := ohMessage{Role: agentctx.RoleTool, Content: textOf(content), ToolCallID: tcm.ToolCallID, Name: tcm.FunctionName, Timestamp: ev.Timestamp}
+	if failed {
+		m.MessageStatus = "error"
+	}
+	return m
 }
 
 // argumentsOf returns an action's "args" without its "thought", as JSON

@@ -99,6 +99,59 @@ func (src *ohSource) append(e *encoder, c *agentctx.Document) {
 // ohHistory returns the events that hold msgs, laid out in the events src
 // was read from (see encodeOpenHands).
 func ohHistory(msgs []agentctx.Message, src *ohSource) []byte {
+	a := alignOH(msgs, src)
+	first := make([]int, len(src.msgs))
+	for i := range first {
+		first[i] = -1
+	}
+	for k, i := range src.evMsg {
+		if i >= 0 && first[i] < 0 {
+			first[i] = k
+		}
+	}
+	out := []byte{'['}
+	add := func(ev []byte) {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = rawjson.AppendCompact(out, ev)
+	}
+	for k, ev := range src.events {
+		i := src.evMsg[k]
+		if i >= 0 && first[i] == k {
+			for _, j := range a.before[i] {
+				add(newOHEvent(&msgs[j]))
+			}
+		}
+		switch {
+		case i < 0:
+			add(ev)
+		case a.outOf[i] < 0:
+			// no longer sent: left out
+		case !a.changed[i]:
+			add(ev)
+		default:
+			add(withObservationContent(ev, msgs[a.outOf[i]].Content.AsText()))
+		}
+	}
+	for _, j := range a.pending {
+		add(newOHEvent(&msgs[j]))
+	}
+	return append(out, ']')
+}
+
+// ohAlignment places the messages to write against the messages read.
+type ohAlignment struct {
+	outOf   []int         // message read → the message written for it; -1 when none
+	changed []bool        // message read → a tool result written with another content
+	before  map[int][]int // message read → new messages written before it
+	pending []int         // new messages written after the last one read
+}
+
+// alignOH aligns msgs with the messages src was read as: each message to
+// write is a message read unchanged, a tool result read with another
+// content, or new.
+func alignOH(msgs []agentctx.Message, src *ohSource) ohAlignment {
 	enc := func(m *agentctx.Message) []byte {
 		b, _ := m.AppendJSON(nil)
 		return b
@@ -142,44 +195,7 @@ func ohHistory(msgs []agentctx.Message, src *ohSource) []byte {
 			before[found], pending = pending, nil
 		}
 	}
-	first := make([]int, len(src.msgs))
-	for i := range first {
-		first[i] = -1
-	}
-	for k, i := range src.evMsg {
-		if i >= 0 && first[i] < 0 {
-			first[i] = k
-		}
-	}
-	out := []byte{'['}
-	add := func(ev []byte) {
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		out = rawjson.AppendCompact(out, ev)
-	}
-	for k, ev := range src.events {
-		i := src.evMsg[k]
-		if i >= 0 && first[i] == k {
-			for _, j := range before[i] {
-				add(newOHEvent(&msgs[j]))
-			}
-		}
-		switch {
-		case i < 0:
-			add(ev)
-		case outOf[i] < 0:
-			// no longer sent: left out
-		case !changed[i]:
-			add(ev)
-		default:
-			add(withObservationContent(ev, msgs[outOf[i]].Content.AsText()))
-		}
-	}
-	for _, j := range pending {
-		add(newOHEvent(&msgs[j]))
-	}
-	return append(out, ']')
+	return ohAlignment{outOf: outOf, changed: changed, before: before, pending: pending}
 }
 
 // withObservationContent returns an observation event with its content

@@ -161,27 +161,7 @@ func (w *Workspace) OffloadToolResult(ctx context.Context, call ToolCall, conten
 	if call.ID == "" {
 		return content, off, fmt.Errorf("workspace: offload: tool result without a tool call id: %w", ErrInvalidID)
 	}
-	a := Artifact{Info: Info{ID: ArtifactID(call.ID), Type: TypeText, Created: w.opts.Now()}}
-	md := cloneMetadata(w.opts.Metadata)
-	switch text, lens, template, ok := textBlocks(content); {
-	case content.IsText() || content.Kind() == agentctx.ContentNone:
-		a.Content = content.AsText()
-	case ok:
-		a.Content = text
-		md[KeyTextBlocks], md[KeyTextTemplate] = lens, template
-	default:
-		a.Content, a.Type = content.AsText(), TypeJSON
-	}
-	maps.Copy(md, Metadata{
-		KeyContextType: ContextToolResult,
-		KeyBizID:       call.ID,
-		KeyAgentID:     w.opts.AgentID,
-		KeyTaskID:      w.opts.TaskID,
-		KeySessionID:   w.opts.SessionID,
-		KeyToolName:    call.Name,
-		KeyActionName:  call.Action,
-	})
-	a.Metadata = md
+	a := w.toolResultArtifact(call, content)
 	ns := w.opts.Namespace
 	logAttrs := []any{KeyContextType, ContextToolResult, KeyBizID, call.ID, "namespace", ns}
 
@@ -243,6 +223,35 @@ func (w *Workspace) OffloadToolResult(ctx context.Context, call ToolCall, conten
 		return content, off, nil
 	}
 	return agentctx.Text(w.knowledgeList(off.Info, a.Content)), off, nil
+}
+
+// toolResultArtifact returns the artifact that stores call's result
+// content, under the id tool_result_<id>: text as it is, text blocks as
+// their joined text (with what gives the blocks back), anything else as
+// JSON, described by the workspace's metadata and the call's.
+func (w *Workspace) toolResultArtifact(call ToolCall, content agentctx.Content) Artifact {
+	a := Artifact{Info: Info{ID: ArtifactID(call.ID), Type: TypeText, Created: w.opts.Now()}}
+	md := cloneMetadata(w.opts.Metadata)
+	switch text, lens, template, ok := textBlocks(content); {
+	case content.IsText() || content.Kind() == agentctx.ContentNone:
+		a.Content = content.AsText()
+	case ok:
+		a.Content = text
+		md[KeyTextBlocks], md[KeyTextTemplate] = lens, template
+	default:
+		a.Content, a.Type = content.AsText(), TypeJSON
+	}
+	maps.Copy(md, Metadata{
+		KeyContextType: ContextToolResult,
+		KeyBizID:       call.ID,
+		KeyAgentID:     w.opts.AgentID,
+		KeyTaskID:      w.opts.TaskID,
+		KeySessionID:   w.opts.SessionID,
+		KeyToolName:    call.Name,
+		KeyActionName:  call.Action,
+	})
+	a.Metadata = md
+	return a
 }
 
 // sameResult reports whether two artifacts' metadata describe the same

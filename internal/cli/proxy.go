@@ -18,6 +18,7 @@ import (
 	"github.com/agentctx/agentctx/mcpserver"
 	"github.com/agentctx/agentctx/offload"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/workspace"
 )
@@ -113,8 +114,6 @@ type proxyFlags struct {
 
 // server checks the flags, opens the stores and builds the proxy, logging
 // to log; closeAll releases what it opened.
-//
-//lint:long the proxy's composition root; to split (flags, stores, engine, read-back, tracing) once the issue 25 branches that edit it are merged
 func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *proxy.Server, closeAll func(), err error) {
 	f := &p.f
 	var closers []func() error
@@ -128,42 +127,10 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 			cleanup()
 		}
 	}()
-	if cm := proxy.ContextManagement(p.contextMgmt); cm != proxy.ContextClient && cm != proxy.ContextNative {
-		return nil, nil, usagef("--context-management %q: want client or native", p.contextMgmt)
-	}
-	summ := f.summarizer
-	if summ == summarizerUpstream {
-		f.summarizer = summarizerExtractive
-	}
-	po, err := f.options(e, cmd.Flags().Changed)
+	po, summ, prices, err := p.pipelineOptions(cmd, e, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	if p.maxSessions < 1 {
-		return nil, nil, usagef("invalid --max-sessions %d: must be at least 1", p.maxSessions)
-	}
-	if p.decodeCacheMB < 0 {
-		return nil, nil, usagef("invalid --decode-cache %d: must be 0 (none) or more MiB", p.decodeCacheMB)
-	}
-	if p.clockSpeed <= 0 {
-		return nil, nil, usagef("invalid --clock-speed %g: must be more than 0", p.clockSpeed)
-	}
-	if p.clockSpeed != 1 && cmd.Flags().Changed("now") {
-		return nil, nil, usagef("--clock-speed and --now cannot be used together")
-	}
-	prices, err := readPrices(p.pricesFile)
-	if err != nil {
-		return nil, nil, err
-	}
-	decodeCache := int64(p.decodeCacheMB) << 20
-	if p.decodeCacheMB == 0 {
-		decodeCache = -1 // keep nothing
-	}
-	po.Logger = log
-	po.Compact.Logger = log
-	// The workspace's line per stored tool result is detail: at
-	// debug level, shown with -v only (its errors always).
-	po.Workspace.Logger = slog.New(demoteInfo{log.Handler()})
 	loc, err := location(f.store, f.workspace)
 	if err != nil {
 		return nil, nil, err
@@ -178,30 +145,112 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 		return nil, nil, err
 	}
 	closers = append(closers, sessions.Close)
-	var tp trace.TracerProvider
-	tracing, err := proxy.TracingWanted(p.otel, os.Getenv) // --otel, OTEL_TRACES_EXPORTER, OTEL_SDK_DISABLED
+	tp, shutdown, err := p.tracerProvider(cmd.Context())
 	if err != nil {
-		return nil, nil, fmt.Errorf("--otel: %w", err) // proxy.ErrOTELExporter: bad usage (ExitCode)
+		return nil, nil, err
 	}
-	if tracing {
-		sdk, err := proxy.NewOTLPTracerProvider(cmd.Context(), os.Getenv)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--otel: %w", err) // proxy.ErrOTLPProtocol: bad usage (ExitCode)
-		}
-		closers = append(closers, func() error {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 5*time.Second)
-			defer cancel()
-			return sdk.Shutdown(ctx) // flush the last spans
-		})
-		tp = sdk
+	if shutdown != nil {
+		closers = append(closers, shutdown)
 	}
 	// The engine's artifact and session state reads and writes are spans
 	// of the request they serve (retention's are not traced).
 	po.Store, po.Sessions = proxy.TraceWorkspace(store, tp), proxy.TraceSessions(sessions, tp)
+	engine, err := p.engine(po, summ, log)
+	if err != nil {
+		// A bad option is bad usage, a store that cannot be opened a
+		// runtime failure (ExitCode).
+		return nil, nil, err
+	}
+	mcpHandler, dashReadBack := p.readBack(store, log)
+	decodeCache := int64(p.decodeCacheMB) << 20
+	if p.decodeCacheMB == 0 {
+		decodeCache = -1 // keep nothing
+	}
+	srv, err = proxy.New(proxy.Options{Engine: engine, AnthropicURL: p.anthropicURL, OpenAIURL: p.oaURL, Logger: log, DecodeCacheBytes: decodeCache,
+		MCP: mcpHandler, Prices: prices, Token: p.token, Tenants: p.tenants, ContextManagement: proxy.ContextManagement(p.contextMgmt),
+		TracerProvider: tp, ReadBack: dashReadBack})
+	if err != nil {
+		return nil, nil, err // proxy.ErrInvalidURL: bad usage (ExitCode)
+	}
+	closers = append(closers, srv.Close)
+	stopRetention := startRetention(cmd.Context(), p.retain, store, sessions, f.namespace, log)
+	closers = append(closers, func() error { stopRetention(); return nil })
+	return srv, cleanup, nil
+}
+
+// pipelineOptions checks the flags and returns the pipeline's options,
+// logging to log (the workspace's line per stored result at debug level),
+// the summarizer asked for (summarizerUpstream included, which the
+// pipeline's options name as the extractive one) and the price table.
+func (p *proxyFlags) pipelineOptions(cmd *cobra.Command, e *env, log *slog.Logger) (po pipeline.Options, summ string, prices pricing.Table, err error) {
+	f := &p.f
+	if cm := proxy.ContextManagement(p.contextMgmt); cm != proxy.ContextClient && cm != proxy.ContextNative {
+		return po, "", nil, usagef("--context-management %q: want client or native", p.contextMgmt)
+	}
+	summ = f.summarizer
+	if summ == summarizerUpstream {
+		f.summarizer = summarizerExtractive
+	}
+	po, err = f.options(e, cmd.Flags().Changed)
+	if err != nil {
+		return po, "", nil, err
+	}
+	if p.maxSessions < 1 {
+		return po, "", nil, usagef("invalid --max-sessions %d: must be at least 1", p.maxSessions)
+	}
+	if p.decodeCacheMB < 0 {
+		return po, "", nil, usagef("invalid --decode-cache %d: must be 0 (none) or more MiB", p.decodeCacheMB)
+	}
+	if p.clockSpeed <= 0 {
+		return po, "", nil, usagef("invalid --clock-speed %g: must be more than 0", p.clockSpeed)
+	}
+	if p.clockSpeed != 1 && cmd.Flags().Changed("now") {
+		return po, "", nil, usagef("--clock-speed and --now cannot be used together")
+	}
+	prices, err = readPrices(p.pricesFile)
+	if err != nil {
+		return po, "", nil, err
+	}
+	po.Logger = log
+	po.Compact.Logger = log
+	// The workspace's line per stored tool result is detail: at
+	// debug level, shown with -v only (its errors always).
+	po.Workspace.Logger = slog.New(demoteInfo{log.Handler()})
 	po.StoreOnReplace = !p.storeEvery // a small result is stored when a decision replaces it
 	po.Workspace.Namespace = f.namespace
 	po.Compact.Dir = f.dir
 	po.Files.Dir = f.dir
+	return po, summ, prices, nil
+}
+
+// tracerProvider returns the tracer provider of --otel (or the OTEL_*
+// variables that turn tracing on), and the shutdown that flushes its last
+// spans; a nil provider and shutdown when tracing is off.
+func (p *proxyFlags) tracerProvider(ctx context.Context) (trace.TracerProvider, func() error, error) {
+	tracing, err := proxy.TracingWanted(p.otel, os.Getenv) // --otel, OTEL_TRACES_EXPORTER, OTEL_SDK_DISABLED
+	if err != nil {
+		return nil, nil, fmt.Errorf("--otel: %w", err) // proxy.ErrOTELExporter: bad usage (ExitCode)
+	}
+	if !tracing {
+		return nil, nil, nil
+	}
+	sdk, err := proxy.NewOTLPTracerProvider(ctx, os.Getenv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--otel: %w", err) // proxy.ErrOTLPProtocol: bad usage (ExitCode)
+	}
+	shutdown := func() error {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		return sdk.Shutdown(ctx) // flush the last spans
+	}
+	return sdk, shutdown, nil
+}
+
+// engine builds the proxy's pipeline engine over po: its clock (with
+// --clock-speed) and its summarizers (the upstream's, or the provider's
+// own compaction with --context-management native).
+func (p *proxyFlags) engine(po pipeline.Options, summ string, log *slog.Logger) (*proxy.PipelineEngine, error) {
+	f := &p.f
 	eo := proxy.PipelineOptions{Pipeline: po, MaxSessions: p.maxSessions, Logger: log}
 	if p.clockSpeed != 1 {
 		eo.Now = acceleratedClock(time.Now(), p.clockSpeed)
@@ -220,14 +269,16 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 		// summary (the other APIs keep the summarizer chosen).
 		eo.Summarizer = proxy.NativeSummarizers(proxy.NativeSummarizerOptions{OpenAIURL: p.oaURL, Logger: log, Fallback: eo.Summarizer})
 	}
-	engine, err := proxy.NewPipelineEngine(eo)
-	if err != nil {
-		// A bad option is bad usage, a store that cannot be opened a
-		// runtime failure (ExitCode).
-		return nil, nil, err
-	}
-	// The read-back tools at /mcp, over the store and namespace the
-	// engine writes to, every session.
+	return proxy.NewPipelineEngine(eo)
+}
+
+// readBack returns the read-back tools at /mcp, over the store and
+// namespace the engine writes to, every session (with --tenants, each
+// client's own namespace), and the dashboard's read-back (nil with
+// --tenants: it reads no tenant's artifacts). It fills --token from the
+// environment when not given.
+func (p *proxyFlags) readBack(store workspace.Store, log *slog.Logger) (http.Handler, proxy.ReadBack) {
+	f := &p.f
 	if p.token == "" {
 		p.token = os.Getenv(tokenEnv)
 	}
@@ -244,16 +295,7 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 		}, 0)
 		dashReadBack = nil // the dashboard reads no tenant's artifacts
 	}
-	srv, err = proxy.New(proxy.Options{Engine: engine, AnthropicURL: p.anthropicURL, OpenAIURL: p.oaURL, Logger: log, DecodeCacheBytes: decodeCache,
-		MCP: mcpHandler, Prices: prices, Token: p.token, Tenants: p.tenants, ContextManagement: proxy.ContextManagement(p.contextMgmt),
-		TracerProvider: tp, ReadBack: dashReadBack})
-	if err != nil {
-		return nil, nil, err // proxy.ErrInvalidURL: bad usage (ExitCode)
-	}
-	closers = append(closers, srv.Close)
-	stopRetention := startRetention(cmd.Context(), p.retain, store, sessions, f.namespace, log)
-	closers = append(closers, func() error { stopRetention(); return nil })
-	return srv, cleanup, nil
+	return mcpHandler, dashReadBack
 }
 
 // listenTCP listens on --listen, on the loopback interface unless the

@@ -240,94 +240,114 @@ func requestBlocks(api string, body map[string]any) []pricing.Block {
 	var bl builder
 	switch api {
 	case APIAnthropic:
-		for _, t := range asSlice(body["tools"]) {
-			tm := asMap(t)
-			bl.add("tool", tm, countJSON(tm), tm["cache_control"])
-		}
-		switch sys := body["system"].(type) {
-		case string:
-			if sys != "" {
-				bl.add("system", map[string]any{"type": "text", "text": sys}, count(sys), nil)
-			}
-		case []any:
-			for _, b := range sys {
-				bm := asMap(b)
-				bl.add("system", bm, blockTokens(bm), bm["cache_control"])
-			}
-		}
-		for _, mv := range asSlice(body["messages"]) {
-			m := asMap(mv)
-			role, _ := m["role"].(string)
-			for i, b := range blocksOf(m) {
-				tag := ""
-				if i == 0 {
-					tag = role
-				}
-				bl.add(tag, b, blockTokens(b), b["cache_control"])
-				bl.cacheable[len(bl.blocks)-1] = cacheable(b)
-			}
-		}
-		if cc := asMap(body["cache_control"]); cc != nil {
-			for i := len(bl.blocks) - 1; i >= 0; i-- {
-				if bl.cacheable[i] {
-					if !bl.blocks[i].Breakpoint {
-						bl.blocks[i].Breakpoint, bl.blocks[i].TTL = true, ttlOf(cc)
-					}
-					break
-				}
-			}
-		}
+		bl.anthropic(body)
 	case APIChat:
-		for _, t := range asSlice(body["tools"]) {
-			bl.add("tool", t, countJSON(t), nil)
-		}
-		for _, mv := range asSlice(body["messages"]) {
-			m := asMap(mv)
-			role, _ := m["role"].(string)
-			n := count(textOf(m["content"]))
-			for _, tc := range asSlice(m["tool_calls"]) {
-				f := asMap(asMap(tc)["function"])
-				name, _ := f["name"].(string)
-				args, _ := f["arguments"].(string)
-				n += count(name) + count(args)
-			}
-			bl.add(role, m, n, nil)
-		}
+		bl.chat(body)
 	case APIResponses:
-		if s, _ := body["instructions"].(string); s != "" {
-			bl.add("instructions", s, count(s), nil)
-		}
-		for _, t := range asSlice(body["tools"]) {
-			bl.add("tool", t, countJSON(t), nil)
-		}
-		switch in := body["input"].(type) {
-		case string:
-			bl.add("user", map[string]any{"role": "user", "content": in}, count(in), nil)
-		case []any:
-			for _, iv := range in {
-				it := asMap(iv)
-				n := 0
-				switch {
-				case it["type"] == "compaction":
-					n = compactionItemTokens(it)
-				case it["content"] != nil:
-					n = count(textOf(it["content"]))
-				case it["output"] != nil:
-					n = count(textOf(it["output"]))
-				case it["arguments"] != nil:
-					name, _ := it["name"].(string)
-					args, _ := it["arguments"].(string)
-					n = count(name) + count(args)
-				default:
-					n = countJSON(it)
-				}
-				bl.add("item", it, n, nil)
-			}
-		}
+		bl.responses(body)
 	}
 	return bl.blocks
 }
 
+// anthropic adds a Messages request's tools, system blocks and the content
+// blocks of each message, with their breakpoints; a top-level
+// cache_control sets one on the last cacheable block.
+func (bl *builder) anthropic(body map[string]any) {
+	for _, t := range asSlice(body["tools"]) {
+		tm := asMap(t)
+		bl.add("tool", tm, countJSON(tm), tm["cache_control"])
+	}
+	switch sys := body["system"].(type) {
+	case string:
+		if sys != "" {
+			bl.add("system", map[string]any{"type": "text", "text": sys}, count(sys), nil)
+		}
+	case []any:
+		for _, b := range sys {
+			bm := asMap(b)
+			bl.add("system", bm, blockTokens(bm), bm["cache_control"])
+		}
+	}
+	for _, mv := range asSlice(body["messages"]) {
+		m := asMap(mv)
+		role, _ := m["role"].(string)
+		for i, b := range blocksOf(m) {
+			tag := ""
+			if i == 0 {
+				tag = role
+			}
+			bl.add(tag, b, blockTokens(b), b["cache_control"])
+			bl.cacheable[len(bl.blocks)-1] = cacheable(b)
+		}
+	}
+	if cc := asMap(body["cache_control"]); cc != nil {
+		for i := len(bl.blocks) - 1; i >= 0; i-- {
+			if bl.cacheable[i] {
+				if !bl.blocks[i].Breakpoint {
+					bl.blocks[i].Breakpoint, bl.blocks[i].TTL = true, ttlOf(cc)
+				}
+				break
+			}
+		}
+	}
+}
+
+// chat adds a chat completions request's tools and messages (a message's
+// tokens those of its text and its tool calls).
+func (bl *builder) chat(body map[string]any) {
+	for _, t := range asSlice(body["tools"]) {
+		bl.add("tool", t, countJSON(t), nil)
+	}
+	for _, mv := range asSlice(body["messages"]) {
+		m := asMap(mv)
+		role, _ := m["role"].(string)
+		n := count(textOf(m["content"]))
+		for _, tc := range asSlice(m["tool_calls"]) {
+			f := asMap(asMap(tc)["function"])
+			name, _ := f["name"].(string)
+			args, _ := f["arguments"].(string)
+			n += count(name) + count(args)
+		}
+		bl.add(role, m, n, nil)
+	}
+}
+
+// responses adds a Responses request's instructions, tools and input
+// items.
+func (bl *builder) responses(body map[string]any) {
+	if s, _ := body["instructions"].(string); s != "" {
+		bl.add("instructions", s, count(s), nil)
+	}
+	for _, t := range asSlice(body["tools"]) {
+		bl.add("tool", t, countJSON(t), nil)
+	}
+	switch in := body["input"].(type) {
+	case string:
+		bl.add("user", map[string]any{"role": "user", "content": in}, count(in), nil)
+	case []any:
+		for _, iv := range in {
+			it := asMap(iv)
+			n := 0
+			switch {
+			case it["type"] == "compaction":
+				n = compactionItemTokens(it)
+			case it["content"] != nil:
+				n = count(textOf(it["content"]))
+			case it["output"] != nil:
+				n = count(textOf(it["output"]))
+			case it["arguments"] != nil:
+				name, _ := it["name"].(string)
+				args, _ := it["arguments"].(string)
+				n = count(name) + count(args)
+			default:
+				n = countJSON(it)
+			}
+			bl.add("item", it, n, nil)
+		}
+	}
+}
+
+// builder collects the blocks of a request, chaining their prefix keys.
 type builder struct {
 	blocks    []pricing.Block
 	cacheable map[int]bool

@@ -181,61 +181,16 @@ func clearThinking(msgs []any, e map[string]any) AppliedEdit {
 // and their inputs with clear_tool_inputs; nothing when that would clear
 // fewer than clear_at_least tokens.
 func clearToolUses(b map[string]any, msgs []any, e map[string]any) AppliedEdit {
-	type use struct {
-		block map[string]any
-		name  string
-	}
-	var uses []use
-	results := map[string]map[string]any{}
-	for _, mv := range msgs {
-		m := asMap(mv)
-		c, _ := m["content"].([]any)
-		for _, bv := range c {
-			bm := asMap(bv)
-			switch bm["type"] {
-			case "tool_use":
-				name, _ := bm["name"].(string)
-				uses = append(uses, use{bm, name})
-			case "tool_result":
-				id, _ := bm["tool_use_id"].(string)
-				results[id] = bm
-			}
-		}
-	}
-	trigger := asMap(e["trigger"])
-	switch trigger["type"] {
-	case "tool_uses":
-		if len(uses) < intOf(trigger, 0) {
-			return AppliedEdit{}
-		}
-	default:
-		n := 0
-		for _, blk := range requestBlocks(APIAnthropic, b) {
-			n += blk.Tokens
-		}
-		if n < intOf(trigger, 100_000) {
-			return AppliedEdit{}
-		}
+	uses, results := toolUsesOf(msgs)
+	if !clearTriggered(b, len(uses), asMap(e["trigger"])) {
+		return AppliedEdit{}
 	}
 	excluded := map[string]bool{}
 	for _, n := range asSlice(e["exclude_tools"]) {
 		s, _ := n.(string)
 		excluded[s] = true
 	}
-	clearInputs := func(name string) bool {
-		switch v := e["clear_tool_inputs"].(type) {
-		case bool:
-			return v
-		case []any:
-			for _, n := range v {
-				if n == name {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	var cands []use
+	var cands []toolUse
 	for _, u := range uses {
 		if !excluded[u.name] {
 			cands = append(cands, u)
@@ -259,7 +214,7 @@ func clearToolUses(b map[string]any, msgs []any, e map[string]any) AppliedEdit {
 		}
 		freed := blockTokens(r) - count(ClearedPlaceholder)
 		changes = append(changes, change{r, "content", ClearedPlaceholder, freed})
-		if clearInputs(u.name) {
+		if clearsInputs(e, u.name) {
 			changes = append(changes, change{u.block, "input", map[string]any{}, count(inputJSON(asMap(u.block["input"])))})
 		}
 		a.ClearedToolUses++
@@ -274,6 +229,66 @@ func clearToolUses(b map[string]any, msgs []any, e map[string]any) AppliedEdit {
 		c.m[c.key] = c.val
 	}
 	return a
+}
+
+// toolUse is a tool_use block of a request, and its tool's name.
+type toolUse struct {
+	block map[string]any
+	name  string
+}
+
+// toolUsesOf returns the tool uses of msgs, in order, and their results by
+// tool use id.
+func toolUsesOf(msgs []any) (uses []toolUse, results map[string]map[string]any) {
+	results = map[string]map[string]any{}
+	for _, mv := range msgs {
+		m := asMap(mv)
+		c, _ := m["content"].([]any)
+		for _, bv := range c {
+			bm := asMap(bv)
+			switch bm["type"] {
+			case "tool_use":
+				name, _ := bm["name"].(string)
+				uses = append(uses, toolUse{bm, name})
+			case "tool_result":
+				id, _ := bm["tool_use_id"].(string)
+				results[id] = bm
+			}
+		}
+	}
+	return uses, results
+}
+
+// clearTriggered reports whether request b, with uses tool uses, is over
+// the trigger of a clear_tool_uses edit: a number of tool uses, or of
+// input tokens (100,000 unless given).
+func clearTriggered(b map[string]any, uses int, trigger map[string]any) bool {
+	switch trigger["type"] {
+	case "tool_uses":
+		return uses >= intOf(trigger, 0)
+	default:
+		n := 0
+		for _, blk := range requestBlocks(APIAnthropic, b) {
+			n += blk.Tokens
+		}
+		return n >= intOf(trigger, 100_000)
+	}
+}
+
+// clearsInputs reports whether edit e clears the inputs of the tool
+// named name too: clear_tool_inputs true, or a list that names it.
+func clearsInputs(e map[string]any, name string) bool {
+	switch v := e["clear_tool_inputs"].(type) {
+	case bool:
+		return v
+	case []any:
+		for _, n := range v {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ThinkingTotals are the fake's figures on signed thinking and context

@@ -167,40 +167,11 @@ func (s *Server) record(r Record) {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	path := r.URL.Path
-	var api string
-	switch {
-	case r.Method == http.MethodPost && path == "/v1/messages":
-		api = APIAnthropic
-	case r.Method == http.MethodPost && path == "/v1/chat/completions":
-		api = APIChat
-	case r.Method == http.MethodPost && path == "/v1/responses":
-		api = APIResponses
-	case r.Method == http.MethodPost && path == CompactPath:
-		s.serveCompact(w, r)
-		return
-	case path == "/v1/messages/count_tokens":
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"input_tokens":42}`)
-		s.record(Record{Method: r.Method, Path: path})
-		return
-	case r.Method == http.MethodGet && path == BillPath:
-		s.serveBill(w)
-		return
-	case r.Method == http.MethodGet && path == "/v1/models":
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprint(w, `{"data":[{"id":"fake-model","type":"model"}],"object":"list"}`)
-		s.record(Record{Method: r.Method, Path: path})
-		return
-	default:
-		s.record(Record{Method: r.Method, Path: path})
-		if r.Method == http.MethodHead {
-			w.WriteHeader(http.StatusOK)
-			return
-		}
-		writeErr(w, api, http.StatusNotFound, "not_found_error", "no route "+r.Method+" "+path)
+	api, ok := s.route(w, r)
+	if !ok {
 		return
 	}
+	path := r.URL.Path
 	raw := readBody(r)
 	rec := Record{Method: r.Method, Path: path, Header: r.Header.Clone(), API: api, Size: len(raw), Body: raw}
 	var body map[string]any
@@ -234,6 +205,63 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			c.Summary = c.compaction.Summary
 		}
 	}
+	reply := s.reply(api, c, body)
+	u := s.usage(c, reply)
+	switch api {
+	case APIAnthropic:
+		s.anthropic(w, c, reply, u)
+	case APIChat:
+		s.chat(w, c, reply, u)
+	default:
+		s.responses(w, c, reply, u)
+	}
+}
+
+// route returns the API a model request to r is for, or answers r itself
+// (compaction, bill, token count, models, HEAD, no route) and returns
+// false.
+func (s *Server) route(w http.ResponseWriter, r *http.Request) (api string, ok bool) {
+	path := r.URL.Path
+	switch {
+	case r.Method == http.MethodPost && path == "/v1/messages":
+		api = APIAnthropic
+	case r.Method == http.MethodPost && path == "/v1/chat/completions":
+		api = APIChat
+	case r.Method == http.MethodPost && path == "/v1/responses":
+		api = APIResponses
+	case r.Method == http.MethodPost && path == CompactPath:
+		s.serveCompact(w, r)
+		return "", false
+	case path == "/v1/messages/count_tokens":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"input_tokens":42}`)
+		s.record(Record{Method: r.Method, Path: path})
+		return "", false
+	case r.Method == http.MethodGet && path == BillPath:
+		s.serveBill(w)
+		return "", false
+	case r.Method == http.MethodGet && path == "/v1/models":
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"data":[{"id":"fake-model","type":"model"}],"object":"list"}`)
+		s.record(Record{Method: r.Method, Path: path})
+		return "", false
+	default:
+		s.record(Record{Method: r.Method, Path: path})
+		if r.Method == http.MethodHead {
+			w.WriteHeader(http.StatusOK)
+			return "", false
+		}
+		writeErr(w, api, http.StatusNotFound, "not_found_error", "no route "+r.Method+" "+path)
+		return "", false
+	}
+	return api, true
+}
+
+// reply returns the reply to call c of api: "ok", nothing after a paused
+// compaction, or the script's. For the Responses API it first runs the
+// threshold compaction (c.Compaction), whose output is billed with the
+// reply.
+func (s *Server) reply(api string, c *Call, body map[string]any) Reply {
 	var compactTokens int
 	if api == APIResponses {
 		c.Compaction, compactTokens = s.thresholdCompaction(body)
@@ -253,15 +281,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		reply.OutputTokens += compactTokens
 	}
-	u := s.usage(c, reply)
-	switch api {
-	case APIAnthropic:
-		s.anthropic(w, c, reply, u)
-	case APIChat:
-		s.chat(w, c, reply, u)
-	default:
-		s.responses(w, c, reply, u)
-	}
+	return reply
 }
 
 func readBody(r *http.Request) []byte {

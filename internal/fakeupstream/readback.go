@@ -284,62 +284,75 @@ func (m *ReadBack) Script(c *Call) Reply {
 		m.logf("produce: %s", describe(produce))
 		return Reply{Text: "Producing the large output.", ToolCalls: []ToolCall{produce}}
 	case 1:
-		if m.fillers == 0 && len(c.Results) > 0 {
-			r := c.Results[len(c.Results)-1]
-			m.early = r
-			m.logf("the large result arrived as %s", summarize(r, m.opts.TokenPattern))
-		}
-		summary := m.summaryText(c)
-		if m.fillers < m.opts.Fillers || m.opts.FromSummary && summary == "" && m.fillers < m.opts.MaxFillers {
-			m.fillers++
-			tc, ok := m.opts.Filler(c, m.fillers)
-			if ok {
-				return Reply{Text: fmt.Sprintf("Filler step %d.", m.fillers), ToolCalls: []ToolCall{tc}}
-			}
-		}
-		m.phase = 2
-		var scope string
-		if m.opts.FromSummary {
-			if summary == "" {
-				m.logf("after %d fillers no request holds a summary (%q): no compaction", m.fillers, m.opts.SummaryTitle)
-				return m.finish("")
-			}
-			m.logf("the summary (%d chars) reads:\n%s", len(summary), indent(summary))
-			if m.opts.TokenPattern.MatchString(c.AllText) && !m.opts.TokenPattern.MatchString(summary) {
-				m.logf("(the token is in the request outside the summary, which the model may not use)")
-			}
-			scope = summary
-		} else {
-			scope = c.AllText
-		}
-		ps := m.pointers(scope)
-		if len(ps) == 0 {
-			m.logf("no pointer %s in %s", m.opts.Mode, map[bool]string{true: "the summary", false: "the request"}[m.opts.FromSummary])
-			return m.finish("")
-		}
-		return m.read(c, ps)
+		return m.fill(c)
 	case 2:
-		last := ""
-		if len(c.Results) > 0 {
-			last = c.Results[len(c.Results)-1]
-		}
-		a := &m.reads[len(m.reads)-1]
-		a.Result = last
-		a.Reference = strings.Contains(last, "<knowledge_list>")
-		g := m.opts.TokenPattern.FindStringSubmatch(last)
-		a.Token = g != nil
-		m.logf("read %d (%s) returned %s", len(m.reads), describe(a.Call), summarize(last, m.opts.TokenPattern))
-		if g != nil {
-			return m.finish(g[1])
-		}
-		ps := m.pointers(last)
-		if len(ps) == 0 {
-			m.logf("the result names nothing more to read")
-			return m.finish("")
-		}
-		return m.read(c, ps)
+		return m.readResult(c)
 	}
 	return Reply{Text: m.answer}
+}
+
+// fill answers in phase 1: the filler steps, then, once the fillers are
+// done (and, reading from the summary, a summary came), the first read
+// of a pointer the summary or the request names. m.mu is held.
+func (m *ReadBack) fill(c *Call) Reply {
+	if m.fillers == 0 && len(c.Results) > 0 {
+		r := c.Results[len(c.Results)-1]
+		m.early = r
+		m.logf("the large result arrived as %s", summarize(r, m.opts.TokenPattern))
+	}
+	summary := m.summaryText(c)
+	if m.fillers < m.opts.Fillers || m.opts.FromSummary && summary == "" && m.fillers < m.opts.MaxFillers {
+		m.fillers++
+		tc, ok := m.opts.Filler(c, m.fillers)
+		if ok {
+			return Reply{Text: fmt.Sprintf("Filler step %d.", m.fillers), ToolCalls: []ToolCall{tc}}
+		}
+	}
+	m.phase = 2
+	var scope string
+	if m.opts.FromSummary {
+		if summary == "" {
+			m.logf("after %d fillers no request holds a summary (%q): no compaction", m.fillers, m.opts.SummaryTitle)
+			return m.finish("")
+		}
+		m.logf("the summary (%d chars) reads:\n%s", len(summary), indent(summary))
+		if m.opts.TokenPattern.MatchString(c.AllText) && !m.opts.TokenPattern.MatchString(summary) {
+			m.logf("(the token is in the request outside the summary, which the model may not use)")
+		}
+		scope = summary
+	} else {
+		scope = c.AllText
+	}
+	ps := m.pointers(scope)
+	if len(ps) == 0 {
+		m.logf("no pointer %s in %s", m.opts.Mode, map[bool]string{true: "the summary", false: "the request"}[m.opts.FromSummary])
+		return m.finish("")
+	}
+	return m.read(c, ps)
+}
+
+// readResult answers in phase 2: the result of the last read either holds
+// the token (the answer) or names the next pointer to read. m.mu is held.
+func (m *ReadBack) readResult(c *Call) Reply {
+	last := ""
+	if len(c.Results) > 0 {
+		last = c.Results[len(c.Results)-1]
+	}
+	a := &m.reads[len(m.reads)-1]
+	a.Result = last
+	a.Reference = strings.Contains(last, "<knowledge_list>")
+	g := m.opts.TokenPattern.FindStringSubmatch(last)
+	a.Token = g != nil
+	m.logf("read %d (%s) returned %s", len(m.reads), describe(a.Call), summarize(last, m.opts.TokenPattern))
+	if g != nil {
+		return m.finish(g[1])
+	}
+	ps := m.pointers(last)
+	if len(ps) == 0 {
+		m.logf("the result names nothing more to read")
+		return m.finish("")
+	}
+	return m.read(c, ps)
 }
 
 // read makes the next read call: the first untried pointer of ps.

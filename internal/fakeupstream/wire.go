@@ -53,28 +53,7 @@ func inputJSON(in map[string]any) string {
 
 // anthropic answers in the Messages format, streamed or not.
 func (s *Server) anthropic(w http.ResponseWriter, c *Call, r Reply, u pricing.Usage) {
-	msgs := asSlice(c.Body["messages"])
-	var content, before []any
-	if c.compaction != nil {
-		// The compaction block first; what follows is bound to the bytes
-		// sent and the block (compaction.go).
-		content = append(content, c.compaction.block())
-		before = []any{c.compaction.block()}
-	}
-	if r.Thinking != "" {
-		content = append(content, map[string]any{"type": "thinking", "thinking": r.Thinking,
-			"signature": signature(c.Body["system"], c.Body["tools"], msgs, before)})
-	}
-	if r.Text != "" {
-		content = append(content, map[string]any{"type": "text", "text": r.Text})
-	}
-	for _, tc := range r.ToolCalls {
-		id := s.id("toolu")
-		if r.Thinking != "" {
-			s.thought.Store(id, true)
-		}
-		content = append(content, map[string]any{"type": "tool_use", "id": id, "name": tc.Name, "input": tc.Input})
-	}
+	content := s.anthropicContent(c, r)
 	stop := "end_turn"
 	if len(r.ToolCalls) > 0 {
 		stop = "tool_use"
@@ -112,33 +91,7 @@ func (s *Server) anthropic(w http.ResponseWriter, c *Call, r Reply, u pricing.Us
 	}
 	e.event("ping", map[string]any{"type": "ping"})
 	for i, bv := range content {
-		b := bv.(map[string]any)
-		switch b["type"] {
-		case "compaction":
-			e.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "compaction", "content": ""}})
-			e.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "compaction_delta", "content": b["content"], "encrypted_content": b["encrypted_content"]}})
-		case "thinking":
-			e.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
-			e.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "thinking_delta", "thinking": b["thinking"]}})
-			e.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "signature_delta", "signature": b["signature"]}})
-		case "text":
-			e.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
-			text := b["text"].(string)
-			for len(text) > 0 {
-				n := min(len(text), 16)
-				e.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": text[:n]}})
-				text = text[n:]
-			}
-		case "tool_use":
-			e.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": b["id"], "name": b["name"], "input": map[string]any{}}})
-			js := inputJSON(asMap(b["input"]))
-			for len(js) > 0 {
-				n := min(len(js), 10)
-				e.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": js[:n]}})
-				js = js[n:]
-			}
-		}
-		e.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
+		streamBlock(e, i, bv.(map[string]any))
 	}
 	delta := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{
 		"input_tokens": u.Input, "cache_read_input_tokens": u.CacheRead, "cache_creation_input_tokens": u.CacheWrite + u.CacheWrite1h, "output_tokens": u.Output}}
@@ -150,6 +103,67 @@ func (s *Server) anthropic(w http.ResponseWriter, c *Call, r Reply, u pricing.Us
 	}
 	e.event("message_delta", delta)
 	e.event("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// anthropicContent returns the content blocks of the answer to c: the
+// compaction block, the thinking (signed over what was sent), the text,
+// and the tool calls, whose ids are remembered as thought when there is
+// thinking.
+func (s *Server) anthropicContent(c *Call, r Reply) []any {
+	msgs := asSlice(c.Body["messages"])
+	var content, before []any
+	if c.compaction != nil {
+		// The compaction block first; what follows is bound to the bytes
+		// sent and the block (compaction.go).
+		content = append(content, c.compaction.block())
+		before = []any{c.compaction.block()}
+	}
+	if r.Thinking != "" {
+		content = append(content, map[string]any{"type": "thinking", "thinking": r.Thinking,
+			"signature": signature(c.Body["system"], c.Body["tools"], msgs, before)})
+	}
+	if r.Text != "" {
+		content = append(content, map[string]any{"type": "text", "text": r.Text})
+	}
+	for _, tc := range r.ToolCalls {
+		id := s.id("toolu")
+		if r.Thinking != "" {
+			s.thought.Store(id, true)
+		}
+		content = append(content, map[string]any{"type": "tool_use", "id": id, "name": tc.Name, "input": tc.Input})
+	}
+	return content
+}
+
+// streamBlock writes content block i, b, as its start, deltas (text in
+// pieces of 16 bytes, tool input in pieces of 10) and stop events.
+func streamBlock(e *sse, i int, b map[string]any) {
+	switch b["type"] {
+	case "compaction":
+		e.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "compaction", "content": ""}})
+		e.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "compaction_delta", "content": b["content"], "encrypted_content": b["encrypted_content"]}})
+	case "thinking":
+		e.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+		e.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "thinking_delta", "thinking": b["thinking"]}})
+		e.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "signature_delta", "signature": b["signature"]}})
+	case "text":
+		e.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "text", "text": ""}})
+		text := b["text"].(string)
+		for len(text) > 0 {
+			n := min(len(text), 16)
+			e.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "text_delta", "text": text[:n]}})
+			text = text[n:]
+		}
+	case "tool_use":
+		e.event("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": map[string]any{"type": "tool_use", "id": b["id"], "name": b["name"], "input": map[string]any{}}})
+		js := inputJSON(asMap(b["input"]))
+		for len(js) > 0 {
+			n := min(len(js), 10)
+			e.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": map[string]any{"type": "input_json_delta", "partial_json": js[:n]}})
+			js = js[n:]
+		}
+	}
+	e.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": i})
 }
 
 // iterations is the usage.iterations of an answer with a threshold

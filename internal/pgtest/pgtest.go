@@ -138,13 +138,24 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("pgtest: initdb: %w\n%s", err, out)
 	}
+	if err := s.start(ctx, bin, data, cred); err != nil {
+		return nil, err
+	}
+	ok = true
+	return s, nil
+}
+
+// start starts postgres from bin on the cluster in data, on a free port,
+// as cred, logging to postgres.log in s.dir, and waits until it answers.
+func (s *Server) start(ctx context.Context, bin, data string, cred *credential) error {
+	dir := s.dir
 	port, err := freePort()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	logf, err := os.Create(filepath.Join(dir, "postgres.log"))
 	if err != nil {
-		return nil, fmt.Errorf("pgtest: %w", err)
+		return fmt.Errorf("pgtest: %w", err)
 	}
 	defer logf.Close()
 	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
@@ -157,7 +168,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	setCred(s.cmd, cred)
 	killWithParent(s.cmd)
 	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("pgtest: start postgres: %w", err)
+		return fmt.Errorf("pgtest: start postgres: %w", err)
 	}
 	s.done = make(chan struct{})
 	go func() { s.cmd.Wait(); close(s.done) }()
@@ -169,15 +180,14 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		select {
 		case <-s.done:
 			log, _ := os.ReadFile(logf.Name())
-			return nil, fmt.Errorf("pgtest: postgres exited: %s\n%s", s.cmd.ProcessState, log)
+			return fmt.Errorf("pgtest: postgres exited: %s\n%s", s.cmd.ProcessState, log)
 		case <-ctx.Done():
 			log, _ := os.ReadFile(logf.Name())
-			return nil, fmt.Errorf("pgtest: postgres did not start: %w\n%s", ctx.Err(), log)
+			return fmt.Errorf("pgtest: postgres did not start: %w\n%s", ctx.Err(), log)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	ok = true
-	return s, nil
+	return nil
 }
 
 // ping connects to the server and learns its version.

@@ -32,24 +32,10 @@ func (s *store) Grep(ctx context.Context, ns string, q workspace.GrepQuery) (*wo
 	return res, err
 }
 
+// grep searches the artifacts q selects in ns with g, the server ruling
+// out those that cannot match the POSIX expression re when useRe.
 func (s *store) grep(ctx context.Context, ns string, q workspace.GrepQuery, g *driver.Grepper, re string, useRe bool) (*workspace.GrepResult, error) {
-	cond, args := `a.ns = $1 AND a.id = $2`, []any{[]byte(ns), []byte(q.ID)}
-	if q.ID == "" {
-		cond, args = where(ns, q.Filter, 0)
-	}
-	may, trgm := `true`, false
-	if useRe {
-		args = append(args, re)
-		n := strconv.Itoa(len(args))
-		if trgm = s.trgm && q.ID == "" && len(q.Substrings()) > 0; trgm {
-			// One set of candidate chunks, found by the trigram index
-			// (the pattern has literal parts it can use).
-			may = `(NOT a.searchable OR a.rid IN (SELECT m.rid FROM agentctx_artifact_chunks m WHERE m.txt ~ $` + n + `))`
-		} else {
-			may = `(NOT a.searchable OR EXISTS (SELECT 1 FROM agentctx_artifact_chunks m
-				WHERE m.rid = a.rid AND m.txt ~ $` + n + `))`
-		}
-	}
+	cond, may, args, trgm := s.grepWhere(ns, q, re, useRe)
 	// One snapshot for the candidates and their content.
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
@@ -81,6 +67,44 @@ func (s *store) grep(ctx context.Context, ns string, q workspace.GrepQuery, g *d
 		return nil, err
 	}
 	defer rows.Close()
+	found, err := s.grepRows(rows, g)
+	if err != nil {
+		return nil, err
+	}
+	if q.ID != "" && !found {
+		return nil, workspace.ErrNotFound
+	}
+	return g.Result(), nil
+}
+
+// grepWhere returns the condition on the artifacts q selects in ns, the
+// condition under which one may match (true unless useRe), their
+// arguments, and whether the candidates are found by the trigram index.
+func (s *store) grepWhere(ns string, q workspace.GrepQuery, re string, useRe bool) (cond, may string, args []any, trgm bool) {
+	cond, args = `a.ns = $1 AND a.id = $2`, []any{[]byte(ns), []byte(q.ID)}
+	if q.ID == "" {
+		cond, args = where(ns, q.Filter, 0)
+	}
+	may = `true`
+	if useRe {
+		args = append(args, re)
+		n := strconv.Itoa(len(args))
+		if trgm = s.trgm && q.ID == "" && len(q.Substrings()) > 0; trgm {
+			// One set of candidate chunks, found by the trigram index
+			// (the pattern has literal parts it can use).
+			may = `(NOT a.searchable OR a.rid IN (SELECT m.rid FROM agentctx_artifact_chunks m WHERE m.txt ~ $` + n + `))`
+		} else {
+			may = `(NOT a.searchable OR EXISTS (SELECT 1 FROM agentctx_artifact_chunks m
+				WHERE m.rid = a.rid AND m.txt ~ $` + n + `))`
+		}
+	}
+	return cond, may, args, trgm
+}
+
+// grepRows feeds g the rows of grep's query: each candidate artifact's
+// chunks, in order, then one row counting the artifacts ruled out. It
+// reports whether any artifact was selected.
+func (s *store) grepRows(rows pgx.Rows, g *driver.Grepper) (found bool, err error) {
 	var (
 		cur     []byte
 		have    bool
@@ -93,14 +117,13 @@ func (s *store) grep(ctx context.Context, ns string, q workspace.GrepQuery, g *d
 			have = false
 		}
 	}
-	found := false
 	for rows.Next() {
 		var (
 			id       []byte
 			lines, n int64
 		)
 		if err := rows.Scan(&id, &lines, &n, nil, nil); err != nil {
-			return nil, err
+			return false, err
 		}
 		if id == nil { // the artifacts ruled out
 			flush()
@@ -119,11 +142,8 @@ func (s *store) grep(ctx context.Context, ns string, q workspace.GrepQuery, g *d
 		content.Write(raw[4])
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return false, err
 	}
 	flush()
-	if q.ID != "" && !found {
-		return nil, workspace.ErrNotFound
-	}
-	return g.Result(), nil
+	return found, nil
 }

@@ -41,6 +41,8 @@ func pgRegex(pattern string, ignoreCase bool) (re string, ok bool) {
 	return b.String(), true
 }
 
+// emit writes the PostgreSQL translation of re (see pgRegex); false when
+// there is none or it grows longer than maxRegex.
 func emit(b *strings.Builder, re *syntax.Regexp) bool {
 	if b.Len() > maxRegex {
 		return false
@@ -49,43 +51,9 @@ func emit(b *strings.Builder, re *syntax.Regexp) bool {
 	case syntax.OpEmptyMatch, syntax.OpWordBoundary, syntax.OpNoWordBoundary:
 		b.WriteString("(?:)")
 	case syntax.OpLiteral:
-		for _, r := range re.Rune {
-			if re.Flags&syntax.FoldCase != 0 && unicode.SimpleFold(r) != r {
-				b.WriteByte('[')
-				for f := r; ; {
-					if !item(b, f) {
-						return false
-					}
-					if f = unicode.SimpleFold(f); f == r {
-						break
-					}
-				}
-				b.WriteByte(']')
-			} else if !item(b, r) {
-				return false
-			}
-		}
+		return literal(b, re)
 	case syntax.OpCharClass:
-		if len(re.Rune) == 0 {
-			return false // matches nothing
-		}
-		b.WriteByte('[')
-		for i := 0; i+1 < len(re.Rune); i += 2 {
-			lo, hi := max(re.Rune[i], 1), re.Rune[i+1] // no NUL in text
-			if hi < lo {
-				continue
-			}
-			if !item(b, lo) {
-				return false
-			}
-			if hi > lo {
-				b.WriteByte('-')
-				if !item(b, hi) {
-					return false
-				}
-			}
-		}
-		b.WriteByte(']')
+		return charClass(b, re)
 	case syntax.OpAnyCharNotNL:
 		b.WriteByte('.')
 	case syntax.OpAnyChar:
@@ -135,6 +103,55 @@ func emit(b *strings.Builder, re *syntax.Regexp) bool {
 	return true
 }
 
+// literal writes a literal's characters, each folding one as a bracket
+// of its case-folding orbit.
+func literal(b *strings.Builder, re *syntax.Regexp) bool {
+	for _, r := range re.Rune {
+		if re.Flags&syntax.FoldCase != 0 && unicode.SimpleFold(r) != r {
+			b.WriteByte('[')
+			for f := r; ; {
+				if !item(b, f) {
+					return false
+				}
+				if f = unicode.SimpleFold(f); f == r {
+					break
+				}
+			}
+			b.WriteByte(']')
+		} else if !item(b, r) {
+			return false
+		}
+	}
+	return true
+}
+
+// charClass writes a class as a bracket of code point ranges, NUL left
+// out; false for an empty class, which matches nothing.
+func charClass(b *strings.Builder, re *syntax.Regexp) bool {
+	if len(re.Rune) == 0 {
+		return false // matches nothing
+	}
+	b.WriteByte('[')
+	for i := 0; i+1 < len(re.Rune); i += 2 {
+		lo, hi := max(re.Rune[i], 1), re.Rune[i+1] // no NUL in text
+		if hi < lo {
+			continue
+		}
+		if !item(b, lo) {
+			return false
+		}
+		if hi > lo {
+			b.WriteByte('-')
+			if !item(b, hi) {
+				return false
+			}
+		}
+	}
+	b.WriteByte(']')
+	return true
+}
+
+// group writes sub as a non-capturing group followed by suffix.
 func group(b *strings.Builder, sub *syntax.Regexp, suffix string) bool {
 	b.WriteString("(?:")
 	if !emit(b, sub) {

@@ -64,23 +64,44 @@ func RunProcesses(t *testing.T, newKey func(t testing.TB) string, open func(t te
 		runChild(t, key, open)
 		return
 	}
-	const writers = processWriters
 	key := newKey(t)
+	children := startChildren(t, key, processWriters)
+	awaitReady(t, children)
+	for _, c := range children {
+		c.stdin.Write([]byte("go\n"))
+	}
+	outcomes := collectOutcomes(t, children)
+
+	s := open(t, key)
+	defer s.Close()
+	defer func() {
+		if t.Failed() {
+			t.Logf("rule CreateProcesses: processes creating one id at once with different contents: exactly one wins, every other gets ErrExists, the id holds the winner's artifact")
+		}
+	}()
+	checkProcessOutcomes(t, s, outcomes)
+}
+
+// procChild is one writer process of RunProcesses.
+type procChild struct {
+	cmd   *exec.Cmd
+	stdin *os.File // "go\n" starts its writes
+	out   string   // the file of its outcomes; out+".ready" once it opened the store
+	log   syncLog
+	done  chan error // the child's exit
+}
+
+// startChildren starts writers children: the test binary again, for the
+// calling test alone, playing writer w on the store key names.
+func startChildren(t *testing.T, key string, writers int) []*procChild {
 	bin, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	type child struct {
-		cmd   *exec.Cmd
-		stdin *os.File
-		out   string
-		log   syncLog
-		done  chan error // the child's exit
-	}
-	children := make([]*child, writers)
+	children := make([]*procChild, writers)
 	for w := range writers {
-		c := &child{out: filepath.Join(dir, fmt.Sprintf("writer-%d.json", w))}
+		c := &procChild{out: filepath.Join(dir, fmt.Sprintf("writer-%d.json", w))}
 		r, wr, err := os.Pipe()
 		if err != nil {
 			t.Fatal(err)
@@ -99,7 +120,13 @@ func RunProcesses(t *testing.T, newKey func(t testing.TB) string, open func(t te
 		t.Cleanup(func() { wr.Close() })
 		children[w] = c
 	}
-	// Start them together, once every child has opened the store.
+	return children
+}
+
+// awaitReady waits until every child has opened the store, so that they
+// can be started together; a child that ends first, or takes more than
+// 60s, fails the test.
+func awaitReady(t *testing.T, children []*procChild) {
 	deadline := time.Now().Add(60 * time.Second)
 	for w, c := range children {
 		for {
@@ -117,10 +144,11 @@ func RunProcesses(t *testing.T, newKey func(t testing.TB) string, open func(t te
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	for _, c := range children {
-		c.stdin.Write([]byte("go\n"))
-	}
-	outcomes := make([][]processOutcome, writers)
+}
+
+// collectOutcomes waits for each child to exit and reads its outcomes.
+func collectOutcomes(t *testing.T, children []*procChild) [][]processOutcome {
+	outcomes := make([][]processOutcome, len(children))
 	for w, c := range children {
 		if err := <-c.done; err != nil {
 			t.Fatalf("child %d: %v\n%s", w, err, c.log.String())
@@ -133,14 +161,13 @@ func RunProcesses(t *testing.T, newKey func(t testing.TB) string, open func(t te
 			t.Fatalf("child %d: %d outcomes, %v", w, len(outcomes[w]), err)
 		}
 	}
+	return outcomes
+}
 
-	s := open(t, key)
-	defer s.Close()
-	defer func() {
-		if t.Failed() {
-			t.Logf("rule CreateProcesses: processes creating one id at once with different contents: exactly one wins, every other gets ErrExists, the id holds the winner's artifact")
-		}
-	}()
+// checkProcessOutcomes checks that exactly one writer created each id,
+// every other getting ErrExists, and that s holds the winner's artifact.
+func checkProcessOutcomes(t *testing.T, s workspace.Store, outcomes [][]processOutcome) {
+	writers := len(outcomes)
 	wins := make([]int, writers)
 	for i := range processIDs {
 		id := processID(i)

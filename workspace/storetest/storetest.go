@@ -1029,29 +1029,7 @@ func ruleConcurrent(t *testing.T, s workspace.Store, _ string) {
 					default:
 					}
 				}
-				id := shared[(r+i)%len(shared)]
-				a, err := s.Get(bg, "default", id)
-				if errors.Is(err, workspace.ErrNotFound) {
-					continue
-				}
-				if err != nil {
-					report(fmt.Errorf("Get %s: %w", id, err))
-					continue
-				}
-				v, _ := strconv.Atoi(a.Metadata["v"])
-				if a.Content != versionContent(id, v) {
-					report(fmt.Errorf("Get %s: content of another version than metadata v=%d (%d bytes)", id, v, len(a.Content)))
-				} else if m := driver.Measure(*a); m.Chars != a.Chars || m.SHA256 != a.SHA256 {
-					report(fmt.Errorf("Get %s: sizes of another version", id))
-				}
-				if i%30 == 0 {
-					if _, err := s.Query(bg, "default", workspace.Filter{Metadata: workspace.Metadata{"w": "1"}}); err != nil {
-						report(fmt.Errorf("Query: %w", err))
-					}
-					if _, err := workspace.Grep(bg, s, "default", workspace.GrepQuery{Pattern: "version 1[0-9]$"}); err != nil {
-						report(fmt.Errorf("Grep: %w", err))
-					}
-				}
+				concurrentRead(s, shared[(r+i)%len(shared)], i, report)
 			}
 		})
 	}
@@ -1071,6 +1049,35 @@ func ruleConcurrent(t *testing.T, s workspace.Store, _ string) {
 		v, _ := strconv.Atoi(a.Metadata["v"])
 		if a.Content != versionContent(id, v) {
 			t.Errorf("%s: final content is not version %d", id, v)
+		}
+	}
+}
+
+// concurrentRead is round i of a reader of ruleConcurrent: it reads the
+// shared id, which must be absent or one whole version (its content and
+// sizes those of the version its metadata names), and every 30th round
+// runs a Query and a Grep; report gets what went wrong.
+func concurrentRead(s workspace.Store, id string, i int, report func(error)) {
+	a, err := s.Get(bg, "default", id)
+	if errors.Is(err, workspace.ErrNotFound) {
+		return
+	}
+	if err != nil {
+		report(fmt.Errorf("Get %s: %w", id, err))
+		return
+	}
+	v, _ := strconv.Atoi(a.Metadata["v"])
+	if a.Content != versionContent(id, v) {
+		report(fmt.Errorf("Get %s: content of another version than metadata v=%d (%d bytes)", id, v, len(a.Content)))
+	} else if m := driver.Measure(*a); m.Chars != a.Chars || m.SHA256 != a.SHA256 {
+		report(fmt.Errorf("Get %s: sizes of another version", id))
+	}
+	if i%30 == 0 {
+		if _, err := s.Query(bg, "default", workspace.Filter{Metadata: workspace.Metadata{"w": "1"}}); err != nil {
+			report(fmt.Errorf("Query: %w", err))
+		}
+		if _, err := workspace.Grep(bg, s, "default", workspace.GrepQuery{Pattern: "version 1[0-9]$"}); err != nil {
+			report(fmt.Errorf("Grep: %w", err))
 		}
 	}
 }

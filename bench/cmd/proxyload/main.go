@@ -79,6 +79,8 @@ type report struct {
 	Seconds                    float64
 }
 
+// run builds agentctx (unless bin names one), starts the upstream and the
+// proxy, drives the sessions through it and reports what it measured.
 func run(sessions, requests, size, conc int, bin string, proxyArgs []string) (*report, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -88,11 +90,8 @@ func run(sessions, requests, size, conc int, bin string, proxyArgs []string) (*r
 	}
 	defer os.RemoveAll(dir)
 	if bin == "" {
-		bin = filepath.Join(dir, "agentctx")
-		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/agentctx/agentctx/cmd/agentctx")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return nil, fmt.Errorf("build: %w", err)
+		if bin, err = build(ctx, dir); err != nil {
+			return nil, err
 		}
 	}
 
@@ -104,6 +103,62 @@ func run(sessions, requests, size, conc int, bin string, proxyArgs []string) (*r
 	go http.Serve(upLn, up)
 	upURL := "http://" + upLn.Addr().String()
 
+	p, err := startProxy(ctx, bin, dir, upURL, proxyArgs)
+	if err != nil {
+		return nil, err
+	}
+	defer p.stop()
+	if err := waitUp(ctx, p.base+"/agentctx/stats"); err != nil {
+		return nil, err
+	}
+	idle := rssMB(p.cmd.Process.Pid)
+
+	l := &load{
+		ctx: ctx, up: up, upURL: upURL, base: p.base,
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: sessions + 4}},
+	}
+	rep := report{Sessions: sessions, Requests: sessions * requests, Concurrency: conc}
+	t0 := time.Now()
+	l.drive(&rep, sessions, requests, size, conc)
+	rep.Seconds = time.Since(t0).Seconds()
+	rep.Errors = len(l.errs)
+	time.Sleep(200 * time.Millisecond) // the last log lines
+	p.measure(&rep, idle)
+	p.cmd.Process.Signal(os.Interrupt)
+	<-p.logDone
+	p.overheads(&rep)
+	rep.OutsideP50MS, rep.OutsideP99MS = pct(l.outside, 50), pct(l.outside, 99)
+	rep.DirectP50MS, rep.DirectP99MS = pct(l.direct, 50), pct(l.direct, 99)
+	if len(l.errs) > 0 {
+		return &rep, fmt.Errorf("%d requests failed; first: %w", len(l.errs), l.errs[0])
+	}
+	return &rep, nil
+}
+
+// build builds agentctx into dir and returns the binary's path.
+func build(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "agentctx")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/agentctx/agentctx/cmd/agentctx")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build: %w", err)
+	}
+	return bin, nil
+}
+
+// proxyProc is a running `agentctx proxy` and what its log said.
+type proxyProc struct {
+	cmd     *exec.Cmd
+	base    string        // http://host:port
+	logDone chan struct{} // closed when its log has been read to the end
+
+	mu   sync.Mutex
+	byID map[string][]float64 // overhead_ms by session, in order
+}
+
+// startProxy starts bin's proxy on a free port in front of upURL, with a
+// fresh workspace under dir and proxyArgs, and reads its log.
+func startProxy(ctx context.Context, bin, dir, upURL string, proxyArgs []string) (*proxyProc, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -121,64 +176,119 @@ func run(sessions, requests, size, conc int, bin string, proxyArgs []string) (*r
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
-	overheads := map[string][]float64{} // by session, in order
-	var logMu sync.Mutex
-	logDone := make(chan struct{})
-	go func() {
-		defer close(logDone)
-		sc := bufio.NewScanner(logs)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			if !strings.Contains(line, `msg="proxy: request"`) || !strings.Contains(line, "api=anthropic") {
-				continue
-			}
-			s, o := field(line, "session"), field(line, "overhead_ms")
-			v, err := strconv.ParseFloat(o, 64)
-			if s == "" || err != nil {
-				continue
-			}
-			logMu.Lock()
-			overheads[s] = append(overheads[s], v)
-			logMu.Unlock()
-		}
-	}()
-	base := "http://" + addr
-	if err := waitUp(ctx, base+"/agentctx/stats"); err != nil {
-		return nil, err
-	}
-	idle := rssMB(cmd.Process.Pid)
+	p := &proxyProc{cmd: cmd, base: "http://" + addr, logDone: make(chan struct{}), byID: map[string][]float64{}}
+	go p.readLog(logs)
+	return p, nil
+}
 
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: sessions + 4}}
-	send := func(url, id, session string, body []byte) (time.Time, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/messages", bytes.NewReader(body))
-		if err != nil {
-			return time.Time{}, err
+// readLog keeps the overhead_ms of every Anthropic request line of the
+// proxy's log, by session, until the log ends.
+func (p *proxyProc) readLog(logs io.Reader) {
+	defer close(p.logDone)
+	sc := bufio.NewScanner(logs)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.Contains(line, `msg="proxy: request"`) || !strings.Contains(line, "api=anthropic") {
+			continue
 		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Api-Key", "dummy")
-		req.Header.Set("Anthropic-Version", "2023-06-01")
-		req.Header.Set("X-Claude-Code-Session-Id", session)
-		req.Header.Set("X-Load-Id", id)
-		start := time.Now()
-		resp, err := client.Do(req)
-		if err != nil {
-			return start, err
+		s, o := field(line, "session"), field(line, "overhead_ms")
+		v, err := strconv.ParseFloat(o, 64)
+		if s == "" || err != nil {
+			continue
 		}
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 || !bytes.Contains(data, []byte("message_stop")) {
-			return start, fmt.Errorf("status %d: %.200s", resp.StatusCode, data)
-		}
-		return start, nil
+		p.mu.Lock()
+		p.byID[s] = append(p.byID[s], v)
+		p.mu.Unlock()
 	}
+}
 
-	rep := report{Sessions: sessions, Requests: sessions * requests, Concurrency: conc}
-	var mu sync.Mutex
-	var outside, direct []float64
-	var errs []error
-	t0 := time.Now()
+// stop interrupts the proxy and waits for it to exit.
+func (p *proxyProc) stop() {
+	p.cmd.Process.Signal(os.Interrupt)
+	p.cmd.Wait()
+}
+
+// measure fills rep's memory and byte counts from the proxy's process and
+// its /agentctx/stats, idle being its resident MB before the run.
+func (p *proxyProc) measure(rep *report, idle float64) {
+	sessions := float64(rep.Sessions)
+	rep.RSSMB, rep.IdleRSSMB = rssMB(p.cmd.Process.Pid), idle
+	if rep.LastBytes > 0 {
+		rep.RSSPerSession = (rep.RSSMB - idle) * (1 << 20) / sessions / float64(rep.LastBytes)
+	}
+	if st, err := stats(p.base + "/agentctx/stats"); err == nil {
+		for _, s := range st.Sessions {
+			rep.BytesIn += s.BytesBefore
+			rep.BytesOut += s.BytesAfter
+		}
+		rep.LiveHeapMB, rep.DecodeCacheMB = st.Process.LiveHeapBytes/(1<<20), st.Process.DecodeCacheBytes/(1<<20)
+		if rep.LastBytes > 0 {
+			rep.LiveHeapPerSession = st.Process.LiveHeapBytes / sessions / float64(rep.LastBytes)
+		}
+	}
+}
+
+// overheads fills rep's proxy overheads from the log: each session's first
+// request apart from the warm ones. The log must have been read to its end.
+func (p *proxyProc) overheads(rep *report) {
+	var warm, first []float64
+	p.mu.Lock()
+	for _, o := range p.byID {
+		if len(o) > 0 {
+			first = append(first, o[0])
+			warm = append(warm, o[1:]...)
+		}
+	}
+	p.mu.Unlock()
+	rep.ProxyP50MS, rep.ProxyP99MS, rep.ProxyMaxMS = pct(warm, 50), pct(warm, 99), pct(warm, 100)
+	rep.FirstP50MS = pct(first, 50)
+	rep.Warm = len(warm)
+}
+
+// load drives the sessions, through the proxy at base and, as the
+// control, straight to the upstream at upURL.
+type load struct {
+	ctx         context.Context
+	up          *upstream
+	upURL, base string
+	client      *http.Client
+
+	mu              sync.Mutex
+	outside, direct []float64 // client send → upstream has the body, in ms
+	errs            []error
+}
+
+// send posts body as session's request id to url's /v1/messages and
+// returns when it started; an answer that is not a whole stream is an
+// error.
+func (l *load) send(url, id, session string, body []byte) (time.Time, error) {
+	req, err := http.NewRequestWithContext(l.ctx, http.MethodPost, url+"/v1/messages", bytes.NewReader(body))
+	if err != nil {
+		return time.Time{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Api-Key", "dummy")
+	req.Header.Set("Anthropic-Version", "2023-06-01")
+	req.Header.Set("X-Claude-Code-Session-Id", session)
+	req.Header.Set("X-Load-Id", id)
+	start := time.Now()
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return start, err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !bytes.Contains(data, []byte("message_stop")) {
+		return start, fmt.Errorf("status %d: %.200s", resp.StatusCode, data)
+	}
+	return start, nil
+}
+
+// drive runs sessions of requests each, conc at a time, each from a
+// history of size bytes, and records the first session's first and last
+// request sizes in rep.
+func (l *load) drive(rep *report, sessions, requests, size, conc int) {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, conc)
 	for s := range sessions {
@@ -191,78 +301,47 @@ func run(sessions, requests, size, conc int, bin string, proxyArgs []string) (*r
 			for r := range requests {
 				body := h.body()
 				if s == 0 && r == 0 {
-					mu.Lock()
+					l.mu.Lock()
 					rep.HistoryBytes = len(body)
-					mu.Unlock()
+					l.mu.Unlock()
 				}
 				if r == requests-1 && s == 0 {
-					mu.Lock()
+					l.mu.Lock()
 					rep.LastBytes = len(body)
-					mu.Unlock()
+					l.mu.Unlock()
 				}
-				session := fmt.Sprintf("load-%03d", s)
-				id := fmt.Sprintf("%s-%03d", session, r)
-				start, err := send(base, id, session, body)
-				got, ok := up.take(id)
-				mu.Lock()
-				if err != nil {
-					errs = append(errs, err)
-				} else if ok && r > 0 {
-					outside = append(outside, ms(got.Sub(start)))
-				}
-				mu.Unlock()
-				// The same request straight to the upstream, as the control.
-				if r > 0 && r%4 == 0 {
-					start, err := send(upURL, id+"-direct", session, body)
-					got, ok := up.take(id + "-direct")
-					mu.Lock()
-					if err == nil && ok {
-						direct = append(direct, ms(got.Sub(start)))
-					}
-					mu.Unlock()
-				}
+				l.request(s, r, body)
 				h.exchange()
 			}
 		}()
 	}
 	wg.Wait()
-	rep.Seconds = time.Since(t0).Seconds()
-	rep.Errors = len(errs)
-	time.Sleep(200 * time.Millisecond) // the last log lines
-	rep.RSSMB, rep.IdleRSSMB = rssMB(cmd.Process.Pid), idle
-	if rep.LastBytes > 0 {
-		rep.RSSPerSession = (rep.RSSMB - idle) * (1 << 20) / float64(sessions) / float64(rep.LastBytes)
+}
+
+// request sends request r of session s through the proxy and, every
+// fourth request, straight to the upstream, and records the times.
+func (l *load) request(s, r int, body []byte) {
+	session := fmt.Sprintf("load-%03d", s)
+	id := fmt.Sprintf("%s-%03d", session, r)
+	start, err := l.send(l.base, id, session, body)
+	got, ok := l.up.take(id)
+	l.mu.Lock()
+	if err != nil {
+		l.errs = append(l.errs, err)
+	} else if ok && r > 0 {
+		l.outside = append(l.outside, ms(got.Sub(start)))
 	}
-	if st, err := stats(base + "/agentctx/stats"); err == nil {
-		for _, s := range st.Sessions {
-			rep.BytesIn += s.BytesBefore
-			rep.BytesOut += s.BytesAfter
+	l.mu.Unlock()
+	// The same request straight to the upstream, as the control.
+	if r > 0 && r%4 == 0 {
+		start, err := l.send(l.upURL, id+"-direct", session, body)
+		got, ok := l.up.take(id + "-direct")
+		l.mu.Lock()
+		if err == nil && ok {
+			l.direct = append(l.direct, ms(got.Sub(start)))
 		}
-		rep.LiveHeapMB, rep.DecodeCacheMB = st.Process.LiveHeapBytes/(1<<20), st.Process.DecodeCacheBytes/(1<<20)
-		if rep.LastBytes > 0 {
-			rep.LiveHeapPerSession = st.Process.LiveHeapBytes / float64(sessions) / float64(rep.LastBytes)
-		}
+		l.mu.Unlock()
 	}
-	cmd.Process.Signal(os.Interrupt)
-	<-logDone
-	var warm, first []float64
-	logMu.Lock()
-	for _, o := range overheads {
-		if len(o) > 0 {
-			first = append(first, o[0])
-			warm = append(warm, o[1:]...)
-		}
-	}
-	logMu.Unlock()
-	rep.ProxyP50MS, rep.ProxyP99MS, rep.ProxyMaxMS = pct(warm, 50), pct(warm, 99), pct(warm, 100)
-	rep.FirstP50MS = pct(first, 50)
-	rep.OutsideP50MS, rep.OutsideP99MS = pct(outside, 50), pct(outside, 99)
-	rep.DirectP50MS, rep.DirectP99MS = pct(direct, 50), pct(direct, 99)
-	rep.Warm = len(warm)
-	if len(errs) > 0 {
-		return &rep, fmt.Errorf("%d requests failed; first: %w", len(errs), errs[0])
-	}
-	return &rep, nil
 }
 
 // print writes the report, as text or JSON.
