@@ -3,7 +3,7 @@ package agentctx
 import (
 	"encoding/json"
 
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // Block types of the Anthropic Messages API (OpenAI content parts use "text"

@@ -3,7 +3,7 @@ package agentctx
 import (
 	"unicode/utf8"
 
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // ContentKind tells which JSON form a Content has.

@@ -41,7 +41,7 @@
 //   - launch: runs an agent client (Claude Code, Codex) through the proxy.
 //
 // The command agentctx (cmd/agentctx) is a thin layer over these packages
-// (internal/cli).
+// (internal/app/cli).
 //
 // # Messages
 //

@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentctx/agentctx/internal/fsutil"
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/fsutil"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // Format is the shape of an input document.

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // Sentinel errors for callers to branch on with errors.Is.

@@ -3,7 +3,7 @@ package agentctx
 import (
 	"fmt"
 
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // member is one JSON object member as it was decoded. Known members are

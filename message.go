@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // Roles used by the Anthropic and OpenAI wire shapes.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // Metadata members that agents keep beside the wire fields. They are not

@@ -3,7 +3,7 @@ package agentctx
 import (
 	"bytes"
 
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // DecodeOwnedMessage decodes one message like DecodeMessage, into memory of

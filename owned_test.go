@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // ownedCases are messages of every shape: Anthropic blocks of each type,

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // The functions in this file are what a reader outside this package (the

@@ -3,7 +3,7 @@ package agentctx
 import (
 	"encoding/json"
 
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // Member returns the raw JSON of a top-level member of the document's
@@ -66,14 +66,14 @@ func requestDocument(ms []rawjson.Member, list []byte, msgs []Message) (*Documen
 }
 
 // BodyMember is a top-level member of a request body as split
-// (internal/rawjson.Member): Key, the key decoded; RawKey, its token as
+// (internal/base/rawjson.Member): Key, the key decoded; RawKey, its token as
 // written; Value, the raw value. RawKey and Value are subslices of the
 // body.
 type BodyMember = rawjson.Member
 
 // RequestDocumentSplit is RequestDocument for a body whose top level was
 // split already, by the caller that read its other members (the proxy,
-// with internal/wire.SplitBody): members are body's top-level members in
+// with internal/lib/wire.SplitBody): members are body's top-level members in
 // order, as the split found them, and the body is not split again. It
 // checks that each member lies in body after the one before, and that
 // list is the value of the last "messages" member (an error matching

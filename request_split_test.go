@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/wire"
+	"github.com/agentctx/agentctx/internal/lib/wire"
 )
 
 // TestRequestDocumentSplitIsParseDocument: a document built from a body

@@ -33,7 +33,7 @@
 // # Signed thinking
 //
 // With thinking on, the middleware follows the proxy's rules (one
-// implementation, in internal/thinking): the pipeline does not edit the
+// implementation, in internal/lib/thinking): the pipeline does not edit the
 // messages the open turn's thinking is bound to (pipeline.CallOptions),
 // and the thinking of an ended turn is removed once an edit changed what
 // came before it, so no thinking block the API would judge invalid is
@@ -53,9 +53,9 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/option"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/sdkmw"
-	"github.com/agentctx/agentctx/internal/thinking"
-	"github.com/agentctx/agentctx/internal/wire"
+	"github.com/agentctx/agentctx/internal/lib/sdkmw"
+	"github.com/agentctx/agentctx/internal/lib/thinking"
+	"github.com/agentctx/agentctx/internal/lib/wire"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/workspace"
 )
@@ -108,7 +108,7 @@ var provider = sdkmw.Provider{
 
 // thinkingBinding returns, for a request with thinking on, the prefix the
 // open turn's signed thinking binds (the same rule as the proxy's, in
-// internal/thinking): the pipeline defers its edits there and compacts
+// internal/lib/thinking): the pipeline defers its edits there and compacts
 // the whole list, so that no thinking block the API judges invalid is
 // sent.
 func thinkingBinding(body []byte, doc *agentctx.Document) pipeline.CallOptions {
@@ -123,7 +123,7 @@ func thinkingBinding(body []byte, doc *agentctx.Document) pipeline.CallOptions {
 //
 // The middleware remembers the prefix each thinking block of its loop was
 // produced after, and removes the thinking of an ended turn once an edit
-// changed what came before it (internal/thinking.Fix, the proxy's rule):
+// changed what came before it (internal/lib/thinking.Fix, the proxy's rule):
 // use one middleware per loop (per Pipeline).
 func Middleware(p Preparer, opts Options) option.Middleware {
 	prov := provider

@@ -14,8 +14,8 @@ import (
 
 	"github.com/agentctx/agentctx/anthropicx"
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/internal/ctxedit"
-	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"github.com/agentctx/agentctx/internal/lib/ctxedit"
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/workspace"
 )

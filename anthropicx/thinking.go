@@ -10,10 +10,10 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/internal/ctxedit"
-	"github.com/agentctx/agentctx/internal/rawjson"
-	"github.com/agentctx/agentctx/internal/sdkmw"
-	"github.com/agentctx/agentctx/internal/thinking"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/internal/lib/ctxedit"
+	"github.com/agentctx/agentctx/internal/lib/sdkmw"
+	"github.com/agentctx/agentctx/internal/lib/thinking"
 	"github.com/agentctx/agentctx/pipeline"
 )
 
@@ -59,7 +59,7 @@ type thinkingMemory struct {
 	native      bool
 	lastOut     []agentctx.Message
 	lastOutHash []uint64
-	// Native compaction (the proxy's, see internal/ctxedit): asked is
+	// Native compaction (the proxy's, see internal/lib/ctxedit): asked is
 	// what the request that asked the API to compact sent, until its block
 	// comes back; prefix is the messages before the last compaction
 	// block, as that request sent them.

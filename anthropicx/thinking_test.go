@@ -16,7 +16,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/anthropicx"
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/workspace"
@@ -156,7 +156,7 @@ func TestThinkingLoop(t *testing.T) {
 // tool loop with signed thinking, through anthropicx, while the pipeline
 // prunes and offloads the results of ended turns (before their thinking)
 // and compacts. The middleware removes the thinking an edit invalidated
-// (internal/thinking.Fix, as the proxy does): no request is rejected, no
+// (internal/lib/thinking.Fix, as the proxy does): no request is rejected, no
 // invalid block is sent, and no drop_block is needed.
 func TestThinkingAcrossEndedTurns(t *testing.T) {
 	const turns, rounds = 4, 4

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/fsutil"
+	"github.com/agentctx/agentctx/internal/base/fsutil"
 )
 
 // Archive file names: ArchivePrefix + timestamp + "-" + seq + ArchiveExt,

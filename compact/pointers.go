@@ -1,7 +1,7 @@
 package compact
 
 import (
-	"github.com/agentctx/agentctx/internal/textfmt"
+	"github.com/agentctx/agentctx/internal/base/textfmt"
 	"strconv"
 	"strings"
 

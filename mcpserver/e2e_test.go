@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/e2eclient"
-	"github.com/agentctx/agentctx/internal/fakeupstream"
-	"github.com/agentctx/agentctx/internal/testbin"
+	"github.com/agentctx/agentctx/internal/testkit/e2eclient"
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
+	"github.com/agentctx/agentctx/internal/testkit/testbin"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/dirstore"
 )

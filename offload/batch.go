@@ -13,7 +13,7 @@ import (
 	"strconv"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/fsutil"
+	"github.com/agentctx/agentctx/internal/base/fsutil"
 )
 
 // BatchFilePrefix and FileExt make the file names of Batch:

@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/fsutil"
+	"github.com/agentctx/agentctx/internal/base/fsutil"
 )
 
 // MessageOptions configure Message. SessionID is required; the zero value

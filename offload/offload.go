@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/fsutil"
+	"github.com/agentctx/agentctx/internal/base/fsutil"
 )
 
 // Defaults (seeds 000 and 001).

@@ -11,15 +11,15 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/internal/rawjson"
-	"github.com/agentctx/agentctx/internal/respcompact"
-	"github.com/agentctx/agentctx/internal/sdkmw"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/internal/lib/respcompact"
+	"github.com/agentctx/agentctx/internal/lib/sdkmw"
 )
 
 // NativeMiddleware is Middleware in native context-management mode (the
 // proxy's --context-management native): on a Responses request the
 // pipeline's compactions are written by OpenAI's Responses compaction
-// (POST /v1/responses/compact, internal/respcompact), when the pipeline's
+// (POST /v1/responses/compact, internal/lib/respcompact), when the pipeline's
 // summarizer is NativeSummarizer's. The pipeline still decides when and
 // what to compact, and stores every original first (tool results as
 // artifacts named by their call ids, the middle as an archive), so the

@@ -41,7 +41,7 @@
 // The middleware reads each /chat/completions request body as the SDK wrote
 // it, prepares its messages and sends the prepared body. A /responses
 // request's input items are mapped onto messages the way the proxy maps
-// them (internal/respitems: consecutive calls and reasoning items are one
+// them (internal/lib/respitems: consecutive calls and reasoning items are one
 // assistant message, outputs are tool messages); the items of every
 // message the pipeline kept are sent byte for byte, a pruned or offloaded
 // result as its item with only "output" replaced. A Responses request
@@ -76,8 +76,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/agentctx/agentctx/internal/sdkmw"
-	"github.com/agentctx/agentctx/internal/wire"
+	"github.com/agentctx/agentctx/internal/lib/sdkmw"
+	"github.com/agentctx/agentctx/internal/lib/wire"
 	"github.com/agentctx/agentctx/workspace"
 )
 

@@ -11,7 +11,7 @@ package openaix_test
 //
 // Nothing in the bytes is normalized: the pipeline runs on a step clock,
 // over a fixed directory, with the extractive summarizer (see
-// internal/golden).
+// internal/testkit/golden).
 
 import (
 	"fmt"
@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentctx/agentctx/internal/golden"
+	"github.com/agentctx/agentctx/internal/testkit/golden"
 	"github.com/agentctx/agentctx/openaix"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"

@@ -10,10 +10,10 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/rawjson"
-	"github.com/agentctx/agentctx/internal/respitems"
-	"github.com/agentctx/agentctx/internal/sdkmw"
-	"github.com/agentctx/agentctx/internal/wire"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/internal/lib/respitems"
+	"github.com/agentctx/agentctx/internal/lib/sdkmw"
+	"github.com/agentctx/agentctx/internal/lib/wire"
 	"github.com/agentctx/agentctx/workspace"
 )
 
@@ -29,7 +29,7 @@ var responsesProvider = sdkmw.Provider{
 }
 
 // decodeResponses reads the input items of a Responses request as
-// messages (internal/respitems, the proxy's mapping), and returns the
+// messages (internal/lib/respitems, the proxy's mapping), and returns the
 // function that writes the request to send: the body with only "input"
 // replaced, every item of a message the pipeline kept as it came. A
 // request whose history the server keeps (store not false, or a

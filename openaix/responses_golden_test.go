@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentctx/agentctx/internal/golden"
+	"github.com/agentctx/agentctx/internal/testkit/golden"
 	"github.com/agentctx/agentctx/openaix"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"

@@ -19,7 +19,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 	"github.com/agentctx/agentctx/openaix"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/prune"

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/thinking"
+	"github.com/agentctx/agentctx/internal/lib/thinking"
 	"github.com/agentctx/agentctx/pipeline"
 )
 

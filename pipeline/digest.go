@@ -8,7 +8,7 @@ import (
 	"sync"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // digestOf hashes the lossless JSON of msgs, each message length-prefixed.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentctx/agentctx/internal/textfmt"
+	"github.com/agentctx/agentctx/internal/base/textfmt"
 	"strings"
 	"sync"
 	"time"

@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/workspace"
 )

@@ -2,10 +2,10 @@ package proxy
 
 import (
 	"bytes"
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/thinking"
+	"github.com/agentctx/agentctx/internal/lib/thinking"
 )
 
 // MaxBreakpoints is the most cache_control breakpoints the Anthropic API

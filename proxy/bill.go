@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/tokens"
 )

@@ -8,7 +8,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // cachedSummaryBody returns the body of a summary request that reuses the

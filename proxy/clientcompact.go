@@ -3,7 +3,7 @@ package proxy
 import (
 	"sync"
 
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // A client's own compaction request on an OpenAI API repeats the

@@ -15,7 +15,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 	"github.com/agentctx/agentctx/mcpserver"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pipeline/replay"

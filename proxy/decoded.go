@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/decodecache"
+	"github.com/agentctx/agentctx/internal/lib/decodecache"
 )
 
 // DefaultDecodeCacheBytes bounds, by default, the memory the proxy keeps
@@ -147,7 +147,7 @@ func (d *decodedMsg) Size() int64 {
 
 // decodeCache keeps, per conversation, the messages decoded for its last
 // request, for the next request to reuse the ones it sends again byte for
-// byte (internal/decodecache). A conversation is found by the session
+// byte (internal/lib/decodecache). A conversation is found by the session
 // header the client sent (if any) and the bytes of its first message,
 // which every request of it repeats, so that the cache needs no session
 // key (those are read from the body). Different conversations that share

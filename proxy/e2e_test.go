@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/internal/e2eclient"
-	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"github.com/agentctx/agentctx/internal/testkit/e2eclient"
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/prune"

@@ -18,7 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 	"github.com/agentctx/agentctx/mcpserver"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"

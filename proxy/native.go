@@ -60,7 +60,7 @@ package proxy
 //   - OpenAI Responses compaction (context_management with
 //     compact_threshold, /responses/compact) is the rsp branch's.
 //
-// The strict fake (internal/fakeupstream, compaction.go) implements
+// The strict fake (internal/testkit/fakeupstream, compaction.go) implements
 // threshold compaction as documented: the block, the dropped prefix, the
 // iterations billed, the betas required, and the rejections (a trigger
 // under 50,000, an unknown field, a compaction block sent back without
@@ -98,7 +98,7 @@ package proxy
 //
 // Whatever the mode, a client-side edit before an ended turn's thinking
 // invalidates it; the thinking of those turns is removed (the documented
-// way to keep them after trimming), by internal/thinking.Fix, the one
+// way to keep them after trimming), by internal/lib/thinking.Fix, the one
 // implementation the proxy (fixThinking) and anthropicx share.
 //
 // # Native compaction
@@ -140,7 +140,7 @@ package proxy
 //
 // The usage of an answer that compacted is not fed to the Engine: its
 // top-level figures are the step after the summary's, not the request the
-// Engine counted. The same helpers (internal/ctxedit) serve anthropicx.
+// Engine counted. The same helpers (internal/lib/ctxedit) serve anthropicx.
 
 import (
 	"bytes"
@@ -149,7 +149,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/internal/ctxedit"
+	"github.com/agentctx/agentctx/internal/lib/ctxedit"
 )
 
 // ContextManagement says where edits are applied.

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/internal/ctxedit"
-	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"github.com/agentctx/agentctx/internal/lib/ctxedit"
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/workspace"

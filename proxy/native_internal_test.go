@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/ctxedit"
+	"github.com/agentctx/agentctx/internal/lib/ctxedit"
 )
 
 func TestClearEditAppendsAfterTheClients(t *testing.T) {

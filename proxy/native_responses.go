@@ -3,7 +3,7 @@ package proxy
 // # Native mode for the OpenAI Responses API
 //
 // OpenAI has no server-side clearing of tool results; its context
-// management is compaction (see internal/respcompact for the facts relied
+// management is compaction (see internal/lib/respcompact for the facts relied
 // on, from https://developers.openai.com/api/docs/guides/compaction and
 // the API reference): POST /v1/responses/compact returns the user messages
 // and one opaque, encrypted compaction item that carries the rest, and
@@ -46,7 +46,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/internal/respcompact"
+	"github.com/agentctx/agentctx/internal/lib/respcompact"
 )
 
 // NativeSummarizerOptions configure NativeSummarizers.

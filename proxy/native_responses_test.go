@@ -14,8 +14,8 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/internal/fakeupstream"
-	"github.com/agentctx/agentctx/internal/respcompact"
+	"github.com/agentctx/agentctx/internal/lib/respcompact"
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/workspace"

@@ -31,8 +31,8 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/internal/fakeupstream"
-	"github.com/agentctx/agentctx/internal/golden"
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
+	"github.com/agentctx/agentctx/internal/testkit/golden"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/proxy/enginetest"

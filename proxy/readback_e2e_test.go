@@ -26,9 +26,9 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/internal/e2eclient"
-	"github.com/agentctx/agentctx/internal/fakeupstream"
-	"github.com/agentctx/agentctx/internal/testbin"
+	"github.com/agentctx/agentctx/internal/testkit/e2eclient"
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
+	"github.com/agentctx/agentctx/internal/testkit/testbin"
 	"github.com/agentctx/agentctx/proxy"
 )
 
@@ -43,7 +43,7 @@ func readBackToken(t *testing.T) string {
 }
 
 // buildAgentctx returns the agentctx command, built once per source tree
-// (internal/testbin).
+// (internal/testkit/testbin).
 func buildAgentctx(t *testing.T) string {
 	t.Helper()
 	return testbin.Agentctx(t)

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/httpguard"
-	"github.com/agentctx/agentctx/internal/textfmt"
+	"github.com/agentctx/agentctx/internal/base/httpguard"
+	"github.com/agentctx/agentctx/internal/base/textfmt"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pipeline/replay"
 	"github.com/agentctx/agentctx/session/memsession"

@@ -2,7 +2,7 @@ package proxy
 
 import (
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/respitems"
+	"github.com/agentctx/agentctx/internal/lib/respitems"
 )
 
 // ResponsesMessages maps the items of a Responses "input" array onto
@@ -21,7 +21,7 @@ import (
 //
 // The mapping is for the Engine only: messages the Engine keeps go
 // upstream as their original items, byte for byte. It is the SDK
-// middleware's (openaix) too: both use internal/respitems.
+// middleware's (openaix) too: both use internal/lib/respitems.
 func ResponsesMessages(items [][]byte) ([]agentctx.Message, [][]int, error) {
 	return respitems.Messages(items)
 }

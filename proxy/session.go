@@ -9,8 +9,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/agentctx/agentctx/internal/rawjson"
-	"github.com/agentctx/agentctx/internal/wire"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/internal/lib/wire"
 )
 
 // HeaderSession is the header a client may set to name its session when it

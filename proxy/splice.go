@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 var errNotObject = errors.New("the body is not a JSON object")

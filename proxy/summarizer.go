@@ -11,8 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/internal/rawjson"
-	"github.com/agentctx/agentctx/internal/secret"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/internal/base/secret"
 )
 
 // UpstreamSummarizerOptions configure UpstreamSummarizers.

@@ -18,8 +18,8 @@ import (
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/workspace"
 
-	"github.com/agentctx/agentctx/internal/e2eclient"
-	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"github.com/agentctx/agentctx/internal/testkit/e2eclient"
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 	"github.com/agentctx/agentctx/proxy"
 )
 

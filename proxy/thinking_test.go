@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 	"github.com/agentctx/agentctx/proxy"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/agentctx/agentctx/internal/thinking"
+	"github.com/agentctx/agentctx/internal/lib/thinking"
 	"github.com/agentctx/agentctx/pipeline"
 )
 

@@ -17,7 +17,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/agentctx/agentctx/internal/otlphttp"
+	"github.com/agentctx/agentctx/internal/base/otlphttp"
 	"github.com/agentctx/agentctx/session"
 )
 
@@ -172,7 +172,7 @@ var ErrOTLPProtocol = errors.New("unsupported OTLP protocol (want http/protobuf)
 // OTEL_TRACES_SAMPLER...), service name "agentctx" by default. getenv
 // reads the exporter's variables (nil: os.Getenv); the resource and the
 // sampler are read from the process's. Shut it down (with a deadline) to
-// flush the last spans. The exporter is internal/otlphttp's (see there
+// flush the last spans. The exporter is internal/base/otlphttp's (see there
 // why not otlptracehttp).
 func NewOTLPTracerProvider(ctx context.Context, getenv func(string) string) (*sdktrace.TracerProvider, error) {
 	if getenv == nil {

@@ -13,8 +13,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/agentctx/agentctx/internal/fakeupstream"
-	"github.com/agentctx/agentctx/internal/otlptest"
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
+	"github.com/agentctx/agentctx/internal/testkit/otlptest"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/session/memsession"

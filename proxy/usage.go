@@ -3,8 +3,8 @@ package proxy
 import (
 	"bytes"
 
-	"github.com/agentctx/agentctx/internal/rawjson"
-	"github.com/agentctx/agentctx/internal/wire"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/internal/lib/wire"
 )
 
 // usageScanner reads the usage and the thinking signatures of a response as

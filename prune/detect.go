@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // terminalFeatures are the substrings that mark command output (seed 004

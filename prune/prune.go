@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 	"github.com/agentctx/agentctx/tokens"
 )
 

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/agentctx/agentctx/internal/pgtest"
+	"github.com/agentctx/agentctx/internal/testkit/pgtest"
 	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/session/dirsession"
 	"github.com/agentctx/agentctx/session/memsession"

@@ -17,7 +17,7 @@ import (
 	"sync/atomic"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // Estimates for content that is not text (SPEC §2, beyond the seed). They are

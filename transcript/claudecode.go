@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // Claude Code writes a session as JSON Lines of records. Records of type

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 	"github.com/agentctx/agentctx/transcript"
 )
 

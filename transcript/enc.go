@@ -2,7 +2,7 @@ package transcript
 
 import (
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // encoder appends compact JSON; err keeps the first error of a message

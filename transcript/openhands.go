@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // OpenHands keeps a run as a list of events, not messages: actions (the

@@ -4,7 +4,7 @@ import (
 	"bytes"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // ohSource is what an OpenHands conversation keeps of its input to write it

@@ -46,8 +46,8 @@ import (
 	"strings"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/fsutil"
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/fsutil"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // The agent transcript formats (SPEC §1). Formats lists them, and the

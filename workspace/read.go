@@ -3,13 +3,13 @@ package workspace
 import (
 	"context"
 	"fmt"
-	"github.com/agentctx/agentctx/internal/textfmt"
+	"github.com/agentctx/agentctx/internal/base/textfmt"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentctx/agentctx/internal/rawjson"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // The reads below return the text an agent tool returns (see Tools and

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentctx/agentctx/internal/textfmt"
+	"github.com/agentctx/agentctx/internal/base/textfmt"
 	"math"
 	"slices"
 	"strconv"

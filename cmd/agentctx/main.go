@@ -14,7 +14,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 
-	"github.com/agentctx/agentctx/internal/cli"
+	"github.com/agentctx/agentctx/internal/app/cli"
 )
 
 // grace is how long a command may take to stop after the first Ctrl-C

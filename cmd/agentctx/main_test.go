@@ -19,19 +19,19 @@ import (
 
 	"github.com/creack/pty"
 
-	"github.com/agentctx/agentctx/internal/testbin"
+	"github.com/agentctx/agentctx/internal/testkit/testbin"
 )
 
 // These tests drive the real binary on a pseudo-terminal, as a person at a
 // terminal meets it: the hint while it waits on stdin, Ctrl-C, the progress
-// bar. They build the binary once (internal/testbin) and skip where no pty can be made.
+// bar. They build the binary once (internal/testkit/testbin) and skip where no pty can be made.
 
 // hang is how long a test waits for something that must happen before it
 // declares the binary stuck. It is a bound on a failure, not a measurement.
 const hang = 60 * time.Second
 
 // buildBinary returns the agentctx binary, built once per source tree
-// (internal/testbin); it skips where no pseudo-terminal can be made.
+// (internal/testkit/testbin); it skips where no pseudo-terminal can be made.
 func buildBinary(t *testing.T) string {
 	t.Helper()
 	if runtime.GOOS == "windows" {

@@ -23,9 +23,9 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/internal/fsutil"
-	"github.com/agentctx/agentctx/internal/rawjson"
-	"github.com/agentctx/agentctx/internal/textfmt"
+	"github.com/agentctx/agentctx/internal/base/fsutil"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/internal/base/textfmt"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/tokens"
 	"github.com/agentctx/agentctx/transcript"

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentctx/agentctx/internal/fsutil"
+	"github.com/agentctx/agentctx/internal/base/fsutil"
 	"github.com/agentctx/agentctx/session"
 )
 

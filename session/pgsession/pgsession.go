@@ -5,7 +5,7 @@
 // the database (one conditional UPDATE, or an INSERT that does nothing when
 // the session exists).
 //
-// Open creates and migrates its table by itself (internal/pgmigrate,
+// Open creates and migrates its table by itself (internal/base/pgmigrate,
 // component "session"); the database may be the one a workspace/pgstore
 // uses: the tables do not overlap.
 package pgsession
@@ -18,8 +18,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/agentctx/agentctx/internal/pgmigrate"
-	"github.com/agentctx/agentctx/internal/secret"
+	"github.com/agentctx/agentctx/internal/base/pgmigrate"
+	"github.com/agentctx/agentctx/internal/base/secret"
 	"github.com/agentctx/agentctx/session"
 )
 

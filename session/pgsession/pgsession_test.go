@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentctx/agentctx/internal/pgtest"
+	"github.com/agentctx/agentctx/internal/testkit/pgtest"
 	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/session/pgsession"
 	"github.com/agentctx/agentctx/session/sessiontest"

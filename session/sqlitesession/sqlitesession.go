@@ -15,7 +15,7 @@ import (
 
 	"github.com/agentctx/agentctx/session"
 
-	"github.com/agentctx/agentctx/internal/fsutil"
+	"github.com/agentctx/agentctx/internal/base/fsutil"
 )
 
 // driver is the session.Driver of a table in an SQLite file. It is safe for

@@ -33,7 +33,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentctx/agentctx/internal/fsutil"
+	"github.com/agentctx/agentctx/internal/base/fsutil"
 	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/session/dirsession"
 	"github.com/agentctx/agentctx/workspace"

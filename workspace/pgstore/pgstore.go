@@ -42,8 +42,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/agentctx/agentctx/internal/pgmigrate"
-	"github.com/agentctx/agentctx/internal/secret"
+	"github.com/agentctx/agentctx/internal/base/pgmigrate"
+	"github.com/agentctx/agentctx/internal/base/secret"
 	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/session/pgsession"
 	"github.com/agentctx/agentctx/workspace"

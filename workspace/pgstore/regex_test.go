@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentctx/agentctx/internal/pgtest"
+	"github.com/agentctx/agentctx/internal/testkit/pgtest"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/driver"
 	"github.com/agentctx/agentctx/workspace/storetest"

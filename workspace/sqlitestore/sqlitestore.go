@@ -32,7 +32,7 @@ import (
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/driver"
 
-	"github.com/agentctx/agentctx/internal/fsutil"
+	"github.com/agentctx/agentctx/internal/base/fsutil"
 )
 
 // Options configure a Store. The zero value is the default.

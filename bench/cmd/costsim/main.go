@@ -22,7 +22,7 @@
 // so the history carries them (without it the model never thinks). -v
 // prints one line per model request (its usage, from the
 // bill). The clients are the ones the end-to-end tests install
-// (internal/e2eclient); `go test ./internal/e2eclient` installs them.
+// (internal/testkit/e2eclient); `go test ./internal/testkit/e2eclient` installs them.
 package main
 
 import (
@@ -33,7 +33,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/agentctx/agentctx/internal/textfmt"
+	"github.com/agentctx/agentctx/internal/base/textfmt"
 	"io"
 	"net"
 	"net/http"
@@ -47,8 +47,8 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/internal/e2eclient"
-	"github.com/agentctx/agentctx/internal/fakeupstream"
+	"github.com/agentctx/agentctx/internal/testkit/e2eclient"
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 	"github.com/agentctx/agentctx/proxy"
 )
 
@@ -143,7 +143,7 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]result, error) {
 			argv = e2eclient.CodexCommand(cfg.ClientDir)
 		}
 		if _, err := os.Stat(argv[len(argv)-1]); err != nil {
-			return nil, fmt.Errorf("%s is not installed in %s (go test ./internal/e2eclient installs it): %w", c, cfg.ClientDir, err)
+			return nil, fmt.Errorf("%s is not installed in %s (go test ./internal/testkit/e2eclient installs it): %w", c, cfg.ClientDir, err)
 		}
 	}
 	tmp, err := os.MkdirTemp("", "costsim-")

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentctx/agentctx/internal/e2eclient"
-	"github.com/agentctx/agentctx/internal/testbin"
+	"github.com/agentctx/agentctx/internal/testkit/e2eclient"
+	"github.com/agentctx/agentctx/internal/testkit/testbin"
 )
 
 // TestSmoke runs the simulation tiny: both clients, both arms, three
 // steps, through the agentctx proxy built once per source tree
-// (internal/testbin), the four runs side by side (each has its own
+// (internal/testkit/testbin), the four runs side by side (each has its own
 // directories, fake and proxy). It needs the real clients, so it skips
 // without npm (unless CI is set) and with -short.
 func TestSmoke(t *testing.T) {

@@ -3,12 +3,12 @@ package main
 import (
 	"testing"
 
-	"github.com/agentctx/agentctx/internal/testbin"
+	"github.com/agentctx/agentctx/internal/testkit/testbin"
 )
 
 // TestSmoke runs the load script small: two sessions of 60 KB, three
 // requests each, through the agentctx proxy built once per source tree
-// (internal/testbin; the command builds its own when run alone).
+// (internal/testkit/testbin; the command builds its own when run alone).
 func TestSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the agentctx binary")

@@ -1,0 +1,38 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agentctx/agentctx/internal/testkit/pgtest"
+)
+
+// pgURL starts a throwaway PostgreSQL for the test and returns the URL of
+// an empty database in it; it skips the test when PostgreSQL is not
+// installed (and fails it in CI).
+func pgURL(t *testing.T) string {
+	t.Helper()
+	s, err := pgtest.Start(t.Context(), pgtest.Options{})
+	if err != nil {
+		pgtest.Skip(t, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	u, err := s.NewDatabase(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestWSStoreNotPostgres(t *testing.T) {
+	for _, args := range [][]string{{"prepare", "--store", "mysql://x", "-"}, {"replay", "--store", "mysql://x", "-"}, {"proxy", "--store", "mysql://x"}, {"mcp", "--store", "mysql://x"}} {
+		out, errOut, code := run(t, `[{"role":"user","content":"hi"},{"role":"assistant","content":"ok"}]`, args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, "--store must be a postgres:// URL") {
+			t.Errorf("%v: exit %d stdout %q stderr %q", args, code, out, errOut)
+		}
+	}
+	out, errOut, code := run(t, "", "ws", "ls", "--store", "mysql://x")
+	if code != 2 || out != "" || errOut != "agentctx: --store must be a postgres:// URL, got \"mysql://x\"\n" {
+		t.Errorf("exit %d stdout %q stderr %q", code, out, errOut)
+	}
+}

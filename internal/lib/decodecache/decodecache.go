@@ -1,0 +1,272 @@
+// Package decodecache keeps, per conversation, the messages decoded for its
+// last request, so that the next request reuses the ones it sends again
+// byte for byte: a conversation grows at its end, so decoding a request
+// costs what is new in it. The proxy and the SDK middleware
+// (internal/lib/sdkmw) share it.
+//
+// The cache keeps no copy of a request's bytes: a Print (the length and
+// two independently seeded 64-bit hashes) tells the same bytes again. What
+// a message decodes to is the caller's (an Entry); the cache bounds the
+// memory of its entries (least recently used conversations go first).
+package decodecache
+
+import (
+	"container/list"
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+
+	"github.com/agentctx/agentctx/internal/base/rawjson"
+)
+
+// Print identifies the bytes of a message: their length and fingerprint
+// (Cache.PrintOf).
+type Print struct {
+	N   int
+	Sum [2]uint64
+}
+
+// Entry is one decoded message as a cache keeps it. It must never be
+// modified once made, so that requests share it.
+type Entry interface {
+	comparable
+	// Print is that of the message's bytes in the request that sent it.
+	Print() Print
+	// Size estimates the memory the entry holds.
+	Size() int64
+}
+
+// Cache holds the entries of the last request of each conversation,
+// under a key the caller derives (Scan derives it from a prefix and the
+// first message's bytes). Its memory is bounded by the sum of the entries'
+// sizes. A nil *Cache caches nothing. It is safe for concurrent use.
+type Cache[E Entry] struct {
+	mu    sync.Mutex
+	max   int64
+	size  int64
+	lru   list.List // of *entry[E], most recent first
+	byKey map[string]*list.Element
+	seed  maphash.Seed
+	seed2 maphash.Seed
+
+	// Reused and Decoded count the messages taken from the cache and
+	// decoded (by Scan.Decode).
+	Reused, Decoded atomic.Int64
+}
+
+type entry[E Entry] struct {
+	key  string
+	msgs []E
+	size int64
+}
+
+// New returns a cache bounded to max bytes (by the entries' estimates).
+func New[E Entry](max int64) *Cache[E] {
+	return &Cache[E]{max: max, byKey: map[string]*list.Element{}, seed: maphash.MakeSeed(), seed2: maphash.MakeSeed()}
+}
+
+// Fingerprint is what tells a message's bytes again: 128 bits of two
+// independently seeded hashes (with the length kept beside them). c must
+// not be nil.
+func (c *Cache[E]) Fingerprint(raw []byte) [2]uint64 {
+	return [2]uint64{maphash.Bytes(c.seed, raw), maphash.Bytes(c.seed2, raw)}
+}
+
+// PrintOf returns the Print of raw; the zero Print when c is nil.
+func (c *Cache[E]) PrintOf(raw []byte) Print {
+	if c == nil {
+		return Print{N: len(raw)}
+	}
+	return Print{N: len(raw), Sum: c.Fingerprint(raw)}
+}
+
+// Same reports whether data holds the bytes of e.
+func (c *Cache[E]) Same(e E, data []byte) bool {
+	p := e.Print()
+	return len(data) == p.N && c.Fingerprint(data) == p.Sum
+}
+
+// Get returns the entries cached under key, or nil.
+func (c *Cache[E]) Get(key string) []E {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el := c.byKey[key]
+	if el == nil {
+		return nil
+	}
+	c.lru.MoveToFront(el)
+	return el.Value.(*entry[E]).msgs
+}
+
+// Put caches msgs under key, replacing what was there, and drops the least
+// recently used conversations beyond the bound. A conversation larger than
+// the bound is not cached.
+func (c *Cache[E]) Put(key string, msgs []E) {
+	if c == nil || key == "" {
+		return
+	}
+	var size int64
+	for _, m := range msgs {
+		size += m.Size()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el := c.byKey[key]; el != nil {
+		c.size -= el.Value.(*entry[E]).size
+		c.lru.Remove(el)
+		delete(c.byKey, key)
+	}
+	if size > c.max {
+		return
+	}
+	for c.size+size > c.max {
+		old := c.lru.Back()
+		e := old.Value.(*entry[E])
+		c.size -= e.size
+		c.lru.Remove(old)
+		delete(c.byKey, e.key)
+	}
+	c.byKey[key] = c.lru.PushFront(&entry[E]{key: key, msgs: msgs, size: size})
+	c.size += size
+}
+
+// Bytes reports the memory the cache holds, by its estimate.
+func (c *Cache[E]) Bytes() int64 {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.size
+}
+
+// Len reports the number of conversations cached.
+func (c *Cache[E]) Len() int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.byKey)
+}
+
+// Scan splits the list of messages of a body while the body is split
+// (its ValueAt is a rawjson.MembersFunc hook), matching each element
+// against the message at the same position in the conversation's cached
+// request: an element whose bytes are that message's is neither scanned
+// nor decoded again. Cache may be nil (nothing is reused).
+type Scan[E Entry] struct {
+	Cache  *Cache[E]
+	Prefix string // the cache key's start (the caller's: API, session header)
+	Member string // the member holding the list: "messages", or "input"
+
+	Data   []byte // the body, as the MembersFunc sees it
+	Key    string // the cache key, once the first element is known
+	Items  [][]byte
+	Reused []E // per item: the cached entry it repeats, or the zero E
+}
+
+// ValueAt is the MembersFunc hook.
+func (ls *Scan[E]) ValueAt(key string, i int) (int, error) {
+	if key != ls.Member || i >= len(ls.Data) || ls.Data[i] != '[' {
+		return -1, nil
+	}
+	return ls.scan(i)
+}
+
+// scan splits the array at Data[i] (the last one of the member wins) and
+// returns the index past it.
+func (ls *Scan[E]) scan(i int) (int, error) {
+	data := ls.Data
+	var zero E
+	ls.Items, ls.Reused, ls.Key = ls.Items[:0], ls.Reused[:0], ""
+	var cached []E
+	i = rawjson.SkipSpace(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		return i + 1, nil
+	}
+	for k := 0; ; k++ {
+		start := i
+		hit := zero
+		if k > 0 && k < len(cached) {
+			n := cached[k].Print().N
+			if i+n <= len(data) && n > 0 && data[i] == '{' && data[i+n-1] == '}' && ls.Cache.Same(cached[k], data[i:i+n]) {
+				// The bytes of a complete JSON object: its end does not
+				// depend on what follows it.
+				hit = cached[k]
+				i += n
+			}
+		}
+		if hit == zero {
+			end, err := rawjson.ValueEnd(data, i)
+			if err != nil {
+				return end, err
+			}
+			i = end
+		}
+		if k == 0 && ls.Cache != nil {
+			fp := ls.Cache.Fingerprint(data[start:i])
+			var b [8]byte
+			binary.LittleEndian.PutUint64(b[:], fp[0])
+			ls.Key = ls.Prefix + string(b[:])
+			cached = ls.Cache.Get(ls.Key)
+			if len(cached) > 0 && cached[0].Print() == (Print{N: i - start, Sum: fp}) {
+				hit = cached[0]
+			}
+		}
+		ls.Items = append(ls.Items, data[start:i])
+		ls.Reused = append(ls.Reused, hit)
+		i = rawjson.SkipSpace(data, i)
+		if i < len(data) && data[i] == ',' {
+			i = rawjson.SkipSpace(data, i+1)
+			continue
+		}
+		if i < len(data) && data[i] == ']' {
+			return i + 1, nil
+		}
+		return i, &rawjson.SyntaxError{Offset: int64(i), Msg: "invalid character after array element"}
+	}
+}
+
+// Decode returns the entries of the scanned list, decoding with decode
+// the ones the cache did not hold, and caches them for the next request.
+func (ls *Scan[E]) Decode(decode func(raw []byte) (E, error)) ([]E, error) {
+	var zero E
+	out := make([]E, len(ls.Items))
+	for k, it := range ls.Items {
+		if d := ls.Reused[k]; d != zero {
+			out[k] = d
+			continue
+		}
+		if ls.Cache != nil {
+			ls.Cache.Decoded.Add(1)
+		}
+		d, err := decode(it)
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", k, err)
+		}
+		out[k] = d
+	}
+	if ls.Cache != nil {
+		ls.Cache.Reused.Add(int64(len(out)) - int64(CountNew(ls.Reused)))
+	}
+	ls.Cache.Put(ls.Key, out)
+	return out, nil
+}
+
+// CountNew counts the items the cache did not hold (the zero E).
+func CountNew[E comparable](reused []E) int {
+	var zero E
+	n := 0
+	for _, d := range reused {
+		if d == zero {
+			n++
+		}
+	}
+	return n
+}

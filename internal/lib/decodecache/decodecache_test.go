@@ -1,0 +1,113 @@
+package decodecache
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/agentctx/agentctx/internal/base/rawjson"
+)
+
+type msg struct {
+	p    Print
+	text string
+}
+
+func (m *msg) Print() Print { return m.p }
+func (m *msg) Size() int64  { return int64(m.p.N) + 100 }
+
+// scanList scans and decodes the list of body with cache c.
+func scanList(t *testing.T, c *Cache[*msg], body string) []*msg {
+	t.Helper()
+	ls := &Scan[*msg]{Cache: c, Prefix: "p\x00", Member: "messages", Data: []byte(body)}
+	if _, err := rawjson.MembersFunc(ls.Data, ls.ValueAt); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ls.Decode(func(raw []byte) (*msg, error) { return &msg{p: c.PrintOf(raw), text: string(raw)}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, m := range out {
+		if m.text != string(ls.Items[k]) {
+			t.Fatalf("item %d is %s, its entry %s", k, ls.Items[k], m.text)
+		}
+	}
+	return out
+}
+
+// TestScanReuses: a request that sends the last one's messages again
+// reuses their entries; a changed message, a changed first message or
+// spaces moved are decoded again.
+func TestScanReuses(t *testing.T) {
+	c := New[*msg](1 << 20)
+	first := scanList(t, c, `{"messages":[{"a":1},{"b":2}]}`)
+	for _, tc := range []struct {
+		body   string
+		reused []bool
+	}{
+		{`{"messages":[{"a":1},{"b":2},{"c":3}]}`, []bool{true, true, false}},
+		{`{"messages":[{"a":1}, {"b":2},{"c":4}]}`, []bool{true, true, false}},
+		{`{"messages":[{"a":1},{"b":3},{"c":4}]}`, []bool{true, false, true}},
+		{`{"messages":[{"a":2},{"b":3},{"c":4}]}`, []bool{false, false, false}},
+		{`{"x":[{"a":1}],"messages":[]}`, nil},
+	} {
+		prev := map[string]*msg{}
+		for _, m := range first {
+			prev[m.text] = m
+		}
+		got := scanList(t, c, tc.body)
+		if len(got) != len(tc.reused) {
+			t.Fatalf("%s: %d messages", tc.body, len(got))
+		}
+		for k, m := range got {
+			if (prev[m.text] == m) != tc.reused[k] {
+				t.Errorf("%s: message %d reused %v, want %v", tc.body, k, prev[m.text] == m, tc.reused[k])
+			}
+		}
+		first = got
+	}
+}
+
+// TestBound: the cache keeps to its bound, drops the least recently used
+// conversation first and does not keep one larger than the bound.
+func TestBound(t *testing.T) {
+	c := New[*msg](1000)
+	put := func(key string, n int) {
+		c.Put(key, []*msg{{p: Print{N: n}}})
+	}
+	put("a", 300) // 400 bytes each
+	put("b", 300)
+	c.Get("a")
+	put("c", 300) // drops b
+	if c.Bytes() != 800 || c.Get("b") != nil || c.Get("a") == nil || c.Get("c") == nil {
+		t.Fatalf("holds %d bytes, b %v", c.Bytes(), c.Get("b"))
+	}
+	put("d", 2000)
+	if c.Get("d") != nil || c.Bytes() > 1000 {
+		t.Fatalf("kept a conversation over the bound (%d bytes)", c.Bytes())
+	}
+	put("a", 100) // replaced
+	if c.Bytes() != 600 || c.Len() != 2 {
+		t.Fatalf("holds %d bytes, %d conversations", c.Bytes(), c.Len())
+	}
+	var nilc *Cache[*msg]
+	nilc.Put("a", nil)
+	if nilc.Get("a") != nil || nilc.Bytes() != 0 || nilc.Len() != 0 {
+		t.Fatal("a nil cache holds something")
+	}
+}
+
+// TestScanErrors: a list the scan cannot split is an error, not a panic.
+func TestScanErrors(t *testing.T) {
+	c := New[*msg](1 << 20)
+	scanList(t, c, `{"messages":[{"a":1},{"b":2}]}`)
+	for _, body := range []string{`{"messages":[{"a":1},{"b":2}`, `{"messages":[{"a":1} {"b":2}]}`, `{"messages":[{"a":1},{"b":2` + strings.Repeat(" ", 3)} {
+		ls := &Scan[*msg]{Cache: c, Prefix: "p\x00", Member: "messages", Data: []byte(body)}
+		if _, err := rawjson.MembersFunc(ls.Data, ls.ValueAt); err == nil {
+			t.Errorf("%s: no error", body)
+		}
+	}
+	if n := CountNew([]*msg{nil, {}, nil}); n != 2 {
+		t.Fatal(fmt.Sprint(n))
+	}
+}

@@ -1,0 +1,218 @@
+package wire
+
+import (
+	"bytes"
+
+	"github.com/agentctx/agentctx/internal/base/rawjson"
+)
+
+// API is a provider's wire format; 0 is none (nothing is read).
+type API uint8
+
+// The APIs whose answers carry usage.
+const (
+	// Anthropic is Anthropic's Messages API: a stream's message_start
+	// carries the input and cache tokens, message_delta the output tokens
+	// (and, on newer models, the input ones again).
+	Anthropic API = iota + 1
+	// Chat is OpenAI's Chat Completions: the usage is the last chunk of a
+	// stream (with stream_options.include_usage), cached tokens counted
+	// inside prompt_tokens.
+	Chat
+	// Responses is OpenAI's Responses API: the usage is in the response of
+	// response.completed (or response.incomplete), cached tokens counted
+	// inside input_tokens.
+	Responses
+)
+
+// Usage is the token usage an upstream reported for one response,
+// normalized across providers. It is the SDK middleware's public usage
+// (anthropicx.Usage, openaix.Usage).
+type Usage struct {
+	// Provider is "anthropic" or "openai"; the parser leaves it empty, the
+	// middleware sets it.
+	Provider string `json:"provider"`
+	// InputTokens is every input token of the request, cached ones
+	// included (Anthropic: input_tokens + cache_read_input_tokens +
+	// cache_creation_input_tokens; OpenAI: prompt_tokens or input_tokens).
+	InputTokens int64 `json:"input_tokens"`
+	// CacheReadTokens are input tokens read from the prompt cache
+	// (Anthropic cache_read_input_tokens, OpenAI cached_tokens).
+	CacheReadTokens int64 `json:"cache_read_tokens"`
+	// CacheWriteTokens are input tokens written to the prompt cache
+	// (Anthropic cache_creation_input_tokens), both lifetimes.
+	CacheWriteTokens int64 `json:"cache_write_tokens"`
+	// CacheWrite1hTokens is the part of CacheWriteTokens written with the
+	// 1-hour lifetime (Anthropic cache_creation.ephemeral_1h_input_tokens),
+	// priced apart.
+	CacheWrite1hTokens int64 `json:"cache_write_1h_tokens,omitempty"`
+	// OutputTokens are the tokens generated.
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+// Uncached returns the input tokens neither read from nor written to the
+// prompt cache.
+func (u Usage) Uncached() int64 { return u.InputTokens - u.CacheReadTokens - u.CacheWriteTokens }
+
+// UsageReader reads the usage of one response: Whole for a JSON answer, or
+// Event for each event of a stream, in order. Its zero value is ready.
+type UsageReader struct {
+	// Usage is the usage read so far.
+	Usage Usage
+	// Got reports that some usage was read.
+	Got bool
+	// Final reports that the event that completes the usage was read
+	// (Anthropic's message_delta, the chat usage chunk, Responses'
+	// response.completed, a whole answer).
+	Final bool
+}
+
+// usageKey is in every event with usage (as the key "usage"). Without its
+// leading quote, frequent in JSON, bytes.Contains finds it faster.
+var usageKey = []byte(`usage"`)
+
+// Event reads the data of one event of a stream of api. Data that is not a
+// JSON object, and events without usage, are passed over.
+func (r *UsageReader) Event(api API, data []byte) {
+	// Most events carry no usage: skip them without parsing.
+	if !bytes.Contains(data, usageKey) {
+		return
+	}
+	ms, ok := members(data)
+	if !ok {
+		return
+	}
+	switch api {
+	case Anthropic:
+		switch typeOf(ms) {
+		case "message_start":
+			r.anthropic(rawjson.Get(get(ms, "message"), "usage"))
+		case "message_delta":
+			r.anthropic(get(ms, "usage"))
+			r.Final = true
+		}
+	case Chat:
+		if u := get(ms, "usage"); rawjson.Kind(u) == '{' {
+			r.openAI(u, "prompt_tokens", "completion_tokens", "prompt_tokens_details")
+			r.Final = true
+		}
+	case Responses:
+		switch typeOf(ms) {
+		case "response.completed", "response.incomplete", "response.done":
+			r.openAI(rawjson.Get(get(ms, "response"), "usage"), "input_tokens", "output_tokens", "input_tokens_details")
+			r.Final = true
+		}
+	}
+}
+
+// Whole reads a whole (non-streamed) JSON answer of api. An answer that is
+// not a JSON object is passed over.
+func (r *UsageReader) Whole(api API, body []byte) {
+	ms, ok := members(body)
+	if !ok {
+		return
+	}
+	r.Final = true
+	u := get(ms, "usage")
+	switch api {
+	case Anthropic:
+		r.anthropic(u)
+	case Chat:
+		r.openAI(u, "prompt_tokens", "completion_tokens", "prompt_tokens_details")
+	case Responses:
+		r.openAI(u, "input_tokens", "output_tokens", "input_tokens_details")
+	}
+}
+
+// anthropic reads a usage object of the Messages API: the fields it has
+// replace the ones read before (message_delta's running totals win), the
+// others stay.
+func (r *UsageReader) anthropic(raw []byte) {
+	ms, ok := members(raw)
+	if !ok {
+		return
+	}
+	u := &r.Usage
+	in, read, write := u.Uncached(), u.CacheReadTokens, u.CacheWriteTokens
+	set := func(key string, dst *int64) {
+		if n, ok := intOf(get(ms, key)); ok {
+			*dst = n
+			r.Got = true
+		}
+	}
+	set("input_tokens", &in)
+	set("cache_read_input_tokens", &read)
+	set("cache_creation_input_tokens", &write)
+	set("output_tokens", &u.OutputTokens)
+	u.InputTokens, u.CacheReadTokens, u.CacheWriteTokens = in+read+write, read, write
+	// The split by lifetime, where given (message_start; message_delta
+	// may repeat the total only).
+	if n, ok := intOf(rawjson.Get(get(ms, "cache_creation"), "ephemeral_1h_input_tokens")); ok {
+		u.CacheWrite1hTokens = n
+	}
+}
+
+// openAI reads a usage object of Chat Completions or Responses, whose
+// input count holds the cached tokens; it replaces what was read before.
+// An object without the input count is passed over.
+func (r *UsageReader) openAI(raw []byte, inKey, outKey, detailsKey string) {
+	ms, ok := members(raw)
+	if !ok {
+		return
+	}
+	in, ok := intOf(get(ms, inKey))
+	if !ok {
+		return
+	}
+	cached, _ := intOf(rawjson.Get(get(ms, detailsKey), "cached_tokens"))
+	out, _ := intOf(get(ms, outKey))
+	r.Usage = Usage{Provider: r.Usage.Provider, InputTokens: in, CacheReadTokens: cached, OutputTokens: out}
+	r.Got = true
+}
+
+// members splits a JSON object; ok is false for anything else.
+func members(raw []byte) ([]rawjson.Member, bool) {
+	if rawjson.Kind(raw) != '{' {
+		return nil, false
+	}
+	ms, err := rawjson.Members(raw)
+	return ms, err == nil
+}
+
+// get returns the value of the last member named key, or nil.
+func get(ms []rawjson.Member, key string) []byte {
+	for k := len(ms) - 1; k >= 0; k-- {
+		if ms[k].Key == key {
+			return ms[k].Value
+		}
+	}
+	return nil
+}
+
+// typeOf returns the string value of the member "type", or "".
+func typeOf(ms []rawjson.Member) string {
+	if v := get(ms, "type"); rawjson.Kind(v) == '"' {
+		return rawjson.Unquote(v)
+	}
+	return ""
+}
+
+// intOf reads a non-negative JSON integer (the integer part of a number
+// with a fraction or exponent); ok is false for anything else, and for a
+// count too large to be one.
+func intOf(raw []byte) (int64, bool) {
+	if len(raw) == 0 || raw[0] < '0' || raw[0] > '9' {
+		return 0, false
+	}
+	var n int64
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			break
+		}
+		if n > (1<<62)/10 {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}

@@ -1,5 +1,0 @@
-// Package lint holds checks on the module's own source that run as
-// ordinary tests (go test ./internal/lint): TestFunctionLength keeps every
-// function of the module within the length CONTRIBUTING.md sets
-// ("Function length"). The package has no code of its own.
-package lint
