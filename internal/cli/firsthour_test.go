@@ -24,6 +24,7 @@ import (
 // agentctx claude (against the fake upstream), then the sessions listed
 // and cleaned.
 func TestFirstHour(t *testing.T) {
+	t.Parallel() // child processes only (go, agentctx, the client), its own directories and upstream: it overlaps the other client runs
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
