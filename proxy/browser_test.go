@@ -89,9 +89,27 @@ func eventually(t *testing.T, what string, try func() string) {
 // that DOM.
 func loadDOM(t *testing.T, bin, url string, ready func(node) string) node {
 	t.Helper()
+	return loadDOMShot(t, bin, url, "", ready)
+}
+
+// loadDOMShot is loadDOM that also saves the page, as the same chromium
+// run rendered the DOM it returns, to shot (a PNG of at least 10 kB:
+// something was drawn); "" saves none. One run for both: each chromium
+// start costs about a second of a 2-core machine.
+func loadDOMShot(t *testing.T, bin, url, shot string, ready func(node) string) node {
+	t.Helper()
 	var dom node
-	eventually(t, "loading "+url, func() string {
-		b, err := headless(bin, t.TempDir(), url, "--dump-dom")
+	what := "loading " + url
+	if shot != "" {
+		what += " and its screenshot"
+	}
+	eventually(t, what, func() string {
+		flags := []string{"--dump-dom"}
+		if shot != "" {
+			os.Remove(shot)
+			flags = append(flags, "--screenshot="+shot)
+		}
+		b, err := headless(bin, t.TempDir(), url, flags...)
 		if err != nil {
 			return err.Error()
 		}
@@ -103,27 +121,28 @@ func loadDOM(t *testing.T, bin, url string, ready func(node) string) node {
 		if body := dom.all("body", ""); len(body) == 0 || attr(body[0], "data-loaded") != "1" {
 			return "the page has not loaded its data: " + dom.text("updated")
 		}
-		return ready(dom)
-	})
-	return dom
-}
-
-// screenshot saves url as seen by headless chromium to path (a PNG of at
-// least 10 kB: something was drawn).
-func screenshot(t *testing.T, bin, url, path string) {
-	t.Helper()
-	eventually(t, "screenshot of "+url, func() string {
-		os.Remove(path)
-		if _, err := headless(bin, t.TempDir(), url, "--screenshot="+path); err != nil {
-			return err.Error()
+		if why := ready(dom); why != "" {
+			return why
 		}
-		b, err := os.ReadFile(path)
-		if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) || len(b) < 10_000 {
-			return fmt.Sprintf("screenshot %s: %d bytes, %v", path, len(b), err)
+		if shot != "" {
+			return checkScreenshot(shot)
 		}
 		return ""
 	})
-	t.Logf("screenshot: %s", path)
+	if shot != "" {
+		t.Logf("screenshot: %s", shot)
+	}
+	return dom
+}
+
+// checkScreenshot returns "" when path holds a PNG of at least 10 kB
+// (something was drawn), else what is wrong with it.
+func checkScreenshot(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) || len(b) < 10_000 {
+		return fmt.Sprintf("screenshot %s: %d bytes, %v", path, len(b), err)
+	}
+	return ""
 }
 
 // screenshotDir is where the screenshots go: $AGENTCTX_SCREENSHOT_DIR, or
@@ -227,6 +246,7 @@ func (n node) text(id string) string {
 // session's page draws its timeline, its context and its artifacts, and
 // the viewer reads an artifact back a page at a time.
 func TestDashboardInBrowser(t *testing.T) {
+	t.Parallel() // its own proxy or file, and chromium profiles of its own: the browser tests overlap their chromium runs
 	bin := chromium(t)
 	s := scriptedSession(t, 14, proxy.Options{Token: "tok"})
 	st := getStats(t, s.url, map[string]string{"X-Agentctx-Token": "tok"})
@@ -234,7 +254,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	page := s.url + proxy.DashboardPath + "?token=tok"
 	dir := screenshotDir(t)
 
-	dom := loadDOM(t, bin, page, func(d node) string {
+	dom := loadDOMShot(t, bin, page, filepath.Join(dir, "dashboard-sessions.png"), func(d node) string {
 		if n := len(d.byID("sessions").all("tr", "session")); n != len(st.Sessions) {
 			return fmt.Sprintf("%d rows, %d sessions", n, len(st.Sessions))
 		}
@@ -297,11 +317,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := dom.text("total"); !strings.HasPrefix(got, thousands(st.Total.Requests)+" requests · bill $") {
 		t.Errorf("header: %q", got)
 	}
-	screenshot(t, bin, page, filepath.Join(dir, "dashboard-sessions.png"))
 
 	c, _ := s.srv.Composition(ss.Session)
 	session := page + "#/session/" + ss.Session
-	dom = loadDOM(t, bin, session, func(d node) string {
+	dom = loadDOMShot(t, bin, session, filepath.Join(dir, "dashboard-session.png"), func(d node) string {
 		if n := len(d.byID("timeline").all("circle", "pt")); n != len(ss.Timeline) {
 			return fmt.Sprintf("%d points drawn, %d in the timeline", n, len(ss.Timeline))
 		}
@@ -358,7 +377,6 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := dom.text("composition-legend"); !strings.Contains(got, "total "+thousands(total)+" tokens") {
 		t.Errorf("the context's legend reads %q, want its total %d", got, total)
 	}
-	screenshot(t, bin, session, filepath.Join(dir, "dashboard-session.png"))
 
 	// An artifact opened in the viewer: its first page, read back as the
 	// MCP tool reads it, and the way to the next.
@@ -376,7 +394,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatal("no artifact longer than a page")
 	}
 	viewer := session + "/artifact/" + big
-	dom = loadDOM(t, bin, viewer, func(d node) string {
+	dom = loadDOMShot(t, bin, viewer, filepath.Join(dir, "dashboard-artifact.png"), func(d node) string {
 		if d.text("viewer-text") == "" {
 			return "the viewer shows nothing"
 		}
@@ -388,12 +406,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	if next := dom.byID("viewer-next"); next.Node == nil || hasAttr(next.Node, "disabled") {
 		t.Error("the viewer cannot read on")
 	}
-	screenshot(t, bin, viewer, filepath.Join(dir, "dashboard-artifact.png"))
 }
 
 // A proxy that has served nothing: the dashboard says so, and a session
 // it does not know is named as such.
 func TestDashboardInBrowserEmpty(t *testing.T) {
+	t.Parallel() // its own proxy or file, and chromium profiles of its own: the browser tests overlap their chromium runs
 	bin := chromium(t)
 	srv, err := proxy.New(proxy.Options{Logger: testLogger(t)})
 	if err != nil {
@@ -402,7 +420,7 @@ func TestDashboardInBrowserEmpty(t *testing.T) {
 	ps := httptest.NewServer(srv)
 	t.Cleanup(ps.Close)
 	page := ps.URL + proxy.DashboardPath
-	dom := loadDOM(t, bin, page, func(d node) string {
+	dom := loadDOMShot(t, bin, page, filepath.Join(screenshotDir(t), "dashboard-empty.png"), func(d node) string {
 		if e := d.byID("empty"); e.Node == nil || hasAttr(e.Node, "hidden") {
 			return "no empty state shown"
 		}
@@ -414,7 +432,6 @@ func TestDashboardInBrowserEmpty(t *testing.T) {
 	if got := dom.text("total"); got != "0 requests · bill $0.0000 · saved $0.0000" {
 		t.Errorf("header: %q", got)
 	}
-	screenshot(t, bin, page, filepath.Join(screenshotDir(t), "dashboard-empty.png"))
 	dom = loadDOM(t, bin, page+"#/session/nope", func(d node) string {
 		if d.text("session-summary") == "" {
 			return "no summary"
@@ -438,6 +455,7 @@ func thousands(n int) string {
 // The HTML report of examples/session.json, opened in a real browser (from
 // a file: it needs nothing else), draws the same charts.
 func TestReportInBrowser(t *testing.T) {
+	t.Parallel() // its own proxy or file, and chromium profiles of its own: the browser tests overlap their chromium runs
 	bin := chromium(t)
 	doc, err := agentctx.ReadFile(context.Background(), filepath.Join("..", "examples", "session.json"), nil)
 	if err != nil {
@@ -466,7 +484,7 @@ func TestReportInBrowser(t *testing.T) {
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dom := loadDOM(t, bin, "file://"+path, func(d node) string {
+	dom := loadDOMShot(t, bin, "file://"+path, filepath.Join(dir, "report.png"), func(d node) string {
 		if n := len(d.byID("timeline").all("circle", "pt")); n != len(rep.Timeline) {
 			return fmt.Sprintf("%d points drawn, %d requests", n, len(rep.Timeline))
 		}
@@ -489,12 +507,12 @@ func TestReportInBrowser(t *testing.T) {
 	if got := dom.text("session-summary"); !strings.HasPrefix(got, fmt.Sprintf("%d requests · ", rep.Requests)) || !strings.Contains(got, fmt.Sprintf("saved $%.4f", rep.SavedUSD)) {
 		t.Errorf("summary: %q", got)
 	}
-	screenshot(t, bin, "file://"+path, filepath.Join(dir, "report.png"))
 }
 
 // The sessions table is live: a session that starts while the page is open
 // appears at the page's next poll of the statistics, without a reload.
 func TestDashboardInBrowserLive(t *testing.T) {
+	t.Parallel() // its own proxy or file, and chromium profiles of its own: the browser tests overlap their chromium runs
 	bin := chromium(t)
 	s := scriptedSession(t, 2, proxy.Options{})
 	// Each attempt (a chromium run) starts a session of its own once the

@@ -258,6 +258,7 @@ func startProxy(t *testing.T, upstream string, engine proxy.Engine) (*proxy.Serv
 }
 
 func TestClaudeCodeEndToEnd(t *testing.T) {
+	t.Parallel() // its own upstream, proxy, home and working directories: the client runs overlap
 	dir := e2eclient.Install(t)
 	const turns = 12
 	fake := fakeupstream.New(fakeupstream.Options{
@@ -320,6 +321,7 @@ func TestClaudeCodeEndToEnd(t *testing.T) {
 }
 
 func TestCodexEndToEnd(t *testing.T) {
+	t.Parallel() // its own upstream, proxy, home and working directories: the client runs overlap
 	dir := e2eclient.Install(t)
 	const turns = 12
 	fake := fakeupstream.New(fakeupstream.Options{

@@ -16,6 +16,7 @@ import (
 // verifies it) on every later request, Codex finishes, and the model
 // reads the early result back through a pointer of the summary.
 func TestCodexNativeCompaction(t *testing.T) {
+	t.Parallel() // its own upstream, proxy, home and working directories: the client runs overlap
 	f := newReadBackFixture(t, codexOptions(600, 1, true), "--limit", fmt.Sprint(readBackLimit), "--context-management", "native")
 	f.check(f.runCodex())
 	compactions, carried := 0, 0

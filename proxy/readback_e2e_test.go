@@ -284,6 +284,7 @@ func describeReads(reads []fakeupstream.ReadAttempt) string {
 // (62,000 characters, the token in the middle); after two filler steps
 // the model Reads, whole, the file the reference's <file> names.
 func TestClaudeCodeReadBackByPath(t *testing.T) {
+	t.Parallel() // its own upstream, proxy, home and working directories: the client runs overlap
 	f := newReadBackFixture(t, func(f *readBackFixture) fakeupstream.ReadBackOptions {
 		return fakeupstream.ReadBackOptions{Mode: fakeupstream.ByPath, Produce: claudeProduce(f.bigPath),
 			Filler: claudeFiller(3), Fillers: 2, ReadPath: claudeReadPath}
@@ -312,6 +313,7 @@ func (f *readBackFixture) claudeMCPAdd(args ...string) {
 // tool get_knowledge_by_id, registered the documented way without a
 // session id, until a page carries the token.
 func TestClaudeCodeReadBackMCP(t *testing.T) {
+	t.Parallel() // its own upstream, proxy, home and working directories: the client runs overlap
 	for _, tc := range []struct {
 		name     string
 		register func(f *readBackFixture)
@@ -354,6 +356,7 @@ const readBackLimit = 40_000
 // --limit until it compacts the history, the early result included; the
 // model may then use only the pointers in the summary, and Reads by path.
 func TestClaudeCodeReadBackAfterCompaction(t *testing.T) {
+	t.Parallel() // its own upstream, proxy, home and working directories: the client runs overlap
 	f := newReadBackFixture(t, func(f *readBackFixture) fakeupstream.ReadBackOptions {
 		return fakeupstream.ReadBackOptions{Mode: fakeupstream.ByPath, FromSummary: true, Produce: claudeProduce(f.bigPath),
 			Filler: claudeFiller(600), Fillers: 1, ReadPath: claudeReadPath}
@@ -454,6 +457,7 @@ stream_max_retries = 0
 // TestCodexReadBackByPath is run (a) with Codex: it prints big.txt with its
 // shell tool; the model then prints, whole, the file the reference names.
 func TestCodexReadBackByPath(t *testing.T) {
+	t.Parallel() // its own upstream, proxy, home and working directories: the client runs overlap
 	f := newReadBackFixture(t, codexOptions(3, 2, false))
 	f.check(f.runCodex())
 }
@@ -462,6 +466,7 @@ func TestCodexReadBackByPath(t *testing.T) {
 // (small --limit) compacted the history, the model prints the file a
 // pointer of the summary names.
 func TestCodexReadBackAfterCompaction(t *testing.T) {
+	t.Parallel() // its own upstream, proxy, home and working directories: the client runs overlap
 	f := newReadBackFixture(t, codexOptions(600, 1, true), "--limit", fmt.Sprint(readBackLimit))
 	f.check(f.runCodex())
 	f.checkCompacted()

@@ -29,6 +29,7 @@ import (
 // by the client and forwarded, blocks the API would judge invalid, and the
 // requests that relied on drop_block.
 func TestClaudeCodeThinkingModes(t *testing.T) {
+	t.Parallel() // its own upstream, proxy, home and working directories: the client runs overlap
 	dir := e2eclient.Install(t)
 	for _, name := range []string{string(proxy.ContextClient), string(proxy.ContextNative), "client-compaction", "native-compaction"} {
 		t.Run(name, func(t *testing.T) {

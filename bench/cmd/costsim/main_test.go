@@ -17,8 +17,11 @@ import (
 // (internal/testkit/testbin), the four runs side by side (each has its own
 // directories, fake and proxy). It needs the real clients, so it skips
 // without npm (unless CI is set) and with -short.
+// Its clock runs ×600 (the command's default is ×60): the model's
+// latency and the steps' sleeps are waited out in a tenth of the time,
+// and the smoke checks nothing that depends on the speed.
 func TestSmoke(t *testing.T) {
-	base := config{Clients: []string{"claude", "codex"}, Arms: []string{"direct", "proxy"}, Steps: 3, ClockSpeed: 60,
+	base := config{Clients: []string{"claude", "codex"}, Arms: []string{"direct", "proxy"}, Steps: 3, ClockSpeed: 600,
 		Timeout: 2 * time.Minute, ClientDir: e2eclient.Install(t), Bin: testbin.Agentctx(t)}
 	var (
 		mu  sync.Mutex

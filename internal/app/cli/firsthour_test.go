@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentctx/agentctx/internal/testkit/e2eclient"
 	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
+	"github.com/agentctx/agentctx/internal/testkit/testbin"
 )
 
 // TestFirstHour replays the README's first hour as a newcomer lives it,
@@ -24,6 +25,7 @@ import (
 // agentctx claude (against the fake upstream), then the sessions listed
 // and cleaned.
 func TestFirstHour(t *testing.T) {
+	t.Parallel() // child processes only (go, agentctx, the client), its own directories and upstream: it overlaps the other client runs
 	readme, err := os.ReadFile("../../../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +52,9 @@ func TestFirstHour(t *testing.T) {
 	if !bytes.Contains(readme, []byte("go install ./cmd/agentctx")) {
 		t.Fatal("the README no longer says go install ./cmd/agentctx: update this test with it")
 	}
-	gobin := t.TempDir()
+	// GOBIN is kept across runs for these sources: go install links the
+	// binary the first time, and finds it up to date after.
+	gobin := testbin.Dir(t, "gobin")
 	run(root, append(os.Environ(), "GOBIN="+gobin), "go", "install", "./cmd/agentctx")
 	bin := filepath.Join(gobin, "agentctx")
 	if out, _ := run(root, nil, bin, "--version"); !strings.HasPrefix(out, "agentctx ") {

@@ -122,6 +122,7 @@ func (m *readBackModel) check(t *testing.T, final string) {
 // offered and answers through the proxy's /mcp, the client's answer comes
 // back, and its exit code is agentctx's (a failing client's too).
 func TestLaunchClaudeCodeE2E(t *testing.T) {
+	t.Parallel() // child processes only (go, agentctx, the client), its own directories and upstream: it overlaps the other client runs
 	clients := e2eclient.Install(t)
 	model := &readBackModel{}
 	fake := fakeupstream.New(fakeupstream.Options{Script: model.script})
@@ -174,6 +175,7 @@ func claudeExit(t *testing.T, clients string, env []string) int {
 // its exit code is agentctx's. (A call to a namespaced tool needs the fake
 // upstream to emit a function call with its namespace: not yet.)
 func TestLaunchCodexE2E(t *testing.T) {
+	t.Parallel() // child processes only (go, agentctx, the client), its own directories and upstream: it overlaps the other client runs
 	clients := e2eclient.Install(t)
 	model := &readBackModel{}
 	fake := fakeupstream.New(fakeupstream.Options{Script: model.script})

@@ -1,23 +1,43 @@
 package cli
 
 import (
+	"context"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentctx/agentctx/internal/testkit/pgtest"
 )
 
-// pgURL starts a throwaway PostgreSQL for the test and returns the URL of
-// an empty database in it; it skips the test when PostgreSQL is not
-// installed (and fails it in CI).
+// sharedPG is the package's throwaway PostgreSQL, started by the first
+// pgURL and stopped by TestMain: one server for the package, each test a
+// fresh database in it.
+var sharedPG struct {
+	once sync.Once
+	srv  *pgtest.Server
+	err  error
+}
+
+// TestMain stops the PostgreSQL server the tests shared, if one started.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if sharedPG.srv != nil {
+		sharedPG.srv.Close()
+	}
+	os.Exit(code)
+}
+
+// pgURL returns the URL of an empty database in the package's throwaway
+// PostgreSQL (started on first use); it skips the test when PostgreSQL is
+// not installed (and fails it in CI).
 func pgURL(t *testing.T) string {
 	t.Helper()
-	s, err := pgtest.Start(t.Context(), pgtest.Options{})
-	if err != nil {
-		pgtest.Skip(t, err)
+	sharedPG.once.Do(func() { sharedPG.srv, sharedPG.err = pgtest.Start(context.Background(), pgtest.Options{}) })
+	if sharedPG.err != nil {
+		pgtest.Skip(t, sharedPG.err)
 	}
-	t.Cleanup(func() { s.Close() })
-	u, err := s.NewDatabase(t.Context())
+	u, err := sharedPG.srv.NewDatabase(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

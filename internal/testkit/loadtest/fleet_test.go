@@ -27,7 +27,6 @@ import (
 
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
-	"github.com/agentctx/agentctx/internal/testkit/pgtest"
 	"github.com/agentctx/agentctx/internal/testkit/testbin"
 
 	"github.com/agentctx/agentctx/pipeline"
@@ -77,11 +76,7 @@ func TestFleetShort(t *testing.T) {
 // sessions, and checks the fleet against the control.
 func runFleet(t *testing.T, cfg config) {
 	ctx := t.Context()
-	pg, err := pgtest.Start(ctx, pgtest.Options{})
-	if err != nil {
-		pgtest.Skip(t, err)
-	}
-	t.Cleanup(func() { pg.Close() })
+	pg := pgServer(t)
 	bin := buildAgentctx(t)
 
 	controlDB, err := pg.NewDatabase(ctx)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/agentctx/agentctx/internal/testkit/pgtest"
 	"github.com/agentctx/agentctx/pipeline"
 )
 
@@ -31,11 +30,7 @@ func TestFleetStoreHang(t *testing.T) {
 	t.Parallel() // most of its time is the store timeout, waited out: other tests run meanwhile (each has its own server, upstreams and replicas)
 	const sessions, requests, hung = 4, 7, 3
 	ctx := t.Context()
-	pg, err := pgtest.Start(ctx, pgtest.Options{})
-	if err != nil {
-		pgtest.Skip(t, err)
-	}
-	t.Cleanup(func() { pg.Close() })
+	pg := pgServer(t)
 	bin := buildAgentctx(t)
 
 	key := func(s, k int) string { return fmt.Sprintf("%s/%d", sessionName(s), k) }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentctx/agentctx/internal/testkit/pgtest"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/pgstore"
 )
@@ -26,11 +25,7 @@ func TestFleetRacingWriters(t *testing.T) {
 	t.Parallel() // its own server, upstreams and replicas
 	const trials, sessions = 4, 8
 	ctx := t.Context()
-	pg, err := pgtest.Start(ctx, pgtest.Options{})
-	if err != nil {
-		pgtest.Skip(t, err)
-	}
-	t.Cleanup(func() { pg.Close() })
+	pg := pgServer(t)
 	bin := buildAgentctx(t)
 	db, err := pg.NewDatabase(ctx)
 	if err != nil {

@@ -61,6 +61,38 @@ func Agentctx(t testing.TB) string {
 	return binPath
 }
 
+// Dir returns a directory named name, kept across test runs for the
+// module's current sources (beside their agentctx build, pruned with it),
+// and holds a lock on it until the test ends: a test that runs go install
+// with GOBIN set to it finds the binary of unchanged sources up to date
+// there (go install links nothing then), and builds and installs it for
+// new sources, one process at a time. It fails the test when the sources
+// cannot be hashed or the directory made.
+func Dir(t testing.TB, name string) string {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := sourceKey(root)
+	if err != nil {
+		t.Fatalf("hash the sources: %v", err)
+	}
+	dir := filepath.Join(Cache(), key, name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	touch(filepath.Dir(dir))
+	ctx, cancel := context.WithTimeout(t.Context(), buildTimeout)
+	defer cancel()
+	unlock, err := fsutil.LockContext(ctx, dir+".lock")
+	if err != nil {
+		t.Fatalf("lock %s: %v", dir, err)
+	}
+	t.Cleanup(unlock)
+	return dir
+}
+
 // Cache is the directory the builds are kept in: $AGENTCTX_TESTBIN_CACHE,
 // else agentctx-testbin in the user's cache directory.
 func Cache() string {

@@ -73,3 +73,30 @@ func TestAgentctx(t *testing.T) {
 		t.Fatalf("second build: %q, %v; want the cached %q", again, err, bin)
 	}
 }
+
+// Dir is one directory per source tree and name, kept across tests (and
+// runs): what a test leaves in it, the next finds.
+func TestDir(t *testing.T) {
+	t.Setenv("AGENTCTX_TESTBIN_CACHE", t.TempDir())
+	var first string
+	t.Run("first", func(t *testing.T) {
+		first = Dir(t, "gobin")
+		if !strings.HasPrefix(first, Cache()+string(filepath.Separator)) || filepath.Base(first) != "gobin" {
+			t.Errorf("Dir = %s, want a gobin directory in %s", first, Cache())
+		}
+		if err := os.WriteFile(filepath.Join(first, "kept"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("again", func(t *testing.T) { // the first test's lock released at its end
+		if d := Dir(t, "gobin"); d != first {
+			t.Errorf("Dir = %s, then %s", first, d)
+		}
+		if _, err := os.Stat(filepath.Join(first, "kept")); err != nil {
+			t.Error(err)
+		}
+		if d := Dir(t, "other"); d == first || filepath.Dir(d) != filepath.Dir(first) {
+			t.Errorf("Dir(other) = %s beside %s", d, first)
+		}
+	})
+}
