@@ -5,15 +5,12 @@
 package dirsession
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -22,8 +19,9 @@ import (
 )
 
 // driver keeps each session in a file <root>/<namespace>/<id>.session
-// (names encoded so that they cannot leave their directory), written
-// atomically. Save holds an flock on <id>.lock beside it, so processes
+// (names encoded so that they cannot leave their directory): a journal
+// its saves append to (see journal.go), written anew atomically when it
+// has grown. Save holds an flock on <id>.lock beside it, so processes
 // sharing the directory never lose an update.
 type driver struct {
 	root string
@@ -31,8 +29,9 @@ type driver struct {
 
 var _ session.Driver = (*driver)(nil)
 
-// dirHeader starts every session file, followed by the version and a
-// newline, then the data.
+// dirHeader starts a session file of the format before journals, followed
+// by the version and a newline, then the data; such a file is still read
+// (readOld), and its next Save replaces it with a journal.
 const dirHeader = "agentctx-session "
 
 // Open returns a session store rooted at dir. The directory is created on
@@ -69,42 +68,44 @@ func (s *driver) begin(ns, id string) (dir, file, lock string, err error) {
 	return dir, file, lock, nil
 }
 
-// readFile reads a session file: its data and version; version 0 and no
-// error when it does not exist.
-func readFile(path string) ([]byte, int64, error) {
-	raw, err := os.ReadFile(path)
+// openState reads the state of the session file at path (see readState);
+// found is false when it does not exist. updated is the file's
+// modification time.
+func openState(path string, mode readMode) (st state, updated time.Time, found bool, err error) {
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil
+		return state{}, time.Time{}, false, nil
 	}
 	if err != nil {
-		return nil, 0, err
+		return state{}, time.Time{}, false, err
 	}
-	rest, ok := bytes.CutPrefix(raw, []byte(dirHeader))
-	i := bytes.IndexByte(rest, '\n')
-	if !ok || i < 0 {
-		return nil, 0, fmt.Errorf("%s: not a session file", path)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return state{}, time.Time{}, false, err
 	}
-	v, err := strconv.ParseInt(string(rest[:i]), 10, 64)
-	if err != nil || v < 1 {
-		return nil, 0, fmt.Errorf("%s: bad version %q", path, rest[:i])
+	st, err = readState(f, fi.Size(), mode)
+	if err != nil {
+		return state{}, time.Time{}, false, err
 	}
-	return rest[i+1:], v, nil
+	return st, fi.ModTime(), true, nil
 }
 
-// Load implements session.Driver. It takes no lock: files are replaced atomically.
+// Load implements session.Driver. It takes no lock: a journal only grows
+// by whole records, read whole, and is replaced atomically.
 func (s *driver) Load(ctx context.Context, ns, id string) ([]byte, int64, error) {
 	_, file, _, err := s.begin(ns, id)
 	if err != nil {
 		return nil, 0, err
 	}
-	data, v, err := readFile(file)
+	st, _, found, err := openState(file, withData)
 	switch {
 	case err != nil:
 		return nil, 0, err
-	case v == 0:
+	case !found:
 		return nil, 0, session.ErrNotFound
 	}
-	return data, v, nil
+	return st.data, st.version, nil
 }
 
 // Save implements session.Driver.
@@ -124,23 +125,60 @@ func (s *driver) Save(ctx context.Context, ns, id string, data []byte, version i
 	if err := s.keepNames(dir, file, ns, id); err != nil {
 		return 0, err
 	}
-	_, have, err := readFile(file)
-	if err != nil {
+	f, err := os.OpenFile(file, os.O_RDWR, 0)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return 0, err
 	}
-	if have != version {
+	var st state
+	if f != nil {
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return 0, err
+		}
+		if st, err = readState(f, fi.Size(), verified); err != nil {
+			return 0, err
+		}
+	}
+	if st.version != version {
 		return 0, session.ErrConflict
 	}
 	next := version + 1
-	buf := make([]byte, 0, len(dirHeader)+24+len(data))
-	buf = append(buf, dirHeader...)
-	buf = strconv.AppendInt(buf, next, 10)
-	buf = append(buf, '\n')
-	buf = append(buf, data...)
-	if err := fsutil.WriteFile(file, buf, fsutil.Options{}); err != nil {
+	if f != nil && st.appendable && st.size+int64(recOverhead+len(data)) <= journalBound(int64(recOverhead+len(data))) {
+		err = appendTo(f, &st, next, data)
+	} else {
+		err = writeJournal(file, next, data)
+	}
+	if err != nil {
 		return 0, err
 	}
 	return next, nil
+}
+
+// appendTo appends the record of data at version to the journal f, whose
+// state is st, with one write. A write that fails is taken back, as far as
+// the file system allows; a part of it left behind is a torn record, which
+// readers pass over and the next Save drops.
+func appendTo(f *os.File, st *state, version int64, data []byte) error {
+	rec := appendRecord(make([]byte, 0, recOverhead+len(data)), &st.nonce, version, data)
+	if _, err := f.WriteAt(rec, st.size); err != nil {
+		f.Truncate(st.size)
+		return err
+	}
+	return nil
+}
+
+// writeJournal writes the session file at path anew, atomically: a journal
+// of one record, data at version.
+func writeJournal(path string, version int64, data []byte) error {
+	nonce, err := newNonce()
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 0, fileHeaderSize+recOverhead+len(data))
+	buf = appendFileHeader(buf, &nonce)
+	buf = appendRecord(buf, &nonce, version, data)
+	return fsutil.WriteFile(path, buf, fsutil.Options{})
 }
 
 // Delete implements session.Driver.
@@ -187,13 +225,13 @@ func (s *driver) DeleteVersion(ctx context.Context, ns, id string, version int64
 		return err
 	}
 	defer unlock()
-	_, have, err := readFile(file)
+	st, _, found, err := openState(file, verified)
 	switch {
 	case err != nil:
 		return err
-	case have == 0:
+	case !found:
 		return session.ErrNotFound
-	case have != version:
+	case st.version != version:
 		return session.ErrConflict
 	}
 	if err := os.Remove(file); err != nil {
@@ -253,36 +291,16 @@ func nameOf(name, kept string) (string, bool) {
 	return string(b), true
 }
 
-// statFile describes a session file from its header and size, without
-// reading its data; ok is false when it does not exist.
+// statFile describes a session file: its last complete state (its data is
+// read, to check it, and not kept) and its modification time; ok is false
+// when it does not exist.
 func statFile(path string) (version, size int64, updated time.Time, ok bool, err error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, 0, time.Time{}, false, nil
-	}
-	if err != nil {
-		return 0, 0, time.Time{}, false, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, 0, time.Time{}, false, err
-	}
-	head := make([]byte, len(dirHeader)+24)
-	n, _ := io.ReadFull(f, head)
-	rest, okh := bytes.CutPrefix(head[:n], []byte(dirHeader))
-	i := bytes.IndexByte(rest, '\n')
-	if !okh || i < 0 {
-		return 0, 0, time.Time{}, false, fmt.Errorf("%s: not a session file", path)
-	}
-	v, err := strconv.ParseInt(string(rest[:i]), 10, 64)
-	if err != nil || v < 1 {
-		return 0, 0, time.Time{}, false, fmt.Errorf("%s: bad version %q", path, rest[:i])
-	}
-	return v, fi.Size() - int64(len(dirHeader)+i+1), fi.ModTime(), true, nil
+	st, updated, ok, err := openState(path, verified)
+	return st.version, st.length, updated, ok, err
 }
 
-// Stat implements session.Driver. Updated is the file's modification time.
+// Stat implements session.Driver. Updated is the file's modification time
+// (an append sets it).
 func (s *driver) Stat(ctx context.Context, ns, id string) (session.Info, error) {
 	_, file, _, err := s.begin(ns, id)
 	if err != nil {
