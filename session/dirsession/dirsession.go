@@ -91,6 +91,15 @@ func openState(path string, mode readMode) (st state, updated time.Time, found b
 	return st, fi.ModTime(), true, nil
 }
 
+// readOpen reads the state of the open session file f (see readState).
+func readOpen(f *os.File, mode readMode) (state, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return state{}, err
+	}
+	return readState(f, fi.Size(), mode)
+}
+
 // Load implements session.Driver. It takes no lock: a journal only grows
 // by whole records, read whole, and is replaced atomically.
 func (s *driver) Load(ctx context.Context, ns, id string) ([]byte, int64, error) {
@@ -125,34 +134,44 @@ func (s *driver) Save(ctx context.Context, ns, id string, data []byte, version i
 	if err := s.keepNames(dir, file, ns, id); err != nil {
 		return 0, err
 	}
-	f, err := os.OpenFile(file, os.O_RDWR, 0)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := saveLocked(file, data, version); err != nil {
 		return 0, err
 	}
-	var st state
-	if f != nil {
-		defer f.Close()
-		fi, err := f.Stat()
-		if err != nil {
-			return 0, err
+	return version + 1, nil
+}
+
+// saveLocked stores data at version+1 in the session file if it holds
+// version (0: none), under the session's lock: it appends a record to the
+// journal, or writes the journal anew when there is none, it is not
+// whole, it is in the old format or it would grow past its bound.
+func saveLocked(file string, data []byte, version int64) error {
+	f, err := os.OpenFile(file, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		if version != 0 {
+			return session.ErrConflict
 		}
-		if st, err = readState(f, fi.Size(), verified); err != nil {
-			return 0, err
-		}
-	}
-	if st.version != version {
-		return 0, session.ErrConflict
-	}
-	next := version + 1
-	if f != nil && st.appendable && st.size+int64(recOverhead+len(data)) <= journalBound(int64(recOverhead+len(data))) {
-		err = appendTo(f, &st, next, data)
-	} else {
-		err = writeJournal(file, next, data)
+		return writeJournal(file, version+1, data)
 	}
 	if err != nil {
-		return 0, err
+		return err
 	}
-	return next, nil
+	st, err := readOpen(f, verified)
+	if err == nil && st.version != version {
+		err = session.ErrConflict
+	}
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if st.appendable && st.size+int64(recOverhead+len(data)) <= journalBound(int64(recOverhead+len(data))) {
+		err := appendTo(f, &st, version+1, data)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	f.Close() // before the rename: some systems refuse to replace an open file
+	return writeJournal(file, version+1, data)
 }
 
 // appendTo appends the record of data at version to the journal f, whose
