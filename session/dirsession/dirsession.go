@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentctx/agentctx/internal/fsutil"
@@ -25,7 +26,26 @@ import (
 // sharing the directory never lose an update.
 type driver struct {
 	root string
+
+	mu      sync.Mutex
+	written map[string]written // by session file; at most maxWritten
 }
+
+// written is the last record a Save of this driver wrote to a journal and
+// the journal's size after it. A Save that finds the journal so (its
+// nonce, size and last record's header as they were: no other process
+// appended to it or wrote it anew since) knows the record whole without
+// reading its data again.
+type written struct {
+	nonce   [nonceSize]byte
+	size    int64
+	version int64
+	hdrCRC  uint32
+}
+
+// maxWritten bounds driver.written: past it, an entry is dropped (the
+// next Save of that session reads its last record whole).
+const maxWritten = 1024
 
 var _ session.Driver = (*driver)(nil)
 
@@ -44,7 +64,7 @@ func Open(dir string) (session.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dirsession: %w", err)
 	}
-	return session.New(&driver{root: abs}, session.Options{}), nil
+	return session.New(&driver{root: abs, written: map[string]written{}}, session.Options{}), nil
 }
 
 func (s *driver) paths(ns, id string) (dir, file, lock string, err error) {
@@ -134,7 +154,7 @@ func (s *driver) Save(ctx context.Context, ns, id string, data []byte, version i
 	if err := s.keepNames(dir, file, ns, id); err != nil {
 		return 0, err
 	}
-	if err := saveLocked(file, data, version); err != nil {
+	if err := s.saveLocked(file, data, version); err != nil {
 		return 0, err
 	}
 	return version + 1, nil
@@ -144,18 +164,18 @@ func (s *driver) Save(ctx context.Context, ns, id string, data []byte, version i
 // version (0: none), under the session's lock: it appends a record to the
 // journal, or writes the journal anew when there is none, it is not
 // whole, it is in the old format or it would grow past its bound.
-func saveLocked(file string, data []byte, version int64) error {
+func (s *driver) saveLocked(file string, data []byte, version int64) error {
 	f, err := os.OpenFile(file, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		if version != 0 {
 			return session.ErrConflict
 		}
-		return writeJournal(file, version+1, data)
+		return s.rewrite(file, version+1, data)
 	}
 	if err != nil {
 		return err
 	}
-	st, err := readOpen(f, verified)
+	st, err := s.readForSave(f, file)
 	if err == nil && st.version != version {
 		err = session.ErrConflict
 	}
@@ -164,40 +184,97 @@ func saveLocked(file string, data []byte, version int64) error {
 		return err
 	}
 	if st.appendable && st.size+int64(recOverhead+len(data)) <= journalBound(int64(recOverhead+len(data))) {
-		err := appendTo(f, &st, version+1, data)
+		w, err := appendTo(f, &st, version+1, data)
 		if cerr := f.Close(); err == nil {
 			err = cerr
+		}
+		if err == nil {
+			s.remember(file, w)
 		}
 		return err
 	}
 	f.Close() // before the rename: some systems refuse to replace an open file
-	return writeJournal(file, version+1, data)
+	return s.rewrite(file, version+1, data)
+}
+
+// readForSave reads the state of the open session file f for a Save: when
+// its last record is the one this driver wrote last (s.written), from
+// that record's header and trailer only; otherwise checking its data.
+func (s *driver) readForSave(f *os.File, file string) (state, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return state{}, err
+	}
+	s.mu.Lock()
+	w, ok := s.written[file]
+	delete(s.written, file) // until this Save ends well
+	s.mu.Unlock()
+	if ok && w.size == fi.Size() {
+		st, err := readState(f, fi.Size(), headerOnly)
+		if err == nil && st.appendable && st.nonce == w.nonce && st.version == w.version && st.hdrCRC == w.hdrCRC {
+			return st, nil
+		}
+	}
+	return readState(f, fi.Size(), verified)
+}
+
+// remember records the last record this driver wrote to file (see written).
+func (s *driver) remember(file string, w written) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.written) >= maxWritten {
+		for k := range s.written {
+			delete(s.written, k)
+			break
+		}
+	}
+	s.written[file] = w
+}
+
+// forget drops what remember recorded of file.
+func (s *driver) forget(file string) {
+	s.mu.Lock()
+	delete(s.written, file)
+	s.mu.Unlock()
 }
 
 // appendTo appends the record of data at version to the journal f, whose
-// state is st, with one write. A write that fails is taken back, as far as
-// the file system allows; a part of it left behind is a torn record, which
-// readers pass over and the next Save drops.
-func appendTo(f *os.File, st *state, version int64, data []byte) error {
+// state is st, with one write, and returns what it wrote. A write that
+// fails is taken back, as far as the file system allows; a part of it
+// left behind is a torn record, which readers pass over and the next Save
+// drops.
+func appendTo(f *os.File, st *state, version int64, data []byte) (written, error) {
 	rec := appendRecord(make([]byte, 0, recOverhead+len(data)), &st.nonce, version, data)
 	if _, err := f.WriteAt(rec, st.size); err != nil {
 		f.Truncate(st.size)
-		return err
+		return written{}, err
 	}
-	return nil
+	return written{st.nonce, st.size + int64(len(rec)), version, recordCRC(rec)}, nil
+}
+
+// rewrite writes the session file anew (writeJournal) and remembers it.
+func (s *driver) rewrite(file string, version int64, data []byte) error {
+	w, err := writeJournal(file, version, data)
+	if err == nil {
+		s.remember(file, w)
+	}
+	return err
 }
 
 // writeJournal writes the session file at path anew, atomically: a journal
-// of one record, data at version.
-func writeJournal(path string, version int64, data []byte) error {
+// of one record, data at version. It returns what it wrote.
+func writeJournal(path string, version int64, data []byte) (written, error) {
 	nonce, err := newNonce()
 	if err != nil {
-		return err
+		return written{}, err
 	}
 	buf := make([]byte, 0, fileHeaderSize+recOverhead+len(data))
 	buf = appendFileHeader(buf, &nonce)
 	buf = appendRecord(buf, &nonce, version, data)
-	return fsutil.WriteFile(path, buf, fsutil.Options{})
+	if err := fsutil.WriteFile(path, buf, fsutil.Options{}); err != nil {
+		return written{}, err
+	}
+	return written{nonce, int64(len(buf)), version, recordCRC(buf[fileHeaderSize:])}, nil
 }
 
 // Delete implements session.Driver.
@@ -217,6 +294,7 @@ func (s *driver) Delete(ctx context.Context, ns, id string) error {
 		return err
 	}
 	defer unlock()
+	s.forget(file)
 	if err := os.Remove(file); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return session.ErrNotFound
@@ -253,6 +331,7 @@ func (s *driver) DeleteVersion(ctx context.Context, ns, id string, version int64
 	case st.version != version:
 		return session.ErrConflict
 	}
+	s.forget(file)
 	if err := os.Remove(file); err != nil {
 		return err
 	}

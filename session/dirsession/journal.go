@@ -89,6 +89,9 @@ func appendRecord(buf []byte, nonce *[nonceSize]byte, version int64, data []byte
 	return binary.BigEndian.AppendUint32(buf, hcrc)
 }
 
+// recordCRC is the header CRC of the record that starts rec.
+func recordCRC(rec []byte) uint32 { return binary.BigEndian.Uint32(rec[recHeaderSize-4:]) }
+
 // recHeader is a record's header, decoded.
 type recHeader struct {
 	version int64
@@ -129,6 +132,7 @@ type state struct {
 	length  int64  // bytes of data
 	data    []byte // the data, when asked for
 	nonce   [nonceSize]byte
+	hdrCRC  uint32 // the last record's header CRC (a journal's)
 	// appendable: the file is a journal whose last record ends it, so
 	// that a record may be appended to it; size is the file's size.
 	appendable bool
@@ -139,8 +143,9 @@ type state struct {
 type readMode int
 
 const (
-	verified readMode = iota // the version and length of the last record whose data CRC holds (Save, Stat, List)
-	withData                 // and its data (Load)
+	verified   readMode = iota // the version and length of the last record whose data CRC holds (Save, Stat, List)
+	withData                   // and its data (Load)
+	headerOnly                 // the last record's header and trailer, its data unread (Save, of a record it wrote: see driver.written)
 )
 
 // readState reads the state of the session file f, of size bytes. A file
@@ -179,7 +184,11 @@ func (st *state) readLast(f *os.File, mode readMode) (ok bool, err error) {
 		return false, nil
 	}
 	off := st.size - trailerSize - length - recHeaderSize
-	buf := make([]byte, recHeaderSize+int(length))
+	n := recHeaderSize
+	if mode != headerOnly {
+		n += int(length)
+	}
+	buf := make([]byte, n)
 	if _, err := f.ReadAt(buf, off); err != nil {
 		return false, eofIsNotOK(err)
 	}
@@ -188,10 +197,10 @@ func (st *state) readLast(f *os.File, mode readMode) (ok bool, err error) {
 		return false, nil
 	}
 	data := buf[recHeaderSize:]
-	if crc32.Checksum(data, castagnoli) != h.dataCRC {
+	if mode != headerOnly && crc32.Checksum(data, castagnoli) != h.dataCRC {
 		return false, nil
 	}
-	st.version, st.length, st.appendable = h.version, h.length, true
+	st.version, st.length, st.hdrCRC, st.appendable = h.version, h.length, h.hdrCRC, true
 	if mode == withData {
 		st.data = data
 	}

@@ -191,3 +191,62 @@ func TestJournalStaysBounded(t *testing.T) {
 		t.Fatalf("directory mode %v, want 0700", di.Mode().Perm())
 	}
 }
+
+// Two handles on one directory (two processes) take turns: each Save sees
+// what the other appended or wrote anew since its own last one (a Save
+// that trusts the record it wrote last must notice it is no longer last),
+// and a version the other saved over conflicts.
+func TestJournalTwoHandlesTakeTurns(t *testing.T) {
+	a, file := open(t, "ns", "s")
+	b, err := Open(filepath.Dir(filepath.Dir(file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := context.Background()
+	var v int64
+	for i := range 300 {
+		s, other := a, b
+		if i%3 != 0 {
+			s, other = b, a
+		}
+		data := strings.Repeat(string(rune('a'+i%26)), []int{100, 100, 9000, 30000}[i%4])
+		if _, err := s.Save(ctx, "ns", "s", []byte(data), v-1); v > 0 && !errors.Is(err, session.ErrConflict) {
+			t.Fatalf("save %d over a stale version: %v, want ErrConflict", i, err)
+		}
+		v = mustSave(t, s, data, v)
+		if i%5 == 0 {
+			wantState(t, other, data, v)
+		}
+	}
+}
+
+// A Save that wrote the last record trusts it without reading its data
+// only while it is still the last: a record appended since (here damaged:
+// its header and trailer whole, its data not) is checked like any other.
+func TestJournalRecordAppendedSinceIsChecked(t *testing.T) {
+	s, file := open(t, "ns", "s")
+	v := mustSave(t, s, "first", 0)
+	v = mustSave(t, s, "second", v)
+	whole, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nonce [nonceSize]byte
+	copy(nonce[:], whole[len(journalMagic):])
+	damaged := appendRecord(nil, &nonce, v+1, []byte("third"))
+	damaged[recHeaderSize] ^= 1
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(damaged); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := s.Save(context.Background(), "ns", "s", []byte("x"), v+1); !errors.Is(err, session.ErrConflict) {
+		t.Fatalf("Save over the damaged record's version: %v, want ErrConflict", err)
+	}
+	v = mustSave(t, s, "third, whole", v)
+	wantState(t, s, "third, whole", v)
+}
