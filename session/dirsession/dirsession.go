@@ -111,15 +111,6 @@ func openState(path string, mode readMode) (st state, updated time.Time, found b
 	return st, fi.ModTime(), true, nil
 }
 
-// readOpen reads the state of the open session file f (see readState).
-func readOpen(f *os.File, mode readMode) (state, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return state{}, err
-	}
-	return readState(f, fi.Size(), mode)
-}
-
 // Load implements session.Driver. It takes no lock: a journal only grows
 // by whole records, read whole, and is replaced atomically.
 func (s *driver) Load(ctx context.Context, ns, id string) ([]byte, int64, error) {
