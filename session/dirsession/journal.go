@@ -37,7 +37,9 @@ import (
 //
 // A file in the format before journals (dirHeader, the version, a newline,
 // the data) is read as the state it holds, and the next Save replaces it
-// with a journal.
+// with a journal. A program of a version before journals refuses a
+// journal ("not a session file") rather than misread it: the processes
+// sharing a directory run versions that read journals.
 const (
 	journalMagic   = "agentctx-jrnl-1\n"
 	nonceSize      = 16
