@@ -5,16 +5,14 @@
 package dirsession
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentctx/agentctx/internal/base/fsutil"
@@ -22,17 +20,38 @@ import (
 )
 
 // driver keeps each session in a file <root>/<namespace>/<id>.session
-// (names encoded so that they cannot leave their directory), written
-// atomically. Save holds an flock on <id>.lock beside it, so processes
+// (names encoded so that they cannot leave their directory): a journal
+// its saves append to (see journal.go), written anew atomically when it
+// has grown. Save holds an flock on <id>.lock beside it, so processes
 // sharing the directory never lose an update.
 type driver struct {
 	root string
+
+	mu      sync.Mutex
+	written map[string]written // by session file; at most maxWritten
 }
+
+// written is the last record a Save of this driver wrote to a journal and
+// the journal's size after it. A Save that finds the journal so (its
+// nonce, size and last record's header as they were: no other process
+// appended to it or wrote it anew since) knows the record whole without
+// reading its data again.
+type written struct {
+	nonce   [nonceSize]byte
+	size    int64
+	version int64
+	hdrCRC  uint32
+}
+
+// maxWritten bounds driver.written: past it, an entry is dropped (the
+// next Save of that session reads its last record whole).
+const maxWritten = 1024
 
 var _ session.Driver = (*driver)(nil)
 
-// dirHeader starts every session file, followed by the version and a
-// newline, then the data.
+// dirHeader starts a session file of the format before journals, followed
+// by the version and a newline, then the data; such a file is still read
+// (readOld), and its next Save replaces it with a journal.
 const dirHeader = "agentctx-session "
 
 // Open returns a session store rooted at dir. The directory is created on
@@ -45,7 +64,7 @@ func Open(dir string) (session.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dirsession: %w", err)
 	}
-	return session.New(&driver{root: abs}, session.Options{}), nil
+	return session.New(&driver{root: abs, written: map[string]written{}}, session.Options{}), nil
 }
 
 func (s *driver) paths(ns, id string) (dir, file, lock string, err error) {
@@ -69,42 +88,44 @@ func (s *driver) begin(ns, id string) (dir, file, lock string, err error) {
 	return dir, file, lock, nil
 }
 
-// readFile reads a session file: its data and version; version 0 and no
-// error when it does not exist.
-func readFile(path string) ([]byte, int64, error) {
-	raw, err := os.ReadFile(path)
+// openState reads the state of the session file at path (see readState);
+// found is false when it does not exist. updated is the file's
+// modification time.
+func openState(path string, mode readMode) (st state, updated time.Time, found bool, err error) {
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, 0, nil
+		return state{}, time.Time{}, false, nil
 	}
 	if err != nil {
-		return nil, 0, err
+		return state{}, time.Time{}, false, err
 	}
-	rest, ok := bytes.CutPrefix(raw, []byte(dirHeader))
-	i := bytes.IndexByte(rest, '\n')
-	if !ok || i < 0 {
-		return nil, 0, fmt.Errorf("%s: not a session file", path)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return state{}, time.Time{}, false, err
 	}
-	v, err := strconv.ParseInt(string(rest[:i]), 10, 64)
-	if err != nil || v < 1 {
-		return nil, 0, fmt.Errorf("%s: bad version %q", path, rest[:i])
+	st, err = readState(f, fi.Size(), mode)
+	if err != nil {
+		return state{}, time.Time{}, false, err
 	}
-	return rest[i+1:], v, nil
+	return st, fi.ModTime(), true, nil
 }
 
-// Load implements session.Driver. It takes no lock: files are replaced atomically.
+// Load implements session.Driver. It takes no lock: a journal only grows
+// by whole records, read whole, and is replaced atomically.
 func (s *driver) Load(ctx context.Context, ns, id string) ([]byte, int64, error) {
 	_, file, _, err := s.begin(ns, id)
 	if err != nil {
 		return nil, 0, err
 	}
-	data, v, err := readFile(file)
+	st, _, found, err := openState(file, withData)
 	switch {
 	case err != nil:
 		return nil, 0, err
-	case v == 0:
+	case !found:
 		return nil, 0, session.ErrNotFound
 	}
-	return data, v, nil
+	return st.data, st.version, nil
 }
 
 // Save implements session.Driver.
@@ -124,23 +145,127 @@ func (s *driver) Save(ctx context.Context, ns, id string, data []byte, version i
 	if err := s.keepNames(dir, file, ns, id); err != nil {
 		return 0, err
 	}
-	_, have, err := readFile(file)
+	if err := s.saveLocked(file, data, version); err != nil {
+		return 0, err
+	}
+	return version + 1, nil
+}
+
+// saveLocked stores data at version+1 in the session file if it holds
+// version (0: none), under the session's lock: it appends a record to the
+// journal, or writes the journal anew when there is none, it is not
+// whole, it is in the old format or it would grow past its bound.
+func (s *driver) saveLocked(file string, data []byte, version int64) error {
+	f, err := os.OpenFile(file, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		if version != 0 {
+			return session.ErrConflict
+		}
+		return s.rewrite(file, version+1, data)
+	}
 	if err != nil {
-		return 0, err
+		return err
 	}
-	if have != version {
-		return 0, session.ErrConflict
+	st, err := s.readForSave(f, file)
+	if err == nil && st.version != version {
+		err = session.ErrConflict
 	}
-	next := version + 1
-	buf := make([]byte, 0, len(dirHeader)+24+len(data))
-	buf = append(buf, dirHeader...)
-	buf = strconv.AppendInt(buf, next, 10)
-	buf = append(buf, '\n')
-	buf = append(buf, data...)
-	if err := fsutil.WriteFile(file, buf, fsutil.Options{}); err != nil {
-		return 0, err
+	if err != nil {
+		f.Close()
+		return err
 	}
-	return next, nil
+	if st.appendable && st.size+int64(recOverhead+len(data)) <= journalBound(int64(recOverhead+len(data))) {
+		w, err := appendTo(f, &st, version+1, data)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			s.remember(file, w)
+		}
+		return err
+	}
+	f.Close() // before the rename: some systems refuse to replace an open file
+	return s.rewrite(file, version+1, data)
+}
+
+// readForSave reads the state of the open session file f for a Save: when
+// its last record is the one this driver wrote last (s.written), from
+// that record's header and trailer only; otherwise checking its data.
+func (s *driver) readForSave(f *os.File, file string) (state, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return state{}, err
+	}
+	s.mu.Lock()
+	w, ok := s.written[file]
+	delete(s.written, file) // until this Save ends well
+	s.mu.Unlock()
+	if ok && w.size == fi.Size() {
+		st, err := readState(f, fi.Size(), headerOnly)
+		if err == nil && st.appendable && st.nonce == w.nonce && st.version == w.version && st.hdrCRC == w.hdrCRC {
+			return st, nil
+		}
+	}
+	return readState(f, fi.Size(), verified)
+}
+
+// remember records the last record this driver wrote to file (see written).
+func (s *driver) remember(file string, w written) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.written) >= maxWritten {
+		for k := range s.written {
+			delete(s.written, k)
+			break
+		}
+	}
+	s.written[file] = w
+}
+
+// forget drops what remember recorded of file.
+func (s *driver) forget(file string) {
+	s.mu.Lock()
+	delete(s.written, file)
+	s.mu.Unlock()
+}
+
+// appendTo appends the record of data at version to the journal f, whose
+// state is st, with one write, and returns what it wrote. A write that
+// fails is taken back, as far as the file system allows; a part of it
+// left behind is a torn record, which readers pass over and the next Save
+// drops.
+func appendTo(f *os.File, st *state, version int64, data []byte) (written, error) {
+	rec := appendRecord(make([]byte, 0, recOverhead+len(data)), &st.nonce, version, data)
+	if _, err := f.WriteAt(rec, st.size); err != nil {
+		f.Truncate(st.size)
+		return written{}, err
+	}
+	return written{st.nonce, st.size + int64(len(rec)), version, recordCRC(rec)}, nil
+}
+
+// rewrite writes the session file anew (writeJournal) and remembers it.
+func (s *driver) rewrite(file string, version int64, data []byte) error {
+	w, err := writeJournal(file, version, data)
+	if err == nil {
+		s.remember(file, w)
+	}
+	return err
+}
+
+// writeJournal writes the session file at path anew, atomically: a journal
+// of one record, data at version. It returns what it wrote.
+func writeJournal(path string, version int64, data []byte) (written, error) {
+	nonce, err := newNonce()
+	if err != nil {
+		return written{}, err
+	}
+	buf := make([]byte, 0, fileHeaderSize+recOverhead+len(data))
+	buf = appendFileHeader(buf, &nonce)
+	buf = appendRecord(buf, &nonce, version, data)
+	if err := fsutil.WriteFile(path, buf, fsutil.Options{}); err != nil {
+		return written{}, err
+	}
+	return written{nonce, int64(len(buf)), version, recordCRC(buf[fileHeaderSize:])}, nil
 }
 
 // Delete implements session.Driver.
@@ -160,6 +285,7 @@ func (s *driver) Delete(ctx context.Context, ns, id string) error {
 		return err
 	}
 	defer unlock()
+	s.forget(file)
 	if err := os.Remove(file); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return session.ErrNotFound
@@ -187,15 +313,16 @@ func (s *driver) DeleteVersion(ctx context.Context, ns, id string, version int64
 		return err
 	}
 	defer unlock()
-	_, have, err := readFile(file)
+	st, _, found, err := openState(file, verified)
 	switch {
 	case err != nil:
 		return err
-	case have == 0:
+	case !found:
 		return session.ErrNotFound
-	case have != version:
+	case st.version != version:
 		return session.ErrConflict
 	}
+	s.forget(file)
 	if err := os.Remove(file); err != nil {
 		return err
 	}
@@ -253,36 +380,16 @@ func nameOf(name, kept string) (string, bool) {
 	return string(b), true
 }
 
-// statFile describes a session file from its header and size, without
-// reading its data; ok is false when it does not exist.
+// statFile describes a session file: its last complete state (its data is
+// read, to check it, and not kept) and its modification time; ok is false
+// when it does not exist.
 func statFile(path string) (version, size int64, updated time.Time, ok bool, err error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, 0, time.Time{}, false, nil
-	}
-	if err != nil {
-		return 0, 0, time.Time{}, false, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, 0, time.Time{}, false, err
-	}
-	head := make([]byte, len(dirHeader)+24)
-	n, _ := io.ReadFull(f, head)
-	rest, okh := bytes.CutPrefix(head[:n], []byte(dirHeader))
-	i := bytes.IndexByte(rest, '\n')
-	if !okh || i < 0 {
-		return 0, 0, time.Time{}, false, fmt.Errorf("%s: not a session file", path)
-	}
-	v, err := strconv.ParseInt(string(rest[:i]), 10, 64)
-	if err != nil || v < 1 {
-		return 0, 0, time.Time{}, false, fmt.Errorf("%s: bad version %q", path, rest[:i])
-	}
-	return v, fi.Size() - int64(len(dirHeader)+i+1), fi.ModTime(), true, nil
+	st, updated, ok, err := openState(path, verified)
+	return st.version, st.length, updated, ok, err
 }
 
-// Stat implements session.Driver. Updated is the file's modification time.
+// Stat implements session.Driver. Updated is the file's modification time
+// (an append sets it).
 func (s *driver) Stat(ctx context.Context, ns, id string) (session.Info, error) {
 	_, file, _, err := s.begin(ns, id)
 	if err != nil {

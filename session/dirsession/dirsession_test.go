@@ -38,3 +38,24 @@ func BenchmarkSaveLoad(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSave is one Save of a 200 KB state over the last one, as the
+// proxy saves a session's state on every request.
+func BenchmarkSave(b *testing.B) {
+	s, err := dirsession.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := b.Context()
+	data := make([]byte, 200<<10)
+	var v int64
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		data[int(v)%len(data)]++
+		if v, err = s.Save(ctx, "ns", "s", data, v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
