@@ -118,12 +118,7 @@ func IsModelRole(role string) bool {
 // IssueKind).
 func ValidatePairing(msgs []Message) PairingReport {
 	rep := PairingReport{Messages: len(msgs), Issues: []PairingIssue{}}
-	c := pairingCheck{
-		rep:    &rep,
-		callAt: make(map[string]int, len(msgs)/2), toolUseAt: make(map[string]int, len(msgs)/2),
-		anthro: map[string]int{}, openai: map[string]int{}, answered: map[string]bool{}, seen: map[string]bool{},
-		owner: -1,
-	}
+	c := pairingCheck{rep: &rep, ids: make(map[string]idAt, len(msgs)/2), owner: -1}
 	prev := -1 // the previous model message
 	for i := range msgs {
 		m := &msgs[i]
@@ -136,7 +131,7 @@ func ValidatePairing(msgs []Message) PairingReport {
 			prev = i
 			continue
 		}
-		inWindow := c.open() && prev == c.owner && m.Role != RoleAssistant && len(c.anthro)+len(c.answered) > 0
+		inWindow := c.open() && prev == c.owner && m.Role != RoleAssistant && c.unansweredUses+c.answered > 0
 		prev = i
 		c.results(i, m, inWindow)
 		c.closeWindow()
@@ -157,42 +152,90 @@ func ValidatePairing(msgs []Message) PairingReport {
 
 // pairingCheck is the state of one ValidatePairing pass over a list.
 type pairingCheck struct {
-	rep       *PairingReport
-	callAt    map[string]int // call id -> latest message before the current one with a call of this id
-	toolUseAt map[string]int // tool_use id -> first message with a tool_use of this id
-	// The maps of a window and the ids of a message, cleared and used
-	// again by each assistant message with calls (not made for each).
+	rep *PairingReport
+	ids map[string]idAt // per call id: where it was used before the current message
 	// The open window is the calls of message owner (-1: none) that the
-	// next message may answer: anthro, openai and answered (the maps are
-	// meaningless while none is open).
+	// next message may answer. A message makes a few calls, so the window
+	// is a list searched in order; byID indexes it once it is long (a
+	// message of thousands of parallel calls stays linear).
 	owner          int
-	anthro, openai map[string]int // tool_use id -> block index, tool_calls id -> element index, not yet answered
-	answered, seen map[string]bool
+	window         []windowCall
+	byID           map[string]int
+	unansweredUses int // tool_use calls of the window not yet answered
+	answered       int // calls of the window answered
 }
 
+// idAt is where a call id was used: the latest message with a call of
+// this id, and the first with a tool_use of this id (-1: none).
+type idAt struct{ call, toolUse int }
+
+// windowCall is one call of the open window.
+type windowCall struct {
+	id       string
+	blk      int  // block index (tool_use) or tool_calls index (OpenAI)
+	openai   bool // an OpenAI tool_calls entry, answered by a role "tool" message
+	answered bool
+}
+
+// indexFrom is the window length from which byID indexes it.
+const indexFrom = 16
+
 func (c *pairingCheck) open() bool { return c.owner >= 0 }
+
+// find returns the index in the window of the call with the id, or -1.
+func (c *pairingCheck) find(id string) int {
+	if c.byID != nil {
+		if k, ok := c.byID[id]; ok {
+			return k
+		}
+		return -1
+	}
+	for k := range c.window {
+		if c.window[k].id == id {
+			return k
+		}
+	}
+	return -1
+}
+
+// add puts a call in the window.
+func (c *pairingCheck) add(w windowCall) {
+	c.window = append(c.window, w)
+	switch {
+	case c.byID != nil:
+		c.byID[w.id] = len(c.window) - 1
+	case len(c.window) == indexFrom:
+		c.byID = make(map[string]int, 2*indexFrom)
+		for k := range c.window {
+			c.byID[c.window[k].id] = k
+		}
+	}
+	if !w.openai {
+		c.unansweredUses++
+	}
+}
 
 func (c *pairingCheck) issue(k IssueKind, msg, blk int, id, detail string) {
 	c.rep.Issues = append(c.rep.Issues, PairingIssue{Kind: k, Message: msg, Block: blk, ID: id, Detail: detail})
 }
 
-// closeWindow reports the calls of the open window left unanswered, and
-// closes it.
+// closeWindow reports the calls of the open window left unanswered, in
+// block order, and closes it.
 func (c *pairingCheck) closeWindow() {
 	if !c.open() {
 		return
 	}
-	var late []PairingIssue
-	for id, blk := range c.anthro {
-		late = append(late, PairingIssue{Kind: IssueUnansweredCall, Message: c.owner, Block: blk, ID: id,
-			Detail: "tool_use has no tool_result in the next message"})
+	n := len(c.rep.Issues)
+	for _, w := range c.window {
+		switch {
+		case w.answered:
+		case w.openai:
+			c.issue(IssueUnansweredCall, c.owner, w.blk, w.id, "tool call has no role \"tool\" message after its assistant message")
+		default:
+			c.issue(IssueUnansweredCall, c.owner, w.blk, w.id, "tool_use has no tool_result in the next message")
+		}
 	}
-	for id, blk := range c.openai {
-		late = append(late, PairingIssue{Kind: IssueUnansweredCall, Message: c.owner, Block: blk, ID: id,
-			Detail: "tool call has no role \"tool\" message after its assistant message"})
-	}
-	slices.SortFunc(late, func(a, b PairingIssue) int { return a.Block - b.Block })
-	c.rep.Issues = append(c.rep.Issues, late...)
+	slices.SortStableFunc(c.rep.Issues[n:], func(a, b PairingIssue) int { return a.Block - b.Block })
 	c.owner = -1
 }
 
@@ -200,21 +243,25 @@ func (c *pairingCheck) closeWindow() {
 // block blk (-1: a role "tool" message), or reports why it cannot.
 func (c *pairingCheck) match(i, blk int, id string, inWindow bool) {
 	c.rep.ToolResults++
+	k := -1
+	if inWindow && id != "" {
+		k = c.find(id)
+	}
 	switch {
 	case id == "":
 		c.issue(IssueMissingID, i, blk, "", "tool result has no id")
-	case inWindow && c.answered[id]:
+	case k >= 0 && c.window[k].answered:
 		c.issue(IssueDuplicateResult, i, blk, id, fmt.Sprintf("call in message %d is already answered", c.owner))
-	case inWindow && hasKey(c.anthro, id) && blk >= 0:
-		delete(c.anthro, id)
-		c.answered[id] = true
-	case inWindow && hasKey(c.openai, id) && blk < 0:
-		delete(c.openai, id)
-		c.answered[id] = true
+	case k >= 0 && c.window[k].openai == (blk < 0):
+		c.window[k].answered = true
+		c.answered++
+		if blk >= 0 {
+			c.unansweredUses--
+		}
 	default:
 		detail := "no tool call has this id"
-		if at, ok := c.callAt[id]; ok {
-			detail = fmt.Sprintf("its call is in message %d, not in the assistant message right before", at)
+		if at, ok := c.ids[id]; ok && at.call >= 0 {
+			detail = fmt.Sprintf("its call is in message %d, not in the assistant message right before", at.call)
 		}
 		c.issue(IssueOrphanResult, i, blk, id, detail)
 	}
@@ -239,10 +286,7 @@ func (c *pairingCheck) results(i int, m *Message, inWindow bool) {
 
 // calls opens the window of message i's calls.
 func (c *pairingCheck) calls(i int, m *Message) {
-	clear(c.anthro)
-	clear(c.openai)
-	clear(c.answered)
-	clear(c.seen)
+	c.window, c.byID, c.unansweredUses, c.answered = c.window[:0], nil, 0, 0
 	c.owner = i
 	for j := range m.Content.blocks {
 		if b := &m.Content.blocks[j]; b.Type == BlockToolUse {
@@ -251,9 +295,6 @@ func (c *pairingCheck) calls(i int, m *Message) {
 	}
 	for j := range m.ToolCalls {
 		c.call(i, j, m.ToolCalls[j].ID, m.ToolCalls[j].Function.Name, true)
-	}
-	for id := range c.seen {
-		c.callAt[id] = i
 	}
 }
 
@@ -265,29 +306,27 @@ func (c *pairingCheck) call(i, blk int, id, name string, openai bool) {
 	case id == "":
 		c.issue(IssueMissingID, i, blk, "", fmt.Sprintf("tool call %q has no id", name))
 		return
-	case c.seen[id]:
+	case c.find(id) >= 0:
 		c.issue(IssueDuplicateCallID, i, blk, id, "id already used by another call of this message")
 		return
 	}
-	c.seen[id] = true
-	if _, ok := c.callAt[id]; ok {
+	c.add(windowCall{id: id, blk: blk, openai: openai})
+	at, ok := c.ids[id]
+	if !ok {
+		at = idAt{call: -1, toolUse: -1}
+	}
+	if at.call >= 0 {
 		c.rep.ReusedCallIDs++
 	}
-	if openai {
-		c.openai[id] = blk
-		return
+	at.call = i
+	if !openai {
+		if at.toolUse >= 0 {
+			c.issue(IssueReusedToolUseID, i, blk, id, fmt.Sprintf("a tool_use in message %d has this id; Anthropic requires unique tool_use ids", at.toolUse))
+		} else {
+			at.toolUse = i
+		}
 	}
-	if at, ok := c.toolUseAt[id]; ok {
-		c.issue(IssueReusedToolUseID, i, blk, id, fmt.Sprintf("a tool_use in message %d has this id; Anthropic requires unique tool_use ids", at))
-	} else {
-		c.toolUseAt[id] = i
-	}
-	c.anthro[id] = blk
-}
-
-func hasKey(m map[string]int, k string) bool {
-	_, ok := m[k]
-	return ok
+	c.ids[id] = at
 }
 
 func hasCalls(m *Message) bool {

@@ -86,6 +86,23 @@ var pairingCases = []struct {
 	{"openai tool after user", list(oaCalls("c1"), plainUser, oaTool("c1")), "unanswered_call@0.0 orphan_result@2.-1"},
 	{"openai orphan tool message", list(plainUser, oaTool("x")), "orphan_result@1.-1"},
 	{"openai result in a block is not an answer", list(oaCalls("c1"), user(r("c1"))), "unanswered_call@0.0 orphan_result@1.0"},
+	// A window longer than the check searches in order (it indexes it).
+	{"twenty parallel calls", list(asst(blocks(u, 0, 20, -1)...), user(blocks(r, 0, 20, -1)...)), ""},
+	{"twenty parallel calls: one unanswered, a duplicate id, a duplicate result",
+		list(asst(append(blocks(u, 0, 20, -1), u("c7"))...), user(append(blocks(r, 0, 20, 12), r("c3"))...), user(r("c12"))),
+		"unanswered_call@0.7 duplicate_call_id@0.20 duplicate_result@1.19 orphan_result@2.0"},
+}
+
+// blocks returns the blocks f makes for the ids c<from> to c<to-1>,
+// without c<skip>, in reverse order.
+func blocks(f func(string) string, from, to, skip int) []string {
+	var out []string
+	for k := to - 1; k >= from; k-- {
+		if k != skip {
+			out = append(out, f(fmt.Sprintf("c%d", k)))
+		}
+	}
+	return out
 }
 
 func TestValidatePairing(t *testing.T) {
