@@ -34,23 +34,51 @@ func eachText(c agentctx.Content, fn func(string) bool) {
 	}
 }
 
-// hasTerminalFeatures reports whether the content looks like serialized
-// command output: it contains "stdout":, "stderr": or "exitCode":.
-func hasTerminalFeatures(c agentctx.Content) bool {
-	found := false
+// classify reports what a result's content says in one pass over its
+// text: isError, that the call failed (a piece of text starts with
+// "Error:" after leading white space, reports a non-zero exit status, or
+// is command output whose JSON has a non-empty stderr or an exitCode other
+// than 0); terminal, that it looks like command output (a piece contains
+// "stdout":, "stderr": or "exitCode":, or reports an exit status as an
+// agent harness writes it). The caller checks messageStatus and is_error.
+// The results of a long session are classified on every request: each
+// piece is scanned once for both answers.
+func classify(c agentctx.Content) (isError, terminal bool) {
 	eachText(c, func(s string) bool {
-		found = textHasTerminalFeatures(s)
-		return !found
+		e, t := classifyText(s)
+		isError, terminal = isError || e, terminal || t
+		return !(isError && terminal)
 	})
-	return found
+	return isError, terminal
 }
 
-func textHasTerminalFeatures(s string) bool {
-	if containsTerminalFeature(s) {
-		return true
+func classifyText(s string) (isError, terminal bool) {
+	code, hasCode := harnessExitCode(s)
+	terminal = hasCode || containsTerminalFeature(s)
+	switch {
+	case strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), errorPrefix):
+		isError = true
+	case hasCode:
+		isError = code != 0
 	}
-	_, ok := harnessExitCode(s)
-	return ok
+	if !isError && terminal {
+		isError = commandFailed(s)
+	}
+	return isError, terminal
+}
+
+// hasTerminalFeatures reports whether the content looks like serialized
+// command output (classify's terminal).
+func hasTerminalFeatures(c agentctx.Content) bool {
+	_, t := classify(c)
+	return t
+}
+
+// contentIsError reports whether the content itself says the call failed
+// (classify's isError).
+func contentIsError(c agentctx.Content) bool {
+	e, _ := classify(c)
+	return e
 }
 
 // containsTerminalFeature reports whether s contains one of
@@ -120,32 +148,6 @@ func codexExitCode(t string) (int, bool) {
 		t = rest
 	}
 	return 0, false
-}
-
-// contentIsError reports whether the content itself says the call failed:
-// it starts with "Error:" (after leading white space), or it is command
-// output whose parsed JSON has a non-empty stderr or an exitCode other than
-// 0. The caller checks messageStatus and is_error.
-func contentIsError(c agentctx.Content) bool {
-	failed := false
-	eachText(c, func(s string) bool {
-		failed = textIsError(s)
-		return !failed
-	})
-	return failed
-}
-
-func textIsError(s string) bool {
-	if strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), errorPrefix) {
-		return true
-	}
-	if code, ok := harnessExitCode(s); ok && code != 0 {
-		return true
-	}
-	if !textHasTerminalFeatures(s) {
-		return false
-	}
-	return commandFailed(s)
 }
 
 // commandFailed parses s as a JSON object and reports whether it records a

@@ -427,7 +427,8 @@ func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, uses []a
 			use = -1
 		}
 		c := candidate{res: r, use: use, ts: rts}
-		c.isError = msgError || r.IsError || contentIsError(r.Content)
+		isError, terminal := classify(r.Content)
+		c.isError = msgError || r.IsError || isError
 		if use >= 0 {
 			name := uses[use].Name
 			t, ok := terminalTool[name]
@@ -437,7 +438,7 @@ func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, uses []a
 			}
 			c.terminal = t
 		}
-		c.terminal = c.terminal || hasTerminalFeatures(r.Content)
+		c.terminal = c.terminal || terminal
 		cands = append(cands, c)
 	}
 	return cands, uses, skipped
