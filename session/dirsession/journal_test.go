@@ -250,3 +250,18 @@ func TestJournalRecordAppendedSinceIsChecked(t *testing.T) {
 	v = mustSave(t, s, "third, whole", v)
 	wantState(t, s, "third, whole", v)
 }
+
+// The bound: sixteen times a small record (few files written anew), at
+// most 1 MiB beyond four times a large one (little disk).
+func TestJournalBound(t *testing.T) {
+	for _, tc := range []struct{ rec, want int64 }{
+		{100, 16*100 + 64<<10},
+		{25 << 10, 16*25<<10 + 64<<10},
+		{1 << 20, 4<<20 + 1<<20 + 64<<10},
+		{100 << 20, 400<<20 + 1<<20 + 64<<10},
+	} {
+		if got := journalBound(tc.rec); got != tc.want {
+			t.Errorf("journalBound(%d) = %d, want %d", tc.rec, got, tc.want)
+		}
+	}
+}
