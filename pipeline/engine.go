@@ -66,7 +66,7 @@ func (p *Pipeline) run(ctx context.Context, st *state, conv agentctx.Conversatio
 	in := conv.Messages
 	c := p.newCall(st, len(in), extraReserved, co)
 	cur := in[:len(in):len(in)]
-	defer func() { p.rememberCounted(c.counted, c.newKeys) }()
+	defer func() { p.rememberCounted(c.counted, c.newKeys, c.newClasses) }()
 	inFacts, err := c.inputFacts(conv)
 	if err != nil {
 		return nil, err
@@ -95,9 +95,10 @@ func (p *Pipeline) newCall(st *state, n, extraReserved int, co CallOptions) *cal
 		Steps:          make([]StepReport, 0, 6),
 		Warnings:       []string{},
 	}
-	c.memo, c.oldKeys = p.lastCounted()
+	c.memo, c.oldKeys, c.oldClasses = p.lastCounted()
 	c.counted = make(map[agentctx.Hash]int, n+16)
 	c.newKeys = make(map[resultAt]string, n/2+1)
+	c.newClasses = make(map[string]prune.Class, n/2+1)
 	return c
 }
 
@@ -276,7 +277,11 @@ type call struct {
 	// by message content and block (read only); newKeys collects this
 	// call's, for the next.
 	oldKeys, newKeys map[resultAt]string
-	scratch          []byte // encodes a message to hash it
+	// oldClasses holds what prune.Classify said of the results the last
+	// call pruned, by resultKey (read only); newClasses collects this
+	// call's, for the next.
+	oldClasses, newClasses map[string]prune.Class
+	scratch                []byte // encodes a message to hash it
 }
 
 // resultAt is a tool result by the content of its message (agentctx.Hash)
@@ -312,26 +317,47 @@ func (c *call) resultKey(i int, r agentctx.ToolResult) string {
 // countMemo holds the token count of every message the last call of a
 // Pipeline counted (its input and what its steps made), and the resultKey
 // of every tool result it keyed, by the hash of the message's encoding
-// (agentctx.Hash): a session's next call counts and keys only the messages
-// whose content is new, whoever made or decoded them. It keeps no message.
+// (agentctx.Hash), and what prune.Classify said of every result it
+// pruned, by resultKey (a digest of its content): a session's next call
+// counts, keys and classifies only the messages whose content is new,
+// whoever made or decoded them. It keeps no message.
 type countMemo struct {
-	mu     sync.Mutex
-	counts map[agentctx.Hash]int
-	keys   map[resultAt]string
+	mu      sync.Mutex
+	counts  map[agentctx.Hash]int
+	keys    map[resultAt]string
+	classes map[string]prune.Class
 }
 
-func (p *Pipeline) lastCounted() (map[agentctx.Hash]int, map[resultAt]string) {
+func (p *Pipeline) lastCounted() (map[agentctx.Hash]int, map[resultAt]string, map[string]prune.Class) {
 	p.counted.mu.Lock()
 	defer p.counted.mu.Unlock()
-	return p.counted.counts, p.counted.keys
+	return p.counted.counts, p.counted.keys, p.counted.classes
 }
 
-// rememberCounted keeps the counts and keys of a call for the next one;
-// the maps are not modified afterwards.
-func (p *Pipeline) rememberCounted(counts map[agentctx.Hash]int, keys map[resultAt]string) {
+// rememberCounted keeps the counts, keys and classes of a call for the
+// next one; the maps are not modified afterwards.
+func (p *Pipeline) rememberCounted(counts map[agentctx.Hash]int, keys map[resultAt]string, classes map[string]prune.Class) {
 	p.counted.mu.Lock()
-	p.counted.counts, p.counted.keys = counts, keys
+	p.counted.counts, p.counted.keys, p.counted.classes = counts, keys, classes
 	p.counted.mu.Unlock()
+}
+
+// classify returns prune.Classify of the result r of the view, from the
+// last call's or this call's answer for a result of the same resultKey.
+func (c *call) classify(r agentctx.ToolResult) prune.Class {
+	key := c.keys[[2]int{r.Message, r.Block}]
+	if key == "" || r.Message < c.live {
+		return prune.Classify(r.Content)
+	}
+	if cl, ok := c.newClasses[key]; ok {
+		return cl
+	}
+	cl, ok := c.oldClasses[key]
+	if !ok {
+		cl = prune.Classify(r.Content)
+	}
+	c.newClasses[key] = cl
+	return cl
 }
 
 // inputFacts returns the facts of the input, in memory of the call's own:
@@ -756,6 +782,9 @@ func (c *call) prune(ctx context.Context, in list) (list, StepReport, error) {
 			return rs.FirstSeen, true
 		}
 		return time.Time{}, false
+	}
+	if po.Classify == nil {
+		po.Classify = c.classify
 	}
 	po.Logger = nil // the report says what was pruned
 	// The decisions only (no copy of the view): the steps apply them.

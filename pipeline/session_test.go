@@ -436,3 +436,34 @@ func TestPrepareDocumentCountsTools(t *testing.T) {
 		t.Errorf("reserved %d tokens: the tools were not counted", res.Report.ReservedTokens)
 	}
 }
+
+// TestPruneClassesFollowContent: what a result's content says (failed or
+// not, command output or not) is remembered between calls by the
+// content's digest, never by the call id alone: when the ids of pruned
+// results come back with a failed command's output, that output is kept
+// whole.
+func TestPruneClassesFollowContent(t *testing.T) {
+	build := func(exit int) []agentctx.Message {
+		var msgs []agentctx.Message
+		for i := range 6 {
+			out := fmt.Sprintf(`{"stdout":"%s","stderr":"","exitCode":%d}`, strings.Repeat(fmt.Sprintf("step %d ", i), 60), exit)
+			msgs = append(msgs, exchange(fmt.Sprintf("toolu_%03d", i), "bash", "make", out, false, now.Add(-time.Hour+time.Duration(i)*time.Minute))...)
+		}
+		return msgs
+	}
+	o := options(t)
+	o.ClearAtLeast = -1
+	o.Now = func() time.Time { return now }
+	p := newPipeline(t, o)
+	if n := mustPrepare(t, p, build(0)).Report.Step(pipeline.StepPrune).Changed; n == 0 {
+		t.Fatal("no stale successful output pruned")
+	}
+	failed := build(1)
+	res := mustPrepare(t, p, failed)
+	if n := res.Report.Step(pipeline.StepPrune).Changed; n != 0 {
+		t.Fatalf("pruned %d results whose command failed", n)
+	}
+	if got, want := resultText(res.Messages, "toolu_000"), resultText(failed, "toolu_000"); got != want {
+		t.Fatalf("failed output sent as %q", got)
+	}
+}

@@ -34,22 +34,31 @@ func eachText(c agentctx.Content, fn func(string) bool) {
 	}
 }
 
-// classify reports what a result's content says in one pass over its
-// text: isError, that the call failed (a piece of text starts with
-// "Error:" after leading white space, reports a non-zero exit status, or
-// is command output whose JSON has a non-empty stderr or an exitCode other
-// than 0); terminal, that it looks like command output (a piece contains
-// "stdout":, "stderr": or "exitCode":, or reports an exit status as an
-// agent harness writes it). The caller checks messageStatus and is_error.
-// The results of a long session are classified on every request: each
-// piece is scanned once for both answers.
-func classify(c agentctx.Content) (isError, terminal bool) {
+// Class is what a tool result's content says of the call (Classify).
+type Class struct {
+	// Error: the call failed. A piece of text starts with "Error:" after
+	// leading white space, reports a non-zero exit status, or is command
+	// output whose JSON has a non-empty stderr or an exitCode other than
+	// 0. (The message's status and is_error are the caller's.)
+	Error bool
+	// Terminal: it looks like command output. A piece contains
+	// "stdout":, "stderr": or "exitCode":, or reports an exit status as an
+	// agent harness writes it.
+	Terminal bool
+}
+
+// Classify reads what a result's content says (seed 004 §3.3 and §3.4),
+// in one pass over each piece of its text. It depends on the content
+// only: a caller that sees the same results again may keep the answers
+// (Options.Classify).
+func Classify(c agentctx.Content) Class {
+	var cl Class
 	eachText(c, func(s string) bool {
 		e, t := classifyText(s)
-		isError, terminal = isError || e, terminal || t
-		return !(isError && terminal)
+		cl.Error, cl.Terminal = cl.Error || e, cl.Terminal || t
+		return !(cl.Error && cl.Terminal)
 	})
-	return isError, terminal
+	return cl
 }
 
 func classifyText(s string) (isError, terminal bool) {
@@ -68,18 +77,12 @@ func classifyText(s string) (isError, terminal bool) {
 }
 
 // hasTerminalFeatures reports whether the content looks like serialized
-// command output (classify's terminal).
-func hasTerminalFeatures(c agentctx.Content) bool {
-	_, t := classify(c)
-	return t
-}
+// command output (Classify's Terminal).
+func hasTerminalFeatures(c agentctx.Content) bool { return Classify(c).Terminal }
 
 // contentIsError reports whether the content itself says the call failed
-// (classify's isError).
-func contentIsError(c agentctx.Content) bool {
-	e, _ := classify(c)
-	return e
-}
+// (Classify's Error).
+func contentIsError(c agentctx.Content) bool { return Classify(c).Error }
 
 // containsTerminalFeature reports whether s contains one of
 // terminalFeatures, in one pass over s (every feature starts with a

@@ -84,6 +84,12 @@ type Options struct {
 	// out, as without FirstSeen.
 	FirstSeen func(r agentctx.ToolResult) (t time.Time, ok bool)
 
+	// Classify, when set, returns Classify(r.Content) for each result:
+	// a caller that prunes a growing history on every request keeps the
+	// answers of the results it saw before (their text is read once).
+	// nil classifies every result.
+	Classify func(r agentctx.ToolResult) Class
+
 	// Counter counts the tokens reported as freed. nil means
 	// tokens.O200kBase().
 	Counter tokens.Counter
@@ -427,8 +433,13 @@ func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, uses []a
 			use = -1
 		}
 		c := candidate{res: r, use: use, ts: rts}
-		isError, terminal := classify(r.Content)
-		c.isError = msgError || r.IsError || isError
+		var cl Class
+		if o.Classify != nil {
+			cl = o.Classify(r)
+		} else {
+			cl = Classify(r.Content)
+		}
+		c.isError = msgError || r.IsError || cl.Error
 		if use >= 0 {
 			name := uses[use].Name
 			t, ok := terminalTool[name]
@@ -438,7 +449,7 @@ func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, uses []a
 			}
 			c.terminal = t
 		}
-		c.terminal = c.terminal || terminal
+		c.terminal = c.terminal || cl.Terminal
 		cands = append(cands, c)
 	}
 	return cands, uses, skipped
