@@ -302,7 +302,7 @@ func (c *call) coldSweep(ctx context.Context) (int, error) {
 		if st == nil || st.Action != "" || st.Artifact == "" || c.bound(r.Message) || workspace.InlineChars(r.Content) < limit {
 			continue
 		}
-		u := c.calls[r.ID]
+		u := c.callOf(r.ID)
 		if c.p.ws.ReadsBack(workspace.ToolCall{ID: r.ID, Name: u.Name, Input: u.Input}) {
 			continue
 		}

@@ -264,7 +264,10 @@ type call struct {
 	// unsent holds the results no earlier call has seen: replacing them
 	// changes nothing a provider has cached.
 	unsent map[string]bool
-	calls  map[string]agentctx.ToolUse
+	// callsIn is the view of the store step, whose tool calls callOf
+	// finds (in calls, made on first use: most requests store nothing).
+	callsIn []agentctx.Message
+	calls   map[string]agentctx.ToolUse
 	broke  bool // this call changed what an earlier one sent
 	// prunedHere holds the positions of the results the prune step
 	// replaced in this call.
@@ -666,10 +669,7 @@ func (c *call) storeResults(ctx context.Context) error {
 	c.keys = make(map[[2]int]string, n)
 	c.seen = make(map[string]bool, n)
 	c.unsent = make(map[string]bool)
-	c.calls = make(map[string]agentctx.ToolUse, n)
-	for u := range agentctx.ToolUses(c.view) {
-		c.calls[u.ID] = u // the latest call with an id answers the results after it
-	}
+	c.callsIn, c.calls = c.view, nil
 	var failed error
 	for r := range agentctx.ToolResults(c.view[c.live:]) {
 		pos := [2]int{r.Message + c.live, r.Block}
@@ -696,6 +696,19 @@ func (c *call) storeResults(ctx context.Context) error {
 	return storeFailure(failed)
 }
 
+// callOf returns the tool call of the store step's view with the id: the
+// latest with it, which answers the results after it (the zero ToolUse
+// when none).
+func (c *call) callOf(id string) agentctx.ToolUse {
+	if c.calls == nil {
+		c.calls = make(map[string]agentctx.ToolUse, len(c.callsIn)/2+1)
+		for u := range agentctx.ToolUses(c.callsIn) {
+			c.calls[u.ID] = u
+		}
+	}
+	return c.calls[id]
+}
+
 // storeFailure is the error of the store step for a failed store call.
 func storeFailure(err error) error {
 	switch {
@@ -711,7 +724,7 @@ func storeFailure(err error) error {
 // workspace, records its artifact in rs, and offloads it when it is large
 // (decision offloaded).
 func (c *call) storeResult(ctx context.Context, rs *resultState, pos [2]int, id string, content agentctx.Content) error {
-	u := c.calls[id]
+	u := c.callOf(id)
 	action := c.p.opts.Workspace.ActionName
 	if action == nil {
 		action = workspace.DefaultActionName

@@ -40,7 +40,7 @@ func (c *call) resultPointers(ctx context.Context, view []agentctx.Message, h, t
 			continue
 		}
 		p := compact.Pointer{Kind: compact.PointerResult, ArtifactID: rs.Artifact, Path: artifactPath(store, ns, rs.Artifact),
-			ToolCallID: r.ID, ToolName: c.calls[r.ID].Name}
+			ToolCallID: r.ID, ToolName: c.callOf(r.ID).Name}
 		info, err := store.Stat(ctx, ns, rs.Artifact)
 		if err == nil {
 			p.Chars, p.Lines = info.Chars, info.Lines
