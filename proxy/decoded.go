@@ -192,5 +192,37 @@ func (ls *listScan) decode() ([]*decodedMsg, error) {
 	return ls.Decode(func(raw []byte) (*decodedMsg, error) { return decodeMsg(c, raw) })
 }
 
+// printed is what a Server without an Engine keeps of a message of a
+// conversation's last request: the Print of its bytes. Such a Server
+// splits a body only to read the members around the list of messages
+// (model, thinking, the session's): with the prints, the next request's
+// split passes over the messages it sends again by their hash instead of
+// scanning every string for its end. Nothing is decoded.
+type printed struct{ p decodecache.Print }
+
+// Print implements decodecache.Entry.
+func (p printed) Print() decodecache.Print { return p.p }
+
+// Size implements decodecache.Entry: the entry and its share of the list.
+func (p printed) Size() int64 { return 48 }
+
+// printCache is the cache of a Server without an Engine.
+type printCache = decodecache.Cache[printed]
+
+// printScan splits the list of messages of a body as listScan does, for a
+// Server without an Engine (its cache holds prints).
+type printScan struct{ decodecache.Scan[printed] }
+
+func newPrintScan(c *printCache, api API, h http.Header) *printScan {
+	ls := newListScan(nil, api, h) // the same key and member
+	return &printScan{decodecache.Scan[printed]{Cache: c, Prefix: ls.Prefix, Member: ls.Member}}
+}
+
+// remember caches the prints of the scanned list for the next request.
+func (ps *printScan) remember() {
+	c := ps.Cache
+	ps.Decode(func(raw []byte) (printed, error) { return printed{c.PrintOf(raw)}, nil })
+}
+
 // countNew counts the items the cache did not hold.
 func countNew(reused []*decodedMsg) int { return decodecache.CountNew(reused) }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -247,4 +249,56 @@ func TestDecodeCacheResponses(t *testing.T) {
 	bodies = append(bodies, []byte(`{"model":"gpt-5","store":false,"input":`+strings.Replace(responsesInput(10), "ok 3", "changed", 1)+`}`),
 		[]byte(`{"model":"gpt-5","store":true,"input":`+responsesInput(10)+`}`))
 	compareCachedDecode(t, "/v1/responses", bodies, 8)
+}
+
+// A Server without an Engine splits each body with the prints of the
+// conversation's last request (printScan): the members it finds, the
+// messages it splits and its errors are those of a plain split, over a
+// conversation that grows, changes a message in place (same length), is
+// sent again, breaks off mid-list and restarts; and it passes over the
+// messages it saw.
+func TestPrintScanSplitsAsPlain(t *testing.T) {
+	msg := func(i int, s string) string {
+		return fmt.Sprintf(`{"role":"user","content":[{"type":"text","text":"%s %d \"q\" \u00e9"}]}`, s, i)
+	}
+	var bodies []string
+	var msgs []string
+	for i := range 6 {
+		msgs = append(msgs, msg(i, "hello"))
+		bodies = append(bodies, `{"model":"a","messages":[`+strings.Join(msgs, ",")+`],"system":"s","thinking":{"type":"enabled"}}`)
+	}
+	changed := slices.Clone(msgs)
+	changed[2] = msg(2, "jello") // same length, other bytes
+	bodies = append(bodies,
+		`{"messages":[`+strings.Join(changed, ",")+`],"model":"b"}`,
+		`{"messages":[`+strings.Join(changed, ", ")+` ] ,"model":"c"}`,
+		`{"messages":[`+strings.Join(changed[:3], ",")+`,{"role":"user"`,
+		`{"messages":[`+strings.Join(changed[:3], ",")+`]}`,
+		`{"messages":[`+strings.Join(changed[:3], ",")+`],"messages":[],"model":"d"}`,
+		`[1,2]`, `{"messages":{}}`, `{"messages":[`+msgs[0]+`,]}`,
+		bodies[5])
+	s, err := New(Options{Transport: &recordingTransport{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.prints == nil || s.decoded != nil {
+		t.Fatal("a Server without an Engine keeps no prints")
+	}
+	h := http.Header{"X-Claude-Code-Session-Id": {"s1"}}
+	for i, raw := range bodies {
+		got, gerr := parsePrinted([]byte(raw), newPrintScan(s.prints, APIAnthropic, h))
+		want, werr := parseBody([]byte(raw), nil)
+		if (gerr == nil) != (werr == nil) {
+			t.Fatalf("body %d: error %v, plain %v", i, gerr, werr)
+		}
+		if gerr != nil {
+			continue
+		}
+		if !reflect.DeepEqual(got.Members, want.Members) {
+			t.Fatalf("body %d: members\n%q\nplain\n%q", i, got.Members, want.Members)
+		}
+	}
+	if n := s.prints.Reused.Load(); n < 20 {
+		t.Fatalf("%d messages passed over by their prints, want most", n)
+	}
 }

@@ -90,7 +90,7 @@ func newMetrics(s *Server) *promMetrics {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "agentctx", Name: "sessions", Help: "Sessions with statistics."},
 			func() float64 { return float64(s.stats.len()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "agentctx", Name: "decode_cache_bytes", Help: "The proxy's estimate of what its cache of decoded messages holds."},
-			func() float64 { return float64(s.decoded.Bytes()) }),
+			func() float64 { return float64(s.decoded.Bytes() + s.prints.Bytes()) }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

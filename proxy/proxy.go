@@ -19,6 +19,7 @@ import (
 	"github.com/agentctx/agentctx/internal/base/httpguard"
 	"github.com/agentctx/agentctx/internal/base/rawjson"
 	"github.com/agentctx/agentctx/internal/lib/ctxedit"
+	"github.com/agentctx/agentctx/internal/lib/decodecache"
 	"github.com/agentctx/agentctx/internal/lib/thinking"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pricing"
@@ -66,6 +67,9 @@ type Options struct {
 	// where it sends the same bytes (so that decoding a request costs
 	// what is new in it): 0 means DefaultDecodeCacheBytes, a negative
 	// value keeps nothing. About twice the bytes of the messages kept.
+	// A Server without an Engine decodes nothing: it keeps the hashes of
+	// the messages (48 bytes each), which let it split the next request
+	// without scanning the messages it sends again.
 	DecodeCacheBytes int64
 	// MCP, when set, serves MCPPath (/mcp and below) on the proxy's own
 	// listener: typically the read-back tools over MCP streamable HTTP
@@ -119,6 +123,7 @@ type Server struct {
 	log        *slog.Logger
 	stats      *statsTable
 	decoded    *decodeCache // nil when off
+	prints     *printCache  // without an Engine (decoded is then unused); nil when off
 	// plainDecode decodes every request whole (ParseDocument,
 	// ResponsesMessages), as the reference the tests hold the cached
 	// decode to.
@@ -172,15 +177,20 @@ func New(opts Options) (*Server, error) {
 		opts.Prices = pricing.Default()
 	}
 	var dc *decodeCache
+	var pc *printCache
+	max := opts.DecodeCacheBytes
+	if max == 0 {
+		max = DefaultDecodeCacheBytes
+	}
 	switch {
-	case opts.DecodeCacheBytes == 0:
-		dc = newDecodeCache(DefaultDecodeCacheBytes)
-	case opts.DecodeCacheBytes > 0:
-		dc = newDecodeCache(opts.DecodeCacheBytes)
+	case max > 0 && opts.Engine != nil:
+		dc = newDecodeCache(max)
+	case max > 0:
+		pc = decodecache.New[printed](max)
 	}
 	s := &Server{
-		decoded: dc,
-		opts:    opts, anthropic: a, openai: o,
+		decoded: dc, prints: pc,
+		opts: opts, anthropic: a, openai: o,
 		discardLog: newDiscardLog(),
 		log:        opts.Logger,
 		stats:      newStatsTable(),
@@ -520,11 +530,15 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 // upstream untouched: not JSON, no tenant credentials, or a Responses
 // request whose history lives upstream.
 func (s *Server) readRequest(r *http.Request, rt route, raw []byte, x *exchange) (b *body, tenant string, ok bool) {
-	var ls *listScan
-	if s.opts.Engine != nil && rt.api != "" && !s.plainDecode {
-		ls = newListScan(s.decoded, rt.api, r.Header)
+	var err error
+	switch {
+	case s.opts.Engine != nil && rt.api != "" && !s.plainDecode:
+		b, err = parseBody(raw, newListScan(s.decoded, rt.api, r.Header))
+	case s.opts.Engine == nil && s.prints != nil && rt.api != "":
+		b, err = parsePrinted(raw, newPrintScan(s.prints, rt.api, r.Header))
+	default:
+		b, err = parseBody(raw, nil)
 	}
-	b, err := parseBody(raw, ls)
 	if err != nil {
 		return nil, "", false // not JSON: the upstream will answer
 	}

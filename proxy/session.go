@@ -32,6 +32,22 @@ func parseBody(raw []byte, ls *listScan) (*body, error) {
 	if ls != nil {
 		ls.Data, hook = raw[rawjson.SkipSpace(raw, 0):], ls.ValueAt
 	}
+	return splitBody(raw, ls, hook)
+}
+
+// parsePrinted splits a body into its top-level members, passing over
+// the messages ps's cache holds prints of (a Server without an Engine),
+// and caches the prints of its messages for the next request.
+func parsePrinted(raw []byte, ps *printScan) (*body, error) {
+	ps.Data = raw[rawjson.SkipSpace(raw, 0):]
+	b, err := splitBody(raw, nil, ps.ValueAt)
+	if err == nil && rawjson.Kind(b.get(ps.Member)) == '[' {
+		ps.remember()
+	}
+	return b, err
+}
+
+func splitBody(raw []byte, ls *listScan, hook func(string, int) (int, error)) (*body, error) {
 	wb, err := wire.SplitBody(raw, hook)
 	if errors.Is(err, wire.ErrNotObject) {
 		return nil, errNotObject

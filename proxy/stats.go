@@ -243,7 +243,8 @@ type ProcessStats struct {
 	// upper bound, so that it is never 0.
 	LiveHeapBytes uint64 `json:"live_heap_bytes"`
 	// DecodeCacheBytes is the proxy's estimate of what its cache of
-	// decoded messages holds (see Options.DecodeCacheBytes).
+	// decoded messages (without an Engine, of their hashes) holds (see
+	// Options.DecodeCacheBytes).
 	DecodeCacheBytes int64 `json:"decode_cache_bytes"`
 	// Sessions is the number of sessions with statistics.
 	Sessions int `json:"sessions"`
@@ -253,7 +254,7 @@ type ProcessStats struct {
 func (s *Server) ProcessStats() ProcessStats {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(sample)
-	p := ProcessStats{DecodeCacheBytes: s.decoded.Bytes()}
+	p := ProcessStats{DecodeCacheBytes: s.decoded.Bytes() + s.prints.Bytes()}
 	for _, m := range sample {
 		if p.LiveHeapBytes == 0 && m.Value.Kind() == metrics.KindUint64 {
 			p.LiveHeapBytes = m.Value.Uint64()
