@@ -268,7 +268,7 @@ type call struct {
 	// finds (in calls, made on first use: most requests store nothing).
 	callsIn []agentctx.Message
 	calls   map[string]agentctx.ToolUse
-	broke  bool // this call changed what an earlier one sent
+	broke   bool // this call changed what an earlier one sent
 	// prunedHere holds the positions of the results the prune step
 	// replaced in this call.
 	prunedHere map[[2]int]bool

@@ -294,7 +294,8 @@ type Pipeline struct {
 	stateMemo stateMemo
 	prefix    prefixMemo
 	counted   countMemo
-	paths     pathMemo // see WithPaths
+	paths     pathMemo   // see WithPaths
+	pathed    pathedMemo // see AddPaths
 }
 
 // New returns a Pipeline with the options. It opens the default workspace

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -154,26 +155,82 @@ func (p *Pipeline) WithPaths(msgs []agentctx.Message) []agentctx.Message {
 }
 
 // AddPaths returns res with WithPaths applied to its Messages, and its
-// Sources and Facts saying which messages that changed: res itself when it
-// changed none. res is not modified.
+// Sources and Facts saying which messages that changed (a message it
+// changed has Source -1 and the Facts of its new encoding, without a
+// token count): res itself when it changed none. res is not modified.
+//
+// A session's requests repeat the messages a path was added to: the
+// Pipeline keeps, from one call to the next, each message it changed with
+// its new encoding, by the hash of the message it was given, and gives the
+// very same message and Facts when that message comes again.
 func (p *Pipeline) AddPaths(res *Result) *Result {
-	out, changed := p.withPaths(res.Messages)
-	if len(changed) == 0 {
+	pather, ok := p.opts.Store.(workspace.Pather)
+	if !ok || p.ws == nil {
 		return res
 	}
-	q := *res
-	q.Messages = out
-	q.Sources = append([]int(nil), res.Sources...)
-	q.Facts = append([]agentctx.Facts(nil), res.Facts...)
-	for _, i := range changed {
+	add := p.pathAdder(pather)
+	m := &p.pathed
+	m.mu.Lock()
+	prev := m.last
+	m.mu.Unlock()
+	cur := make(map[agentctx.Hash]pathedMsg, len(prev))
+	var q *Result
+	for i := range res.Messages {
+		var h agentctx.Hash
+		if i < len(res.Facts) {
+			h = res.Facts[i].Hash
+		}
+		e, ok := prev[h]
+		if !ok || h.IsZero() {
+			one, changed := mapToolResults(res.Messages[i:i+1], add)
+			if len(changed) == 0 {
+				continue
+			}
+			hash, enc, err := agentctx.HashOf(one[0], nil)
+			if err != nil {
+				continue // the message as it was: it encoded before
+			}
+			e = pathedMsg{one[0], agentctx.Facts{Encoding: enc, Hash: hash}}
+		}
+		if !h.IsZero() {
+			cur[h] = e
+		}
+		if q == nil {
+			c := *res
+			c.Messages = slices.Clone(res.Messages)
+			c.Sources = slices.Clone(res.Sources)
+			c.Facts = slices.Clone(res.Facts)
+			q = &c
+		}
+		q.Messages[i] = e.msg
 		if i < len(q.Sources) {
 			q.Sources[i] = -1
 		}
 		if i < len(q.Facts) {
-			q.Facts[i] = agentctx.Facts{}
+			q.Facts[i] = e.facts
 		}
 	}
-	return &q
+	m.mu.Lock()
+	m.last = cur
+	m.mu.Unlock()
+	if q == nil {
+		return res
+	}
+	return q
+}
+
+// pathedMemo holds the messages the last AddPaths call of a Pipeline
+// changed, by the hash of the message it was given. A map is never
+// modified once kept.
+type pathedMemo struct {
+	mu   sync.Mutex
+	last map[agentctx.Hash]pathedMsg
+}
+
+// pathedMsg is a message AddPaths made and the Facts of its encoding.
+type pathedMsg struct {
+	msg   agentctx.Message
+	facts agentctx.Facts
 }
 
 // withPaths is WithPaths, with the indices of the messages it changed.
@@ -182,12 +239,18 @@ func (p *Pipeline) withPaths(msgs []agentctx.Message) ([]agentctx.Message, []int
 	if !ok || p.ws == nil {
 		return msgs, nil
 	}
+	return mapToolResults(msgs, p.pathAdder(pather))
+}
+
+// pathAdder returns the function that adds its path to a tool result
+// that references a stored artifact (for mapToolResults).
+func (p *Pipeline) pathAdder(pather workspace.Pather) func(agentctx.ToolResult) (agentctx.Content, bool) {
 	ns := p.ws.Namespace()
 	placeholder := p.opts.Prune.Placeholder
 	if placeholder == "" {
 		placeholder = prune.DefaultPlaceholder
 	}
-	return mapToolResults(msgs, func(r agentctx.ToolResult) (agentctx.Content, bool) {
+	return func(r agentctx.ToolResult) (agentctx.Content, bool) {
 		if !r.Content.IsText() {
 			return agentctx.Content{}, false
 		}
@@ -201,7 +264,7 @@ func (p *Pipeline) withPaths(msgs []agentctx.Message) ([]agentctx.Message, []int
 			return agentctx.Content{}, false
 		}
 		return agentctx.Text(text + fileMark + path + "</file> (" + what + ": read it with your file tool)"), true
-	})
+	}
 }
 
 // pathMemo remembers the absolute path of the content file of every

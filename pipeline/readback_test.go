@@ -1,9 +1,11 @@
 package pipeline_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +99,53 @@ func TestWithPaths(t *testing.T) {
 	}
 	if got := resultText(p.WithPaths(moved), "toolu_big"); !strings.Contains(got, want) {
 		t.Errorf("the path of a file that exists again is missing: %.300s", got)
+	}
+}
+
+// AddPaths says what it changed: a message it added a path to has Source
+// -1 and the Facts of its new encoding (so that a caller does not encode
+// it again), and the next call, given the same message, gives the very
+// same bytes; the messages it left alone keep their Sources and Facts.
+func TestAddPathsGivesFacts(t *testing.T) {
+	p := newPipeline(t, options(t))
+	big := strings.Repeat("row of a large log\n", 2000) + "TOKEN=tk-7f3a\n" + strings.Repeat("more output\n", 2000)
+	at := now.Add(-time.Minute)
+	hist := history(user("look", at), exchange("toolu_big", "Bash", "cat big.log", big, false, at))
+	var first []byte
+	for call := range 2 {
+		res, err := prepare(t, p, hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := p.AddPaths(res)
+		changed := 0
+		for i, m := range q.Messages {
+			enc, err := m.AppendJSON(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if q.Sources[i] >= 0 {
+				if !reflect.DeepEqual(q.Facts[i], res.Facts[i]) {
+					t.Fatalf("call %d: message %d kept, its Facts changed", call, i)
+				}
+				continue
+			}
+			changed++
+			f := q.Facts[i]
+			if !bytes.Equal(f.Encoding, enc) || f.Hash != agentctx.HashEncoding(enc) {
+				t.Fatalf("call %d: message %d has a path, its Facts are not its encoding's: %+v", call, i, f.Hash)
+			}
+			if !strings.Contains(string(enc), "<file>") {
+				t.Fatalf("call %d: message %d changed without a path", call, i)
+			}
+			if call == 0 {
+				first = enc
+			} else if !bytes.Equal(enc, first) {
+				t.Fatalf("the second call's message differs:\n%s\n%s", enc, first)
+			}
+		}
+		if changed != 1 {
+			t.Fatalf("call %d: %d messages changed, want the reference's", call, changed)
+		}
 	}
 }
