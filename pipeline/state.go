@@ -424,17 +424,13 @@ func encodeResults(rs map[string]*resultState, prev *state, prevJSON *resultsJSO
 	if rs == nil {
 		return &resultsJSON{data: []byte("null")}, nil
 	}
-	keys := make([]string, 0, len(rs))
-	for k := range rs {
-		keys = append(keys, k)
+	if prev == nil || prevJSON == nil || len(prevJSON.keys) != len(prevJSON.spans) || len(prevJSON.keys) != len(prev.Results) {
+		prev, prevJSON = nil, nil
 	}
-	slices.Sort(keys) // as encoding/json sorts a map's keys
+	keys := sortedKeys(rs, prev, prevJSON)
 	size := 2
 	if prevJSON != nil {
 		size = len(prevJSON.data) + 256
-	}
-	if prev == nil || prevJSON == nil || len(prevJSON.keys) != len(prevJSON.spans) {
-		prev, prevJSON = nil, nil
 	}
 	out := make([]byte, 0, size)
 	spans := make([]span, len(keys))
@@ -469,6 +465,48 @@ func encodeResults(rs map[string]*resultState, prev *state, prevJSON *resultsJSO
 	}
 	out = append(out, '}')
 	return &resultsJSON{data: out, keys: keys, spans: spans}, nil
+}
+
+// sortedKeys returns the keys of rs in order, as encoding/json writes a
+// map: the ones prevJSON, the encoding of prev.Results, holds (whose keys
+// are in order) taken in its order, and the few others sorted among them,
+// rather than sorting every key of a long session's results on every save.
+func sortedKeys(rs map[string]*resultState, prev *state, prevJSON *resultsJSON) []string {
+	keys := make([]string, 0, len(rs))
+	if prevJSON == nil {
+		for k := range rs {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		return keys
+	}
+	for _, k := range prevJSON.keys {
+		if _, ok := rs[k]; ok {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == len(rs) {
+		return keys
+	}
+	var added []string
+	for k := range rs {
+		if _, ok := prev.Results[k]; !ok {
+			added = append(added, k)
+		}
+	}
+	slices.Sort(added)
+	out := make([]string, 0, len(rs))
+	i, j := 0, 0
+	for i < len(keys) || j < len(added) {
+		if j == len(added) || i < len(keys) && keys[i] < added[j] {
+			out = append(out, keys[i])
+			i++
+		} else {
+			out = append(out, added[j])
+			j++
+		}
+	}
+	return out
 }
 
 // appendResult appends the entry "k":r of a Results object as

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -84,5 +86,37 @@ func TestEncodeResultsReusesEqualEntries(t *testing.T) {
 	}
 	if bytes.Count(got.data, []byte("REF")) != 1 {
 		t.Fatalf("the kept entry was not copied from the earlier JSON: %s", got.data)
+	}
+}
+
+// A session's results come and go from save to save: each save's Results,
+// encoded with the last save's JSON (its keys taken in their order, the
+// new ones sorted among them), are json.Marshal's byte for byte.
+func TestEncodeResultsKeysInOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	prev := newState()
+	prevJSON, err := encodeResults(prev.Results, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 300 {
+		st := prev.clone()
+		for range r.IntN(6) {
+			k := fmt.Sprintf("toolu_%02d\x00d", r.IntN(60))
+			if r.IntN(3) == 0 {
+				delete(st.Results, k)
+			} else {
+				st.Results[k] = &resultState{FirstSeen: at.Add(time.Duration(round) * time.Second)}
+			}
+		}
+		got, err := encodeResults(st.Results, prev, prevJSON)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := json.Marshal(st.Results); !bytes.Equal(got.data, want) {
+			t.Fatalf("round %d: encodeResults = %s\nwant %s", round, got.data, want)
+		}
+		prev, prevJSON = st, got
 	}
 }
