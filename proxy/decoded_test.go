@@ -302,3 +302,30 @@ func TestPrintScanSplitsAsPlain(t *testing.T) {
 		t.Fatalf("%d messages passed over by their prints, want most", n)
 	}
 }
+
+// FuzzPrintScan: whatever a conversation sent before, a body is split
+// with the prints as without them (members and errors).
+func FuzzPrintScan(f *testing.F) {
+	m := `{"role":"user","content":"hi"}`
+	f.Add(`{"messages":[`+m+`],"model":"a"}`, `{"messages":[`+m+`,`+m+`],"model":"b"}`)
+	f.Add(`{"messages":[`+m+`,{"role":"assistant","content":"x"}]}`, `{"messages":[`+m+`,{"role":"assistant","content":"y"}]}`)
+	f.Add(`{"messages":[`+m+`]}`, `{"messages":[`+m+`,]}`)
+	f.Add(`{"messages":[`+m+`,`+m+`]}`, `{"messages":[`+m+` , `+m+` ] }`)
+	f.Fuzz(func(t *testing.T, first, second string) {
+		s, err := New(Options{Transport: &recordingTransport{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := http.Header{}
+		for _, raw := range []string{first, second, second} {
+			got, gerr := parsePrinted([]byte(raw), newPrintScan(s.prints, APIAnthropic, h))
+			want, werr := parseBody([]byte(raw), nil)
+			if (gerr == nil) != (werr == nil) {
+				t.Fatalf("%q: error %v, plain %v", raw, gerr, werr)
+			}
+			if gerr == nil && !reflect.DeepEqual(got.Members, want.Members) {
+				t.Fatalf("%q: members\n%q\nplain\n%q", raw, got.Members, want.Members)
+			}
+		}
+	})
+}
