@@ -168,32 +168,42 @@ func (p *Pipeline) AddPaths(res *Result) *Result {
 	if !ok || p.ws == nil {
 		return res
 	}
-	add := p.pathAdder(pather)
+	var missed bool // a reference's file was not found (it may be later)
+	add := p.pathAdder(pather, &missed)
 	m := &p.pathed
 	m.mu.Lock()
-	prev := m.last
-	m.mu.Unlock()
-	cur := make(map[agentctx.Hash]pathedMsg, len(prev))
+	defer m.mu.Unlock()
+	if m.known == nil || len(m.known) > 4*len(res.Messages)+maxPathed {
+		m.known = make(map[agentctx.Hash]pathedMsg, len(res.Messages))
+	}
 	var q *Result
 	for i := range res.Messages {
 		var h agentctx.Hash
 		if i < len(res.Facts) {
 			h = res.Facts[i].Hash
 		}
-		e, ok := prev[h]
+		e, ok := m.known[h]
 		if !ok || h.IsZero() {
+			missed = false
 			one, changed := mapToolResults(res.Messages[i:i+1], add)
-			if len(changed) == 0 {
-				continue
+			switch {
+			case len(changed) > 0:
+				hash, enc, err := agentctx.HashOf(one[0], nil)
+				if err != nil {
+					continue // the message as it was: it encoded before
+				}
+				e = pathedMsg{msg: one[0], facts: agentctx.Facts{Encoding: enc, Hash: hash}}
+			case missed:
+				continue // looked at again next time
+			default:
+				e = pathedMsg{same: true}
 			}
-			hash, enc, err := agentctx.HashOf(one[0], nil)
-			if err != nil {
-				continue // the message as it was: it encoded before
+			if !h.IsZero() {
+				m.known[h] = e
 			}
-			e = pathedMsg{one[0], agentctx.Facts{Encoding: enc, Hash: hash}}
 		}
-		if !h.IsZero() {
-			cur[h] = e
+		if e.same {
+			continue
 		}
 		if q == nil {
 			c := *res
@@ -210,27 +220,31 @@ func (p *Pipeline) AddPaths(res *Result) *Result {
 			q.Facts[i] = e.facts
 		}
 	}
-	m.mu.Lock()
-	m.last = cur
-	m.mu.Unlock()
 	if q == nil {
 		return res
 	}
 	return q
 }
 
-// pathedMemo holds the messages the last AddPaths call of a Pipeline
-// changed, by the hash of the message it was given. A map is never
-// modified once kept.
+// pathedMemo holds what AddPaths did to the messages of a Pipeline's
+// calls, by the hash of the message it was given: most of a session's
+// messages come again in its next request.
 type pathedMemo struct {
-	mu   sync.Mutex
-	last map[agentctx.Hash]pathedMsg
+	mu    sync.Mutex
+	known map[agentctx.Hash]pathedMsg
 }
 
-// pathedMsg is a message AddPaths made and the Facts of its encoding.
+// maxPathed bounds a pathedMemo beyond four times a call's messages: it
+// starts again when past it.
+const maxPathed = 4096
+
+// pathedMsg is a message AddPaths made and the Facts of its encoding, or
+// same: AddPaths leaves the message as it is (it references no stored
+// artifact, or names its path already).
 type pathedMsg struct {
 	msg   agentctx.Message
 	facts agentctx.Facts
+	same  bool
 }
 
 // withPaths is WithPaths, with the indices of the messages it changed.
@@ -239,12 +253,13 @@ func (p *Pipeline) withPaths(msgs []agentctx.Message) ([]agentctx.Message, []int
 	if !ok || p.ws == nil {
 		return msgs, nil
 	}
-	return mapToolResults(msgs, p.pathAdder(pather))
+	return mapToolResults(msgs, p.pathAdder(pather, new(bool)))
 }
 
 // pathAdder returns the function that adds its path to a tool result
-// that references a stored artifact (for mapToolResults).
-func (p *Pipeline) pathAdder(pather workspace.Pather) func(agentctx.ToolResult) (agentctx.Content, bool) {
+// that references a stored artifact (for mapToolResults); it sets *missed
+// when the artifact's file was not found.
+func (p *Pipeline) pathAdder(pather workspace.Pather, missed *bool) func(agentctx.ToolResult) (agentctx.Content, bool) {
 	ns := p.ws.Namespace()
 	placeholder := p.opts.Prune.Placeholder
 	if placeholder == "" {
@@ -261,6 +276,7 @@ func (p *Pipeline) pathAdder(pather workspace.Pather) func(agentctx.ToolResult) 
 		}
 		path, ok := p.paths.path(pather, ns, id)
 		if !ok {
+			*missed = true
 			return agentctx.Content{}, false
 		}
 		return agentctx.Text(text + fileMark + path + "</file> (" + what + ": read it with your file tool)"), true

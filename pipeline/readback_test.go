@@ -149,3 +149,31 @@ func TestAddPathsGivesFacts(t *testing.T) {
 		}
 	}
 }
+
+// AddPaths looks again for the file of a reference it found none for
+// (AddPaths keeps what it did to a message, but not that).
+func TestAddPathsLooksAgain(t *testing.T) {
+	p := newPipeline(t, options(t))
+	big := strings.Repeat("row of a large log\n", 2000) + "TOKEN=tk-7f3a\n" + strings.Repeat("more output\n", 2000)
+	at := now.Add(-time.Minute)
+	res, err := prepare(t, p, history(user("look", at), exchange("toolu_big", "Bash", "cat big.log", big, false, at)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := p.Workspace().Store().(workspace.Pather).Path(p.Workspace().Namespace(), "tool_result_toolu_big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path, path+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(p.AddPaths(res).Messages, "toolu_big"); strings.Contains(got, "<file>") {
+		t.Fatalf("a path to a file that is not there: %.300s", got)
+	}
+	if err := os.Rename(path+".away", path); err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(p.AddPaths(res).Messages, "toolu_big"); !strings.Contains(got, "<file>") {
+		t.Fatalf("no path once the file is there: %.300s", got)
+	}
+}
