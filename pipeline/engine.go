@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentctx/agentctx/internal/base/textfmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/internal/base/textfmt"
 	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/workspace"
 )
@@ -66,7 +67,7 @@ func (p *Pipeline) run(ctx context.Context, st *state, conv agentctx.Conversatio
 	in := conv.Messages
 	c := p.newCall(st, len(in), extraReserved, co)
 	cur := in[:len(in):len(in)]
-	defer func() { p.rememberCounted(c.counted, c.newKeys, c.newClasses) }()
+	defer func() { p.rememberCounted(c.counts.result(), c.keyMemo.result(), c.classMemo.result()) }()
 	inFacts, err := c.inputFacts(conv)
 	if err != nil {
 		return nil, err
@@ -95,10 +96,9 @@ func (p *Pipeline) newCall(st *state, n, extraReserved int, co CallOptions) *cal
 		Steps:          make([]StepReport, 0, 6),
 		Warnings:       []string{},
 	}
-	c.memo, c.oldKeys, c.oldClasses = p.lastCounted()
-	c.counted = make(map[agentctx.Hash]int, n+16)
-	c.newKeys = make(map[resultAt]string, n/2+1)
-	c.newClasses = make(map[string]prune.Class, n/2+1)
+	counts, keys, classes := p.lastCounted()
+	bound := 4*n + 1024 // a session's memos hold about its last request's
+	c.counts, c.keyMemo, c.classMemo = carry(counts, bound), carry(keys, bound), carry(classes, bound)
 	return c
 }
 
@@ -273,18 +273,15 @@ type call struct {
 	// replaced in this call.
 	prunedHere map[[2]int]bool
 
-	// memo holds the token counts of the messages the last call counted,
-	// by hash (read only); counted collects this call's, for the next.
-	memo, counted map[agentctx.Hash]int
-	// oldKeys holds the resultKeys of the results the last call keyed,
-	// by message content and block (read only); newKeys collects this
-	// call's, for the next.
-	oldKeys, newKeys map[resultAt]string
-	// oldClasses holds what prune.Classify said of the results the last
-	// call pruned, by resultKey (read only); newClasses collects this
-	// call's, for the next.
-	oldClasses, newClasses map[string]prune.Class
-	scratch                []byte // encodes a message to hash it
+	// counts, keyMemo and classMemo are the Pipeline's memos as this
+	// call sees and adds to them (countMemo): the token count of each
+	// message by hash, the resultKey of each result by its message's hash
+	// and block, and what prune.Classify said of each result by
+	// resultKey.
+	counts    carried[agentctx.Hash, int]
+	keyMemo   carried[resultAt, string]
+	classMemo carried[string, prune.Class]
+	scratch   []byte // encodes a message to hash it
 }
 
 // resultAt is a tool result by the content of its message (agentctx.Hash)
@@ -306,15 +303,66 @@ func (c *call) resultKey(i int, r agentctx.ToolResult) string {
 		return c.p.digests.resultKey(r.ID, r.Content)
 	}
 	at := resultAt{h, r.Block}
-	if k, ok := c.newKeys[at]; ok {
+	if k, ok := c.keyMemo.get(at); ok {
 		return k
 	}
-	k, ok := c.oldKeys[at]
-	if !ok {
-		k = c.p.digests.resultKey(r.ID, r.Content)
-	}
-	c.newKeys[at] = k
+	k := c.p.digests.resultKey(r.ID, r.Content)
+	c.keyMemo.put(at, k)
 	return k
+}
+
+// carried is one call's view of a memo a Pipeline carries from call to
+// call: the last call's map (read only: calls share it) and, once this
+// call adds to it, its own copy with the additions. A call that finds all
+// it looks for adds nothing and hands the same map on; one that adds a
+// few (a request's new messages) copies the map once, rather than writing
+// every entry it used into a new one. When the last map has grown past
+// the bound the call began with, the call keeps only what it uses (each
+// entry it finds is copied into a map of its own), so that what a session
+// no longer sends is forgotten.
+type carried[K comparable, V any] struct {
+	last  map[K]V
+	own   map[K]V
+	fresh bool // own keeps what this call uses, not all of last
+}
+
+func carry[K comparable, V any](last map[K]V, bound int) carried[K, V] {
+	c := carried[K, V]{last: last}
+	if len(last) > bound {
+		c.fresh, c.own = true, make(map[K]V, bound/4)
+	}
+	return c
+}
+
+func (c *carried[K, V]) get(k K) (V, bool) {
+	if c.own != nil {
+		if v, ok := c.own[k]; ok {
+			return v, true
+		}
+	}
+	v, ok := c.last[k]
+	if ok && c.fresh {
+		c.own[k] = v
+	}
+	return v, ok
+}
+
+func (c *carried[K, V]) put(k K, v V) {
+	if c.own == nil {
+		c.own = maps.Clone(c.last)
+		if c.own == nil {
+			c.own = make(map[K]V)
+		}
+	}
+	c.own[k] = v
+}
+
+// result is the map to carry to the next call: never modified after.
+func (c *carried[K, V]) result() map[K]V {
+	if c.own != nil {
+		return c.own
+	}
+	return c.last
 }
 
 // countMemo holds the token count of every message the last call of a
@@ -352,14 +400,11 @@ func (c *call) classify(r agentctx.ToolResult) prune.Class {
 	if key == "" || r.Message < c.live {
 		return prune.Classify(r.Content)
 	}
-	if cl, ok := c.newClasses[key]; ok {
+	if cl, ok := c.classMemo.get(key); ok {
 		return cl
 	}
-	cl, ok := c.oldClasses[key]
-	if !ok {
-		cl = prune.Classify(r.Content)
-	}
-	c.newClasses[key] = cl
+	cl := prune.Classify(r.Content)
+	c.classMemo.put(key, cl)
 	return cl
 }
 
@@ -417,11 +462,8 @@ func (c *call) countFacts(list []agentctx.Message, facts []agentctx.Facts) int {
 				miss = append(miss, k) // counted, never remembered
 				continue
 			}
-			if v, ok := c.counted[f.Hash]; ok {
+			if v, ok := c.counts.get(f.Hash); ok {
 				f.Tokens = v
-			} else if v, ok := c.memo[f.Hash]; ok {
-				f.Tokens = v
-				c.counted[f.Hash] = v
 			} else {
 				miss = append(miss, k)
 				continue
@@ -439,7 +481,7 @@ func (c *call) countFacts(list []agentctx.Message, facts []agentctx.Facts) int {
 			f := &facts[k]
 			f.Tokens = each[i]
 			if !f.Hash.IsZero() {
-				c.counted[f.Hash] = each[i]
+				c.counts.put(f.Hash, each[i])
 			}
 			n += each[i]
 		}

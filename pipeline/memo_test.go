@@ -74,7 +74,7 @@ func TestDigestMemoIsContentDigest(t *testing.T) {
 func TestCountFactsIsCount(t *testing.T) {
 	mc := tokens.NewMessageCounter(tokens.MessageOptions{})
 	p := &Pipeline{mc: mc}
-	c := &call{p: p, counted: map[agentctx.Hash]int{}}
+	c := &call{p: p, counts: carry[agentctx.Hash, int](nil, 1024)}
 	var base []agentctx.Message
 	for i := range 40 {
 		base = append(base, agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(fmt.Sprintf("message %d %s", i, strings.Repeat("w ", i*20)))))
