@@ -1,11 +1,11 @@
 package compact
 
 import (
-	"github.com/agentctx/agentctx/internal/base/textfmt"
 	"strconv"
 	"strings"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/base/textfmt"
 )
 
 // PointerKind says what a Pointer names.

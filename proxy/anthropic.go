@@ -2,9 +2,9 @@ package proxy
 
 import (
 	"bytes"
-	"github.com/agentctx/agentctx/internal/base/rawjson"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 	"github.com/agentctx/agentctx/internal/lib/thinking"
 )
 

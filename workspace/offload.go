@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentctx/agentctx/internal/base/textfmt"
 	"maps"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/base/textfmt"
 
 	"github.com/agentctx/agentctx/workspace/driver"
 )

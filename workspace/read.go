@@ -3,13 +3,13 @@ package workspace
 import (
 	"context"
 	"fmt"
-	"github.com/agentctx/agentctx/internal/base/textfmt"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/internal/base/textfmt"
 )
 
 // The reads below return the text an agent tool returns (see Tools and

@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentctx/agentctx/internal/base/textfmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentctx/agentctx/internal/base/textfmt"
 )
 
 // Names of the agent tools (seed 003), as Tools defines them and Execute

@@ -33,7 +33,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/agentctx/agentctx/internal/base/textfmt"
 	"io"
 	"net"
 	"net/http"
@@ -47,6 +46,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/internal/base/textfmt"
 	"github.com/agentctx/agentctx/internal/testkit/e2eclient"
 	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 	"github.com/agentctx/agentctx/proxy"

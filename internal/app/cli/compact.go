@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"github.com/agentctx/agentctx/internal/base/secret"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,6 +10,7 @@ import (
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/compact/anthropicsum"
 	"github.com/agentctx/agentctx/compact/openaisum"
+	"github.com/agentctx/agentctx/internal/base/secret"
 	"github.com/agentctx/agentctx/tokens"
 )
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/agentctx/agentctx/internal/testkit/e2eclient"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentctx/agentctx/internal/app/cli"
+	"github.com/agentctx/agentctx/internal/testkit/e2eclient"
 )
 
 // offloadedWorkspace stores a session with one large tool result with

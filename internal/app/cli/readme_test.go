@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/agentctx/agentctx/internal/base/textfmt"
-	"github.com/agentctx/agentctx/pipeline"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx/internal/app/cli"
+	"github.com/agentctx/agentctx/internal/base/textfmt"
+	"github.com/agentctx/agentctx/pipeline"
 )
 
 // TestREADMEExamples runs the console examples of README.md ("$ agentctx

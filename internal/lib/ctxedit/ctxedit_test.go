@@ -1,10 +1,10 @@
 package ctxedit
 
 import (
-	"github.com/agentctx/agentctx/internal/base/rawjson"
 	"testing"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 func TestMembers(t *testing.T) {
