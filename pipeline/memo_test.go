@@ -153,3 +153,38 @@ func TestCountMemoAcrossCalls(t *testing.T) {
 		msgs[2] = agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(strings.Repeat("much longer now ", round+2)))
 	}
 }
+
+// A carried memo never changes the map it was given (other calls read
+// it), hands it on as it is when nothing was added, and, past its bound,
+// hands on only the entries the call used.
+func TestCarriedMemo(t *testing.T) {
+	last := map[string]int{"a": 1, "b": 2, "c": 3}
+	c := carry(last, 10)
+	if v, ok := c.get("b"); !ok || v != 2 {
+		t.Fatalf("get b = %d, %v", v, ok)
+	}
+	if got := c.result(); len(got) != 3 || fmt.Sprintf("%p", got) != fmt.Sprintf("%p", last) {
+		t.Fatal("nothing added: the same map is not handed on")
+	}
+	c.put("d", 4)
+	if len(last) != 3 {
+		t.Fatal("put changed the last call's map")
+	}
+	if v, ok := c.get("d"); !ok || v != 4 {
+		t.Fatalf("get d = %d, %v", v, ok)
+	}
+	if got := c.result(); len(got) != 4 || got["a"] != 1 {
+		t.Fatalf("handed on %v", got)
+	}
+	// Past the bound: only what the call used goes on.
+	c = carry(last, 2)
+	c.get("a")
+	c.get("zz")
+	c.put("e", 5)
+	if got := c.result(); len(got) != 2 || got["a"] != 1 || got["e"] != 5 {
+		t.Fatalf("past the bound, handed on %v", got)
+	}
+	if len(last) != 3 {
+		t.Fatal("the last call's map changed")
+	}
+}
