@@ -260,7 +260,11 @@ type call struct {
 	newArtifacts []newArtifact
 
 	keys map[[2]int]string // result position in the view → resultKey
-	seen map[string]bool   // the resultKeys of this call
+	// rsAt is the state of the result at each position of keys (the
+	// session state's entry, found once by the store step: entries are
+	// changed in place, never replaced, until the call ends).
+	rsAt map[[2]int]*resultState
+	seen map[string]bool // the resultKeys of this call
 	// unsent holds the results no earlier call has seen: replacing them
 	// changes nothing a provider has cached.
 	unsent map[string]bool
@@ -709,6 +713,7 @@ func (c *call) store(ctx context.Context, in list) (list, StepReport, error) {
 func (c *call) storeResults(ctx context.Context) error {
 	n := len(c.view[c.live:]) / 2 // about the results of a list of tool turns: no map grows step by step
 	c.keys = make(map[[2]int]string, n)
+	c.rsAt = make(map[[2]int]*resultState, n)
 	c.seen = make(map[string]bool, n)
 	c.unsent = make(map[string]bool)
 	c.callsIn, c.calls = c.view, nil
@@ -727,6 +732,7 @@ func (c *call) storeResults(ctx context.Context) error {
 			c.st.Results[key] = rs
 			c.unsent[key] = true
 		}
+		c.rsAt[pos] = rs
 		if rs.Artifact != "" || c.p.ws == nil || c.storedOnReplace(r.Content) {
 			continue
 		}
@@ -833,7 +839,7 @@ func (c *call) prune(ctx context.Context, in list) (list, StepReport, error) {
 	}
 	po := o.Prune
 	po.FirstSeen = func(r agentctx.ToolResult) (time.Time, bool) {
-		if rs := c.st.Results[c.keys[[2]int{r.Message, r.Block}]]; rs != nil && r.Message >= c.live {
+		if rs := c.rsAt[[2]int{r.Message, r.Block}]; rs != nil && r.Message >= c.live {
 			return rs.FirstSeen, true
 		}
 		return time.Time{}, false
@@ -955,7 +961,7 @@ func (c *call) applyPruned(ctx context.Context, now []prune.Pruned, placeholder 
 	}
 	for _, pr := range now {
 		pos := [2]int{pr.MessageIndex, pr.BlockIndex}
-		rs := c.st.Results[c.keys[pos]]
+		rs := c.rsAt[pos]
 		if rs.Artifact == "" && c.p.ws != nil { // left for now by StoreOnReplace: stored before it leaves
 			if err := c.storeResult(ctx, rs, pos, pr.ID, resultContent(c.view, pos[0], pos[1])); err != nil {
 				return storeFailure(err)
@@ -1007,7 +1013,7 @@ func (c *call) replaceOnly(action string, only map[[2]int]bool, s *StepReport) e
 		if r.Message < c.live || only != nil && !only[[2]int{r.Message, r.Block}] {
 			return agentctx.Content{}, false
 		}
-		rs := c.st.Results[c.keys[[2]int{r.Message, r.Block}]]
+		rs := c.rsAt[[2]int{r.Message, r.Block}]
 		if rs == nil || rs.Action != action {
 			return agentctx.Content{}, false
 		}
@@ -1042,13 +1048,13 @@ func (c *call) offload(ctx context.Context, in list) (list, StepReport, error) {
 	here := c.offloadedHere()
 	next := c.replaceOnly(actionOffloaded, here, &s)
 	for pos := range c.keys {
-		if rs := c.st.Results[c.keys[pos]]; rs != nil && rs.Action == actionOffloaded && (here == nil || here[pos]) {
+		if rs := c.rsAt[pos]; rs != nil && rs.Action == actionOffloaded && (here == nil || here[pos]) {
 			rep.Replaced++
 			rep.ReplacedBytes += len(resultContent(c.src, pos[0], pos[1]).AsText())
 		}
 	}
 	for _, a := range c.newArtifacts {
-		if rs := c.st.Results[c.keys[a.pos]]; rs != nil && rs.Action == actionOffloaded {
+		if rs := c.rsAt[a.pos]; rs != nil && rs.Action == actionOffloaded {
 			s.New++
 		}
 	}

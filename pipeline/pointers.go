@@ -35,7 +35,7 @@ func (c *call) resultPointers(ctx context.Context, view []agentctx.Message, h, t
 	defer cancel()
 	var out []compact.Pointer
 	for r := range agentctx.ToolResults(view[h:t]) {
-		rs := c.st.Results[c.keys[[2]int{h + r.Message, r.Block}]]
+		rs := c.rsAt[[2]int{h + r.Message, r.Block}]
 		if rs == nil || rs.Artifact == "" {
 			continue
 		}
