@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"context"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/agentctx/agentctx/internal/testkit/pgtest"
@@ -13,18 +11,12 @@ import (
 // sharedPG is the package's throwaway PostgreSQL, started by the first
 // pgURL and stopped by TestMain: one server for the package, each test a
 // fresh database in it.
-var sharedPG struct {
-	once sync.Once
-	srv  *pgtest.Server
-	err  error
-}
+var sharedPG pgtest.Shared
 
 // TestMain stops the PostgreSQL server the tests shared, if one started.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if sharedPG.srv != nil {
-		sharedPG.srv.Close()
-	}
+	sharedPG.Close()
 	os.Exit(code)
 }
 
@@ -33,11 +25,7 @@ func TestMain(m *testing.M) {
 // not installed (and fails it in CI).
 func pgURL(t *testing.T) string {
 	t.Helper()
-	sharedPG.once.Do(func() { sharedPG.srv, sharedPG.err = pgtest.Start(context.Background(), pgtest.Options{}) })
-	if sharedPG.err != nil {
-		pgtest.Skip(t, sharedPG.err)
-	}
-	u, err := sharedPG.srv.NewDatabase(t.Context())
+	u, err := sharedPG.Get(t).NewDatabase(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

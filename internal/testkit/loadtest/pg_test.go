@@ -1,9 +1,7 @@
 package loadtest
 
 import (
-	"context"
 	"os"
-	"sync"
 	"testing"
 
 	"github.com/agentctx/agentctx/internal/testkit/pgtest"
@@ -12,18 +10,12 @@ import (
 // sharedPG is the package's throwaway PostgreSQL, started by the first
 // pgServer and stopped by TestMain: the tests share the server, each in
 // databases of its own (a lock one test takes holds nothing of another's).
-var sharedPG struct {
-	once sync.Once
-	srv  *pgtest.Server
-	err  error
-}
+var sharedPG pgtest.Shared
 
 // TestMain stops the PostgreSQL server the tests shared, if one started.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if sharedPG.srv != nil {
-		sharedPG.srv.Close()
-	}
+	sharedPG.Close()
 	os.Exit(code)
 }
 
@@ -32,9 +24,5 @@ func TestMain(m *testing.M) {
 // PostgreSQL is not installed (fails it in CI).
 func pgServer(t *testing.T) *pgtest.Server {
 	t.Helper()
-	sharedPG.once.Do(func() { sharedPG.srv, sharedPG.err = pgtest.Start(context.Background(), pgtest.Options{}) })
-	if sharedPG.err != nil {
-		pgtest.Skip(t, sharedPG.err)
-	}
-	return sharedPG.srv
+	return sharedPG.Get(t)
 }

@@ -271,6 +271,34 @@ func Skip(t testing.TB, err error) {
 	t.Skipf("no PostgreSQL: %v", err)
 }
 
+// Shared is a test package's one throwaway server: started by the first
+// Get (with the default Options), stopped by Close, which the package's
+// TestMain calls after m.Run. The tests share the server, each in
+// databases of its own. The zero Shared is ready to use.
+type Shared struct {
+	once sync.Once
+	srv  *Server
+	err  error
+}
+
+// Get returns the shared server, starting it on first use; it skips the
+// test when the server cannot start (fails it in CI, as Skip does).
+func (s *Shared) Get(t testing.TB) *Server {
+	t.Helper()
+	s.once.Do(func() { s.srv, s.err = Start(context.Background(), Options{}) })
+	if s.err != nil {
+		Skip(t, s.err)
+	}
+	return s.srv
+}
+
+// Close stops the server if one started.
+func (s *Shared) Close() {
+	if s.srv != nil {
+		s.srv.Close()
+	}
+}
+
 // findBin returns the directory that holds initdb and postgres.
 func findBin(dir string) (string, error) {
 	has := func(d string) bool {
