@@ -52,8 +52,8 @@ func BenchmarkStore(b *testing.B) { storetest.Benchmark(b, opener(pgstore.Option
 
 // TestLargeArtifact round-trips a 12 MB artifact (12 chunks, 206,000
 // lines) and checks that it is streamed: Put allocates far less than the
-// content (it is never copied whole), Get little more than the content it
-// returns. (50 MB, then 24 MB before: the same proof, in 4 and 2 times
+// content (it is never copied whole), Get well under twice the content
+// it returns. (50 MB, then 24 MB before: the same proof, in 4 and 2 times
 // the time in PostgreSQL; Put allocates about 0.1 MB at any size.)
 func TestLargeArtifact(t *testing.T) {
 	ctx := context.Background()
@@ -100,7 +100,9 @@ func TestLargeArtifact(t *testing.T) {
 	if got.Content != content {
 		t.Fatalf("Get: %d bytes differ from the %d stored", len(got.Content), len(content))
 	}
-	if !raceEnabled && getAlloc > uint64(len(content))*5/4 {
+	// The content plus the driver's read buffers (a few MB, whatever the
+	// size: 14–16 MB for 12 MB), well below twice the content.
+	if !raceEnabled && getAlloc > uint64(len(content))*3/2 {
 		t.Errorf("Get allocated %d MB for %d MB of content: it was held twice", getAlloc>>20, len(content)>>20)
 	}
 	t.Logf("%d MB artifact: Put allocated %.1f MB, Get %.1f MB", size>>20, float64(putAlloc)/(1<<20), float64(getAlloc)/(1<<20))
