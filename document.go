@@ -446,15 +446,29 @@ func (d *Document) Encode(w io.Writer) error {
 
 // AppendJSON appends the encoded document (see Encode) to dst.
 func (d *Document) AppendJSON(dst []byte) ([]byte, error) {
+	return d.AppendJSONEncoded(dst, nil)
+}
+
+// AppendJSONEncoded is AppendJSON given the encodings of messages known
+// to the caller: enc(k), when it is not nil, is the encoding of
+// d.Messages[k] as Message.AppendJSON writes it, and is copied instead of
+// encoding the message again (a request whose messages were sent before,
+// decoded with their encodings kept). enc may be nil. A document written
+// by its reader's Writer, or holding messages aside (NonModel), is
+// encoded whole, as AppendJSON does.
+func (d *Document) AppendJSONEncoded(dst []byte, enc func(k int) []byte) ([]byte, error) {
 	if d.writer != nil {
 		return d.writer.AppendDocument(dst, d)
 	}
 	e := encoder{buf: dst, mode: modePreserve}
 	msgs := d.fileMessages()
+	if len(d.held) > 0 {
+		enc = nil // msgs are not d.Messages index for index
+	}
 	switch {
 	case d.Format == FormatJSONL:
 		for k := range msgs {
-			msgs[k].encode(&e)
+			encodeMessage(&e, msgs, k, enc)
 			e.buf = append(e.buf, '\n')
 		}
 	case d.Format == FormatObject || d.members != nil:
@@ -465,17 +479,28 @@ func (d *Document) AppendJSON(dst []byte) ([]byte, error) {
 			m := &d.members[k]
 			e.key(&first, m, m.key)
 			if m.key == key {
-				encodeList(&e, msgs)
+				encodeListWith(&e, msgs, enc)
 			} else {
 				e.raw(m.raw)
 			}
 		}
 		e.buf = append(e.buf, '}', '\n')
 	default:
-		encodeList(&e, msgs)
+		encodeListWith(&e, msgs, enc)
 		e.buf = append(e.buf, '\n')
 	}
 	return e.buf, e.err
+}
+
+// encodeMessage writes msgs[k], copying enc(k) when enc gives it.
+func encodeMessage(e *encoder, msgs []Message, k int, enc func(int) []byte) {
+	if enc != nil {
+		if b := enc(k); b != nil {
+			e.buf = append(e.buf, b...)
+			return
+		}
+	}
+	msgs[k].encode(e)
 }
 
 // fileMessages returns the messages as the file holds them: Messages with
@@ -499,13 +524,17 @@ func (d *Document) fileMessages() []Message {
 	return out
 }
 
-func encodeList(e *encoder, msgs []Message) {
+func encodeList(e *encoder, msgs []Message) { encodeListWith(e, msgs, nil) }
+
+// encodeListWith is encodeList copying the encodings enc gives (see
+// AppendJSONEncoded).
+func encodeListWith(e *encoder, msgs []Message, enc func(int) []byte) {
 	e.buf = append(e.buf, '[')
 	for k := range msgs {
 		if k > 0 {
 			e.buf = append(e.buf, ',')
 		}
-		msgs[k].encode(e)
+		encodeMessage(e, msgs, k, enc)
 	}
 	e.buf = append(e.buf, ']')
 }

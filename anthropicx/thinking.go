@@ -181,7 +181,7 @@ func stripCacheControl(v any) any {
 // documented way to keep older turns after trimming), so that no block the
 // API judges invalid is sent. The open turn's thinking is kept: the
 // pipeline does not edit the messages it binds (CallOptions.Bound).
-func (m *thinkingMemory) finish(req *http.Request, _ []byte, doc *agentctx.Document, res *pipeline.Result, known sdkmw.Known) (map[string][]byte, error) {
+func (m *thinkingMemory) finish(req *http.Request, _ []byte, doc *agentctx.Document, res *pipeline.Result, known sdkmw.Known) (map[string][]byte, []int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	in := doc.Messages
@@ -201,6 +201,10 @@ func (m *thinkingMemory) finish(req *http.Request, _ []byte, doc *agentctx.Docum
 	instr := ""
 	if m.native {
 		out, compactEdits, instr = m.nativeCompaction(in, out, res)
+	}
+	var sources []int // of out: see sdkmw.Provider.Finish
+	if !m.native && len(known.Sources) == len(out) {
+		sources = slices.Clone(known.Sources)
 	}
 	outHash := make([]uint64, len(out))
 	for j := range out {
@@ -234,12 +238,15 @@ func (m *thinkingMemory) finish(req *http.Request, _ []byte, doc *agentctx.Docum
 			return inChain[k], true
 		},
 		Replaced: func(j int) error {
+			if sources != nil {
+				sources[j] = -1
+			}
 			outHash[j] = m.hash(&out[j])
 			return nil
 		},
 	}, m, on)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// A DropBlock verdict would need the request's thinking controls; the
 	// binding leaves none to give here (an invalid block of the open turn
@@ -251,7 +258,7 @@ func (m *thinkingMemory) finish(req *http.Request, _ []byte, doc *agentctx.Docum
 	m.sent, m.lastIn, m.lastChain = true, len(in), chain
 	m.lastOut, m.lastOutHash = out, outHash
 	res.Messages = out
-	return members, nil
+	return members, sources, nil
 }
 
 // rememberAnswered remembers the thinking of the assistant messages of in

@@ -90,16 +90,17 @@ func TestCacheSendsTheSameBodies(t *testing.T) {
 	bodies := growing(`"fix the build"`, 12)
 	odd := []string{`[1,2]`, `{"messages":[]}`, `{"messages":{}}`, `{"messages":[{"role":"user","content":"a"}],"messages":[{"role":"user","content":"b"}]}`, bodies[3], `{"messages":[{"role":"user","content":"fix the build"},]}`}
 	fin := provider
-	fin.Finish = func(_ *http.Request, _ []byte, _ *agentctx.Document, res *pipeline.Result, k Known) (map[string][]byte, error) {
+	fin.Finish = func(_ *http.Request, _ []byte, _ *agentctx.Document, res *pipeline.Result, k Known) (map[string][]byte, []int, error) {
 		for j := range res.Messages {
 			if enc := k.Encoding(j); enc != nil {
 				want, err := agentctx.StripMetadata(res.Messages[j : j+1])[0].AppendJSON(nil)
 				if err != nil || string(want) != string(enc) {
-					return nil, fmt.Errorf("Known.Encoding(%d) = %s, want %s", j, enc, want)
+					return nil, nil, fmt.Errorf("Known.Encoding(%d) = %s, want %s", j, enc, want)
 				}
 			}
 		}
-		return nil, nil
+		// The body is written with the encodings these sources name.
+		return nil, k.Sources, nil
 	}
 	for _, tc := range []struct {
 		name string

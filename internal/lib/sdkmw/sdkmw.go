@@ -110,8 +110,12 @@ type Provider struct {
 	// change the request's headers (req is nil in Prepare), and return
 	// top-level members to set in the body sent (anthropicx's native mode
 	// sets context_management). known says what the middleware knows of
-	// the messages, for Finish not to encode them again.
-	Finish func(req *http.Request, body []byte, doc *agentctx.Document, res *pipeline.Result, known Known) (members map[string][]byte, err error)
+	// the messages, for Finish not to encode them again. sources is, for
+	// the messages Finish leaves in res.Messages (metadata stripped), the
+	// index of doc's message each one is, unchanged, or -1 (as
+	// Known.Sources), so that the body is written with their known
+	// encodings; nil when not known.
+	Finish func(req *http.Request, body []byte, doc *agentctx.Document, res *pipeline.Result, known Known) (members map[string][]byte, sources []int, err error)
 	// Decode, when set, reads the messages of a matched request body in
 	// place of agentctx.ParseDocument (openaix's Responses requests, whose
 	// "input" holds items), and returns with them the function that writes
@@ -226,7 +230,7 @@ func newMiddleware(p Preparer, prov Provider, opts Options) (Middleware, *mwCach
 			return next(req)
 		}
 		ctx := req.Context()
-		body, err := io.ReadAll(req.Body)
+		body, err := readBody(req)
 		req.Body.Close()
 		if err != nil {
 			return nil, fmt.Errorf("agentctx: read request body: %w", err)
@@ -342,10 +346,13 @@ func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, 
 		return nil, false, err
 	}
 	var members map[string][]byte
+	var sources []int // of the messages to send, stripped: see Known.Sources
 	if prov.Finish != nil {
-		if members, err = prov.Finish(req, body, doc, res, known(facts, pdoc, cut, res)); err != nil {
+		if members, sources, err = prov.Finish(req, body, doc, res, known(facts, pdoc, cut, res)); err != nil {
 			return nil, false, err
 		}
+	} else if facts != nil {
+		sources = known(facts, pdoc, cut, res).Sources
 	}
 	if onResult != nil {
 		onResult(ctx, res)
@@ -358,7 +365,19 @@ func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, 
 		}
 		out, err = encode(agentctx.StripMetadata(res.Messages), sources)
 	} else {
-		out, err = doc.WithMessages(agentctx.StripMetadata(res.Messages)).AppendJSON(make([]byte, 0, len(body)))
+		msgs := agentctx.StripMetadata(res.Messages)
+		var enc func(int) []byte
+		if facts != nil && len(sources) == len(msgs) {
+			// The messages sent again are copied from their encodings,
+			// not encoded again.
+			enc = func(j int) []byte {
+				if s := sources[j]; s >= 0 && s < len(facts) {
+					return facts[s].Encoding
+				}
+				return nil
+			}
+		}
+		out, err = doc.WithMessages(msgs).AppendJSONEncoded(make([]byte, 0, len(body)+len(body)/8), enc)
 		out = bytes.TrimSuffix(out, []byte("\n"))
 	}
 	if err == nil {
@@ -382,6 +401,43 @@ func (mc *mwCache) document(body []byte) (*agentctx.Document, []agentctx.Facts, 
 	}
 	return cachedDocument(mc.cache, mc.prefix, body)
 }
+
+// readBody reads req's body, into a buffer of its ContentLength when it
+// has one (the SDKs set it): io.ReadAll grows its buffer by copies, twice
+// the body in garbage. A body shorter or longer than it said is read as
+// it is, as io.ReadAll reads it.
+func readBody(req *http.Request) ([]byte, error) {
+	n := req.ContentLength
+	if n <= 0 || n > maxPresized {
+		return io.ReadAll(req.Body)
+	}
+	buf := make([]byte, n)
+	m, err := io.ReadFull(req.Body, buf)
+	switch {
+	case err == io.ErrUnexpectedEOF || err == io.EOF:
+		return buf[:m], nil
+	case err != nil:
+		return nil, err
+	}
+	var one [1]byte
+	k, err := req.Body.Read(one[:])
+	switch {
+	case k == 0 && err == io.EOF:
+		return buf, nil
+	case err != nil && err != io.EOF:
+		return nil, err
+	}
+	rest, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(buf, one[:k]...), rest...), nil
+}
+
+// maxPresized bounds the buffer readBody makes from a Content-Length
+// before reading: a body said to be larger is read by io.ReadAll, so that
+// a wrong Content-Length does not allocate a huge buffer up front.
+const maxPresized = 32 << 20
 
 func setBody(req *http.Request, b []byte) {
 	req.Body = io.NopCloser(bytes.NewReader(b))

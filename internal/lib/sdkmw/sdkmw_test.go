@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -154,10 +155,10 @@ func FuzzUsageReader(f *testing.F) {
 // replace its messages, set a header and set top-level members.
 func TestFinish(t *testing.T) {
 	prov := provider
-	prov.Finish = func(req *http.Request, body []byte, doc *agentctx.Document, res *pipeline.Result, _ Known) (map[string][]byte, error) {
+	prov.Finish = func(req *http.Request, body []byte, doc *agentctx.Document, res *pipeline.Result, _ Known) (map[string][]byte, []int, error) {
 		req.Header.Set("X-Test", "1")
 		res.Messages = res.Messages[:1]
-		return map[string][]byte{"b": []byte(`{"x":2}`), "a": []byte(`1`)}, nil
+		return map[string][]byte{"b": []byte(`{"x":2}`), "a": []byte(`1`)}, nil, nil
 	}
 	mw := New(&identity{}, prov, Options{})
 	req, _ := http.NewRequest(http.MethodPost, "http://x/v1/messages", strings.NewReader(`{"a":0,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]}`))
@@ -172,5 +173,55 @@ func TestFinish(t *testing.T) {
 	}
 	if sent != `{"a":1,"messages":[{"role":"user","content":"hi"}],"b":{"x":2}}` || header != "1" {
 		t.Errorf("sent %s, header %q", sent, header)
+	}
+}
+
+// TestFinishSources: the body is written with the known encodings of the
+// messages a Finish says are the input's, and a message it replaced and
+// says so (-1) is encoded anew, on a warm request (whose messages the
+// decode cache knows) as on a cold one.
+func TestFinishSources(t *testing.T) {
+	prov := provider
+	prov.Finish = func(_ *http.Request, _ []byte, _ *agentctx.Document, res *pipeline.Result, k Known) (map[string][]byte, []int, error) {
+		if len(k.Sources) != len(res.Messages) {
+			return nil, nil, nil
+		}
+		src := slices.Clone(k.Sources)
+		res.Messages = slices.Clone(res.Messages)
+		res.Messages[1] = res.Messages[1].WithContent(agentctx.Text("replaced"))
+		src[1] = -1
+		return nil, src, nil
+	}
+	mw := New(&identity{}, prov, Options{})
+	body := `{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"},{"role":"user","content":"go on"}]}`
+	want := `{"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"replaced"},{"role":"user","content":"go on"}]}`
+	for i := range 2 {
+		req, _ := http.NewRequest(http.MethodPost, "http://x/v1/messages", strings.NewReader(body))
+		var sent string
+		_, err := mw(req, func(r *http.Request) (*http.Response, error) {
+			b, _ := io.ReadAll(r.Body)
+			sent = string(b)
+			return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader("{}"))}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sent != want {
+			t.Errorf("request %d sent %s, want %s", i, sent, want)
+		}
+	}
+}
+
+// TestReadBody: a body is read whole whatever its Content-Length says
+// (right, short, long, none), as io.ReadAll reads it.
+func TestReadBody(t *testing.T) {
+	const body = `{"messages":[]}`
+	for _, n := range []int64{int64(len(body)), 3, int64(len(body)) + 10, 0, -1, maxPresized + 1} {
+		req, _ := http.NewRequest(http.MethodPost, "http://x/", strings.NewReader(body))
+		req.ContentLength = n
+		got, err := readBody(req)
+		if err != nil || string(got) != body {
+			t.Errorf("Content-Length %d: %q, %v", n, got, err)
+		}
 	}
 }
