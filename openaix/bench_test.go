@@ -39,8 +39,14 @@ func benchBody(b *testing.B, n int) []byte {
 
 type identity struct{}
 
+// PrepareDocument keeps every message and says so in Sources, as a
+// Pipeline does.
 func (identity) PrepareDocument(_ context.Context, doc *agentctx.Document) (*pipeline.Result, error) {
-	return &pipeline.Result{Messages: doc.Messages}, nil
+	src := make([]int, len(doc.Messages))
+	for i := range src {
+		src[i] = i
+	}
+	return &pipeline.Result{Messages: doc.Messages, Sources: src}, nil
 }
 
 // BenchmarkMiddlewareOverhead is the cost the middleware adds to a request

@@ -37,11 +37,12 @@ import (
 // request's URL followed by /compact.
 func NativeMiddleware(p Preparer, opts Options) option.Middleware {
 	resp := responsesProvider
+	decode := responsesDecoder(opts.DecodeCacheBytes)
 	resp.Decode = func(ctx context.Context, body []byte) (*agentctx.Document, func([]agentctx.Message, []int) ([]byte, error), error) {
 		if c, ok := ctx.Value(callKey{}).(*nativeCall); ok {
 			c.model = modelOf(body)
 		}
-		return decodeResponses(ctx, body)
+		return decode(ctx, body)
 	}
 	chat, responses := sdkmw.New(p, provider, opts), sdkmw.New(p, resp, opts)
 	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {

@@ -128,7 +128,9 @@ var provider = sdkmw.Provider{
 // and Responses request with p. The zero Options means the documented
 // defaults.
 func Middleware(p Preparer, opts Options) option.Middleware {
-	chat, resp := sdkmw.New(p, provider, opts), sdkmw.New(p, responsesProvider, opts)
+	rp := responsesProvider
+	rp.Decode = responsesDecoder(opts.DecodeCacheBytes)
+	chat, resp := sdkmw.New(p, provider, opts), sdkmw.New(p, rp, opts)
 	return func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		if responsesProvider.Match(req) {
 			return resp(req, next)

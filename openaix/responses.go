@@ -3,6 +3,7 @@ package openaix
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/internal/lib/decodecache"
 	"github.com/agentctx/agentctx/internal/lib/respitems"
 	"github.com/agentctx/agentctx/internal/lib/sdkmw"
 	"github.com/agentctx/agentctx/internal/lib/wire"
@@ -28,23 +30,67 @@ var responsesProvider = sdkmw.Provider{
 	Decode: decodeResponses,
 }
 
-// decodeResponses reads the input items of a Responses request as
-// messages (internal/lib/respitems, the proxy's mapping), and returns the
-// function that writes the request to send: the body with only "input"
-// replaced, every item of a message the pipeline kept as it came. A
-// request whose history the server keeps (store not false, or a
-// previous_response_id) or whose input is not an array of items is sent
-// unchanged, as the proxy does.
-func decodeResponses(_ context.Context, body []byte) (*agentctx.Document, func([]agentctx.Message, []int) ([]byte, error), error) {
-	if rawjson.Kind(body) != '{' {
-		return nil, nil, ErrNotMessages
+// itemCache keeps the input items a Responses middleware parsed, per
+// conversation (internal/lib/decodecache), so that a warm request parses
+// only the items its conversation's last request did not send.
+type itemCache = decodecache.Cache[*itemEntry]
+
+// itemEntry is one input item as parsed: never modified once cached
+// (respitems.Group copies what it takes of it).
+type itemEntry struct {
+	raw decodecache.Print
+	it  *respitems.Item
+}
+
+// Print implements decodecache.Entry.
+func (e *itemEntry) Print() decodecache.Print { return e.raw }
+
+// Size implements decodecache.Entry: the item's strings (about its bytes)
+// and the structure around them.
+func (e *itemEntry) Size() int64 { return int64(e.raw.N) + 256 }
+
+// newItemCache returns the cache for Options.DecodeCacheBytes (0: the
+// default bound; negative: none).
+func newItemCache(max int64) *itemCache {
+	switch {
+	case max == 0:
+		return decodecache.New[*itemEntry](sdkmw.DefaultDecodeCacheBytes)
+	case max > 0:
+		return decodecache.New[*itemEntry](max)
 	}
-	ms, err := rawjson.Members(body)
+	return nil
+}
+
+// responsesDecoder returns responsesProvider's Decode reading through a
+// cache bounded as Options.DecodeCacheBytes says.
+func responsesDecoder(max int64) func(context.Context, []byte) (*agentctx.Document, func([]agentctx.Message, []int) ([]byte, error), error) {
+	c := newItemCache(max)
+	return func(ctx context.Context, body []byte) (*agentctx.Document, func([]agentctx.Message, []int) ([]byte, error), error) {
+		return decodeResponsesCached(ctx, c, body)
+	}
+}
+
+// decodeResponses is decodeResponsesCached without a cache.
+func decodeResponses(ctx context.Context, body []byte) (*agentctx.Document, func([]agentctx.Message, []int) ([]byte, error), error) {
+	return decodeResponsesCached(ctx, nil, body)
+}
+
+// decodeResponsesCached reads the input items of a Responses request as
+// messages (internal/lib/respitems, the proxy's mapping), parsing only the
+// items c does not hold (c may be nil), and returns the function that
+// writes the request to send: the body with only "input" replaced, every
+// item of a message the pipeline kept as it came. A request whose history
+// the server keeps (store not false, or a previous_response_id) or whose
+// input is not an array of items is sent unchanged, as the proxy does.
+func decodeResponsesCached(_ context.Context, c *itemCache, body []byte) (*agentctx.Document, func([]agentctx.Message, []int) ([]byte, error), error) {
+	ls := &decodecache.Scan[*itemEntry]{Cache: c, Prefix: "responses\x00", Member: "input"}
+	ls.Data = body[rawjson.SkipSpace(body, 0):]
+	wb, err := wire.SplitBody(body, ls.ValueAt)
 	if err != nil {
 		return nil, nil, ErrNotMessages
 	}
 	var input, store, prev []byte
-	for _, m := range ms {
+	for _, m := range wb.Members {
 		switch m.Key {
 		case "input":
 			input = m.Value
@@ -57,14 +103,28 @@ func decodeResponses(_ context.Context, body []byte) (*agentctx.Document, func([
 	if rawjson.Kind(store) != 'f' || (len(prev) > 0 && rawjson.Kind(prev) != 'n') || rawjson.Kind(input) != '[' {
 		return nil, nil, nil
 	}
-	items, err := rawjson.Elements(input)
-	if err != nil {
-		return nil, nil, err
+	items := ls.Items // the last "input" member's, as input is
+	its := make([]*respitems.Item, len(items))
+	ents := make([]*itemEntry, len(items))
+	for k, raw := range items {
+		if e := ls.Reused[k]; e != nil {
+			its[k], ents[k] = e.it, e
+			continue
+		}
+		if c != nil {
+			c.Decoded.Add(1)
+		}
+		it, err := respitems.Parse(raw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("input item %d: %w", k, err)
+		}
+		its[k], ents[k] = it, &itemEntry{raw: c.PrintOf(raw), it: it}
 	}
-	msgs, groups, err := respitems.Messages(items)
-	if err != nil {
-		return nil, nil, err
+	if c != nil {
+		c.Reused.Add(int64(len(items) - decodecache.CountNew(ls.Reused)))
 	}
+	c.Put(ls.Key, ents)
+	msgs, groups := respitems.Group(its)
 	doc := &agentctx.Document{Format: agentctx.FormatArray, Messages: msgs}
 	encode := func(out []agentctx.Message, sources []int) ([]byte, error) {
 		match, err := respitems.Match(msgs, out, sources)

@@ -357,40 +357,52 @@ func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, 
 	if onResult != nil {
 		onResult(ctx, res)
 	}
-	var out []byte
+	out, err := writeBody(body, doc, res, facts, sources, encode, pdoc == doc && prov.Finish == nil)
+	if err != nil {
+		return nil, true, err
+	}
+	return setMembers(out, members), true, nil
+}
+
+// writeBody returns the body to send for res, prepared from doc's
+// messages. With the Provider's encode, it is given the result's sources
+// when plain (they index doc, and no Finish changed the messages);
+// otherwise the body is doc with the result's messages, those that
+// sources (Known.Sources) says are doc's copied from their encodings in
+// facts, not encoded again.
+func writeBody(body []byte, doc *agentctx.Document, res *pipeline.Result, facts []agentctx.Facts, sources []int, encode func([]agentctx.Message, []int) ([]byte, error), plain bool) ([]byte, error) {
+	msgs := agentctx.StripMetadata(res.Messages)
 	if encode != nil {
-		var sources []int
-		if pdoc == doc && prov.Finish == nil { // the result's sources index doc, and no one changed its messages
-			sources = strippedSources(res)
+		var src []int
+		if plain {
+			src = strippedSources(res)
 		}
-		out, err = encode(agentctx.StripMetadata(res.Messages), sources)
-	} else {
-		msgs := agentctx.StripMetadata(res.Messages)
-		var enc func(int) []byte
-		if facts != nil && len(sources) == len(msgs) {
-			// The messages sent again are copied from their encodings,
-			// not encoded again.
-			enc = func(j int) []byte {
-				if s := sources[j]; s >= 0 && s < len(facts) {
-					return facts[s].Encoding
-				}
-				return nil
+		return encode(msgs, src)
+	}
+	var enc func(int) []byte
+	if facts != nil && len(sources) == len(msgs) {
+		enc = func(j int) []byte {
+			if s := sources[j]; s >= 0 && s < len(facts) {
+				return facts[s].Encoding
 			}
-		}
-		out, err = doc.WithMessages(msgs).AppendJSONEncoded(make([]byte, 0, len(body)+len(body)/8), enc)
-		out = bytes.TrimSuffix(out, []byte("\n"))
-	}
-	if err == nil {
-		keys := make([]string, 0, len(members))
-		for k := range members {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			out = rawjson.Set(out, k, members[k])
+			return nil
 		}
 	}
-	return out, true, err
+	out, err := doc.WithMessages(msgs).AppendJSONEncoded(make([]byte, 0, len(body)+len(body)/8), enc)
+	return bytes.TrimSuffix(out, []byte("\n")), err
+}
+
+// setMembers sets the top-level members of body, in key order.
+func setMembers(body []byte, members map[string][]byte) []byte {
+	keys := make([]string, 0, len(members))
+	for k := range members {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		body = rawjson.Set(body, k, members[k])
+	}
+	return body
 }
 
 // document reads body through the cache (see cachedDocument); ok is
