@@ -64,6 +64,25 @@ func listKey(api API) string {
 	return ""
 }
 
+// toolless reports a body, split into its top-level members ms, that
+// restore may give the session's tools: it offers none of its own and
+// its tool_choice names no tool.
+func toolless(ms []rawjson.Member) bool {
+	for _, mb := range ms {
+		switch mb.Key {
+		case "tools":
+			if hasTools(mb.Value) || rawjson.Kind(mb.Value) != '[' && rawjson.Kind(mb.Value) != 'n' {
+				return false // tools of its own
+			}
+		case "tool_choice":
+			if c := rawjson.Unquote(mb.Value); rawjson.Kind(mb.Value) != 'n' && c != "auto" && c != "none" {
+				return false // a choice that names a tool
+			}
+		}
+	}
+	return true
+}
+
 // hasTools reports a tools value that lists at least one tool.
 func hasTools(v []byte) bool {
 	if rawjson.Kind(v) != '[' {
@@ -143,18 +162,12 @@ func (m *toolMemos) restore(api API, session string, body []byte) (out []byte, r
 	if err != nil {
 		return body, false
 	}
+	if !toolless(ms) {
+		return body, false
+	}
 	var list []byte
 	for _, mb := range ms {
-		switch mb.Key {
-		case "tools":
-			if hasTools(mb.Value) || rawjson.Kind(mb.Value) != '[' && rawjson.Kind(mb.Value) != 'n' {
-				return body, false // tools of its own
-			}
-		case "tool_choice":
-			if c := rawjson.Unquote(mb.Value); rawjson.Kind(mb.Value) != 'n' && c != "auto" && c != "none" {
-				return body, false // a choice that names a tool
-			}
-		case key:
+		if mb.Key == key {
 			list = mb.Value
 		}
 	}

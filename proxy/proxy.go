@@ -341,8 +341,11 @@ type exchange struct {
 	client       string // the client's User-Agent, its first word
 
 	// toolsRestored: a client's compaction request sent with the
-	// session's tools (clientcompact.go).
-	toolsRestored bool
+	// session's tools (clientcompact.go). toolless: the request, on an
+	// OpenAI API, offered no tools of its own (or was not read: the
+	// restore reads it then), so that the restore is tried; a request
+	// with tools is not split again for it.
+	toolsRestored, toolless bool
 }
 
 // ServeHTTP implements http.Handler.
@@ -423,7 +426,9 @@ func (s *Server) readAndPrepare(w http.ResponseWriter, r *http.Request, rt route
 	}
 	x.bytesIn = len(raw)
 	sent = s.prepare(r, rt, raw, x)
-	sent, x.toolsRestored = s.tools.restore(x.api, x.session, sent)
+	if x.toolless {
+		sent, x.toolsRestored = s.tools.restore(x.api, x.session, sent)
+	}
 	x.bytesOut = len(sent)
 	return bytes.NewReader(sent), sent, true
 }
@@ -542,6 +547,7 @@ func (s *Server) readRequest(r *http.Request, rt route, raw []byte, x *exchange)
 	if err != nil {
 		return nil, "", false // not JSON: the upstream will answer
 	}
+	x.toolless = listKey(rt.api) != "" && toolless(b.Members)
 	x.session, _ = sessionKey(r.Header, b)
 	if s.opts.Tenants {
 		t, ok := Tenant(r.Header)
