@@ -134,11 +134,11 @@ func decodeResponsesCached(_ context.Context, c *itemCache, body []byte) (*agent
 		if len(out) == len(msgs) && !changed(match) {
 			return body, nil
 		}
-		list := respitems.Splice(items, msgs, groups, out, match)
 		off := cap(body) - cap(input) // input is a subslice of body
-		b := make([]byte, 0, len(body)-len(input)+len(list))
+		n := respitems.SpliceLen(items)
+		b := make([]byte, 0, len(body)-len(input)+n+n/8) // room for what the pipeline changes
 		b = append(b, body[:off]...)
-		b = append(b, list...)
+		b = respitems.AppendSplice(b, items, msgs, groups, out, match)
 		return append(b, body[off+len(input):]...), nil
 	}
 	return doc, encode, nil

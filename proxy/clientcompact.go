@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"sync"
 
 	"github.com/agentctx/agentctx/internal/base/rawjson"
@@ -83,6 +84,30 @@ func toolless(ms []rawjson.Member) bool {
 	return true
 }
 
+// sentParts returns the "tools" and list members of sent, the body
+// forwarded for raw, from those of raw (tools and list, subslices of raw),
+// without splitting it: sent is raw itself, or raw with only its list
+// replaced (what the proxy's edit of an OpenAI request makes), which the
+// bytes around the list show. ok is false for any other sent.
+func sentParts(raw, sent, tools, list []byte) (sentTools, sentList []byte, ok bool) {
+	if len(list) < 2 || len(raw) == 0 || len(sent) == 0 {
+		return nil, nil, false
+	}
+	if len(sent) == len(raw) && &sent[0] == &raw[0] {
+		return tools, list, true
+	}
+	off := offsetIn(raw, list)
+	tail := len(raw) - off - len(list)
+	if off < 0 || tail < 0 || off+tail+2 > len(sent) {
+		return nil, nil, false
+	}
+	l := sent[off : len(sent)-tail]
+	if l[0] != '[' || l[len(l)-1] != ']' || !bytes.Equal(sent[:off], raw[:off]) || !bytes.Equal(sent[len(sent)-tail:], raw[len(raw)-tail:]) {
+		return nil, nil, false
+	}
+	return tools, l, true
+}
+
 // hasTools reports a tools value that lists at least one tool.
 func hasTools(v []byte) bool {
 	if rawjson.Kind(v) != '[' {
@@ -112,7 +137,13 @@ func (m *toolMemos) remember(api API, session string, body []byte) {
 			list = mb.Value
 		}
 	}
-	if !hasTools(tools) || rawjson.Kind(list) != '[' || len(list) < 2 {
+	m.rememberParts(api, session, tools, list)
+}
+
+// rememberParts is remember given the body's (last) "tools" and list
+// members, as the body holds them.
+func (m *toolMemos) rememberParts(api API, session string, tools, list []byte) {
+	if listKey(api) == "" || session == "" || !hasTools(tools) || rawjson.Kind(list) != '[' || len(list) < 2 {
 		return
 	}
 	th := hash64(tools)

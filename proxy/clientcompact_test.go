@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 	"github.com/agentctx/agentctx/proxy"
 )
@@ -103,4 +105,63 @@ func TestClientCompactionReadsTheCache(t *testing.T) {
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// TestClientCompactionAfterAnEdit: when the Engine edits the session's
+// requests (here: every tool output cleared), the compaction request is
+// matched against the step as it was forwarded, edited, and sent with the
+// session's tools: what the tools memo keeps of a forwarded body is its
+// list as sent, not as the client wrote it.
+func TestClientCompactionAfterAnEdit(t *testing.T) {
+	tool := `{"type":"function","name":"exec_command","description":"Runs a command.","parameters":{"type":"object"}}`
+	items := []string{
+		`{"type":"message","role":"user","content":[{"type":"input_text","text":"run the steps"}]}`,
+		`{"type":"function_call","name":"exec_command","arguments":"{}","call_id":"call_1"}`,
+		`{"type":"function_call_output","call_id":"call_1","output":` + quote(strings.Repeat("build line ok\n", 400)) + `}`,
+	}
+	step := `{"model":"gpt-5-codex","store":false,"tools":[` + tool + `],"tool_choice":"auto","input":[` + strings.Join(items, ",") + `]}`
+	compaction := `{"model":"gpt-5-codex","store":false,"tools":[],"input":[` + strings.Join(items, ",") +
+		`,{"type":"message","role":"user","content":[{"type":"input_text","text":` + quote(codexCompactionPrompt) + `}]}]}`
+	clear := func(req *proxy.Request) []agentctx.Message {
+		out := slices.Clone(req.Document.Messages)
+		for j := range out {
+			if out[j].Role == agentctx.RoleTool {
+				out[j] = out[j].WithContent(agentctx.Text("[cleared]"))
+			}
+		}
+		return out
+	}
+	fake := fakeupstream.New(fakeupstream.Options{Script: func(*fakeupstream.Call) fakeupstream.Reply {
+		return fakeupstream.Reply{Text: "summary"}
+	}})
+	us := httptest.NewServer(fake)
+	t.Cleanup(us.Close)
+	srv, err := proxy.New(proxy.Options{OpenAIURL: us.URL, Engine: &funcEngine{prepare: clear}, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := httptest.NewServer(srv)
+	t.Cleanup(ps.Close)
+	for _, b := range []string{step, compaction} {
+		resp := post(t, ps.URL+"/v1/responses", b, map[string]string{proxy.HeaderSession: "s1"})
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, data)
+		}
+	}
+	recs := fake.Records()
+	last := recs[len(recs)-1].Body
+	if !strings.Contains(string(recs[0].Body), "[cleared]") || !strings.Contains(string(last), "[cleared]") {
+		t.Fatalf("the Engine's edit was not forwarded: %.300s", last)
+	}
+	var got struct {
+		Tools []any `json:"tools"`
+	}
+	if err := json.Unmarshal(last, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Tools) != 1 {
+		t.Fatalf("the compaction request was forwarded with tools %v: want the session's", got.Tools)
+	}
 }

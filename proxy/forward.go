@@ -142,7 +142,11 @@ func (f *forward) modifyResponse(resp *http.Response) error {
 	if fw, ok := s.opts.Engine.(Forwarder); ok && x.prepared != nil && resp.StatusCode == http.StatusOK && f.sent != nil {
 		fw.Forwarded(x.session, x.api, f.sent)
 	}
-	if resp.StatusCode == http.StatusOK && f.sent != nil {
+	switch {
+	case resp.StatusCode != http.StatusOK || f.sent == nil:
+	case x.sentList != nil:
+		s.tools.rememberParts(x.api, x.session, x.sentTools, x.sentList)
+	default:
 		s.tools.remember(x.api, x.session, f.sent)
 	}
 	// Not answer headers; ReverseProxy removed the hop-by-hop ones.

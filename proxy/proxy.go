@@ -346,6 +346,12 @@ type exchange struct {
 	// restore reads it then), so that the restore is tried; a request
 	// with tools is not split again for it.
 	toolsRestored, toolless bool
+	// reqTools and reqList are the "tools" and list members of an OpenAI
+	// request's body as read (subslices of it); sentTools and sentList
+	// those of the body forwarded, when known without splitting it
+	// (sentParts), for the tools memo (toolMemos.rememberParts).
+	reqTools, reqList   []byte
+	sentTools, sentList []byte
 }
 
 // ServeHTTP implements http.Handler.
@@ -428,6 +434,11 @@ func (s *Server) readAndPrepare(w http.ResponseWriter, r *http.Request, rt route
 	sent = s.prepare(r, rt, raw, x)
 	if x.toolless {
 		sent, x.toolsRestored = s.tools.restore(x.api, x.session, sent)
+	}
+	if !x.toolsRestored && x.reqList != nil {
+		if t, l, ok := sentParts(raw, sent, x.reqTools, x.reqList); ok {
+			x.sentTools, x.sentList = t, l
+		}
 	}
 	x.bytesOut = len(sent)
 	return bytes.NewReader(sent), sent, true
@@ -547,7 +558,9 @@ func (s *Server) readRequest(r *http.Request, rt route, raw []byte, x *exchange)
 	if err != nil {
 		return nil, "", false // not JSON: the upstream will answer
 	}
-	x.toolless = listKey(rt.api) != "" && toolless(b.Members)
+	if key := listKey(rt.api); key != "" {
+		x.toolless, x.reqTools, x.reqList = toolless(b.Members), b.get("tools"), b.get(key)
+	}
 	x.session, _ = sessionKey(r.Header, b)
 	if s.opts.Tenants {
 		t, ok := Tenant(r.Header)
@@ -796,12 +809,8 @@ func (s *Server) edit(api API, b *body, conv *conversation, prep *Prepared, x *e
 	}
 	var spans []span
 	if api == APIResponses {
-		list, err := spliceResponses(conv.items, conv.doc.Messages, conv.groups, a)
-		if err != nil {
-			return nil, err
-		}
 		x.provCmp = x.prepared != nil && x.prepared.Compacted && providerCompacted(a)
-		spans = append(spans, span{value: conv.list, repl: list})
+		spans = append(spans, spliceResponses(conv.list, conv.items, conv.doc.Messages, conv.groups, a))
 	} else {
 		spans = append(spans, span{value: conv.list, n: splicedLen(conv.items, a), appendRepl: func(dst []byte) []byte {
 			return appendSpliced(dst, conv.items, a)

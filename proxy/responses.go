@@ -43,13 +43,18 @@ func groupResponseItems(its []*responseItem) ([]agentctx.Message, [][]int) {
 	return respitems.Group(its)
 }
 
-// spliceResponses writes the "input" array for the messages to send: the
-// original items of every message the Engine kept; for a tool result whose
-// content changed, its original item with only "output" replaced; new
-// messages (a summary, a provider's compacted window) as message items
-// (respitems.Splice).
-func spliceResponses(items [][]byte, in []agentctx.Message, groups [][]int, a *alignment) ([]byte, error) {
-	return respitems.Splice(items, in, groups, a.out, a.match), nil
+// spliceResponses is the span that writes, in place of a Responses body's
+// "input" array (list), the array for the messages to send: the original
+// items of every message the Engine kept; for a tool result whose content
+// changed, its original item with only "output" replaced; new messages (a
+// summary, a provider's compacted window) as message items
+// (respitems.AppendSplice). It is written into the body being made, not
+// made apart and copied.
+func spliceResponses(list []byte, items [][]byte, in []agentctx.Message, groups [][]int, a *alignment) span {
+	n := respitems.SpliceLen(items)
+	return span{value: list, n: n + n/8, appendRepl: func(dst []byte) []byte {
+		return respitems.AppendSplice(dst, items, in, groups, a.out, a.match)
+	}}
 }
 
 func messageText(m *agentctx.Message) string { return respitems.Text(m) }

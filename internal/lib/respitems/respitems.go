@@ -214,18 +214,25 @@ func outputContent(raw []byte) agentctx.Content {
 // text. items are the input items, in their messages and groups the
 // items of each (Messages).
 func Splice(items [][]byte, in []agentctx.Message, groups [][]int, out []agentctx.Message, match []int) []byte {
-	byCall := map[string]int{}
-	for k := range in {
-		if in[k].Role == agentctx.RoleTool {
-			byCall[in[k].ToolCallID] = k
-		}
-	}
+	n := SpliceLen(items)
+	return AppendSplice(make([]byte, 0, n+n/8), items, in, groups, out, match) // room for what the pipeline changes
+}
+
+// SpliceLen is the length of the "input" array of items, which Splice
+// writes again when nothing changed.
+func SpliceLen(items [][]byte) int {
 	n := 2
 	for _, it := range items {
 		n += len(it) + 1
 	}
-	buf := make([]byte, 1, n+n/8) // room for what the pipeline changes
-	buf[0] = '['
+	return n
+}
+
+// AppendSplice appends to dst the array Splice returns, so that a caller
+// writing the whole body writes it in place.
+func AppendSplice(dst []byte, items [][]byte, in []agentctx.Message, groups [][]int, out []agentctx.Message, match []int) []byte {
+	var byCall map[string]int // the tool results of in by call id, made when a result changed
+	buf := append(dst, '[')
 	first := true
 	emit := func(raw []byte) {
 		if !first {
@@ -245,6 +252,14 @@ func Splice(items [][]byte, in []agentctx.Message, groups [][]int, out []agentct
 		switch {
 		case m.Role == agentctx.RoleTool:
 			text := rawjson.AppendString(nil, m.Content.AsText())
+			if byCall == nil {
+				byCall = make(map[string]int)
+				for k := range in {
+					if in[k].Role == agentctx.RoleTool {
+						byCall[in[k].ToolCallID] = k
+					}
+				}
+			}
 			if k, ok := byCall[m.ToolCallID]; ok {
 				item := items[groups[k][0]]
 				if v := rawjson.Get(item, "output"); v != nil {
