@@ -3,7 +3,6 @@ package openaix
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -83,7 +82,7 @@ func decodeResponses(ctx context.Context, body []byte) (*agentctx.Document, func
 // the server keeps (store not false, or a previous_response_id) or whose
 // input is not an array of items is sent unchanged, as the proxy does.
 func decodeResponsesCached(_ context.Context, c *itemCache, body []byte) (*agentctx.Document, func([]agentctx.Message, []int) ([]byte, error), error) {
-	ls := &decodecache.Scan[*itemEntry]{Cache: c, Prefix: "responses\x00", Member: "input"}
+	ls := &decodecache.Scan[*itemEntry]{Cache: c, Prefix: "responses\x00", Member: "input", Noun: "input item"}
 	ls.Data = body[rawjson.SkipSpace(body, 0):]
 	wb, err := wire.SplitBody(body, ls.ValueAt)
 	if err != nil {
@@ -104,26 +103,20 @@ func decodeResponsesCached(_ context.Context, c *itemCache, body []byte) (*agent
 		return nil, nil, nil
 	}
 	items := ls.Items // the last "input" member's, as input is
-	its := make([]*respitems.Item, len(items))
-	ents := make([]*itemEntry, len(items))
-	for k, raw := range items {
-		if e := ls.Reused[k]; e != nil {
-			its[k], ents[k] = e.it, e
-			continue
-		}
-		if c != nil {
-			c.Decoded.Add(1)
-		}
+	ents, err := ls.Decode(func(raw []byte) (*itemEntry, error) {
 		it, err := respitems.Parse(raw)
 		if err != nil {
-			return nil, nil, fmt.Errorf("input item %d: %w", k, err)
+			return nil, err
 		}
-		its[k], ents[k] = it, &itemEntry{raw: c.PrintOf(raw), it: it}
+		return &itemEntry{raw: c.PrintOf(raw), it: it}, nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	if c != nil {
-		c.Reused.Add(int64(len(items) - decodecache.CountNew(ls.Reused)))
+	its := make([]*respitems.Item, len(ents))
+	for k, e := range ents {
+		its[k] = e.it
 	}
-	c.Put(ls.Key, ents)
 	msgs, groups := respitems.Group(its)
 	doc := &agentctx.Document{Format: agentctx.FormatArray, Messages: msgs}
 	encode := func(out []agentctx.Message, sources []int) ([]byte, error) {
@@ -135,8 +128,7 @@ func decodeResponsesCached(_ context.Context, c *itemCache, body []byte) (*agent
 			return body, nil
 		}
 		off := cap(body) - cap(input) // input is a subslice of body
-		n := respitems.SpliceLen(items)
-		b := make([]byte, 0, len(body)-len(input)+n+n/8) // room for what the pipeline changes
+		b := make([]byte, 0, len(body)-len(input)+respitems.SpliceCap(items))
 		b = append(b, body[:off]...)
 		b = respitems.AppendSplice(b, items, msgs, groups, out, match)
 		return append(b, body[off+len(input):]...), nil

@@ -342,9 +342,9 @@ type exchange struct {
 
 	// toolsRestored: a client's compaction request sent with the
 	// session's tools (clientcompact.go). toolless: the request, on an
-	// OpenAI API, offered no tools of its own (or was not read: the
-	// restore reads it then), so that the restore is tried; a request
-	// with tools is not split again for it.
+	// OpenAI API and read as JSON, offered no tools of its own, so that
+	// the restore is tried; a request with tools (or not JSON, which the
+	// restore could not split either) is not split again for it.
 	toolsRestored, toolless bool
 	// reqTools and reqList are the "tools" and list members of an OpenAI
 	// request's body as read (subslices of it); sentTools and sentList

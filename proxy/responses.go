@@ -51,8 +51,7 @@ func groupResponseItems(its []*responseItem) ([]agentctx.Message, [][]int) {
 // (respitems.AppendSplice). It is written into the body being made, not
 // made apart and copied.
 func spliceResponses(list []byte, items [][]byte, in []agentctx.Message, groups [][]int, a *alignment) span {
-	n := respitems.SpliceLen(items)
-	return span{value: list, n: n + n/8, appendRepl: func(dst []byte) []byte {
+	return span{value: list, n: respitems.SpliceCap(items), appendRepl: func(dst []byte) []byte {
 		return respitems.AppendSplice(dst, items, in, groups, a.out, a.match)
 	}}
 }

@@ -285,8 +285,9 @@ func withBlockMember(b agentctx.Block, key string, value []byte) (agentctx.Block
 }
 
 // span is a value inside a body and what replaces it: repl, or, when
-// appendRepl is set, the n bytes it appends (written straight into the
-// new body, not made first and copied).
+// appendRepl is set, what it appends (written straight into the new body,
+// not made first and copied): n bytes, or about n when their length is not
+// known before they are written (the body is made with room for n).
 type span struct {
 	value, repl []byte
 	n           int

@@ -11,6 +11,7 @@
 package decodecache
 
 import (
+	"cmp"
 	"container/list"
 	"encoding/binary"
 	"fmt"
@@ -167,6 +168,7 @@ type Scan[E Entry] struct {
 	Cache  *Cache[E]
 	Prefix string // the cache key's start (the caller's: API, session header)
 	Member string // the member holding the list: "messages", or "input"
+	Noun   string // what an element is called in Decode's errors; "" means "message"
 
 	Data   []byte // the body, as the MembersFunc sees it
 	Key    string // the cache key, once the first element is known
@@ -251,7 +253,7 @@ func (ls *Scan[E]) Decode(decode func(raw []byte) (E, error)) ([]E, error) {
 		}
 		d, err := decode(it)
 		if err != nil {
-			return nil, fmt.Errorf("message %d: %w", k, err)
+			return nil, fmt.Errorf("%s %d: %w", cmp.Or(ls.Noun, "message"), k, err)
 		}
 		out[k] = d
 	}

@@ -4,7 +4,7 @@
 // and of the SDK middleware (openaix).
 //
 // The mapping is for the pipeline only: messages it keeps go upstream as
-// their original items, byte for byte (Splice).
+// their original items, byte for byte (AppendSplice).
 package respitems
 
 import (
@@ -205,31 +205,26 @@ func outputContent(raw []byte) agentctx.Content {
 	return agentctx.Text(string(raw))
 }
 
-// Splice writes the "input" array for the messages to send, out: the
-// original items of every message matched to an input message (match[j]
-// is the index in in of out[j], or -1); for a tool result whose content
-// changed, its original item with only "output" replaced; new messages (a
-// summary) as message items, a summary holding a provider's compacted
-// window (internal/lib/respcompact) as the window's items followed by its
-// text. items are the input items, in their messages and groups the
-// items of each (Messages).
-func Splice(items [][]byte, in []agentctx.Message, groups [][]int, out []agentctx.Message, match []int) []byte {
-	n := SpliceLen(items)
-	return AppendSplice(make([]byte, 0, n+n/8), items, in, groups, out, match) // room for what the pipeline changes
-}
-
-// SpliceLen is the length of the "input" array of items, which Splice
-// writes again when nothing changed.
-func SpliceLen(items [][]byte) int {
+// SpliceCap is the room to make for the "input" array AppendSplice
+// writes for items: their array as it came, and an eighth more for what
+// the pipeline changes.
+func SpliceCap(items [][]byte) int {
 	n := 2
 	for _, it := range items {
 		n += len(it) + 1
 	}
-	return n
+	return n + n/8
 }
 
-// AppendSplice appends to dst the array Splice returns, so that a caller
-// writing the whole body writes it in place.
+// AppendSplice appends to dst the "input" array for the messages to send,
+// out: the original items of every message matched to an input message
+// (match[j] is the index in in of out[j], or -1); for a tool result whose
+// content changed, its original item with only "output" replaced; new
+// messages (a summary) as message items, a summary holding a provider's
+// compacted window (internal/lib/respcompact) as the window's items
+// followed by its text. items are the input items, in their messages and
+// groups the items of each (Messages). A caller writing the whole body
+// writes the array in place.
 func AppendSplice(dst []byte, items [][]byte, in []agentctx.Message, groups [][]int, out []agentctx.Message, match []int) []byte {
 	var byCall map[string]int // the tool results of in by call id, made when a result changed
 	buf := append(dst, '[')

@@ -45,7 +45,7 @@ func TestMessagesAndSplice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := join(respitems.Splice(its, msgs, groups, msgs, match)); got != all {
+	if got := join(respitems.AppendSplice(nil, its, msgs, groups, msgs, match)); got != all {
 		t.Errorf("unchanged messages spliced as %s", got)
 	}
 
@@ -62,7 +62,7 @@ func TestMessagesAndSplice(t *testing.T) {
 		t.Errorf("match with sources %v, without %v", m2, match)
 	}
 	want := "[" + input[0] + "," + input[1] + "," + input[2] + "," + input[3] + `,{"type":"function_call_output","call_id":"c1","output":"[pruned]","status":"completed"},` + input[5] + "]"
-	if got := join(respitems.Splice(its, msgs, groups, out, match)); got != want {
+	if got := join(respitems.AppendSplice(nil, its, msgs, groups, out, match)); got != want {
 		t.Errorf("pruned result spliced as\n%s\nwant\n%s", got, want)
 	}
 
@@ -78,7 +78,7 @@ func TestMessagesAndSplice(t *testing.T) {
 	_, rest, _ := respcompact.Split(sum)
 	text, _ := json.Marshal(rest)
 	want = "[" + input[0] + "," + input[1] + `,{"type":"compaction","id":"cmp_1","encrypted_content":"x"},{"type":"message","role":"user","content":[{"type":"input_text","text":` + string(text) + `}]},` + input[5] + "]"
-	if got := join(respitems.Splice(its, msgs, groups, out, match)); got != want {
+	if got := join(respitems.AppendSplice(nil, its, msgs, groups, out, match)); got != want {
 		t.Errorf("summary spliced as\n%s\nwant\n%s", got, want)
 	}
 }
@@ -114,7 +114,7 @@ func FuzzSplice(f *testing.F) {
 		if err != nil {
 			return
 		}
-		out := respitems.Splice(its, msgs, groups, msgs, match)
+		out := respitems.AppendSplice(nil, its, msgs, groups, msgs, match)
 		var back []json.RawMessage
 		if err := json.Unmarshal(out, &back); err != nil || len(back) != len(raw) {
 			t.Fatalf("spliced %s as %s (%v)", s, out, err)

@@ -414,36 +414,22 @@ func (mc *mwCache) document(body []byte) (*agentctx.Document, []agentctx.Facts, 
 	return cachedDocument(mc.cache, mc.prefix, body)
 }
 
-// readBody reads req's body, into a buffer of its ContentLength when it
-// has one (the SDKs set it): io.ReadAll grows its buffer by copies, twice
-// the body in garbage. A body shorter or longer than it said is read as
-// it is, as io.ReadAll reads it.
+// readBody reads req's body, into a buffer made for its ContentLength
+// when it has one (the SDKs set it): io.ReadAll grows its buffer by
+// copies, twice the body in garbage. A body shorter or longer than it
+// said is read as it is, as io.ReadAll reads it.
 func readBody(req *http.Request) ([]byte, error) {
 	n := req.ContentLength
 	if n <= 0 || n > maxPresized {
 		return io.ReadAll(req.Body)
 	}
-	buf := make([]byte, n)
-	m, err := io.ReadFull(req.Body, buf)
-	switch {
-	case err == io.ErrUnexpectedEOF || err == io.EOF:
-		return buf[:m], nil
-	case err != nil:
+	// ReadFrom grows the buffer when less than MinRead is free: with that
+	// much more, the read that finds the end needs no copy.
+	buf := bytes.NewBuffer(make([]byte, 0, n+bytes.MinRead))
+	if _, err := buf.ReadFrom(req.Body); err != nil {
 		return nil, err
 	}
-	var one [1]byte
-	k, err := req.Body.Read(one[:])
-	switch {
-	case k == 0 && err == io.EOF:
-		return buf, nil
-	case err != nil && err != io.EOF:
-		return nil, err
-	}
-	rest, err := io.ReadAll(req.Body)
-	if err != nil {
-		return nil, err
-	}
-	return append(append(buf, one[:k]...), rest...), nil
+	return buf.Bytes(), nil
 }
 
 // maxPresized bounds the buffer readBody makes from a Content-Length
