@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -22,50 +21,87 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/internal/testkit/headless"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pipeline/replay"
 	"github.com/agentctx/agentctx/proxy"
 )
 
-// chromium returns the path of Debian's chromium, or skips the test when it
-// is absent outside CI; under CI (CI set, as .ci/run sets it, and not
-// "false" or "0") it fails the test instead (.ci/run installs chromium).
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if ci := os.Getenv("CI"); ci != "" && ci != "false" && ci != "0" {
-		t.Fatal("chromium is not installed (.ci/run installs it)")
-	}
-	t.Skip("chromium is not installed")
-	return ""
+// The browser tests share one headless chromium (a browser start costs
+// about two seconds of a 2-core machine); each page opens in a browser
+// context of its own, as in a fresh profile. TestMain stops it.
+var shared struct {
+	once sync.Once
+	b    *headless.Browser
+	err  error
 }
 
-// headless runs chromium headless on url with extra flags (--dump-dom,
-// --screenshot=...) and returns its standard output.
-func headless(bin, dir, url string, flags ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	args := append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-		"--disable-extensions", "--user-data-dir=" + dir, "--virtual-time-budget=10000", "--window-size=1280,1500"}, flags...)
-	cmd := exec.CommandContext(ctx, bin, append(args, url)...)
-	cmd.WaitDelay = 10 * time.Second
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("chromium %v: %v\n%s", flags, err, errb.String())
+// browser returns the shared chromium, started at the first call; it skips
+// as chromium does.
+func browser(t *testing.T) *headless.Browser {
+	bin := headless.Chromium(t)
+	shared.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		shared.b, shared.err = headless.Start(ctx, bin)
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
 	}
-	return out.Bytes(), nil
+	return shared.b
 }
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.b != nil {
+		shared.b.Close()
+	}
+	os.Exit(code)
+}
+
+// pageWait is how long one open page has to show what a test waits for
+// before eventually opens it again.
+const pageWait = 20 * time.Second
 
 // browserWait is how long a page has to show what the test waits for: a
-// loaded 2-core machine starts chromium slowly, the page's fetches too.
+// loaded 2-core machine runs the page's fetches slowly.
 const browserWait = 4 * time.Minute
 
-// eventually runs try (one headless chromium run) until it reports
+// watch opens url in a tab of its own and reads its DOM every 50 ms until
+// check returns "" (done; the tab is returned open, for a screenshot) or
+// pageWait passes (what check said last is returned, the tab closed).
+func watch(br *headless.Browser, url string, check func(node) string) (*headless.Tab, node, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), pageWait+time.Minute)
+	defer cancel()
+	tab, err := br.Open(ctx, url)
+	if err != nil {
+		return nil, node{}, err.Error()
+	}
+	deadline := time.Now().Add(pageWait)
+	for {
+		b, err := tab.HTML(ctx)
+		why := ""
+		var dom node
+		if err != nil {
+			why = err.Error()
+		} else if doc, err := html.Parse(bytes.NewReader(b)); err != nil {
+			why = err.Error()
+		} else {
+			dom = node{doc}
+			why = check(dom)
+		}
+		if why == "" {
+			return tab, dom, ""
+		}
+		if time.Now().After(deadline) {
+			tab.Close()
+			return nil, dom, why
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// eventually runs try (one page opened and watched) until it reports
 // nothing missing or browserWait passes, and fails the test then with
 // what was missing. try returns "" when done.
 func eventually(t *testing.T, what string, try func() string) {
@@ -80,23 +116,20 @@ func eventually(t *testing.T, what string, try func() string) {
 			t.Fatalf("%s: after %d attempts in %v: %s", what, attempt, browserWait, why)
 		}
 		t.Logf("%s, attempt %d: %s; again", what, attempt, why)
-		time.Sleep(time.Second) // between two chromium runs, not a wait for the page
 	}
 }
 
-// loadDOM loads url in headless chromium until ready finds the rendered
-// DOM complete (ready returns "" then, else what is missing) and returns
-// that DOM.
-func loadDOM(t *testing.T, bin, url string, ready func(node) string) node {
+// loadDOM opens url until ready finds the rendered DOM complete (ready
+// returns "" then, else what is missing) and returns that DOM.
+func loadDOM(t *testing.T, br *headless.Browser, url string, ready func(node) string) node {
 	t.Helper()
-	return loadDOMShot(t, bin, url, "", ready)
+	return loadDOMShot(t, br, url, "", ready)
 }
 
-// loadDOMShot is loadDOM that also saves the page, as the same chromium
-// run rendered the DOM it returns, to shot (a PNG of at least 10 kB:
-// something was drawn); "" saves none. One run for both: each chromium
-// start costs about a second of a 2-core machine.
-func loadDOMShot(t *testing.T, bin, url, shot string, ready func(node) string) node {
+// loadDOMShot is loadDOM that also saves the page, as drawn when its DOM
+// was read complete, to shot (a PNG of at least 10 kB: something was
+// drawn); "" saves none.
+func loadDOMShot(t *testing.T, br *headless.Browser, url, shot string, ready func(node) string) node {
 	t.Helper()
 	var dom node
 	what := "loading " + url
@@ -104,30 +137,30 @@ func loadDOMShot(t *testing.T, bin, url, shot string, ready func(node) string) n
 		what += " and its screenshot"
 	}
 	eventually(t, what, func() string {
-		flags := []string{"--dump-dom"}
-		if shot != "" {
-			os.Remove(shot)
-			flags = append(flags, "--screenshot="+shot)
-		}
-		b, err := headless(bin, t.TempDir(), url, flags...)
-		if err != nil {
-			return err.Error()
-		}
-		doc, err := html.Parse(bytes.NewReader(b))
-		if err != nil {
-			return err.Error()
-		}
-		dom = node{doc}
-		if body := dom.all("body", ""); len(body) == 0 || attr(body[0], "data-loaded") != "1" {
-			return "the page has not loaded its data: " + dom.text("updated")
-		}
-		if why := ready(dom); why != "" {
+		tab, d, why := watch(br, url, func(d node) string {
+			if body := d.all("body", ""); len(body) == 0 || attr(body[0], "data-loaded") != "1" {
+				return "the page has not loaded its data: " + d.text("updated")
+			}
+			return ready(d)
+		})
+		if why != "" {
 			return why
 		}
-		if shot != "" {
-			return checkScreenshot(shot)
+		defer tab.Close()
+		dom = d
+		if shot == "" {
+			return ""
 		}
-		return ""
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		png, err := tab.Screenshot(ctx)
+		if err == nil {
+			err = os.WriteFile(shot, png, 0o644)
+		}
+		if err != nil {
+			return err.Error()
+		}
+		return checkScreenshot(shot)
 	})
 	if shot != "" {
 		t.Logf("screenshot: %s", shot)
@@ -185,8 +218,11 @@ func hasClass(n *html.Node, c string) bool {
 }
 
 // all returns the elements under n (n included) named tag with class c
-// ("" any).
+// ("" any); none under a node not found.
 func (n node) all(tag, c string) []*html.Node {
+	if n.Node == nil {
+		return nil
+	}
 	var out []*html.Node
 	var walk func(*html.Node)
 	walk = func(x *html.Node) {
@@ -246,15 +282,15 @@ func (n node) text(id string) string {
 // session's page draws its timeline, its context and its artifacts, and
 // the viewer reads an artifact back a page at a time.
 func TestDashboardInBrowser(t *testing.T) {
-	t.Parallel() // its own proxy or file, and chromium profiles of its own: the browser tests overlap their chromium runs
-	bin := chromium(t)
+	t.Parallel() // its own proxy or file, and browser contexts of its own: the browser tests overlap their loads
+	br := browser(t)
 	s := scriptedSession(t, 14, proxy.Options{Token: "tok"})
 	st := getStats(t, s.url, map[string]string{"X-Agentctx-Token": "tok"})
 	ss := st.Sessions[0]
 	page := s.url + proxy.DashboardPath + "?token=tok"
 	dir := screenshotDir(t)
 
-	dom := loadDOMShot(t, bin, page, filepath.Join(dir, "dashboard-sessions.png"), func(d node) string {
+	dom := loadDOMShot(t, br, page, filepath.Join(dir, "dashboard-sessions.png"), func(d node) string {
 		if n := len(d.byID("sessions").all("tr", "session")); n != len(st.Sessions) {
 			return fmt.Sprintf("%d rows, %d sessions", n, len(st.Sessions))
 		}
@@ -320,7 +356,7 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	c, _ := s.srv.Composition(ss.Session)
 	session := page + "#/session/" + ss.Session
-	dom = loadDOMShot(t, bin, session, filepath.Join(dir, "dashboard-session.png"), func(d node) string {
+	dom = loadDOMShot(t, br, session, filepath.Join(dir, "dashboard-session.png"), func(d node) string {
 		if n := len(d.byID("timeline").all("circle", "pt")); n != len(ss.Timeline) {
 			return fmt.Sprintf("%d points drawn, %d in the timeline", n, len(ss.Timeline))
 		}
@@ -394,7 +430,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatal("no artifact longer than a page")
 	}
 	viewer := session + "/artifact/" + big
-	dom = loadDOMShot(t, bin, viewer, filepath.Join(dir, "dashboard-artifact.png"), func(d node) string {
+	dom = loadDOMShot(t, br, viewer, filepath.Join(dir, "dashboard-artifact.png"), func(d node) string {
 		if d.text("viewer-text") == "" {
 			return "the viewer shows nothing"
 		}
@@ -411,8 +447,8 @@ func TestDashboardInBrowser(t *testing.T) {
 // A proxy that has served nothing: the dashboard says so, and a session
 // it does not know is named as such.
 func TestDashboardInBrowserEmpty(t *testing.T) {
-	t.Parallel() // its own proxy or file, and chromium profiles of its own: the browser tests overlap their chromium runs
-	bin := chromium(t)
+	t.Parallel() // its own proxy or file, and browser contexts of its own: the browser tests overlap their loads
+	br := browser(t)
 	srv, err := proxy.New(proxy.Options{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -420,7 +456,7 @@ func TestDashboardInBrowserEmpty(t *testing.T) {
 	ps := httptest.NewServer(srv)
 	t.Cleanup(ps.Close)
 	page := ps.URL + proxy.DashboardPath
-	dom := loadDOMShot(t, bin, page, filepath.Join(screenshotDir(t), "dashboard-empty.png"), func(d node) string {
+	dom := loadDOMShot(t, br, page, filepath.Join(screenshotDir(t), "dashboard-empty.png"), func(d node) string {
 		if e := d.byID("empty"); e.Node == nil || hasAttr(e.Node, "hidden") {
 			return "no empty state shown"
 		}
@@ -432,7 +468,7 @@ func TestDashboardInBrowserEmpty(t *testing.T) {
 	if got := dom.text("total"); got != "0 requests · bill $0.0000 · saved $0.0000" {
 		t.Errorf("header: %q", got)
 	}
-	dom = loadDOM(t, bin, page+"#/session/nope", func(d node) string {
+	dom = loadDOM(t, br, page+"#/session/nope", func(d node) string {
 		if d.text("session-summary") == "" {
 			return "no summary"
 		}
@@ -455,8 +491,8 @@ func thousands(n int) string {
 // The HTML report of examples/session.json, opened in a real browser (from
 // a file: it needs nothing else), draws the same charts.
 func TestReportInBrowser(t *testing.T) {
-	t.Parallel() // its own proxy or file, and chromium profiles of its own: the browser tests overlap their chromium runs
-	bin := chromium(t)
+	t.Parallel() // its own proxy or file, and browser contexts of its own: the browser tests overlap their loads
+	br := browser(t)
 	doc, err := agentctx.ReadFile(context.Background(), filepath.Join("..", "examples", "session.json"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -484,7 +520,7 @@ func TestReportInBrowser(t *testing.T) {
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dom := loadDOMShot(t, bin, "file://"+path, filepath.Join(dir, "report.png"), func(d node) string {
+	dom := loadDOMShot(t, br, "file://"+path, filepath.Join(dir, "report.png"), func(d node) string {
 		if n := len(d.byID("timeline").all("circle", "pt")); n != len(rep.Timeline) {
 			return fmt.Sprintf("%d points drawn, %d requests", n, len(rep.Timeline))
 		}
@@ -512,10 +548,10 @@ func TestReportInBrowser(t *testing.T) {
 // The sessions table is live: a session that starts while the page is open
 // appears at the page's next poll of the statistics, without a reload.
 func TestDashboardInBrowserLive(t *testing.T) {
-	t.Parallel() // its own proxy or file, and chromium profiles of its own: the browser tests overlap their chromium runs
-	bin := chromium(t)
+	t.Parallel() // its own proxy or file, and browser contexts of its own: the browser tests overlap their loads
+	br := browser(t)
 	s := scriptedSession(t, 2, proxy.Options{})
-	// Each attempt (a chromium run) starts a session of its own once the
+	// Each attempt (the page opened) starts a session of its own once the
 	// page has read the statistics once: the page shows it only if it
 	// polled them again and redrew the table.
 	var mu sync.Mutex
@@ -541,21 +577,20 @@ func TestDashboardInBrowserLive(t *testing.T) {
 		mu.Lock()
 		gets = 0
 		mu.Unlock()
-		b, err := headless(bin, t.TempDir(), live.URL+proxy.DashboardPath, "--dump-dom")
-		if err != nil {
-			return err.Error()
+		tab, d, why := watch(br, live.URL+proxy.DashboardPath, func(d node) string {
+			mu.Lock()
+			want, polls := started, gets
+			mu.Unlock()
+			if rows := len(d.byID("sessions").all("tr", "session")); rows != want || polls < 2 {
+				return fmt.Sprintf("%d rows after %d reads of the statistics, %d sessions", rows, polls, want)
+			}
+			return ""
+		})
+		if why != "" {
+			return why
 		}
-		doc, err := html.Parse(bytes.NewReader(b))
-		if err != nil {
-			return err.Error()
-		}
-		dom = node{doc}
-		mu.Lock()
-		want, polls := started, gets
-		mu.Unlock()
-		if rows := len(dom.byID("sessions").all("tr", "session")); rows != want || polls < 2 {
-			return fmt.Sprintf("%d rows after %d reads of the statistics, %d sessions", rows, polls, want)
-		}
+		tab.Close()
+		dom = d
 		return ""
 	})
 	want := fmt.Sprintf("live-%d", started)
@@ -580,24 +615,23 @@ func TestDashboardInBrowserLive(t *testing.T) {
 		gets = 0
 		mu.Unlock()
 		before := requests()
-		b, err := headless(bin, t.TempDir(), live.URL+proxy.DashboardPath+"#/session/"+want, "--dump-dom")
-		if err != nil {
-			return err.Error()
+		tab, _, why := watch(br, live.URL+proxy.DashboardPath+"#/session/"+want, func(d node) string {
+			mu.Lock()
+			polls := gets
+			mu.Unlock()
+			if pts := len(d.byID("timeline").all("circle", "pt")); pts != before+1 || polls < 2 {
+				return fmt.Sprintf("%d points after %d reads of the statistics, %d requests before the page", pts, polls, before)
+			}
+			return ""
+		})
+		if why != "" {
+			return why
 		}
-		doc, err := html.Parse(bytes.NewReader(b))
-		if err != nil {
-			return err.Error()
-		}
-		mu.Lock()
-		polls := gets
-		mu.Unlock()
-		if pts := len((node{doc}).byID("timeline").all("circle", "pt")); pts != before+1 || polls < 2 {
-			return fmt.Sprintf("%d points after %d reads of the statistics, %d requests before the page", pts, polls, before)
-		}
+		tab.Close()
 		return ""
 	})
 	// That session stored nothing: its page says so.
-	dom = loadDOM(t, bin, live.URL+proxy.DashboardPath+"#/session/"+want, func(d node) string {
+	dom = loadDOM(t, br, live.URL+proxy.DashboardPath+"#/session/"+want, func(d node) string {
 		if e := d.byID("artifacts-empty"); e.Node == nil || hasAttr(e.Node, "hidden") {
 			return "no empty state for the artifacts: " + d.text("artifacts-notice")
 		}
