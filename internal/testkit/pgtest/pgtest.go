@@ -1,5 +1,6 @@
-// Package pgtest starts a throwaway PostgreSQL server for tests: initdb in
-// a temporary directory, then the postgres server on a free loopback port,
+// Package pgtest starts a throwaway PostgreSQL server for tests: a cluster
+// in a temporary directory (a copy of one initdb made once per machine),
+// then the postgres server on a free loopback port,
 // stopped and removed by Close (and killed with the test process, so none
 // is left behind).
 //
@@ -131,12 +132,8 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	data := filepath.Join(dir, "data")
-	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "agentctx",
-		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync")
-	initdb.Dir = dir
-	setCred(initdb, cred)
-	if out, err := initdb.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("pgtest: initdb: %w\n%s", err, out)
+	if err := initData(ctx, bin, base, data, cred); err != nil {
+		return nil, err
 	}
 	if err := s.start(ctx, bin, data, cred); err != nil {
 		return nil, err

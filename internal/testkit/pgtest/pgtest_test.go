@@ -115,3 +115,52 @@ func TestStaleDirectoriesRemoved(t *testing.T) {
 		t.Errorf("the live process's directory was removed: %v", err)
 	}
 }
+
+// The cluster is a copy of one initdb kept beside the servers: a second
+// Start runs no initdb, and a cache a killed process left half made is
+// made again.
+func TestPristineClusterCached(t *testing.T) {
+	if os.Getenv(EnvURL) != "" {
+		t.Skip("an existing server is used")
+	}
+	base, err := os.MkdirTemp(MemoryDir(), "pgtest-cache-test-") // "" is the temporary directory
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(base)
+	if err := os.Chmod(base, 0o755); err != nil { // the server's user (root runs none) goes through it
+		t.Fatal(err)
+	}
+	start := func() {
+		t.Helper()
+		s, err := Start(t.Context(), Options{Dir: base})
+		if err != nil {
+			Skip(t, err)
+		}
+		defer s.Close()
+		if _, err := s.NewDatabase(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start()
+	caches, _ := filepath.Glob(filepath.Join(base, cachePrefix+"*"+string(filepath.Separator)+"complete"))
+	if len(caches) != 1 {
+		t.Fatalf("caches made: %q", caches)
+	}
+	cache := filepath.Dir(caches[0])
+	pristine, err := os.Stat(filepath.Join(cache, "data", "PG_VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start()
+	if again, err := os.Stat(filepath.Join(cache, "data", "PG_VERSION")); err != nil || !again.ModTime().Equal(pristine.ModTime()) {
+		t.Errorf("the second Start made the cluster again: %v", err)
+	}
+	// Half made: no marker, a file missing.
+	os.Remove(filepath.Join(cache, "complete"))
+	os.Remove(filepath.Join(cache, "data", "PG_VERSION"))
+	start()
+	if _, err := os.Stat(filepath.Join(cache, "complete")); err != nil {
+		t.Errorf("the half-made cache was not made again: %v", err)
+	}
+}
