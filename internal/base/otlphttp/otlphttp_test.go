@@ -18,10 +18,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/agentctx/agentctx/internal/base/otlphttp"
+	"github.com/agentctx/agentctx/internal/testkit/otlptest"
 )
 
 // exportRequest is opentelemetry.proto.collector.trace.v1's
@@ -29,29 +28,13 @@ import (
 // generated package imports grpc, kept out of the module's tests too.)
 type exportRequest struct{ ResourceSpans []*tracepb.ResourceSpans }
 
-// decode reads an ExportTraceServiceRequest field by field, as a
-// collector does: anything but field 1 of length-delimited messages is
-// an error here.
+// decode reads an ExportTraceServiceRequest as a collector does.
 func decode(b []byte) (*exportRequest, error) {
-	req := &exportRequest{}
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || num != 1 || typ != protowire.BytesType {
-			return nil, errors.New("not an ExportTraceServiceRequest")
-		}
-		b = b[n:]
-		m, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return nil, protowire.ParseError(n)
-		}
-		b = b[n:]
-		rs := &tracepb.ResourceSpans{}
-		if err := proto.Unmarshal(m, rs); err != nil {
-			return nil, err
-		}
-		req.ResourceSpans = append(req.ResourceSpans, rs)
+	rs, err := otlptest.DecodeExport(b)
+	if err != nil {
+		return nil, err
 	}
-	return req, nil
+	return &exportRequest{ResourceSpans: rs}, nil
 }
 
 // collector is an OTLP/HTTP collector that decodes what it receives.

@@ -5,6 +5,7 @@ package otlptest
 
 import (
 	"encoding/hex"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -55,7 +56,7 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, err := io.ReadAll(req.Body)
 	var in []*tracepb.ResourceSpans
 	if err == nil {
-		in, err = decodeExport(body)
+		in, err = DecodeExport(body)
 	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -90,27 +91,20 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// decodeExport decodes an ExportTraceServiceRequest, whose one field is
-// resource_spans = 1 (repeated ResourceSpans). Decoded by hand: the
+// DecodeExport decodes an ExportTraceServiceRequest as a collector reads
+// it: its one field, resource_spans = 1 (repeated ResourceSpans); any
+// other field is an error, as no exporter writes one. Decoded by hand: the
 // collector package that declares the message brings gRPC, whose
 // html/template keeps every exported method of a test binary alive (a
 // binary twice the size, and twice the link time).
-func decodeExport(b []byte) ([]*tracepb.ResourceSpans, error) {
+func DecodeExport(b []byte) ([]*tracepb.ResourceSpans, error) {
 	var out []*tracepb.ResourceSpans
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil, protowire.ParseError(n)
+		if n < 0 || num != 1 || typ != protowire.BytesType {
+			return nil, errors.New("otlptest: not an ExportTraceServiceRequest")
 		}
 		b = b[n:]
-		if num != 1 || typ != protowire.BytesType {
-			n = protowire.ConsumeFieldValue(num, typ, b) // an unknown field, skipped as proto.Unmarshal does
-			if n < 0 {
-				return nil, protowire.ParseError(n)
-			}
-			b = b[n:]
-			continue
-		}
 		v, n := protowire.ConsumeBytes(b)
 		if n < 0 {
 			return nil, protowire.ParseError(n)
