@@ -12,7 +12,6 @@ package headless
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -40,7 +39,7 @@ type Browser struct {
 	cmd    *exec.Cmd
 	dir    string
 	in     io.WriteCloser // the browser's fd 3
-	stderr *bytes.Buffer
+	stderr *tail
 
 	wmu sync.Mutex // one command written at a time
 
@@ -110,8 +109,8 @@ func Start(ctx context.Context, bin string) (*Browser, error) {
 		// Every tab is a page being looked at: its timers run on time.
 		"--disable-background-timer-throttling", "--disable-renderer-backgrounding", "--disable-backgrounding-occluded-windows", "--user-data-dir="+dir, fmt.Sprintf("--window-size=%d,%d", Width, Height),
 		"--remote-debugging-pipe", "about:blank")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &tail{}
+	cmd.Stderr = stderr
 	cmd.ExtraFiles = []*os.File{cmdR, outW}
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
@@ -122,7 +121,7 @@ func Start(ctx context.Context, bin string) (*Browser, error) {
 	}
 	cmdR.Close()
 	outW.Close()
-	b := &Browser{cmd: cmd, dir: dir, in: cmdW, stderr: &stderr, waiting: map[int]chan reply{}, done: make(chan struct{})}
+	b := &Browser{cmd: cmd, dir: dir, in: cmdW, stderr: stderr, waiting: map[int]chan reply{}, done: make(chan struct{})}
 	go b.read(outR)
 	// The browser answers once it is up.
 	if _, err := b.call(ctx, "", "Browser.getVersion", nil); err != nil {
@@ -162,7 +161,7 @@ func (b *Browser) read(r io.ReadCloser) {
 		b.mu.Unlock()
 	}
 	b.mu.Lock()
-	b.err = fmt.Errorf("headless: the browser's pipe ended (%v): %s", err, lastLines(b.stderr.String()))
+	b.err = fmt.Errorf("headless: the browser's pipe ended (%v): %s", err, b.stderr)
 	for id, ch := range b.waiting {
 		ch <- reply{Err: b.err}
 		delete(b.waiting, id)
@@ -170,12 +169,28 @@ func (b *Browser) read(r io.ReadCloser) {
 	b.mu.Unlock()
 }
 
-// lastLines returns the end of a browser's standard error, for errors.
-func lastLines(s string) string {
-	if len(s) > 2000 {
-		s = s[len(s)-2000:]
+// tail keeps the last 2,000 bytes written to it: the end of the browser's
+// standard error, for errors. Written by exec's copying goroutine, read by
+// the pipe's reader.
+type tail struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if n := len(t.b) - 2000; n > 0 {
+		t.b = append(t.b[:0], t.b[n:]...)
 	}
-	return s
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
 }
 
 // call sends method with params to the session (the browser when "") and
