@@ -14,13 +14,13 @@ import (
 )
 
 // opener opens stores that share one database per dir, as the suite
-// expects of a persistent backend.
+// expects of a persistent backend; each dir's database starts migrated.
 func opener(opts pgstore.Options) storetest.Opener {
 	urls := map[string]string{}
 	return func(t testing.TB, dir string) workspace.Store {
 		u, ok := urls[dir]
 		if !ok {
-			u = pgstore.FreshURL(t)
+			u = pgstore.MigratedURL(t)
 			urls[dir] = u
 		}
 		s, err := pgstore.Open(context.Background(), u, opts)

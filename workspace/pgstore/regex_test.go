@@ -38,6 +38,33 @@ func TestMain(m *testing.M) {
 // package's external tests use it too.
 func FreshURL(t testing.TB) string { return newURL(t) }
 
+// MigratedURL returns the URL of a fresh database with the store's tables
+// in place (a copy of one a store was opened on), as a store's second
+// opening finds it: the conformance rules each get one without paying
+// the migrations every time.
+func MigratedURL(t testing.TB) string {
+	t.Helper()
+	if startErr != nil {
+		pgtest.Skip(t, startErr)
+	}
+	ctx := context.Background()
+	tmpl, err := server.Template(ctx, "pgstore", func(ctx context.Context, u string) error {
+		s, err := Open(ctx, u, Options{})
+		if err != nil {
+			return err
+		}
+		return s.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := server.NewDatabaseFrom(ctx, tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
 func newURL(t testing.TB) string {
 	t.Helper()
 	if startErr != nil {

@@ -83,8 +83,16 @@ type Server struct {
 
 	fileCopy bool // CREATE DATABASE ... STRATEGY FILE_COPY is understood (PostgreSQL 15+)
 
-	mu sync.Mutex
-	n  int
+	mu        sync.Mutex
+	n         int
+	templates map[string]*template // by Template's name
+}
+
+// template is a database made by Template, once.
+type template struct {
+	once sync.Once
+	db   string
+	err  error
 }
 
 // Start starts a server (or connects to the one named by EnvURL). The
@@ -205,6 +213,43 @@ func (s *Server) ping(ctx context.Context) error {
 
 // NewDatabase creates an empty database and returns its URL.
 func (s *Server) NewDatabase(ctx context.Context) (string, error) {
+	return s.NewDatabaseFrom(ctx, "")
+}
+
+// Template returns a template database of the server made once per name:
+// an empty database that prepare filled (given its URL; it must leave no
+// connection open), for NewDatabaseFrom to copy. A database made of one
+// costs a copy, not what prepare did (a store's migrations: most of the
+// time a conformance rule's fresh database took).
+func (s *Server) Template(ctx context.Context, name string, prepare func(ctx context.Context, url string) error) (string, error) {
+	s.mu.Lock()
+	if s.templates == nil {
+		s.templates = map[string]*template{}
+	}
+	tp := s.templates[name]
+	if tp == nil {
+		tp = &template{}
+		s.templates[name] = tp
+	}
+	s.mu.Unlock()
+	tp.once.Do(func() {
+		u, err := s.NewDatabase(ctx)
+		if err == nil {
+			err = prepare(ctx, u)
+		}
+		if err != nil {
+			tp.err = fmt.Errorf("pgtest: template %s: %w", name, err)
+			return
+		}
+		pu, _ := url.Parse(u)
+		tp.db = strings.TrimPrefix(pu.Path, "/")
+	})
+	return tp.db, tp.err
+}
+
+// NewDatabaseFrom creates a database copied from template (a database
+// Template returned; "" is template1, an empty one) and returns its URL.
+func (s *Server) NewDatabaseFrom(ctx context.Context, template string) (string, error) {
 	var b [6]byte
 	rand.Read(b[:])
 	s.mu.Lock()
@@ -216,9 +261,12 @@ func (s *Server) NewDatabase(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("pgtest: %w", err)
 	}
 	defer c.Close(context.Background())
-	// FILE_COPY copies template1's files and checkpoints (cheap without
-	// fsync) instead of writing them all to the WAL: about twice as fast.
 	create := "CREATE DATABASE " + name
+	if template != "" {
+		create += " TEMPLATE " + pgx.Identifier{template}.Sanitize()
+	}
+	// FILE_COPY copies the template's files and checkpoints (cheap without
+	// fsync) instead of writing them all to the WAL: about twice as fast.
 	if s.fileCopy {
 		create += " STRATEGY FILE_COPY"
 	}

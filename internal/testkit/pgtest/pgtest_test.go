@@ -164,3 +164,55 @@ func TestPristineClusterCached(t *testing.T) {
 		t.Errorf("the half-made cache was not made again: %v", err)
 	}
 }
+
+// A template is prepared once per name, and each database made from it
+// starts with what prepare left (a copy: one's rows are not the other's);
+// a failed prepare fails every caller.
+func TestTemplate(t *testing.T) {
+	ctx := t.Context()
+	s, err := Start(ctx, Options{})
+	if err != nil {
+		Skip(t, err)
+	}
+	defer s.Close()
+	prepared := 0
+	prepare := func(ctx context.Context, u string) error {
+		prepared++
+		c, err := pgx.Connect(ctx, u)
+		if err != nil {
+			return err
+		}
+		defer c.Close(ctx)
+		_, err = c.Exec(ctx, `CREATE TABLE t (v int); INSERT INTO t VALUES (1)`)
+		return err
+	}
+	for i := range 2 {
+		tmpl, err := s.Template(ctx, "with-t", prepare)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := s.NewDatabaseFrom(ctx, tmpl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := pgx.Connect(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := c.QueryRow(ctx, `SELECT count(*) FROM t`).Scan(&n); err != nil || n != 1 {
+			t.Errorf("database %d from the template: %d rows, %v", i, n, err)
+		}
+		c.Exec(ctx, `INSERT INTO t VALUES (2)`)
+		c.Close(ctx)
+	}
+	if prepared != 1 {
+		t.Errorf("prepared %d times", prepared)
+	}
+	bad := errors.New("no")
+	for range 2 {
+		if _, err := s.Template(ctx, "broken", func(context.Context, string) error { return bad }); !errors.Is(err, bad) {
+			t.Errorf("a failed template: %v", err)
+		}
+	}
+}
