@@ -28,8 +28,9 @@ import (
 )
 
 // The browser tests share one headless chromium (a browser start costs
-// about two seconds of a 2-core machine); each page opens in a browser
-// context of its own, as in a fresh profile. TestMain stops it.
+// about two seconds of a 2-core machine); each page opens in a tab of its
+// own, each test's pages on a server (an origin) of their own. TestMain
+// stops it.
 var shared struct {
 	once sync.Once
 	b    *headless.Browser
@@ -99,6 +100,16 @@ func watch(br *headless.Browser, url string, check func(node) string) (*headless
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// watchClosed is watch for a test that needs only the DOM: the tab is
+// closed.
+func watchClosed(br *headless.Browser, url string, check func(node) string) (node, string) {
+	tab, dom, why := watch(br, url, check)
+	if tab != nil {
+		tab.Close()
+	}
+	return dom, why
 }
 
 // eventually runs try (one page opened and watched) until it reports
@@ -282,7 +293,7 @@ func (n node) text(id string) string {
 // session's page draws its timeline, its context and its artifacts, and
 // the viewer reads an artifact back a page at a time.
 func TestDashboardInBrowser(t *testing.T) {
-	t.Parallel() // its own proxy or file, and browser contexts of its own: the browser tests overlap their loads
+	t.Parallel() // its own proxy or file (an origin of its own) and tabs of its own: the browser tests overlap their pages
 	br := browser(t)
 	s := scriptedSession(t, 14, proxy.Options{Token: "tok"})
 	st := getStats(t, s.url, map[string]string{"X-Agentctx-Token": "tok"})
@@ -447,7 +458,7 @@ func TestDashboardInBrowser(t *testing.T) {
 // A proxy that has served nothing: the dashboard says so, and a session
 // it does not know is named as such.
 func TestDashboardInBrowserEmpty(t *testing.T) {
-	t.Parallel() // its own proxy or file, and browser contexts of its own: the browser tests overlap their loads
+	t.Parallel() // its own proxy or file (an origin of its own) and tabs of its own: the browser tests overlap their pages
 	br := browser(t)
 	srv, err := proxy.New(proxy.Options{Logger: testLogger(t)})
 	if err != nil {
@@ -491,7 +502,7 @@ func thousands(n int) string {
 // The HTML report of examples/session.json, opened in a real browser (from
 // a file: it needs nothing else), draws the same charts.
 func TestReportInBrowser(t *testing.T) {
-	t.Parallel() // its own proxy or file, and browser contexts of its own: the browser tests overlap their loads
+	t.Parallel() // its own proxy or file (an origin of its own) and tabs of its own: the browser tests overlap their pages
 	br := browser(t)
 	doc, err := agentctx.ReadFile(context.Background(), filepath.Join("..", "examples", "session.json"), nil)
 	if err != nil {
@@ -548,7 +559,7 @@ func TestReportInBrowser(t *testing.T) {
 // The sessions table is live: a session that starts while the page is open
 // appears at the page's next poll of the statistics, without a reload.
 func TestDashboardInBrowserLive(t *testing.T) {
-	t.Parallel() // its own proxy or file, and browser contexts of its own: the browser tests overlap their loads
+	t.Parallel() // its own proxy or file (an origin of its own) and tabs of its own: the browser tests overlap their pages
 	br := browser(t)
 	s := scriptedSession(t, 2, proxy.Options{})
 	// Each attempt (the page opened) starts a session of its own once the
@@ -577,7 +588,7 @@ func TestDashboardInBrowserLive(t *testing.T) {
 		mu.Lock()
 		gets = 0
 		mu.Unlock()
-		tab, d, why := watch(br, live.URL+proxy.DashboardPath, func(d node) string {
+		d, why := watchClosed(br, live.URL+proxy.DashboardPath, func(d node) string {
 			mu.Lock()
 			want, polls := started, gets
 			mu.Unlock()
@@ -586,12 +597,8 @@ func TestDashboardInBrowserLive(t *testing.T) {
 			}
 			return ""
 		})
-		if why != "" {
-			return why
-		}
-		tab.Close()
 		dom = d
-		return ""
+		return why
 	})
 	want := fmt.Sprintf("live-%d", started)
 	if first := dom.byID("sessions").all("tr", "session")[0]; attr(first, "data-session") != want {
@@ -615,7 +622,7 @@ func TestDashboardInBrowserLive(t *testing.T) {
 		gets = 0
 		mu.Unlock()
 		before := requests()
-		tab, _, why := watch(br, live.URL+proxy.DashboardPath+"#/session/"+want, func(d node) string {
+		_, why := watchClosed(br, live.URL+proxy.DashboardPath+"#/session/"+want, func(d node) string {
 			mu.Lock()
 			polls := gets
 			mu.Unlock()
@@ -624,11 +631,7 @@ func TestDashboardInBrowserLive(t *testing.T) {
 			}
 			return ""
 		})
-		if why != "" {
-			return why
-		}
-		tab.Close()
-		return ""
+		return why
 	})
 	// That session stored nothing: its page says so.
 	dom = loadDOM(t, br, live.URL+proxy.DashboardPath+"#/session/"+want, func(d node) string {

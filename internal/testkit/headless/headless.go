@@ -1,9 +1,8 @@
 // Package headless drives one headless chromium for a whole test binary
 // over the DevTools protocol on a pipe (--remote-debugging-pipe: commands
 // on file descriptor 3, answers and events on 4, each a JSON text ended by
-// a NUL byte), so that each page a test opens costs a browser context and
-// a tab instead of a browser start (about two seconds of a 2-core
-// machine). A test reads the open page's DOM until it shows what the test
+// a NUL byte), so that each page a test opens costs a tab instead of a
+// browser start (about two seconds of a 2-core machine). A test reads the open page's DOM until it shows what the test
 // waits for, in real time: unlike `chromium --dump-dom
 // --virtual-time-budget`, which draws every frame of the budget's virtual
 // seconds (all of a 2-core machine for the length of the budget), a page
@@ -34,7 +33,7 @@ const (
 )
 
 // Browser is a running chromium. Its methods are safe for concurrent use:
-// loads of several tests run side by side in it.
+// the tabs of several tests run side by side in it.
 type Browser struct {
 	cmd    *exec.Cmd
 	dir    string
@@ -208,9 +207,7 @@ func (b *Browser) call(ctx context.Context, session, method string, params any) 
 		}
 		return r.Result, nil
 	case <-ctx.Done():
-		b.mu.Lock()
-		delete(b.waiting, id)
-		b.mu.Unlock()
+		b.forget(id)
 		return nil, fmt.Errorf("headless: %s: %w", method, ctx.Err())
 	}
 }
@@ -249,12 +246,17 @@ func (b *Browser) write(session, method string, params any, ch chan reply) (int,
 		b.wmu.Unlock()
 	}
 	if err != nil {
-		b.mu.Lock()
-		delete(b.waiting, id)
-		b.mu.Unlock()
+		b.forget(id)
 		return 0, fmt.Errorf("headless: %s: %w", method, err)
 	}
 	return id, nil
+}
+
+// forget drops the wait for command id's answer.
+func (b *Browser) forget(id int) {
+	b.mu.Lock()
+	delete(b.waiting, id)
+	b.mu.Unlock()
 }
 
 // Tab is a page open in a tab of the browser's one window (a window per

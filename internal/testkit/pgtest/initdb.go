@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -70,54 +69,25 @@ func initData(ctx context.Context, bin, base, data string, cred *credential) err
 	return nil
 }
 
-// copyTree copies the directories and regular files under src to dst
-// (which must not exist) with their permissions, owned by cred (nil: the
-// current user).
+// copyTree copies the cluster in src to dst (which must not exist),
+// owned by cred (nil: the current user), with dst 0700 as postgres wants
+// its data directory.
 func copyTree(src, dst string, cred *credential) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		return err
+	}
+	if err := os.Chmod(dst, 0o700); err != nil {
+		return err
+	}
+	if cred == nil {
+		return nil
+	}
+	return filepath.WalkDir(dst, func(path string, _ fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		to := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		switch {
-		case d.IsDir():
-			if err := os.Mkdir(to, info.Mode().Perm()); err != nil {
-				return err
-			}
-		case info.Mode().IsRegular():
-			if err := copyFile(path, to, info.Mode().Perm()); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("%s: not a directory or a regular file", path)
-		}
-		return chown(to, cred)
+		return chown(path, cred)
 	})
-}
-
-func copyFile(src, dst string, perm fs.FileMode) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // chown hands path to cred; nil leaves it to the current user.

@@ -233,16 +233,15 @@ func (s *Server) Template(ctx context.Context, name string, prepare func(ctx con
 	}
 	s.mu.Unlock()
 	tp.once.Do(func() {
-		u, err := s.NewDatabase(ctx)
+		db, err := s.createDatabase(ctx, "")
 		if err == nil {
-			err = prepare(ctx, u)
+			err = prepare(ctx, s.databaseURL(db))
 		}
 		if err != nil {
 			tp.err = fmt.Errorf("pgtest: template %s: %w", name, err)
 			return
 		}
-		pu, _ := url.Parse(u)
-		tp.db = strings.TrimPrefix(pu.Path, "/")
+		tp.db = db
 	})
 	return tp.db, tp.err
 }
@@ -250,6 +249,16 @@ func (s *Server) Template(ctx context.Context, name string, prepare func(ctx con
 // NewDatabaseFrom creates a database copied from template (a database
 // Template returned; "" is template1, an empty one) and returns its URL.
 func (s *Server) NewDatabaseFrom(ctx context.Context, template string) (string, error) {
+	name, err := s.createDatabase(ctx, template)
+	if err != nil {
+		return "", err
+	}
+	return s.databaseURL(name), nil
+}
+
+// createDatabase creates a database copied from template ("" is
+// template1) and returns its name.
+func (s *Server) createDatabase(ctx context.Context, template string) (string, error) {
 	var b [6]byte
 	rand.Read(b[:])
 	s.mu.Lock()
@@ -273,12 +282,17 @@ func (s *Server) NewDatabaseFrom(ctx context.Context, template string) (string, 
 	if _, err := c.Exec(ctx, create); err != nil {
 		return "", fmt.Errorf("pgtest: create database: %w", err)
 	}
+	return name, nil
+}
+
+// databaseURL is the URL of the server's database name.
+func (s *Server) databaseURL(name string) string {
 	u, err := url.Parse(s.URL)
 	if err != nil {
-		return "", fmt.Errorf("pgtest: %w", err)
+		return s.URL // s.URL is made by Start, or checked by its ping
 	}
 	u.Path = "/" + name
-	return u.String(), nil
+	return u.String()
 }
 
 // Close stops the server (fast shutdown) and removes its directory.
