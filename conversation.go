@@ -89,6 +89,26 @@ func HashOf(m Message, scratch []byte) (Hash, []byte, error) {
 	return HashEncoding(enc), enc, nil
 }
 
+// EncodesAs reports whether m's encoding (Message.AppendJSON) is exactly
+// enc, without writing it out: it is when m was decoded from enc, written
+// compactly, and not changed since. What it compares at once goes into
+// scratch (which may be nil), returned for the next call to reuse: a few
+// kilobytes at most, since large strings and values are compared in place
+// (checking a message that holds a large tool result allocates nothing of
+// its size). It returns the error AppendJSON would.
+func EncodesAs(m Message, enc, scratch []byte) (bool, []byte, error) {
+	if want := min(len(enc), checkAt); cap(scratch) < want {
+		scratch = make([]byte, 0, want)
+	}
+	e := encoder{buf: scratch[:0], mode: modePreserve, checking: true, against: enc}
+	m.encode(&e)
+	if e.err != nil {
+		return false, scratch, e.err
+	}
+	e.check()
+	return !e.differs && e.matched == len(enc), e.buf[:0], nil
+}
+
 // NewConversation returns a Conversation of msgs with every message's
 // hash known (its encoding is made to hash it, then dropped).
 func NewConversation(msgs []Message) (Conversation, error) {

@@ -44,11 +44,63 @@ const (
 )
 
 // encoder accumulates JSON output and the first error.
+//
+// An encoder that checks (EncodesAs) keeps no output: it compares what it
+// writes with the bytes it is checked against, a few kilobytes at a time,
+// and large strings and values in place, without writing them.
 type encoder struct {
 	buf          []byte
 	mode         encMode
 	skipInjected bool // leave out members injected by a reader
 	err          error
+
+	checking bool   // compare the output with against instead of keeping it
+	against  []byte // what the output is checked against
+	matched  int    // bytes of against the output matched so far
+	differs  bool   // the output differs from against
+}
+
+// checkAt is how many bytes an encoder that checks holds before it
+// compares them, and the size from which it compares a string or a value
+// in place.
+const checkAt = 4 << 10
+
+// check compares the bytes buf holds with the next bytes of against and
+// empties buf; past a difference it only empties buf.
+func (e *encoder) check() {
+	e.compare(e.buf)
+	e.buf = e.buf[:0]
+}
+
+// compare matches p with the next bytes of against.
+func (e *encoder) compare(p []byte) {
+	if e.differs {
+		return
+	}
+	rest := e.against[e.matched:]
+	if len(rest) < len(p) || string(rest[:len(p)]) != string(p) {
+		e.differs = true
+		return
+	}
+	e.matched += len(p)
+}
+
+// wrote checks buf once it holds checkAt bytes, when the encoder checks.
+func (e *encoder) wrote() {
+	if e.checking && len(e.buf) >= checkAt {
+		e.check()
+	}
+}
+
+// write appends p; an encoder that checks compares a large p in place.
+func (e *encoder) write(p []byte) {
+	if e.checking && len(p) >= checkAt {
+		e.check()
+		e.compare(p)
+		return
+	}
+	e.buf = append(e.buf, p...)
+	e.wrote()
 }
 
 func (e *encoder) fail(format string, args ...any) {
@@ -74,17 +126,32 @@ func (e *encoder) key(first *bool, m *member, key string) {
 // str writes a string value, reusing the original token while unchanged.
 func (e *encoder) str(m *member, cur string) {
 	if e.mode == modePreserve && m != nil && m.flags&isString != 0 && m.str == cur && m.flags&canonicalToken == 0 {
-		e.buf = append(e.buf, m.raw...)
+		e.write(m.raw)
+		return
+	}
+	if e.checking && len(cur) >= checkAt {
+		e.check()
+		if !e.differs {
+			n, ok := rawjson.StringPrefix(e.against[e.matched:], cur)
+			e.matched, e.differs = e.matched+n, !ok
+		}
 		return
 	}
 	e.buf = rawjson.AppendString(e.buf, cur)
+	e.wrote()
 }
 
 // raw writes a raw JSON value: compacted in preserve mode, canonical otherwise.
 func (e *encoder) raw(v []byte) {
-	if e.mode == modePreserve {
+	switch {
+	case e.checking && len(v) >= checkAt: // only in preserve mode
+		if !e.differs {
+			rawjson.CompactRuns(v, e.write)
+		}
+	case e.mode == modePreserve:
 		e.buf = rawjson.AppendCompact(e.buf, v)
-	} else {
+		e.wrote()
+	default:
 		e.buf = rawjson.AppendCanonical(e.buf, v)
 	}
 }

@@ -2,6 +2,7 @@ package agentctx_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -152,4 +153,115 @@ func TestDecodeOwnedMessageCopiesALargeResultOnce(t *testing.T) {
 			t.Fatalf("the message does not encode as it came (err %v)", err)
 		}
 	}
+}
+
+// encodesAsCases are messages whose strings and values are large enough
+// that EncodesAs compares them in place: a canonical string, a string
+// written with escapes JSON.stringify does not use (kept as written), a
+// tool input with and without insignificant whitespace, an unknown member.
+func encodesAsCases() []string {
+	bigJSON := string(rawjson.AppendString(nil, encodesAsBig))
+	escaped := strings.Repeat(`caf\u00e9 \/ `, 800)
+	input := `{"command":` + bigJSON + `,"list":[` + strings.Repeat(`1,`, 3000) + `2]}`
+	spaced := `{ "command" : ` + bigJSON + ` , "n" : [ 1 , 2 ] }`
+	return []string{
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":` + bigJSON + `}]}`,
+		`{"role":"user","content":"` + escaped + `"}`,
+		`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":` + input + `}]}`,
+		`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":` + spaced + `}]}`,
+		`{"role":"user","content":"x","extra":` + input + `}`,
+		`{"role":"tool","tool_call_id":"c1","content":` + bigJSON + `}`,
+	}
+}
+
+// encodesAsBig is the large string of encodesAsCases.
+var encodesAsBig = strings.Repeat("drwxr-xr-x 2 root root 4096 file.go \"ok\"\n", 400)
+
+// TestEncodesAs holds EncodesAs to AppendJSON: a message encodes as given
+// bytes exactly when AppendJSON writes them, for its own encoding, its
+// input (which it is when the input was compact), and the encoding with a
+// byte changed anywhere, cut short, run on, or with its large string left
+// out or written twice.
+func TestEncodesAs(t *testing.T) {
+	for _, c := range append(encodesAsCases(), ownedCases...) {
+		for _, owned := range []bool{false, true} {
+			decode := agentctx.DecodeMessage
+			if owned {
+				decode = agentctx.DecodeOwnedMessage
+			}
+			m, err := decode([]byte(c))
+			if err != nil {
+				t.Fatalf("%.80s: %v", c, err)
+			}
+			enc, err := m.AppendJSON(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := func(what string, b []byte) {
+				t.Helper()
+				got, _, err := agentctx.EncodesAs(m, b, nil)
+				if want := bytes.Equal(enc, b); got != want || err != nil {
+					t.Errorf("%.60s (owned %v): EncodesAs(%s) = %v, %v; want %v", c, owned, what, got, err, want)
+				}
+			}
+			check("its encoding", enc)
+			check("its input", []byte(c))
+			check("cut short", enc[:len(enc)-1])
+			check("run on", append(bytes.Clone(enc), ' '))
+			check("empty", nil)
+			if big := rawjson.AppendString(nil, encodesAsBig); bytes.Contains(enc, big) {
+				check("without its large string", bytes.Replace(enc, big, nil, 1))
+				check("with its large string twice", bytes.Replace(enc, big, append(bytes.Clone(big), big...), 1))
+			}
+			for _, at := range []int{0, 1, len(enc) / 3, len(enc) / 2, len(enc) - 2, len(enc) - 1} {
+				b := bytes.Clone(enc)
+				b[at] ^= 0x20
+				check(fmt.Sprintf("changed at %d", at), b)
+			}
+			if edited := m.WithContent(agentctx.Text("replaced")); c != `{"role":"user","content":"replaced"}` {
+				if ok, _, _ := agentctx.EncodesAs(edited, enc, nil); ok {
+					t.Errorf("%.60s: an edited message encodes as the original", c)
+				}
+			}
+		}
+	}
+}
+
+// TestEncodesAsAllocatesLittle holds EncodesAs to checking a message of a
+// large tool result without writing its encoding (issue 24).
+func TestEncodesAsAllocatesLittle(t *testing.T) {
+	raw := []byte(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"` + strings.Repeat(`drwxr-xr-x  2 root root 4096 Nov 23 file.go ok\n`, 1<<15) + `"}]}`)
+	m, err := agentctx.DecodeOwnedMessage(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok bool
+	if n := allocatedBy(func() { ok, _, err = agentctx.EncodesAs(m, raw, nil) }); n > 64<<10 {
+		t.Errorf("checking a %d-byte message allocated %d bytes", len(raw), n)
+	}
+	if !ok || err != nil {
+		t.Fatalf("the message does not encode as it came (%v)", err)
+	}
+}
+
+// FuzzEncodesAs holds EncodesAs to AppendJSON for any message and bytes.
+func FuzzEncodesAs(f *testing.F) {
+	for _, c := range append(encodesAsCases(), ownedCases...) {
+		f.Add([]byte(c), []byte(c))
+	}
+	f.Fuzz(func(t *testing.T, raw, other []byte) {
+		m, err := agentctx.DecodeMessage(raw)
+		if err != nil {
+			return
+		}
+		enc, err := m.AppendJSON(nil)
+		if err != nil {
+			return
+		}
+		for _, b := range [][]byte{enc, raw, other} {
+			if got, _, err := agentctx.EncodesAs(m, b, nil); got != bytes.Equal(enc, b) || err != nil {
+				t.Fatalf("EncodesAs(%q) = %v, %v; the encoding is %q", b, got, err, enc)
+			}
+		}
+	})
 }

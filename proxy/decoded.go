@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -104,20 +103,26 @@ func decodeItem(c *decodeCache, raw []byte) (*decodedMsg, error) {
 }
 
 // decodeMsg decodes a message of a request.
-func decodeMsg(c *decodeCache, raw []byte) (*decodedMsg, error) {
+func decodeMsg(c *decodeCache, raw, scratch []byte) (*decodedMsg, []byte, error) {
 	m, err := agentctx.DecodeOwnedMessage(raw)
 	if err != nil {
-		return nil, err
+		return nil, scratch, err
+	}
+	// The encoding is the request's bytes when they were written
+	// compactly, as clients write them: checked in place, it is not
+	// written out (a large tool result is not copied again).
+	same, scratch, err := agentctx.EncodesAs(m, raw, scratch)
+	if err != nil {
+		return nil, scratch, err
+	}
+	if same {
+		return &decodedMsg{raw: c.PrintOf(raw), msg: m, hash: msgHash(raw), key: agentctx.HashEncoding(raw), bp: countBreakpoints(raw)}, scratch, nil
 	}
 	e, err := encodeSized(m, len(raw))
 	if err != nil {
-		return nil, err
+		return nil, scratch, err
 	}
-	d := &decodedMsg{raw: c.PrintOf(raw), msg: m, hash: e.hash, key: e.key, bp: e.bp}
-	if !bytes.Equal(e.enc, raw) {
-		d.enc = e.enc
-	}
-	return d, nil
+	return &decodedMsg{raw: c.PrintOf(raw), msg: m, enc: e.enc, hash: e.hash, key: e.key, bp: e.bp}, scratch, nil
 }
 
 // encoding returns the message's encoding, given its bytes in the
@@ -189,7 +194,11 @@ func (ls *listScan) decode() ([]*decodedMsg, error) {
 	if ls.responses {
 		return ls.Decode(func(raw []byte) (*decodedMsg, error) { return decodeItem(c, raw) })
 	}
-	return ls.Decode(func(raw []byte) (*decodedMsg, error) { return decodeMsg(c, raw) })
+	var scratch []byte // decodeMsg's, for the next message
+	return ls.Decode(func(raw []byte) (d *decodedMsg, err error) {
+		d, scratch, err = decodeMsg(c, raw, scratch)
+		return d, err
+	})
 }
 
 // printed is what a Server without an Engine keeps of a message of a

@@ -174,10 +174,21 @@ func AppendString(dst []byte, s string) []byte {
 // IsString reports whether token is exactly AppendString(nil, s), without
 // writing it: a long string is compared run by run.
 func IsString(token []byte, s string) bool {
-	if len(token) < len(s)+2 || token[0] != '"' || token[len(token)-1] != '"' {
+	if len(token) < len(s)+2 || token[len(token)-1] != '"' {
 		return false
 	}
-	t := token[1 : len(token)-1]
+	n, ok := StringPrefix(token, s)
+	return ok && n == len(token)
+}
+
+// StringPrefix reports whether data begins with AppendString(nil, s), and
+// its length when it does, without writing it: a long string is compared
+// run by run.
+func StringPrefix(data []byte, s string) (int, bool) {
+	if len(data) < len(s)+2 || data[0] != '"' {
+		return 0, false
+	}
+	t := data[1:]
 	start := 0
 	// eat consumes p from the front of t.
 	eat := func(p string) bool {
@@ -197,7 +208,7 @@ func IsString(token []byte, s string) bool {
 			r, size := utf8.DecodeRuneInString(s[i:])
 			if r == utf8.RuneError && size == 1 {
 				if !eat(s[start:i]) || !eat("\uFFFD") {
-					return false
+					return 0, false
 				}
 				i++
 				start = i
@@ -206,42 +217,43 @@ func IsString(token []byte, s string) bool {
 			i += size
 			continue
 		}
-		if !eat(s[start:i]) {
-			return false
-		}
-		var esc string
-		switch c {
-		case '"':
-			esc = `\"`
-		case '\\':
-			esc = `\\`
-		case '\b':
-			esc = `\b`
-		case '\f':
-			esc = `\f`
-		case '\n':
-			esc = `\n`
-		case '\r':
-			esc = `\r`
-		case '\t':
-			esc = `\t`
-		default:
-			var u = [6]byte{'\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF]}
-			if !eat(string(u[:])) {
-				return false
-			}
-			i++
-			start = i
-			continue
-		}
-		if !eat(esc) {
-			return false
+		if !eat(s[start:i]) || !eat(escapeOf(c)) {
+			return 0, false
 		}
 		i++
 		start = i
 	}
-	return eat(s[start:]) && len(t) == 0
+	if !eat(s[start:]) || !eat(`"`) {
+		return 0, false
+	}
+	return len(data) - len(t), true
 }
+
+// escapeOf returns how AppendString writes the byte c, which it escapes
+// ('"', '\\' or a control character).
+func escapeOf(c byte) string {
+	switch c {
+	case '"':
+		return `\"`
+	case '\\':
+		return `\\`
+	case '\b':
+		return `\b`
+	case '\f':
+		return `\f`
+	case '\n':
+		return `\n`
+	case '\r':
+		return `\r`
+	case '\t':
+		return `\t`
+	}
+	return controlEscapes[6*int(c) : 6*int(c)+6]
+}
+
+// controlEscapes is how AppendString writes the control characters it
+// does not escape by name: \u0000 to \u001f, six bytes each.
+const controlEscapes = `\u0000\u0001\u0002\u0003\u0004\u0005\u0006\u0007\u0008\u0009\u000a\u000b\u000c\u000d\u000e\u000f\u0010\u0011\u0012\u0013\u0014\u0015\u0016\u0017\u0018\u0019\u001a\u001b\u001c\u001d\u001e\u001f`
 
 // AppendCompact appends a valid raw JSON value with insignificant whitespace
 // removed. Strings and numbers are copied byte for byte.
@@ -268,6 +280,38 @@ func AppendCompact(dst, raw []byte) []byte {
 		}
 	}
 	return append(dst, raw[start:]...)
+}
+
+// CompactRuns calls yield with the runs of a valid raw JSON value between
+// its insignificant whitespace, in order: together they are what
+// AppendCompact appends, never copied.
+func CompactRuns(raw []byte, yield func([]byte)) {
+	inString := false
+	start := 0
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if inString {
+			switch c {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case ' ', '\t', '\n', '\r':
+			if i > start {
+				yield(raw[start:i])
+			}
+			start = i + 1
+		}
+	}
+	if start < len(raw) {
+		yield(raw[start:])
+	}
 }
 
 // AppendCanonical appends a valid raw JSON value in the form

@@ -85,6 +85,29 @@ func TestAppendCompactAndCanonical(t *testing.T) {
 	}
 }
 
+// FuzzCompactRuns holds CompactRuns to AppendCompact: the runs it yields,
+// joined, are what AppendCompact appends, and none is empty.
+func FuzzCompactRuns(f *testing.F) {
+	for _, s := range []string{"{ \"a\" : [ 1 , 2.50 ] ,\n \"s\" : \"x y\\n\\\" \" }", "1", " [ ] ", `"a b"`, "{}"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if !json.Valid(raw) {
+			return
+		}
+		var got []byte
+		CompactRuns(raw, func(run []byte) {
+			if len(run) == 0 {
+				t.Fatal("an empty run")
+			}
+			got = append(got, run...)
+		})
+		if want := AppendCompact(nil, raw); string(got) != string(want) {
+			t.Fatalf("runs %q, want %q", got, want)
+		}
+	})
+}
+
 func TestUnquote(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{`"abc"`, "abc"},
@@ -197,15 +220,18 @@ func TestMembersFunc(t *testing.T) {
 	}
 }
 
-// FuzzIsString holds IsString to AppendString: a token is the string's
-// encoding exactly when AppendString writes it, for every string and every
-// token (the string's own encoding, an unquoted token, or bytes).
+// FuzzIsString holds IsString and StringPrefix to AppendString: a token
+// is the string's encoding exactly when AppendString writes it, and
+// begins with it exactly when it begins with what AppendString writes,
+// for every string and every token (the string's own encoding, an
+// unquoted token, or bytes).
 func FuzzIsString(f *testing.F) {
 	for _, s := range []string{"plain", `q"b\`, "\b\f\n\r\t", "\x00\x1f\x7f", "é🚀", "bad\xffutf8", "\u2028", ""} {
 		f.Add(s, []byte(`"`+s+`"`))
 	}
 	f.Add("a\nb", []byte(`"a\u000ab"`))
 	f.Add("\xff", []byte("\"\uFFFD\""))
+	f.Add("a\x01", []byte(`"a\u0001" and more`))
 	f.Fuzz(func(t *testing.T, s string, token []byte) {
 		enc := AppendString(nil, s)
 		if !IsString(enc, s) {
@@ -213,6 +239,9 @@ func FuzzIsString(f *testing.F) {
 		}
 		if got, want := IsString(token, s), string(token) == string(enc); got != want {
 			t.Fatalf("IsString(%q, %q) = %v, want %v", token, s, got, want)
+		}
+		if n, ok := StringPrefix(token, s); ok != bytes.HasPrefix(token, enc) || ok && n != len(enc) {
+			t.Fatalf("StringPrefix(%q, %q) = %d, %v; the encoding is %q", token, s, n, ok, enc)
 		}
 		if end, err := ValueEnd(token, 0); err == nil && end == len(token) && token[0] == '"' {
 			u := Unquote(token)
