@@ -231,7 +231,7 @@ func writeArchive(ctx context.Context, dir string, data []byte, opts ArchiveOpti
 			return "", err
 		}
 		claim := filepath.Join(dir, claimPrefix+strconv.Itoa(seq)+claimExt)
-		if err := fsutil.CreateFile(claim, nil, fo); err != nil {
+		if err := fsutil.CreateFile(claim, "", fo); err != nil {
 			if errors.Is(err, fs.ErrExist) {
 				continue
 			}

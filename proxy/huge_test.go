@@ -16,10 +16,12 @@ import (
 
 // TestHugeResultAllocatesAFewCopies sends a request with one 8 MB tool
 // result through the proxy over the pipeline engine (a directory
-// workspace) and holds the bytes allocated to a few copies of the body
-// (issue 24): the body read, the result decoded, its encoding, the file
-// written. Before, the encoding and the comparison of tokens grew copies
-// of it by appending (17 times the body in all).
+// workspace) and holds the bytes allocated to two copies of the body
+// (issue 24): the body read and the result decoded. Its encoding is
+// checked against the request's bytes in place (agentctx.EncodesAs) and
+// the artifact written from the decoded string; they were two more
+// copies before (4×), and earlier the encoding and the comparison of
+// tokens grew copies of it by appending (17×).
 func TestHugeResultAllocatesAFewCopies(t *testing.T) {
 	body := hugeResultRequest(8 << 20)
 	e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{Pipeline: pipeline.Options{WorkspaceDir: filepath.Join(t.TempDir(), "ws"), NoCompact: true}})
@@ -46,8 +48,8 @@ func TestHugeResultAllocatesAFewCopies(t *testing.T) {
 	}
 	n := after.TotalAlloc - before.TotalAlloc
 	t.Logf("%d bytes allocated: %.1f× the body", n, float64(n)/float64(len(body)))
-	if ratio := float64(n) / float64(len(body)); ratio > 8 {
-		t.Errorf("forwarding a %d-byte request allocated %d bytes (%.1f× the body), want at most 8×", len(body), n, ratio)
+	if ratio := float64(n) / float64(len(body)); ratio > 2.5 {
+		t.Errorf("forwarding a %d-byte request allocated %d bytes (%.1f× the body), want at most 2.5×", len(body), n, ratio)
 	}
 }
 

@@ -286,7 +286,7 @@ func (s *store) write(ctx context.Context, op, ns string, a workspace.Artifact) 
 		}
 	}
 	o := fsutil.Options{Sync: s.opts.Sync}
-	if err := fsutil.WriteFile(filepath.Join(dir, name+contentExt), []byte(m.Content), o); err != nil {
+	if err := fsutil.WriteFile(filepath.Join(dir, name+contentExt), m.Content, o); err != nil {
 		return workspace.Info{}, err
 	}
 	if err := fsutil.WriteFile(filepath.Join(dir, name+metaExt), buf.Bytes(), o); err != nil {

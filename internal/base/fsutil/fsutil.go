@@ -189,14 +189,22 @@ func isTempName(name string) bool {
 	return true
 }
 
+// Data is what a file is written from: bytes, or a string (written as it
+// is, not copied into bytes first: a large artifact is not held twice).
+type Data interface{ []byte | string }
+
 // writeTemp writes data to a new temp file in dir and returns its path.
-func writeTemp(dir string, data []byte, o Options) (string, error) {
+func writeTemp[D Data](dir string, data D, o Options) (string, error) {
 	f, err := os.CreateTemp(dir, TempPrefix+"*")
 	if err != nil {
 		return "", err
 	}
 	name := f.Name()
-	_, err = f.Write(data)
+	if str, ok := any(data).(string); ok {
+		_, err = f.WriteString(str)
+	} else {
+		_, err = f.Write([]byte(data))
+	}
 	if err == nil && o.Sync {
 		err = f.Sync()
 	}
@@ -219,7 +227,7 @@ func writeTemp(dir string, data []byte, o Options) (string, error) {
 
 // WriteFile writes data to path atomically: readers see the old file or
 // the whole new one, never part of it. An existing file is replaced.
-func WriteFile(path string, data []byte, o Options) error {
+func WriteFile[D Data](path string, data D, o Options) error {
 	tmp, err := writeTemp(filepath.Dir(path), data, o)
 	if err != nil {
 		return err
@@ -234,7 +242,7 @@ func WriteFile(path string, data []byte, o Options) error {
 // CreateFile writes data to path atomically only if path does not exist;
 // otherwise it returns an error matching fs.ErrExist and leaves the existing
 // file alone. Concurrent calls for one path: exactly one succeeds.
-func CreateFile(path string, data []byte, o Options) error {
+func CreateFile[D Data](path string, data D, o Options) error {
 	tmp, err := writeTemp(filepath.Dir(path), data, o)
 	if err != nil {
 		return err

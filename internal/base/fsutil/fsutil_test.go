@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -87,11 +88,17 @@ func TestWriteFileAtomic(t *testing.T) {
 	if b, _ := os.ReadFile(p); string(b) != "two" {
 		t.Errorf("content = %q, want two", b)
 	}
+	if err := WriteFile(p, "three, from a string", Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "three, from a string" {
+		t.Errorf("content = %q, want the string", b)
+	}
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
 		t.Errorf("dir has %d entries, want 1 (temp files left behind?)", len(entries))
 	}
-	if err := WriteFile(filepath.Join(dir, "missing", "f"), nil, Options{}); err == nil {
+	if err := WriteFile(filepath.Join(dir, "missing", "f"), "", Options{}); err == nil {
 		t.Error("write into a missing dir succeeded")
 	}
 }
@@ -198,5 +205,24 @@ func TestRetryBusy(t *testing.T) {
 	other := errors.New("no such table")
 	if err := RetryBusy(context.Background(), time.Second, func() error { return other }); err != other {
 		t.Fatalf("a non-busy error was retried or changed: %v", err)
+	}
+}
+
+// TestWriteFileStringNotCopied holds writing a string to writing it as
+// it is: a large artifact is not copied into bytes first (issue 24).
+func TestWriteFileStringNotCopied(t *testing.T) {
+	s := strings.Repeat("line of output\n", 1<<16) // 960 KB
+	p := filepath.Join(t.TempDir(), "big")
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	if err := WriteFile(p, s, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&b)
+	if n := b.TotalAlloc - a.TotalAlloc; n > uint64(len(s))/4 {
+		t.Errorf("writing a %d-byte string allocated %d bytes", len(s), n)
+	}
+	if got, _ := os.ReadFile(p); string(got) != s {
+		t.Error("the file does not hold the string")
 	}
 }
