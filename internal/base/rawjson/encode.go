@@ -258,28 +258,8 @@ const controlEscapes = `\u0000\u0001\u0002\u0003\u0004\u0005\u0006\u0007\u0008\u
 // AppendCompact appends a valid raw JSON value with insignificant whitespace
 // removed. Strings and numbers are copied byte for byte.
 func AppendCompact(dst, raw []byte) []byte {
-	inString := false
-	start := 0
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
-			}
-			continue
-		}
-		switch c {
-		case '"':
-			inString = true
-		case ' ', '\t', '\n', '\r':
-			dst = append(dst, raw[start:i]...)
-			start = i + 1
-		}
-	}
-	return append(dst, raw[start:]...)
+	CompactRuns(raw, func(run []byte) { dst = append(dst, run...) })
+	return dst
 }
 
 // CompactRuns calls yield with the runs of a valid raw JSON value between
