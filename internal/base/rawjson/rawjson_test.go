@@ -85,8 +85,9 @@ func TestAppendCompactAndCanonical(t *testing.T) {
 	}
 }
 
-// FuzzCompactRuns holds CompactRuns to AppendCompact: the runs it yields,
-// joined, are what AppendCompact appends, and none is empty.
+// FuzzCompactRuns holds CompactRuns and AppendCompact to json.Compact: the
+// runs yielded, joined, and what AppendCompact appends are its output, and
+// no run is empty.
 func FuzzCompactRuns(f *testing.F) {
 	for _, s := range []string{"{ \"a\" : [ 1 , 2.50 ] ,\n \"s\" : \"x y\\n\\\" \" }", "1", " [ ] ", `"a b"`, "{}"} {
 		f.Add([]byte(s))
@@ -102,8 +103,15 @@ func FuzzCompactRuns(f *testing.F) {
 			}
 			got = append(got, run...)
 		})
-		if want := AppendCompact(nil, raw); string(got) != string(want) {
-			t.Fatalf("runs %q, want %q", got, want)
+		var want bytes.Buffer
+		if err := json.Compact(&want, raw); err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want.String() {
+			t.Fatalf("runs %q, want %q", got, want.String())
+		}
+		if c := AppendCompact(nil, raw); string(c) != want.String() {
+			t.Fatalf("AppendCompact %q, want %q", c, want.String())
 		}
 	})
 }
