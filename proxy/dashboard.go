@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"crypto/subtle"
 	"embed"
@@ -13,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentctx/agentctx"
@@ -112,20 +114,115 @@ type Composition struct {
 	References  int    `json:"references"`
 	Summary     int    `json:"summary"`
 	// Known is false when the proxy has not kept the messages (none
-	// yet, or a request it could not read): only System and Tools are
-	// counted. A Responses request's items are counted as the messages
+	// yet, a request it could not read, or a session not among those
+	// seen last, whose messages are let go: see maxViewBytes): only
+	// System and Tools are counted. A Responses request's items are counted as the messages
 	// they map onto.
 	Known bool `json:"known"`
 }
 
-// sessionView is what a session keeps for the dashboard: the last request's
-// messages, system prompt and tool definitions.
+// sessionView is what the dashboard keeps of a session: its last
+// request's messages, system prompt and tool definitions.
 type sessionView struct {
 	msgs          []agentctx.Message
 	system, tools []byte
 }
 
-// recordView adds x to the session's view. s.mu is held.
+// maxViewBytes bounds the memory of the views the dashboard keeps, by
+// estimate (viewWeight). The sessions seen last keep theirs; an older one
+// keeps its statistics and timeline, and its composition counts only its
+// system prompt and tools until its next request. Without a bound, every
+// session's last messages stayed in memory as long as its statistics (up
+// to 10,000 sessions), whatever DecodeCacheBytes said.
+const maxViewBytes = 64 << 20
+
+// viewTable keeps the views of the sessions seen last, within max bytes
+// of their requests (the last one kept whatever its size), the least
+// recently recorded dropped first. Its lock is taken alone: never while
+// another is held that someone may take after it.
+type viewTable struct {
+	mu    sync.Mutex
+	max   int64
+	byKey map[string]*list.Element // of *viewEntry
+	lru   list.List                // most recent first
+	bytes int64
+}
+
+type viewEntry struct {
+	key    string
+	view   sessionView
+	weight int64
+}
+
+func newViewTable(max int64) *viewTable {
+	return &viewTable{max: max, byKey: map[string]*list.Element{}}
+}
+
+// record keeps what x sent as its session's view.
+func (t *viewTable) record(key string, x *exchange) {
+	msgs := x.sentMsgs
+	if msgs == nil {
+		msgs = x.viewMsgs
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var old sessionView
+	if el := t.byKey[key]; el != nil {
+		e := el.Value.(*viewEntry)
+		old = e.view
+		t.bytes -= e.weight
+		t.lru.Remove(el)
+		delete(t.byKey, key)
+	}
+	v := sessionView{msgs: old.msgs, system: old.system, tools: old.tools}
+	if msgs != nil || x.api == APIResponses {
+		v.msgs = msgs
+	}
+	// Copies, kept while they do not change: the body they are in is not.
+	if !bytes.Equal(v.system, x.bill.system) {
+		v.system = bytes.Clone(x.bill.system)
+	}
+	if !bytes.Equal(v.tools, x.bill.tools) {
+		v.tools = bytes.Clone(x.bill.tools)
+	}
+	w := viewWeight(x.bytesIn, len(v.msgs)) + int64(len(v.system)+len(v.tools))
+	t.byKey[key] = t.lru.PushFront(&viewEntry{key: key, view: v, weight: w})
+	t.bytes += w
+	for t.bytes > t.max && t.lru.Len() > 1 {
+		e := t.lru.Remove(t.lru.Back()).(*viewEntry)
+		t.bytes -= e.weight
+		delete(t.byKey, e.key)
+	}
+}
+
+// viewMessageBytes is about what a decoded message holds besides its
+// strings: the Message, a Block or two, their member lists.
+const viewMessageBytes = 512
+
+// viewWeight estimates the memory of the view of a request of body bytes
+// and n messages: its decoded strings (about its bytes) and the structure
+// around them.
+func viewWeight(body, n int) int64 { return int64(body) + int64(n)*viewMessageBytes }
+
+// get returns the session's view, if kept.
+func (t *viewTable) get(key string) sessionView {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if el := t.byKey[key]; el != nil {
+		return el.Value.(*viewEntry).view
+	}
+	return sessionView{}
+}
+
+// len reports the number of views kept.
+func (t *viewTable) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lru.Len()
+}
+
+// recordView adds x to the session's timeline. s.mu is held. (Its
+// messages go to the Server's viewTable.)
 func (s *sessionStats) recordView(x *exchange) {
 	v := &s.SessionView
 	if x.client != "" {
@@ -155,20 +252,6 @@ func (s *sessionStats) recordView(x *exchange) {
 	} else {
 		v.Timeline = append(v.Timeline, pt)
 	}
-	msgs := x.sentMsgs
-	if msgs == nil {
-		msgs = x.viewMsgs
-	}
-	if msgs != nil || x.api == APIResponses {
-		s.view.msgs = msgs
-	}
-	// Copies, kept while they do not change: the body they are in is not.
-	if !bytes.Equal(s.view.system, x.bill.system) {
-		s.view.system = bytes.Clone(x.bill.system)
-	}
-	if !bytes.Equal(s.view.tools, x.bill.tools) {
-		s.view.tools = bytes.Clone(x.bill.tools)
-	}
 }
 
 // Composition returns what fills the context of a session's last request;
@@ -180,9 +263,7 @@ func (s *Server) Composition(key string) (Composition, bool) {
 	if st == nil {
 		return Composition{}, false
 	}
-	st.mu.Lock()
-	v := st.view
-	st.mu.Unlock()
+	v := s.stats.views.get(key)
 	c := Compose(v.msgs, v.system, v.tools, s.counter(), s.fallbackCounter.get().CountText)
 	c.Session = key
 	return c, true

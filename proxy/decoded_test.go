@@ -376,3 +376,74 @@ func TestDecodeCacheSizeIsHonest(t *testing.T) {
 		}
 	}
 }
+
+// discardTransport answers every request at once and keeps nothing.
+type discardTransport struct{}
+
+func (discardTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	io.Copy(io.Discard, r.Body)
+	return &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"application/json"}},
+		Body: io.NopCloser(strings.NewReader(`{"usage":{"input_tokens":1,"output_tokens":1}}`)), Request: r}, nil
+}
+
+// TestSessionsKeepNoMessagesBeyondTheBound sends the first request of 20
+// sessions of 1,000 small tool calls (215 KB each), then of 20 more,
+// through a Server whose decode cache is off and whose dashboard keeps
+// views of 1 MB: the 20 more must add little to what the Server holds
+// (their statistics, billing counts and hashes), not their messages
+// (issue 24, memory). Before, every session kept its last request's
+// decoded messages, for the dashboard and for the provider's compaction
+// (which only ContextNative reads), as long as its statistics (up to
+// 10,000 sessions): 5.7 times the bodies here; now 0.38.
+func TestSessionsKeepNoMessagesBeyondTheBound(t *testing.T) {
+	s, err := New(Options{Engine: editingEngine{}, Transport: discardTransport{}, DecodeCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.stats.views = newViewTable(1 << 20)
+	small := func(i int) string {
+		return fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_%06d","name":"Bash","input":{"command":"ls %d"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%06d","content":"ok %d"}]}`, i, i, i, i)
+	}
+	parts := make([]string, 1000)
+	for i := range parts {
+		parts[i] = small(i)
+	}
+	const sessions = 20
+	// send sends the first request of sessions [from, from+sessions) and
+	// returns the bytes of their bodies.
+	send := func(from int) int {
+		total := 0
+		for k := from; k < from+sessions; k++ {
+			body := anthropicBody(fmt.Sprintf(`[{"role":"user","content":"session %d"},`, k) + strings.Join(parts, ",") + `]`)
+			total += len(body)
+			req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(body))
+			req.Header.Set(HeaderSession, fmt.Sprint("s", k))
+			s.ServeHTTP(httptest.NewRecorder(), req)
+		}
+		return total
+	}
+	heap := func() int64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	send(0) // the first sessions, and what is loaded once per process
+	before := heap()
+	total := send(sessions)
+	kept := heap() - before
+	runtime.KeepAlive(s)
+	t.Logf("%d more sessions of %d bytes: %d bytes more kept (%.2f× the bodies), %d views", sessions, total/sessions, kept, float64(kept)/float64(total), s.stats.views.len())
+	if limit := int64(total) / 2; kept > limit {
+		t.Errorf("%d more sessions of %d bytes in all made the Server keep %d bytes more, want at most %d", sessions, total, kept, limit)
+	}
+	if n := s.stats.views.len(); n < 1 || n >= sessions {
+		t.Errorf("%d views kept of %d sessions", n, 2*sessions)
+	}
+	if c, ok := s.Composition("s0"); !ok || c.Known {
+		t.Errorf("the first session's composition: %+v, %v; want its statistics without its messages", c, ok)
+	}
+	if c, ok := s.Composition(fmt.Sprint("s", 2*sessions-1)); !ok || !c.Known || c.ToolResults == 0 {
+		t.Errorf("the last session's composition: %+v, %v; want its messages counted", c, ok)
+	}
+}

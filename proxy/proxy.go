@@ -474,8 +474,8 @@ func (s *Server) recordSent(x *exchange) chan struct{} {
 		if x.api == APIAnthropic && x.thinkingOn {
 			s.sentThinking(x)
 		}
-		if x.api == APIAnthropic {
-			st.last.set(x.sentMsgs, x.sentEnc)
+		if x.api == APIAnthropic && s.opts.ContextManagement == ContextNative {
+			st.last.set(x.sentMsgs, x.sentEnc) // nativePrepared's: kept only where it is read
 		}
 	}()
 	return recorded
@@ -883,6 +883,7 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 	traceFinish(r, x)
 	if st != nil {
 		st.record(x)
+		s.stats.views.record(x.session, x)
 		if x.gotUsage {
 			s.observe(context.WithoutCancel(r.Context()), x, x.usage) // when relay did not already
 		}
@@ -946,9 +947,12 @@ type statsTable struct {
 	mu       sync.Mutex
 	sessions map[string]*sessionStats
 	total    TotalStats
+	views    *viewTable // the dashboard's, of the sessions seen last
 }
 
-func newStatsTable() *statsTable { return &statsTable{sessions: map[string]*sessionStats{}} }
+func newStatsTable() *statsTable {
+	return &statsTable{sessions: map[string]*sessionStats{}, views: newViewTable(maxViewBytes)}
+}
 
 // maxStatsSessions bounds the sessions the statistics keep; the least
 // recently seen go first.

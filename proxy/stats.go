@@ -27,10 +27,8 @@ type sessionStats struct {
 	billing   sessionBilling
 
 	// Signed thinking and context management (native.go).
-	last  sentList         // the messages the last request sent
+	last  sentList         // the messages the last request sent (ContextNative only: nothing else reads them)
 	ncomp nativeCompaction // the last provider compaction (Anthropic)
-
-	view sessionView // the dashboard's (dashboard.go)
 }
 
 // SessionStats are the statistics of one session (GET /agentctx/stats).

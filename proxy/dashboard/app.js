@@ -159,7 +159,7 @@
       legend.append(el("span", { class: "k c-" + k, "data-part": k, "data-v": v }, LABELS[k] + " " + int(v)));
     });
     legend.append(el("span", { class: "total", "data-v": sumParts(c) }, "total " + int(sumParts(c)) + " tokens"));
-    if (!c.known) legend.append(el("span", {}, "(no request read yet: system prompt and tools only)"));
+    if (!c.known) legend.append(el("span", {}, "(no messages kept: system prompt and tools only)"));
   }
 
   function renderArtifacts(page, append) {
