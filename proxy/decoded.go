@@ -151,10 +151,7 @@ func (d *decodedMsg) Print() decodecache.Print { return d.raw }
 // 256 bytes whatever the message, 0.44 to 0.76 of the truth: a bound of
 // 256 MB let the cache keep up to 580 MB; TestDecodeCacheSizeIsHonest.)
 func (d *decodedMsg) Size() int64 {
-	n := int64(d.raw.N) + int64(len(d.enc)) + int64(reflect.TypeFor[decodedMsg]().Size())
-	n += int64(len(d.msg.Content.Blocks())) * int64(reflect.TypeFor[agentctx.Block]().Size())
-	n += int64(len(d.msg.ToolCalls)) * int64(reflect.TypeFor[agentctx.ToolCall]().Size())
-	return n
+	return int64(d.raw.N) + int64(len(d.enc)) + int64(reflect.TypeFor[decodedMsg]().Size()) + decodecache.OutsideBytes(d.msg)
 }
 
 // decodeCache keeps, per conversation, the messages decoded for its last

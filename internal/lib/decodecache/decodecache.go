@@ -16,9 +16,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
+	"reflect"
 	"sync"
 	"sync/atomic"
 
+	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
@@ -274,4 +276,14 @@ func CountNew[E comparable](reused []E) int {
 		}
 	}
 	return n
+}
+
+// OutsideBytes estimates the memory a decoded message holds outside the
+// struct it is in: its content blocks and tool calls (their strings are
+// about the size of the message's bytes, counted by the entry from its
+// Print). An Entry's Size is about the bytes of its message, the size of
+// its own struct, what it keeps besides, and this.
+func OutsideBytes(m agentctx.Message) int64 {
+	return int64(len(m.Content.Blocks()))*int64(reflect.TypeFor[agentctx.Block]().Size()) +
+		int64(len(m.ToolCalls))*int64(reflect.TypeFor[agentctx.ToolCall]().Size())
 }

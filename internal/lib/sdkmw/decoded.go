@@ -3,6 +3,7 @@ package sdkmw
 import (
 	"bytes"
 	"context"
+	"reflect"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/base/rawjson"
@@ -35,10 +36,12 @@ type decodedMsg struct {
 
 func (d *decodedMsg) Print() decodecache.Print { return d.raw }
 
-// Size estimates the memory the message holds: its decoded strings and
-// the structure around them (about the size of its bytes), and its
-// encoding when kept.
-func (d *decodedMsg) Size() int64 { return int64(d.raw.N) + int64(len(d.enc)) + 256 }
+// Size estimates the memory the message holds: its decoded strings
+// (about the size of its bytes), its encoding when kept, and the
+// structure around them (the proxy's decodedMsg.Size says why).
+func (d *decodedMsg) Size() int64 {
+	return int64(d.raw.N) + int64(len(d.enc)) + int64(reflect.TypeFor[decodedMsg]().Size()) + decodecache.OutsideBytes(d.msg)
+}
 
 type decodeCache = decodecache.Cache[*decodedMsg]
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -222,4 +223,43 @@ func TestCacheConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestCacheSizeIsHonest holds the cache's estimate of what it holds to the
+// heap its entries really keep, within a third either way, for a
+// conversation of small tool calls and results and one of messages of
+// many text blocks. It counted a message's structure as 256 bytes
+// whatever its blocks: 0.73 and 0.46 of the truth for these (issue 24);
+// now 1.09 and 0.98.
+func TestCacheSizeIsHonest(t *testing.T) {
+	pairs := map[string]func(i int) string{
+		"small": func(i int) string {
+			return fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":"call_%d","name":"bash","input":{"command":"ls"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_%d","content":"ok"}]}`, i, i)
+		},
+		"blocks": func(i int) string {
+			return fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":"step %d"},{"type":"text","text":"then"},{"type":"text","text":"and"},{"type":"text","text":"done"}]},{"role":"user","content":"next %d"}`, i, i)
+		},
+	}
+	for name, pair := range pairs {
+		parts := make([]string, 2500)
+		for i := range parts {
+			parts[i] = pair(i)
+		}
+		body := `{"model":"m","messages":[{"role":"user","content":"start"},` + strings.Join(parts, ",") + `],"max_tokens":10}`
+		mw, mc := newMiddleware(&identity{}, provider, Options{})
+		do(t, mw, "/v1/messages", body, jsonResp())
+		est := mc.cache.Bytes()
+		var with, without runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&with)
+		mc.cache = newDecodeCache(DefaultDecodeCacheBytes) // drop what it held
+		runtime.GC()
+		runtime.ReadMemStats(&without)
+		runtime.KeepAlive(mc)
+		held := int64(with.HeapAlloc) - int64(without.HeapAlloc)
+		t.Logf("%s: estimated %d bytes, held %d (%.2f)", name, est, held, float64(est)/float64(held))
+		if held <= 0 || float64(est) < 0.75*float64(held) || float64(est) > 1.33*float64(held) {
+			t.Errorf("%s: the cache estimates it holds %d bytes; it holds %d", name, est, held)
+		}
+	}
 }
