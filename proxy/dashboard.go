@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"container/list"
 	"context"
 	"crypto/subtle"
 	"embed"
@@ -14,11 +13,12 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/internal/base/sizedlru"
+	"github.com/agentctx/agentctx/internal/lib/decodecache"
 	"github.com/agentctx/agentctx/offload"
 	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/workspace"
@@ -116,8 +116,8 @@ type Composition struct {
 	// Known is false when the proxy has not kept the messages (none
 	// yet, a request it could not read, or a session not among those
 	// seen last, whose messages are let go: see maxViewBytes): only
-	// System and Tools are counted. A Responses request's items are counted as the messages
-	// they map onto.
+	// System and Tools are counted. A Responses request's items are
+	// counted as the messages they map onto.
 	Known bool `json:"known"`
 }
 
@@ -130,51 +130,26 @@ type sessionView struct {
 
 // maxViewBytes bounds the memory of the views the dashboard keeps, by
 // estimate (viewWeight). The sessions seen last keep theirs; an older one
-// keeps its statistics and timeline, and its composition counts only its
-// system prompt and tools until its next request. Without a bound, every
-// session's last messages stayed in memory as long as its statistics (up
-// to 10,000 sessions), whatever DecodeCacheBytes said.
+// (or one whose view alone would pass the bound) keeps its statistics and
+// timeline, and its composition counts only its system prompt and tools
+// until its next request. Without a bound, every session's last messages
+// stayed in memory as long as its statistics (up to 10,000 sessions),
+// whatever DecodeCacheBytes said.
 const maxViewBytes = 64 << 20
 
-// viewTable keeps the views of the sessions seen last, within max bytes
-// of their requests (the last one kept whatever its size), the least
-// recently recorded dropped first. Its lock is taken alone: never while
-// another is held that someone may take after it.
-type viewTable struct {
-	mu    sync.Mutex
-	max   int64
-	byKey map[string]*list.Element // of *viewEntry
-	lru   list.List                // most recent first
-	bytes int64
-}
+// viewTable keeps the views of the sessions seen last, by session key,
+// within maxViewBytes (sizedlru: the least recently used dropped first).
+type viewTable = sizedlru.Cache[string, sessionView]
 
-type viewEntry struct {
-	key    string
-	view   sessionView
-	weight int64
-}
+func newViewTable(max int64) *viewTable { return sizedlru.New[string, sessionView](max) }
 
-func newViewTable(max int64) *viewTable {
-	return &viewTable{max: max, byKey: map[string]*list.Element{}}
-}
-
-// record keeps what x sent as its session's view.
-func (t *viewTable) record(key string, x *exchange) {
+// recordView keeps what x sent as its session's view in t.
+func recordView(t *viewTable, key string, x *exchange) {
+	v, _ := t.Get(key)
 	msgs := x.sentMsgs
 	if msgs == nil {
 		msgs = x.viewMsgs
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var old sessionView
-	if el := t.byKey[key]; el != nil {
-		e := el.Value.(*viewEntry)
-		old = e.view
-		t.bytes -= e.weight
-		t.lru.Remove(el)
-		delete(t.byKey, key)
-	}
-	v := sessionView{msgs: old.msgs, system: old.system, tools: old.tools}
 	if msgs != nil || x.api == APIResponses {
 		v.msgs = msgs
 	}
@@ -185,45 +160,19 @@ func (t *viewTable) record(key string, x *exchange) {
 	if !bytes.Equal(v.tools, x.bill.tools) {
 		v.tools = bytes.Clone(x.bill.tools)
 	}
-	w := viewWeight(x.bytesIn, len(v.msgs)) + int64(len(v.system)+len(v.tools))
-	t.byKey[key] = t.lru.PushFront(&viewEntry{key: key, view: v, weight: w})
-	t.bytes += w
-	for t.bytes > t.max && t.lru.Len() > 1 {
-		e := t.lru.Remove(t.lru.Back()).(*viewEntry)
-		t.bytes -= e.weight
-		delete(t.byKey, e.key)
-	}
+	t.Put(key, v, viewWeight(x.bytesIn, v))
 }
 
-// viewMessageBytes is about what a decoded message holds besides its
-// strings: the Message, a Block or two, their member lists.
-const viewMessageBytes = 512
-
-// viewWeight estimates the memory of the view of a request of body bytes
-// and n messages: its decoded strings (about its bytes) and the structure
-// around them.
-func viewWeight(body, n int) int64 { return int64(body) + int64(n)*viewMessageBytes }
-
-// get returns the session's view, if kept.
-func (t *viewTable) get(key string) sessionView {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if el := t.byKey[key]; el != nil {
-		return el.Value.(*viewEntry).view
-	}
-	return sessionView{}
+// viewWeight estimates the memory of v, the view of a request of body
+// bytes: its decoded strings (about the body's bytes), the structure of
+// its messages (decodecache.ListBytes), its system prompt and tools.
+func viewWeight(body int, v sessionView) int64 {
+	return int64(body) + decodecache.ListBytes(v.msgs) + int64(len(v.system)+len(v.tools))
 }
 
-// len reports the number of views kept.
-func (t *viewTable) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.lru.Len()
-}
-
-// recordView adds x to the session's timeline. s.mu is held. (Its
-// messages go to the Server's viewTable.)
-func (s *sessionStats) recordView(x *exchange) {
+// recordTimeline adds x to the session's timeline. s.mu is held. (Its
+// messages go to the Server's viewTable: recordView.)
+func (s *sessionStats) recordTimeline(x *exchange) {
 	v := &s.SessionView
 	if x.client != "" {
 		v.Client = x.client
@@ -263,7 +212,7 @@ func (s *Server) Composition(key string) (Composition, bool) {
 	if st == nil {
 		return Composition{}, false
 	}
-	v := s.stats.views.get(key)
+	v, _ := s.stats.views.Get(key)
 	c := Compose(v.msgs, v.system, v.tools, s.counter(), s.fallbackCounter.get().CountText)
 	c.Session = key
 	return c, true

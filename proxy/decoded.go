@@ -116,14 +116,17 @@ func decodeMsg(c *decodeCache, raw, scratch []byte) (*decodedMsg, []byte, error)
 	if err != nil {
 		return nil, scratch, err
 	}
+	d := &decodedMsg{raw: c.PrintOf(raw), msg: m}
 	if same {
-		return &decodedMsg{raw: c.PrintOf(raw), msg: m, hash: msgHash(raw), key: agentctx.HashEncoding(raw), bp: countBreakpoints(raw)}, scratch, nil
+		d.hash, d.key, d.bp = msgHash(raw), agentctx.HashEncoding(raw), countBreakpoints(raw)
+		return d, scratch, nil
 	}
 	e, err := encodeSized(m, len(raw))
 	if err != nil {
 		return nil, scratch, err
 	}
-	return &decodedMsg{raw: c.PrintOf(raw), msg: m, enc: e.enc, hash: e.hash, key: e.key, bp: e.bp}, scratch, nil
+	d.enc, d.hash, d.key, d.bp = e.enc, e.hash, e.key, e.bp
+	return d, scratch, nil
 }
 
 // encoding returns the message's encoding, given its bytes in the

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/testkit/memtest"
 )
 
 // recordingTransport answers every request at once and keeps the bodies
@@ -366,19 +367,10 @@ func TestDecodeCacheSizeIsHonest(t *testing.T) {
 		req.Header.Set(HeaderSession, name)
 		s.ServeHTTP(httptest.NewRecorder(), req)
 		est := s.decoded.Bytes()
-		var with, without runtime.MemStats
 		s.stats.views = newViewTable(maxViewBytes) // the dashboard's hold on the same messages
-		runtime.GC()
-		runtime.ReadMemStats(&with)
-		s.decoded = newDecodeCache(DefaultDecodeCacheBytes) // drop what it held
-		runtime.GC()
-		runtime.ReadMemStats(&without)
+		held := memtest.HeldBy(func() { s.decoded = newDecodeCache(DefaultDecodeCacheBytes) })
 		runtime.KeepAlive(s)
-		held := int64(with.HeapAlloc) - int64(without.HeapAlloc)
-		t.Logf("%s: estimated %d bytes, held %d (%.2f)", name, est, held, float64(est)/float64(held))
-		if held <= 0 || float64(est) < 0.75*float64(held) || float64(est) > 1.33*float64(held) {
-			t.Errorf("%s: the cache estimates it holds %d bytes; it holds %d", name, est, held)
-		}
+		memtest.CheckEstimate(t, "the cache of "+name, est, held)
 	}
 }
 
@@ -435,11 +427,11 @@ func TestSessionsKeepNoMessagesBeyondTheBound(t *testing.T) {
 	total := send(sessions)
 	kept := heap() - before
 	runtime.KeepAlive(s)
-	t.Logf("%d more sessions of %d bytes: %d bytes more kept (%.2f× the bodies), %d views", sessions, total/sessions, kept, float64(kept)/float64(total), s.stats.views.len())
+	t.Logf("%d more sessions of %d bytes: %d bytes more kept (%.2f× the bodies), %d views", sessions, total/sessions, kept, float64(kept)/float64(total), s.stats.views.Len())
 	if limit := int64(total) / 2; kept > limit {
 		t.Errorf("%d more sessions of %d bytes in all made the Server keep %d bytes more, want at most %d", sessions, total, kept, limit)
 	}
-	if n := s.stats.views.len(); n < 1 || n >= sessions {
+	if n := s.stats.views.Len(); n < 1 || n >= sessions {
 		t.Errorf("%d views kept of %d sessions", n, 2*sessions)
 	}
 	if c, ok := s.Composition("s0"); !ok || c.Known {

@@ -883,7 +883,7 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 	traceFinish(r, x)
 	if st != nil {
 		st.record(x)
-		s.stats.views.record(x.session, x)
+		recordView(s.stats.views, x.session, x)
 		if x.gotUsage {
 			s.observe(context.WithoutCancel(r.Context()), x, x.usage) // when relay did not already
 		}

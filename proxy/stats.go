@@ -151,7 +151,7 @@ func (s *sessionStats) record(x *exchange) {
 		s.LastUsage = x.usage
 	}
 	s.Bill.add(&x.bill)
-	s.recordView(x)
+	s.recordTimeline(x)
 	s.overheads = append(s.overheads, x.overhead)
 	if len(s.overheads) > 1000 {
 		s.overheads = s.overheads[len(s.overheads)-1000:]

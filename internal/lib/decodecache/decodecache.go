@@ -12,16 +12,15 @@ package decodecache
 
 import (
 	"cmp"
-	"container/list"
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"reflect"
-	"sync"
 	"sync/atomic"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/internal/base/sizedlru"
 )
 
 // Print identifies the bytes of a message: their length and fingerprint
@@ -46,27 +45,17 @@ type Entry interface {
 // first message's bytes). Its memory is bounded by the sum of the entries'
 // sizes. A nil *Cache caches nothing. It is safe for concurrent use.
 type Cache[E Entry] struct {
-	mu    sync.Mutex
-	max   int64
-	size  int64
-	lru   list.List // of *entry[E], most recent first
-	byKey map[string]*list.Element
-	seed  maphash.Seed
+	kept *sizedlru.Cache[string, []E]
+	seed maphash.Seed
 
 	// Reused and Decoded count the messages taken from the cache and
 	// decoded (by Scan.Decode).
 	Reused, Decoded atomic.Int64
 }
 
-type entry[E Entry] struct {
-	key  string
-	msgs []E
-	size int64
-}
-
 // New returns a cache bounded to max bytes (by the entries' estimates).
 func New[E Entry](max int64) *Cache[E] {
-	return &Cache[E]{max: max, byKey: map[string]*list.Element{}, seed: maphash.MakeSeed()}
+	return &Cache[E]{kept: sizedlru.New[string, []E](max), seed: maphash.MakeSeed()}
 }
 
 // Fingerprint is what tells a message's bytes again, with the length kept
@@ -99,14 +88,8 @@ func (c *Cache[E]) Get(key string) []E {
 	if c == nil {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el := c.byKey[key]
-	if el == nil {
-		return nil
-	}
-	c.lru.MoveToFront(el)
-	return el.Value.(*entry[E]).msgs
+	msgs, _ := c.kept.Get(key)
+	return msgs
 }
 
 // Put caches msgs under key, replacing what was there, and drops the least
@@ -120,25 +103,7 @@ func (c *Cache[E]) Put(key string, msgs []E) {
 	for _, m := range msgs {
 		size += m.Size()
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el := c.byKey[key]; el != nil {
-		c.size -= el.Value.(*entry[E]).size
-		c.lru.Remove(el)
-		delete(c.byKey, key)
-	}
-	if size > c.max {
-		return
-	}
-	for c.size+size > c.max {
-		old := c.lru.Back()
-		e := old.Value.(*entry[E])
-		c.size -= e.size
-		c.lru.Remove(old)
-		delete(c.byKey, e.key)
-	}
-	c.byKey[key] = c.lru.PushFront(&entry[E]{key: key, msgs: msgs, size: size})
-	c.size += size
+	c.kept.Put(key, msgs, size)
 }
 
 // Bytes reports the memory the cache holds, by its estimate.
@@ -146,9 +111,7 @@ func (c *Cache[E]) Bytes() int64 {
 	if c == nil {
 		return 0
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.size
+	return c.kept.Bytes()
 }
 
 // Len reports the number of conversations cached.
@@ -156,9 +119,7 @@ func (c *Cache[E]) Len() int {
 	if c == nil {
 		return 0
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.byKey)
+	return c.kept.Len()
 }
 
 // Scan splits the list of messages of a body while the body is split
@@ -286,4 +247,14 @@ func CountNew[E comparable](reused []E) int {
 func OutsideBytes(m agentctx.Message) int64 {
 	return int64(len(m.Content.Blocks()))*int64(reflect.TypeFor[agentctx.Block]().Size()) +
 		int64(len(m.ToolCalls))*int64(reflect.TypeFor[agentctx.ToolCall]().Size())
+}
+
+// ListBytes estimates the memory a list of decoded messages holds besides
+// their strings: each Message and what it holds outside it (OutsideBytes).
+func ListBytes(msgs []agentctx.Message) int64 {
+	n := int64(len(msgs)) * int64(reflect.TypeFor[agentctx.Message]().Size())
+	for i := range msgs {
+		n += OutsideBytes(msgs[i])
+	}
+	return n
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/internal/testkit/memtest"
 	"github.com/agentctx/agentctx/pipeline"
 )
 
@@ -249,17 +250,8 @@ func TestCacheSizeIsHonest(t *testing.T) {
 		mw, mc := newMiddleware(&identity{}, provider, Options{})
 		do(t, mw, "/v1/messages", body, jsonResp())
 		est := mc.cache.Bytes()
-		var with, without runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&with)
-		mc.cache = newDecodeCache(DefaultDecodeCacheBytes) // drop what it held
-		runtime.GC()
-		runtime.ReadMemStats(&without)
+		held := memtest.HeldBy(func() { mc.cache = newDecodeCache(DefaultDecodeCacheBytes) })
 		runtime.KeepAlive(mc)
-		held := int64(with.HeapAlloc) - int64(without.HeapAlloc)
-		t.Logf("%s: estimated %d bytes, held %d (%.2f)", name, est, held, float64(est)/float64(held))
-		if held <= 0 || float64(est) < 0.75*float64(held) || float64(est) > 1.33*float64(held) {
-			t.Errorf("%s: the cache estimates it holds %d bytes; it holds %d", name, est, held)
-		}
+		memtest.CheckEstimate(t, "the cache of "+name, est, held)
 	}
 }
