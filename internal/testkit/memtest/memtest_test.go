@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// TestHeldBy measures a slice of 8 MB let go: HeldBy counts it, and the
+// TestHeldBy measures a slice of 8 MB let go: HeldBy counts it (within a
+// megabyte: the runtime allocates and frees a little meanwhile), and the
 // estimate of its size passes CheckEstimate while half of it fails.
 func TestHeldBy(t *testing.T) {
 	b := make([]byte, 8<<20)
@@ -14,7 +15,7 @@ func TestHeldBy(t *testing.T) {
 	}
 	held := HeldBy(func() { b = nil })
 	runtime.KeepAlive(b)
-	if held < 8<<20 || held > 9<<20 {
+	if held < 7<<20 || held > 9<<20 {
 		t.Fatalf("held %d bytes, want about 8 MB", held)
 	}
 	CheckEstimate(t, "the slice", 8<<20, held)
