@@ -83,6 +83,14 @@ type Server struct {
 
 	fileCopy bool // CREATE DATABASE ... STRATEGY FILE_COPY is understood (PostgreSQL 15+)
 
+	// admin is the one connection to the "postgres" database that
+	// creates every database (nil until the first, or after an error
+	// dropped it): a connection costs the server a process, tens of
+	// milliseconds of CPU on a small virtual machine, and a suite creates
+	// hundreds of databases. adminMu serializes its use.
+	adminMu sync.Mutex
+	admin   *pgx.Conn
+
 	mu        sync.Mutex
 	n         int
 	templates map[string]*template // by Template's name
@@ -195,20 +203,46 @@ func (s *Server) start(ctx context.Context, bin, data string, cred *credential) 
 	return nil
 }
 
-// ping connects to the server and learns its version.
+// ping connects to the server and learns its version; the connection
+// stays open as the admin connection.
 func (s *Server) ping(ctx context.Context) error {
-	c, err := pgx.Connect(ctx, s.URL)
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
+	c, err := s.adminConn(ctx)
 	if err != nil {
 		return err
 	}
-	defer c.Close(context.Background())
 	var v string
 	if err := c.QueryRow(ctx, `SELECT current_setting('server_version_num')`).Scan(&v); err != nil {
+		s.dropAdmin()
 		return err
 	}
 	n, _ := strconv.Atoi(v)
 	s.fileCopy = n >= 150000
 	return nil
+}
+
+// adminConn returns the admin connection, connecting when there is none.
+// s.adminMu must be held.
+func (s *Server) adminConn(ctx context.Context) (*pgx.Conn, error) {
+	if s.admin != nil && !s.admin.IsClosed() {
+		return s.admin, nil
+	}
+	c, err := pgx.Connect(ctx, s.URL)
+	if err != nil {
+		return nil, err
+	}
+	s.admin = c
+	return c, nil
+}
+
+// dropAdmin closes the admin connection after an error (the next use
+// connects again). s.adminMu must be held.
+func (s *Server) dropAdmin() {
+	if s.admin != nil {
+		s.admin.Close(context.Background())
+		s.admin = nil
+	}
 }
 
 // NewDatabase creates an empty database and returns its URL.
@@ -265,11 +299,6 @@ func (s *Server) createDatabase(ctx context.Context, template string) (string, e
 	s.n++
 	name := fmt.Sprintf("test_%d_%s", s.n, hex.EncodeToString(b[:]))
 	s.mu.Unlock()
-	c, err := pgx.Connect(ctx, s.URL)
-	if err != nil {
-		return "", fmt.Errorf("pgtest: %w", err)
-	}
-	defer c.Close(context.Background())
 	create := "CREATE DATABASE " + name
 	if template != "" {
 		create += " TEMPLATE " + pgx.Identifier{template}.Sanitize()
@@ -279,7 +308,14 @@ func (s *Server) createDatabase(ctx context.Context, template string) (string, e
 	if s.fileCopy {
 		create += " STRATEGY FILE_COPY"
 	}
+	s.adminMu.Lock()
+	defer s.adminMu.Unlock()
+	c, err := s.adminConn(ctx)
+	if err != nil {
+		return "", fmt.Errorf("pgtest: %w", err)
+	}
 	if _, err := c.Exec(ctx, create); err != nil {
+		s.dropAdmin()
 		return "", fmt.Errorf("pgtest: create database: %w", err)
 	}
 	return name, nil
@@ -297,6 +333,9 @@ func (s *Server) databaseURL(name string) string {
 
 // Close stops the server (fast shutdown) and removes its directory.
 func (s *Server) Close() error {
+	s.adminMu.Lock()
+	s.dropAdmin()
+	s.adminMu.Unlock()
 	if s.cmd != nil && s.cmd.Process != nil && s.done != nil {
 		s.cmd.Process.Signal(os.Interrupt)
 		select {

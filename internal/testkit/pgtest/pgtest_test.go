@@ -216,3 +216,31 @@ func TestTemplate(t *testing.T) {
 		}
 	}
 }
+
+// TestDatabasesShareOneConnection checks that the databases are created
+// over one connection: each connection costs the server a process.
+func TestDatabasesShareOneConnection(t *testing.T) {
+	ctx := t.Context()
+	s, err := Start(ctx, Options{})
+	if err != nil {
+		Skip(t, err)
+	}
+	defer s.Close()
+	pid := func() uint32 {
+		s.adminMu.Lock()
+		defer s.adminMu.Unlock()
+		if s.admin == nil {
+			return 0
+		}
+		return s.admin.PgConn().PID()
+	}
+	first := pid()
+	for i := range 3 {
+		if _, err := s.NewDatabase(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if p := pid(); p == 0 || p != first {
+			t.Fatalf("database %d created over backend %d, the first over %d", i, p, first)
+		}
+	}
+}
