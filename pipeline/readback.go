@@ -173,17 +173,15 @@ func (p *Pipeline) AddPaths(res *Result) *Result {
 	m := &p.pathed
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.known == nil || len(m.known) > 4*len(res.Messages)+maxPathed {
-		m.known = make(map[agentctx.Hash]pathedMsg, len(res.Messages))
-	}
+	m.bound(len(res.Messages))
 	var q *Result
 	for i := range res.Messages {
 		var h agentctx.Hash
 		if i < len(res.Facts) {
 			h = res.Facts[i].Hash
 		}
-		e, ok := m.known[h]
-		if !ok || h.IsZero() {
+		e, known := m.lookup(h)
+		if !known {
 			missed = false
 			one, changed := mapToolResults(res.Messages[i:i+1], add)
 			switch {
@@ -192,18 +190,22 @@ func (p *Pipeline) AddPaths(res *Result) *Result {
 				if err != nil {
 					continue // the message as it was: it encoded before
 				}
-				e = pathedMsg{msg: one[0], facts: agentctx.Facts{Encoding: enc, Hash: hash}}
+				// Kept as decoded from its new encoding: the message
+				// mapToolResults made holds on to what its original
+				// was decoded from (the text of a result a reference
+				// replaced, say), which the memo must not keep.
+				msg := one[0]
+				if owned, err := agentctx.DecodeOwnedMessage(enc); err == nil {
+					msg = owned
+				}
+				e = &pathedMsg{msg: msg, facts: agentctx.Facts{Encoding: enc, Hash: hash}}
 			case missed:
 				continue // looked at again next time
-			default:
-				e = pathedMsg{same: true}
 			}
-			if !h.IsZero() {
-				m.known[h] = e
-			}
+			m.remember(h, e)
 		}
-		if e.same {
-			continue
+		if e == nil {
+			continue // left as it is
 		}
 		if q == nil {
 			c := *res
@@ -228,23 +230,57 @@ func (p *Pipeline) AddPaths(res *Result) *Result {
 
 // pathedMemo holds what AddPaths did to the messages of a Pipeline's
 // calls, by the hash of the message it was given: most of a session's
-// messages come again in its next request.
+// messages come again in its next request. Most are left as they are:
+// of those it keeps the hash alone.
 type pathedMemo struct {
-	mu    sync.Mutex
-	known map[agentctx.Hash]pathedMsg
+	mu      sync.Mutex
+	same    map[agentctx.Hash]struct{}
+	changed map[agentctx.Hash]*pathedMsg
 }
 
 // maxPathed bounds a pathedMemo beyond four times a call's messages: it
 // starts again when past it.
 const maxPathed = 4096
 
-// pathedMsg is a message AddPaths made and the Facts of its encoding, or
-// same: AddPaths leaves the message as it is (it references no stored
-// artifact, or names its path already).
+// pathedMsg is a message AddPaths made and the Facts of its encoding.
 type pathedMsg struct {
 	msg   agentctx.Message
 	facts agentctx.Facts
-	same  bool
+}
+
+// bound starts the memo again when it holds more than four times a
+// call's n messages, and maxPathed more. m.mu is held.
+func (m *pathedMemo) bound(n int) {
+	if m.same == nil || len(m.same)+len(m.changed) > 4*n+maxPathed {
+		m.same = make(map[agentctx.Hash]struct{}, n)
+		m.changed = make(map[agentctx.Hash]*pathedMsg)
+	}
+}
+
+// lookup returns what AddPaths made of the message of hash h (nil: left
+// as it is), and whether the memo knows. The zero hash is never known.
+// m.mu is held.
+func (m *pathedMemo) lookup(h agentctx.Hash) (*pathedMsg, bool) {
+	if h.IsZero() {
+		return nil, false
+	}
+	if _, ok := m.same[h]; ok {
+		return nil, true
+	}
+	e, ok := m.changed[h]
+	return e, ok
+}
+
+// remember keeps what AddPaths made of the message of hash h (nil: left
+// as it is). m.mu is held.
+func (m *pathedMemo) remember(h agentctx.Hash, e *pathedMsg) {
+	switch {
+	case h.IsZero():
+	case e == nil:
+		m.same[h] = struct{}{}
+	default:
+		m.changed[h] = e
+	}
 }
 
 // withPaths is WithPaths, with the indices of the messages it changed.

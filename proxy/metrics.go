@@ -91,6 +91,8 @@ func newMetrics(s *Server) *promMetrics {
 			func() float64 { return float64(s.stats.len()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "agentctx", Name: "decode_cache_bytes", Help: "The proxy's estimate of what its cache of decoded messages holds."},
 			func() float64 { return float64(s.decoded.Bytes() + s.prints.Bytes()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "agentctx", Name: "engine_bytes", Help: "The engine's estimate of what its sessions keep in memory between requests."},
+			func() float64 { return float64(s.engineBytes()) }),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

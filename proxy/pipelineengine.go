@@ -18,6 +18,7 @@ import (
 // Defaults of PipelineEngine.
 const (
 	DefaultMaxSessions = 1000
+	DefaultMaxBytes    = 512 << 20
 	DefaultIdleTimeout = time.Hour
 )
 
@@ -40,6 +41,15 @@ type PipelineOptions struct {
 	// unused for that long; 0 means DefaultIdleTimeout.
 	MaxSessions int
 	IdleTimeout time.Duration
+	// MaxBytes bounds the memory the sessions kept in memory hold, by
+	// estimate: their pipelines' memos and last state
+	// (pipeline.Pipeline.MemoryBytes), and the body a session near its
+	// compaction trigger keeps (see Forwarded). Past it the least
+	// recently used sessions that are not preparing a request are
+	// dropped, as past MaxSessions: their decisions stay in the session
+	// store, and their next request builds the memos again. 0 means
+	// DefaultMaxBytes; a negative value means no bound but MaxSessions.
+	MaxBytes int64
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives a line per failed session start; nil discards.
@@ -66,6 +76,7 @@ type PipelineEngine struct {
 
 	mu       sync.Mutex
 	sessions map[string]*pipeSession
+	held     int64 // the sum of the sessions' held
 	closed   bool
 
 	closeStore func() error // the store NewPipelineEngine opened, if any
@@ -80,6 +91,7 @@ type pipeSession struct {
 	usage    Usage
 	lastUsed time.Time
 	busy     int
+	held     int64 // the memory it keeps, by estimate (see MaxBytes); e.mu guards it
 
 	// prefix is the body last forwarded upstream, kept while the session
 	// is near its compaction trigger (see Forwarded); tokens is the count
@@ -89,7 +101,10 @@ type pipeSession struct {
 	tokens    int
 }
 
-var _ Engine = (*PipelineEngine)(nil)
+var (
+	_ Engine         = (*PipelineEngine)(nil)
+	_ MemoryReporter = (*PipelineEngine)(nil)
+)
 
 // NewPipelineEngine returns a PipelineEngine. Close releases its pipelines.
 func NewPipelineEngine(opts PipelineOptions) (*PipelineEngine, error) {
@@ -98,6 +113,9 @@ func NewPipelineEngine(opts PipelineOptions) (*PipelineEngine, error) {
 	}
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.MaxBytes == 0 {
+		opts.MaxBytes = DefaultMaxBytes
 	}
 	if opts.IdleTimeout <= 0 {
 		opts.IdleTimeout = DefaultIdleTimeout
@@ -130,6 +148,14 @@ func (e *PipelineEngine) Sessions() int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return len(e.sessions)
+}
+
+// MemoryBytes returns the memory the sessions held in memory keep, by
+// estimate (see PipelineOptions.MaxBytes), as of their last request.
+func (e *PipelineEngine) MemoryBytes() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.held
 }
 
 // session returns the session of key, making it when new, and marks it
@@ -234,25 +260,50 @@ func (e *PipelineEngine) release(s *pipeSession) {
 // evict drops idle sessions and, over MaxSessions, the least recently used
 // ones that are not busy. e.mu is held.
 func (e *PipelineEngine) evict(now time.Time) {
-	for k, s := range e.sessions {
+	for _, s := range e.sessions {
 		if s.busy == 0 && now.Sub(s.lastUsed) > e.opts.IdleTimeout {
-			delete(e.sessions, k)
-			s.p.Close()
+			e.drop(s)
 		}
 	}
-	for len(e.sessions) >= e.opts.MaxSessions {
-		var oldest *pipeSession
-		for _, s := range e.sessions {
-			if s.busy == 0 && (oldest == nil || s.lastUsed.Before(oldest.lastUsed)) {
-				oldest = s
-			}
-		}
-		if oldest == nil {
-			return
-		}
-		delete(e.sessions, oldest.key)
-		oldest.p.Close()
+	for len(e.sessions) >= e.opts.MaxSessions && e.dropOldest() {
 	}
+}
+
+// weigh sets the memory s keeps, and drops the least recently used
+// sessions that are not busy while the sessions keep more than MaxBytes.
+func (e *PipelineEngine) weigh(s *pipeSession, held int64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sessions[s.key] != s {
+		return // dropped meanwhile (Close)
+	}
+	e.held += held - s.held
+	s.held = held
+	for e.opts.MaxBytes > 0 && e.held > e.opts.MaxBytes && e.dropOldest() {
+	}
+}
+
+// dropOldest drops the least recently used session that is not busy and
+// reports whether there was one. e.mu is held.
+func (e *PipelineEngine) dropOldest() bool {
+	var oldest *pipeSession
+	for _, s := range e.sessions {
+		if s.busy == 0 && (oldest == nil || s.lastUsed.Before(oldest.lastUsed)) {
+			oldest = s
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	e.drop(oldest)
+	return true
+}
+
+// drop removes s from memory. e.mu is held.
+func (e *PipelineEngine) drop(s *pipeSession) {
+	delete(e.sessions, s.key)
+	e.held -= s.held
+	s.p.Close()
 }
 
 // Prepare implements Engine.
@@ -302,6 +353,7 @@ func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, 
 			pr.Compacted = st.Compact != nil && st.Compact.Compacted
 		}
 	}
+	e.weigh(s, s.p.MemoryBytes()+int64(cap(s.prefix)))
 	return pr, nil
 }
 
@@ -321,11 +373,20 @@ func (e *PipelineEngine) Forwarded(key string, api API, body []byte) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	before := cap(s.prefix)
 	if s.tokens*2 < e.opts.Pipeline.Compact.ThresholdTokens() {
 		s.prefix = nil
-		return
+	} else {
+		s.prefix, s.prefixAPI = body, api
 	}
-	s.prefix, s.prefixAPI = body, api
+	if d := int64(cap(s.prefix) - before); d != 0 {
+		e.mu.Lock()
+		if e.sessions[s.key] == s {
+			s.held += d
+			e.held += d
+		}
+		e.mu.Unlock()
+	}
 }
 
 // Observe implements Engine: it keeps the session's last usage and feeds
@@ -367,6 +428,7 @@ func (e *PipelineEngine) Close() error {
 		errs = append(errs, s.p.Close())
 		delete(e.sessions, k)
 	}
+	e.held = 0
 	if e.closeStore != nil {
 		errs = append(errs, e.closeStore())
 		e.closeStore = nil

@@ -244,15 +244,35 @@ type ProcessStats struct {
 	// decoded messages (without an Engine, of their hashes) holds (see
 	// Options.DecodeCacheBytes).
 	DecodeCacheBytes int64 `json:"decode_cache_bytes"`
+	// EngineBytes is the Engine's estimate of what its sessions keep in
+	// memory, when it says (a MemoryReporter: PipelineEngine, bounded by
+	// PipelineOptions.MaxBytes); 0 otherwise.
+	EngineBytes int64 `json:"engine_bytes"`
 	// Sessions is the number of sessions with statistics.
 	Sessions int `json:"sessions"`
+}
+
+// MemoryReporter is implemented by an Engine that says how much memory
+// its sessions keep between requests (PipelineEngine): the statistics
+// ("process") and the metrics report it.
+type MemoryReporter interface {
+	MemoryBytes() int64
+}
+
+// engineBytes is what the Engine says its sessions keep, 0 when it does
+// not say.
+func (s *Server) engineBytes() int64 {
+	if m, ok := s.opts.Engine.(MemoryReporter); ok {
+		return m.MemoryBytes()
+	}
+	return 0
 }
 
 // ProcessStats reports the process's memory.
 func (s *Server) ProcessStats() ProcessStats {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(sample)
-	p := ProcessStats{DecodeCacheBytes: s.decoded.Bytes() + s.prints.Bytes()}
+	p := ProcessStats{DecodeCacheBytes: s.decoded.Bytes() + s.prints.Bytes(), EngineBytes: s.engineBytes()}
 	for _, m := range sample {
 		if p.LiveHeapBytes == 0 && m.Value.Kind() == metrics.KindUint64 {
 			p.LiveHeapBytes = m.Value.Uint64()

@@ -102,6 +102,7 @@ type proxyFlags struct {
 	listen, contextMgmt string
 	anthropicURL, oaURL string
 	maxSessions         int
+	sessionMemoryMB     int
 	decodeCacheMB       int
 	pricesFile          string
 	token               string
@@ -198,6 +199,9 @@ func (p *proxyFlags) pipelineOptions(cmd *cobra.Command, e *env, log *slog.Logge
 	if p.maxSessions < 1 {
 		return po, "", nil, usagef("invalid --max-sessions %d: must be at least 1", p.maxSessions)
 	}
+	if p.sessionMemoryMB < 0 {
+		return po, "", nil, usagef("invalid --session-memory %d: must be 0 (no bound but --max-sessions) or more MiB", p.sessionMemoryMB)
+	}
 	if p.decodeCacheMB < 0 {
 		return po, "", nil, usagef("invalid --decode-cache %d: must be 0 (none) or more MiB", p.decodeCacheMB)
 	}
@@ -251,7 +255,10 @@ func (p *proxyFlags) tracerProvider(ctx context.Context) (trace.TracerProvider, 
 // own compaction with --context-management native).
 func (p *proxyFlags) engine(po pipeline.Options, summ string, log *slog.Logger) (*proxy.PipelineEngine, error) {
 	f := &p.f
-	eo := proxy.PipelineOptions{Pipeline: po, MaxSessions: p.maxSessions, Logger: log}
+	eo := proxy.PipelineOptions{Pipeline: po, MaxSessions: p.maxSessions, MaxBytes: int64(p.sessionMemoryMB) << 20, Logger: log}
+	if p.sessionMemoryMB == 0 {
+		eo.MaxBytes = -1 // no bound but the count
+	}
 	if p.clockSpeed != 1 {
 		eo.Now = acceleratedClock(time.Now(), p.clockSpeed)
 		eo.Pipeline.Now = eo.Now
@@ -324,6 +331,7 @@ func (p *proxyFlags) register(cmd *cobra.Command, listen string) {
 	fs.StringVar(&p.anthropicURL, "upstream-anthropic", proxy.DefaultAnthropicURL, "Anthropic API base URL")
 	fs.StringVar(&p.oaURL, "upstream-openai", proxy.DefaultOpenAIURL, "OpenAI API base URL")
 	fs.IntVar(&p.maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions kept in memory (least recently used out first)")
+	fs.IntVar(&p.sessionMemoryMB, "session-memory", proxy.DefaultMaxBytes>>20, "MiB the sessions kept in memory may hold, by estimate: their memos and state, and the body a session near compaction keeps (least recently used out first; their decisions stay in the session store; 0: no bound but --max-sessions)")
 	fs.IntVar(&p.decodeCacheMB, "decode-cache", proxy.DefaultDecodeCacheBytes>>20, "MiB of decoded messages kept for the next request of each conversation to reuse (0: none; each request is then decoded whole)")
 	fs.StringVar(&p.pricesFile, "prices", "", pricesFlagHelp)
 	fs.BoolVar(&p.tenants, "tenants", false, "isolate the clients of a shared proxy by their credentials: each API key keeps its sessions and artifacts in a namespace of its own (<namespace>/tenants/<digest>), and /mcp reads only the artifacts of the credentials the MCP client sends (X-Api-Key or Authorization)")

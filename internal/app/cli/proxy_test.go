@@ -27,6 +27,7 @@ func TestProxyBadUsage(t *testing.T) {
 		{"proxy", "--limit", "0"},
 		{"proxy", "--max-sessions", "0"},
 		{"proxy", "--decode-cache", "-1"},
+		{"proxy", "--session-memory", "-1"},
 		{"proxy", "--clock-speed", "0"},
 		{"proxy", "--clock-speed", "60", "--now", "2026-01-01T00:00:00Z"},
 		{"proxy", "extra-arg"},

@@ -1,0 +1,141 @@
+package proxy
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/agentctx/agentctx/internal/testkit/memtest"
+	"github.com/agentctx/agentctx/workspace"
+)
+
+// sessionMemBodies are conversations whose sessions keep different
+// things: a realistic one (the example session: results stored, some
+// offloaded and named by path), many small tool calls (counts and keys of
+// thousands of results), and offloaded results (the messages AddPaths
+// changed, and their new encodings).
+func sessionMemBodies(t *testing.T) map[string][]byte {
+	t.Helper()
+	example, err := os.ReadFile(filepath.Join("..", "examples", "session.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := make([]string, 2500)
+	for i := range small {
+		small[i] = smallPair(i)
+	}
+	offloaded := make([]string, 200)
+	for i := range offloaded {
+		offloaded[i] = fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_%06d","name":"Bash","input":{"command":"cat log%d"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%06d","content":%q}]}`,
+			i, i, i, strings.Repeat(fmt.Sprintf("line of log %d\n", i), 200))
+	}
+	return map[string][]byte{
+		"example":   example,
+		"small":     anthropicBody(`[{"role":"user","content":"start"},` + strings.Join(small, ",") + `]`),
+		"offloaded": anthropicBody(`[{"role":"user","content":"start"},` + strings.Join(offloaded, ",") + `]`),
+	}
+}
+
+// sessionServer is a Server over a PipelineEngine (results over 2,000
+// characters offloaded) that keeps no decoded messages of its own (decode
+// cache off, dashboard views of a byte), so that what a session keeps is
+// the engine's alone.
+func sessionServer(t *testing.T, o PipelineOptions, rt http.RoundTripper) (*Server, *PipelineEngine) {
+	t.Helper()
+	o.Pipeline.WorkspaceDir = filepath.Join(t.TempDir(), "ws")
+	o.Pipeline.NoCompact = true
+	o.Pipeline.Workspace = workspace.Options{InlineLimit: 2000}
+	e, err := NewPipelineEngine(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	s, err := New(Options{Engine: e, Transport: rt, DecodeCacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.stats.views = newViewTable(1)
+	return s, e
+}
+
+func sendSession(t *testing.T, s *Server, key string, body []byte) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(body))
+	req.Header.Set(HeaderSession, key)
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, req)
+	if w.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", w.Code, w.Body.String())
+	}
+}
+
+// TestSessionMemoryIsHonest holds the engine's estimate of what a session
+// keeps between requests (what PipelineOptions.MaxBytes bounds) to the
+// heap it really keeps, within a third either way, after two requests of
+// each kind of conversation.
+func TestSessionMemoryIsHonest(t *testing.T) {
+	for name, body := range sessionMemBodies(t) {
+		s, e := sessionServer(t, PipelineOptions{}, discardTransport{})
+		for range 2 {
+			sendSession(t, s, name, body)
+		}
+		est := e.MemoryBytes()
+		held := memtest.HeldBy(func() {
+			e.mu.Lock()
+			for _, ps := range e.sessions {
+				e.drop(ps)
+			}
+			e.mu.Unlock()
+		})
+		runtime.KeepAlive(s)
+		memtest.CheckEstimate(t, fmt.Sprintf("a session of %s (%d bytes)", name, len(body)), est, held)
+		if e.MemoryBytes() != 0 {
+			t.Errorf("%s: %d bytes counted after every session was dropped", name, e.MemoryBytes())
+		}
+	}
+}
+
+// TestSessionsAreBoundedByBytes sends the first request of ten sessions
+// through an engine whose sessions may keep what three of them keep: it
+// drops the least recently used to stay within that, a dropped session
+// comes back with its decisions (the same bytes go upstream), and with
+// no bound but the count all ten stay.
+func TestSessionsAreBoundedByBytes(t *testing.T) {
+	body := sessionMemBodies(t)["example"]
+	probe, pe := sessionServer(t, PipelineOptions{}, discardTransport{})
+	sendSession(t, probe, "probe", body)
+	one := pe.MemoryBytes()
+	if one <= 0 {
+		t.Fatalf("a session keeps %d bytes by estimate", one)
+	}
+	for _, tc := range []struct {
+		max  int64
+		kept int
+	}{{3*one + one/2, 3}, {-1, 10}} {
+		rec := &recordingTransport{}
+		s, e := sessionServer(t, PipelineOptions{MaxBytes: tc.max}, rec)
+		for i := range 10 {
+			sendSession(t, s, fmt.Sprint("s", i), body)
+		}
+		if n := e.Sessions(); n != tc.kept {
+			t.Errorf("MaxBytes %d: %d sessions kept, want %d", tc.max, n, tc.kept)
+		}
+		if tc.max > 0 && e.MemoryBytes() > tc.max {
+			t.Errorf("MaxBytes %d: the sessions keep %d", tc.max, e.MemoryBytes())
+		}
+		if got := s.ProcessStats().EngineBytes; got != e.MemoryBytes() || got <= 0 {
+			t.Errorf("MaxBytes %d: the statistics say the engine keeps %d, it says %d", tc.max, got, e.MemoryBytes())
+		}
+		sendSession(t, s, "s0", body) // dropped when bounded: back from the session store
+		bodies := rec.bodies
+		if first, again := bodies[0], bodies[len(bodies)-1]; !bytes.Equal(first, again) {
+			t.Errorf("MaxBytes %d: session s0 sent %d bytes, then %d after it was dropped", tc.max, len(first), len(again))
+		}
+	}
+}
