@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentctx/agentctx/internal/testkit/memtest"
@@ -71,7 +72,7 @@ func sendSession(t *testing.T, s *Server, key string, body []byte) {
 	w := httptest.NewRecorder()
 	s.ServeHTTP(w, req)
 	if w.Code != http.StatusOK {
-		t.Fatalf("status %d: %s", w.Code, w.Body.String())
+		t.Errorf("session %s: status %d: %s", key, w.Code, w.Body.String()) // not Fatal: goroutines send too
 	}
 }
 
@@ -137,5 +138,33 @@ func TestSessionsAreBoundedByBytes(t *testing.T) {
 		if first, again := bodies[0], bodies[len(bodies)-1]; !bytes.Equal(first, again) {
 			t.Errorf("MaxBytes %d: session s0 sent %d bytes, then %d after it was dropped", tc.max, len(first), len(again))
 		}
+	}
+}
+
+// TestSessionsBoundedByBytesConcurrently sends requests of four sessions
+// from eight goroutines through an engine whose sessions may keep a byte:
+// every request is answered, a session is dropped only when no request of
+// it is being prepared, and the engine's count stays the sum of what its
+// sessions keep (go test -race).
+func TestSessionsBoundedByBytesConcurrently(t *testing.T) {
+	body := sessionMemBodies(t)["example"]
+	s, e := sessionServer(t, PipelineOptions{MaxBytes: 1}, discardTransport{})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 5 {
+				sendSession(t, s, fmt.Sprint("s", (g+i)%4), body)
+			}
+		})
+	}
+	wg.Wait()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var sum int64
+	for _, ps := range e.sessions {
+		sum += ps.held
+	}
+	if sum != e.held || len(e.sessions) > 4 {
+		t.Errorf("%d sessions keep %d bytes; the engine counts %d", len(e.sessions), sum, e.held)
 	}
 }
