@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/testkit/memtest"
 )
 
 // responsesBody is a Responses request (store false) of a task and n
@@ -75,5 +76,36 @@ func TestResponsesItemCache(t *testing.T) {
 	// Items parsed: 4 for the first request, 3 more for each after it.
 	if d, want := c.Decoded.Load(), int64(4+3*5); d != want {
 		t.Errorf("parsed %d items, want %d (only the new ones)", d, want)
+	}
+}
+
+// TestItemCacheSizeIsHonest holds the item cache's estimate of what it
+// holds (what Options.DecodeCacheBytes bounds) to the heap its entries
+// really keep, within a third either way, for conversations of small
+// calls and outputs (with their reasoning items) and of messages of many
+// text parts.
+func TestItemCacheSizeIsHonest(t *testing.T) {
+	shapes := map[string]func(i int) string{
+		"calls": func(i int) string {
+			return fmt.Sprintf(`,{"type":"reasoning","id":"rs_%d","summary":[],"encrypted_content":"e%d"},{"type":"function_call","id":"fc_%d","call_id":"c%d","name":"bash","arguments":"{\"command\":\"ls\"}","status":"completed"},{"type":"function_call_output","call_id":"c%d","output":"ok"}`, i, i, i, i, i)
+		},
+		"parts": func(i int) string {
+			return fmt.Sprintf(`,{"type":"message","role":"user","content":[{"type":"input_text","text":"step %d"},{"type":"input_text","text":"then"},{"type":"input_text","text":"and"},{"type":"input_text","text":"done"}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok %d"}]}`, i, i)
+		},
+	}
+	for name, shape := range shapes {
+		var b strings.Builder
+		b.WriteString(`{"model":"gpt-5","store":false,"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"start"}]}`)
+		for i := range 2500 {
+			b.WriteString(shape(i))
+		}
+		b.WriteString(`]}`)
+		c := newItemCache(0)
+		if _, _, err := decodeResponsesCached(context.Background(), c, []byte(b.String())); err != nil {
+			t.Fatal(err)
+		}
+		est := c.Bytes()
+		held := memtest.HeldBy(func() { c = nil })
+		memtest.CheckEstimate(t, "the item cache of "+name, est, held)
 	}
 }
