@@ -441,3 +441,38 @@ func TestSessionsKeepNoMessagesBeyondTheBound(t *testing.T) {
 		t.Errorf("the last session's composition: %+v, %v; want its messages counted", c, ok)
 	}
 }
+
+// TestDecodeCacheSizeIsHonestForResponses is TestDecodeCacheSizeIsHonest
+// for Responses requests: input items of small calls and outputs (with
+// their reasoning), whose runs become assistant messages, and message
+// items of many text parts.
+func TestDecodeCacheSizeIsHonestForResponses(t *testing.T) {
+	shapes := map[string]func(i int) string{
+		"calls": func(i int) string {
+			return fmt.Sprintf(`,{"type":"reasoning","id":"rs_%d","summary":[],"encrypted_content":"e%d"},{"type":"function_call","id":"fc_%d","call_id":"c%d","name":"bash","arguments":"{\"command\":\"ls\"}","status":"completed"},{"type":"function_call_output","call_id":"c%d","output":"ok"}`, i, i, i, i, i)
+		},
+		"parts": func(i int) string {
+			return fmt.Sprintf(`,{"type":"message","role":"user","content":[{"type":"input_text","text":"step %d"},{"type":"input_text","text":"then"},{"type":"input_text","text":"and"},{"type":"input_text","text":"done"}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok %d"}]}`, i, i)
+		},
+	}
+	for name, shape := range shapes {
+		var b strings.Builder
+		b.WriteString(`{"model":"gpt-5","store":false,"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"start"}]}`)
+		for i := range 2500 {
+			b.WriteString(shape(i))
+		}
+		b.WriteString(`]}`)
+		s, err := New(Options{Engine: editingEngine{}, Transport: &recordingTransport{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest(http.MethodPost, "/v1/responses", strings.NewReader(b.String()))
+		req.Header.Set(HeaderSession, name)
+		s.ServeHTTP(httptest.NewRecorder(), req)
+		est := s.decoded.Bytes()
+		s.stats.views = newViewTable(maxViewBytes) // the dashboard's hold on the same messages
+		held := memtest.HeldBy(func() { s.decoded = newDecodeCache(DefaultDecodeCacheBytes) })
+		runtime.KeepAlive(s)
+		memtest.CheckEstimate(t, "the cache of Responses "+name, est, held)
+	}
+}
