@@ -36,10 +36,18 @@ func sessionMemBodies(t *testing.T) map[string][]byte {
 		offloaded[i] = fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":"toolu_%06d","name":"Bash","input":{"command":"cat log%d"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%06d","content":%q}]}`,
 			i, i, i, strings.Repeat(fmt.Sprintf("line of log %d\n", i), 200))
 	}
+	var responses strings.Builder // Codex's: calls, outputs (some offloaded) and reasoning
+	responses.WriteString(`{"model":"gpt-5","store":false,"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"start"}]}`)
+	for i := range 600 {
+		fmt.Fprintf(&responses, `,{"type":"reasoning","id":"rs_%d","summary":[],"encrypted_content":"e%d"},{"type":"function_call","id":"fc_%d","call_id":"c%d","name":"shell","arguments":"{\"command\":\"cat log%d\"}","status":"completed"},{"type":"function_call_output","call_id":"c%d","output":%q}`,
+			i, i, i, i, i, i, strings.Repeat(fmt.Sprintf("line of log %d\n", i), 1+(i%4)*60))
+	}
+	responses.WriteString(`]}`)
 	return map[string][]byte{
 		"example":   example,
 		"small":     anthropicBody(`[{"role":"user","content":"start"},` + strings.Join(small, ",") + `]`),
 		"offloaded": anthropicBody(`[{"role":"user","content":"start"},` + strings.Join(offloaded, ",") + `]`),
+		"responses": []byte(responses.String()),
 	}
 }
 
@@ -67,7 +75,11 @@ func sessionServer(t *testing.T, o PipelineOptions, rt http.RoundTripper) (*Serv
 
 func sendSession(t *testing.T, s *Server, key string, body []byte) {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(body))
+	path := "/v1/messages"
+	if bytes.Contains(body[:min(len(body), 64)], []byte(`"store":false`)) {
+		path = "/v1/responses"
+	}
+	req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 	req.Header.Set(HeaderSession, key)
 	w := httptest.NewRecorder()
 	s.ServeHTTP(w, req)
