@@ -47,24 +47,18 @@ func (e *itemEntry) Print() decodecache.Print { return e.raw }
 
 // Size implements decodecache.Entry: the item's strings (about its
 // bytes), the entry and item structs, and the message's blocks and the
-// call (decodecache.OutsideBytes). A flat 256 bytes of structure was 0.45
+// call (decodecache.ItemBytes). A flat 256 bytes of structure was 0.45
 // of what an item of a message of four text parts keeps
 // (TestItemCacheSizeIsHonest).
 func (e *itemEntry) Size() int64 {
 	n := int64(e.raw.N) + itemEntryBytes
-	if it := e.it; it != nil {
-		n += decodecache.OutsideBytes(it.Msg)
-		if it.Call != nil {
-			n += toolCallBytes
-		}
+	if e.it != nil {
+		n += decodecache.ItemBytes(e.it)
 	}
 	return n
 }
 
-var (
-	itemEntryBytes = int64(reflect.TypeFor[itemEntry]().Size() + reflect.TypeFor[respitems.Item]().Size())
-	toolCallBytes  = int64(reflect.TypeFor[agentctx.ToolCall]().Size())
-)
+var itemEntryBytes = int64(reflect.TypeFor[itemEntry]().Size())
 
 // newItemCache returns the cache for Options.DecodeCacheBytes (0: the
 // default bound; negative: none).

@@ -30,11 +30,8 @@ func (p *Pipeline) MemoryBytes() int64 {
 	return n
 }
 
-// stringHeader is the size of a string header, sliceHeader of a slice's.
-const (
-	stringHeader = int64(unsafe.Sizeof(""))
-	sliceHeader  = int64(unsafe.Sizeof([]byte(nil)))
-)
+// stringHeader is the size of a string header.
+const stringHeader = int64(unsafe.Sizeof(""))
 
 // mapEntryBytes estimates the memory a map entry of kv bytes of key and
 // value takes: its slot, its control byte, and the room a map keeps

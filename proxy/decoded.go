@@ -160,24 +160,19 @@ func (d *decodedMsg) Print() decodecache.Print { return d.raw }
 // bytes of encoding. (Without them: 0.48 of the truth for items of small
 // calls; TestDecodeCacheSizeIsHonestForResponses.)
 func (d *decodedMsg) Size() int64 {
-	n := int64(d.raw.N) + int64(len(d.enc)) + decodedMsgBytes + decodecache.OutsideBytes(d.msg)
-	if it := d.item; it != nil {
-		n += responseItemBytes
-		if it.Call != nil {
-			n += toolCallBytes
-		}
-		if it.Kind != itemMessage && it.Kind != itemOutput {
-			n += toolCallBytes + 8 + int64(d.raw.N)
-		}
+	n := int64(d.raw.N) + int64(len(d.enc)) + decodedMsgBytes
+	it := d.item
+	if it == nil {
+		return n + decodecache.OutsideBytes(d.msg)
+	}
+	n += decodecache.ItemBytes(it) // d.msg is it.Msg, or none
+	if it.Kind != itemMessage && it.Kind != itemOutput {
+		n += decodecache.ToolCallBytes + 8 + int64(d.raw.N)
 	}
 	return n
 }
 
-var (
-	decodedMsgBytes   = int64(reflect.TypeFor[decodedMsg]().Size())
-	responseItemBytes = int64(reflect.TypeFor[responseItem]().Size())
-	toolCallBytes     = int64(reflect.TypeFor[agentctx.ToolCall]().Size())
-)
+var decodedMsgBytes = int64(reflect.TypeFor[decodedMsg]().Size())
 
 // decodeCache keeps, per conversation, the messages decoded for its last
 // request, for the next request to reuse the ones it sends again byte for

@@ -21,6 +21,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/base/rawjson"
 	"github.com/agentctx/agentctx/internal/base/sizedlru"
+	"github.com/agentctx/agentctx/internal/lib/respitems"
 )
 
 // Print identifies the bytes of a message: their length and fingerprint
@@ -245,8 +246,25 @@ func CountNew[E comparable](reused []E) int {
 // Print). An Entry's Size is about the bytes of its message, the size of
 // its own struct, what it keeps besides, and this.
 func OutsideBytes(m agentctx.Message) int64 {
-	return int64(len(m.Content.Blocks()))*int64(reflect.TypeFor[agentctx.Block]().Size()) +
-		int64(len(m.ToolCalls))*int64(reflect.TypeFor[agentctx.ToolCall]().Size())
+	return int64(len(m.Content.Blocks()))*blockBytes + int64(len(m.ToolCalls))*ToolCallBytes
+}
+
+var (
+	blockBytes = int64(reflect.TypeFor[agentctx.Block]().Size())
+	itemBytes  = int64(reflect.TypeFor[respitems.Item]().Size())
+	// ToolCallBytes is the size of an agentctx.ToolCall.
+	ToolCallBytes = int64(reflect.TypeFor[agentctx.ToolCall]().Size())
+)
+
+// ItemBytes estimates the memory a parsed Responses input item holds
+// besides its strings: its Item, its message's blocks and tool calls
+// (OutsideBytes), and its call.
+func ItemBytes(it *respitems.Item) int64 {
+	n := itemBytes + OutsideBytes(it.Msg)
+	if it.Call != nil {
+		n += ToolCallBytes
+	}
+	return n
 }
 
 // ListBytes estimates the memory a list of decoded messages holds besides
