@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/testkit/memtest"
+	"github.com/agentctx/agentctx/internal/testkit/respbody"
 )
 
 // responsesBody is a Responses request (store false) of a task and n
@@ -85,23 +86,9 @@ func TestResponsesItemCache(t *testing.T) {
 // calls and outputs (with their reasoning items) and of messages of many
 // text parts.
 func TestItemCacheSizeIsHonest(t *testing.T) {
-	shapes := map[string]func(i int) string{
-		"calls": func(i int) string {
-			return fmt.Sprintf(`,{"type":"reasoning","id":"rs_%d","summary":[],"encrypted_content":"e%d"},{"type":"function_call","id":"fc_%d","call_id":"c%d","name":"bash","arguments":"{\"command\":\"ls\"}","status":"completed"},{"type":"function_call_output","call_id":"c%d","output":"ok"}`, i, i, i, i, i)
-		},
-		"parts": func(i int) string {
-			return fmt.Sprintf(`,{"type":"message","role":"user","content":[{"type":"input_text","text":"step %d"},{"type":"input_text","text":"then"},{"type":"input_text","text":"and"},{"type":"input_text","text":"done"}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok %d"}]}`, i, i)
-		},
-	}
-	for name, shape := range shapes {
-		var b strings.Builder
-		b.WriteString(`{"model":"gpt-5","store":false,"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"start"}]}`)
-		for i := range 2500 {
-			b.WriteString(shape(i))
-		}
-		b.WriteString(`]}`)
+	for name, items := range map[string]func(int) string{"calls": respbody.Calls, "parts": respbody.Parts} {
 		c := newItemCache(0)
-		if _, _, err := decodeResponsesCached(context.Background(), c, []byte(b.String())); err != nil {
+		if _, _, err := decodeResponsesCached(context.Background(), c, respbody.Body(2500, items)); err != nil {
 			t.Fatal(err)
 		}
 		est := c.Bytes()

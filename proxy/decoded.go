@@ -158,7 +158,7 @@ func (d *decodedMsg) Print() decodecache.Print { return d.raw }
 // adds its share of the assistant message its run makes (kept on the
 // run's first item once grouped): a tool call, a pointer, and about its
 // bytes of encoding. (Without them: 0.48 of the truth for items of small
-// calls; TestDecodeCacheSizeIsHonestForResponses.)
+// calls; TestDecodeCacheSizeIsHonest.)
 func (d *decodedMsg) Size() int64 {
 	n := int64(d.raw.N) + int64(len(d.enc)) + decodedMsgBytes
 	it := d.item
