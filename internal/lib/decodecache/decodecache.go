@@ -250,8 +250,9 @@ func OutsideBytes(m agentctx.Message) int64 {
 }
 
 var (
-	blockBytes = int64(reflect.TypeFor[agentctx.Block]().Size())
-	itemBytes  = int64(reflect.TypeFor[respitems.Item]().Size())
+	messageBytes = int64(reflect.TypeFor[agentctx.Message]().Size())
+	blockBytes   = int64(reflect.TypeFor[agentctx.Block]().Size())
+	itemBytes    = int64(reflect.TypeFor[respitems.Item]().Size())
 	// ToolCallBytes is the size of an agentctx.ToolCall.
 	ToolCallBytes = int64(reflect.TypeFor[agentctx.ToolCall]().Size())
 )
@@ -270,7 +271,7 @@ func ItemBytes(it *respitems.Item) int64 {
 // ListBytes estimates the memory a list of decoded messages holds besides
 // their strings: each Message and what it holds outside it (OutsideBytes).
 func ListBytes(msgs []agentctx.Message) int64 {
-	n := int64(len(msgs)) * int64(reflect.TypeFor[agentctx.Message]().Size())
+	n := int64(len(msgs)) * messageBytes
 	for i := range msgs {
 		n += OutsideBytes(msgs[i])
 	}

@@ -40,8 +40,10 @@ func (d *decodedMsg) Print() decodecache.Print { return d.raw }
 // (about the size of its bytes), its encoding when kept, and the
 // structure around them (the proxy's decodedMsg.Size says why).
 func (d *decodedMsg) Size() int64 {
-	return int64(d.raw.N) + int64(len(d.enc)) + int64(reflect.TypeFor[decodedMsg]().Size()) + decodecache.OutsideBytes(d.msg)
+	return int64(d.raw.N) + int64(len(d.enc)) + decodedMsgBytes + decodecache.OutsideBytes(d.msg)
 }
+
+var decodedMsgBytes = int64(reflect.TypeFor[decodedMsg]().Size())
 
 type decodeCache = decodecache.Cache[*decodedMsg]
 
