@@ -237,7 +237,8 @@ func (m *thinkingMemory) finish(req *http.Request, _ []byte, doc *agentctx.Docum
 			}
 			return inChain[k], true
 		},
-		Replaced: func(j int) error {
+		Replace: func(j int, msg agentctx.Message) error {
+			out[j] = msg
 			if sources != nil {
 				sources[j] = -1
 			}

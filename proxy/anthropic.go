@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/base/rawjson"
@@ -113,11 +114,17 @@ func fixThinking(inEnc [][]byte, inHash []uint64, a *alignment, th thinking.Memo
 			}
 			return inChain[a.match[j]], true
 		},
-		Replaced: func(j int) error {
-			enc, err := a.out[j].AppendJSON(nil)
+		Replace: func(j int, m agentctx.Message) error {
+			enc, err := m.AppendJSON(nil)
 			if err != nil {
 				return err
 			}
+			if !a.ownOut {
+				// a.out may be the request's messages, which the decode
+				// cache keeps: never written into.
+				a.out, a.ownOut = slices.Clone(a.out), true
+			}
+			a.out[j] = m
 			a.outEnc[j], a.outHash[j], a.outBreaks[j], a.match[j] = enc, 0, -1, -1
 			return nil
 		},

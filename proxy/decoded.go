@@ -14,21 +14,21 @@ import (
 // of the messages it decoded (see Options.DecodeCacheBytes).
 const DefaultDecodeCacheBytes = 256 << 20
 
-// decodedMsg is one message as a request sent it and as the proxy decoded
-// it. It is never modified once made, so requests share it. It keeps no
-// copy of the request's bytes: a fingerprint (two independently seeded
-// 64-bit hashes and the length) tells the same bytes again, and the
-// message is decoded into memory of its own (agentctx.DecodeOwnedMessage).
+// decodedMsg is what the proxy derives from one message of a request,
+// the message itself aside: that one is decoded into memory of its own
+// (agentctx.DecodeOwnedMessage) and kept once, in the request's document,
+// which the cache keeps beside the entries (decodecache.List). It is never
+// modified once made, so requests share it. It keeps no copy of the
+// request's bytes: a fingerprint and the length tell the same bytes again.
 type decodedMsg struct {
 	raw  decodecache.Print // of the message's bytes in the request
-	msg  agentctx.Message
-	enc  []byte        // msg's encoding when it is not the request's bytes (nil: it is)
-	hash uint64        // msgHash of the encoding
-	key  agentctx.Hash // agentctx.HashEncoding of the encoding (the facts handed to the Engine)
-	bp   int           // countBreakpoints of the encoding
+	enc  []byte            // the message's encoding when it is not the request's bytes (nil: it is)
+	hash uint64            // msgHash of the encoding
+	key  agentctx.Hash     // agentctx.HashEncoding of the encoding (the facts handed to the Engine)
+	bp   int               // countBreakpoints of the encoding
 
 	// item is what a Responses input item maps to (nil for messages);
-	// msg, hash, key and bp are then those of item.Msg, and enc is not kept
+	// hash, key and bp are then those of item.Msg, and enc is not kept
 	// (the item's bytes are not the message's encoding).
 	item *responseItem
 	// group is, on the first item of a run of Responses calls and
@@ -98,35 +98,35 @@ func decodeItem(c *decodeCache, raw []byte) (*decodedMsg, error) {
 		if err != nil {
 			return nil, err
 		}
-		d.msg, d.hash, d.key, d.bp = e.msg, e.hash, e.key, e.bp
+		d.hash, d.key, d.bp = e.hash, e.key, e.bp
 	}
 	return d, nil
 }
 
 // decodeMsg decodes a message of a request.
-func decodeMsg(c *decodeCache, raw, scratch []byte) (*decodedMsg, []byte, error) {
+func decodeMsg(c *decodeCache, raw, scratch []byte) (*decodedMsg, agentctx.Message, []byte, error) {
 	m, err := agentctx.DecodeOwnedMessage(raw)
 	if err != nil {
-		return nil, scratch, err
+		return nil, m, scratch, err
 	}
 	// The encoding is the request's bytes when they were written
 	// compactly, as clients write them: checked in place, it is not
 	// written out (a large tool result is not copied again).
 	same, scratch, err := agentctx.EncodesAs(m, raw, scratch)
 	if err != nil {
-		return nil, scratch, err
+		return nil, m, scratch, err
 	}
-	d := &decodedMsg{raw: c.PrintOf(raw), msg: m}
+	d := &decodedMsg{raw: c.PrintOf(raw)}
 	if same {
 		d.hash, d.key, d.bp = msgHash(raw), agentctx.HashEncoding(raw), countBreakpoints(raw)
-		return d, scratch, nil
+		return d, m, scratch, nil
 	}
 	e, err := encodeSized(m, len(raw))
 	if err != nil {
-		return nil, scratch, err
+		return nil, m, scratch, err
 	}
 	d.enc, d.hash, d.key, d.bp = e.enc, e.hash, e.key, e.bp
-	return d, scratch, nil
+	return d, m, scratch, nil
 }
 
 // encoding returns the message's encoding, given its bytes in the
@@ -149,10 +149,10 @@ func (d *decodedMsg) Print() decodecache.Print { return d.raw }
 
 // Size estimates the memory a decoded message holds: its decoded strings
 // (about the size of its bytes), its encoding when kept, and the
-// structure around them: the decodedMsg with its Message, and a Block per
-// content block, a ToolCall per tool call. (It counted the structure as
-// 256 bytes whatever the message, 0.44 to 0.76 of the truth: a bound of
-// 256 MB let the cache keep up to 580 MB; TestDecodeCacheSizeIsHonest.)
+// decodedMsg; the Message, its blocks and tool calls are the cached
+// list's (decodecache.ListBytes). (It counted all that as 256 bytes
+// whatever the message, 0.44 to 0.76 of the truth: a bound of 256 MB let
+// the cache keep up to 580 MB; TestDecodeCacheSizeIsHonest.)
 //
 // A Responses item adds its Item and its call; a call or reasoning item
 // adds its share of the assistant message its run makes (kept on the
@@ -163,9 +163,9 @@ func (d *decodedMsg) Size() int64 {
 	n := int64(d.raw.N) + int64(len(d.enc)) + decodedMsgBytes
 	it := d.item
 	if it == nil {
-		return n + decodecache.OutsideBytes(d.msg)
+		return n
 	}
-	n += decodecache.ItemBytes(it) // d.msg is it.Msg, or none
+	n += decodecache.ItemBytes(it)
 	if it.Kind != itemMessage && it.Kind != itemOutput {
 		n += decodecache.ToolCallBytes + 8 + int64(d.raw.N)
 	}
@@ -211,17 +211,24 @@ func newListScan(c *decodeCache, api API, h http.Header) *listScan {
 	return ls
 }
 
-// decode returns the decoded messages of the scanned list, decoding the
-// ones the cache did not hold, and caches them for the next request.
-func (ls *listScan) decode() ([]*decodedMsg, error) {
+// decodeItems returns the decoded Responses items of the scanned list,
+// decoding the ones the cache did not hold, and caches them for the next
+// request.
+func (ls *listScan) decodeItems() ([]*decodedMsg, error) {
 	c := ls.Cache
-	if ls.responses {
-		return ls.Decode(func(raw []byte) (*decodedMsg, error) { return decodeItem(c, raw) })
-	}
+	return ls.Decode(func(raw []byte) (*decodedMsg, error) { return decodeItem(c, raw) })
+}
+
+// decodeMessages returns the decoded messages of the scanned list and
+// what the proxy derives from each, decoding the ones the cache did not
+// hold, and caches them for the next request. The messages must never be
+// modified: the cache keeps them.
+func (ls *listScan) decodeMessages() ([]*decodedMsg, []agentctx.Message, error) {
+	c := ls.Cache
 	var scratch []byte // decodeMsg's, for the next message
-	return ls.Decode(func(raw []byte) (d *decodedMsg, err error) {
-		d, scratch, err = decodeMsg(c, raw, scratch)
-		return d, err
+	return ls.DecodeMessages(func(raw []byte) (d *decodedMsg, m agentctx.Message, err error) {
+		d, m, scratch, err = decodeMsg(c, raw, scratch)
+		return d, m, err
 	})
 }
 

@@ -456,3 +456,58 @@ func TestSessionsKeepNoMessagesBeyondTheBound(t *testing.T) {
 		t.Errorf("the last session's composition: %+v, %v; want its messages counted", c, ok)
 	}
 }
+
+// capturingEngine sends every request as it is and keeps the last one.
+type capturingEngine struct{ last *Request }
+
+func (e *capturingEngine) Prepare(_ context.Context, req *Request) (*Prepared, error) {
+	e.last = req
+	return &Prepared{Messages: req.Document.Messages, Unchanged: true}, nil
+}
+
+func (*capturingEngine) Observe(context.Context, string, Usage) {}
+
+// TestDocumentIsTheCachedList: the messages the Engine is handed are the
+// very list the decode cache keeps, not a copy of the cached messages
+// (which held every Message twice while a request was prepared: 15 MB of
+// a 10 MB request of 100,000 messages; issue 24). The next request takes
+// the messages it sends again from that list.
+func TestDocumentIsTheCachedList(t *testing.T) {
+	e := &capturingEngine{}
+	s, err := New(Options{Engine: e, Transport: &recordingTransport{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := []string{`{"role":"user","content":"start"}`}
+	send := func() []agentctx.Message {
+		t.Helper()
+		body := anthropicBody(`[` + strings.Join(parts, ",") + `]`)
+		req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(body))
+		req.Header.Set(HeaderSession, "one")
+		s.ServeHTTP(httptest.NewRecorder(), req)
+		if e.last == nil {
+			t.Fatal("the engine saw no request")
+		}
+		ls := newListScan(s.decoded, APIAnthropic, req.Header)
+		if _, err := parseBody(body, ls); err != nil {
+			t.Fatal(err)
+		}
+		cached := s.decoded.Get(ls.Key).Messages
+		got := e.last.Document.Messages
+		if len(cached) != len(got) || &cached[0] != &got[0] {
+			t.Fatalf("the engine was handed %d messages, the cache keeps %d, not the same list", len(got), len(cached))
+		}
+		return got
+	}
+	for i := range 3 {
+		parts = append(parts, smallPair(i))
+	}
+	first := send()
+	parts = append(parts, smallPair(3))
+	next := send()
+	for k := range first {
+		if a, b := first[k].Content.Blocks(), next[k].Content.Blocks(); len(a) > 0 && &a[0] != &b[0] {
+			t.Fatalf("message %d was decoded again", k)
+		}
+	}
+}

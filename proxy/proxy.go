@@ -686,22 +686,25 @@ func decodeConversation(ctx context.Context, api API, b *body) (*conversation, e
 	var err error
 	if ls := b.scan; ls != nil {
 		// Split as the body was, the messages the cache held reused.
-		dm, err := ls.decode()
-		if err != nil {
-			return nil, err
-		}
 		c.items = ls.Items
 		if api == APIResponses {
+			dm, err := ls.decodeItems()
+			if err != nil {
+				return nil, err
+			}
 			if err := c.mapItems(dm); err != nil {
 				return nil, err
 			}
 			return c, nil
 		}
-		msgs := make([]agentctx.Message, len(dm))
+		dm, msgs, err := ls.decodeMessages()
+		if err != nil {
+			return nil, err
+		}
 		c.enc, c.hash, c.breaks = make([][]byte, len(dm)), make([]uint64, len(dm)), make([]int, len(dm))
 		c.facts = make([]agentctx.Facts, len(dm))
 		for k, d := range dm {
-			msgs[k], c.enc[k], c.hash[k], c.breaks[k] = d.msg, d.encoding(ls.Items[k]), d.hash, d.bp
+			c.enc[k], c.hash[k], c.breaks[k] = d.encoding(ls.Items[k]), d.hash, d.bp
 			c.facts[k] = d.facts(ls.Items[k])
 		}
 		if c.doc, err = agentctx.RequestDocumentSplit(b.Raw, b.Members, c.list, msgs); err != nil {

@@ -25,6 +25,10 @@ type alignment struct {
 	// message at the same index (len(out) when the lists are equal up to
 	// the end of the shorter one and of the same length).
 	firstChanged int
+	// ownOut is set once out is a copy of the list the engine returned
+	// (which may be the request's own, shared with the decode cache), so
+	// that it may be written into.
+	ownOut bool
 }
 
 // unchanged reports whether the lists are the same.

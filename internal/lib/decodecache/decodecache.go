@@ -41,12 +41,24 @@ type Entry interface {
 	Size() int64
 }
 
+// List is what a Cache keeps of a conversation's last request: an entry
+// per element of its list of messages and, when the caller keeps them
+// there (Scan.DecodeMessages), the messages the entries decoded to.
+type List[E Entry] struct {
+	Entries []E
+	// Messages, when not nil, holds Entries[k]'s message at k: once, in
+	// the very slice the request handed on (its document's), rather than a
+	// copy in each entry and another in the document. Neither the caller
+	// nor anyone it hands them to may modify them.
+	Messages []agentctx.Message
+}
+
 // Cache holds the entries of the last request of each conversation,
 // under a key the caller derives (Scan derives it from a prefix and the
 // first message's bytes). Its memory is bounded by the sum of the entries'
 // sizes. A nil *Cache caches nothing. It is safe for concurrent use.
 type Cache[E Entry] struct {
-	kept *sizedlru.Cache[string, []E]
+	kept *sizedlru.Cache[string, List[E]]
 	seed maphash.Seed
 
 	// Reused and Decoded count the messages taken from the cache and
@@ -56,7 +68,7 @@ type Cache[E Entry] struct {
 
 // New returns a cache bounded to max bytes (by the entries' estimates).
 func New[E Entry](max int64) *Cache[E] {
-	return &Cache[E]{kept: sizedlru.New[string, []E](max), seed: maphash.MakeSeed()}
+	return &Cache[E]{kept: sizedlru.New[string, List[E]](max), seed: maphash.MakeSeed()}
 }
 
 // Fingerprint is what tells a message's bytes again, with the length kept
@@ -84,27 +96,28 @@ func (c *Cache[E]) Same(e E, data []byte) bool {
 	return len(data) == p.N && c.Fingerprint(data) == p.Sum
 }
 
-// Get returns the entries cached under key, or nil.
-func (c *Cache[E]) Get(key string) []E {
+// Get returns the list cached under key, or the zero List.
+func (c *Cache[E]) Get(key string) List[E] {
 	if c == nil {
-		return nil
+		return List[E]{}
 	}
-	msgs, _ := c.kept.Get(key)
-	return msgs
+	l, _ := c.kept.Get(key)
+	return l
 }
 
-// Put caches msgs under key, replacing what was there, and drops the least
+// Put caches l under key, replacing what was there, and drops the least
 // recently used conversations beyond the bound. A conversation larger than
-// the bound is not cached.
-func (c *Cache[E]) Put(key string, msgs []E) {
+// the bound is not cached. Its size is the sum of the entries' and, when
+// it holds messages, ListBytes of them.
+func (c *Cache[E]) Put(key string, l List[E]) {
 	if c == nil || key == "" {
 		return
 	}
-	var size int64
-	for _, m := range msgs {
+	size := ListBytes(l.Messages)
+	for _, m := range l.Entries {
 		size += m.Size()
 	}
-	c.kept.Put(key, msgs, size)
+	c.kept.Put(key, l, size)
 }
 
 // Bytes reports the memory the cache holds, by its estimate.
@@ -138,6 +151,8 @@ type Scan[E Entry] struct {
 	Key    string // the cache key, once the first element is known
 	Items  [][]byte
 	Reused []E // per item: the cached entry it repeats, or the zero E
+
+	cached List[E] // the conversation's cached request, once matched
 }
 
 // ValueAt is the MembersFunc hook.
@@ -153,7 +168,7 @@ func (ls *Scan[E]) ValueAt(key string, i int) (int, error) {
 func (ls *Scan[E]) scan(i int) (int, error) {
 	data := ls.Data
 	var zero E
-	ls.Items, ls.Reused, ls.Key = ls.Items[:0], ls.Reused[:0], ""
+	ls.Items, ls.Reused, ls.Key, ls.cached = ls.Items[:0], ls.Reused[:0], "", List[E]{}
 	var cached []E
 	i = rawjson.SkipSpace(data, i+1)
 	if i < len(data) && data[i] == ']' {
@@ -183,7 +198,8 @@ func (ls *Scan[E]) scan(i int) (int, error) {
 			var b [8]byte
 			binary.LittleEndian.PutUint64(b[:], fp)
 			ls.Key = ls.Prefix + string(b[:])
-			cached = ls.Cache.Get(ls.Key)
+			ls.cached = ls.Cache.Get(ls.Key)
+			cached = ls.cached.Entries
 			if len(cached) > 0 && cached[0].Print() == (Print{N: i - start, Sum: fp}) {
 				hit = cached[0]
 			}
@@ -205,6 +221,50 @@ func (ls *Scan[E]) scan(i int) (int, error) {
 // Decode returns the entries of the scanned list, decoding with decode
 // the ones the cache did not hold, and caches them for the next request.
 func (ls *Scan[E]) Decode(decode func(raw []byte) (E, error)) ([]E, error) {
+	out, err := ls.decodeEach(func(k int, raw []byte) (E, error) { return decode(raw) })
+	if err != nil {
+		return nil, err
+	}
+	ls.Cache.Put(ls.Key, List[E]{Entries: out})
+	return out, nil
+}
+
+// DecodeMessages is Decode for entries that do not hold their message:
+// decode returns the message beside the entry, the cache keeps the
+// messages once, in the slice returned (List.Messages), and a message the
+// cache held is that slice's of the last request. The slice returned must
+// never be modified.
+func (ls *Scan[E]) DecodeMessages(decode func(raw []byte) (E, agentctx.Message, error)) ([]E, []agentctx.Message, error) {
+	msgs := make([]agentctx.Message, len(ls.Items))
+	last := ls.cached.Messages
+	if len(last) != len(ls.cached.Entries) {
+		last = nil
+	}
+	var zero E
+	for k := range ls.Reused {
+		if ls.Reused[k] != zero && last == nil {
+			ls.Reused[k] = zero // its message is not kept: decoded again
+		}
+	}
+	out, err := ls.decodeEach(func(k int, raw []byte) (e E, err error) {
+		e, msgs[k], err = decode(raw)
+		return e, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, e := range ls.Reused {
+		if e != zero {
+			msgs[k] = last[k]
+		}
+	}
+	ls.Cache.Put(ls.Key, List[E]{Entries: out, Messages: msgs})
+	return out, msgs, nil
+}
+
+// decodeEach returns the entries of the scanned list, decoding with decode
+// the ones the cache did not hold.
+func (ls *Scan[E]) decodeEach(decode func(k int, raw []byte) (E, error)) ([]E, error) {
 	var zero E
 	out := make([]E, len(ls.Items))
 	for k, it := range ls.Items {
@@ -215,7 +275,7 @@ func (ls *Scan[E]) Decode(decode func(raw []byte) (E, error)) ([]E, error) {
 		if ls.Cache != nil {
 			ls.Cache.Decoded.Add(1)
 		}
-		d, err := decode(it)
+		d, err := decode(k, it)
 		if err != nil {
 			return nil, fmt.Errorf("%s %d: %w", cmp.Or(ls.Noun, "message"), k, err)
 		}
@@ -224,7 +284,6 @@ func (ls *Scan[E]) Decode(decode func(raw []byte) (E, error)) ([]E, error) {
 	if ls.Cache != nil {
 		ls.Cache.Reused.Add(int64(len(out)) - int64(CountNew(ls.Reused)))
 	}
-	ls.Cache.Put(ls.Key, out)
 	return out, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
@@ -73,17 +74,17 @@ func TestScanReuses(t *testing.T) {
 func TestBound(t *testing.T) {
 	c := New[*msg](1000)
 	put := func(key string, n int) {
-		c.Put(key, []*msg{{p: Print{N: n}}})
+		c.Put(key, List[*msg]{Entries: []*msg{{p: Print{N: n}}}})
 	}
 	put("a", 300) // 400 bytes each
 	put("b", 300)
 	c.Get("a")
 	put("c", 300) // drops b
-	if c.Bytes() != 800 || c.Get("b") != nil || c.Get("a") == nil || c.Get("c") == nil {
+	if c.Bytes() != 800 || c.Get("b").Entries != nil || c.Get("a").Entries == nil || c.Get("c").Entries == nil {
 		t.Fatalf("holds %d bytes, b %v", c.Bytes(), c.Get("b"))
 	}
 	put("d", 2000)
-	if c.Get("d") != nil || c.Bytes() > 1000 {
+	if c.Get("d").Entries != nil || c.Bytes() > 1000 {
 		t.Fatalf("kept a conversation over the bound (%d bytes)", c.Bytes())
 	}
 	put("a", 100) // replaced
@@ -91,9 +92,67 @@ func TestBound(t *testing.T) {
 		t.Fatalf("holds %d bytes, %d conversations", c.Bytes(), c.Len())
 	}
 	var nilc *Cache[*msg]
-	nilc.Put("a", nil)
-	if nilc.Get("a") != nil || nilc.Bytes() != 0 || nilc.Len() != 0 {
+	nilc.Put("a", List[*msg]{})
+	if nilc.Get("a").Entries != nil || nilc.Bytes() != 0 || nilc.Len() != 0 {
 		t.Fatal("a nil cache holds something")
+	}
+}
+
+// TestDecodeMessages: the cache keeps the messages once, in the list
+// DecodeMessages returned; the next request takes a message it sends
+// again from that list instead of decoding it, and its size counts them.
+// A list cached without messages (by Decode) has its messages decoded
+// again.
+func TestDecodeMessages(t *testing.T) {
+	c := New[*msg](1 << 20)
+	decoded := 0
+	var key string
+	scan := func(body string) ([]*msg, []agentctx.Message) {
+		t.Helper()
+		ls := &Scan[*msg]{Cache: c, Prefix: "p\x00", Member: "messages", Data: []byte(body)}
+		if _, err := rawjson.MembersFunc(ls.Data, ls.ValueAt); err != nil {
+			t.Fatal(err)
+		}
+		es, ms, err := ls.DecodeMessages(func(raw []byte) (*msg, agentctx.Message, error) {
+			decoded++
+			m, err := agentctx.DecodeMessage(raw)
+			return &msg{p: c.PrintOf(raw), text: string(raw)}, m, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key = ls.Key
+		return es, ms
+	}
+	_, first := scan(`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]}`)
+	es, next := scan(`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},{"role":"user","content":"c"}]}`)
+	if decoded != 3 || len(next) != 3 || len(es) != 3 {
+		t.Fatalf("decoded %d messages, returned %d", decoded, len(next))
+	}
+	for k := range first {
+		if next[k].Content.Text() != first[k].Content.Text() {
+			t.Fatalf("message %d is %v, was %v", k, next[k], first[k])
+		}
+	}
+	if next[2].Content.Text() != "c" {
+		t.Fatalf("new message: %v", next[2])
+	}
+	if got := c.Get(key); len(got.Messages) != 3 || &got.Messages[0] != &next[0] {
+		t.Fatal("the cache does not hold the list returned")
+	}
+	want := ListBytes(next)
+	for _, e := range es {
+		want += e.Size()
+	}
+	if c.Bytes() != want {
+		t.Fatalf("holds %d bytes, want %d", c.Bytes(), want)
+	}
+	// Cached by Decode, without messages: decoded again.
+	scanList(t, c, `{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]}`)
+	decoded = 0
+	scan(`{"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"}]}`)
+	if decoded != 2 {
+		t.Fatalf("decoded %d of 2 messages whose list had none kept", decoded)
 	}
 }
 

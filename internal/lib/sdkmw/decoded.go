@@ -24,23 +24,25 @@ type conversationPreparer interface {
 	RequestTokens(doc *agentctx.Document) int
 }
 
-// decodedMsg is one message of a request body as the middleware decoded
-// it: never modified once made, shared by the requests that send its
-// bytes again (decodecache.Entry).
+// decodedMsg is what the middleware derives from one message of a
+// request body (decodecache.Entry), the message itself aside: the cache
+// keeps that one in the list of the request's document
+// (decodecache.List). Never modified once made, shared by the requests
+// that send its bytes again.
 type decodedMsg struct {
 	raw  decodecache.Print
-	msg  agentctx.Message
-	enc  []byte        // msg's encoding when it is not the body's bytes (nil: it is)
+	enc  []byte        // the message's encoding when it is not the body's bytes (nil: it is)
 	hash agentctx.Hash // agentctx.HashEncoding of the encoding
 }
 
 func (d *decodedMsg) Print() decodecache.Print { return d.raw }
 
 // Size estimates the memory the message holds: its decoded strings
-// (about the size of its bytes), its encoding when kept, and the
-// structure around them (the proxy's decodedMsg.Size says why).
+// (about the size of its bytes), its encoding when kept, and the entry;
+// the Message and what it holds outside it are the cached list's (the
+// proxy's decodedMsg.Size says why).
 func (d *decodedMsg) Size() int64 {
-	return int64(d.raw.N) + int64(len(d.enc)) + decodedMsgBytes + decodecache.OutsideBytes(d.msg)
+	return int64(d.raw.N) + int64(len(d.enc)) + decodedMsgBytes
 }
 
 var decodedMsgBytes = int64(reflect.TypeFor[decodedMsg]().Size())
@@ -57,20 +59,20 @@ func newDecodeCache(max int64) *decodeCache {
 	return nil
 }
 
-func decodeMsg(c *decodeCache, raw []byte) (*decodedMsg, error) {
+func decodeMsg(c *decodeCache, raw []byte) (*decodedMsg, agentctx.Message, error) {
 	m, err := agentctx.DecodeOwnedMessage(raw)
 	if err != nil {
-		return nil, err
+		return nil, m, err
 	}
 	enc, err := m.AppendJSON(make([]byte, 0, len(raw)))
 	if err != nil {
-		return nil, err
+		return nil, m, err
 	}
-	d := &decodedMsg{raw: c.PrintOf(raw), msg: m, hash: agentctx.HashEncoding(enc)}
+	d := &decodedMsg{raw: c.PrintOf(raw), hash: agentctx.HashEncoding(enc)}
 	if !bytes.Equal(enc, raw) {
 		d.enc = enc
 	}
-	return d, nil
+	return d, m, nil
 }
 
 // cachedDocument reads a request body as agentctx.ParseDocument does,
@@ -95,18 +97,19 @@ func cachedDocument(c *decodeCache, prefix string, body []byte) (doc *agentctx.D
 	if n != 1 || rawjson.Kind(list) != '[' {
 		return nil, nil, false
 	}
-	dm, err := ls.Decode(func(raw []byte) (*decodedMsg, error) { return decodeMsg(c, raw) })
+	// The messages are the cache's: the document's list is never written
+	// into (the pipeline's results are new lists).
+	dm, msgs, err := ls.DecodeMessages(func(raw []byte) (*decodedMsg, agentctx.Message, error) { return decodeMsg(c, raw) })
 	if err != nil {
 		return nil, nil, false
 	}
-	msgs := make([]agentctx.Message, len(dm))
 	facts = make([]agentctx.Facts, len(dm))
 	for k, d := range dm {
 		enc := d.enc
 		if enc == nil {
 			enc = ls.Items[k]
 		}
-		msgs[k], facts[k] = d.msg, agentctx.Facts{Encoding: enc, Hash: d.hash}
+		facts[k] = agentctx.Facts{Encoding: enc, Hash: d.hash}
 	}
 	doc, err = agentctx.RequestDocumentSplit(body, wb.Members, list, msgs)
 	if err != nil || len(doc.Messages) != len(msgs) {

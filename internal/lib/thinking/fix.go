@@ -95,8 +95,8 @@ const (
 
 // List is a request's messages as Fix reads and edits them.
 type List struct {
-	// Messages are the messages to send. Fix replaces, in place, those
-	// whose thinking blocks it removes.
+	// Messages are the messages to send. Fix never writes into them: a
+	// message whose thinking blocks it removes is handed to Replace.
 	Messages []agentctx.Message
 	// FirstChanged is the index of the first message that differs from
 	// the client's own history (len(Messages) when none does).
@@ -108,9 +108,18 @@ type List struct {
 	// before Messages[j], when Messages[j] is the client's own message:
 	// the prefix taken for a thinking block Memory does not know.
 	Client func(j int) (Prefix, bool)
-	// Replaced, when set, is called after Fix replaced Messages[j], before
-	// Hash(j) is asked again.
-	Replaced func(j int) error
+	// Replace stores m as the message j is now (the slice Messages may
+	// be shared: a copy of it, say); Hash(j) is asked after it. Nil means
+	// Messages[j] = m.
+	Replace func(j int, m agentctx.Message) error
+}
+
+func (l *List) replace(j int, m agentctx.Message) error {
+	if l.Replace == nil {
+		l.Messages[j] = m
+		return nil
+	}
+	return l.Replace(j, m)
 }
 
 // Fix applies the signed-thinking prefix rule of Anthropic's preserved
@@ -194,11 +203,8 @@ func Fix(l List, mem Memory, thinkingOn bool) (Verdict, error) {
 					verdict = DropBlock // nothing but thinking: keep it, the API drops it
 					break
 				}
-				l.Messages[j] = m.WithContent(agentctx.BlockList(kept...))
-				if l.Replaced != nil {
-					if err := l.Replaced(j); err != nil {
-						return Valid, err
-					}
+				if err := l.replace(j, m.WithContent(agentctx.BlockList(kept...))); err != nil {
+					return Valid, err
 				}
 			}
 		}

@@ -2,6 +2,7 @@ package thinking
 
 import (
 	"hash/fnv"
+	"slices"
 	"testing"
 
 	"github.com/agentctx/agentctx"
@@ -68,11 +69,14 @@ func TestFix(t *testing.T) {
 				msgs[i] = msg(t, js)
 				hs[i] = hashOf(&msgs[i])
 			}
-			replaced := 0
+			// Fix writes nothing into the list it is given (the proxy's
+			// may be the decode cache's): the messages it replaces go to
+			// Replace, which keeps them in a copy.
+			out := slices.Clone(msgs)
 			v, err := Fix(List{
 				Messages: msgs, FirstChanged: c.first,
-				Hash:     func(j int) uint64 { return hashOf(&msgs[j]) },
-				Replaced: func(int) error { replaced++; return nil },
+				Hash:    func(j int) uint64 { return hashOf(&out[j]) },
+				Replace: func(j int, m agentctx.Message) error { out[j] = m; return nil },
 			}, c.known(hs), c.thinkingOn)
 			if err != nil {
 				t.Fatal(err)
@@ -80,9 +84,12 @@ func TestFix(t *testing.T) {
 			if v != c.want {
 				t.Errorf("verdict %v, want %v", v, c.want)
 			}
-			for i := range msgs {
-				if Has(&msgs[i]) != c.kept[i] {
-					t.Errorf("message %d: thinking kept %v, want %v", i, Has(&msgs[i]), c.kept[i])
+			for i := range out {
+				if Has(&out[i]) != c.kept[i] {
+					t.Errorf("message %d: thinking kept %v, want %v", i, Has(&out[i]), c.kept[i])
+				}
+				if hashOf(&msgs[i]) != hs[i] {
+					t.Errorf("message %d of the list given was written into", i)
 				}
 			}
 		})
