@@ -164,7 +164,8 @@ func decodeContent(m *member) Content {
 	case 'n':
 		return Content{kind: ContentNull}
 	case '[':
-		elems, err := rawjson.Elements(m.raw)
+		var buf [8][]byte // split on the stack: most contents have a few blocks
+		elems, err := rawjson.AppendElements(buf[:0], m.raw)
 		if err == nil {
 			blocks := make([]Block, len(elems))
 			ok := true

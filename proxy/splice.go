@@ -394,7 +394,8 @@ func (w *strippedHasher) compact(raw []byte) {
 func writeStripped(w strippedWriter, raw []byte, normalize bool) {
 	switch rawjson.Kind(raw) {
 	case '{':
-		ms, err := rawjson.Members(raw)
+		var buf [8]rawjson.Member // split on the stack: a message hashes without garbage
+		ms, err := rawjson.AppendMembers(buf[:0], raw)
 		if err != nil {
 			w.compact(raw)
 			return
@@ -422,7 +423,8 @@ func writeStripped(w strippedWriter, raw []byte, normalize bool) {
 		w.lit("}")
 		return
 	case '[':
-		els, err := rawjson.Elements(raw)
+		var buf [8][]byte
+		els, err := rawjson.AppendElements(buf[:0], raw)
 		if err != nil {
 			w.compact(raw)
 			return

@@ -340,12 +340,21 @@ func appendMembersFunc(out []Member, data []byte, valueAt func(key string, i int
 
 // Elements splits a raw JSON array into its elements. The values alias data.
 func Elements(data []byte) ([][]byte, error) {
+	return AppendElements([][]byte{}, data)
+}
+
+// AppendElements is Elements appending the elements to dst (which may be
+// a caller's buffer on the stack), returned non-nil.
+func AppendElements(dst [][]byte, data []byte) ([][]byte, error) {
 	i := SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '[' {
 		return nil, ErrNotArray
 	}
 	i = SkipSpace(data, i+1)
-	out := [][]byte{}
+	out := dst
+	if out == nil {
+		out = [][]byte{}
+	}
 	if i < len(data) && data[i] == ']' {
 		if j := SkipSpace(data, i+1); j != len(data) {
 			return nil, errAt(j, "%s after top-level value", describe(data, j))
