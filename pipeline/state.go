@@ -12,6 +12,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -510,19 +511,95 @@ func sortedKeys(rs map[string]*resultState, prev *state, prevJSON *resultsJSON) 
 }
 
 // appendResult appends the entry "k":r of a Results object as
-// encoding/json writes it.
+// encoding/json writes it, without reflection: a state of 50,000 results
+// made 530 bytes of garbage per result through json.Marshal (26 MB per
+// save; issue 24). An entry json.Marshal would fail on (a time outside
+// years 0–9999) goes through it for its error.
 func appendResult(out []byte, k string, r *resultState) ([]byte, error) {
-	kb, err := json.Marshal(k)
-	if err != nil {
-		return nil, err
+	if r == nil || !jsonTime(r.FirstSeen) || !r.At.IsZero() && !jsonTime(r.At) {
+		kb, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		vb, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, kb...)
+		out = append(out, ':')
+		return append(out, vb...), nil
 	}
-	vb, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
+	out = appendJSONString(out, k)
+	out = append(out, `:{"first_seen":"`...)
+	out = r.FirstSeen.AppendFormat(out, time.RFC3339Nano)
+	out = append(out, '"')
+	if r.Artifact != "" {
+		out = appendJSONString(append(out, `,"artifact":`...), r.Artifact)
 	}
-	out = append(out, kb...)
-	out = append(out, ':')
-	return append(out, vb...), nil
+	if r.Action != "" {
+		out = appendJSONString(append(out, `,"action":`...), r.Action)
+	}
+	if !r.At.IsZero() {
+		out = r.At.AppendFormat(append(out, `,"at":"`...), time.RFC3339Nano)
+		out = append(out, '"')
+	}
+	if r.Content != "" {
+		out = appendJSONString(append(out, `,"content":`...), r.Content)
+	}
+	if r.Chars != 0 {
+		out = strconv.AppendInt(append(out, `,"chars":`...), int64(r.Chars), 10)
+	}
+	if r.Behind {
+		out = append(out, `,"behind":true`...)
+	}
+	if r.Swept {
+		out = append(out, `,"swept":true`...)
+	}
+	return append(out, '}'), nil
+}
+
+// jsonTime reports whether t.MarshalJSON writes t as RFC 3339 with
+// nanoseconds, quoted (it fails outside years 0 to 9999, and on a zone
+// offset of a fraction of a minute or beyond a day).
+func jsonTime(t time.Time) bool {
+	if y := t.Year(); y < 0 || y > 9999 {
+		return false
+	}
+	_, off := t.Zone()
+	return off%60 == 0 && off > -24*3600 && off < 24*3600
+}
+
+// appendJSONString appends s as encoding/json writes a string: ASCII
+// written here (quotes and backslashes escaped, HTML characters and
+// controls as \u00XX, newlines, returns and tabs as \n, \r, \t), a
+// string holding anything else (\b, \f, non-ASCII: U+2028, invalid
+// UTF-8) through json.Marshal. A result's key holds a NUL.
+func appendJSONString(out []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x7f || c == '\b' || c == '\f' {
+			b, _ := json.Marshal(s) // a string always encodes
+			return append(out, b...)
+		}
+	}
+	out = append(out, '"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			out = append(out, '\\', c)
+		case c == '\n':
+			out = append(out, '\\', 'n')
+		case c == '\r':
+			out = append(out, '\\', 'r')
+		case c == '\t':
+			out = append(out, '\\', 't')
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			out = append(out, c)
+		}
+	}
+	return append(out, '"')
 }
 
 // maxAttempts bounds the load–prepare–save rounds of one call when other

@@ -120,3 +120,40 @@ func TestEncodeResultsKeysInOrder(t *testing.T) {
 		prev, prevJSON = st, got
 	}
 }
+
+// TestAppendResultIsMarshal: an entry written by hand is json.Marshal's
+// byte for byte, for every field set or not, strings that need escaping
+// (quotes, controls, HTML, U+2028, invalid UTF-8, DEL), times in zones,
+// with and without nanoseconds, and times json.Marshal refuses (the same
+// error).
+func TestAppendResultIsMarshal(t *testing.T) {
+	zones := []*time.Location{time.UTC, time.FixedZone("x", -7*3600-30*60), time.FixedZone("s", 45), time.FixedZone("far", 25*3600)}
+	strs := []string{"", "plain", `q"uote\back`, "line\nbreak\ttab\x01", "nul\x00 \b\f\r\x1f", "nul\x00\r\x1f", "<b>&amp;</b>", "a<b", "a>b", "a&b", "\u2028\u2029", "bad \xff utf8", "del \x7f", "é ünïcode 中文"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	pick := func() string { return strs[rng.IntN(len(strs))] }
+	when := func() time.Time {
+		switch rng.IntN(6) {
+		case 0:
+			return time.Time{}
+		case 1:
+			return time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) // refused
+		}
+		return time.Date(2026, 11, 29, 15, 4, 5, rng.IntN(3)*123456789, zones[rng.IntN(len(zones))])
+	}
+	for i := range 2000 {
+		k, r := pick()+fmt.Sprint(i), &resultState{FirstSeen: when(), Artifact: pick(), Action: pick(), At: when(), Content: pick(),
+			Chars: rng.IntN(3) - 1, Behind: rng.IntN(2) == 0, Swept: rng.IntN(2) == 0}
+		kb, _ := json.Marshal(k)
+		vb, werr := json.Marshal(r)
+		got, err := appendResult([]byte("x"), k, r)
+		if (err != nil) != (werr != nil) {
+			t.Fatalf("%+v: error %v, json.Marshal's %v", r, err, werr)
+		}
+		if want := "x" + string(kb) + ":" + string(vb); err == nil && string(got) != want {
+			t.Fatalf("%+v:\n got %s\nwant %s", r, got, want)
+		}
+	}
+	if got, err := appendResult(nil, "k", nil); err != nil || string(got) != `"k":null` {
+		t.Fatalf("nil entry: %s, %v", got, err)
+	}
+}
