@@ -476,9 +476,12 @@ func (c *call) countFacts(list []agentctx.Message, facts []agentctx.Facts) int {
 		n += f.Tokens
 	}
 	if len(miss) > 0 {
-		msgs := make([]agentctx.Message, len(miss))
-		for i, k := range miss {
-			msgs[i] = list[k]
+		msgs := list // every message missed (a session's first request): counted as they are
+		if len(miss) < len(list) {
+			msgs = make([]agentctx.Message, len(miss))
+			for i, k := range miss {
+				msgs[i] = list[k]
+			}
 		}
 		each, _ := c.p.mc.CountEach(context.Background(), msgs) // never cancelled
 		for i, k := range miss {
