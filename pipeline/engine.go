@@ -98,7 +98,8 @@ func (p *Pipeline) newCall(st *state, n, extraReserved int, co CallOptions) *cal
 	}
 	counts, keys, classes := p.lastCounted()
 	bound := 4*n + 1024 // a session's memos hold about its last request's
-	c.counts, c.keyMemo, c.classMemo = carry(counts, bound), carry(keys, bound), carry(classes, bound)
+	// A message each is counted; about half are results, keyed and classified.
+	c.counts, c.keyMemo, c.classMemo = carry(counts, bound, n), carry(keys, bound, n/2), carry(classes, bound, n/2)
 	return c
 }
 
@@ -328,10 +329,11 @@ type carried[K comparable, V any] struct {
 	last  map[K]V
 	own   map[K]V
 	fresh bool // own keeps what this call uses, not all of last
+	hint  int  // the entries own will hold, about, when last is empty
 }
 
-func carry[K comparable, V any](last map[K]V, bound int) carried[K, V] {
-	c := carried[K, V]{last: last}
+func carry[K comparable, V any](last map[K]V, bound, hint int) carried[K, V] {
+	c := carried[K, V]{last: last, hint: hint}
 	if len(last) > bound {
 		c.fresh, c.own = true, make(map[K]V, bound/4)
 	}
@@ -355,7 +357,7 @@ func (c *carried[K, V]) put(k K, v V) {
 	if c.own == nil {
 		c.own = maps.Clone(c.last)
 		if c.own == nil {
-			c.own = make(map[K]V)
+			c.own = make(map[K]V, c.hint) // not grown step by step: a first request of 100,000 messages made 8 MB of garbage
 		}
 	}
 	c.own[k] = v
@@ -718,8 +720,13 @@ func (c *call) storeResults(ctx context.Context) error {
 	c.keys = make(map[[2]int]string, n)
 	c.rsAt = make(map[[2]int]*resultState, n)
 	c.seen = make(map[string]bool, n)
-	c.unsent = make(map[string]bool)
+	if len(c.st.Results) == 0 {
+		c.unsent = make(map[string]bool, n) // every result is new
+	} else {
+		c.unsent = make(map[string]bool)
+	}
 	c.callsIn, c.calls = c.view, nil
+	var slab []resultState // the new results' states, allocated together
 	var failed error
 	for r := range agentctx.ToolResults(c.view[c.live:]) {
 		pos := [2]int{r.Message + c.live, r.Block}
@@ -731,7 +738,11 @@ func (c *call) storeResults(ctx context.Context) error {
 		c.seen[key] = true
 		rs := c.st.Results[key]
 		if rs == nil {
-			rs = &resultState{FirstSeen: c.now.UTC()}
+			if len(slab) == cap(slab) {
+				slab = make([]resultState, 0, max(n-len(c.unsent), 16))
+			}
+			slab = append(slab, resultState{FirstSeen: c.now.UTC()})
+			rs = &slab[len(slab)-1]
 			c.st.Results[key] = rs
 			c.unsent[key] = true
 		}

@@ -74,7 +74,7 @@ func TestDigestMemoIsContentDigest(t *testing.T) {
 func TestCountFactsIsCount(t *testing.T) {
 	mc := tokens.NewMessageCounter(tokens.MessageOptions{})
 	p := &Pipeline{mc: mc}
-	c := &call{p: p, counts: carry[agentctx.Hash, int](nil, 1024)}
+	c := &call{p: p, counts: carry[agentctx.Hash, int](nil, 1024, 0)}
 	var base []agentctx.Message
 	for i := range 40 {
 		base = append(base, agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(fmt.Sprintf("message %d %s", i, strings.Repeat("w ", i*20)))))
@@ -159,7 +159,7 @@ func TestCountMemoAcrossCalls(t *testing.T) {
 // hands on only the entries the call used.
 func TestCarriedMemo(t *testing.T) {
 	last := map[string]int{"a": 1, "b": 2, "c": 3}
-	c := carry(last, 10)
+	c := carry(last, 10, 0)
 	if v, ok := c.get("b"); !ok || v != 2 {
 		t.Fatalf("get b = %d, %v", v, ok)
 	}
@@ -177,7 +177,7 @@ func TestCarriedMemo(t *testing.T) {
 		t.Fatalf("handed on %v", got)
 	}
 	// Past the bound: only what the call used goes on.
-	c = carry(last, 2)
+	c = carry(last, 2, 0)
 	c.get("a")
 	c.get("zz")
 	c.put("e", 5)
