@@ -235,7 +235,7 @@ func (sb *sessionBilling) delta(mc MessageCounter, p pricing.Prices, x *exchange
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	if sb.counts == nil {
-		sb.counts = map[uint64]int{}
+		sb.counts = make(map[uint64]int, len(client.msgs)) // sized: not grown message by message
 		sb.caches = map[string]*cachePair{}
 	}
 	inTok, inSum := sb.count(mc, &client)
