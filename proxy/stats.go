@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"runtime/metrics"
 	"sort"
@@ -250,6 +251,14 @@ type ProcessStats struct {
 	EngineBytes int64 `json:"engine_bytes"`
 	// Sessions is the number of sessions with statistics.
 	Sessions int `json:"sessions"`
+	// GCPercent is the garbage collector's GOGC (runtime/metrics
+	// /gc/gogc:percent): the heap grows to about 1+GCPercent/100 times
+	// what is live before a collection. The agentctx command serves with
+	// Go's default, 100, unless GOGC says otherwise.
+	GCPercent int `json:"gc_percent"`
+	// MemoryLimitBytes is the runtime's soft memory limit (GOMEMLIMIT),
+	// 0 when there is none.
+	MemoryLimitBytes int64 `json:"memory_limit_bytes"`
 }
 
 // MemoryReporter is implemented by an Engine that says how much memory
@@ -276,6 +285,16 @@ func (s *Server) ProcessStats() ProcessStats {
 	for _, m := range sample {
 		if p.LiveHeapBytes == 0 && m.Value.Kind() == metrics.KindUint64 {
 			p.LiveHeapBytes = m.Value.Uint64()
+		}
+	}
+	gc := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
+	metrics.Read(gc)
+	if gc[0].Value.Kind() == metrics.KindUint64 {
+		p.GCPercent = int(gc[0].Value.Uint64())
+	}
+	if gc[1].Value.Kind() == metrics.KindUint64 {
+		if v := gc[1].Value.Uint64(); v < math.MaxInt64 {
+			p.MemoryLimitBytes = int64(v)
 		}
 	}
 	s.stats.mu.Lock()

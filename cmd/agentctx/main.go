@@ -24,9 +24,14 @@ import (
 const grace = 3 * time.Second
 
 func main() {
-	// A short-lived process: trade memory for fewer collections while a
-	// transcript is parsed (the library itself never changes GC settings).
-	debug.SetGCPercent(400)
+	// A short-lived command trades memory for fewer collections while a
+	// transcript is parsed; one that serves (proxy, mcp, claude, codex)
+	// keeps Go's default, so that its memory stays about twice what its
+	// bounds let it keep. GOGC, when set, is the user's: never overridden.
+	// (The library itself never changes GC settings.)
+	if _, set := os.LookupEnv("GOGC"); !set && cli.ShortLived(os.Args[1:]) {
+		debug.SetGCPercent(400)
+	}
 	streams := cli.Streams{
 		In:            os.Stdin,
 		Out:           os.Stdout,

@@ -2,7 +2,9 @@ package cli_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
+	"net/http"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -12,6 +14,7 @@ import (
 	"github.com/agentctx/agentctx/internal/app/cli"
 	"github.com/agentctx/agentctx/internal/testkit/e2eclient"
 	"github.com/agentctx/agentctx/internal/testkit/testbin"
+	"github.com/agentctx/agentctx/proxy"
 )
 
 // agentctxBinary returns the agentctx binary built once per source tree
@@ -83,5 +86,78 @@ func TestServersExit130OnSignal(t *testing.T) {
 				t.Errorf("exit %d (%v) after %v, want %d; output:\n%s", code, err, tc.sig, cli.ExitInterrupted, out.String())
 			}
 		})
+	}
+}
+
+// The proxy serves with Go's default collector, not the short-lived
+// commands' GOGC of 400, under which the heap of a long-lived proxy grew
+// to five times what its memory bounds let it keep (a 10 MB request
+// peaked at 480–495 MB of RSS, 291 MB with the default; issue 24). GOGC,
+// when the user sets it, is left alone. The built binary, its stats.
+func TestProxyKeepsTheDefaultCollector(t *testing.T) {
+	bin := agentctxBinary(t)
+	for _, tc := range []struct {
+		env  []string
+		want int
+	}{
+		{nil, 100},
+		{[]string{"GOGC=50"}, 50},
+	} {
+		dir := t.TempDir()
+		cmd := exec.CommandContext(t.Context(), bin, "proxy", "--listen", "127.0.0.1:0", "--workspace", dir+"/ws")
+		cmd.Dir = dir
+		cmd.Env = append(append(e2eclient.MinimalEnv(), "HOME="+dir), tc.env...)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			cmd.Process.Kill()
+			t.Fatalf("no first line: %v", err)
+		}
+		base := strings.TrimPrefix(strings.TrimSpace(line), "ANTHROPIC_BASE_URL=")
+		var st struct {
+			Process struct {
+				GCPercent int `json:"gc_percent"`
+			} `json:"process"`
+		}
+		resp, err := http.Get(base + proxy.StatsPath)
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+		}
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Process.GCPercent != tc.want {
+			t.Errorf("env %v: the proxy serves with GOGC %d, want %d", tc.env, st.Process.GCPercent, tc.want)
+		}
+	}
+}
+
+// Only the commands that serve until stopped keep the default collector.
+func TestShortLived(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"proxy", "--listen", ":0"}, false},
+		{[]string{"mcp"}, false},
+		{[]string{"claude", "-p", "hi"}, false},
+		{[]string{"codex", "exec", "hi"}, false},
+		{[]string{"count", "f.json"}, true},
+		{[]string{"prepare"}, true},
+		{[]string{"no-such-command"}, true},
+		{nil, true},
+	} {
+		if got := cli.ShortLived(tc.args); got != tc.want {
+			t.Errorf("ShortLived(%q) = %v, want %v", tc.args, got, tc.want)
+		}
 	}
 }

@@ -19,6 +19,23 @@ import (
 // the foreground and forward it the process's signals (see OwnsSignals).
 const ownsSignalsKey = "agentctx_owns_signals"
 
+// longRunningKey is the annotation of the commands that serve until
+// stopped (see ShortLived).
+const longRunningKey = "agentctx_long_running"
+
+// ShortLived reports whether the command line args runs a command that
+// ends once its input is done (count, offload, prepare...), which may
+// trade memory for fewer garbage collections, rather than one that serves
+// until stopped (proxy, mcp, claude, codex: a proxy and its sessions live
+// for hours, and a collector that lets the heap grow to five times what
+// is live would multiply every memory bound it keeps). Unknown commands
+// are short-lived.
+func ShortLived(args []string) bool {
+	root := newRoot(&env{s: &Streams{}})
+	cmd, _, err := root.Find(args)
+	return err != nil || cmd.Annotations[longRunningKey] == ""
+}
+
 // OwnsSignals reports whether the command line args runs a client in the
 // foreground (agentctx claude, agentctx codex). Its process must then not
 // stop on SIGINT, which the terminal delivers to the client as well (Ctrl-C
@@ -56,7 +73,7 @@ func newLaunchCmd(e *env, client launch.Client) *cobra.Command {
 		Long:               long,
 		Example:            example,
 		DisableFlagParsing: true, // the client's own flags pass through
-		Annotations:        map[string]string{ownsSignalsKey: "true"},
+		Annotations:        map[string]string{ownsSignalsKey: "true", longRunningKey: "true"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLaunch(cmd, e, client, lf, args)
 		},

@@ -25,8 +25,9 @@ func newMCPCmd(e *env) *cobra.Command {
 	var session, addr, token string
 	var maxChars, maxTokens int
 	cmd := &cobra.Command{
-		Use:   "mcp",
-		Short: "Serve the workspace read-back tools over MCP (stdio, or streamable HTTP with --http)",
+		Use:         "mcp",
+		Annotations: map[string]string{longRunningKey: "true"},
+		Short:       "Serve the workspace read-back tools over MCP (stdio, or streamable HTTP with --http)",
 		Long: `mcp serves the tools that read offloaded tool results back
 (get_knowledge_by_id, get_knowledge_by_lines, grep_knowledge,
 grep_session_knowledge, query_artifacts, get_tool_result_offload_info) over

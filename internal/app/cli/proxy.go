@@ -28,8 +28,9 @@ const summarizerUpstream = "upstream"
 func newProxyCmd(e *env) *cobra.Command {
 	var p proxyFlags
 	cmd := &cobra.Command{
-		Use:   "proxy",
-		Short: "Serve the Anthropic and OpenAI APIs with context management in front",
+		Use:         "proxy",
+		Annotations: map[string]string{longRunningKey: "true"},
+		Short:       "Serve the Anthropic and OpenAI APIs with context management in front",
 		Long: `proxy listens for model requests, runs the pipeline on each conversation
 (one session per conversation) and forwards them to the upstream API,
 streaming the answers back as they arrive. Point Claude Code at it with
