@@ -125,9 +125,22 @@ func (c Content) Chars() int {
 	case ContentNull:
 		return 4
 	}
-	e := encoder{mode: modeCanonical}
+	return utf8.RuneCount(c.AppendText(nil))
+}
+
+// AppendText appends AsText to dst and returns the extended buffer:
+// the text without a string made for it, so that a caller counting the
+// characters of many contents reuses one buffer.
+func (c Content) AppendText(dst []byte) []byte {
+	switch c.kind {
+	case ContentNone:
+		return dst
+	case ContentText:
+		return append(dst, c.text...)
+	}
+	e := encoder{mode: modeCanonical, buf: dst}
 	c.encode(&e, nil)
-	return utf8.RuneCount(e.buf)
+	return e.buf
 }
 
 // Equal reports whether two contents hold the same JSON value in the same

@@ -134,6 +134,9 @@ func TestChars(t *testing.T) {
 			if got := tt.c.AsText(); got != tt.text {
 				t.Errorf("AsText() = %q, want %q", got, tt.text)
 			}
+			if got := string(tt.c.AppendText([]byte("pre:"))); got != "pre:"+tt.text {
+				t.Errorf("AppendText() = %q, want %q", got, "pre:"+tt.text)
+			}
 		})
 	}
 	// Decoded blocks are measured in canonical form: escapes that
