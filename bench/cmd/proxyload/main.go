@@ -12,6 +12,13 @@
 //
 //	go run ./bench/cmd/proxyload -sessions 50 -requests 20 -size 1048576 [-concurrency N] [-- proxy flags]
 //
+// -result-lines sets the lines of terminal output of each tool result
+// (100 by default, every 16th 9.6 times that): -result-lines 0 makes a
+// history of small messages, a one-word result each (-sessions 1
+// -requests 2 -size 10485760 -result-lines 0: one session's huge first
+// request and the next). The report gives the proxy's peak resident
+// memory (VmHWM) beside its memory after the run.
+//
 // The numbers of BENCHMARKS.md come from it. -bin uses a built agentctx
 // instead of building one; arguments after -- go to `agentctx proxy`.
 package main
@@ -42,6 +49,7 @@ func main() {
 	sessions := flag.Int("sessions", 50, "sessions driven at once")
 	requests := flag.Int("requests", 20, "requests per session")
 	size := flag.Int("size", 1<<20, "bytes of history each session starts from")
+	lines := flag.Int("result-lines", 100, "lines of output of each tool result (every 16th 9.6 times as many); 0: one word")
 	conc := flag.Int("concurrency", 0, "sessions in flight at once (default: all)")
 	bin := flag.String("bin", "", "agentctx binary (default: go build ./cmd/agentctx)")
 	asJSON := flag.Bool("json", false, "print the report as JSON")
@@ -49,7 +57,7 @@ func main() {
 	if *conc <= 0 || *conc > *sessions {
 		*conc = *sessions
 	}
-	rep, err := run(*sessions, *requests, *size, *conc, *bin, flag.Args())
+	rep, err := run(shape{*sessions, *requests, *size, *conc, *lines}, *bin, flag.Args())
 	if rep != nil {
 		rep.print(*asJSON)
 	}
@@ -73,15 +81,21 @@ type report struct {
 	DirectP50MS, DirectP99MS   float64 // the same without the proxy
 	BytesIn, BytesOut          int64   // of all requests, from /agentctx/stats
 	RSSMB, IdleRSSMB           float64 // the proxy's resident memory after the run, and before it
+	PeakRSSMB                  float64 // the proxy's peak resident memory (VmHWM)
 	RSSPerSession              float64 // (RSS - idle RSS) / sessions / last request size
 	LiveHeapMB, DecodeCacheMB  float64 // the proxy's live heap at its last GC, and its decode cache
 	LiveHeapPerSession         float64 // live heap / sessions / last request size
 	Seconds                    float64
 }
 
+// shape is the load: sessions driven, requests each, bytes of history at
+// first, sessions at a time, and lines of output per tool result.
+type shape struct{ sessions, requests, size, conc, lines int }
+
 // run builds agentctx (unless bin names one), starts the upstream and the
 // proxy, drives the sessions through it and reports what it measured.
-func run(sessions, requests, size, conc int, bin string, proxyArgs []string) (*report, error) {
+func run(sh shape, bin string, proxyArgs []string) (*report, error) {
+	sessions, requests, conc := sh.sessions, sh.requests, sh.conc
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	dir, err := os.MkdirTemp("", "proxyload-")
@@ -119,7 +133,7 @@ func run(sessions, requests, size, conc int, bin string, proxyArgs []string) (*r
 	}
 	rep := report{Sessions: sessions, Requests: sessions * requests, Concurrency: conc}
 	t0 := time.Now()
-	l.drive(&rep, sessions, requests, size, conc)
+	l.drive(&rep, sh)
 	rep.Seconds = time.Since(t0).Seconds()
 	rep.Errors = len(l.errs)
 	time.Sleep(200 * time.Millisecond) // the last log lines
@@ -214,6 +228,7 @@ func (p *proxyProc) stop() {
 func (p *proxyProc) measure(rep *report, idle float64) {
 	sessions := float64(rep.Sessions)
 	rep.RSSMB, rep.IdleRSSMB = rssMB(p.cmd.Process.Pid), idle
+	rep.PeakRSSMB = statusMB(p.cmd.Process.Pid, "VmHWM:")
 	if rep.LastBytes > 0 {
 		rep.RSSPerSession = (rep.RSSMB - idle) * (1 << 20) / sessions / float64(rep.LastBytes)
 	}
@@ -288,16 +303,17 @@ func (l *load) send(url, id, session string, body []byte) (time.Time, error) {
 // drive runs sessions of requests each, conc at a time, each from a
 // history of size bytes, and records the first session's first and last
 // request sizes in rep.
-func (l *load) drive(rep *report, sessions, requests, size, conc int) {
+func (l *load) drive(rep *report, sh shape) {
 	var wg sync.WaitGroup
-	slots := make(chan struct{}, conc)
-	for s := range sessions {
+	slots := make(chan struct{}, sh.conc)
+	requests := sh.requests
+	for s := range sh.sessions {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			h := newHistory(s, size)
+			h := newHistory(s, sh.size, sh.lines)
 			for r := range requests {
 				body := h.body()
 				if s == 0 && r == 0 {
@@ -358,20 +374,21 @@ func (rep *report) print(asJSON bool) {
 		fmt.Printf("client send -> upstream has the body: through the proxy p50 %.2f ms, p99 %.2f ms; direct p50 %.2f ms, p99 %.2f ms\n",
 			rep.OutsideP50MS, rep.OutsideP99MS, rep.DirectP50MS, rep.DirectP99MS)
 		fmt.Printf("all requests: %d bytes received, %d bytes sent upstream (%.2fx)\n", rep.BytesIn, rep.BytesOut, float64(rep.BytesOut)/float64(max(rep.BytesIn, 1)))
-		fmt.Printf("proxy memory: %.0f MB resident after the run (%.0f MB idle); live heap at its last GC %.0f MB (%.2fx the last history per session), decode cache %.0f MB\n",
-			rep.RSSMB, rep.IdleRSSMB, rep.LiveHeapMB, rep.LiveHeapPerSession, rep.DecodeCacheMB)
+		fmt.Printf("proxy memory: %.0f MB resident after the run (%.0f MB idle, %.0f MB at its peak); live heap at its last GC %.0f MB (%.2fx the last history per session), decode cache %.0f MB\n",
+			rep.RSSMB, rep.IdleRSSMB, rep.PeakRSSMB, rep.LiveHeapMB, rep.LiveHeapPerSession, rep.DecodeCacheMB)
 	}
 }
 
 // history is one session's conversation, as Claude Code would send it.
 type history struct {
 	session int
+	lines   int // of each tool result's output (see exchange)
 	msgs    []string
 	turn    int
 }
 
-func newHistory(session, size int) *history {
-	h := &history{session: session}
+func newHistory(session, size, lines int) *history {
+	h := &history{session: session, lines: lines}
 	h.msgs = append(h.msgs, fmt.Sprintf(`{"role":"user","content":"Session %d: fix the failing tests in ./pkg"}`, session))
 	n := 0
 	for _, m := range h.msgs {
@@ -385,15 +402,19 @@ func newHistory(session, size int) *history {
 	return h
 }
 
-// exchange appends one tool call and its result (~4.7 KB of terminal
-// output, every 16th 45 KB) and returns the two messages.
+// exchange appends one tool call and its result (h.lines lines of
+// terminal output, ~4.7 KB for 100, every 16th 9.6 times as many; "ok"
+// for 0) and returns the two messages.
 func (h *history) exchange() []string {
 	i := h.turn
 	h.turn++
 	line := fmt.Sprintf("drwxr-xr-x  2 root root 4096 Nov 23 s%d_file%d.go ok\\n", h.session, i)
-	lines := 100
+	lines := h.lines
 	if i%16 == 15 {
-		lines = 960
+		lines = lines * 96 / 10
+	}
+	if lines == 0 {
+		line, lines = "ok", 1
 	}
 	a := fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":"Step %d: listing"},{"type":"tool_use","id":"toolu_s%d_%06d","name":"Bash","input":{"command":"ls -la dir%d"}}]}`, i, h.session, i, i)
 	u := fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_s%d_%06d","content":"%s"}]}`, h.session, i, strings.Repeat(line, lines))
@@ -516,13 +537,17 @@ func stats(url string) (*proxyStats, error) {
 }
 
 // rssMB reads a process's resident memory from /proc (0 elsewhere).
-func rssMB(pid int) float64 {
+func rssMB(pid int) float64 { return statusMB(pid, "VmRSS:") }
+
+// statusMB reads a memory line of a process's /proc status, in MB (0
+// elsewhere).
+func statusMB(pid int, key string) float64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
+		if strings.HasPrefix(line, key) {
 			kb, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
 			return kb / 1024
 		}
