@@ -191,7 +191,6 @@ func newDecodeCache(max int64) *decodeCache { return decodecache.New[*decodedMsg
 // conversation's cached request held (decodecache.Scan).
 type listScan struct {
 	decodecache.Scan[*decodedMsg]
-	responses bool // the list holds Responses input items
 }
 
 // newListScan returns a scan, with the cache c (which may be nil), for
@@ -206,7 +205,7 @@ func newListScan(c *decodeCache, api API, h http.Header) *listScan {
 	sb.WriteByte(0)
 	ls := &listScan{Scan: decodecache.Scan[*decodedMsg]{Cache: c, Prefix: sb.String(), Member: "messages"}}
 	if api == APIResponses {
-		ls.Member, ls.responses = "input", true
+		ls.Member = "input"
 	}
 	return ls
 }

@@ -222,6 +222,7 @@ func (ls *Scan[E]) scan(i int) (int, error) {
 // the ones the cache did not hold, and caches them for the next request.
 func (ls *Scan[E]) Decode(decode func(raw []byte) (E, error)) ([]E, error) {
 	out, err := ls.decodeEach(func(k int, raw []byte) (E, error) { return decode(raw) })
+	ls.cached = List[E]{} // the last request's list is not held through this one
 	if err != nil {
 		return nil, err
 	}
@@ -251,6 +252,7 @@ func (ls *Scan[E]) DecodeMessages(decode func(raw []byte) (E, agentctx.Message, 
 		return e, err
 	})
 	if err != nil {
+		ls.cached = List[E]{}
 		return nil, nil, err
 	}
 	for k, e := range ls.Reused {
@@ -258,6 +260,7 @@ func (ls *Scan[E]) DecodeMessages(decode func(raw []byte) (E, agentctx.Message, 
 			msgs[k] = last[k]
 		}
 	}
+	ls.cached = List[E]{} // the last request's list is not held through this one
 	ls.Cache.Put(ls.Key, List[E]{Entries: out, Messages: msgs})
 	return out, msgs, nil
 }

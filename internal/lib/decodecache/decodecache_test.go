@@ -121,6 +121,9 @@ func TestDecodeMessages(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if ls.cached.Entries != nil || ls.cached.Messages != nil {
+			t.Fatal("the scan still holds the last request's list")
+		}
 		key = ls.Key
 		return es, ms
 	}
