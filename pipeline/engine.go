@@ -720,13 +720,18 @@ func (c *call) storeResults(ctx context.Context) error {
 	c.keys = make(map[[2]int]string, n)
 	c.rsAt = make(map[[2]int]*resultState, n)
 	c.seen = make(map[string]bool, n)
+	// The new results' states are allocated together: all of them for a
+	// session's first request, a few at a time after it (a warm request
+	// adds one or two).
+	var slab []resultState
+	next := 16
 	if len(c.st.Results) == 0 {
 		c.unsent = make(map[string]bool, n) // every result is new
+		next = max(n, next)
 	} else {
 		c.unsent = make(map[string]bool)
 	}
 	c.callsIn, c.calls = c.view, nil
-	var slab []resultState // the new results' states, allocated together
 	var failed error
 	for r := range agentctx.ToolResults(c.view[c.live:]) {
 		pos := [2]int{r.Message + c.live, r.Block}
@@ -739,7 +744,7 @@ func (c *call) storeResults(ctx context.Context) error {
 		rs := c.st.Results[key]
 		if rs == nil {
 			if len(slab) == cap(slab) {
-				slab = make([]resultState, 0, max(n-len(c.unsent), 16))
+				slab, next = make([]resultState, 0, next), 2*next
 			}
 			slab = append(slab, resultState{FirstSeen: c.now.UTC()})
 			rs = &slab[len(slab)-1]
