@@ -29,7 +29,8 @@ func main() {
 	// keeps Go's default, so that its memory stays about twice what its
 	// bounds let it keep. GOGC, when set, is the user's: never overridden.
 	// (The library itself never changes GC settings.)
-	if _, set := os.LookupEnv("GOGC"); !set && cli.ShortLived(os.Args[1:]) {
+	traits := cli.TraitsOf(os.Args[1:])
+	if _, set := os.LookupEnv("GOGC"); !set && traits.ShortLived {
 		debug.SetGCPercent(400)
 	}
 	streams := cli.Streams{
@@ -41,7 +42,7 @@ func main() {
 		ErrIsTerminal: isTerminal(os.Stderr),
 		LookupEnv:     os.LookupEnv,
 	}
-	if cli.OwnsSignals(os.Args[1:]) {
+	if traits.OwnsSignals {
 		// agentctx claude, agentctx codex: the client decides what
 		// Ctrl-C does; the command forwards the signals it must and
 		// returns the client's exit code.

@@ -156,7 +156,7 @@ func TestShortLived(t *testing.T) {
 		{[]string{"no-such-command"}, true},
 		{nil, true},
 	} {
-		if got := cli.ShortLived(tc.args); got != tc.want {
+		if got := cli.TraitsOf(tc.args).ShortLived; got != tc.want {
 			t.Errorf("ShortLived(%q) = %v, want %v", tc.args, got, tc.want)
 		}
 	}

@@ -58,7 +58,7 @@ type Streams struct {
 	LookupEnv func(string) (string, bool)
 
 	// Signals are the signals the process received, for the commands that
-	// run a client (claude, codex; see OwnsSignals), which forward them to
+	// run a client (claude, codex; see Traits.OwnsSignals), which forward them to
 	// it. Nil: none.
 	Signals <-chan os.Signal
 }

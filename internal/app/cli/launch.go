@@ -16,37 +16,43 @@ import (
 )
 
 // ownsSignalsKey is the annotation of the commands that run a client in
-// the foreground and forward it the process's signals (see OwnsSignals).
+// the foreground and forward it the process's signals (see
+// Traits.OwnsSignals).
 const ownsSignalsKey = "agentctx_owns_signals"
 
 // longRunningKey is the annotation of the commands that serve until
-// stopped (see ShortLived).
+// stopped (see Traits.ShortLived).
 const longRunningKey = "agentctx_long_running"
 
-// ShortLived reports whether the command line args runs a command that
-// ends once its input is done (count, offload, prepare...), which may
-// trade memory for fewer garbage collections, rather than one that serves
-// until stopped (proxy, mcp, claude, codex: a proxy and its sessions live
-// for hours, and a collector that lets the heap grow to five times what
-// is live would multiply every memory bound it keeps). Unknown commands
-// are short-lived.
-func ShortLived(args []string) bool {
-	root := newRoot(&env{s: &Streams{}})
-	cmd, _, err := root.Find(args)
-	return err != nil || cmd.Annotations[longRunningKey] == ""
+// Traits are what the process must know of a command line before Run
+// runs it.
+type Traits struct {
+	// OwnsSignals is set when it runs a client in the foreground (agentctx
+	// claude, agentctx codex). Its process must then not stop on SIGINT,
+	// which the terminal delivers to the client as well (Ctrl-C belongs
+	// to the client, which may only clear its input line), and must pass
+	// SIGINT, SIGTERM and SIGHUP to Run in Streams.Signals instead of
+	// cancelling its context: the command forwards them and returns the
+	// client's exit code.
+	OwnsSignals bool
+	// ShortLived is set when it runs a command that ends once its input
+	// is done (count, offload, prepare...), which may trade memory for
+	// fewer garbage collections, rather than one that serves until
+	// stopped (proxy, mcp, claude, codex: a proxy and its sessions live
+	// for hours, and a collector that lets the heap grow to five times
+	// what is live would multiply every memory bound it keeps). Unknown
+	// commands are short-lived.
+	ShortLived bool
 }
 
-// OwnsSignals reports whether the command line args runs a client in the
-// foreground (agentctx claude, agentctx codex). Its process must then not
-// stop on SIGINT, which the terminal delivers to the client as well (Ctrl-C
-// belongs to the client, which may only clear its input line), and must
-// pass SIGINT, SIGTERM and SIGHUP to Run in Streams.Signals instead of
-// cancelling its context: the command forwards them and returns the
-// client's exit code.
-func OwnsSignals(args []string) bool {
+// TraitsOf returns the Traits of the command line args.
+func TraitsOf(args []string) Traits {
 	root := newRoot(&env{s: &Streams{}})
 	cmd, _, err := root.Find(args)
-	return err == nil && cmd.Annotations[ownsSignalsKey] != ""
+	if err != nil {
+		return Traits{ShortLived: true}
+	}
+	return Traits{OwnsSignals: cmd.Annotations[ownsSignalsKey] != "", ShortLived: cmd.Annotations[longRunningKey] == ""}
 }
 
 // clientExit is the exit code of a client that did not end with 0: Run

@@ -32,7 +32,7 @@ func TestOwnsSignals(t *testing.T) {
 		{nil, false},
 		{[]string{"nonsense"}, false},
 	} {
-		if got := cli.OwnsSignals(tc.args); got != tc.want {
+		if got := cli.TraitsOf(tc.args).OwnsSignals; got != tc.want {
 			t.Errorf("OwnsSignals(%q) = %v, want %v", tc.args, got, tc.want)
 		}
 	}
