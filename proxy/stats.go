@@ -279,23 +279,26 @@ func (s *Server) engineBytes() int64 {
 
 // ProcessStats reports the process's memory.
 func (s *Server) ProcessStats() ProcessStats {
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
 	metrics.Read(sample)
+	value := func(i int) (uint64, bool) {
+		if sample[i].Value.Kind() != metrics.KindUint64 { // an unsupported metric: Uint64 would panic
+			return 0, false
+		}
+		return sample[i].Value.Uint64(), true
+	}
 	p := ProcessStats{DecodeCacheBytes: s.decoded.Bytes() + s.prints.Bytes(), EngineBytes: s.engineBytes()}
-	for _, m := range sample {
-		if p.LiveHeapBytes == 0 && m.Value.Kind() == metrics.KindUint64 {
-			p.LiveHeapBytes = m.Value.Uint64()
+	for i := range 2 { // the live heap, else (before the first collection) the heap's objects
+		if v, ok := value(i); ok && p.LiveHeapBytes == 0 {
+			p.LiveHeapBytes = v
 		}
 	}
-	gc := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/gomemlimit:bytes"}}
-	metrics.Read(gc)
-	if gc[0].Value.Kind() == metrics.KindUint64 {
-		p.GCPercent = int(gc[0].Value.Uint64())
+	if v, ok := value(2); ok {
+		p.GCPercent = int(v)
 	}
-	if gc[1].Value.Kind() == metrics.KindUint64 {
-		if v := gc[1].Value.Uint64(); v < math.MaxInt64 {
-			p.MemoryLimitBytes = int64(v)
-		}
+	if v, ok := value(3); ok && v < math.MaxInt64 {
+		p.MemoryLimitBytes = int64(v)
 	}
 	s.stats.mu.Lock()
 	p.Sessions = len(s.stats.sessions)
