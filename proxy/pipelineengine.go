@@ -269,16 +269,18 @@ func (e *PipelineEngine) evict(now time.Time) {
 	}
 }
 
-// weigh sets the memory s keeps, and drops the least recently used
-// sessions that are not busy while the sessions keep more than MaxBytes.
-func (e *PipelineEngine) weigh(s *pipeSession, held int64) {
+// weigh sets the memory s keeps to held(what it kept), and drops the
+// least recently used sessions that are not busy while the sessions keep
+// more than MaxBytes.
+func (e *PipelineEngine) weigh(s *pipeSession, held func(int64) int64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.sessions[s.key] != s {
-		return // dropped meanwhile (Close)
+		return // dropped meanwhile (Close, the bound)
 	}
-	e.held += held - s.held
-	s.held = held
+	n := held(s.held)
+	e.held += n - s.held
+	s.held = n
 	for e.opts.MaxBytes > 0 && e.held > e.opts.MaxBytes && e.dropOldest() {
 	}
 }
@@ -353,7 +355,8 @@ func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, 
 			pr.Compacted = st.Compact != nil && st.Compact.Compacted
 		}
 	}
-	e.weigh(s, s.p.MemoryBytes()+int64(cap(s.prefix)))
+	held := s.p.MemoryBytes() + int64(cap(s.prefix))
+	e.weigh(s, func(int64) int64 { return held })
 	return pr, nil
 }
 
@@ -380,12 +383,7 @@ func (e *PipelineEngine) Forwarded(key string, api API, body []byte) {
 		s.prefix, s.prefixAPI = body, api
 	}
 	if d := int64(cap(s.prefix) - before); d != 0 {
-		e.mu.Lock()
-		if e.sessions[s.key] == s {
-			s.held += d
-			e.held += d
-		}
-		e.mu.Unlock()
+		e.weigh(s, func(h int64) int64 { return h + d })
 	}
 }
 
