@@ -222,7 +222,6 @@ func (ls *Scan[E]) scan(i int) (int, error) {
 // the ones the cache did not hold, and caches them for the next request.
 func (ls *Scan[E]) Decode(decode func(raw []byte) (E, error)) ([]E, error) {
 	out, err := ls.decodeEach(func(k int, raw []byte) (E, error) { return decode(raw) })
-	ls.cached = List[E]{} // the last request's list is not held through this one
 	if err != nil {
 		return nil, err
 	}
@@ -241,26 +240,22 @@ func (ls *Scan[E]) DecodeMessages(decode func(raw []byte) (E, agentctx.Message, 
 	if len(last) != len(ls.cached.Entries) {
 		last = nil
 	}
-	var zero E
-	for k := range ls.Reused {
-		if ls.Reused[k] != zero && last == nil {
-			ls.Reused[k] = zero // its message is not kept: decoded again
-		}
+	if last == nil {
+		clear(ls.Reused) // the messages are not kept: all decoded again
 	}
 	out, err := ls.decodeEach(func(k int, raw []byte) (e E, err error) {
 		e, msgs[k], err = decode(raw)
 		return e, err
 	})
 	if err != nil {
-		ls.cached = List[E]{}
 		return nil, nil, err
 	}
+	var zero E
 	for k, e := range ls.Reused {
 		if e != zero {
 			msgs[k] = last[k]
 		}
 	}
-	ls.cached = List[E]{} // the last request's list is not held through this one
 	ls.Cache.Put(ls.Key, List[E]{Entries: out, Messages: msgs})
 	return out, msgs, nil
 }
@@ -268,6 +263,7 @@ func (ls *Scan[E]) DecodeMessages(decode func(raw []byte) (E, agentctx.Message, 
 // decodeEach returns the entries of the scanned list, decoding with decode
 // the ones the cache did not hold.
 func (ls *Scan[E]) decodeEach(decode func(k int, raw []byte) (E, error)) ([]E, error) {
+	ls.cached = List[E]{} // the callers took what they use: the last request's list is not held through this one
 	var zero E
 	out := make([]E, len(ls.Items))
 	for k, it := range ls.Items {
