@@ -1,8 +1,6 @@
 package pipeline
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 
@@ -30,35 +28,6 @@ const maxMarks = 64
 
 // markSize is the bytes of SHA-256 a mark keeps.
 const markSize = 8
-
-// prefixMarks returns the marks of the prefixes of msgs of lengths from to
-// len(msgs)-1: mark k-from is the digestOf msgs[:k] cut to markSize bytes.
-func prefixMarks(msgs []agentctx.Message, from int) ([]string, bool) {
-	from = max(from, 1)
-	if from >= len(msgs) {
-		return nil, true
-	}
-	marks := make([]string, 0, len(msgs)-from)
-	h := sha256.New()
-	var buf []byte
-	var n [8]byte
-	var d [sha256.Size]byte
-	for i := range msgs {
-		if i >= from {
-			h.Sum(d[:0])
-			marks = append(marks, hex.EncodeToString(d[:markSize]))
-		}
-		var err error
-		buf, err = appendDigestForm(buf[:0], &msgs[i])
-		if err != nil {
-			return nil, false
-		}
-		binary.LittleEndian.PutUint64(n[:], uint64(len(buf)))
-		h.Write(n[:])
-		h.Write(buf)
-	}
-	return marks, true
-}
 
 // startOf reports whether hist, no longer than what cs summarized, is the
 // start of that history. The call asks for its input as repaired and as

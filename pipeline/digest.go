@@ -13,22 +13,49 @@ import (
 
 // digestOf hashes the lossless JSON of msgs, each message length-prefixed.
 func digestOf(msgs []agentctx.Message) ([sha256.Size]byte, bool) {
+	d, _, ok := prefixHashes(msgs, nil, len(msgs))
+	return d, ok
+}
+
+// prefixHashes returns, in one pass over msgs, their digestOf and the
+// marks of their prefixes of lengths from to len(msgs)-1 (prefixMarks).
+// facts, when as long as msgs, are theirs: a message whose encoding is
+// known is hashed from it, not encoded again (the encoding is what
+// Message.AppendJSON writes, so the digest is the same).
+func prefixHashes(msgs []agentctx.Message, facts []agentctx.Facts, from int) ([sha256.Size]byte, []string, bool) {
+	from = max(from, 1)
+	var marks []string
+	if from < len(msgs) {
+		marks = make([]string, 0, len(msgs)-from)
+	}
 	h := sha256.New()
 	var buf []byte
 	var n [8]byte
-	for i := range msgs {
-		var err error
-		buf, err = appendDigestForm(buf[:0], &msgs[i])
-		if err != nil {
-			return [sha256.Size]byte{}, false
-		}
-		binary.LittleEndian.PutUint64(n[:], uint64(len(buf)))
-		h.Write(n[:])
-		h.Write(buf)
-	}
 	var d [sha256.Size]byte
+	known := len(facts) == len(msgs)
+	for i := range msgs {
+		if i >= from {
+			h.Sum(d[:0])
+			marks = append(marks, hex.EncodeToString(d[:markSize]))
+		}
+		var form []byte
+		if known && facts[i].Encoding != nil && !bytes.Contains(facts[i].Encoding, cacheControlKey) {
+			form = facts[i].Encoding
+		} else {
+			var err error
+			if known && facts[i].Encoding != nil {
+				buf = appendWithout(buf[:0], facts[i].Encoding, "cache_control")
+			} else if buf, err = appendDigestForm(buf[:0], &msgs[i]); err != nil {
+				return [sha256.Size]byte{}, nil, false
+			}
+			form = buf
+		}
+		binary.LittleEndian.PutUint64(n[:], uint64(len(form)))
+		h.Write(n[:])
+		h.Write(form)
+	}
 	h.Sum(d[:0])
-	return d, true
+	return d, marks, true
 }
 
 func hexDigest(d [sha256.Size]byte) string { return hex.EncodeToString(d[:]) }
@@ -47,13 +74,21 @@ type prefixMemo struct {
 // prefixDigest is digestOf through the memo; facts are those of msgs
 // (their hashes known: a message without one is never found in the memo).
 func (p *Pipeline) prefixDigest(msgs []agentctx.Message, facts []agentctx.Facts) ([sha256.Size]byte, bool) {
+	d, _, ok := p.prefixDigestMarks(msgs, facts, len(msgs))
+	return d, ok
+}
+
+// prefixDigestMarks is prefixDigest with the marks of the prefixes of
+// msgs from from on (prefixMarks), computed in the same pass; the memo
+// answers only when no mark is asked for.
+func (p *Pipeline) prefixDigestMarks(msgs []agentctx.Message, facts []agentctx.Facts, from int) ([sha256.Size]byte, []string, bool) {
 	m := &p.prefix
 	known := len(facts) == len(msgs) && len(msgs) > 0
 	for i := 0; known && i < len(facts); i++ {
 		known = !facts[i].Hash.IsZero()
 	}
 	m.mu.Lock()
-	if known && len(m.hashes) == len(msgs) {
+	if known && max(from, 1) >= len(msgs) && len(m.hashes) == len(msgs) {
 		same := true
 		for i := range facts {
 			if facts[i].Hash != m.hashes[i] {
@@ -64,11 +99,11 @@ func (p *Pipeline) prefixDigest(msgs []agentctx.Message, facts []agentctx.Facts)
 		if same {
 			d := m.digest
 			m.mu.Unlock()
-			return d, true
+			return d, nil, true
 		}
 	}
 	m.mu.Unlock()
-	d, ok := digestOf(msgs)
+	d, marks, ok := prefixHashes(msgs, facts, from)
 	if ok && known {
 		hashes := make([]agentctx.Hash, len(facts))
 		for i := range facts {
@@ -78,7 +113,7 @@ func (p *Pipeline) prefixDigest(msgs []agentctx.Message, facts []agentctx.Facts)
 		m.hashes, m.digest = hashes, d
 		m.mu.Unlock()
 	}
-	return d, ok
+	return d, marks, ok
 }
 
 var cacheControlKey = []byte(`"cache_control"`)

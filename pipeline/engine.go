@@ -1437,9 +1437,8 @@ func (c *call) recordCompaction(res *compact.Result) (int, error) {
 		if st.estimate(res.Tokens, c.p.opts.EstimateRatio) >= c.rep.ThresholdTokens {
 			st.Crossed = res.Tokens
 		}
-		d, ok := c.p.prefixDigest(c.hist[:n], c.hf[:n])
-		marks, mok := prefixMarks(c.hist[:n], n-maxMarks)
-		if !ok || !mok {
+		d, marks, ok := c.p.prefixDigestMarks(c.hist[:n], c.hf[:n], n-maxMarks)
+		if !ok {
 			return 0, fmt.Errorf("pipeline: compact: cannot hash the summarized history")
 		}
 		st.Compaction = &compactionState{Head: res.Head, N: n, Digest: hexDigest(d), Marks: marks, Summary: res.Summary, Archive: res.ArchiveID, At: c.now.UTC(),
