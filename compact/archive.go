@@ -53,6 +53,17 @@ type Archiver interface {
 	Archive(ctx context.Context, sessionID string, msgs []agentctx.Message) (Archived, error)
 }
 
+// ConversationArchiver is an Archiver that can also be given the facts of
+// the messages it archives: the encodings they hold are archived as they
+// are, not written again (EncodeArchiveConversation). Compact uses it
+// when Options.Facts gives the facts.
+type ConversationArchiver interface {
+	Archiver
+	// ArchiveConversation is Archive of conv.Messages, whose facts are
+	// conv.Facts (nil or index for index). The archive is the same.
+	ArchiveConversation(ctx context.Context, sessionID string, conv agentctx.Conversation) (Archived, error)
+}
+
 // FileArchiver writes each archive as a file with WriteArchive (seed 002:
 // <Dir>/<session>/compact-<timestamp>-<seq>.json); ID and Path are the
 // file's absolute path.
@@ -62,14 +73,21 @@ type FileArchiver struct {
 	Sync bool             // fsync before the file becomes visible
 }
 
+var _ ConversationArchiver = FileArchiver{}
+
 // Archive implements Archiver.
 func (a FileArchiver) Archive(ctx context.Context, sessionID string, msgs []agentctx.Message) (Archived, error) {
+	return a.ArchiveConversation(ctx, sessionID, agentctx.Conversation{Messages: msgs})
+}
+
+// ArchiveConversation implements ConversationArchiver.
+func (a FileArchiver) ArchiveConversation(ctx context.Context, sessionID string, conv agentctx.Conversation) (Archived, error) {
 	opts := ArchiveOptions{Dir: a.Dir, SessionID: sessionID, Now: a.Now, Sync: a.Sync}
 	dir, err := opts.dir()
 	if err != nil {
 		return Archived{}, err
 	}
-	data, err := indentMessages(msgs)
+	data, err := indentMessages(conv)
 	if err != nil {
 		return Archived{}, &ArchiveError{Op: "encode", Path: dir, Err: err}
 	}
@@ -130,7 +148,17 @@ func fileHash(path string) ([sha256.Size]byte, bool) {
 
 // EncodeArchive returns msgs as an archive holds them: an indented JSON
 // array, each message exactly as it came, members in order.
-func EncodeArchive(msgs []agentctx.Message) ([]byte, error) { return indentMessages(msgs) }
+func EncodeArchive(msgs []agentctx.Message) ([]byte, error) {
+	return indentMessages(agentctx.Conversation{Messages: msgs})
+}
+
+// EncodeArchiveConversation is EncodeArchive of conv.Messages, whose
+// facts are conv.Facts (nil or index for index): a message whose encoding
+// they hold is indented from it, not encoded again. The bytes are the
+// same.
+func EncodeArchiveConversation(conv agentctx.Conversation) ([]byte, error) {
+	return indentMessages(conv)
+}
 
 // maxClaims bounds the search for a free sequence number; it is only
 // reached when something keeps taking the numbers WriteArchive tries.
@@ -180,7 +208,7 @@ func WriteArchive(ctx context.Context, msgs []agentctx.Message, opts ArchiveOpti
 	if err != nil {
 		return "", err
 	}
-	data, err := indentMessages(msgs)
+	data, err := indentMessages(agentctx.Conversation{Messages: msgs})
 	if err != nil {
 		return "", &ArchiveError{Op: "encode", Path: dir, Err: err}
 	}
@@ -290,32 +318,45 @@ func highestSeq(dir string) (int, error) {
 	return high, nil
 }
 
-// indentMessages returns msgs as an indented JSON array with a final
-// newline. Message bytes are kept as they are (no HTML escaping). The
-// output is sized in a first pass, so the only large allocation is the
-// result itself.
-func indentMessages(msgs []agentctx.Message) ([]byte, error) {
+// indentMessages returns the messages of conv as an indented JSON array
+// with a final newline. Message bytes are kept as they are (no HTML
+// escaping); an encoding conv.Facts holds is used as it is. The output is
+// sized in a first pass, so the only large allocation is the result
+// itself.
+func indentMessages(conv agentctx.Conversation) ([]byte, error) {
+	msgs := conv.Messages
+	known := len(conv.Facts) == len(msgs)
 	var scratch []byte
-	size := len("[\n]\n")
-	for i, m := range msgs {
+	encoding := func(i int) ([]byte, error) {
+		if known && conv.Facts[i].Encoding != nil {
+			return conv.Facts[i].Encoding, nil
+		}
 		var err error
-		if scratch, err = m.AppendJSON(scratch[:0]); err != nil {
+		if scratch, err = msgs[i].AppendJSON(scratch[:0]); err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
 		}
-		size += len(",\n  ") + indentedSize(scratch, 2, 2)
+		return scratch, nil
+	}
+	size := len("[\n]\n")
+	for i := range msgs {
+		enc, err := encoding(i)
+		if err != nil {
+			return nil, err
+		}
+		size += len(",\n  ") + indentedSize(enc, 2, 2)
 	}
 	out := make([]byte, 0, size)
 	out = append(out, '[')
-	for i, m := range msgs {
-		var err error
-		if scratch, err = m.AppendJSON(scratch[:0]); err != nil {
-			return nil, fmt.Errorf("message %d: %w", i, err)
+	for i := range msgs {
+		enc, err := encoding(i)
+		if err != nil {
+			return nil, err
 		}
 		if i > 0 {
 			out = append(out, ',')
 		}
 		out = append(out, "\n  "...)
-		out = appendIndented(out, scratch, "  ", "  ")
+		out = appendIndented(out, enc, "  ", "  ")
 	}
 	if len(msgs) > 0 {
 		out = append(out, '\n')

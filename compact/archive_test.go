@@ -186,3 +186,58 @@ func TestFileArchiverArchivesOnce(t *testing.T) {
 		t.Errorf("%d archives, want 2: %v", len(files), files)
 	}
 }
+
+// TestCompactHandsOnFacts gives Compact the facts of the middle
+// (Options.Facts): the summarizer gets them in its Request, and the
+// archive is indented from their encodings, the same bytes as encoding
+// each message; an encoding they hold is what is archived (so a caller's
+// facts must be the messages').
+func TestCompactHandsOnFacts(t *testing.T) {
+	msgs := []agentctx.Message{sys(10), user(40), asst(40), user(40), asst(40), user(5), asst(10)}
+	run := func(facts func([]agentctx.Message, int, int) []agentctx.Facts) (*fakeSummarizer, []byte) {
+		t.Helper()
+		o := baseOpts(t)
+		o.Limit, o.Threshold, o.TailRatio = 200, 0.9, 0.05
+		s := &fakeSummarizer{}
+		o.Summarizer, o.Facts = s, facts
+		res, err := compact.Compact(context.Background(), msgs, o)
+		if err != nil || !res.Compacted || res.Archive == "" {
+			t.Fatalf("not compacted and archived: %v %+v", err, res)
+		}
+		data, err := os.ReadFile(res.Archive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, data
+	}
+	conv, err := agentctx.NewConversation(msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, want := run(nil)
+	var h, tl int
+	s, got := run(func(view []agentctx.Message, from, to int) []agentctx.Facts {
+		h, tl = from, to
+		return conv.Facts[from:to]
+	})
+	if string(got) != string(want) {
+		t.Fatalf("the archive from the encodings differs:\n%s\nvs\n%s", got, want)
+	}
+	if len(s.reqs) != 1 || len(s.reqs[0].Facts) != tl-h || len(s.reqs[0].Facts) != len(s.reqs[0].Messages) || &s.reqs[0].Facts[0] != &conv.Facts[h] {
+		t.Fatalf("the summarizer was not handed the facts of its messages: %d facts, %d messages", len(s.reqs[0].Facts), len(s.reqs[0].Messages))
+	}
+	// Facts of another length are not known facts: not handed on.
+	s, got = run(func(view []agentctx.Message, from, to int) []agentctx.Facts { return conv.Facts[from : to-1] })
+	if string(got) != string(want) || s.reqs[0].Facts != nil {
+		t.Fatal("facts of another length were used")
+	}
+	// The encodings are what is archived.
+	wrong := append([]agentctx.Facts(nil), conv.Facts...)
+	_, got = run(func(view []agentctx.Message, from, to int) []agentctx.Facts {
+		wrong[from].Encoding = []byte(`{"role":"user","content":"from the facts"}`)
+		return wrong[from:to]
+	})
+	if !strings.Contains(string(got), `"from the facts"`) {
+		t.Fatal("the archive was not written from the encodings")
+	}
+}

@@ -242,7 +242,12 @@ func summaryRequest(ctx context.Context, o Options, msgs []agentctx.Message, h, 
 		source = o.Originals(msgs, h, t)
 	}
 	req := Request{Messages: source}
-	archived, err := archiveMiddle(ctx, o, source, res, &req)
+	if o.Facts != nil {
+		if f := o.Facts(msgs, h, t); len(f) == len(source) {
+			req.Facts = f
+		}
+	}
+	archived, err := archiveMiddle(ctx, o, agentctx.Conversation{Messages: source, Facts: req.Facts}, res, &req)
 	if err != nil {
 		return Request{}, err
 	}
@@ -260,7 +265,7 @@ func summaryRequest(ctx context.Context, o Options, msgs []agentctx.Message, h, 
 // o.NoArchive: it records the archive in res and req and returns the
 // pointer to it (nil when nothing was archived). A failed archive is
 // logged and compaction goes on, unless o.ArchiveRequired.
-func archiveMiddle(ctx context.Context, o Options, source []agentctx.Message, res *Result, req *Request) (*Pointer, error) {
+func archiveMiddle(ctx context.Context, o Options, conv agentctx.Conversation, res *Result, req *Request) (*Pointer, error) {
 	if o.NoArchive {
 		return nil, nil
 	}
@@ -268,7 +273,14 @@ func archiveMiddle(ctx context.Context, o Options, source []agentctx.Message, re
 	if archiver == nil {
 		archiver = FileArchiver{Dir: o.Dir, Now: o.Now, Sync: o.SyncArchive}
 	}
-	a, err := archiver.Archive(ctx, o.SessionID, source)
+	source := conv.Messages
+	var a Archived
+	var err error
+	if ca, ok := archiver.(ConversationArchiver); ok && conv.Facts != nil {
+		a, err = ca.ArchiveConversation(ctx, o.SessionID, conv)
+	} else {
+		a, err = archiver.Archive(ctx, o.SessionID, source)
+	}
 	switch {
 	case err == nil:
 		res.Archive, res.ArchiveID, res.ArchiveBytes, req.Archive = a.Path, a.ID, a.Bytes, a.ID

@@ -113,6 +113,12 @@ type Options struct {
 	// summarized in place of msgs[h:t], so that a summary describes what
 	// really happened and not the placeholders. It must not modify msgs.
 	Originals func(msgs []agentctx.Message, h, t int) []agentctx.Message
+	// Facts, if set, returns the facts of the messages the middle
+	// msgs[h:t] stands for (as Originals gives them, else msgs[h:t]),
+	// index for index, or nil when they are not known: an encoding they
+	// hold is archived and handed to the summarizer (Request.Facts) as it
+	// is, not written again. It must not modify msgs.
+	Facts func(msgs []agentctx.Message, h, t int) []agentctx.Facts
 	// Pointers, if set, returns where the originals of the tool results in
 	// msgs[h:t] are stored (their artifact ids, and their files' paths
 	// when there are files), for the summary's pointer section (see

@@ -17,6 +17,9 @@ type Request struct {
 	// previous summary (see IsSummary), which must be carried into the new
 	// one. It is shared with the caller and must not be modified.
 	Messages []agentctx.Message
+	// Facts are those of Messages, index for index (Options.Facts), or
+	// nil when not known. They are shared and must not be modified.
+	Facts []agentctx.Facts
 	// Archive is the id of the archive that holds Messages whole
 	// (Archived.ID: an artifact id, or a file archive's path), or empty
 	// when none was written. Its pointer, with its path, is among

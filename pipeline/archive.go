@@ -34,15 +34,22 @@ type workspaceArchiver struct {
 	bound func(context.Context) (context.Context, context.CancelFunc)
 }
 
-var _ compact.Archiver = workspaceArchiver{}
+var _ compact.ConversationArchiver = workspaceArchiver{}
 
 func (a workspaceArchiver) Archive(ctx context.Context, sessionID string, msgs []agentctx.Message) (compact.Archived, error) {
+	return a.ArchiveConversation(ctx, sessionID, agentctx.Conversation{Messages: msgs})
+}
+
+// ArchiveConversation implements compact.ConversationArchiver: the
+// encodings the facts hold are archived as they are.
+func (a workspaceArchiver) ArchiveConversation(ctx context.Context, sessionID string, conv agentctx.Conversation) (compact.Archived, error) {
+	msgs := conv.Messages
 	if a.bound != nil {
 		var cancel context.CancelFunc
 		ctx, cancel = a.bound(ctx)
 		defer cancel()
 	}
-	data, err := compact.EncodeArchive(msgs)
+	data, err := compact.EncodeArchiveConversation(conv)
 	if err != nil {
 		return compact.Archived{}, &compact.ArchiveError{Op: "encode", Path: a.ws.Namespace(), Err: err}
 	}

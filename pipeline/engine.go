@@ -237,7 +237,10 @@ type call struct {
 	in   []agentctx.Message // the input
 	hist []agentctx.Message // the repaired input
 	src  []agentctx.Message // hist with the summary in place: the originals of the view's results
-	view []agentctx.Message // what will be sent
+	// srcFacts are src's (index for index; shared with the list the
+	// applyCompaction step made).
+	srcFacts []agentctx.Facts
+	view     []agentctx.Message // what will be sent
 	// The facts of the messages of in, hist and view (index for index):
 	// every hash is known (inputFacts), and the token counts once counted
 	// (countFacts). hsrc and vsrc give, for each message of hist and view,
@@ -620,7 +623,7 @@ func (c *call) matchInput(list []agentctx.Message) ([]agentctx.Facts, []int, err
 // the compact step reports.
 func (c *call) applyCompaction(_ context.Context, in list) (list, StepReport, error) {
 	out := c.summarized(in)
-	c.src = out.msgs
+	c.src, c.srcFacts = out.msgs, out.facts
 	return out, StepReport{}, nil
 }
 
@@ -1227,7 +1230,7 @@ func (p *Pipeline) remembered(s compact.Summarizer) compact.Summarizer {
 		return s // every call independent
 	}
 	return compact.SummarizerFunc(func(ctx context.Context, req compact.Request) (string, error) {
-		d, ok := digestOf(req.Messages)
+		d, _, ok := prefixHashes(req.Messages, req.Facts, len(req.Messages))
 		if !ok {
 			return s.Summarize(ctx, req)
 		}
@@ -1389,6 +1392,12 @@ func (c *call) compactOptions(ctx context.Context) compact.Options {
 			out = append(out, c.original(i))
 		}
 		return out
+	}
+	copts.Facts = func(view []agentctx.Message, h, t int) []agentctx.Facts {
+		if len(c.srcFacts) != len(c.src) || t > len(c.src) {
+			return nil
+		}
+		return c.srcFacts[h:t:t]
 	}
 	if o.Compact.Pointers == nil {
 		copts.Pointers = func(view []agentctx.Message, h, t int) []compact.Pointer {
