@@ -22,11 +22,18 @@ const DefaultDecodeCacheBytes = 256 << 20
 // request's bytes: a fingerprint and the length tell the same bytes again.
 type decodedMsg struct {
 	raw  decodecache.Print // of the message's bytes in the request
-	enc  []byte            // the message's encoding when it is not the request's bytes (nil: it is)
 	hash uint64            // msgHash of the encoding
 	key  agentctx.Hash     // agentctx.HashEncoding of the encoding (the facts handed to the Engine)
 	bp   int               // countBreakpoints of the encoding
+	// more is what few messages have: nil for a message whose encoding is
+	// the request's bytes, as clients write them (a request of 100,000
+	// small messages keeps 56 bytes for each instead of 88).
+	more *decodedMore
+}
 
+// decodedMore is the part of a decodedMsg that most messages do not have.
+type decodedMore struct {
+	enc []byte // the message's encoding when it is not the request's bytes
 	// item is what a Responses input item maps to (nil for messages);
 	// hash, key and bp are then those of item.Msg, and enc is not kept
 	// (the item's bytes are not the message's encoding).
@@ -35,6 +42,14 @@ type decodedMsg struct {
 	// reasoning, the assistant message the run made last time, so that
 	// the same run makes the very same message value again.
 	group atomic.Pointer[groupedMsg]
+}
+
+// item returns the Responses item d maps to; nil for a message.
+func (d *decodedMsg) item() *responseItem {
+	if d.more == nil {
+		return nil
+	}
+	return d.more.item
 }
 
 // encoded is a message with what the proxy derives from its encoding.
@@ -68,7 +83,7 @@ type groupedMsg struct {
 // grouped returns the message the run of items makes: the one made last
 // time when the run is the same items, else msg (newly made), remembered.
 func grouped(run []*decodedMsg, msg agentctx.Message) (*groupedMsg, error) {
-	if g := run[0].group.Load(); g != nil && len(g.items) == len(run) {
+	if g := run[0].more.group.Load(); g != nil && len(g.items) == len(run) {
 		same := true
 		for i := range run {
 			same = same && g.items[i] == run[i]
@@ -82,7 +97,7 @@ func grouped(run []*decodedMsg, msg agentctx.Message) (*groupedMsg, error) {
 		return nil, err
 	}
 	g := &groupedMsg{items: run, encoded: e}
-	run[0].group.Store(g)
+	run[0].more.group.Store(g)
 	return g, nil
 }
 
@@ -92,7 +107,7 @@ func decodeItem(c *decodeCache, raw []byte) (*decodedMsg, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &decodedMsg{raw: c.PrintOf(raw), item: it}
+	d := &decodedMsg{raw: c.PrintOf(raw), more: &decodedMore{item: it}}
 	if it.Kind == itemMessage || it.Kind == itemOutput {
 		e, err := encode(it.Msg)
 		if err != nil {
@@ -125,15 +140,16 @@ func decodeMsg(c *decodeCache, raw, scratch []byte) (*decodedMsg, agentctx.Messa
 	if err != nil {
 		return nil, m, scratch, err
 	}
-	d.enc, d.hash, d.key, d.bp = e.enc, e.hash, e.key, e.bp
+	d.more = &decodedMore{enc: e.enc}
+	d.hash, d.key, d.bp = e.hash, e.key, e.bp
 	return d, m, scratch, nil
 }
 
 // encoding returns the message's encoding, given its bytes in the
 // request (which it is when the request wrote it compactly).
 func (d *decodedMsg) encoding(raw []byte) []byte {
-	if d.enc != nil || d.item != nil {
-		return d.enc
+	if d.more != nil {
+		return d.more.enc
 	}
 	return raw
 }
@@ -160,8 +176,12 @@ func (d *decodedMsg) Print() decodecache.Print { return d.raw }
 // bytes of encoding. (Without them: 0.48 of the truth for items of small
 // calls; TestDecodeCacheSizeIsHonest.)
 func (d *decodedMsg) Size() int64 {
-	n := int64(d.raw.N) + int64(len(d.enc)) + decodedMsgBytes
-	it := d.item
+	n := int64(d.raw.N) + decodedMsgBytes
+	if d.more == nil {
+		return n
+	}
+	n += int64(len(d.more.enc)) + decodedMoreBytes
+	it := d.more.item
 	if it == nil {
 		return n
 	}
@@ -172,7 +192,10 @@ func (d *decodedMsg) Size() int64 {
 	return n
 }
 
-var decodedMsgBytes = int64(reflect.TypeFor[decodedMsg]().Size())
+var (
+	decodedMsgBytes  = int64(reflect.TypeFor[decodedMsg]().Size())
+	decodedMoreBytes = int64(reflect.TypeFor[decodedMore]().Size())
+)
 
 // decodeCache keeps, per conversation, the messages decoded for its last
 // request, for the next request to reuse the ones it sends again byte for

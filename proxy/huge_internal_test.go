@@ -29,3 +29,41 @@ func TestHashStrippedIsHashOfStripped(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactlyWrittenMessagesKeepNoMore holds what the decode cache keeps
+// of each message written compactly (as clients write them) besides the
+// message itself to its facts: a request of 100,000 small messages kept
+// 88 bytes (a 96-byte allocation) of each for an encoding, a Responses
+// item and its group that such a message never has (issue 24, item 7).
+// The rest lives in decodedMore, allocated only when there is one.
+func TestCompactlyWrittenMessagesKeepNoMore(t *testing.T) {
+	c := newDecodeCache(1 << 20)
+	for _, raw := range []string{
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}`,
+		`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]}`,
+		`{"role":"user","content":"hi"}`,
+	} {
+		d, _, _, err := decodeMsg(c, []byte(raw), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.more != nil {
+			t.Errorf("%s: keeps more than its facts", raw)
+		}
+		if got := string(d.encoding([]byte(raw))); got != raw {
+			t.Errorf("%s: its encoding is %s", raw, got)
+		}
+	}
+	if decodedMsgBytes > 56 {
+		t.Errorf("a decoded message's facts take %d bytes, want at most 56", decodedMsgBytes)
+	}
+	// Written with spaces, its encoding is its own, and kept.
+	raw := []byte(`{ "role": "user", "content": "hi" }`)
+	d, _, _, err := decodeMsg(c, raw, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.more == nil || string(d.encoding(raw)) != `{"role":"user","content":"hi"}` {
+		t.Errorf("a message written with spaces: encoding %q", d.encoding(raw))
+	}
+}

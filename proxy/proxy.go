@@ -741,7 +741,7 @@ func decodeConversation(ctx context.Context, api API, b *body) (*conversation, e
 func (c *conversation) mapItems(dm []*decodedMsg) error {
 	its := make([]*responseItem, len(dm))
 	for k, d := range dm {
-		its[k] = d.item
+		its[k] = d.item()
 	}
 	msgs, groups := groupResponseItems(its)
 	c.groups = groups
@@ -749,7 +749,7 @@ func (c *conversation) mapItems(dm []*decodedMsg) error {
 	c.enc, c.hash, c.breaks = make([][]byte, len(msgs)), make([]uint64, len(msgs)), make([]int, len(msgs))
 	c.facts = make([]agentctx.Facts, len(msgs))
 	for k, g := range groups {
-		if d := dm[g[0]]; len(g) == 1 && (d.item.Kind == itemMessage || d.item.Kind == itemOutput) {
+		if d := dm[g[0]]; len(g) == 1 && (d.item().Kind == itemMessage || d.item().Kind == itemOutput) {
 			c.hash[k], c.breaks[k] = d.hash, d.bp // the encoding, when needed, from the message
 			c.facts[k].Hash = d.key
 			continue
