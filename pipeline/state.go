@@ -346,9 +346,10 @@ func (st *state) clone() *state {
 	return &c
 }
 
-// saveState stores st if the session is still at version v; the error
-// matches session.ErrConflict when another writer got there first.
-// results, when not nil, is the JSON of st.Results (see encodeState).
+// saveState stores st, which nothing modifies afterwards, if the session
+// is still at version v; the error matches session.ErrConflict when
+// another writer got there first. results, when not nil, is the JSON of
+// st.Results (see encodeState).
 func (p *Pipeline) saveState(ctx context.Context, st *state, v int64, results *resultsJSON) (int64, error) {
 	if p.opts.Stateless {
 		return 0, nil
@@ -374,7 +375,10 @@ func (p *Pipeline) saveState(ctx context.Context, st *state, v int64, results *r
 	err = storeErr(ctx, sctx, err)
 	cancel()
 	if err == nil {
-		p.rememberStateJSON(data, results, st, nv)
+		// st is the state update's fn made, dropped once saved: the memo
+		// keeps it as it is (a copy of a state of 50,000 results was 7 MB
+		// more on every save; a load copies what the memo keeps).
+		p.rememberStateOwned(data, results, st, nv)
 	}
 	return nv, err
 }
