@@ -18,10 +18,11 @@ func digestOf(msgs []agentctx.Message) ([sha256.Size]byte, bool) {
 }
 
 // prefixHashes returns, in one pass over msgs, their digestOf and the
-// marks of their prefixes of lengths from to len(msgs)-1 (prefixMarks).
-// facts, when as long as msgs, are theirs: a message whose encoding is
-// known is hashed from it, not encoded again (the encoding is what
-// Message.AppendJSON writes, so the digest is the same).
+// marks of their prefixes of lengths from to len(msgs)-1
+// (compactionState.Marks: mark k-from is the digestOf msgs[:k] cut to
+// markSize bytes). facts, when as long as msgs, are theirs: a message
+// whose encoding is known is hashed from it, not encoded again (it is
+// what Message.AppendJSON writes, so the digest is the same).
 func prefixHashes(msgs []agentctx.Message, facts []agentctx.Facts, from int) ([sha256.Size]byte, []string, bool) {
 	from = max(from, 1)
 	var marks []string
@@ -29,7 +30,7 @@ func prefixHashes(msgs []agentctx.Message, facts []agentctx.Facts, from int) ([s
 		marks = make([]string, 0, len(msgs)-from)
 	}
 	h := sha256.New()
-	var buf []byte
+	var scratch, stripped []byte
 	var n [8]byte
 	var d [sha256.Size]byte
 	known := len(facts) == len(msgs)
@@ -38,18 +39,18 @@ func prefixHashes(msgs []agentctx.Message, facts []agentctx.Facts, from int) ([s
 			h.Sum(d[:0])
 			marks = append(marks, hex.EncodeToString(d[:markSize]))
 		}
-		var form []byte
-		if known && facts[i].Encoding != nil && !bytes.Contains(facts[i].Encoding, cacheControlKey) {
-			form = facts[i].Encoding
+		var enc []byte
+		if known && facts[i].Encoding != nil {
+			enc = facts[i].Encoding
 		} else {
 			var err error
-			if known && facts[i].Encoding != nil {
-				buf = appendWithout(buf[:0], facts[i].Encoding, "cache_control")
-			} else if buf, err = appendDigestForm(buf[:0], &msgs[i]); err != nil {
+			if scratch, err = msgs[i].AppendJSON(scratch[:0]); err != nil {
 				return [sha256.Size]byte{}, nil, false
 			}
-			form = buf
+			enc = scratch
 		}
+		var form []byte
+		form, stripped = digestForm(enc, stripped)
 		binary.LittleEndian.PutUint64(n[:], uint64(len(form)))
 		h.Write(n[:])
 		h.Write(form)
@@ -79,7 +80,7 @@ func (p *Pipeline) prefixDigest(msgs []agentctx.Message, facts []agentctx.Facts)
 }
 
 // prefixDigestMarks is prefixDigest with the marks of the prefixes of
-// msgs from from on (prefixMarks), computed in the same pass; the memo
+// msgs from from on (prefixHashes), computed in the same pass; the memo
 // answers only when no mark is asked for.
 func (p *Pipeline) prefixDigestMarks(msgs []agentctx.Message, facts []agentctx.Facts, from int) ([sha256.Size]byte, []string, bool) {
 	m := &p.prefix
@@ -118,20 +119,19 @@ func (p *Pipeline) prefixDigestMarks(msgs []agentctx.Message, facts []agentctx.F
 
 var cacheControlKey = []byte(`"cache_control"`)
 
-// appendDigestForm appends the encoding in which a message is hashed for
-// the compaction digest and marks: its JSON without cache_control members,
-// which clients move from message to message between requests without
-// changing what the model reads (Claude Code marks the last message, which
-// a compaction that summarizes the whole list covers). A message without
-// one is hashed as it encodes.
-func appendDigestForm(buf []byte, m *agentctx.Message) ([]byte, error) {
-	start := len(buf)
-	buf, err := m.AppendJSON(buf)
-	if err != nil || !bytes.Contains(buf[start:], cacheControlKey) {
-		return buf, err
+// digestForm returns the form in which a message of encoding enc is
+// hashed for the compaction digest and marks: its JSON without
+// cache_control members, which clients move from message to message
+// between requests without changing what the model reads (Claude Code
+// marks the last message, which a compaction that summarizes the whole
+// list covers). A message without one is hashed as it encodes; one with
+// them is written into buf, which is returned for reuse.
+func digestForm(enc, buf []byte) (form, scratch []byte) {
+	if !bytes.Contains(enc, cacheControlKey) {
+		return enc, buf
 	}
-	enc := append([]byte(nil), buf[start:]...)
-	return appendWithout(buf[:start], enc, "cache_control"), nil
+	buf = appendWithout(buf[:0], enc, "cache_control")
+	return buf, buf
 }
 
 // appendWithout appends the compact JSON of raw without the members named
