@@ -1,7 +1,9 @@
 package agentctx
 
 import (
+	"bytes"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
@@ -47,21 +49,60 @@ func (k ContentKind) String() string {
 // must be treated as read-only. Build new content with Text, BlockList or
 // Null.
 type Content struct {
-	kind   ContentKind
-	text   string
-	blocks []Block
-	raw    []byte // ContentOther
+	kind ContentKind
+	// s is the text of ContentText and the JSON of ContentOther (one
+	// string for the two: every message and tool result holds a Content,
+	// and a proxy keeps 100,000 of them for a large request).
+	s      string
+	blocks []Block // ContentBlocks
 }
 
-// Text returns string content.
-func Text(s string) Content { return Content{kind: ContentText, text: s} }
+// textContent returns string content.
+func textContent(s string) Content { return Content{kind: ContentText, s: s} }
 
-// BlockList returns block-array content. A nil or empty list is written as [].
-func BlockList(blocks ...Block) Content {
+// blocksContent returns block-array content of blocks, which it keeps (nil
+// means none).
+func blocksContent(blocks []Block) Content {
 	if blocks == nil {
 		blocks = []Block{}
 	}
 	return Content{kind: ContentBlocks, blocks: blocks}
+}
+
+// otherContent returns content of any other JSON value, raw, which it
+// keeps: raw must never be modified afterwards (it is the input of a
+// decode, which must not be, or a copy of its own).
+func otherContent(raw []byte) Content {
+	return Content{kind: ContentOther, s: unsafe.String(unsafe.SliceData(raw), len(raw))}
+}
+
+// str returns the text of string content ("" for any other form).
+func (c Content) str() string {
+	if c.kind != ContentText {
+		return ""
+	}
+	return c.s
+}
+
+// list returns the blocks of block-array content (nil for any other
+// form).
+func (c Content) list() []Block { return c.blocks }
+
+// rawJSON returns the JSON of ContentOther (nil for any other form), for
+// reading only: it is the string's memory.
+func (c Content) rawJSON() []byte {
+	if c.kind != ContentOther || c.s == "" {
+		return nil
+	}
+	return unsafe.Slice(unsafe.StringData(c.s), len(c.s))
+}
+
+// Text returns string content.
+func Text(s string) Content { return textContent(s) }
+
+// BlockList returns block-array content. A nil or empty list is written as [].
+func BlockList(blocks ...Block) Content {
+	return blocksContent(blocks)
 }
 
 // Null returns JSON null content.
@@ -74,21 +115,22 @@ func (c Content) Kind() ContentKind { return c.kind }
 func (c Content) IsText() bool { return c.kind == ContentText }
 
 // Text returns the string of string content, and "" for any other form.
-func (c Content) Text() string { return c.text }
+func (c Content) Text() string { return c.str() }
 
 // Blocks returns the blocks of block-array content (read-only), and nil for
 // any other form.
-func (c Content) Blocks() []Block { return c.blocks }
+func (c Content) Blocks() []Block { return c.list() }
 
-// Raw returns the JSON of ContentOther as written; nil for other forms.
-func (c Content) Raw() []byte { return c.raw }
+// Raw returns the JSON of ContentOther as written (a copy of its own);
+// nil for other forms.
+func (c Content) Raw() []byte { return bytes.Clone(c.rawJSON()) }
 
 // IsEmpty reports whether the content has nothing in it: absent, null, "" or
 // an empty block list.
 func (c Content) IsEmpty() bool {
 	switch c.kind {
 	case ContentText:
-		return c.text == ""
+		return c.s == ""
 	case ContentBlocks:
 		return len(c.blocks) == 0
 	case ContentOther:
@@ -106,7 +148,7 @@ func (c Content) AsText() string {
 	case ContentNone:
 		return ""
 	case ContentText:
-		return c.text
+		return c.str()
 	}
 	e := encoder{mode: modeCanonical}
 	c.encode(&e, nil)
@@ -117,7 +159,7 @@ func (c Content) AsText() string {
 // them: Unicode code points of AsText.
 func (c Content) Chars() int {
 	if c.kind == ContentText {
-		return utf8.RuneCountInString(c.text)
+		return utf8.RuneCountInString(c.str())
 	}
 	switch c.kind {
 	case ContentNone:
@@ -136,7 +178,7 @@ func (c Content) AppendText(dst []byte) []byte {
 	case ContentNone:
 		return dst
 	case ContentText:
-		return append(dst, c.text...)
+		return append(dst, c.str()...)
 	}
 	e := encoder{mode: modeCanonical, buf: dst}
 	c.encode(&e, nil)
@@ -150,7 +192,7 @@ func (c Content) Equal(d Content) bool {
 		return false
 	}
 	if c.kind == ContentText {
-		return c.text == d.text
+		return c.str() == d.str()
 	}
 	return c.AsText() == d.AsText()
 }
@@ -173,7 +215,7 @@ func decodeContent(m *member) Content {
 	switch rawjson.Kind(m.raw) {
 	case '"':
 		s, _ := decodeString(m)
-		return Content{kind: ContentText, text: s}
+		return textContent(s)
 	case 'n':
 		return Content{kind: ContentNull}
 	case '[':
@@ -193,29 +235,30 @@ func decodeContent(m *member) Content {
 				}
 			}
 			if ok {
-				return Content{kind: ContentBlocks, blocks: blocks}
+				return blocksContent(blocks)
 			}
 		}
 	}
-	return Content{kind: ContentOther, raw: m.raw}
+	return otherContent(m.raw)
 }
 
 // encode writes the content value. m is the original member, if any.
 func (c Content) encode(e *encoder, m *member) {
 	switch c.kind {
 	case ContentText:
-		e.str(m, c.text)
+		e.str(m, c.str())
 	case ContentBlocks:
 		e.buf = append(e.buf, '[')
-		for i := range c.blocks {
+		blocks := c.list()
+		for i := range blocks {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			c.blocks[i].encode(e)
+			blocks[i].encode(e)
 		}
 		e.buf = append(e.buf, ']')
 	case ContentOther:
-		e.raw(c.raw)
+		e.raw(c.rawJSON())
 	default:
 		e.buf = append(e.buf, "null"...)
 	}

@@ -87,17 +87,18 @@ func isCanonicalToken(token []byte, s string) bool {
 func (c Content) own(m *member) Content {
 	switch c.kind {
 	case ContentBlocks:
-		for i := range c.blocks { // in place: the blocks of a message just decoded are its own
-			c.blocks[i] = c.blocks[i].own()
+		blocks := c.list()
+		for i := range blocks { // in place: the blocks of a message just decoded are its own
+			blocks[i] = blocks[i].own()
 		}
 		if m != nil && m.flags&known != 0 {
 			m.raw, m.flags = nil, m.flags|dropped
 		}
 	case ContentOther:
 		if m != nil {
-			c.raw = m.raw // a copy already
+			c = otherContent(m.raw) // a copy already
 		} else {
-			c.raw = bytes.Clone(c.raw)
+			c = otherContent(bytes.Clone(c.rawJSON()))
 		}
 	}
 	return c
@@ -145,7 +146,7 @@ func makeMemberShapes() [][]member {
 		if shapeIndex(shapes, ms) < 0 {
 			shapes = append(shapes, sh)
 		}
-		for _, b := range c.blocks {
+		for _, b := range c.list() {
 			add(b.members, b.Content)
 		}
 	}
@@ -193,8 +194,9 @@ next:
 // message just decoded, its own), and the blocks of their content, share
 // the list of their shape.
 func shareBlockMembers(c Content) {
-	for i := range c.blocks {
-		b := &c.blocks[i]
+	blocks := c.list()
+	for i := range blocks {
+		b := &blocks[i]
 		b.members = sharedMembers(b.members)
 		shareBlockMembers(b.Content)
 	}
