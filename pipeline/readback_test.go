@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -175,5 +176,46 @@ func TestAddPathsLooksAgain(t *testing.T) {
 	}
 	if got := resultText(p.AddPaths(res).Messages, "toolu_big"); !strings.Contains(got, "<file>") {
 		t.Fatalf("no path once the file is there: %.300s", got)
+	}
+}
+
+// TestAddPathsRemembersResultsOnly holds AddPaths' memo to the messages
+// that hold a tool result, the only ones it changes: it remembered every
+// message (a request of 100,000 small messages: 3.4 MB of hashes, half of
+// them of calls; issue 24, item 7). The messages are the same either way.
+func TestAddPathsRemembersResultsOnly(t *testing.T) {
+	p := newPipeline(t, options(t))
+	at := now.Add(-time.Minute)
+	var hist []agentctx.Message
+	hist = append(hist, user("look", at))
+	for i := range 20 {
+		hist = append(hist, exchange(fmt.Sprint("toolu_", i), "Bash", "ls", "ok", false, at)...)
+	}
+	big := strings.Repeat("row of a large log\n", 3000)
+	hist = append(hist, exchange("toolu_big", "Bash", "cat big.log", big, false, at)...)
+	res, err := prepare(t, p, hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := 0
+	for range agentctx.ToolResults(res.Messages) {
+		results++
+	}
+	q := p.AddPaths(res)
+	same, changed := p.PathedMemoLen()
+	if same+changed != results {
+		t.Errorf("the memo holds %d messages, want the %d that hold a result (of %d)", same+changed, results, len(res.Messages))
+	}
+	if changed != 1 || !strings.Contains(resultText(q.Messages, "toolu_big"), "<file>") {
+		t.Errorf("the reference did not get its path: %d changed", changed)
+	}
+	// Again: the same messages, from the memo.
+	again := p.AddPaths(res)
+	for i := range q.Messages {
+		a, _ := q.Messages[i].AppendJSON(nil)
+		b, _ := again.Messages[i].AppendJSON(nil)
+		if !bytes.Equal(a, b) {
+			t.Fatalf("message %d differs the second time", i)
+		}
 	}
 }
