@@ -173,7 +173,13 @@ func (p *Pipeline) AddPaths(res *Result) *Result {
 	m := &p.pathed
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.bound(len(res.Messages))
+	results := 0
+	for i := range res.Messages {
+		if holdsResult(&res.Messages[i]) {
+			results++
+		}
+	}
+	m.bound(results)
 	var q *Result
 	for i := range res.Messages {
 		if !holdsResult(&res.Messages[i]) {
@@ -268,7 +274,8 @@ type pathedMsg struct {
 }
 
 // bound starts the memo again when it holds more than four times a
-// call's n messages, and maxPathed more. m.mu is held.
+// call's n messages that hold a result, and maxPathed more; it is made
+// for n. m.mu is held.
 func (m *pathedMemo) bound(n int) {
 	if m.same == nil || len(m.same)+len(m.changed) > 4*n+maxPathed {
 		m.same = make(map[agentctx.Hash]struct{}, n)
