@@ -163,3 +163,56 @@ func checkSources(t *testing.T, mc *tokens.MessageCounter, in []agentctx.Message
 		t.Fatal("no message changed: the test does not cover the steps")
 	}
 }
+
+// TestOwnFactsFillsInPlace: under CallOptions.OwnFacts the call fills the
+// Facts it is given in place and hands them back (the proxy's, made for
+// the request alone, are not copied: 4.8 MB for a request of 100,000
+// messages); without it the Facts given are never modified. Both give the
+// same messages and facts.
+func TestOwnFactsFillsInPlace(t *testing.T) {
+	at := now.Add(-time.Minute)
+	hist := history(user("look", at), exchange("t1", "Bash", "ls", "a\nb", false, at), exchange("t2", "Read", "x.go", "package x", false, at))
+	var out [2]*pipeline.Result
+	for k, own := range []bool{false, true} {
+		p := newPipeline(t, options(t))
+		conv, err := agentctx.NewConversation(hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range conv.Facts {
+			conv.Facts[i].Tokens = 99_999 // another counter's: left out either way
+		}
+		given := append([]agentctx.Facts(nil), conv.Facts...)
+		res, err := p.PrepareConversation(context.Background(), conv, 0, pipeline.CallOptions{OwnFacts: own})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared := len(res.Facts) > 0 && &res.Facts[0] == &conv.Facts[0]
+		if own != shared {
+			t.Errorf("OwnFacts %v: the result's facts are the given ones: %v", own, shared)
+		}
+		if !own {
+			for i := range given {
+				if conv.Facts[i].Tokens != given[i].Tokens || conv.Facts[i].Hash != given[i].Hash || !bytes.Equal(conv.Facts[i].Encoding, given[i].Encoding) {
+					t.Fatalf("the facts given were modified at %d", i)
+				}
+			}
+		}
+		for i, f := range res.Facts {
+			if f.Tokens == 99_999 || f.Tokens <= 0 {
+				t.Errorf("OwnFacts %v: message %d counted %d", own, i, f.Tokens)
+			}
+		}
+		out[k] = res
+	}
+	a, _ := agentctx.MarshalMessages(out[0].Messages)
+	b, _ := agentctx.MarshalMessages(out[1].Messages)
+	if !bytes.Equal(a, b) || out[0].Report.TokensAfter != out[1].Report.TokensAfter {
+		t.Error("OwnFacts changed what is prepared")
+	}
+	for i := range out[0].Facts {
+		if out[0].Facts[i].Tokens != out[1].Facts[i].Tokens || out[0].Facts[i].Hash != out[1].Facts[i].Hash {
+			t.Errorf("OwnFacts changed the facts of message %d", i)
+		}
+	}
+}

@@ -417,17 +417,18 @@ func (c *call) classify(r agentctx.ToolResult) prune.Class {
 	return cl
 }
 
-// inputFacts returns the facts of the input, in memory of the call's own:
-// those the caller gave (its token counts left out: the call counts with
-// its own counter), and the hash of every message whose hash it did not
-// give.
+// inputFacts returns the facts of the input, in memory of the call's own
+// (the caller's, filled in, under CallOptions.OwnFacts): those the caller
+// gave (its token counts left out: the call counts with its own counter),
+// and the hash of every message whose hash it did not give.
 func (c *call) inputFacts(conv agentctx.Conversation) ([]agentctx.Facts, error) {
-	facts := make([]agentctx.Facts, len(conv.Messages))
+	facts := conv.Facts
+	if !c.co.OwnFacts || len(facts) != len(conv.Messages) {
+		facts = make([]agentctx.Facts, len(conv.Messages))
+		copy(facts, conv.Facts)
+	}
 	for i := range facts {
-		if i < len(conv.Facts) {
-			facts[i] = conv.Facts[i]
-			facts[i].Tokens = 0
-		}
+		facts[i].Tokens = 0
 		if err := c.hashFact(conv.Messages, facts, i, false); err != nil {
 			return nil, fmt.Errorf("%w: message %d: %w", agentctx.ErrInvalidInput, i, err)
 		}

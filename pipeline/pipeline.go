@@ -598,6 +598,13 @@ type CallOptions struct {
 	// delegates them to the provider (Anthropic context editing, which
 	// applies after the prefix check). Compaction still keeps to Bound.
 	EditBound bool
+	// OwnFacts hands the conversation's Facts to the call: it fills them
+	// in place (hashes, counts) instead of copying them first, so the
+	// caller must have made them for this call alone and read them no more
+	// but through the Result. It spares a copy of 48 bytes a message (the
+	// proxy's, for a request of 100,000 messages: 4.8 MB). Without it the
+	// Facts given are never modified.
+	OwnFacts bool
 }
 
 // PrepareCall is PrepareDocument with what the caller knows of the

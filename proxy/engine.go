@@ -50,7 +50,9 @@ type Request struct {
 	// for index (their encodings and hashes: see agentctx.Conversation),
 	// nil when it knows nothing. An Engine hands them to the pipeline
 	// (pipeline.Pipeline.PrepareConversation) so that no message is
-	// encoded again. The Engine must not modify them.
+	// encoded again. They are made for this request alone and the proxy
+	// reads them no more: an Engine may fill them in place
+	// (pipeline.CallOptions.OwnFacts, as the PipelineEngine does).
 	Facts []agentctx.Facts
 	// Tools is the raw "tools" member of the body (nil when absent), and
 	// System the raw system prompt: Anthropic's top-level "system",

@@ -322,10 +322,11 @@ func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, 
 	s.last = &Request{API: req.API, SessionKey: req.SessionKey, Header: req.Header.Clone(), Model: req.Model, Received: req.Received}
 
 	conv := agentctx.Conversation{Messages: req.Document.Messages}
+	co := req.Binding
 	if len(req.Facts) == len(conv.Messages) {
-		conv.Facts = req.Facts
+		conv.Facts, co.OwnFacts = req.Facts, true // the request's own (Request.Facts)
 	}
-	res, err := s.p.PrepareConversation(ctx, conv, s.p.RequestTokens(req.Document), req.Binding)
+	res, err := s.p.PrepareConversation(ctx, conv, s.p.RequestTokens(req.Document), co)
 	if err != nil {
 		return nil, err
 	}
