@@ -57,12 +57,11 @@ type Content struct {
 	blocks []Block // ContentBlocks
 }
 
-// textContent returns string content.
-func textContent(s string) Content { return Content{kind: ContentText, s: s} }
+// Text returns string content.
+func Text(s string) Content { return Content{kind: ContentText, s: s} }
 
-// blocksContent returns block-array content of blocks, which it keeps (nil
-// means none).
-func blocksContent(blocks []Block) Content {
+// BlockList returns block-array content. A nil or empty list is written as [].
+func BlockList(blocks ...Block) Content {
 	if blocks == nil {
 		blocks = []Block{}
 	}
@@ -84,10 +83,6 @@ func (c Content) str() string {
 	return c.s
 }
 
-// list returns the blocks of block-array content (nil for any other
-// form).
-func (c Content) list() []Block { return c.blocks }
-
 // rawJSON returns the JSON of ContentOther (nil for any other form), for
 // reading only: it is the string's memory.
 func (c Content) rawJSON() []byte {
@@ -95,14 +90,6 @@ func (c Content) rawJSON() []byte {
 		return nil
 	}
 	return unsafe.Slice(unsafe.StringData(c.s), len(c.s))
-}
-
-// Text returns string content.
-func Text(s string) Content { return textContent(s) }
-
-// BlockList returns block-array content. A nil or empty list is written as [].
-func BlockList(blocks ...Block) Content {
-	return blocksContent(blocks)
 }
 
 // Null returns JSON null content.
@@ -119,7 +106,7 @@ func (c Content) Text() string { return c.str() }
 
 // Blocks returns the blocks of block-array content (read-only), and nil for
 // any other form.
-func (c Content) Blocks() []Block { return c.list() }
+func (c Content) Blocks() []Block { return c.blocks }
 
 // Raw returns the JSON of ContentOther as written (a copy of its own);
 // nil for other forms.
@@ -215,7 +202,7 @@ func decodeContent(m *member) Content {
 	switch rawjson.Kind(m.raw) {
 	case '"':
 		s, _ := decodeString(m)
-		return textContent(s)
+		return Content{kind: ContentText, s: s}
 	case 'n':
 		return Content{kind: ContentNull}
 	case '[':
@@ -235,7 +222,7 @@ func decodeContent(m *member) Content {
 				}
 			}
 			if ok {
-				return blocksContent(blocks)
+				return Content{kind: ContentBlocks, blocks: blocks}
 			}
 		}
 	}
@@ -249,12 +236,11 @@ func (c Content) encode(e *encoder, m *member) {
 		e.str(m, c.str())
 	case ContentBlocks:
 		e.buf = append(e.buf, '[')
-		blocks := c.list()
-		for i := range blocks {
+		for i := range c.blocks {
 			if i > 0 {
 				e.buf = append(e.buf, ',')
 			}
-			blocks[i].encode(e)
+			c.blocks[i].encode(e)
 		}
 		e.buf = append(e.buf, ']')
 	case ContentOther:

@@ -114,9 +114,9 @@ func (m Message) WithContent(c Content) Message {
 // WithBlock returns a copy of m whose content block i is replaced by b. It
 // panics if the content has no block i, like an index out of range.
 func (m Message) WithBlock(i int, b Block) Message {
-	blocks := append([]Block(nil), m.Content.list()...)
+	blocks := append([]Block(nil), m.Content.blocks...)
 	blocks[i] = b
-	m.Content = blocksContent(blocks)
+	m.Content = Content{kind: ContentBlocks, blocks: blocks}
 	return m
 }
 

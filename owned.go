@@ -87,9 +87,8 @@ func isCanonicalToken(token []byte, s string) bool {
 func (c Content) own(m *member) Content {
 	switch c.kind {
 	case ContentBlocks:
-		blocks := c.list()
-		for i := range blocks { // in place: the blocks of a message just decoded are its own
-			blocks[i] = blocks[i].own()
+		for i := range c.blocks { // in place: the blocks of a message just decoded are its own
+			c.blocks[i] = c.blocks[i].own()
 		}
 		if m != nil && m.flags&known != 0 {
 			m.raw, m.flags = nil, m.flags|dropped
@@ -146,7 +145,7 @@ func makeMemberShapes() [][]member {
 		if shapeIndex(shapes, ms) < 0 {
 			shapes = append(shapes, sh)
 		}
-		for _, b := range c.list() {
+		for _, b := range c.blocks {
 			add(b.members, b.Content)
 		}
 	}
@@ -194,9 +193,8 @@ next:
 // message just decoded, its own), and the blocks of their content, share
 // the list of their shape.
 func shareBlockMembers(c Content) {
-	blocks := c.list()
-	for i := range blocks {
-		b := &blocks[i]
+	for i := range c.blocks {
+		b := &c.blocks[i]
 		b.members = sharedMembers(b.members)
 		shareBlockMembers(b.Content)
 	}

@@ -271,8 +271,8 @@ func (c *pairingCheck) match(i, blk int, id string, inWindow bool) {
 // message comes right after the window's calls.
 func (c *pairingCheck) results(i int, m *Message, inWindow bool) {
 	seenOther := false
-	for j := range m.Content.list() {
-		b := &m.Content.list()[j]
+	for j := range m.Content.blocks {
+		b := &m.Content.blocks[j]
 		if b.Type != BlockToolResult {
 			seenOther = true
 			continue
@@ -288,8 +288,8 @@ func (c *pairingCheck) results(i int, m *Message, inWindow bool) {
 func (c *pairingCheck) calls(i int, m *Message) {
 	c.window, c.byID, c.unansweredUses, c.answered = c.window[:0], nil, 0, 0
 	c.owner = i
-	for j := range m.Content.list() {
-		if b := &m.Content.list()[j]; b.Type == BlockToolUse {
+	for j := range m.Content.blocks {
+		if b := &m.Content.blocks[j]; b.Type == BlockToolUse {
 			c.call(i, j, b.ID, b.Name, false)
 		}
 	}
@@ -333,8 +333,8 @@ func hasCalls(m *Message) bool {
 	if len(m.ToolCalls) > 0 {
 		return true
 	}
-	for j := range m.Content.list() {
-		if m.Content.list()[j].Type == BlockToolUse {
+	for j := range m.Content.blocks {
+		if m.Content.blocks[j].Type == BlockToolUse {
 			return true
 		}
 	}
@@ -475,7 +475,7 @@ func (p *repairPlan) apply(msgs []Message, repairs []Repair) ([]Message, []Repai
 			continue
 		}
 		if m.Content.kind == ContentBlocks && (p.reorder[i] || p.dropIn[i]) {
-			blocks := p.blocksOf(i, m.Content.list())
+			blocks := p.blocksOf(i, m.Content.blocks)
 			if len(blocks) == 0 && pendingAnthro == nil {
 				repairs = append(repairs, Repair{Action: RepairDroppedMessage, Message: i, Block: -1})
 				continue
@@ -532,7 +532,7 @@ func (p *repairPlan) blocksOf(i int, blocks []Block) []Block {
 func withResultsFirst(m Message, results []Block) (Message, bool) {
 	switch {
 	case m.Role == RoleUser && m.Content.kind == ContentBlocks:
-		return m.WithContent(BlockList(insertResults(m.Content.list(), results)...)), true
+		return m.WithContent(BlockList(insertResults(m.Content.blocks, results)...)), true
 	case m.Role == RoleUser && m.Content.kind == ContentText:
 		blocks := results
 		if m.Content.str() != "" {
@@ -570,7 +570,7 @@ func renameReusedToolUses(msgs []Message, issues []PairingIssue, repairs []Repai
 			id = is.ID + "_" + strconv.Itoa(n)
 		}
 		used[id] = true
-		b := msgs[is.Message].Content.list()[is.Block]
+		b := msgs[is.Message].Content.blocks[is.Block]
 		b.ID = id
 		msgs[is.Message] = msgs[is.Message].WithBlock(is.Block, b)
 		renamed[[2]int{is.Message, is.Block}] = id
@@ -582,7 +582,7 @@ func renameReusedToolUses(msgs []Message, issues []PairingIssue, repairs []Repai
 		if next == len(msgs) || msgs[next].Role == RoleAssistant {
 			continue
 		}
-		for j, b := range msgs[next].Content.list() {
+		for j, b := range msgs[next].Content.blocks {
 			if b.Type == BlockToolResult && b.ToolUseID == is.ID {
 				b.ToolUseID = id
 				msgs[next] = msgs[next].WithBlock(j, b)
@@ -625,6 +625,6 @@ func isResultAt(msgs []Message, i, blk int) bool {
 	if blk < 0 {
 		return msgs[i].Role == RoleTool
 	}
-	bs := msgs[i].Content.list()
+	bs := msgs[i].Content.blocks
 	return blk < len(bs) && bs[blk].Type == BlockToolResult
 }

@@ -42,8 +42,8 @@ func ToolUses(msgs []Message) iter.Seq[ToolUse] {
 	return func(yield func(ToolUse) bool) {
 		for i := range msgs {
 			m := &msgs[i]
-			for j := range m.Content.list() {
-				b := &m.Content.list()[j]
+			for j := range m.Content.blocks {
+				b := &m.Content.blocks[j]
 				if b.Type == BlockToolUse {
 					if !yield(ToolUse{Message: i, Index: j, ID: b.ID, Name: b.Name, Input: b.Input}) {
 						return
@@ -74,8 +74,8 @@ func ToolResults(msgs []Message) iter.Seq[ToolResult] {
 				}
 				continue
 			}
-			for j := range m.Content.list() {
-				b := &m.Content.list()[j]
+			for j := range m.Content.blocks {
+				b := &m.Content.blocks[j]
 				if b.Type == BlockToolResult {
 					if !yield(ToolResult{Message: i, Block: j, ID: b.ToolUseID, Content: b.Content, IsError: b.IsError, Turn: turns.of(i, b.ToolUseID)}) {
 						return
@@ -112,8 +112,8 @@ func (t *turnTracker) of(i int, id string) int {
 
 // hasCallID reports whether m holds a call with id.
 func hasCallID(m *Message, id string) bool {
-	for j := range m.Content.list() {
-		if b := &m.Content.list()[j]; b.Type == BlockToolUse && b.ID == id {
+	for j := range m.Content.blocks {
+		if b := &m.Content.blocks[j]; b.Type == BlockToolUse && b.ID == id {
 			return true
 		}
 	}
@@ -126,8 +126,8 @@ func hasCallID(m *Message, id string) bool {
 }
 
 func (t *turnTracker) see(i int, m *Message) {
-	for j := range m.Content.list() {
-		if b := &m.Content.list()[j]; b.Type == BlockToolUse {
+	for j := range m.Content.blocks {
+		if b := &m.Content.blocks[j]; b.Type == BlockToolUse {
 			t.set(b.ID, i)
 		}
 	}
@@ -171,8 +171,8 @@ func MapToolResults(msgs []Message, fn func(ToolResult) (Content, bool)) []Messa
 			continue
 		}
 		var blocks []Block
-		for j := range m.Content.list() {
-			b := &m.Content.list()[j]
+		for j := range m.Content.blocks {
+			b := &m.Content.blocks[j]
 			if b.Type != BlockToolResult {
 				continue
 			}
@@ -181,12 +181,12 @@ func MapToolResults(msgs []Message, fn func(ToolResult) (Content, bool)) []Messa
 				continue
 			}
 			if blocks == nil {
-				blocks = append([]Block(nil), m.Content.list()...)
+				blocks = append([]Block(nil), m.Content.blocks...)
 			}
 			blocks[j].Content = c
 		}
 		if blocks != nil {
-			out[i] = m.WithContent(blocksContent(blocks))
+			out[i] = m.WithContent(Content{kind: ContentBlocks, blocks: blocks})
 		}
 	}
 	return out
