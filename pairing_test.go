@@ -336,3 +336,29 @@ func BenchmarkRepairPairing(b *testing.B) {
 		}
 	}
 }
+
+// TestHoldsToolResult: a message answers a tool call when it is an OpenAI
+// "tool" message or holds a tool_result block, among other blocks or not;
+// calls, text and other forms of content do not.
+func TestHoldsToolResult(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want bool
+	}{
+		{`{"role":"tool","tool_call_id":"c1","content":"ok"}`, true},
+		{`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}`, true},
+		{`{"role":"user","content":[{"type":"text","text":"and"},{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}`, true},
+		{`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]}`, false},
+		{`{"role":"user","content":"tool_result"}`, false},
+		{`{"role":"user","content":{"type":"tool_result"}}`, false},
+		{`{"role":"user"}`, false},
+	} {
+		m, err := agentctx.DecodeMessage([]byte(tc.raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.HoldsToolResult(); got != tc.want {
+			t.Errorf("%s: HoldsToolResult() = %v, want %v", tc.raw, got, tc.want)
+		}
+	}
+}

@@ -86,6 +86,21 @@ func ToolResults(msgs []Message) iter.Seq[ToolResult] {
 	}
 }
 
+// HoldsToolResult reports whether m answers a tool call: an OpenAI role
+// "tool" message, or one holding tool_result blocks (the messages whose
+// results ToolResults yields).
+func (m Message) HoldsToolResult() bool {
+	if m.Role == RoleTool {
+		return true
+	}
+	for j := range m.Content.blocks {
+		if m.Content.blocks[j].Type == BlockToolResult {
+			return true
+		}
+	}
+	return false
+}
+
 // turnTracker answers, for a result in message i of msgs, the latest
 // message before i with a call of its id. It looks at the message right
 // before first (where a result's call almost always is), and builds the

@@ -77,7 +77,7 @@ func split(msgs []agentctx.Message, counts []int, tailTokens int) (headEnd, tail
 // pairedCut moves the start of the tail back, not below h, while the tail
 // would begin with a tool result whose call is in an earlier message.
 func pairedCut(msgs []agentctx.Message, h, t int) int {
-	if t <= h || !holdsResult(&msgs[t]) {
+	if t <= h || !msgs[t].HoldsToolResult() {
 		return t
 	}
 	callAt := map[string]int{}
@@ -90,20 +90,6 @@ func pairedCut(msgs []agentctx.Message, h, t int) int {
 		t--
 	}
 	return t
-}
-
-// holdsResult reports whether m is a tool result message or holds
-// tool_result blocks.
-func holdsResult(m *agentctx.Message) bool {
-	if m.Role == agentctx.RoleTool {
-		return true
-	}
-	for _, b := range m.Content.Blocks() {
-		if b.Type == agentctx.BlockToolResult {
-			return true
-		}
-	}
-	return false
 }
 
 // answersEarlierCall reports whether message i holds a tool result whose

@@ -175,14 +175,14 @@ func (p *Pipeline) AddPaths(res *Result) *Result {
 	defer m.mu.Unlock()
 	results := 0
 	for i := range res.Messages {
-		if holdsResult(&res.Messages[i]) {
+		if res.Messages[i].HoldsToolResult() {
 			results++
 		}
 	}
 	m.bound(results)
 	var q *Result
 	for i := range res.Messages {
-		if !holdsResult(&res.Messages[i]) {
+		if !res.Messages[i].HoldsToolResult() {
 			continue // nothing to add a path to: not remembered either
 		}
 		var h agentctx.Hash
@@ -235,22 +235,6 @@ func (p *Pipeline) AddPaths(res *Result) *Result {
 		return res
 	}
 	return q
-}
-
-// holdsResult reports whether m holds a tool result, the only part of a
-// message AddPaths changes: the others (calls, prose; half of an agent's
-// history) are neither looked at nor remembered.
-func holdsResult(m *agentctx.Message) bool {
-	if m.Role == agentctx.RoleTool {
-		return true
-	}
-	blocks := m.Content.Blocks()
-	for i := range blocks {
-		if blocks[i].Type == agentctx.BlockToolResult {
-			return true
-		}
-	}
-	return false
 }
 
 // pathedMemo holds what AddPaths did to the messages of a Pipeline's
