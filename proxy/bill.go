@@ -70,9 +70,10 @@ func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
 
 // MessageCounter is implemented by an Engine that counts a message as it
 // counts requests (PipelineEngine does). The proxy counts with it the
-// messages of its estimate of the bill without agentctx, so that they add
-// up to Prepared.TokensBefore; without it, with the tokens package's
-// default counter. CountMessage must be safe for concurrent use.
+// messages of its estimate of the bill without agentctx that the Engine
+// left uncounted in Request.Facts, so that they add up to
+// Prepared.TokensBefore; without it, with the tokens package's default
+// counter. CountMessage must be safe for concurrent use.
 type MessageCounter interface {
 	CountMessage(m agentctx.Message) int
 }
@@ -238,10 +239,10 @@ func (sb *sessionBilling) delta(mc MessageCounter, p pricing.Prices, x *exchange
 		sb.counts = make(map[uint64]int, len(client.msgs)) // sized: not grown message by message
 		sb.caches = map[string]*cachePair{}
 	}
-	inTok, inSum := sb.count(mc, &client)
+	inTok, inSum := sb.count(mc, &client, b.in.facts)
 	outTok, outSum := inTok, inSum
 	if x.edited {
-		outTok, outSum = sb.count(mc, &sent)
+		outTok, outSum = sb.count(mc, &sent, nil)
 	}
 	if n := len(client.msgs) + len(sent.msgs); len(sb.counts) > 2*n+64 {
 		// Forget the messages no longer sent.
@@ -270,21 +271,35 @@ func (sb *sessionBilling) delta(mc MessageCounter, p pricing.Prices, x *exchange
 		sb.caches[b.model] = pair
 	}
 	out := x.bill.usage.Output
-	us := pair.sent.Bill(x.start, sent.blocks(headBlocks, outTok, ratio, b.auto), out)
-	uc := pair.client.Bill(x.start, client.blocks(headBlocks, inTok, ratio, b.auto), out)
+	clientBlocks := client.blocks(headBlocks, inTok, ratio, b.auto)
+	sentBlocks := clientBlocks // an unedited request is its own blocks
+	if x.edited {
+		sentBlocks = sent.blocks(headBlocks, outTok, ratio, b.auto)
+	}
+	us := pair.sent.Bill(x.start, sentBlocks, out)
+	uc := pair.client.Bill(x.start, clientBlocks, out)
 	return p.Cost(uc) - p.Cost(us), true
 }
 
-// count returns the tokens of each message of v, counting only the ones
-// not seen before, and their sum.
-func (sb *sessionBilling) count(mc MessageCounter, v *cacheView) ([]int, int) {
+// count returns the tokens of each message of v and their sum: the count
+// the Engine made of it (known[j].Tokens, when known holds v's facts and
+// that is set: the Engine counts with mc), else the count of a message
+// seen before, else counted now.
+func (sb *sessionBilling) count(mc MessageCounter, v *cacheView, known []agentctx.Facts) ([]int, int) {
+	if len(known) != len(v.msgs) {
+		known = nil
+	}
 	n := make([]int, len(v.msgs))
 	sum := 0
 	for j := range v.msgs {
 		h := v.hashAt(j)
 		t, ok := sb.counts[h]
 		if !ok {
-			t = mc.CountMessage(v.msgs[j])
+			if known != nil && known[j].Tokens > 0 {
+				t = known[j].Tokens
+			} else {
+				t = mc.CountMessage(v.msgs[j])
+			}
 			sb.counts[h] = t
 		}
 		n[j] = t

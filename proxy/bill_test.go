@@ -11,8 +11,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 	"github.com/agentctx/agentctx/pipeline"
@@ -280,4 +282,50 @@ func TestBillWithoutOfAnEditedSession(t *testing.T) {
 		t.Errorf("estimate without agentctx $%v, the session sent direct cost $%v (%.1f%% off)", st.CostWithoutUSD, direct.USD, 100*diff)
 	}
 	t.Logf("with $%.6f, without (estimate) $%.6f, direct $%.6f", st.CostUSD, st.CostWithoutUSD, direct.USD)
+}
+
+// countingEngine is a PipelineEngine that counts the messages the proxy
+// asks it to count.
+type countingEngine struct {
+	*proxy.PipelineEngine
+	calls atomic.Int64
+}
+
+func (e *countingEngine) CountMessage(m agentctx.Message) int {
+	e.calls.Add(1)
+	return e.PipelineEngine.CountMessage(m)
+}
+
+// The estimate of the bill without agentctx takes the counts the Engine
+// made of the request's messages (Request.Facts) instead of counting every
+// new message a second time; the bill is the same.
+func TestBillUsesTheEnginesCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		inline int
+	}{{"unedited", 1 << 20}, {"edited", 1000}} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := proxy.PipelineOptions{Pipeline: pipeline.Options{
+				Workspace: workspace.Options{InlineLimit: tc.inline}, NoPrune: true, NoCompact: true,
+			}}
+			e := &countingEngine{PipelineEngine: pipelineEngine(t, opts)}
+			st, bill := billLoop(t, e, 12, bigOrSmall)
+			if st.Requests != 13 {
+				t.Fatalf("%d requests", st.Requests)
+			}
+			// The sent list of an edited request holds messages the
+			// request did not (a reference in place of a result): those
+			// only are counted.
+			if n := e.calls.Load(); n > int64(st.Edited) {
+				t.Errorf("the proxy counted %d messages again (%d requests edited)", n, st.Edited)
+			}
+			if !near(st.CostUSD, bill.USD) {
+				t.Errorf("cost $%v, the upstream billed $%v", st.CostUSD, bill.USD)
+			}
+			plain, _ := billLoop(t, pipelineEngine(t, opts), 12, bigOrSmall)
+			if !near(st.CostWithoutUSD, plain.CostWithoutUSD) {
+				t.Errorf("estimate without agentctx $%v, with the engine's own counts $%v", st.CostWithoutUSD, plain.CostWithoutUSD)
+			}
+		})
+	}
 }

@@ -50,9 +50,12 @@ type Request struct {
 	// for index (their encodings and hashes: see agentctx.Conversation),
 	// nil when it knows nothing. An Engine hands them to the pipeline
 	// (pipeline.Pipeline.PrepareConversation) so that no message is
-	// encoded again. They are made for this request alone and the proxy
-	// reads them no more: an Engine may fill them in place
-	// (pipeline.CallOptions.OwnFacts, as the PipelineEngine does).
+	// encoded again. They are made for this request alone: an Engine may
+	// fill them in place (pipeline.CallOptions.OwnFacts, as the
+	// PipelineEngine does). Of what it fills in, the proxy reads only the
+	// token counts, once Prepare has returned: a message's Tokens, when
+	// set, are the Engine's count of it, which the estimate of the bill
+	// without agentctx uses instead of counting it again (MessageCounter).
 	Facts []agentctx.Facts
 	// Tools is the raw "tools" member of the body (nil when absent), and
 	// System the raw system prompt: Anthropic's top-level "system",
