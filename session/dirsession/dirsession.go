@@ -230,17 +230,22 @@ func (s *driver) forget(file string) {
 }
 
 // appendTo appends the record of data at version to the journal f, whose
-// state is st, with one write, and returns what it wrote. A write that
+// state is st (its header, data and trailer written in turn: data is not
+// copied to be framed), and returns what it wrote. A write that
 // fails is taken back, as far as the file system allows; a part of it
 // left behind is a torn record, which readers pass over and the next Save
 // drops.
 func appendTo(f *os.File, st *state, version int64, data []byte) (written, error) {
-	rec := appendRecord(make([]byte, 0, recOverhead+len(data)), &st.nonce, version, data)
-	if _, err := f.WriteAt(rec, st.size); err != nil {
-		f.Truncate(st.size)
-		return written{}, err
+	hdr, trl := recordFrame(&st.nonce, version, data)
+	off := st.size
+	for _, p := range [...][]byte{hdr[:], data, trl[:]} {
+		if _, err := f.WriteAt(p, off); err != nil {
+			f.Truncate(st.size)
+			return written{}, err
+		}
+		off += int64(len(p))
 	}
-	return written{st.nonce, st.size + int64(len(rec)), version, recordCRC(rec)}, nil
+	return written{st.nonce, off, version, recordCRC(hdr[:])}, nil
 }
 
 // rewrite writes the session file anew (writeJournal) and remembers it.
@@ -259,13 +264,13 @@ func writeJournal(path string, version int64, data []byte) (written, error) {
 	if err != nil {
 		return written{}, err
 	}
-	buf := make([]byte, 0, fileHeaderSize+recOverhead+len(data))
-	buf = appendFileHeader(buf, &nonce)
-	buf = appendRecord(buf, &nonce, version, data)
-	if err := fsutil.WriteFile(path, buf, fsutil.Options{}); err != nil {
+	head := appendFileHeader(make([]byte, 0, fileHeaderSize+recHeaderSize), &nonce)
+	hdr, trl := recordFrame(&nonce, version, data)
+	head = append(head, hdr[:]...)
+	if err := fsutil.WriteFile(path, fsutil.Parts{head, data, trl[:]}, fsutil.Options{}); err != nil {
 		return written{}, err
 	}
-	return written{nonce, int64(len(buf)), version, recordCRC(buf[fileHeaderSize:])}, nil
+	return written{nonce, int64(len(head) + len(data) + len(trl)), version, recordCRC(hdr[:])}, nil
 }
 
 // Delete implements session.Driver.

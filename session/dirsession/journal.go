@@ -89,16 +89,24 @@ func appendFileHeader(buf []byte, nonce *[nonceSize]byte) []byte {
 
 // appendRecord appends one record of data at version to buf.
 func appendRecord(buf []byte, nonce *[nonceSize]byte, version int64, data []byte) []byte {
-	start := len(buf)
-	buf = append(buf, nonce[:]...)
-	buf = binary.BigEndian.AppendUint64(buf, uint64(version))
-	buf = binary.BigEndian.AppendUint64(buf, uint64(len(data)))
-	buf = binary.BigEndian.AppendUint32(buf, crc32.Checksum(data, castagnoli))
-	hcrc := crc32.Checksum(buf[start:], castagnoli)
-	buf = binary.BigEndian.AppendUint32(buf, hcrc)
+	hdr, trl := recordFrame(nonce, version, data)
+	buf = append(buf, hdr[:]...)
 	buf = append(buf, data...)
-	buf = binary.BigEndian.AppendUint64(buf, uint64(len(data)))
-	return binary.BigEndian.AppendUint32(buf, hcrc)
+	return append(buf, trl[:]...)
+}
+
+// recordFrame returns the header and the trailer of the record of data at
+// version: the record is the header, data, then the trailer.
+func recordFrame(nonce *[nonceSize]byte, version int64, data []byte) (hdr [recHeaderSize]byte, trl [trailerSize]byte) {
+	b := append(hdr[:0], nonce[:]...)
+	b = binary.BigEndian.AppendUint64(b, uint64(version))
+	b = binary.BigEndian.AppendUint64(b, uint64(len(data)))
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(data, castagnoli))
+	hcrc := crc32.Checksum(b, castagnoli)
+	binary.BigEndian.AppendUint32(b, hcrc)
+	t := binary.BigEndian.AppendUint64(trl[:0], uint64(len(data)))
+	binary.BigEndian.AppendUint32(t, hcrc)
+	return hdr, trl
 }
 
 // recordCRC is the header CRC of the record that starts rec.

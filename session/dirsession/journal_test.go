@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -263,5 +264,31 @@ func TestJournalBound(t *testing.T) {
 		if got := journalBound(tc.rec); got != tc.want {
 			t.Errorf("journalBound(%d) = %d, want %d", tc.rec, got, tc.want)
 		}
+	}
+}
+
+// A Save writes the state in its journal as it is given (a new journal,
+// then a record appended): framing a record does not copy a large state.
+func TestSaveDoesNotCopyTheState(t *testing.T) {
+	s, file := open(t, "ns", "s")
+	data := strings.Repeat(`{"result":"line of output"},`, 1<<15) // 896 KB
+	var v int64
+	for i, how := range []string{"new journal", "appended record"} {
+		state := []byte(fmt.Sprint(i) + data)
+		var a, b runtime.MemStats
+		runtime.ReadMemStats(&a)
+		nv, err := s.Save(context.Background(), "ns", "s", state, v)
+		runtime.ReadMemStats(&b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v = nv
+		if n := b.TotalAlloc - a.TotalAlloc; n > uint64(len(state))/4 {
+			t.Errorf("%s: saving %d bytes allocated %d", how, len(state), n)
+		}
+		wantState(t, s, string(state), v)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Size() < int64(2*len(data)) {
+		t.Fatalf("the journal is %v (%v): the second state was not appended", fi.Size(), err)
 	}
 }

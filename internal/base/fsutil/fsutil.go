@@ -189,9 +189,14 @@ func isTempName(name string) bool {
 	return true
 }
 
-// Data is what a file is written from: bytes, or a string (written as it
-// is, not copied into bytes first: a large artifact is not held twice).
-type Data interface{ []byte | string }
+// Data is what a file is written from: bytes, a string (written as it
+// is, not copied into bytes first: a large artifact is not held twice), or
+// Parts.
+type Data interface{ []byte | string | Parts }
+
+// Parts are the pieces of a file, written one after the other (a large
+// state between a header and a trailer is not copied to be joined).
+type Parts [][]byte
 
 // writeTemp writes data to a new temp file in dir and returns its path.
 func writeTemp[D Data](dir string, data D, o Options) (string, error) {
@@ -200,10 +205,17 @@ func writeTemp[D Data](dir string, data D, o Options) (string, error) {
 		return "", err
 	}
 	name := f.Name()
-	if str, ok := any(data).(string); ok {
-		_, err = f.WriteString(str)
-	} else {
-		_, err = f.Write([]byte(data))
+	switch d := any(data).(type) {
+	case string:
+		_, err = f.WriteString(d)
+	case []byte:
+		_, err = f.Write(d)
+	case Parts:
+		for _, p := range d {
+			if _, err = f.Write(p); err != nil {
+				break
+			}
+		}
 	}
 	if err == nil && o.Sync {
 		err = f.Sync()

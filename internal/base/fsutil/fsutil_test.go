@@ -1,6 +1,7 @@
 package fsutil
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io/fs"
@@ -224,5 +225,23 @@ func TestWriteFileStringNotCopied(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(p); string(got) != s {
 		t.Error("the file does not hold the string")
+	}
+}
+
+// Parts are written one after the other, none copied to be joined.
+func TestWriteFilePartsNotJoined(t *testing.T) {
+	big := bytes.Repeat([]byte("line of output\n"), 1<<16) // 960 KB
+	p := filepath.Join(t.TempDir(), "parts")
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	if err := WriteFile(p, Parts{[]byte("head:"), big, nil, []byte(":tail")}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&b)
+	if n := b.TotalAlloc - a.TotalAlloc; n > uint64(len(big))/4 {
+		t.Errorf("writing %d bytes in parts allocated %d bytes", len(big), n)
+	}
+	if got, _ := os.ReadFile(p); string(got) != "head:"+string(big)+":tail" {
+		t.Error("the file does not hold the parts in order")
 	}
 }
