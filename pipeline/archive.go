@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
@@ -69,7 +70,9 @@ func (a workspaceArchiver) ArchiveConversation(ctx context.Context, sessionID st
 			workspace.KeySessionID:   sessionID,
 			"messages":               strconv.Itoa(len(msgs)),
 		}},
-		Content: string(data),
+		// The archive's bytes as they are (never written again): an
+		// archive of a long history is tens of MB, not to be held twice.
+		Content: unsafe.String(unsafe.SliceData(data), len(data)),
 	}
 	if _, err := a.ws.Store().Put(ctx, a.ws.Namespace(), art); err != nil {
 		return compact.Archived{}, &compact.ArchiveError{Op: "write", Path: id, Err: err}
