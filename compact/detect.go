@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // resultFailed reports whether a tool result is a failure: is_error, a
@@ -159,9 +160,32 @@ type toolInput struct {
 	cmd string // Command or Cmd as a string
 }
 
+// parseInput reads a tool call's input as json.Unmarshal into a toolInput
+// would (ok false when it fails), without its reflection: a long history's
+// summary reads tens of thousands of inputs. An input with a member whose
+// name matches a field only as json.Unmarshal folds case is read by
+// json.Unmarshal itself.
 func parseInput(raw json.RawMessage) (in toolInput, ok bool) {
-	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &in) != nil {
+	if len(raw) == 0 || raw[0] != '{' {
 		return toolInput{}, false
+	}
+	var buf [8]rawjson.Member
+	members, err := rawjson.AppendMembers(buf[:0], raw)
+	if err != nil {
+		return toolInput{}, false
+	}
+	for _, m := range members {
+		if !in.set(m.Key, m.Value) {
+			if !in.folded(m.Key) {
+				return toolInput{}, false // a value json.Unmarshal refuses
+			}
+			var all toolInput // apart, so that in stays on the stack
+			if json.Unmarshal(raw, &all) != nil {
+				return toolInput{}, false
+			}
+			in = all
+			break
+		}
 	}
 	in.cmd = commandOf(in.Command, in.Cmd)
 	if len(in.Todos) == 0 {
@@ -172,12 +196,100 @@ func parseInput(raw json.RawMessage) (in toolInput, ok bool) {
 	return in, true
 }
 
+// set sets the field named key (exactly, as its json tag) to the raw
+// value v as json.Unmarshal would; it reports false when the value is not
+// one json.Unmarshal takes for the field, or key names no field exactly
+// (see folded). Members of no field are passed over.
+func (in *toolInput) set(key string, v []byte) bool {
+	var dst *string
+	switch key {
+	case "command":
+		in.Command = v
+		return true
+	case "cmd":
+		in.Cmd = v
+		return true
+	case "todos", "task_list":
+		var list []todo
+		if key == "todos" {
+			list = in.Todos // json.Unmarshal decodes into the list there is
+		} else {
+			list = in.TaskList
+		}
+		if json.Unmarshal(v, &list) != nil {
+			return false
+		}
+		if key == "todos" {
+			in.Todos = list
+		} else {
+			in.TaskList = list
+		}
+		return true
+	case "file_path":
+		dst = &in.FilePath
+	case "path":
+		dst = &in.Path
+	case "notebook_path":
+		dst = &in.NotebookPath
+	case "filename":
+		dst = &in.Filename
+	case "target_file":
+		dst = &in.TargetFile
+	case "pattern":
+		dst = &in.Pattern
+	case "query":
+		dst = &in.Query
+	case "url":
+		dst = &in.URL
+	case "description":
+		dst = &in.Description
+	case "prompt":
+		dst = &in.Prompt
+	case "old_string":
+		dst = &in.OldString
+	case "new_string":
+		dst = &in.NewString
+	case "old_str":
+		dst = &in.OldStr
+	case "new_str":
+		dst = &in.NewStr
+	default:
+		return !in.folded(key)
+	}
+	switch rawjson.Kind(v) {
+	case '"':
+		*dst = rawjson.Unquote(v)
+	case 'n': // null leaves a string as it was
+	default:
+		return false
+	}
+	return true
+}
+
+// toolInputKeys are the json names of toolInput's fields.
+var toolInputKeys = [...]string{"command", "cmd", "file_path", "path", "notebook_path", "filename", "target_file", "pattern",
+	"query", "url", "description", "prompt", "todos", "task_list", "old_string", "new_string", "old_str", "new_str"}
+
+// folded reports whether key names a field of toolInput only as
+// json.Unmarshal matches names, ignoring case ("Command", "FILE_PATH").
+func (in *toolInput) folded(key string) bool {
+	for _, k := range toolInputKeys {
+		if key != k && strings.EqualFold(key, k) {
+			return true
+		}
+	}
+	return false
+}
+
 // commandOf returns the command of a shell-like call (a string, or an argv
 // array joined with spaces).
 func commandOf(raws ...json.RawMessage) string {
 	for _, raw := range raws {
 		if len(raw) == 0 {
 			continue
+		}
+		if rawjson.Kind(raw) == '"' {
+			return rawjson.Unquote(raw)
 		}
 		var s string
 		if json.Unmarshal(raw, &s) == nil {

@@ -446,9 +446,10 @@ func plainRun(data []byte, i int) int {
 }
 
 // CommonKey returns, for the token of a key that messages and blocks of
-// the model APIs use (as written without escapes: "role", "content",
-// "type", ...), the key and that token, shared and not to be modified, so
-// that decoding many small messages does not allocate them for each.
+// the model APIs and coding agents' tool inputs use (as written without
+// escapes: "role", "content", "type", "command", ...), the key and that
+// token, shared and not to be modified, so that decoding many small
+// messages does not allocate them for each.
 func CommonKey(token []byte) (key string, ok bool) {
 	t, ok := commonKeyTokens[string(token)] // no allocation: the compiler looks up without converting
 	if !ok {
@@ -476,7 +477,10 @@ var commonKeyTokens = func() map[string]commonKey {
 	m := map[string]commonKey{}
 	for _, k := range []string{"role", "content", "type", "text", "id", "name", "input", "tool_use_id", "is_error",
 		"cache_control", "tool_calls", "tool_call_id", "function", "arguments", "thinking", "signature", "source",
-		"media_type", "data", "citations", "status", "call_id", "output", "summary", "timestamp", "model"} {
+		"media_type", "data", "citations", "status", "call_id", "output", "summary", "timestamp", "model",
+		// The members of coding agents' tool inputs that summaries read.
+		"command", "cmd", "description", "timeout", "file_path", "path", "pattern", "query", "url", "prompt",
+		"old_string", "new_string", "old_str", "new_str", "todos"} {
 		tok := []byte(`"` + k + `"`)
 		m[string(tok)] = commonKey{key: k, token: tok[:len(tok):len(tok)]}
 	}

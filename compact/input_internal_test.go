@@ -1,0 +1,90 @@
+package compact
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// parseInputJSON is parseInput as json.Unmarshal reads it: what parseInput
+// must agree with.
+func parseInputJSON(raw json.RawMessage) (in toolInput, ok bool) {
+	if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &in) != nil {
+		return toolInput{}, false
+	}
+	in.cmd = commandOfJSON(in.Command, in.Cmd)
+	if len(in.Todos) == 0 {
+		in.Todos = in.TaskList
+	}
+	in.TaskList = nil
+	in.Command, in.Cmd = nil, nil
+	return in, true
+}
+
+func commandOfJSON(raws ...json.RawMessage) string {
+	for _, raw := range raws {
+		if len(raw) == 0 {
+			continue
+		}
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+		var argv []string
+		if json.Unmarshal(raw, &argv) == nil {
+			return strings.Join(argv, " ")
+		}
+	}
+	return ""
+}
+
+var toolInputCases = []string{
+	``, `null`, `[]`, `"x"`, `{}`, ` {}`, `{"command":"ls -la"}`, `{"cmd":["git","status"]}`, `{"command":["a",1]}`,
+	`{"command":null}`, `{"command":5,"cmd":"echo"}`, `{"command":{"a":1}}`,
+	`{"file_path":"/a.go","old_string":"x","new_string":"y"}`, `{"path":"a","path":null}`, `{"path":null,"path":"b"}`,
+	`{"path":"a","path":"b"}`, `{"file_path":5}`, `{"file_path":true}`, `{"file_path":["a"]}`, `{"file_path":{}}`,
+	`{"File_Path":"/upper.go"}`, `{"COMMAND":"ls"}`, `{"command":"a","Command":"b"}`, `{"Command":"b","command":"a"}`,
+	`{"path":"\u0041\n\t\"q\"","url":"http://x/\u00e9"}`, `{"pattern":"\ud800"}`, "{\"query\":\"\xff\xfe\"}",
+	`{"todos":[{"content":"a","status":"done"}],"task_list":[{"title":"b"}]}`, `{"task_list":[{"title":"b"}]}`,
+	`{"todos":null,"task_list":[{"Title":"c"}]}`, `{"todos":"no"}`, `{"todos":[1]}`, `{"todos":[{"content":5}]}`,
+	`{"unknown":{"deep":[1,2,{"x":null}]},"description":"d","prompt":"p"}`, `{"unknown":5}`, `{"a":1,}`, `{"a" 1}`,
+	`{"command":"ls"} x`, `{"command":"ls"`, `{"filename":"f","target_file":"t","notebook_path":"n"}`,
+	// U+212A KELVIN SIGN and U+017F LATIN SMALL LETTER LONG S fold to k and s.
+	"{\"tas\u212a_list\":[{\"title\":\"kelvin\"}]}", "{\"ſtr\":1,\"old_\u017ftr\":\"long s\"}", `{"new_str":"n","old_str":"o"}`,
+}
+
+// parseInput reads every input as json.Unmarshal does: exact names,
+// names that match only ignoring case, duplicates, nulls, values of the
+// wrong type, escapes, invalid UTF-8 and invalid JSON.
+func TestParseInputIsUnmarshal(t *testing.T) {
+	for _, c := range toolInputCases {
+		got, gok := parseInput(json.RawMessage(c))
+		want, wok := parseInputJSON(json.RawMessage(c))
+		if gok != wok || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %+v %v\nwant %+v %v", c, got, gok, want, wok)
+		}
+	}
+}
+
+func FuzzParseInput(f *testing.F) {
+	for _, c := range toolInputCases {
+		f.Add(c)
+	}
+	f.Fuzz(func(t *testing.T, c string) {
+		got, gok := parseInput(json.RawMessage(c))
+		want, wok := parseInputJSON(json.RawMessage(c))
+		if gok != wok || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%q:\n got %+v %v\nwant %+v %v", c, got, gok, want, wok)
+		}
+	})
+}
+
+// Reading a shell call's input allocates its strings and nothing else (a
+// summary of a long history reads tens of thousands).
+func TestParseInputAllocatesItsStrings(t *testing.T) {
+	raw := json.RawMessage(`{"command":"go test ./...","description":"run the tests","timeout":120000}`)
+	if n := testing.AllocsPerRun(100, func() { parseInput(raw) }); n > 2 {
+		t.Errorf("parseInput allocates %v times, want the 2 strings", n)
+	}
+}
