@@ -81,13 +81,13 @@ func (b Block) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes a block, keeping every member.
 func (b *Block) UnmarshalJSON(data []byte) error {
-	return b.decode(append([]byte(nil), data...))
+	return b.decode(append([]byte(nil), data...), nil)
 }
 
-func (b *Block) decode(raw []byte) error {
+func (b *Block) decode(raw []byte, a *memberArena) error {
 	*b = Block{}
 	var err error
-	b.members, err = decodeMembers(raw, func(m *member) bool {
+	b.members, err = decodeMembers(raw, a, func(m *member) bool {
 		switch m.key {
 		case "type":
 			return decodeStr(m, &b.Type)
@@ -105,7 +105,7 @@ func (b *Block) decode(raw []byte) error {
 			b.Input = json.RawMessage(m.raw[:len(m.raw):len(m.raw)])
 			return true
 		case "content":
-			b.Content = decodeContent(m)
+			b.Content = decodeContent(m, a)
 			return true
 		case "is_error":
 			switch rawjson.Kind(m.raw) {

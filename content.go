@@ -198,7 +198,7 @@ func (c Content) clone() Content {
 
 // decodeContent decodes a content value. It never fails: JSON that does not
 // fit the string/blocks/null forms is kept as ContentOther.
-func decodeContent(m *member) Content {
+func decodeContent(m *member, a *memberArena) Content {
 	switch rawjson.Kind(m.raw) {
 	case '"':
 		s, _ := decodeString(m)
@@ -216,7 +216,7 @@ func decodeContent(m *member) Content {
 					ok = false
 					break
 				}
-				if err := blocks[i].decode(el); err != nil {
+				if err := blocks[i].decode(el, a); err != nil {
 					ok = false
 					break
 				}
@@ -264,6 +264,6 @@ func (c *Content) UnmarshalJSON(data []byte) error {
 	if err := rawjson.Valid(raw); err != nil {
 		return err
 	}
-	*c = decodeContent(&member{raw: raw})
+	*c = decodeContent(&member{raw: raw}, nil)
 	return nil
 }

@@ -213,7 +213,7 @@ func (d *Document) Conversations() []*Document {
 // list are ordinary messages with role "system".
 func (d *Document) System() (Content, bool) {
 	if m := findMember(d.members, "system"); m != nil {
-		return decodeContent(&member{raw: m.raw}), true
+		return decodeContent(&member{raw: m.raw}, nil), true
 	}
 	return Content{}, false
 }
@@ -378,7 +378,7 @@ func (d *Document) setMessages(msgs []Message) {
 func decodeMessages(data []byte, elems [][]byte) ([]Message, error) {
 	msgs := make([]Message, len(elems))
 	for k, el := range elems {
-		if err := msgs[k].decode(el); err != nil {
+		if err := msgs[k].decode(el, nil); err != nil {
 			return nil, inputErrorAt(data, rawjson.Offset(data, el), fmt.Sprintf("message %d: %v", k, err))
 		}
 	}
@@ -389,7 +389,7 @@ func decodeMessages(data []byte, elems [][]byte) ([]Message, error) {
 // "messages" (a request body, a mini-swe-agent trajectory) or "history"
 // (a SWE-agent trajectory).
 func parseObject(data []byte, i, end int, f Format, key string) (*Document, error) {
-	members, err := decodeMembers(data[i:end], func(*member) bool { return false })
+	members, err := decodeMembers(data[i:end], nil, func(*member) bool { return false })
 	if err != nil {
 		return nil, syntaxError(data, err)
 	}

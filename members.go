@@ -168,13 +168,15 @@ func (e *encoder) boolean(v bool) {
 // claimed by decodeKnown, which returns false when the value has a type the
 // typed field cannot hold (the member then stays opaque and is written back
 // as it came).
-func decodeMembers(raw []byte, decodeKnown func(m *member) bool) ([]member, error) {
+//
+// The list is taken from a (see memberArena); nil: allocated.
+func decodeMembers(raw []byte, a *memberArena, decodeKnown func(m *member) bool) ([]member, error) {
 	var buf [8]rawjson.Member // split on the stack: only the members kept are allocated
 	ms, err := rawjson.AppendMembers(buf[:0], raw)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]member, len(ms))
+	out := a.take(len(ms))
 	for i, m := range ms {
 		out[i] = member{key: m.Key, rawKey: m.RawKey, raw: m.Value}
 		if decodeKnown(&out[i]) {
@@ -183,6 +185,34 @@ func decodeMembers(raw []byte, decodeKnown func(m *member) bool) ([]member, erro
 	}
 	return out, nil
 }
+
+// memberArena hands out the member lists of one message being decoded
+// from a buffer an OwnedDecoder reuses from message to message: most
+// lists, once owned, are a shared shape (sharedMembers) and the others are
+// copied out (OwnedDecoder.Decode), so decoding many small messages makes
+// no list only to let it go.
+type memberArena struct{ buf []member }
+
+// take returns a list of n members (every one to be set by the caller);
+// a nil arena allocates it.
+func (a *memberArena) take(n int) []member {
+	if a == nil {
+		return make([]member, n)
+	}
+	if n == 0 {
+		return []member{} // not nil, as make's: a decoded object, however empty
+	}
+	if cap(a.buf)-len(a.buf) < n {
+		a.buf = make([]member, 0, max(2*cap(a.buf), n, 64)) // the lists handed out before keep the old buffer
+	}
+	l := len(a.buf)
+	a.buf = a.buf[:l+n]
+	return a.buf[l : l+n : l+n]
+}
+
+// reset makes the whole buffer free again: no list handed out may be in
+// use any more.
+func (a *memberArena) reset() { a.buf = a.buf[:0] }
 
 // opaqueMembers returns scanned members as members no typed field claims.
 func opaqueMembers(ms []rawjson.Member) []member {

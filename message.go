@@ -166,26 +166,26 @@ func (m Message) AppendJSON(dst []byte) ([]byte, error) {
 
 // UnmarshalJSON decodes a message, keeping every member.
 func (m *Message) UnmarshalJSON(data []byte) error {
-	return m.decode(append([]byte(nil), data...))
+	return m.decode(append([]byte(nil), data...), nil)
 }
 
 // DecodeMessage decodes one message from raw JSON. The result may share
 // memory with raw, which must not be modified afterwards.
 func DecodeMessage(raw []byte) (Message, error) {
 	var m Message
-	if err := m.decode(raw); err != nil {
+	if err := m.decode(raw, nil); err != nil {
 		return Message{}, err
 	}
 	return m, nil
 }
 
-func (m *Message) decode(raw []byte) error {
+func (m *Message) decode(raw []byte, a *memberArena) error {
 	*m = Message{}
 	if rawjson.Kind(raw) != '{' {
 		return fmt.Errorf("message is not a JSON object")
 	}
 	var err error
-	m.members, err = decodeMembers(raw, func(mb *member) bool {
+	m.members, err = decodeMembers(raw, a, func(mb *member) bool {
 		switch mb.key {
 		case "role":
 			return decodeStr(mb, &m.Role)
@@ -194,14 +194,14 @@ func (m *Message) decode(raw []byte) error {
 		case "tool_call_ids":
 			return decodeIDList(mb)
 		case "content":
-			m.Content = decodeContent(mb)
+			m.Content = decodeContent(mb, a)
 			return true
 		case "tool_calls":
 			switch rawjson.Kind(mb.raw) {
 			case 'n':
 				return true
 			case '[':
-				tcs, ok := decodeToolCalls(mb.raw)
+				tcs, ok := decodeToolCalls(mb.raw, a)
 				if ok {
 					m.ToolCalls = tcs
 				}
@@ -235,7 +235,7 @@ func decodeIDList(mb *member) bool {
 	return true
 }
 
-func decodeToolCalls(raw []byte) ([]ToolCall, bool) {
+func decodeToolCalls(raw []byte, a *memberArena) ([]ToolCall, bool) {
 	elems, err := rawjson.Elements(raw)
 	if err != nil {
 		return nil, false
@@ -246,7 +246,7 @@ func decodeToolCalls(raw []byte) ([]ToolCall, bool) {
 			return nil, false
 		}
 		tc := &tcs[i]
-		tc.members, err = decodeMembers(el, func(mb *member) bool {
+		tc.members, err = decodeMembers(el, a, func(mb *member) bool {
 			switch mb.key {
 			case "id":
 				return decodeStr(mb, &tc.ID)
@@ -257,7 +257,7 @@ func decodeToolCalls(raw []byte) ([]ToolCall, bool) {
 					return false
 				}
 				fc := &tc.Function
-				fc.members, err = decodeMembers(mb.raw, func(fm *member) bool {
+				fc.members, err = decodeMembers(mb.raw, a, func(fm *member) bool {
 					switch fm.key {
 					case "name":
 						return decodeStr(fm, &fc.Name)

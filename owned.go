@@ -15,13 +15,42 @@ import (
 // for messages kept long, such as a cache of decoded requests: it holds
 // about half of what DecodeMessage holds along with its input.
 func DecodeOwnedMessage(raw []byte) (Message, error) {
+	return decodeOwned(raw, nil)
+}
+
+// An OwnedDecoder decodes messages as DecodeOwnedMessage does, reusing its
+// working memory from one message to the next: decoding a long request's
+// messages one after the other leaves no garbage but what it keeps. The
+// zero value is ready to use. An OwnedDecoder is not safe for concurrent
+// use.
+type OwnedDecoder struct{ arena memberArena }
+
+// Decode decodes raw as DecodeOwnedMessage does. The message shares no
+// memory with raw, nor with the decoder: it stays valid after the next
+// Decode.
+func (d *OwnedDecoder) Decode(raw []byte) (Message, error) {
+	d.arena.reset()
+	return decodeOwned(raw, &d.arena)
+}
+
+// decodeOwned is DecodeOwnedMessage with the member lists taken from a
+// (nil: allocated): the lists kept are shared shapes, or copied out of a.
+func decodeOwned(raw []byte, a *memberArena) (Message, error) {
 	var m Message
-	if err := m.decode(raw); err != nil {
+	if err := m.decode(raw, a); err != nil {
 		return Message{}, err
 	}
 	m.own()
-	m.members = sharedMembers(m.members)
-	shareBlockMembers(m.Content)
+	keep := sharedMembers
+	if a != nil {
+		keep = sharedOrCopied
+		for i := range m.ToolCalls {
+			tc := &m.ToolCalls[i]
+			tc.members, tc.Function.members = copied(tc.members), copied(tc.Function.members)
+		}
+	}
+	m.members = keep(m.members)
+	keepBlockMembers(m.Content, keep)
 	return m, nil
 }
 
@@ -157,7 +186,7 @@ func makeMemberShapes() [][]member {
 		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":[{"type":"text","text":"x"}]}]}`,
 	} {
 		var m Message
-		if err := m.decode([]byte(s)); err != nil {
+		if err := m.decode([]byte(s), nil); err != nil {
 			panic("agentctx: member shape " + s + ": " + err.Error())
 		}
 		m.own()
@@ -189,15 +218,36 @@ next:
 	return -1
 }
 
-// shareBlockMembers makes the blocks of c (in place: they are those of a
-// message just decoded, its own), and the blocks of their content, share
-// the list of their shape.
-func shareBlockMembers(c Content) {
+// keepBlockMembers sets the member list of each block of c (in place:
+// they are those of a message just decoded, its own), and of the blocks
+// of their content, to keep's of it.
+func keepBlockMembers(c Content, keep func([]member) []member) {
 	for i := range c.blocks {
 		b := &c.blocks[i]
-		b.members = sharedMembers(b.members)
-		shareBlockMembers(b.Content)
+		b.members = keep(b.members)
+		keepBlockMembers(b.Content, keep)
 	}
+}
+
+// sharedOrCopied is sharedMembers for a list in a memberArena: the shared
+// list of its shape, or a copy of its own.
+func sharedOrCopied(ms []member) []member {
+	if k := shapeIndex(memberShapes, ms); k >= 0 {
+		return memberShapes[k]
+	}
+	return copied(ms)
+}
+
+// copied returns a copy of ms: nil for nil, and an empty list (still not
+// nil: a decoded message, not one made by code) for an empty one.
+func copied(ms []member) []member {
+	if ms == nil {
+		return nil
+	}
+	if len(ms) == 0 {
+		return []member{}
+	}
+	return append(make([]member, 0, len(ms)), ms...)
 }
 
 // sharedMembers returns the shared list of ms's shape (see memberShapes),

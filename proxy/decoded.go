@@ -118,9 +118,9 @@ func decodeItem(c *decodeCache, raw []byte) (*decodedMsg, error) {
 	return d, nil
 }
 
-// decodeMsg decodes a message of a request.
-func decodeMsg(c *decodeCache, raw, scratch []byte) (*decodedMsg, agentctx.Message, []byte, error) {
-	m, err := agentctx.DecodeOwnedMessage(raw)
+// decodeMsg decodes a message of a request with dec.
+func decodeMsg(c *decodeCache, dec *agentctx.OwnedDecoder, raw, scratch []byte) (*decodedMsg, agentctx.Message, []byte, error) {
+	m, err := dec.Decode(raw)
 	if err != nil {
 		return nil, m, scratch, err
 	}
@@ -248,8 +248,9 @@ func (ls *listScan) decodeItems() ([]*decodedMsg, error) {
 func (ls *listScan) decodeMessages() ([]*decodedMsg, []agentctx.Message, error) {
 	c := ls.Cache
 	var scratch []byte // decodeMsg's, for the next message
+	var dec agentctx.OwnedDecoder
 	return ls.DecodeMessages(func(raw []byte) (d *decodedMsg, m agentctx.Message, err error) {
-		d, m, scratch, err = decodeMsg(c, raw, scratch)
+		d, m, scratch, err = decodeMsg(c, &dec, raw, scratch)
 		return d, m, err
 	})
 }

@@ -3,6 +3,8 @@ package proxy
 import (
 	"strings"
 	"testing"
+
+	"github.com/agentctx/agentctx"
 )
 
 // TestHashStrippedIsHashOfStripped holds the streamed hash to the hash of
@@ -43,7 +45,7 @@ func TestCompactlyWrittenMessagesKeepNoMore(t *testing.T) {
 		`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]}`,
 		`{"role":"user","content":"hi"}`,
 	} {
-		d, _, _, err := decodeMsg(c, []byte(raw), nil)
+		d, _, _, err := decodeMsg(c, new(agentctx.OwnedDecoder), []byte(raw), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +61,7 @@ func TestCompactlyWrittenMessagesKeepNoMore(t *testing.T) {
 	}
 	// Written with spaces, its encoding is its own, and kept.
 	raw := []byte(`{ "role": "user", "content": "hi" }`)
-	d, _, _, err := decodeMsg(c, raw, nil)
+	d, _, _, err := decodeMsg(c, new(agentctx.OwnedDecoder), raw, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,8 +59,8 @@ func newDecodeCache(max int64) *decodeCache {
 	return nil
 }
 
-func decodeMsg(c *decodeCache, raw []byte) (*decodedMsg, agentctx.Message, error) {
-	m, err := agentctx.DecodeOwnedMessage(raw)
+func decodeMsg(c *decodeCache, dec *agentctx.OwnedDecoder, raw []byte) (*decodedMsg, agentctx.Message, error) {
+	m, err := dec.Decode(raw)
 	if err != nil {
 		return nil, m, err
 	}
@@ -99,7 +99,8 @@ func cachedDocument(c *decodeCache, prefix string, body []byte) (doc *agentctx.D
 	}
 	// The messages are the cache's: the document's list is never written
 	// into (the pipeline's results are new lists).
-	dm, msgs, err := ls.DecodeMessages(func(raw []byte) (*decodedMsg, agentctx.Message, error) { return decodeMsg(c, raw) })
+	var dec agentctx.OwnedDecoder
+	dm, msgs, err := ls.DecodeMessages(func(raw []byte) (*decodedMsg, agentctx.Message, error) { return decodeMsg(c, &dec, raw) })
 	if err != nil {
 		return nil, nil, false
 	}
