@@ -354,19 +354,17 @@ func (p *Pipeline) saveState(ctx context.Context, st *state, v int64, results *r
 	if p.opts.Stateless {
 		return 0, nil
 	}
+	var prev *state
+	var prevJSON *resultsJSON
 	if results == nil {
 		// The entries the last state remembered holds as they are are
 		// copied from its JSON, not encoded again.
 		m := &p.stateMemo
 		m.mu.Lock()
-		prev, prevJSON := m.st, m.results
+		prev, prevJSON = m.st, m.results
 		m.mu.Unlock()
-		var err error
-		if results, err = encodeResults(st.Results, prev, prevJSON); err != nil {
-			return 0, err
-		}
 	}
-	data, results, err := encodeState(st, results)
+	data, results, err := encodeStateFrom(st, results, prev, prevJSON)
 	if err != nil {
 		return 0, err
 	}
@@ -392,11 +390,14 @@ var resultsNull = []byte(`"results":null`)
 // and a call that leaves them alone (Observe) does not encode them again.
 // The JSON returned is a part of data (its spans unchanged).
 func encodeState(st *state, results *resultsJSON) (data []byte, res *resultsJSON, err error) {
-	if results == nil {
-		if results, err = encodeResults(st.Results, nil, nil); err != nil {
-			return nil, nil, err
-		}
-	}
+	return encodeStateFrom(st, results, nil, nil)
+}
+
+// encodeStateFrom is encodeState encoding the results (when results is
+// nil) in place in the state's JSON, from prev and prevJSON as
+// encodeResults does: a long session's results are not encoded apart
+// only to be copied in (4.6 MB for 50,000 results).
+func encodeStateFrom(st *state, results *resultsJSON, prev *state, prevJSON *resultsJSON) (data []byte, res *resultsJSON, err error) {
 	rs := st.Results
 	st.Results = nil
 	head, err := json.Marshal(st)
@@ -411,11 +412,24 @@ func encodeState(st *state, results *resultsJSON) (data []byte, res *resultsJSON
 		return nil, nil, errors.New("pipeline: encode state: no results member")
 	}
 	at := i + len(resultsNull) - len("null")
-	data = make([]byte, 0, len(head)-len("null")+len(results.data))
-	data = append(data, head[:at]...)
-	data = append(data, results.data...)
-	data = append(data, head[i+len(resultsNull):]...)
-	res = &resultsJSON{data: data[at : at+len(results.data) : at+len(results.data)], keys: results.keys, spans: results.spans}
+	tail := head[i+len(resultsNull):]
+	var keys []string
+	var spans []span
+	if results != nil {
+		data = make([]byte, 0, at+len(results.data)+len(tail))
+		data = append(data, head[:at]...)
+		data = append(data, results.data...)
+		keys, spans = results.keys, results.spans
+	} else {
+		data = make([]byte, 0, at+resultsSize(rs, prev, prevJSON)+len(tail))
+		data = append(data, head[:at]...)
+		if data, keys, spans, err = appendResults(data, rs, prev, prevJSON); err != nil {
+			return nil, nil, err
+		}
+	}
+	end := len(data)
+	data = append(data, tail...)
+	res = &resultsJSON{data: data[at:end:end], keys: keys, spans: spans}
 	return data, res, nil
 }
 
@@ -426,25 +440,50 @@ func encodeState(st *state, results *resultsJSON) (data []byte, res *resultsJSON
 // results change a few at a time, and their encoding (times, escaped
 // replacement texts) is most of the cost of saving its state.
 func encodeResults(rs map[string]*resultState, prev *state, prevJSON *resultsJSON) (*resultsJSON, error) {
-	if rs == nil {
-		return &resultsJSON{data: []byte("null")}, nil
+	out, keys, spans, err := appendResults(make([]byte, 0, resultsSize(rs, prev, prevJSON)), rs, prev, prevJSON)
+	if err != nil {
+		return nil, err
 	}
+	return &resultsJSON{data: out, keys: keys, spans: spans}, nil
+}
+
+// usablePrev returns prev and prevJSON, or nils when prevJSON is not the
+// JSON of prev's results.
+func usablePrev(prev *state, prevJSON *resultsJSON) (*state, *resultsJSON) {
 	if prev == nil || prevJSON == nil || len(prevJSON.keys) != len(prevJSON.spans) || len(prevJSON.keys) != len(prev.Results) {
-		prev, prevJSON = nil, nil
+		return nil, nil
 	}
-	keys := sortedKeys(rs, prev, prevJSON)
+	return prev, prevJSON
+}
+
+// resultsSize is about the length of encodeResults' JSON of rs, for its
+// buffer (sized, not grown: 50,000 results made 20 MB of garbage).
+func resultsSize(rs map[string]*resultState, prev *state, prevJSON *resultsJSON) int {
+	if rs == nil {
+		return len("null")
+	}
+	if _, pj := usablePrev(prev, prevJSON); pj != nil {
+		return len(pj.data) + 256
+	}
 	size := 2
-	if prevJSON != nil {
-		size = len(prevJSON.data) + 256
-	} else {
-		for k, r := range rs { // sized, not grown: 50,000 results made 20 MB of garbage
-			size += len(k) + 110
-			if r != nil {
-				size += len(r.Artifact) + len(r.Action) + len(r.Content)
-			}
+	for k, r := range rs {
+		size += len(k) + 110
+		if r != nil {
+			size += len(r.Artifact) + len(r.Action) + len(r.Content)
 		}
 	}
-	out := make([]byte, 0, size)
+	return size
+}
+
+// appendResults is encodeResults appending the JSON to out: the spans it
+// returns are from the start of that JSON.
+func appendResults(out []byte, rs map[string]*resultState, prev *state, prevJSON *resultsJSON) ([]byte, []string, []span, error) {
+	if rs == nil {
+		return append(out, "null"...), nil, nil, nil
+	}
+	prev, prevJSON = usablePrev(prev, prevJSON)
+	keys := sortedKeys(rs, prev, prevJSON)
+	base := len(out)
 	spans := make([]span, len(keys))
 	out = append(out, '{')
 	j := 0 // the first of prevJSON's keys not before keys[i]
@@ -470,13 +509,13 @@ func encodeResults(rs map[string]*resultState, prev *state, prevJSON *resultsJSO
 		if !reused {
 			var err error
 			if out, err = appendResult(out, k, r); err != nil {
-				return nil, err
+				return nil, nil, nil, err
 			}
 		}
-		spans[i] = span{start, len(out)}
+		spans[i] = span{start - base, len(out) - base}
 	}
 	out = append(out, '}')
-	return &resultsJSON{data: out, keys: keys, spans: spans}, nil
+	return out, keys, spans, nil
 }
 
 // sortedKeys returns the keys of rs in order, as encoding/json writes a

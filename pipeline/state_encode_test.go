@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
+	"slices"
 	"testing"
 	"time"
 )
@@ -156,4 +158,51 @@ func TestAppendResultIsMarshal(t *testing.T) {
 	if got, err := appendResult(nil, "k", nil); err != nil || string(got) != `"k":null` {
 		t.Fatalf("nil entry: %s, %v", got, err)
 	}
+}
+
+// A state saved after an earlier one encodes its results in place, from
+// the earlier JSON where entries are unchanged: json.Marshal's bytes, the
+// results' JSON and spans as encodeResults gives them, and one copy of
+// the state allocated besides its keys and spans (the results were
+// encoded apart, then copied in).
+func TestEncodeStateFromIsMarshalInOneCopy(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	prev := newState()
+	for i := range 5000 {
+		prev.Results[fmt.Sprintf("toolu_%07d\x00%024x", i, i)] = &resultState{FirstSeen: at}
+	}
+	_, prevJSON, err := encodeState(prev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := prev.clone()
+	st.Requests++
+	st.Results["toolu_new\x00x"] = &resultState{FirstSeen: at, Action: actionPruned, Content: "[cleared]"}
+	want, _ := json.Marshal(st)
+	wantRes, err := encodeResults(st.Results, prev, prevJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	var res *resultsJSON
+	n := allocatedBy(func() { got, res, err = encodeStateFrom(st, nil, prev, prevJSON) })
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("encodeStateFrom = %.200s, %v\nwant %.200s", got, err, want)
+	}
+	if !bytes.Equal(res.data, wantRes.data) || !slices.Equal(res.keys, wantRes.keys) || !slices.Equal(res.spans, wantRes.spans) {
+		t.Fatal("the results' JSON in the state is not encodeResults'")
+	}
+	// The state, and its keys and spans (16 bytes each, sorted keys made twice).
+	if limit := uint64(len(got) + 64*len(st.Results)); n > limit {
+		t.Errorf("encoding a %d-byte state of %d results allocated %d bytes", len(got), len(st.Results), n)
+	}
+}
+
+// allocatedBy returns the bytes f allocates.
+func allocatedBy(f func()) uint64 {
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	f()
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc
 }
