@@ -184,7 +184,7 @@ func (c *call) endRequest() {
 func (c *call) result(ctx context.Context, start time.Time) (*Result, error) {
 	p, o, st := c.p, &c.p.opts, c.st
 	rep := c.rep
-	v := agentctx.ValidatePairing(c.view)
+	v := c.viewPairing()
 	rep.Valid = v.Valid
 	rep.Steps = append(rep.Steps, StepReport{Step: StepValidate, Pairing: &v, Tokens: c.tokens})
 	rep.MessagesAfter = len(c.view)
@@ -220,6 +220,25 @@ func (c *call) result(ctx context.Context, start time.Time) (*Result, error) {
 	return res, nil
 }
 
+// viewPairing returns the pairing report of the view: the repair step's
+// of the input when the view is the input, message for message (Sources
+// say so: the steps changed nothing), else the view's own.
+func (c *call) viewPairing() agentctx.PairingReport {
+	if c.inPairing != nil && len(c.view) == len(c.in) && len(c.vsrc) == len(c.view) {
+		same := true
+		for i, s := range c.vsrc {
+			if s != i {
+				same = false
+				break
+			}
+		}
+		if same {
+			return *c.inPairing
+		}
+	}
+	return agentctx.ValidatePairing(c.view)
+}
+
 // call is the working state of one run.
 type call struct {
 	p   *Pipeline
@@ -234,9 +253,12 @@ type call struct {
 	tokens   int  // of the list as it stands, reserved tokens included
 	over     bool // the count step found the estimate at or over the trigger
 
-	in   []agentctx.Message // the input
-	hist []agentctx.Message // the repaired input
-	src  []agentctx.Message // hist with the summary in place: the originals of the view's results
+	in []agentctx.Message // the input
+	// inPairing is the input's pairing report when the repair step found
+	// it valid (nil otherwise): the report of a view that is the input.
+	inPairing *agentctx.PairingReport
+	hist      []agentctx.Message // the repaired input
+	src       []agentctx.Message // hist with the summary in place: the originals of the view's results
 	// srcFacts are src's (index for index; shared with the list the
 	// applyCompaction step made).
 	srcFacts []agentctx.Facts
@@ -567,9 +589,12 @@ func (c *call) repair(_ context.Context, in list) (list, StepReport, error) {
 	if c.p.opts.NoRepair {
 		return in, StepReport{Skipped: true}, nil
 	}
-	if agentctx.ValidatePairing(in.msgs).Valid {
+	if v := agentctx.ValidatePairing(in.msgs); v.Valid {
 		// Nothing to repair: the history as it is (not a copy; no step
 		// changes a list in place), validated once.
+		if len(in.msgs) == len(c.in) {
+			c.inPairing = &v
+		}
 		return in, StepReport{Repairs: []agentctx.Repair{}}, nil
 	}
 	fixed, repairs := agentctx.RepairPairing(in.msgs)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -107,6 +108,11 @@ func mustPrepare(t *testing.T, p *pipeline.Pipeline, msgs []agentctx.Message) *p
 	}
 	if !res.Report.Valid {
 		t.Fatalf("output unpaired: %v", res.Report.Step(pipeline.StepValidate).Pairing.Issues)
+	}
+	// The report is the output's, also when it is the input's (the input
+	// validated once, by the repair step).
+	if got, want := *res.Report.Step(pipeline.StepValidate).Pairing, agentctx.ValidatePairing(res.Messages); !reflect.DeepEqual(got, want) {
+		t.Fatalf("the validate step reports %+v, the output is %+v", got, want)
 	}
 	return res
 }

@@ -707,3 +707,19 @@ func TestPrepareOddInputs(t *testing.T) {
 		}
 	}
 }
+
+// A request the steps leave as it is reports the pairing of its input,
+// validated once: the counts are the output's (mustPrepare compares the
+// report with the output's own).
+func TestValidateReportOfAnUnchangedRequest(t *testing.T) {
+	o := options(t)
+	o.NoCompact, o.NoPrune = true, true
+	p := newPipeline(t, o)
+	msgs := history(user("go", now), exchange("call_1", "Bash", "ls", "ok", false, now), exchange("call_1", "Bash", "ls", "ok again", false, now), say("done", now))
+	for range 2 {
+		res := mustPrepare(t, p, msgs)
+		if v := res.Report.Step(pipeline.StepValidate).Pairing; !v.Valid || v.ToolUses != 2 || v.ToolResults != 2 || v.Messages != len(msgs) {
+			t.Fatalf("validate step: %+v", v)
+		}
+	}
+}
