@@ -6,12 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/internal/testkit/memtest"
 )
 
 // ownedCases are messages of every shape: Anthropic blocks of each type,
@@ -119,15 +119,6 @@ func FuzzDecodeOwnedMessage(f *testing.F) {
 	})
 }
 
-// allocatedBy returns the bytes f allocates.
-func allocatedBy(f func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	f()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
-}
-
 // TestDecodeOwnedMessageCopiesALargeResultOnce holds the decoding of a
 // message with one large tool result (issue 24) to about one copy of its
 // text: the string decoded, no encoding written to be compared, no copy of
@@ -140,7 +131,7 @@ func TestDecodeOwnedMessageCopiesALargeResultOnce(t *testing.T) {
 	} {
 		raw := []byte(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":` + content + `}]}`)
 		var m agentctx.Message
-		n := allocatedBy(func() {
+		n := memtest.AllocatedBy(func() {
 			var err error
 			if m, err = agentctx.DecodeOwnedMessage(raw); err != nil {
 				t.Fatal(err)
@@ -237,7 +228,7 @@ func TestEncodesAsAllocatesLittle(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ok bool
-	if n := allocatedBy(func() { ok, _, err = agentctx.EncodesAs(m, raw, nil) }); n > 64<<10 {
+	if n := memtest.AllocatedBy(func() { ok, _, err = agentctx.EncodesAs(m, raw, nil) }); n > 64<<10 {
 		t.Errorf("checking a %d-byte message allocated %d bytes", len(raw), n)
 	}
 	if !ok || err != nil {
@@ -312,8 +303,8 @@ func TestOwnedDecoderMakesNoGarbageLists(t *testing.T) {
 		d.Decode(raw)
 	}
 	for _, raw := range msgs {
-		with := allocatedBy(func() { d.Decode(raw) })
-		alone := allocatedBy(func() { agentctx.DecodeOwnedMessage(raw) })
+		with := memtest.AllocatedBy(func() { d.Decode(raw) })
+		alone := memtest.AllocatedBy(func() { agentctx.DecodeOwnedMessage(raw) })
 		if with+3*88 > alone {
 			t.Errorf("%s: the decoder allocates %d bytes, DecodeOwnedMessage %d: the member lists are still made", raw, with, alone)
 		}

@@ -3,11 +3,12 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/internal/testkit/memtest"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/memstore"
 )
@@ -26,14 +27,15 @@ func TestArchiveIsNotCopied(t *testing.T) {
 		facts[i].Encoding = enc
 	}
 	a := workspaceArchiver{ws: workspace.New(memstore.New(), workspace.Options{}), now: time.Now}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	out, err := a.ArchiveConversation(context.Background(), "s", agentctx.Conversation{Messages: msgs, Facts: facts})
-	runtime.ReadMemStats(&after)
+	var out compact.Archived
+	var err error
+	n := memtest.AllocatedBy(func() {
+		out, err = a.ArchiveConversation(context.Background(), "s", agentctx.Conversation{Messages: msgs, Facts: facts})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := after.TotalAlloc - before.TotalAlloc; n > uint64(out.Bytes)*3/2 {
+	if n > uint64(out.Bytes)*3/2 {
 		t.Errorf("archiving %d bytes allocated %d", out.Bytes, n)
 	}
 }

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/agentctx/agentctx/internal/testkit/memtest"
 )
 
 // TestEncodeStateIsMarshal: the state's encoding, with its results' JSON
@@ -185,7 +186,7 @@ func TestEncodeStateFromIsMarshalInOneCopy(t *testing.T) {
 	}
 	var got []byte
 	var res *resultsJSON
-	n := allocatedBy(func() { got, res, err = encodeStateFrom(st, nil, prev, prevJSON) })
+	n := memtest.AllocatedBy(func() { got, res, err = encodeStateFrom(st, nil, prev, prevJSON) })
 	if err != nil || !bytes.Equal(got, want) {
 		t.Fatalf("encodeStateFrom = %.200s, %v\nwant %.200s", got, err, want)
 	}
@@ -196,13 +197,4 @@ func TestEncodeStateFromIsMarshalInOneCopy(t *testing.T) {
 	if limit := uint64(len(got) + 64*len(st.Results)); n > limit {
 		t.Errorf("encoding a %d-byte state of %d results allocated %d bytes", len(got), len(st.Results), n)
 	}
-}
-
-// allocatedBy returns the bytes f allocates.
-func allocatedBy(f func()) uint64 {
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	f()
-	runtime.ReadMemStats(&b)
-	return b.TotalAlloc - a.TotalAlloc
 }

@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/agentctx/agentctx/internal/testkit/memtest"
 	"github.com/agentctx/agentctx/session"
 )
 
@@ -275,15 +275,14 @@ func TestSaveDoesNotCopyTheState(t *testing.T) {
 	var v int64
 	for i, how := range []string{"new journal", "appended record"} {
 		state := []byte(fmt.Sprint(i) + data)
-		var a, b runtime.MemStats
-		runtime.ReadMemStats(&a)
-		nv, err := s.Save(context.Background(), "ns", "s", state, v)
-		runtime.ReadMemStats(&b)
+		var nv int64
+		var err error
+		n := memtest.AllocatedBy(func() { nv, err = s.Save(context.Background(), "ns", "s", state, v) })
 		if err != nil {
 			t.Fatal(err)
 		}
 		v = nv
-		if n := b.TotalAlloc - a.TotalAlloc; n > uint64(len(state))/4 {
+		if n > uint64(len(state))/4 {
 			t.Errorf("%s: saving %d bytes allocated %d", how, len(state), n)
 		}
 		wantState(t, s, string(state), v)

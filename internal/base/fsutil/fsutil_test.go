@@ -7,11 +7,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentctx/agentctx/internal/testkit/memtest"
 )
 
 func TestSafeName(t *testing.T) {
@@ -214,13 +215,12 @@ func TestRetryBusy(t *testing.T) {
 func TestWriteFileStringNotCopied(t *testing.T) {
 	s := strings.Repeat("line of output\n", 1<<16) // 960 KB
 	p := filepath.Join(t.TempDir(), "big")
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	if err := WriteFile(p, s, Options{}); err != nil {
+	var err error
+	n := memtest.AllocatedBy(func() { err = WriteFile(p, s, Options{}) })
+	if err != nil {
 		t.Fatal(err)
 	}
-	runtime.ReadMemStats(&b)
-	if n := b.TotalAlloc - a.TotalAlloc; n > uint64(len(s))/4 {
+	if n > uint64(len(s))/4 {
 		t.Errorf("writing a %d-byte string allocated %d bytes", len(s), n)
 	}
 	if got, _ := os.ReadFile(p); string(got) != s {
@@ -232,13 +232,12 @@ func TestWriteFileStringNotCopied(t *testing.T) {
 func TestWriteFilePartsNotJoined(t *testing.T) {
 	big := bytes.Repeat([]byte("line of output\n"), 1<<16) // 960 KB
 	p := filepath.Join(t.TempDir(), "parts")
-	var a, b runtime.MemStats
-	runtime.ReadMemStats(&a)
-	if err := WriteFile(p, Parts{[]byte("head:"), big, nil, []byte(":tail")}, Options{}); err != nil {
+	var err error
+	n := memtest.AllocatedBy(func() { err = WriteFile(p, Parts{[]byte("head:"), big, nil, []byte(":tail")}, Options{}) })
+	if err != nil {
 		t.Fatal(err)
 	}
-	runtime.ReadMemStats(&b)
-	if n := b.TotalAlloc - a.TotalAlloc; n > uint64(len(big))/4 {
+	if n > uint64(len(big))/4 {
 		t.Errorf("writing %d bytes in parts allocated %d bytes", len(big), n)
 	}
 	if got, _ := os.ReadFile(p); string(got) != "head:"+string(big)+":tail" {

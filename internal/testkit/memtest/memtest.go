@@ -33,3 +33,13 @@ func CheckEstimate(t testing.TB, name string, est, held int64) {
 		t.Errorf("%s estimates it holds %d bytes; it holds %d", name, est, held)
 	}
 }
+
+// AllocatedBy returns the heap bytes f allocates (what it keeps and what
+// it lets go).
+func AllocatedBy(f func()) uint64 {
+	var a, b runtime.MemStats
+	runtime.ReadMemStats(&a)
+	f()
+	runtime.ReadMemStats(&b)
+	return b.TotalAlloc - a.TotalAlloc
+}
