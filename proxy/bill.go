@@ -205,8 +205,9 @@ func (s *Server) bill(st *sessionStats, x *exchange) {
 
 // sessionBilling is what a session keeps to estimate its bill without
 // agentctx: per model, the simulated prompt caches of the requests as sent
-// and as the client sent them, and the token count of each message seen,
-// by msgHash.
+// and as the client sent them, and by msgHash the token count of each
+// message the proxy counted itself (not one the Engine counted: see
+// count).
 type sessionBilling struct {
 	mu     sync.Mutex
 	caches map[string]*cachePair
@@ -236,20 +237,39 @@ func (sb *sessionBilling) delta(mc MessageCounter, p pricing.Prices, x *exchange
 	sb.mu.Lock()
 	defer sb.mu.Unlock()
 	if sb.counts == nil {
-		sb.counts = make(map[uint64]int, len(client.msgs)) // sized: not grown message by message
+		sb.counts = map[uint64]int{}
 		sb.caches = map[string]*cachePair{}
 	}
-	inTok, inSum := sb.count(mc, &client, b.in.facts)
+	// The Engine's counts: of the request's messages in its facts, and so
+	// of each message sent that is one of them.
+	inFacts := b.in.facts
+	if len(inFacts) != len(client.msgs) {
+		inFacts = nil
+	}
+	engineCount := func(k int) int {
+		if k < 0 || k >= len(inFacts) {
+			return 0
+		}
+		return inFacts[k].Tokens
+	}
+	inTok, inSum := sb.count(mc, &client, engineCount)
 	outTok, outSum := inTok, inSum
 	if x.edited {
-		outTok, outSum = sb.count(mc, &sent, nil)
+		outTok, outSum = sb.count(mc, &sent, func(j int) int {
+			if j < len(x.sentMatch) && len(x.sentMatch) == len(sent.msgs) {
+				return engineCount(x.sentMatch[j])
+			}
+			return 0
+		})
 	}
 	if n := len(client.msgs) + len(sent.msgs); len(sb.counts) > 2*n+64 {
 		// Forget the messages no longer sent.
 		keep := make(map[uint64]int, n)
 		for _, v := range []*cacheView{&client, &sent} {
 			for _, h := range v.hash {
-				keep[h] = sb.counts[h]
+				if t, ok := sb.counts[h]; ok { // only what it holds: a message absent is not one of 0 tokens
+					keep[h] = t
+				}
 			}
 		}
 		sb.counts = keep
@@ -282,25 +302,22 @@ func (sb *sessionBilling) delta(mc MessageCounter, p pricing.Prices, x *exchange
 }
 
 // count returns the tokens of each message of v and their sum: the count
-// the Engine made of it (known[j].Tokens, when known holds v's facts and
-// that is set: the Engine counts with mc), else the count of a message
-// seen before, else counted now.
-func (sb *sessionBilling) count(mc MessageCounter, v *cacheView, known []agentctx.Facts) ([]int, int) {
-	if len(known) != len(v.msgs) {
-		known = nil
-	}
+// the Engine made of it (engine(j), 0 when it made none: the Engine counts
+// with mc), else the count of a message counted before, else counted now
+// (and remembered: the session's memo holds only what the Engine did not
+// count, such as the messages it changed).
+func (sb *sessionBilling) count(mc MessageCounter, v *cacheView, engine func(j int) int) ([]int, int) {
 	n := make([]int, len(v.msgs))
 	sum := 0
 	for j := range v.msgs {
-		h := v.hashAt(j)
-		t, ok := sb.counts[h]
-		if !ok {
-			if known != nil && known[j].Tokens > 0 {
-				t = known[j].Tokens
-			} else {
+		t := engine(j)
+		if t <= 0 {
+			h := v.hashAt(j)
+			var ok bool
+			if t, ok = sb.counts[h]; !ok {
 				t = mc.CountMessage(v.msgs[j])
+				sb.counts[h] = t
 			}
-			sb.counts[h] = t
 		}
 		n[j] = t
 		sum += t

@@ -325,6 +325,7 @@ type exchange struct {
 	sentEnc      [][]byte           // the messages sent, compact
 	sentHash     []uint64           // their msgHash where known (0: not computed)
 	sentMsgs     []agentctx.Message // the messages sent (Anthropic), for their thinking blocks
+	sentMatch    []int              // for each message sent, the request's message it is, or -1 (the bill takes the Engine's counts through it)
 	viewMsgs     []agentctx.Message // an unchanged Responses request's items as messages (the dashboard's composition)
 	thinkingOn   bool
 	chain        *prefixHash // the prefix of the messages sent, once computed
@@ -805,7 +806,7 @@ func (s *Server) edit(api API, b *body, conv *conversation, prep *Prepared, x *e
 	if api == APIAnthropic {
 		x.thinkOut = countThinking(a.out)
 	}
-	x.sentEnc, x.sentHash, x.sentMsgs = a.outEnc, a.outHash, a.out
+	x.sentEnc, x.sentHash, x.sentMsgs, x.sentMatch = a.outEnc, a.outHash, a.out, a.match
 	x.bill.sentBreaks = a.outBreaks
 	if a.unchanged(len(inEnc)) && cmEdit == nil && compactionEdit(x) == nil {
 		return b.Raw, nil
