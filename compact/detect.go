@@ -2,6 +2,7 @@ package compact
 
 import (
 	"encoding/json"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -209,22 +210,10 @@ func (in *toolInput) set(key string, v []byte) bool {
 	case "cmd":
 		in.Cmd = v
 		return true
-	case "todos", "task_list":
-		var list []todo
-		if key == "todos" {
-			list = in.Todos // json.Unmarshal decodes into the list there is
-		} else {
-			list = in.TaskList
-		}
-		if json.Unmarshal(v, &list) != nil {
-			return false
-		}
-		if key == "todos" {
-			in.Todos = list
-		} else {
-			in.TaskList = list
-		}
-		return true
+	case "todos":
+		return unmarshalTodos(&in.Todos, v)
+	case "task_list":
+		return unmarshalTodos(&in.TaskList, v)
 	case "file_path":
 		dst = &in.FilePath
 	case "path":
@@ -266,9 +255,28 @@ func (in *toolInput) set(key string, v []byte) bool {
 	return true
 }
 
-// toolInputKeys are the json names of toolInput's fields.
-var toolInputKeys = [...]string{"command", "cmd", "file_path", "path", "notebook_path", "filename", "target_file", "pattern",
-	"query", "url", "description", "prompt", "todos", "task_list", "old_string", "new_string", "old_str", "new_str"}
+// unmarshalTodos decodes v into the list at dst as json.Unmarshal decodes
+// a member into a field: into the list there is.
+func unmarshalTodos(dst *[]todo, v []byte) bool {
+	list := *dst // a copy, so that the toolInput holding dst stays on the stack
+	if json.Unmarshal(v, &list) != nil {
+		return false
+	}
+	*dst = list
+	return true
+}
+
+// toolInputKeys are the json names of toolInput's fields, from their tags.
+var toolInputKeys = func() []string {
+	t := reflect.TypeFor[toolInput]()
+	var keys []string
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "" {
+			keys = append(keys, name)
+		}
+	}
+	return keys
+}()
 
 // folded reports whether key names a field of toolInput only as
 // json.Unmarshal matches names, ignoring case ("Command", "FILE_PATH").

@@ -592,9 +592,7 @@ func (c *call) repair(_ context.Context, in list) (list, StepReport, error) {
 	if v := agentctx.ValidatePairing(in.msgs); v.Valid {
 		// Nothing to repair: the history as it is (not a copy; no step
 		// changes a list in place), validated once.
-		if len(in.msgs) == len(c.in) {
-			c.inPairing = &v
-		}
+		c.inPairing = &v // the repair step is the first: in is the input
 		return in, StepReport{Repairs: []agentctx.Repair{}}, nil
 	}
 	fixed, repairs := agentctx.RepairPairing(in.msgs)
