@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/internal/testkit/memtest"
 )
 
 type msg struct {
@@ -171,5 +172,50 @@ func TestScanErrors(t *testing.T) {
 	}
 	if n := CountNew([]*msg{nil, {}, nil}); n != 2 {
 		t.Fatal(fmt.Sprint(n))
+	}
+}
+
+// TestScanGrowsByDoubling holds the lists of a first request of 100,000
+// elements to twice their final size in allocation: append grows a long
+// slice by a quarter at a time, and it allocated five times their size
+// (12 MB for Items alone; issue 24, item 7). A request the cache knows
+// sizes them once.
+func TestScanGrowsByDoubling(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"messages":[`)
+	const n = 100_000
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"a":1}`)
+	}
+	b.WriteString(`]}`)
+	body := []byte(b.String())
+	c := New[*msg](1 << 30)
+	const item = 24 + 8 // a []byte and an entry
+	for _, tc := range []struct {
+		name string
+		max  float64 // allocated, in units of n items
+	}{
+		{"first", 2.7},  // doubling: twice the last capacity, 131,072 here
+		{"known", 1.05}, // the cached request's length
+	} {
+		ls := &Scan[*msg]{Cache: c, Prefix: "p\x00", Member: "messages", Data: body}
+		got := memtest.AllocatedBy(func() {
+			if _, err := ls.scan(len(`{"messages":`)); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if len(ls.Items) != n {
+			t.Fatalf("%s: %d items", tc.name, len(ls.Items))
+		}
+		t.Logf("%s request: %d bytes (%.2f items' worth each)", tc.name, got, float64(got)/(n*item))
+		if float64(got) > tc.max*n*item {
+			t.Errorf("%s request: splitting %d elements allocated %d bytes, want at most %.0f", tc.name, n, got, tc.max*n*item)
+		}
+		if _, err := ls.Decode(func(raw []byte) (*msg, error) { return &msg{p: c.PrintOf(raw)}, nil }); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
