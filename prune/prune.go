@@ -202,13 +202,122 @@ type Result struct {
 }
 
 // candidate is a tool result with a timestamp, as the ranking sees it.
+// It names the result and its call by position: a history of 50,000
+// results made 136 bytes of each (with the list of every call beside
+// them, 80 bytes a call) on every request (issue 24, item 7).
 type candidate struct {
-	res      agentctx.ToolResult
-	use      int // index into uses of the call it answers, or -1
+	res      resultRef
+	call     callRef // of the call it answers; msg is -1 when none
 	ts       time.Time
 	isError  bool
 	terminal bool
 	prune    bool
+}
+
+// resultRef is where a tool result is in msgs (agentctx.ToolResult's
+// Message, Block and Turn).
+type resultRef struct{ msg, block, turn int32 }
+
+func refOf(r agentctx.ToolResult) resultRef {
+	return resultRef{int32(r.Message), int32(r.Block), int32(r.Turn)}
+}
+
+// result returns the tool result at ref, as agentctx.ToolResults yields it.
+func (ref resultRef) result(msgs []agentctx.Message) agentctx.ToolResult {
+	m := &msgs[ref.msg]
+	r := agentctx.ToolResult{Message: int(ref.msg), Block: int(ref.block), Turn: int(ref.turn)}
+	if ref.block < 0 {
+		r.ID, r.Content = m.ToolCallID, m.Content
+		return r
+	}
+	b := &m.Content.Blocks()[ref.block]
+	r.ID, r.Content, r.IsError = b.ToolUseID, b.Content, b.IsError
+	return r
+}
+
+// callRef is where a tool call is in msgs (agentctx.ToolUse's Message,
+// Index and OpenAI).
+type callRef struct {
+	msg, index int32
+	openAI     bool
+}
+
+// call returns the name and input of the call at ref, as agentctx.ToolUses
+// yields them.
+func (ref callRef) call(msgs []agentctx.Message) (name string, input json.RawMessage) {
+	m := &msgs[ref.msg]
+	if ref.openAI {
+		f := &m.ToolCalls[ref.index].Function
+		return f.Name, json.RawMessage(f.Arguments)
+	}
+	b := &m.Content.Blocks()[ref.index]
+	return b.Name, b.Input
+}
+
+// name returns the name of the call at ref.
+func (ref callRef) name(msgs []agentctx.Message) string {
+	m := &msgs[ref.msg]
+	if ref.openAI {
+		return m.ToolCalls[ref.index].Function.Name
+	}
+	return m.Content.Blocks()[ref.index].Name
+}
+
+// lastCall returns the last call with id in msgs[i] (agentctx.ToolUses'
+// order: blocks, then OpenAI tool calls), and whether it has one.
+func lastCall(msgs []agentctx.Message, i int, id string) (callRef, bool) {
+	m := &msgs[i]
+	for j := len(m.ToolCalls) - 1; j >= 0; j-- {
+		if m.ToolCalls[j].ID == id {
+			return callRef{int32(i), int32(j), true}, true
+		}
+	}
+	bl := m.Content.Blocks()
+	for j := len(bl) - 1; j >= 0; j-- {
+		if bl[j].Type == agentctx.BlockToolUse && bl[j].ID == id {
+			return callRef{int32(i), int32(j), false}, true
+		}
+	}
+	return callRef{}, false
+}
+
+// callFinder finds the call a result answers: the latest one with its id
+// in a message before the result's. It looks in the message right before
+// first, where a result's call almost always is, and maps the calls of
+// the messages before only when that fails: a history of 50,000 calls is
+// not mapped on every request.
+type callFinder struct {
+	msgs []agentctx.Message
+	byID map[string]callRef
+	next int // the calls of msgs[:next] are in byID
+}
+
+func (f *callFinder) find(r agentctx.ToolResult) (callRef, bool) {
+	if r.ID == "" {
+		return callRef{}, false
+	}
+	if r.Message > 0 {
+		if c, ok := lastCall(f.msgs, r.Message-1, r.ID); ok {
+			return c, true
+		}
+	}
+	if f.byID == nil {
+		f.byID = make(map[string]callRef)
+	}
+	for ; f.next < r.Message; f.next++ {
+		m := &f.msgs[f.next]
+		bl := m.Content.Blocks()
+		for j := range bl {
+			if bl[j].Type == agentctx.BlockToolUse {
+				f.byID[bl[j].ID] = callRef{int32(f.next), int32(j), false}
+			}
+		}
+		for j := range m.ToolCalls {
+			f.byID[m.ToolCalls[j].ID] = callRef{int32(f.next), int32(j), true}
+		}
+	}
+	c, ok := f.byID[r.ID]
+	return c, ok
 }
 
 // Prune returns the view of msgs to send to the model, with stale successful
@@ -242,7 +351,7 @@ func prune(msgs []agentctx.Message, opts Options, view bool) Result {
 		}
 	}
 
-	cands, uses, skipped := o.collect(msgs)
+	cands, skipped := o.collect(msgs)
 	res.SkippedNoTimestamp = skipped
 
 	o.mark(cands, now)
@@ -254,32 +363,33 @@ func prune(msgs []agentctx.Message, opts Options, view bool) Result {
 		if !c.prune {
 			continue
 		}
-		st := Stale{Result: c.res, Time: c.ts, Age: now.Sub(c.ts)}
-		if c.use >= 0 {
-			st.ToolName, st.Input = uses[c.use].Name, uses[c.use].Input
+		r := c.res.result(msgs)
+		st := Stale{Result: r, Time: c.ts, Age: now.Sub(c.ts)}
+		if c.call.msg >= 0 {
+			st.ToolName, st.Input = c.call.call(msgs)
 		}
 		ph := o.placeholder(st)
 
-		mi := c.res.Message
+		mi := r.Message
 		if view {
 			if cloned != mi {
 				res.Messages[mi] = msgs[mi].Clone()
 				cloned = mi
 			}
-			if c.res.IsMessage() {
+			if r.IsMessage() {
 				res.Messages[mi] = res.Messages[mi].WithContent(agentctx.Text(ph))
 			} else {
-				b := res.Messages[mi].Content.Blocks()[c.res.Block]
+				b := res.Messages[mi].Content.Blocks()[r.Block]
 				b.Content = agentctx.Text(ph)
-				res.Messages[mi] = res.Messages[mi].WithBlock(c.res.Block, b)
+				res.Messages[mi] = res.Messages[mi].WithBlock(r.Block, b)
 			}
 		}
 
-		chars, toks := c.res.Content.Chars(), countContent(o.Counter, c.res.Content)
+		chars, toks := r.Content.Chars(), countContent(o.Counter, r.Content)
 		p := Pruned{
 			MessageIndex: mi,
-			BlockIndex:   c.res.Block,
-			ID:           c.res.ID,
+			BlockIndex:   r.Block,
+			ID:           r.ID,
 			ToolName:     st.ToolName,
 			Timestamp:    c.ts,
 			Chars:        chars,
@@ -390,28 +500,31 @@ func (opts Options) resolve() resolved {
 }
 
 // collect returns the tool results that have a timestamp, classified, in
-// history order; the tool calls of msgs; and the number of results without
-// a readable timestamp (one in years 0–9999). Each result is matched with
-// the latest call with its id before it.
-func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, uses []agentctx.ToolUse, skipped int) {
+// history order, and the number of results without a readable timestamp
+// (one in years 0–9999). Each result is matched with the latest call with
+// its id in a message before it.
+func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, skipped int) {
 	n := 0
-	for range agentctx.ToolUses(msgs) {
-		n++
+	for i := range msgs {
+		if msgs[i].Role == agentctx.RoleTool {
+			n++
+			continue
+		}
+		bl := msgs[i].Content.Blocks()
+		for j := range bl {
+			if bl[j].Type == agentctx.BlockToolResult {
+				n++
+			}
+		}
 	}
-	uses = slices.AppendSeq(make([]agentctx.ToolUse, 0, n), agentctx.ToolUses(msgs)) // sized: a long history's calls are not copied as the list grows
-	callByID := make(map[string]int, len(uses))
-	next := 0
+	cands = make([]candidate, 0, n) // sized: a long history's results are not copied as the list grows
+	calls := callFinder{msgs: msgs}
 
 	lastMsg := -1
 	var ts time.Time
 	var hasTS, msgError bool
-	cands = make([]candidate, 0, len(uses))             // about one result per call: no growing
 	terminalTool := make(map[string]bool, len(o.tools)) // tool name as called → in o.tools (lowered once per name)
 	for r := range agentctx.ToolResults(msgs) {
-		for next < len(uses) && uses[next].Message < r.Message {
-			callByID[uses[next].ID] = next
-			next++
-		}
 		if r.Message != lastMsg {
 			lastMsg = r.Message
 			m := &msgs[r.Message]
@@ -428,11 +541,11 @@ func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, uses []a
 			skipped++
 			continue
 		}
-		use, ok := callByID[r.ID]
-		if !ok || r.ID == "" {
-			use = -1
+		call, ok := calls.find(r)
+		if !ok {
+			call = callRef{msg: -1}
 		}
-		c := candidate{res: r, use: use, ts: rts}
+		c := candidate{res: refOf(r), call: call, ts: rts}
 		var cl Class
 		if o.Classify != nil {
 			cl = o.Classify(r)
@@ -440,8 +553,8 @@ func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, uses []a
 			cl = Classify(r.Content)
 		}
 		c.isError = msgError || r.IsError || cl.Error
-		if use >= 0 {
-			name := uses[use].Name
+		if call.msg >= 0 {
+			name := call.name(msgs)
 			t, ok := terminalTool[name]
 			if !ok {
 				t = o.tools[strings.ToLower(name)]
@@ -452,7 +565,7 @@ func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, uses []a
 		c.terminal = c.terminal || cl.Terminal
 		cands = append(cands, c)
 	}
-	return cands, uses, skipped
+	return cands, skipped
 }
 
 // countContent counts the tokens of a result's content: the text of a
