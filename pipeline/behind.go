@@ -112,7 +112,7 @@ func (c *call) offloadedHere() map[[2]int]bool {
 	}
 	here := make(map[[2]int]bool, len(rs))
 	for i, pos := range rs {
-		st := c.rsAt[pos]
+		st := c.results.state(pos)
 		if st != nil && st.Action == actionOffloaded && (!st.Swept || i < len(rs)-max(keep, 0)) {
 			here[pos] = true
 		}

@@ -298,7 +298,7 @@ func (c *call) coldSweep(ctx context.Context) (int, error) {
 		if i >= len(rs)-max(keep, 0) {
 			break // the most recent results stay whole
 		}
-		st := c.rsAt[[2]int{r.Message, r.Block}]
+		st := c.results.state([2]int{r.Message, r.Block})
 		if st == nil || st.Action != "" || st.Artifact == "" || c.bound(r.Message) || workspace.InlineChars(r.Content) < limit {
 			continue
 		}

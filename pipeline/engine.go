@@ -285,14 +285,13 @@ type call struct {
 
 	newArtifacts []newArtifact
 
-	keys map[[2]int]string // result position in the view → resultKey
-	// rsAt is the state of the result at each position of keys (the
-	// session state's entry, found once by the store step: entries are
-	// changed in place, never replaced, until the call ends).
-	rsAt map[[2]int]*resultState
-	seen map[string]bool // the resultKeys of this call
+	// results are the store step's: the resultKey and state of each tool
+	// result of the view.
+	results resultIndex
+	seen    map[string]bool // the resultKeys of this call
 	// unsent holds the results no earlier call has seen: replacing them
-	// changes nothing a provider has cached.
+	// changes nothing a provider has cached. It is seen itself when the
+	// state held no result (neither is changed after the store step).
 	unsent map[string]bool
 	// callsIn is the view of the store step, whose tool calls callOf
 	// finds (in calls, made on first use: most requests store nothing).
@@ -427,7 +426,7 @@ func (p *Pipeline) rememberCounted(counts map[agentctx.Hash]int, keys map[result
 // classify returns prune.Classify of the result r of the view, from the
 // last call's or this call's answer for a result of the same resultKey.
 func (c *call) classify(r agentctx.ToolResult) prune.Class {
-	key := c.keys[[2]int{r.Message, r.Block}]
+	key := c.results.key([2]int{r.Message, r.Block})
 	if key == "" || r.Message < c.live {
 		return prune.Classify(r.Content)
 	}
@@ -744,8 +743,7 @@ func (c *call) store(ctx context.Context, in list) (list, StepReport, error) {
 // storeResults is the store step's work on the view.
 func (c *call) storeResults(ctx context.Context) error {
 	n := len(c.view[c.live:]) / 2 // about the results of a list of tool turns: no map grows step by step
-	c.keys = make(map[[2]int]string, n)
-	c.rsAt = make(map[[2]int]*resultState, n)
+	c.results = makeResultIndex(len(c.view), n)
 	c.seen = make(map[string]bool, n)
 	// The new results' states are allocated together: all of them for a
 	// session's first request, a few at a time after it (a warm request
@@ -753,7 +751,8 @@ func (c *call) storeResults(ctx context.Context) error {
 	var slab []resultState
 	next := 16
 	if len(c.st.Results) == 0 {
-		c.unsent = make(map[string]bool, n) // every result is new
+		c.st.Results = make(map[string]*resultState, n) // the call's own: no state holds a result yet
+		c.unsent = c.seen                               // every result is new: the same set
 		next = max(n, next)
 	} else {
 		c.unsent = make(map[string]bool)
@@ -766,7 +765,6 @@ func (c *call) storeResults(ctx context.Context) error {
 			return fmt.Errorf("%w: tool result %d of message %d has no tool call id", agentctx.ErrInvalidInput, max(r.Block, 0), pos[0])
 		}
 		key := c.resultKey(pos[0], r)
-		c.keys[pos] = key
 		c.seen[key] = true
 		rs := c.st.Results[key]
 		if rs == nil {
@@ -778,7 +776,7 @@ func (c *call) storeResults(ctx context.Context) error {
 			c.st.Results[key] = rs
 			c.unsent[key] = true
 		}
-		c.rsAt[pos] = rs
+		c.results.add(pos, key, rs)
 		if rs.Artifact != "" || c.p.ws == nil || c.storedOnReplace(r.Content) {
 			continue
 		}
@@ -885,7 +883,7 @@ func (c *call) prune(ctx context.Context, in list) (list, StepReport, error) {
 	}
 	po := o.Prune
 	po.FirstSeen = func(r agentctx.ToolResult) (time.Time, bool) {
-		if rs := c.rsAt[[2]int{r.Message, r.Block}]; rs != nil && r.Message >= c.live {
+		if rs := c.results.state([2]int{r.Message, r.Block}); rs != nil && r.Message >= c.live {
 			return rs.FirstSeen, true
 		}
 		return time.Time{}, false
@@ -941,7 +939,7 @@ func (c *call) prune(ctx context.Context, in list) (list, StepReport, error) {
 // results whose placeholder is no smaller are left alone.
 func (c *call) sortPruned(found []prune.Pruned, placeholder string, s *StepReport) (pending, now []prune.Pruned, freed int) {
 	for _, pr := range found {
-		key := c.keys[[2]int{pr.MessageIndex, pr.BlockIndex}]
+		key := c.results.key([2]int{pr.MessageIndex, pr.BlockIndex})
 		rs := c.st.Results[key]
 		switch {
 		case rs == nil || rs.Action == actionOffloaded: // the summary, or already a reference
@@ -1007,7 +1005,7 @@ func (c *call) applyPruned(ctx context.Context, now []prune.Pruned, placeholder 
 	}
 	for _, pr := range now {
 		pos := [2]int{pr.MessageIndex, pr.BlockIndex}
-		rs := c.rsAt[pos]
+		rs := c.results.state(pos)
 		if rs.Artifact == "" && c.p.ws != nil { // left for now by StoreOnReplace: stored before it leaves
 			if err := c.storeResult(ctx, rs, pos, pr.ID, resultContent(c.view, pos[0], pos[1])); err != nil {
 				return storeFailure(err)
@@ -1059,7 +1057,7 @@ func (c *call) replaceOnly(action string, only map[[2]int]bool, s *StepReport) e
 		if r.Message < c.live || only != nil && !only[[2]int{r.Message, r.Block}] {
 			return agentctx.Content{}, false
 		}
-		rs := c.rsAt[[2]int{r.Message, r.Block}]
+		rs := c.results.state([2]int{r.Message, r.Block})
 		if rs == nil || rs.Action != action {
 			return agentctx.Content{}, false
 		}
@@ -1093,14 +1091,14 @@ func (c *call) offload(ctx context.Context, in list) (list, StepReport, error) {
 	rep := c.offloadReport(&s)
 	here := c.offloadedHere()
 	next := c.replaceOnly(actionOffloaded, here, &s)
-	for pos := range c.keys {
-		if rs := c.rsAt[pos]; rs != nil && rs.Action == actionOffloaded && (here == nil || here[pos]) {
+	for pos, e := range c.results.all {
+		if rs := e.rs; rs.Action == actionOffloaded && (here == nil || here[pos]) {
 			rep.Replaced++
 			rep.ReplacedBytes += len(resultContent(c.src, pos[0], pos[1]).AsText())
 		}
 	}
 	for _, a := range c.newArtifacts {
-		if rs := c.rsAt[a.pos]; rs != nil && rs.Action == actionOffloaded {
+		if rs := c.results.state(a.pos); rs != nil && rs.Action == actionOffloaded {
 			s.New++
 		}
 	}
@@ -1135,8 +1133,8 @@ func (c *call) offloadToFiles(ctx context.Context, in list) (list, StepReport, e
 func (c *call) sweep(ctx context.Context) (int, error) {
 	var whole []*resultState
 	if c.cold { // the sweep's decisions are marked: they depend on the request (behind.go)
-		for _, key := range c.keys {
-			if rs := c.st.Results[key]; rs != nil && rs.Action == "" {
+		for _, e := range c.results.all {
+			if rs := c.st.Results[e.key]; rs != nil && rs.Action == "" {
 				whole = append(whole, rs)
 			}
 		}
@@ -1171,8 +1169,8 @@ func (c *call) offloadReport(s *StepReport) *OffloadReport {
 			}
 		}
 	}
-	for _, key := range c.keys {
-		if rs := c.st.Results[key]; rs != nil && rs.Artifact != "" {
+	for _, e := range c.results.all {
+		if rs := c.st.Results[e.key]; rs != nil && rs.Artifact != "" {
 			rep.Stored++
 		}
 	}

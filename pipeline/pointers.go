@@ -23,7 +23,7 @@ const minPointerChars = 4_000
 // summary drops their text too). Each has its artifact id, the absolute
 // path of the artifact's content file when the store keeps files
 // (workspace.Pather), and the size of what is stored. The positions are
-// those of the view the store step keyed (c.keys); the results before the
+// those of the view the store step keyed (c.results); the results before the
 // live part (the kept head, an earlier summary) have none, and an earlier
 // summary's pointers are carried by compact itself.
 func (c *call) resultPointers(ctx context.Context, view []agentctx.Message, h, t int) []compact.Pointer {
@@ -35,7 +35,7 @@ func (c *call) resultPointers(ctx context.Context, view []agentctx.Message, h, t
 	defer cancel()
 	var out []compact.Pointer
 	for r := range agentctx.ToolResults(view[h:t]) {
-		rs := c.rsAt[[2]int{h + r.Message, r.Block}]
+		rs := c.results.state([2]int{h + r.Message, r.Block})
 		if rs == nil || rs.Artifact == "" {
 			continue
 		}
