@@ -485,18 +485,24 @@ func (c *call) hashFact(msgs []agentctx.Message, facts []agentctx.Facts, i int, 
 // others are counted together.
 func (c *call) countFacts(list []agentctx.Message, facts []agentctx.Facts) int {
 	var miss []int
+	missed := func(k int) {
+		if miss == nil { // room for every message left: a first request misses them all
+			miss = make([]int, 0, len(list)-k)
+		}
+		miss = append(miss, k)
+	}
 	n := 0
 	for k := range list {
 		f := &facts[k]
 		if f.Tokens == 0 {
 			if err := c.hashFact(list, facts, k, true); err != nil {
-				miss = append(miss, k) // counted, never remembered
+				missed(k) // counted, never remembered
 				continue
 			}
 			if v, ok := c.counts.get(f.Hash); ok {
 				f.Tokens = v
 			} else {
-				miss = append(miss, k)
+				missed(k)
 				continue
 			}
 		}

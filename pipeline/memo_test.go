@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/testkit/memtest"
 	"github.com/agentctx/agentctx/tokens"
 )
 
@@ -186,5 +187,32 @@ func TestCarriedMemo(t *testing.T) {
 	}
 	if len(last) != 3 {
 		t.Fatal("the last call's map changed")
+	}
+}
+
+// TestCountFactsMissesOnce holds what counting a first request's 20,000
+// messages allocates beside the counts it keeps: the list of the messages
+// it must count, grown by append, was four times its size (3.9 MB of
+// 100,000 messages; issue 24, item 7): 85 bytes a message, 60 now.
+func TestCountFactsMissesOnce(t *testing.T) {
+	const n = 20_000
+	msgs := make([]agentctx.Message, n)
+	facts := make([]agentctx.Facts, n)
+	for i := range msgs {
+		msgs[i] = agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(fmt.Sprint("message ", i)))
+		facts[i].Hash = agentctx.Hash{uint64(i + 1), 1}
+	}
+	mc := tokens.NewMessageCounter(tokens.MessageOptions{})
+	p := &Pipeline{mc: mc}
+	want := mc.Count(msgs) // the counter's own memo warm: not what is measured
+	c := &call{p: p, counts: carry[agentctx.Hash, int](nil, 4*n, n)}
+	var got int
+	bytes := memtest.AllocatedBy(func() { got = c.countFacts(msgs, facts) })
+	if got != want {
+		t.Fatalf("countFacts %d, Count %d", got, want)
+	}
+	t.Logf("%d bytes for %d messages (%.1f each)", bytes, n, float64(bytes)/n)
+	if bytes > 70*n {
+		t.Errorf("countFacts allocated %d bytes for %d messages, want at most %d", bytes, n, 70*n)
 	}
 }
