@@ -709,13 +709,6 @@ func summaryMessage(text string) agentctx.Message {
 	return agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(text))
 }
 
-// original returns the message of the history that view[i] stands for
-// (the summary and the kept head are their own originals), before prune or
-// offload replaced anything in it.
-func (c *call) original(i int) agentctx.Message {
-	return c.src[i]
-}
-
 // bound reports whether the message at index i of the view is one the
 // caller's thinking binding forbids the steps to change (CallOptions).
 func (c *call) bound(i int) bool {
@@ -1414,12 +1407,12 @@ func (c *call) compactOptions(ctx context.Context) compact.Options {
 		copts.Archiver = c.p.archiver
 	}
 	copts.Summarizer = c.p.remembered(o.Compact.Summarizer)
+	// The messages of the history the view's stand for (the summary and
+	// the kept head are their own originals), before prune or offload
+	// replaced anything in them: c.src's own, not copied (12 MB of a
+	// compaction of 100,000 messages; issue 24, item 7).
 	copts.Originals = func(view []agentctx.Message, h, t int) []agentctx.Message {
-		out := make([]agentctx.Message, 0, t-h)
-		for i := h; i < t; i++ {
-			out = append(out, c.original(i))
-		}
-		return out
+		return c.src[h:t:t]
 	}
 	copts.Facts = func(view []agentctx.Message, h, t int) []agentctx.Facts {
 		if len(c.srcFacts) != len(c.src) || t > len(c.src) {
