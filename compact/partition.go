@@ -80,30 +80,67 @@ func pairedCut(msgs []agentctx.Message, h, t int) int {
 	if t <= h || !msgs[t].HoldsToolResult() {
 		return t
 	}
-	callAt := map[string]int{}
-	for u := range agentctx.ToolUses(msgs[:t]) {
-		if _, dup := callAt[u.ID]; !dup {
-			callAt[u.ID] = u.Message
-		}
-	}
-	for t > h && answersEarlierCall(&msgs[t], t, callAt) {
+	calls := callsBefore{msgs: msgs, upTo: t}
+	for t > h && answersEarlierCall(&msgs[t], t, &calls) {
 		t--
 	}
 	return t
 }
 
+// callsBefore tells whether a tool call with an id is in a message before
+// an index (below upTo). It looks in the message right before first,
+// where a result's call almost always is, and maps every call below upTo
+// only when that fails: a history of 50,000 calls is not mapped for each
+// compaction (3.3 MB; issue 24, item 7).
+type callsBefore struct {
+	msgs []agentctx.Message
+	upTo int
+	at   map[string]int // id → the first message with a call of it
+}
+
+func (c *callsBefore) has(id string, i int) bool {
+	if i > 0 && i <= c.upTo && hasCall(&c.msgs[i-1], id) {
+		return true
+	}
+	if c.at == nil {
+		c.at = map[string]int{}
+		for u := range agentctx.ToolUses(c.msgs[:c.upTo]) {
+			if _, dup := c.at[u.ID]; !dup {
+				c.at[u.ID] = u.Message
+			}
+		}
+	}
+	at, ok := c.at[id]
+	return ok && at < i
+}
+
+// hasCall reports whether m holds a tool call with id.
+func hasCall(m *agentctx.Message, id string) bool {
+	bl := m.Content.Blocks()
+	for j := range bl {
+		if bl[j].Type == agentctx.BlockToolUse && bl[j].ID == id {
+			return true
+		}
+	}
+	for j := range m.ToolCalls {
+		if m.ToolCalls[j].ID == id {
+			return true
+		}
+	}
+	return false
+}
+
 // answersEarlierCall reports whether message i holds a tool result whose
 // call is in a message before i.
-func answersEarlierCall(m *agentctx.Message, i int, callAt map[string]int) bool {
+func answersEarlierCall(m *agentctx.Message, i int, calls *callsBefore) bool {
 	if m.Role == agentctx.RoleTool {
-		at, ok := callAt[m.ToolCallID]
-		return ok && at < i
+		return calls.has(m.ToolCallID, i)
 	}
 	for _, b := range m.Content.Blocks() {
 		if b.Type != agentctx.BlockToolResult {
 			continue
 		}
-		if at, ok := callAt[b.ToolUseID]; ok && at < i {
+		if calls.has(b.ToolUseID, i) {
 			return true
 		}
 	}
