@@ -212,12 +212,6 @@ func (c *Cache) ttl(b Block) time.Duration {
 // the read prefix ends at, or -1.
 func (c *Cache) anthropicUsage(now time.Time, blocks []Block) (u Usage, hit int) {
 	hit = -1
-	total, last, last1h := 0, -1, -1 // last (1-hour) breakpoint written
-	cum := make([]int, len(blocks))
-	for i, b := range blocks {
-		total += b.Tokens
-		cum[i] = total
-	}
 	for i, b := range blocks {
 		if !b.Breakpoint {
 			continue
@@ -229,24 +223,28 @@ func (c *Cache) anthropicUsage(now time.Time, blocks []Block) (u Usage, hit int)
 			}
 		}
 	}
+	// The tokens through the hit and through the last (1-hour) breakpoint
+	// written, summed as they come: no list of the sums (a request of
+	// 100,000 messages made two of 0.8 MB for each bill).
+	total, read, write, write1h := 0, 0, -1, -1
 	for i, b := range blocks {
-		if b.Breakpoint && i > hit && cum[i] >= c.prices.MinCacheable {
-			last = i
+		total += b.Tokens
+		if i == hit {
+			read = total
+		}
+		if b.Breakpoint && i > hit && total >= c.prices.MinCacheable {
+			write = total
 			if c.ttl(b) > c.prices.TTL {
-				last1h = i
+				write1h = total
 			}
 		}
 	}
-	read := 0
-	if hit >= 0 {
-		read = cum[hit]
-	}
 	u.CacheRead = read
-	if last1h >= 0 {
-		u.CacheWrite1h = cum[last1h] - read
+	if write1h >= 0 {
+		u.CacheWrite1h = write1h - read
 	}
-	if last >= 0 {
-		u.CacheWrite = cum[last] - read - u.CacheWrite1h
+	if write >= 0 {
+		u.CacheWrite = write - read - u.CacheWrite1h
 	}
 	u.Input = total - read - u.CacheWrite - u.CacheWrite1h
 	return u, hit
