@@ -324,7 +324,10 @@ func canonicalJSON(raw []byte) string {
 	if len(raw) == 0 {
 		return ""
 	}
-	return string(rawjson.AppendCanonical(nil, raw))
+	if rawjson.IsCanonical(raw) { // as clients write it: one copy, not two
+		return string(raw)
+	}
+	return string(rawjson.AppendCanonical(make([]byte, 0, len(raw)), raw)) // about as long: not grown step by step
 }
 
 // anthropicImageTokens estimates an image block: width×height/750 after

@@ -328,6 +328,28 @@ func AppendCanonical(dst, raw []byte) []byte {
 	return dst
 }
 
+// IsCanonical reports whether AppendCanonical would append raw, a valid
+// JSON value, as it is (false for invalid JSON):
+// a caller that needs the canonical form of a value already in it need
+// not copy it.
+func IsCanonical(raw []byte) bool {
+	for i := 0; i < len(raw); {
+		switch c := raw[i]; {
+		case isSpace(c):
+			return false
+		case c == '"':
+			end, err := stringEnd(raw, i)
+			if err != nil || needsReescape(raw[i:end]) {
+				return false
+			}
+			i = end
+		default:
+			i++
+		}
+	}
+	return true
+}
+
 // needsReescape reports whether a string token differs from what
 // AppendString would write for its value: it has an escape other than the
 // ones AppendString writes, or invalid UTF-8.

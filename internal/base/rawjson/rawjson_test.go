@@ -113,7 +113,40 @@ func FuzzCompactRuns(f *testing.F) {
 		if c := AppendCompact(nil, raw); string(c) != want.String() {
 			t.Fatalf("AppendCompact %q, want %q", c, want.String())
 		}
+		if got, want := IsCanonical(raw), bytes.Equal(AppendCanonical(nil, raw), raw); got != want {
+			t.Fatalf("IsCanonical(%q) = %v, want %v", raw, got, want)
+		}
 	})
+}
+
+// TestIsCanonical: a value is canonical when AppendCanonical appends it
+// as it is.
+func TestIsCanonical(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want bool
+	}{
+		{`{"a":[1,2.50],"s":"x y\n\" "}`, true},
+		{`{"a": 1}`, false},
+		{"[1,\n2]", false},
+		{`"\u0041"`, false}, // written as A
+		{`"\u0001"`, true},
+		{`"\/"`, false},
+		{`"é"`, true},
+		{"\"\xff\"", false}, // invalid UTF-8 is replaced
+		{`"abc`, false},
+		{``, true},
+		{`null`, true},
+	} {
+		if got := IsCanonical([]byte(tc.raw)); got != tc.want {
+			t.Errorf("IsCanonical(%s) = %v, want %v", tc.raw, got, tc.want)
+		}
+		if tc.raw != `"abc` {
+			if got := bytes.Equal(AppendCanonical(nil, []byte(tc.raw)), []byte(tc.raw)); got != tc.want {
+				t.Errorf("AppendCanonical(%s) is itself: %v, want %v", tc.raw, got, tc.want)
+			}
+		}
+	}
 }
 
 func TestUnquote(t *testing.T) {
