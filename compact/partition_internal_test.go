@@ -68,28 +68,3 @@ func TestPairedCutMapsNoCalls(t *testing.T) {
 		t.Errorf("pairedCut = %d, want %d", got, len(msgs)-2)
 	}
 }
-
-// TestExtractiveSizesItsCalls: the extractive summary of 20,000 calls
-// makes its list of calls once (with its map): grown step by step, they
-// left 5.4 MB of garbage for 50,000 calls (issue 24, item 7).
-func TestExtractiveSizesItsCalls(t *testing.T) {
-	const n = 20_000
-	var msgs []agentctx.Message
-	for i := range n {
-		id := fmt.Sprint("toolu_", i)
-		msgs = append(msgs,
-			agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(agentctx.ToolUseBlock(id, "Bash", json.RawMessage(fmt.Sprintf(`{"command":"ls %d"}`, i))))),
-			agentctx.NewMessage(agentctx.RoleUser, agentctx.BlockList(agentctx.ToolResultBlock(id, agentctx.Text("ok"), false))))
-	}
-	x := newExtraction(n)
-	made := cap(x.calls)
-	for i := range msgs {
-		x.add(i, &msgs[i])
-	}
-	if len(x.calls) != n || made < n || cap(x.calls) != made {
-		t.Errorf("%d calls in a list made for %d, now of %d", len(x.calls), made, cap(x.calls))
-	}
-	if len(x.byID) != n {
-		t.Errorf("%d calls by id", len(x.byID))
-	}
-}
