@@ -264,7 +264,8 @@ func (ref callRef) name(msgs []agentctx.Message) string {
 }
 
 // lastCall returns the last call with id in msgs[i] (agentctx.ToolUses'
-// order: blocks, then OpenAI tool calls), and whether it has one.
+// order: blocks, then OpenAI tool calls), and whether it has one: in the
+// message a result's Turn names, the call the result answers.
 func lastCall(msgs []agentctx.Message, i int, id string) (callRef, bool) {
 	m := &msgs[i]
 	for j := len(m.ToolCalls) - 1; j >= 0; j-- {
@@ -279,45 +280,6 @@ func lastCall(msgs []agentctx.Message, i int, id string) (callRef, bool) {
 		}
 	}
 	return callRef{}, false
-}
-
-// callFinder finds the call a result answers: the latest one with its id
-// in a message before the result's. It looks in the message right before
-// first, where a result's call almost always is, and maps the calls of
-// the messages before only when that fails: a history of 50,000 calls is
-// not mapped on every request.
-type callFinder struct {
-	msgs []agentctx.Message
-	byID map[string]callRef
-	next int // the calls of msgs[:next] are in byID
-}
-
-func (f *callFinder) find(r agentctx.ToolResult) (callRef, bool) {
-	if r.ID == "" {
-		return callRef{}, false
-	}
-	if r.Message > 0 {
-		if c, ok := lastCall(f.msgs, r.Message-1, r.ID); ok {
-			return c, true
-		}
-	}
-	if f.byID == nil {
-		f.byID = make(map[string]callRef)
-	}
-	for ; f.next < r.Message; f.next++ {
-		m := &f.msgs[f.next]
-		bl := m.Content.Blocks()
-		for j := range bl {
-			if bl[j].Type == agentctx.BlockToolUse {
-				f.byID[bl[j].ID] = callRef{int32(f.next), int32(j), false}
-			}
-		}
-		for j := range m.ToolCalls {
-			f.byID[m.ToolCalls[j].ID] = callRef{int32(f.next), int32(j), true}
-		}
-	}
-	c, ok := f.byID[r.ID]
-	return c, ok
 }
 
 // Prune returns the view of msgs to send to the model, with stale successful
@@ -502,7 +464,7 @@ func (opts Options) resolve() resolved {
 // collect returns the tool results that have a timestamp, classified, in
 // history order, and the number of results without a readable timestamp
 // (one in years 0–9999). Each result is matched with the latest call with
-// its id in a message before it.
+// its id in a message before it (the message its Turn names).
 func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, skipped int) {
 	n := 0
 	for i := range msgs {
@@ -518,7 +480,6 @@ func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, skipped 
 		}
 	}
 	cands = make([]candidate, 0, n) // sized: a long history's results are not copied as the list grows
-	calls := callFinder{msgs: msgs}
 
 	lastMsg := -1
 	var ts time.Time
@@ -541,9 +502,11 @@ func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, skipped 
 			skipped++
 			continue
 		}
-		call, ok := calls.find(r)
-		if !ok {
-			call = callRef{msg: -1}
+		call := callRef{msg: -1}
+		if r.Turn >= 0 && r.ID != "" {
+			if c, ok := lastCall(msgs, r.Turn, r.ID); ok {
+				call = c
+			}
 		}
 		c := candidate{res: refOf(r), call: call, ts: rts}
 		var cl Class
