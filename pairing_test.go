@@ -362,3 +362,29 @@ func TestHoldsToolResult(t *testing.T) {
 		}
 	}
 }
+
+// TestHoldsToolCall: a message makes a call with an id when a tool_use
+// block or an OpenAI tool_calls entry has it; a result of the id, text
+// naming it, or another id do not.
+func TestHoldsToolCall(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want bool
+	}{
+		{`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{}}]}`, true},
+		{`{"role":"assistant","content":[{"type":"text","text":"t1"},{"type":"tool_use","id":"t2","name":"Bash","input":{}},{"type":"tool_use","id":"t1","name":"Read","input":{}}]}`, true},
+		{`{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"f","arguments":"{}"}}]}`, true},
+		{`{"role":"assistant","content":[{"type":"tool_use","id":"t2","name":"Bash","input":{}}]}`, false},
+		{`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}`, false},
+		{`{"role":"tool","tool_call_id":"t1","content":"ok"}`, false},
+		{`{"role":"assistant","content":"t1"}`, false},
+	} {
+		m, err := agentctx.DecodeMessage([]byte(tc.raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.HoldsToolCall("t1"); got != tc.want {
+			t.Errorf("%s: HoldsToolCall(t1) = %v, want %v", tc.raw, got, tc.want)
+		}
+	}
+}

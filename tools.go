@@ -113,7 +113,7 @@ type turnTracker struct {
 }
 
 func (t *turnTracker) of(i int, id string) int {
-	if i > 0 && hasCallID(&t.msgs[i-1], id) {
+	if i > 0 && t.msgs[i-1].HoldsToolCall(id) {
 		return i - 1
 	}
 	for ; t.upto < i; t.upto++ {
@@ -125,8 +125,10 @@ func (t *turnTracker) of(i int, id string) int {
 	return -1
 }
 
-// hasCallID reports whether m holds a call with id.
-func hasCallID(m *Message, id string) bool {
+// HoldsToolCall reports whether m makes a tool call with the id: a
+// tool_use block or an OpenAI tool_calls entry (the calls ToolUses
+// yields).
+func (m Message) HoldsToolCall(id string) bool {
 	for j := range m.Content.blocks {
 		if b := &m.Content.blocks[j]; b.Type == BlockToolUse && b.ID == id {
 			return true

@@ -36,7 +36,7 @@ func TestToolResultTurnIsTheLatestCallBefore(t *testing.T) {
 		}
 		want := func(i int, id string) int {
 			for j := i - 1; j >= 0; j-- {
-				if hasCallID(&msgs[j], id) {
+				if msgs[j].HoldsToolCall(id) {
 					return j
 				}
 			}

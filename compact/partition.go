@@ -99,7 +99,7 @@ type callsBefore struct {
 }
 
 func (c *callsBefore) has(id string, i int) bool {
-	if i > 0 && i <= c.upTo && hasCall(&c.msgs[i-1], id) {
+	if i > 0 && i <= c.upTo && c.msgs[i-1].HoldsToolCall(id) {
 		return true
 	}
 	if c.at == nil {
@@ -112,22 +112,6 @@ func (c *callsBefore) has(id string, i int) bool {
 	}
 	at, ok := c.at[id]
 	return ok && at < i
-}
-
-// hasCall reports whether m holds a tool call with id.
-func hasCall(m *agentctx.Message, id string) bool {
-	bl := m.Content.Blocks()
-	for j := range bl {
-		if bl[j].Type == agentctx.BlockToolUse && bl[j].ID == id {
-			return true
-		}
-	}
-	for j := range m.ToolCalls {
-		if m.ToolCalls[j].ID == id {
-			return true
-		}
-	}
-	return false
 }
 
 // answersEarlierCall reports whether message i holds a tool result whose
