@@ -367,7 +367,9 @@ func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, 
 // body is not kept, which bounds the memory to the sessions near their
 // window), so the summary request of its compaction can send that very
 // prefix, which the provider has cached, with the summary instruction
-// appended.
+// appended. Without a Summarizer, or with compaction off, nothing would
+// send it, and no body is kept (a 10 MB request's body was held as long
+// as its session).
 func (e *PipelineEngine) Forwarded(key string, api API, body []byte) {
 	e.mu.Lock()
 	s := e.sessions[key]
@@ -378,7 +380,7 @@ func (e *PipelineEngine) Forwarded(key string, api API, body []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	before := cap(s.prefix)
-	if s.tokens*2 < e.opts.Pipeline.Compact.ThresholdTokens() {
+	if !e.sendsPrefix() || s.tokens*2 < e.opts.Pipeline.Compact.ThresholdTokens() {
 		s.prefix = nil
 	} else {
 		s.prefix, s.prefixAPI = body, api
@@ -386,6 +388,12 @@ func (e *PipelineEngine) Forwarded(key string, api API, body []byte) {
 	if d := int64(cap(s.prefix) - before); d != 0 {
 		e.weigh(s, func(h int64) int64 { return h + d })
 	}
+}
+
+// sendsPrefix reports whether a session's compaction may send the body it
+// last forwarded (Forwarded): it compacts, with the Summarizer.
+func (e *PipelineEngine) sendsPrefix() bool {
+	return e.opts.Summarizer != nil && !e.opts.Pipeline.NoCompact
 }
 
 // Observe implements Engine: it keeps the session's last usage and feeds

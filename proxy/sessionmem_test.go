@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/internal/testkit/memtest"
 	"github.com/agentctx/agentctx/workspace"
 )
@@ -178,5 +180,57 @@ func TestSessionsBoundedByBytesConcurrently(t *testing.T) {
 	}
 	if sum != e.held || len(e.sessions) > 4 {
 		t.Errorf("%d sessions keep %d bytes; the engine counts %d", len(e.sessions), sum, e.held)
+	}
+}
+
+// TestForwardedBodyKeptOnlyForASummary: a session near its compaction
+// trigger keeps the body it last forwarded only when its compaction
+// would send it (a Summarizer, compaction on); otherwise nothing reads
+// it, and a 10 MB request's body was held as long as its session (issue
+// 24, item 7).
+func TestForwardedBodyKeptOnlyForASummary(t *testing.T) {
+	body := sessionMemBodies(t)["small"]
+	summ := func(*Request) compact.Summarizer {
+		return compact.SummarizerFunc(func(context.Context, compact.Request) (string, error) { return "summary", nil })
+	}
+	for _, tc := range []struct {
+		name      string
+		o         PipelineOptions
+		noCompact bool
+		keep      bool
+	}{
+		{"no summarizer", PipelineOptions{}, false, false},
+		{"compaction off", PipelineOptions{Summarizer: summ}, true, false},
+		{"summarizer", PipelineOptions{Summarizer: summ}, false, true},
+	} {
+		o := tc.o
+		o.Pipeline.WorkspaceDir = filepath.Join(t.TempDir(), "ws")
+		o.Pipeline.NoCompact = tc.noCompact
+		e, err := NewPipelineEngine(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(Options{Engine: e, Transport: discardTransport{}, DecodeCacheBytes: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sendSession(t, s, "s", body)
+		e.mu.Lock()
+		ps := e.sessions["s"]
+		e.mu.Unlock()
+		if ps == nil {
+			t.Fatalf("%s: no session", tc.name)
+		}
+		ps.mu.Lock()
+		ps.tokens = o.Pipeline.Compact.ThresholdTokens() // at the trigger
+		ps.prefix = nil
+		ps.mu.Unlock()
+		before := e.MemoryBytes()
+		e.Forwarded("s", APIAnthropic, body)
+		kept, held := ps.prefix != nil, e.MemoryBytes()-before
+		if kept != tc.keep || (held == int64(cap(body))) != tc.keep {
+			t.Errorf("%s: the body kept %v (%d bytes more held), want %v", tc.name, kept, held, tc.keep)
+		}
+		e.Close()
 	}
 }
