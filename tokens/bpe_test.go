@@ -1,10 +1,13 @@
 package tokens
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentctx/agentctx"
 )
 
 // TestMergeAgree checks that the two merge algorithms give the same tokens on
@@ -79,5 +82,39 @@ func TestCanonicalJSONCopiesOnce(t *testing.T) {
 	}
 	if got, want := canonicalJSON([]byte(`{ "command" : "ls\/x" }`)), `{"command":"ls/x"}`; got != want {
 		t.Errorf("canonicalJSON = %s, want %s", got, want)
+	}
+}
+
+// keepingCounter is a Counter of the caller's that keeps what it counts.
+type keepingCounter struct{ kept []string }
+
+func (k *keepingCounter) Count(s string) int { k.kept = append(k.kept, s); return len(s) }
+
+// TestToolInputCountedInPlace: a canonical tool input is counted from its
+// own bytes by this package's encoding (no copy: a request of 10,000 tool
+// calls copied 5 MB, issue 24 item 7), to the same count; a Counter of the
+// caller's, which may keep what it is given, gets a string of its own.
+func TestToolInputCountedInPlace(t *testing.T) {
+	input := []byte(`{"command":"` + strings.Repeat("grep -rn pattern ./src ", 20) + `"}`)
+	msg := func(in []byte) agentctx.Message {
+		return agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(agentctx.ToolUseBlock("toolu_1", "Bash", in)))
+	}
+	for _, size := range []int{-1, 0} { // the cache off, and on
+		mc := NewMessageCounter(MessageOptions{CacheSize: size})
+		m := msg(input)
+		want := mc.counter.Count("Bash") + mc.counter.Count(string(input))
+		if got := mc.CountMessage(m); got != want {
+			t.Fatalf("cache %d: %d tokens, want %d", size, got, want)
+		}
+		if n := testing.AllocsPerRun(50, func() { mc.CountMessage(m) }); n > 0 {
+			t.Errorf("cache %d: counting a canonical tool input allocates %.0f times", size, n)
+		}
+	}
+	k := &keepingCounter{}
+	in := bytes.Clone(input)
+	NewMessageCounter(MessageOptions{Counter: k}).CountMessage(msg(in))
+	in[2] = 'X'
+	if len(k.kept) != 2 || k.kept[1] != string(input) {
+		t.Errorf("the caller's counter kept %q, want the input as it was", k.kept)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/base/rawjson"
@@ -239,7 +240,7 @@ func (mc *MessageCounter) block(b agentctx.Block) int {
 	case agentctx.BlockThinking:
 		return mc.text(b.Thinking)
 	case agentctx.BlockToolUse:
-		return mc.text(b.Name) + mc.text(canonicalJSON(b.Input))
+		return mc.text(b.Name) + mc.input(b.Input)
 	case agentctx.BlockToolResult:
 		return mc.content(b.Content)
 	case agentctx.BlockImage:
@@ -316,6 +317,19 @@ func crc(s string) uint32 {
 		mix(s[i])
 	}
 	return h
+}
+
+// input counts a tool input's JSON text as JSON.stringify would write it.
+// An input already in that form (as clients write it) is counted from its
+// own bytes, not a copy, when the counter is this package's Encoding,
+// which keeps nothing it counts (a request of 10,000 tool calls copied
+// 5 MB); a Counter of the caller's may keep what it is given, and is
+// given a string of its own.
+func (mc *MessageCounter) input(raw []byte) int {
+	if _, own := mc.counter.(*Encoding); own && len(raw) > 0 && rawjson.IsCanonical(raw) {
+		return mc.text(unsafe.String(unsafe.SliceData(raw), len(raw)))
+	}
+	return mc.text(canonicalJSON(raw))
 }
 
 // canonicalJSON is the JSON text of a tool input as JSON.stringify would
