@@ -322,7 +322,7 @@ func (x *extraction) scanText(i int, text string, weight float64) {
 		if st == nil {
 			x.termOrder++
 			st = &termStat{kind: kind, first: x.termOrder, lastMsg: -1}
-			x.terms[t] = st
+			x.terms[strings.Clone(t)] = st // text may be a tool input's bytes (inputStrings)
 		}
 		if weight > weightResult {
 			st.said = true

@@ -3,6 +3,7 @@ package compact
 import (
 	"encoding/json"
 	"strings"
+	"unsafe"
 
 	"github.com/agentctx/agentctx"
 )
@@ -146,7 +147,9 @@ func userText(m *agentctx.Message) string {
 // inputStrings calls fn with every string value (not the keys) of a tool
 // call's JSON input, or with the input itself when it is not a JSON object
 // or array. It reads the bytes in place and allocates only for strings
-// with escapes.
+// with escapes: a string without one is raw's own bytes, valid while fn
+// runs (fn copies what it keeps; a compaction of 10,000 calls copied 5 MB
+// of inputs only to scan them).
 func inputStrings(raw []byte, fn func(string)) {
 	i := 0
 	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\n' || raw[i] == '\t' || raw[i] == '\r') {
@@ -154,7 +157,7 @@ func inputStrings(raw []byte, fn func(string)) {
 	}
 	if i == len(raw) || raw[i] != '{' && raw[i] != '[' {
 		if len(raw) > 0 {
-			fn(string(raw))
+			fn(borrowed(raw))
 		}
 		return
 	}
@@ -186,7 +189,7 @@ func inputStrings(raw []byte, fn func(string)) {
 			continue
 		}
 		if !escaped {
-			fn(string(lit[1 : len(lit)-1]))
+			fn(borrowed(lit[1 : len(lit)-1]))
 		} else {
 			var s string
 			if json.Unmarshal(lit, &s) == nil {
@@ -196,3 +199,7 @@ func inputStrings(raw []byte, fn func(string)) {
 		i = j + 1
 	}
 }
+
+// borrowed is b as a string sharing its memory, for a callee that keeps
+// none of it.
+func borrowed(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

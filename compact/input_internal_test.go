@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,5 +115,56 @@ func TestExtractiveSizesItsCalls(t *testing.T) {
 	}
 	if len(x.byID) != n {
 		t.Errorf("%d calls by id", len(x.byID))
+	}
+}
+
+// TestInputStringsBorrows: the strings of a tool input without escapes
+// are its own bytes, not copies (a compaction of 10,000 calls copied 5 MB
+// of inputs only to scan them; issue 24 item 7).
+func TestInputStringsBorrows(t *testing.T) {
+	raw := []byte(`{"command":"go test ./...","file_path":"/src/main.go","n":3}`)
+	var got []string
+	inputStrings(raw, func(s string) { got = append(got, strings.Clone(s)) })
+	if want := []string{"go test ./...", "/src/main.go"}; !slices.Equal(got, want) {
+		t.Fatalf("inputStrings = %q, want %q", got, want)
+	}
+	if n := testing.AllocsPerRun(100, func() { inputStrings(raw, func(string) {}) }); n > 0 {
+		t.Errorf("inputStrings allocates %.0f times for strings without escapes", n)
+	}
+}
+
+// TestExtractionKeepsNoInputBytes: what the summary's scans keep of a
+// tool input (its terms) is copied, so a caller that reuses the input's
+// bytes afterwards changes nothing the extraction holds.
+func TestExtractionKeepsNoInputBytes(t *testing.T) {
+	input := []byte(`{"command":"go test ./pkg/sync_session/... -run TestHandleInfo","file_path":"/src/handleInfo.go"}`)
+	snapshot := func(keys []string) []string { // copies of the bytes
+		out := make([]string, len(keys))
+		for i, k := range keys {
+			out[i] = strings.Clone(k)
+		}
+		slices.Sort(out)
+		return out
+	}
+	x := newExtraction(1)
+	x.call(0, "t1", "Bash", input)
+	var terms []string
+	for k := range x.terms {
+		terms = append(terms, k)
+	}
+	ts := termsOf([]agentctx.Message{agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(agentctx.ToolUseBlock("t1", "Bash", input)))}, false)
+	before, order := snapshot(terms), snapshot(ts.order)
+	if len(before) == 0 || len(order) == 0 {
+		t.Fatalf("no terms found in %s", input)
+	}
+	for i := range input {
+		input[i] = 'Z'
+	}
+	var after []string
+	for k := range x.terms {
+		after = append(after, k)
+	}
+	if got := snapshot(after); !slices.Equal(got, before) || !slices.Equal(snapshot(ts.order), order) {
+		t.Errorf("the terms changed with the input's bytes: %q, %q; were %q, %q", got, ts.order, before, order)
 	}
 }

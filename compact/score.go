@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/tokens"
@@ -161,6 +162,7 @@ func termsOf(msgs []agentctx.Message, results bool) termSet {
 	ts := termSet{kind: map[string]int{}}
 	add := func(term string, kind int) {
 		if _, ok := ts.kind[term]; !ok {
+			term = strings.Clone(term) // it may be a tool input's bytes (inputStrings)
 			ts.kind[term] = kind
 			ts.order = append(ts.order, term)
 		}
@@ -173,8 +175,8 @@ func termsOf(msgs []agentctx.Message, results bool) termSet {
 }
 
 // eachText calls fn with each piece of text m shows: its text, the
-// strings of its tool inputs, and, when results is true, its tool results
-// (not stand-ins). Thinking is left out.
+// strings of its tool inputs (borrowed: see inputStrings), and, when
+// results is true, its tool results (not stand-ins). Thinking is left out.
 func eachText(m *agentctx.Message, results bool, fn func(string)) {
 	if m.Role == agentctx.RoleTool {
 		if !results {
@@ -206,7 +208,7 @@ func eachText(m *agentctx.Message, results bool, fn func(string)) {
 		}
 	}
 	for _, tc := range m.ToolCalls {
-		inputStrings([]byte(tc.Function.Arguments), fn)
+		inputStrings(unsafe.Slice(unsafe.StringData(tc.Function.Arguments), len(tc.Function.Arguments)), fn) // read, never written
 	}
 }
 
