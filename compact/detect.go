@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/base/rawjson"
@@ -511,7 +512,13 @@ func hasPrefixAny(s []string, p string) bool {
 // clip returns s on one line, white space collapsed, at most max
 // characters (an ellipsis marks a cut); max ≤ 0 means no limit.
 func clip(s string, max int) string {
+	if c, ok := clipClean(s, max); ok {
+		return c
+	}
 	var b strings.Builder
+	if max > 0 {
+		b.Grow(min(len(s), max*utf8.UTFMax+1))
+	}
 	n, space := 0, false
 	for _, r := range s {
 		if unicode.IsSpace(r) {
@@ -530,6 +537,38 @@ func clip(s string, max int) string {
 		}
 	}
 	return b.String()
+}
+
+// clipClean is clip of a string clip leaves as it is up to its cut (no
+// white space but single spaces between words, valid UTF-8): s itself, or
+// its cut, without building it rune by rune (the key line of every call a
+// compaction summarizes; 3.3 MB for 10,000 calls). ok is false for any
+// other string.
+func clipClean(s string, max int) (string, bool) {
+	n, space := 0, false
+	for i, r := range s {
+		size := utf8.RuneLen(r)
+		if r == utf8.RuneError && !strings.HasPrefix(s[i:], string(utf8.RuneError)) {
+			return "", false // an invalid byte, which clip writes as U+FFFD
+		}
+		if unicode.IsSpace(r) {
+			if r != ' ' || n == 0 || space {
+				return "", false
+			}
+			space = true
+			n++
+			continue
+		}
+		space = false
+		n++
+		if max > 0 && n > max {
+			return strings.TrimRight(runePrefix(s[:i+size], max-1), " ") + "…", true
+		}
+	}
+	if space {
+		return "", false
+	}
+	return s, true
 }
 
 // itoa is strconv.Itoa.
