@@ -160,6 +160,45 @@ func EncodeArchiveConversation(conv agentctx.Conversation) ([]byte, error) {
 	return indentMessages(conv)
 }
 
+// WriteArchiveConversation writes EncodeArchiveConversation(conv) to w,
+// a message at a time: an archive of a long history (tens of MB) is never
+// held whole. A write error stops it and is returned.
+func WriteArchiveConversation(w io.Writer, conv agentctx.Conversation) error {
+	msgs := conv.Messages
+	known := len(conv.Facts) == len(msgs)
+	var enc, out []byte
+	for i := range msgs {
+		e := []byte(nil)
+		if known {
+			e = conv.Facts[i].Encoding
+		}
+		if e == nil {
+			var err error
+			if enc, err = msgs[i].AppendJSON(enc[:0]); err != nil {
+				return fmt.Errorf("message %d: %w", i, err)
+			}
+			e = enc
+		}
+		out = out[:0]
+		if i == 0 {
+			out = append(out, '[')
+		} else {
+			out = append(out, ',')
+		}
+		out = append(out, "\n  "...)
+		out = appendIndented(out, e, "  ", "  ")
+		if _, err := w.Write(out); err != nil {
+			return err
+		}
+	}
+	tail := "[]\n"
+	if len(msgs) > 0 {
+		tail = "\n]\n"
+	}
+	_, err := io.WriteString(w, tail)
+	return err
+}
+
 // maxClaims bounds the search for a free sequence number; it is only
 // reached when something keeps taking the numbers WriteArchive tries.
 const maxClaims = 10_000

@@ -1,8 +1,11 @@
 package compact_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -239,5 +242,58 @@ func TestCompactHandsOnFacts(t *testing.T) {
 	})
 	if !strings.Contains(string(got), `"from the facts"`) {
 		t.Fatal("the archive was not written from the encodings")
+	}
+}
+
+// failingWriter accepts n bytes, then fails.
+type failingWriter struct{ n int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if len(p) > w.n {
+		return 0, errors.New("disk full")
+	}
+	w.n -= len(p)
+	return len(p), nil
+}
+
+// TestWriteArchiveIsEncodeArchive: the archive written a message at a
+// time is EncodeArchiveConversation's bytes, with the facts' encodings or
+// without, for no message, one, and many; a failed write stops it with
+// the writer's error.
+func TestWriteArchiveIsEncodeArchive(t *testing.T) {
+	many := make([]agentctx.Message, 0, 60)
+	for i := range 30 {
+		many = append(many, agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(
+			agentctx.TextBlock(fmt.Sprintf("step %d: \"quoted\" \\ {[,:]}", i)),
+			agentctx.ToolUseBlock(fmt.Sprint("t", i), "Bash", json.RawMessage(fmt.Sprintf(`{"command":"ls %d","n":[1,{"a":null}]}`, i))))),
+			agentctx.NewMessage(agentctx.RoleUser, agentctx.BlockList(agentctx.ToolResultBlock(fmt.Sprint("t", i), agentctx.Text(strings.Repeat("out\n", i)), i%7 == 0))))
+	}
+	for _, msgs := range [][]agentctx.Message{nil, many[:1], many} {
+		facts := make([]agentctx.Facts, len(msgs))
+		for i, m := range msgs {
+			if i%2 == 0 { // some known, some not
+				enc, err := m.AppendJSON(nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				facts[i].Encoding = enc
+			}
+		}
+		for _, conv := range []agentctx.Conversation{{Messages: msgs}, {Messages: msgs, Facts: facts}} {
+			want, err := compact.EncodeArchiveConversation(conv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			if err := compact.WriteArchiveConversation(&got, conv); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != string(want) {
+				t.Fatalf("%d messages: written\n%s\nencoded\n%s", len(msgs), got.String(), want)
+			}
+		}
+	}
+	if err := compact.WriteArchiveConversation(&failingWriter{n: 100}, agentctx.Conversation{Messages: many}); err == nil || err.Error() != "disk full" {
+		t.Errorf("a failed write: %v", err)
 	}
 }
