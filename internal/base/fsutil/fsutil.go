@@ -5,6 +5,7 @@
 package fsutil
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -192,11 +193,18 @@ func isTempName(name string) bool {
 // Data is what a file is written from: bytes, a string (written as it
 // is, not copied into bytes first: a large artifact is not held twice), or
 // Parts.
-type Data interface{ []byte | string | Parts }
+type Data interface {
+	[]byte | string | Parts | WriteFunc
+}
 
 // Parts are the pieces of a file, written one after the other (a large
 // state between a header and a trailer is not copied to be joined).
 type Parts [][]byte
+
+// WriteFunc writes a file's content, through a buffer (a content of tens
+// of MB written as it is made, never held whole). An error it returns
+// fails the write, and nothing is written.
+type WriteFunc func(io.Writer) error
 
 // writeTemp writes data to a new temp file in dir and returns its path.
 func writeTemp[D Data](dir string, data D, o Options) (string, error) {
@@ -215,6 +223,11 @@ func writeTemp[D Data](dir string, data D, o Options) (string, error) {
 			if _, err = f.Write(p); err != nil {
 				break
 			}
+		}
+	case WriteFunc:
+		bw := bufio.NewWriterSize(f, 64<<10)
+		if err = d(bw); err == nil {
+			err = bw.Flush()
 		}
 	}
 	if err == nil && o.Sync {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -242,5 +243,37 @@ func TestWriteFilePartsNotJoined(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(p); string(got) != "head:"+string(big)+":tail" {
 		t.Error("the file does not hold the parts in order")
+	}
+}
+
+// A WriteFunc's content is written as it is made; a WriteFunc that fails
+// leaves the file as it was and no temp file behind.
+func TestWriteFileFunc(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "streamed")
+	line := []byte("line of output\n")
+	if err := WriteFile(p, WriteFunc(func(w io.Writer) error {
+		for range 1 << 16 {
+			if _, err := w.Write(line); err != nil {
+				return err
+			}
+		}
+		return nil
+	}), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(p); !bytes.Equal(got, bytes.Repeat(line, 1<<16)) {
+		t.Fatal("the file does not hold what was written")
+	}
+	boom := errors.New("boom")
+	err := WriteFile(p, WriteFunc(func(w io.Writer) error { w.Write([]byte("partial")); return boom }), Options{})
+	if !errors.Is(err, boom) {
+		t.Errorf("a failing WriteFunc: %v", err)
+	}
+	if got, _ := os.ReadFile(p); !bytes.Equal(got, bytes.Repeat(line, 1<<16)) {
+		t.Error("a failed write changed the file")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("%d files left, want 1", len(entries))
 	}
 }
