@@ -49,6 +49,7 @@ func NewStore(d driver.Store, opts StoreOptions) Store {
 
 var (
 	_ LineReader     = (*portable)(nil)
+	_ StreamWriter   = (*portable)(nil)
 	_ Searcher       = (*portable)(nil)
 	_ Locator        = (*portable)(nil)
 	_ session.Keeper = (*portable)(nil)

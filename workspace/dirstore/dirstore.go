@@ -64,11 +64,12 @@ type store struct {
 }
 
 var (
-	_ driver.Store       = (*store)(nil)
-	_ workspace.Searcher = (*store)(nil)
-	_ workspace.Locator  = (*store)(nil)
-	_ workspace.Pather   = (*store)(nil)
-	_ session.Keeper     = (*store)(nil)
+	_ driver.Store        = (*store)(nil)
+	_ driver.StreamWriter = (*store)(nil)
+	_ workspace.Searcher  = (*store)(nil)
+	_ workspace.Locator   = (*store)(nil)
+	_ workspace.Pather    = (*store)(nil)
+	_ session.Keeper      = (*store)(nil)
 )
 
 // SessionsDir is the directory, inside the store's root, of the session
@@ -245,14 +246,26 @@ func (s *store) Create(ctx context.Context, ns string, a workspace.Artifact) (wo
 	return s.write(ctx, "create", ns, a)
 }
 
+// PutStream implements driver.StreamWriter: the content file is written
+// as the stream writes it (a compaction's archive of tens of MB is not
+// held whole to be stored).
+func (s *store) PutStream(ctx context.Context, ns string, st driver.Stream) (workspace.Info, error) {
+	return writeContent(ctx, s, "put", ns, st.Info, fsutil.WriteFunc(st.Write))
+}
+
 // write stores a under the namespace's write lock; op "create" stores it
 // only when its id is free.
 func (s *store) write(ctx context.Context, op, ns string, a workspace.Artifact) (workspace.Info, error) {
-	dir, name, err := s.names(ns, a.ID)
+	return writeContent(ctx, s, op, ns, a.Info, a.Content)
+}
+
+// writeContent stores an artifact described by m (measured by the
+// portable store) whose content is content.
+func writeContent[D fsutil.Data](ctx context.Context, s *store, op, ns string, m workspace.Info, content D) (workspace.Info, error) {
+	dir, name, err := s.names(ns, m.ID)
 	if err != nil {
 		return workspace.Info{}, err
 	}
-	m := a // measured by the portable store
 	mf := metaFile{ID: m.ID, Namespace: ns, Type: string(m.Type), Chars: m.Chars, Lines: m.Lines, Bytes: m.Bytes,
 		SHA256: m.SHA256, ContentFile: name + contentExt, Metadata: m.Metadata}
 	if !m.Created.IsZero() {
@@ -286,13 +299,13 @@ func (s *store) write(ctx context.Context, op, ns string, a workspace.Artifact) 
 		}
 	}
 	o := fsutil.Options{Sync: s.opts.Sync}
-	if err := fsutil.WriteFile(filepath.Join(dir, name+contentExt), m.Content, o); err != nil {
+	if err := fsutil.WriteFile(filepath.Join(dir, name+contentExt), content, o); err != nil {
 		return workspace.Info{}, err
 	}
 	if err := fsutil.WriteFile(filepath.Join(dir, name+metaExt), buf.Bytes(), o); err != nil {
 		return workspace.Info{}, err
 	}
-	return m.Info.Clone(), nil
+	return m.Clone(), nil
 }
 
 // read returns an artifact whose content matches its description. It reads

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -187,6 +188,7 @@ var rules = []rule{
 	{"Defaults", "an empty Type is text; a zero Created stays zero; nil metadata reads as empty", ruleDefaults},
 	{"Missing", "a missing artifact is ErrNotFound from Get, Stat, Lines, Grep and Delete, in a *workspace.Error", ruleMissing},
 	{"Overwrite", "Put replaces an artifact whole", ruleOverwrite},
+	{"PutStream", "PutStream (workspace.PutStream) stores what Put stores of the content the stream writes, replacing as Put does; a stream that writes other bytes than measured fails with ErrStreamChanged and changes nothing", rulePutStream},
 	{"Create", "Create stores an artifact as Put does when its id is free, and never replaces one: a taken id is ErrExists, in a *workspace.Error", ruleCreate},
 	{"CreateRace", "goroutines creating one id at once with different contents: exactly one wins, every other gets ErrExists, the id holds the winner's artifact", ruleCreateRace},
 	{"Stat", "Stat describes an artifact exactly as Put and Get do, and follows overwrites and deletes", ruleStat},
@@ -308,6 +310,54 @@ func ruleOverwrite(t *testing.T, s workspace.Store, _ string) {
 	res, err = workspace.Grep(bg, s, "default", workspace.GrepQuery{Pattern: "second"})
 	if err != nil || res.Total != 1 {
 		t.Errorf("grep misses new content: %+v, %v", res, err)
+	}
+}
+
+func rulePutStream(t *testing.T, s workspace.Store, _ string) {
+	content := strings.Repeat("[\n  {\"role\":\"user\",\"content\":\"wörld ✓\"},\n", 5000) + "]\n"
+	pieces := func(w io.Writer) error { // in pieces that cut runes
+		for rest := content; rest != ""; {
+			n := min(len(rest), 7)
+			if _, err := io.WriteString(w, rest[:n]); err != nil {
+				return err
+			}
+			rest = rest[n:]
+		}
+		return nil
+	}
+	base := workspace.Info{ID: "compact_0123", Type: workspace.TypeJSON, Metadata: workspace.Metadata{"context_type": "compaction_archive"},
+		Created: time.Date(2026, 12, 2, 8, 0, 0, 0, time.FixedZone("CET", 3600))}
+	measured, err := workspace.MeasureStream(base, pieces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := driver.Measure(workspace.Artifact{Info: base, Content: content}).Info
+	if !infoEqual(measured, want) {
+		t.Fatalf("MeasureStream = %+v, want %+v", measured, want)
+	}
+	mustPut(t, s, "default", art(base.ID, "an older version\n", nil, t0))
+	info, err := workspace.PutStream(bg, s, "default", workspace.Stream{Info: measured, Write: pieces})
+	if err != nil {
+		t.Fatalf("PutStream: %v", err)
+	}
+	if !infoEqual(info, want) {
+		t.Errorf("PutStream returned\n %+v\nwant %+v", info, want)
+	}
+	checkArtifact(t, mustGet(t, s, "default", base.ID), want, content)
+	if st, err := s.Stat(bg, "default", base.ID); err != nil || !infoEqual(st, want) {
+		t.Errorf("Stat after PutStream = %+v, %v", st, err)
+	}
+	changed := func(w io.Writer) error { _, err := io.WriteString(w, strings.ToUpper(content)); return err }
+	_, err = workspace.PutStream(bg, s, "default", workspace.Stream{Info: workspace.Info{ID: "other", Bytes: measured.Bytes, SHA256: measured.SHA256}, Write: changed})
+	wantErr(t, err, workspace.ErrStreamChanged, "put")
+	if _, err := s.Stat(bg, "default", "other"); !errors.Is(err, workspace.ErrNotFound) {
+		t.Errorf("a changed stream stored something: %v", err)
+	}
+	_, err = workspace.PutStream(bg, s, "default", workspace.Stream{Info: measured, Write: changed})
+	wantErr(t, err, workspace.ErrStreamChanged, "put")
+	checkArtifact(t, mustGet(t, s, "default", base.ID), want, content)
+	if _, err := workspace.PutStream(bg, s, "default", workspace.Stream{Info: workspace.Info{ID: ""}, Write: pieces}); !errors.Is(err, workspace.ErrInvalidID) {
+		t.Errorf("PutStream of an empty id: %v", err)
 	}
 }
 
