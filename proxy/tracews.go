@@ -50,8 +50,9 @@ func TraceWorkspace(store workspace.Store, tp trace.TracerProvider) workspace.St
 }
 
 var (
-	_ tracedAbilities  = (*tracedWorkspace)(nil)
-	_ workspace.Pather = (*tracedPather)(nil)
+	_ tracedAbilities        = (*tracedWorkspace)(nil)
+	_ workspace.Pather       = (*tracedPather)(nil)
+	_ workspace.StreamWriter = (*tracedWorkspace)(nil)
 )
 
 type tracedWorkspace struct {
@@ -93,6 +94,16 @@ func (w *tracedWorkspace) Put(ctx context.Context, ns string, a workspace.Artifa
 	ctx, sp := w.start(ctx, "put", ns, a.ID)
 	sp.SetAttributes(attribute.Int("agentctx.bytes", len(a.Content)))
 	in, err := w.s.Put(ctx, ns, a)
+	endArtifactSpan(sp, err)
+	return in, err
+}
+
+// PutStream implements workspace.StreamWriter: the traced store writes
+// the stream as it would untraced (workspace.PutStream).
+func (w *tracedWorkspace) PutStream(ctx context.Context, ns string, s workspace.Stream) (workspace.Info, error) {
+	ctx, sp := w.start(ctx, "put", ns, s.ID)
+	sp.SetAttributes(attribute.Int("agentctx.bytes", s.Bytes))
+	in, err := workspace.PutStream(ctx, w.s, ns, s)
 	endArtifactSpan(sp, err)
 	return in, err
 }

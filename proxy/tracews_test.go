@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -81,6 +82,26 @@ func TestTraceWorkspace(t *testing.T) {
 	}
 	if sp := exp.GetSpans(); len(sp) != 1 || sp[0].Status.Code == codes.Error {
 		t.Errorf("missing artifact: spans %v", sp)
+	}
+	// A stream (a compaction's archive) is written through the traced
+	// store as through the store itself, under a span of its own.
+	exp.Reset()
+	if !is[workspace.StreamWriter](tdir) {
+		t.Fatal("the traced directory store writes no streams")
+	}
+	write := func(w io.Writer) error { _, err := io.WriteString(w, "[\n  {}\n]\n"); return err }
+	info, err := workspace.MeasureStream(workspace.Info{ID: "compact_1"}, write)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := workspace.PutStream(context.Background(), tdir, "ns", workspace.Stream{Info: info, Write: write}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := dir.Get(context.Background(), "ns", "compact_1"); err != nil || a.Content != "[\n  {}\n]\n" {
+		t.Errorf("the stream stored %v, %v", a, err)
+	}
+	if sp := exp.GetSpans(); len(sp) != 1 || sp[0].Name != proxy.SpanArtifacts+".put" {
+		t.Errorf("a stream's spans: %v", sp)
 	}
 }
 
