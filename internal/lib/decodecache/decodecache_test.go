@@ -176,46 +176,74 @@ func TestScanErrors(t *testing.T) {
 }
 
 // TestScanGrowsByDoubling holds the lists of a first request of 100,000
-// elements to twice their final size in allocation: append grows a long
-// slice by a quarter at a time, and it allocated five times their size
-// (12 MB for Items alone; issue 24, item 7). A request the cache knows
-// sizes them once.
+// elements to 2.7 times their final size in allocation, and those of like
+// elements (100,000 messages of about 100 bytes) to 2.2 times: append
+// grows a long slice by a quarter at a time, and it allocated five times
+// their size (12 MB for Items alone; issue 24, item 7), doubling 2.6
+// times. A request the cache knows sizes them once. A few small elements
+// before a large one do not size the lists for a body of small ones.
 func TestScanGrowsByDoubling(t *testing.T) {
-	var b strings.Builder
-	b.WriteString(`{"messages":[`)
-	const n = 100_000
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
+	list := func(n int, elem func(i int) string) []byte {
+		var b strings.Builder
+		b.WriteString(`{"messages":[`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(elem(i))
 		}
-		b.WriteString(`{"a":1}`)
+		b.WriteString(`]}`)
+		return []byte(b.String())
 	}
-	b.WriteString(`]}`)
-	body := []byte(b.String())
-	c := New[*msg](1 << 30)
+	tiny := list(100_000, func(int) string { return `{"a":1}` })
+	like := list(100_000, func(i int) string {
+		return fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%07d","content":"ok %d"}]}`, i, i)
+	})
+	big := list(21, func(i int) string {
+		if i == 20 {
+			return `{"a":"` + strings.Repeat("x", 1<<20) + `"}`
+		}
+		return `{"a":1}`
+	})
 	const item = 24 + 8 // a []byte and an entry
 	for _, tc := range []struct {
 		name string
+		body []byte
+		n    int
 		max  float64 // allocated, in units of n items
+		// maxBody bounds what is allocated as a share of the body (0: not)
+		maxBody float64
 	}{
-		{"first", 2.7},  // doubling: twice the last capacity, 131,072 here
-		{"known", 1.05}, // the cached request's length
+		{"first", tiny, 100_000, 2.7, 0},  // doubling: twice the last capacity, 131,072 here
+		{"known", tiny, 100_000, 1.05, 0}, // the cached request's length
+		{"like", like, 100_000, 2.2, 0},   // sized from the average, in steps of at most 8
+		{"small first", big, 21, 0, 0.01},
 	} {
-		ls := &Scan[*msg]{Cache: c, Prefix: "p\x00", Member: "messages", Data: body}
+		c := New[*msg](1 << 30)
+		if tc.name == "known" {
+			ls := &Scan[*msg]{Cache: c, Prefix: "p\x00", Member: "messages", Data: tc.body}
+			if _, err := ls.scan(len(`{"messages":`)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := ls.Decode(func(raw []byte) (*msg, error) { return &msg{p: c.PrintOf(raw)}, nil }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ls := &Scan[*msg]{Cache: c, Prefix: "p\x00", Member: "messages", Data: tc.body}
 		got := memtest.AllocatedBy(func() {
 			if _, err := ls.scan(len(`{"messages":`)); err != nil {
 				t.Fatal(err)
 			}
 		})
-		if len(ls.Items) != n {
+		if len(ls.Items) != tc.n {
 			t.Fatalf("%s: %d items", tc.name, len(ls.Items))
 		}
-		t.Logf("%s request: %d bytes (%.2f items' worth each)", tc.name, got, float64(got)/(n*item))
-		if float64(got) > tc.max*n*item {
-			t.Errorf("%s request: splitting %d elements allocated %d bytes, want at most %.0f", tc.name, n, got, tc.max*n*item)
+		t.Logf("%s request: %d bytes (%.2f items' worth each, %.2f of the body)", tc.name, got, float64(got)/float64(tc.n*item), float64(got)/float64(len(tc.body)))
+		if tc.max > 0 && float64(got) > tc.max*float64(tc.n*item) {
+			t.Errorf("%s request: splitting %d elements allocated %d bytes, want at most %.0f", tc.name, tc.n, got, tc.max*float64(tc.n*item))
 		}
-		if _, err := ls.Decode(func(raw []byte) (*msg, error) { return &msg{p: c.PrintOf(raw)}, nil }); err != nil {
-			t.Fatal(err)
+		if tc.maxBody > 0 && float64(got) > tc.maxBody*float64(len(tc.body)) {
+			t.Errorf("%s request: splitting %d elements of %d bytes allocated %d", tc.name, tc.n, len(tc.body), got)
 		}
 	}
 }
