@@ -338,7 +338,7 @@ func (x *extraction) scanText(i int, text string, weight float64) {
 
 func (x *extraction) call(i int, id, name string, input []byte) {
 	c := &call{msg: i, id: id, name: name, resultMsg: -1}
-	in, parsed := parseInput(input)
+	in, parsed := borrowInput(input) // the extraction ends with the summary, which copies what it writes
 	c.parsed = parsed
 	c.key = inputKey(&in, parsed, input)
 	if in.cmd != "" {

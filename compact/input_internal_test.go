@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -63,10 +64,12 @@ var toolInputCases = []string{
 // wrong type, escapes, invalid UTF-8 and invalid JSON.
 func TestParseInputIsUnmarshal(t *testing.T) {
 	for _, c := range toolInputCases {
-		got, gok := parseInput(json.RawMessage(c))
 		want, wok := parseInputJSON(json.RawMessage(c))
-		if gok != wok || !reflect.DeepEqual(got, want) {
-			t.Errorf("%s:\n got %+v %v\nwant %+v %v", c, got, gok, want, wok)
+		for name, parse := range map[string]func(json.RawMessage) (toolInput, bool){"parseInput": parseInput, "borrowInput": borrowInput} {
+			got, gok := parse(json.RawMessage(c))
+			if gok != wok || !reflect.DeepEqual(got, want) {
+				t.Errorf("%s(%s):\n got %+v %v\nwant %+v %v", name, c, got, gok, want, wok)
+			}
 		}
 	}
 }
@@ -76,10 +79,13 @@ func FuzzParseInput(f *testing.F) {
 		f.Add(c)
 	}
 	f.Fuzz(func(t *testing.T, c string) {
-		got, gok := parseInput(json.RawMessage(c))
 		want, wok := parseInputJSON(json.RawMessage(c))
+		got, gok := parseInput(json.RawMessage(c))
 		if gok != wok || !reflect.DeepEqual(got, want) {
 			t.Fatalf("%q:\n got %+v %v\nwant %+v %v", c, got, gok, want, wok)
+		}
+		if got, gok := borrowInput(json.RawMessage(c)); gok != wok || !reflect.DeepEqual(got, want) {
+			t.Fatalf("borrowInput(%q):\n got %+v %v\nwant %+v %v", c, got, gok, want, wok)
 		}
 	})
 }
@@ -90,6 +96,19 @@ func TestParseInputAllocatesItsStrings(t *testing.T) {
 	raw := json.RawMessage(`{"command":"go test ./...","description":"run the tests","timeout":120000}`)
 	if n := testing.AllocsPerRun(100, func() { parseInput(raw) }); n > 2 {
 		t.Errorf("parseInput allocates %v times, want the 2 strings", n)
+	}
+}
+
+// borrowInput reads an input's plain strings in place: a long Edit or
+// command is not copied to be summarized (issue 24 item 7); a string with
+// an escape is decoded.
+func TestBorrowInputCopiesNothingPlain(t *testing.T) {
+	raw := json.RawMessage(`{"file_path":"/src/main.go","old_string":"` + strings.Repeat("func old() {}", 100) + `","new_string":"a\tb"}`)
+	if n := testing.AllocsPerRun(100, func() { borrowInput(raw) }); n > 1 {
+		t.Errorf("borrowInput allocates %v times, want the 1 string with an escape", n)
+	}
+	if in, _ := borrowInput(raw); in.NewString != "a\tb" || len(in.OldString) != 1300 || in.FilePath != "/src/main.go" {
+		t.Errorf("borrowInput = %+v", in)
 	}
 }
 
@@ -166,5 +185,66 @@ func TestExtractionKeepsNoInputBytes(t *testing.T) {
 	}
 	if got := snapshot(after); !slices.Equal(got, before) || !slices.Equal(snapshot(ts.order), order) {
 		t.Errorf("the terms changed with the input's bytes: %q, %q; were %q, %q", got, ts.order, before, order)
+	}
+}
+
+// keepingCounter counts bytes and keeps a copy-free reference to every
+// text it is given, as a caller's Counter may.
+type keepingCounter struct{ kept []string }
+
+func (k *keepingCounter) Count(s string) int { k.kept = append(k.kept, s); return len(s) / 4 }
+
+// TestSummaryKeepsNoInputBytes: the extractive summary reads tool inputs
+// in place (borrowInput, inputStrings), and neither what it returns nor
+// what it hands the Counter shares their bytes: a caller who reuses an
+// input's bytes afterwards changes neither.
+func TestSummaryKeepsNoInputBytes(t *testing.T) {
+	var msgs []agentctx.Message
+	var inputs []json.RawMessage
+	msgs = append(msgs, agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("fix the failing test in the session package")))
+	for i := range 40 {
+		var in json.RawMessage
+		switch i % 4 {
+		case 0:
+			in = json.RawMessage(fmt.Sprintf(`{"command":"go test ./pkg/sync_session/... -run TestHandleInfo%d","description":"run it"}`, i))
+		case 1:
+			in = json.RawMessage(fmt.Sprintf(`{"file_path":"/work/src/pkg/sync_session/handle_info%d.go","old_string":"return nil","new_string":"return errClosed"}`, i))
+		case 2:
+			in = json.RawMessage(fmt.Sprintf(`{"command":"cat /work/src/pkg/sync_session/store%d.go"}`, i))
+		default:
+			in = json.RawMessage(fmt.Sprintf(`{"pattern":"handleInfo%d","path":"/work/src/pkg"}`, i))
+		}
+		inputs = append(inputs, in)
+		id := fmt.Sprint("toolu_", i)
+		name := []string{"Bash", "Edit", "Bash", "Grep"}[i%4]
+		msgs = append(msgs,
+			agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(agentctx.ToolUseBlock(id, name, in))),
+			agentctx.NewMessage(agentctx.RoleUser, agentctx.BlockList(agentctx.ToolResultBlock(id, agentctx.Text(fmt.Sprintf("ok %d\n/work/src/pkg/sync_session/handle_info%d.go:12: fixed", i, i)), i%5 == 3))))
+	}
+	k := &keepingCounter{}
+	summary, err := Extractive{Counter: k}.Summarize(context.Background(), Request{Messages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := strings.Clone(summary)
+	kept := make([]string, len(k.kept))
+	for i, s := range k.kept {
+		kept[i] = strings.Clone(s)
+	}
+	if !strings.Contains(summary, "sync_session") {
+		t.Fatalf("the summary names none of the inputs:\n%s", summary)
+	}
+	for _, in := range inputs {
+		for i := range in {
+			in[i] = '#'
+		}
+	}
+	if summary != before {
+		t.Errorf("the summary changed with the inputs' bytes:\n%s", summary)
+	}
+	for i, s := range k.kept {
+		if s != kept[i] {
+			t.Errorf("a text the counter kept changed with the inputs' bytes: %q, was %q", s, kept[i])
+		}
 	}
 }
