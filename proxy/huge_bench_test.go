@@ -119,10 +119,12 @@ func (h *heapPeak) end() uint64 {
 // every request is a session's first) to a local upstream: 10 MB of
 // 100,000 small messages (tool_use and tool_result pairs), and one 60 MB
 // tool result; and the first again over a workspace in memory (the
-// engine's own cost, without 50,000 artifacts written as files). It reports the peak heap above what was held before the
-// request, in MB and as a multiple of the body ("peak/body"), with the
-// time per request and the process's CPU time per request (cpu-ms/op),
-// which a loaded machine inflates less (issue 24).
+// engine's own cost, without 50,000 artifacts written as files); and 10 MB
+// of 10,000 messages of about 1 KB, without and with compaction. It
+// reports the peak heap above what was held before the request, in MB and
+// as a multiple of the body ("peak/body"), with the time per request and
+// the process's CPU time per request (cpu-ms/op), which a loaded machine
+// inflates less (issue 24).
 func BenchmarkHugeRequest(b *testing.B) {
 	var mu sync.Mutex
 	var upstreamBytes int64
@@ -136,6 +138,9 @@ func BenchmarkHugeRequest(b *testing.B) {
 	}))
 	defer up.Close()
 	many := func() []byte { return manyMessagesRequest(10<<20, 100_000) }
+	// larger messages (about 1 KB each, as a coding agent's turns are):
+	// the per-message costs weigh less
+	fewer := func() []byte { return manyMessagesRequest(10<<20, 10_000) }
 	for _, tc := range []struct {
 		name string
 		body func() []byte
@@ -152,6 +157,8 @@ func BenchmarkHugeRequest(b *testing.B) {
 		{"10MB-1e5msgs-memstore", many, true, false, false},
 		{"10MB-1e5msgs-every", many, false, true, false},
 		{"10MB-1e5msgs-compact", many, false, false, true},
+		{"10MB-1e4msgs", fewer, false, false, false},
+		{"10MB-1e4msgs-compact", fewer, false, false, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			body := tc.body()
