@@ -191,8 +191,8 @@ func isTempName(name string) bool {
 }
 
 // Data is what a file is written from: bytes, a string (written as it
-// is, not copied into bytes first: a large artifact is not held twice), or
-// Parts.
+// is, not copied into bytes first: a large artifact is not held twice),
+// Parts, or a WriteFunc.
 type Data interface {
 	[]byte | string | Parts | WriteFunc
 }
