@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"hash/maphash"
+	"io"
 	"sort"
 	"sync"
 
@@ -346,7 +347,7 @@ func appendStripped(dst, raw []byte, normalize bool) []byte {
 // hashStripped returns hash64(appendStripped(nil, raw, true)) without
 // writing the stripped form out: a large message is hashed as it is read.
 func hashStripped(raw []byte) uint64 {
-	w := strippedHashers.Get().(*strippedHasher)
+	w := strippedHashers.Get().(*strippedHasher[*maphash.Hash])
 	w.h.SetSeed(hashSeed) // and reset
 	writeStripped(w, raw, true)
 	sum := w.h.Sum64()
@@ -360,7 +361,7 @@ func hashStripped(raw []byte) uint64 {
 // is written to through an interface), and a request of 100,000 small
 // messages with string contents allocated one of ~180 bytes for each
 // (issue 24, item 7).
-var strippedHashers = sync.Pool{New: func() any { return new(strippedHasher) }}
+var strippedHashers = sync.Pool{New: func() any { return &strippedHasher[*maphash.Hash]{h: new(maphash.Hash)} }}
 
 // maxPooledScratch bounds the scratch buffer of a pooled hasher: one that
 // hashed a huge value is left to the collector.
@@ -385,18 +386,21 @@ func (w *strippedAppender) compact(raw []byte) { w.b = rawjson.AppendCompact(w.b
 
 // strippedHasher hashes what it receives, the small pieces through a
 // scratch buffer; a string token, compact as written, is hashed in place.
-type strippedHasher struct {
-	h       maphash.Hash
+type strippedHasher[H io.Writer] struct {
+	h       H
 	scratch []byte
 }
 
-func (w *strippedHasher) lit(s string) { w.h.WriteString(s) }
-func (w *strippedHasher) raw(b []byte) { w.h.Write(b) }
-func (w *strippedHasher) str(s string) {
+func (w *strippedHasher[H]) lit(s string) {
+	w.scratch = append(w.scratch[:0], s...)
+	w.h.Write(w.scratch)
+}
+func (w *strippedHasher[H]) raw(b []byte) { w.h.Write(b) }
+func (w *strippedHasher[H]) str(s string) {
 	w.scratch = rawjson.AppendString(w.scratch[:0], s)
 	w.h.Write(w.scratch)
 }
-func (w *strippedHasher) compact(raw []byte) {
+func (w *strippedHasher[H]) compact(raw []byte) {
 	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
 		w.h.Write(raw) // a string token: AppendCompact copies it as it is
 		return

@@ -1,7 +1,11 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"hash"
 	"sync"
 
 	"github.com/agentctx/agentctx/internal/lib/thinking"
@@ -218,12 +222,34 @@ func (m *stableHashes) of(h uint64, enc []byte) uint64 {
 	if ok {
 		return d
 	}
-	d = thinking.MessageDigest(canonical(enc))
+	d = stableDigest(enc)
 	m.mu.Lock()
 	m.put(h, d)
 	m.mu.Unlock()
 	return d
 }
+
+// stableDigest is thinking.MessageDigest(canonical(enc)), the stripped
+// form hashed as it is read rather than written out for each message (a
+// 10 MB request of a coding agent's turns, most with a string content or
+// a breakpoint, wrote 10 MB of copies only to hash them).
+func stableDigest(enc []byte) uint64 {
+	if !bytes.Contains(enc, cacheKey) && !bytes.Contains(enc, stringContent) {
+		return thinking.MessageDigest(enc)
+	}
+	w := strippedSHAs.Get().(*strippedHasher[hash.Hash])
+	w.h.Reset()
+	writeStripped(w, enc, true)
+	w.scratch = w.h.Sum(w.scratch[:0])             // into the scratch: a sum through the interface would escape
+	d := binary.LittleEndian.Uint64(w.scratch[:8]) // thinking.MessageDigest's
+	if cap(w.scratch) <= maxPooledScratch {
+		strippedSHAs.Put(w)
+	}
+	return d
+}
+
+// strippedSHAs are stableDigest's hashers.
+var strippedSHAs = sync.Pool{New: func() any { return &strippedHasher[hash.Hash]{h: sha256.New()} }}
 
 func (m *stableHashes) put(h, d uint64) {
 	if m.cur == nil || len(m.cur) >= maxStableHashes {
