@@ -71,10 +71,10 @@ func TestDigestMemoIsContentDigest(t *testing.T) {
 	}
 }
 
-// TestResultKeyAllocatesOnce: a short result's key is its one string, its
+// TestResultKeyAllocatesOnce: a result's key is its one string, its
 // digest the first 12 bytes of the content's SHA-256 in hex, as stored
-// states hold it (four allocations a result, 50,000 results; issue 24
-// item 7).
+// states hold it (four allocations a result, 50,000 results, and a copy
+// of the text of every result of blocks; issue 24 item 7).
 func TestResultKeyAllocatesOnce(t *testing.T) {
 	m := newDigestMemo()
 	text := "ok 12 files changed"
@@ -90,6 +90,17 @@ func TestResultKeyAllocatesOnce(t *testing.T) {
 	c := agentctx.Text(text)
 	if n := testing.AllocsPerRun(100, func() { m.resultKey("toolu_01", c) }); n > 1 {
 		t.Errorf("a short result's key allocates %.0f times", n)
+	}
+	// A result of blocks is keyed by their text (AsText), written into a
+	// pooled buffer rather than a string of its own, short or long.
+	for _, text := range []string{"ok", long} {
+		blocks := agentctx.BlockList(agentctx.TextBlock(text), agentctx.TextBlock("exit 0"))
+		if got, want := m.resultKey("toolu_02", blocks), "toolu_02\x00"+contentDigest(blocks.AsText()); got != want {
+			t.Fatalf("blocks key %q, want %q", got, want)
+		}
+		if n := testing.AllocsPerRun(100, func() { m.resultKey("toolu_02", blocks) }); n > 1 {
+			t.Errorf("the key of a result of %d-byte blocks allocates %.0f times", len(text), n)
+		}
 	}
 }
 

@@ -178,7 +178,29 @@ func newDigestMemo() *digestMemo {
 // answers and a hash of its content (contentDigest), so that a reused id
 // with other content is another result.
 func (m *digestMemo) resultKey(id string, c agentctx.Content) string {
-	text := c.AsText()
+	if c.IsText() {
+		return m.keyOf(id, c.Text())
+	}
+	// Blocks: their text written into a pooled buffer, not a new string
+	// for each result (4 MB for a 10 MB request of a coding agent's turns).
+	bp := textBufs.Get().(*[]byte)
+	b := c.AppendText((*bp)[:0])
+	k := m.keyOf(id, unsafe.String(unsafe.SliceData(b), len(b))) // keyOf keeps no part of it
+	if cap(b) <= maxPooledText {
+		*bp = b
+		textBufs.Put(bp)
+	}
+	return k
+}
+
+// textBufs are resultKey's buffers; one that grew past maxPooledText for
+// a huge result is left to the collector.
+var textBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledText = 256 << 10
+
+// keyOf is resultKey of a result whose text is text.
+func (m *digestMemo) keyOf(id, text string) string {
 	if len(text) < 256 {
 		var b [digestLen]byte
 		return id + "\x00" + string(appendDigest(b[:0], text))
