@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/internal/base/runes"
 )
 
 // ContentKind tells which JSON form a Content has.
@@ -154,7 +155,7 @@ func (c Content) Chars() int {
 	case ContentNull:
 		return 4
 	}
-	return utf8.RuneCount(c.AppendText(nil))
+	return runes.Count(c.AppendText(nil))
 }
 
 // AppendText appends AsText to dst and returns the extended buffer:

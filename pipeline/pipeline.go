@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/internal/base/runes"
 	"github.com/agentctx/agentctx/offload"
 	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/prune"
@@ -738,7 +739,7 @@ func charsOf(msgs []agentctx.Message) int {
 			n += utf8.RuneCountInString(c.Text())
 		} else {
 			text = c.AppendText(text[:0])
-			n += utf8.RuneCount(text)
+			n += runes.Count(text) // utf8.RuneCount copies what is not ASCII
 		}
 		for _, tc := range msgs[i].ToolCalls {
 			n += utf8.RuneCountInString(tc.Function.Name) + utf8.RuneCountInString(tc.Function.Arguments)

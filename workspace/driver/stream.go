@@ -11,6 +11,8 @@ import (
 	"io"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/agentctx/agentctx/internal/base/runes"
 )
 
 // A Stream is an artifact whose content is written by a function rather
@@ -146,7 +148,7 @@ func (m *measurer) Write(p []byte) (int, error) {
 			break
 		}
 	}
-	m.runes += utf8.RuneCount(rest[:cut])
+	m.runes += runes.Count(rest[:cut]) // utf8.RuneCount copies what is not ASCII
 	m.ncarry = copy(m.carry[:], rest[cut:])
 	return len(p), nil
 }

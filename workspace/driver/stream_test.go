@@ -73,3 +73,15 @@ func TestCheckedStream(t *testing.T) {
 		t.Errorf("a failing stream: %v", err)
 	}
 }
+
+// TestMeasurerCopiesNothing: measuring content that is not ASCII copies
+// none of it (utf8.RuneCount copies from the first non-ASCII byte: 14 MB
+// for a 10 MB archive of a coding agent's turns; issue 24 item 7).
+func TestMeasurerCopiesNothing(t *testing.T) {
+	var m measurer
+	m.reset()
+	p := []byte(strings.Repeat("wörld ✓ 日本\n", 1000))
+	if n := testing.AllocsPerRun(100, func() { m.Write(p) }); n > 0 {
+		t.Errorf("measuring %d bytes allocates %.0f times", len(p), n)
+	}
+}
