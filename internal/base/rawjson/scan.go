@@ -480,7 +480,10 @@ var commonKeyTokens = func() map[string]commonKey {
 		"media_type", "data", "citations", "status", "call_id", "output", "summary", "timestamp", "model",
 		// The members of coding agents' tool inputs that summaries read.
 		"command", "cmd", "description", "timeout", "file_path", "path", "pattern", "query", "url", "prompt",
-		"old_string", "new_string", "old_str", "new_str", "todos"} {
+		"old_string", "new_string", "old_str", "new_str", "todos",
+		// The members of Claude Code's todos, which every TodoWrite call
+		// repeats for the whole list.
+		"activeForm", "priority", "title"} {
 		tok := []byte(`"` + k + `"`)
 		m[string(tok)] = commonKey{key: k, token: tok[:len(tok):len(tok)]}
 	}
