@@ -227,9 +227,9 @@ func (in *toolInput) set(key string, v []byte, borrow bool) bool {
 		in.Cmd = v
 		return true
 	case "todos":
-		return unmarshalTodos(&in.Todos, v)
+		return unmarshalTodos(&in.Todos, v, borrow)
 	case "task_list":
-		return unmarshalTodos(&in.TaskList, v)
+		return unmarshalTodos(&in.TaskList, v, borrow)
 	case "file_path":
 		dst = &in.FilePath
 	case "path":
@@ -272,14 +272,82 @@ func (in *toolInput) set(key string, v []byte, borrow bool) bool {
 }
 
 // unmarshalTodos decodes v into the list at dst as json.Unmarshal decodes
-// a member into a field: into the list there is.
-func unmarshalTodos(dst *[]todo, v []byte) bool {
+// a member into a field: into the list there is. Into an empty list, the
+// forms clients write are read directly (todosOf); borrow as borrowInput.
+func unmarshalTodos(dst *[]todo, v []byte, borrow bool) bool {
+	if len(*dst) == 0 && cap(*dst) == 0 {
+		if list, ok := todosOf(v, borrow); ok {
+			*dst = list
+			return true
+		}
+	}
 	list := *dst // a copy, so that the toolInput holding dst stays on the stack
 	if json.Unmarshal(v, &list) != nil {
 		return false
 	}
 	*dst = list
 	return true
+}
+
+// todosOf is json.Unmarshal of v into an empty list of todos, for null and
+// arrays of null and objects whose members of a todo's fields (named
+// exactly) are strings or null; ok is false for anything else, which
+// json.Unmarshal decides (a TodoWrite call carries the whole list, and a
+// summary of a long session read thousands through reflection: 8 MB for
+// a 10 MB request).
+func todosOf(v []byte, borrow bool) (list []todo, ok bool) {
+	switch rawjson.Kind(v) {
+	case 'n':
+		return nil, true
+	case '[':
+	default:
+		return nil, false
+	}
+	var ebuf [16][]byte
+	els, err := rawjson.AppendElements(ebuf[:0], v)
+	if err != nil {
+		return nil, false
+	}
+	list = make([]todo, len(els))
+	for i, el := range els {
+		switch rawjson.Kind(el) {
+		case 'n':
+			continue
+		case '{':
+		default:
+			return nil, false
+		}
+		var mbuf [8]rawjson.Member
+		ms, err := rawjson.AppendMembers(mbuf[:0], el)
+		if err != nil {
+			return nil, false
+		}
+		t := &list[i]
+		for _, m := range ms {
+			var f *string
+			switch m.Key {
+			case "content":
+				f = &t.Content
+			case "title":
+				f = &t.Title
+			case "status":
+				f = &t.Status
+			default:
+				if strings.EqualFold(m.Key, "content") || strings.EqualFold(m.Key, "title") || strings.EqualFold(m.Key, "status") {
+					return nil, false // matched as json.Unmarshal folds case
+				}
+				continue
+			}
+			switch rawjson.Kind(m.Value) {
+			case '"':
+				*f = unquoteAs(m.Value, borrow)
+			case 'n':
+			default:
+				return nil, false
+			}
+		}
+	}
+	return list, true
 }
 
 // toolInputKeys are the json names of toolInput's fields, from their tags.

