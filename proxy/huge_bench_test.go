@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,8 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
+	"github.com/agentctx/agentctx/transcript"
 	"github.com/agentctx/agentctx/workspace/memstore"
 )
 
@@ -43,6 +46,45 @@ func manyMessagesRequest(size, n int) []byte {
 		fmt.Fprintf(&b, use, pad(len(use)-2))
 		res := fmt.Sprintf(`,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_%07d","content":"ok %d %%s"}]}`, i, i)
 		fmt.Fprintf(&b, res, pad(len(res)-2))
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+// sharedTranscripts holds the project's development transcripts, outside
+// the repository; what uses them skips when they are absent.
+const sharedTranscripts = "../../shared/transcripts"
+
+// transcriptRequest is an Anthropic request of about size bytes made of
+// the user and assistant messages of a real agent transcript (their role
+// and content, as a client sends them), repeated with the tool ids of
+// each copy made its own; nil when the transcript is absent.
+func transcriptRequest(name string, size int) []byte {
+	doc, err := transcript.ReadFile(context.Background(), filepath.Join(sharedTranscripts, name), nil)
+	if err != nil {
+		return nil
+	}
+	var one []byte
+	for _, m := range doc.Messages {
+		if m.Role != agentctx.RoleUser && m.Role != agentctx.RoleAssistant {
+			continue
+		}
+		if len(one) > 0 {
+			one = append(one, ',')
+		}
+		if one, err = agentctx.NewMessage(m.Role, m.Content).AppendJSON(one); err != nil {
+			return nil
+		}
+	}
+	var b bytes.Buffer
+	b.Grow(size + len(one) + 4096)
+	b.WriteString(`{"model":"claude-x","max_tokens":32000,"system":"You are an agent.","messages":[`)
+	for c := 0; b.Len() < size; c++ {
+		if c > 0 {
+			b.WriteByte(',')
+		}
+		cp := bytes.ReplaceAll(one, []byte(`"id":"`), []byte(fmt.Sprintf(`"id":"c%d_`, c)))
+		b.Write(bytes.ReplaceAll(cp, []byte(`"tool_use_id":"`), []byte(fmt.Sprintf(`"tool_use_id":"c%d_`, c))))
 	}
 	b.WriteString(`]}`)
 	return b.Bytes()
@@ -120,7 +162,8 @@ func (h *heapPeak) end() uint64 {
 // 100,000 small messages (tool_use and tool_result pairs), and one 60 MB
 // tool result; and the first again over a workspace in memory (the
 // engine's own cost, without 50,000 artifacts written as files); and 10 MB
-// of 10,000 messages of about 1 KB, without and with compaction. It
+// of 10,000 messages of about 1 KB, and 10 MB of the turns of real agent
+// transcripts (when ../shared has them), without and with compaction. It
 // reports the peak heap above what was held before the request, in MB and
 // as a multiple of the body ("peak/body"), with the time per request and
 // the process's CPU time per request (cpu-ms/op), which a loaded machine
@@ -141,6 +184,12 @@ func BenchmarkHugeRequest(b *testing.B) {
 	// larger messages (about 1 KB each, as a coding agent's turns are):
 	// the per-message costs weigh less
 	fewer := func() []byte { return manyMessagesRequest(10<<20, 10_000) }
+	// real turns: Claude Code's (a long session, and a port), OpenHands'
+	spotter := func() []byte { return transcriptRequest("spotter__fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl", 10<<20) }
+	port := func() []byte {
+		return transcriptRequest("claude-reliability__python-to-rust-port__transcript.jsonl", 10<<20)
+	}
+	openhands := func() []byte { return transcriptRequest("OpenHands__multi_swe_bench_examples_output.jsonl", 10<<20) }
 	for _, tc := range []struct {
 		name string
 		body func() []byte
@@ -159,9 +208,18 @@ func BenchmarkHugeRequest(b *testing.B) {
 		{"10MB-1e5msgs-compact", many, false, false, true},
 		{"10MB-1e4msgs", fewer, false, false, false},
 		{"10MB-1e4msgs-compact", fewer, false, false, true},
+		{"10MB-claudecode", spotter, false, false, false},
+		{"10MB-claudecode-compact", spotter, false, false, true},
+		{"10MB-port", port, false, false, false},
+		{"10MB-port-compact", port, false, false, true},
+		{"10MB-openhands", openhands, false, false, false},
+		{"10MB-openhands-compact", openhands, false, false, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			body := tc.body()
+			if body == nil {
+				b.Skip("no transcripts at " + sharedTranscripts)
+			}
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			var peak uint64
