@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 )
 
 // Stand-ins that other steps put in place of a tool result. They say
@@ -190,11 +191,8 @@ func inputStrings(raw []byte, fn func(string)) {
 		}
 		if !escaped {
 			fn(borrowed(lit[1 : len(lit)-1]))
-		} else {
-			var s string
-			if json.Unmarshal(lit, &s) == nil {
-				fn(s)
-			}
+		} else if json.Valid(lit) {
+			fn(rawjson.Unquote(lit)) // json.Unmarshal's string, without its reflection
 		}
 		i = j + 1
 	}
