@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/tokens"
@@ -632,6 +633,33 @@ type decision struct {
 	recency float64
 }
 
+// lowerBuf lowers strings into one buffer for matching them against
+// lower-case ASCII words (decisionWords, planWords, nextWords): ASCII
+// letters lowered, the two letters outside ASCII whose lower case is
+// ASCII (U+0130 İ and the Kelvin sign) written as it, every other byte as
+// it is; so a word is found wherever strings.ToLower(s) has it
+// (TestLowerBufFindsWhatToLowerFinds), and no string is made for each
+// sentence of a long history. The string of returns is valid until its
+// next call.
+type lowerBuf struct{ b []byte }
+
+func (l *lowerBuf) of(s string) string {
+	l.b = l.b[:0]
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		case c == 0xc4 && strings.HasPrefix(s[i:], "\u0130"):
+			c, i = 'i', i+1
+		case c == 0xe2 && strings.HasPrefix(s[i:], "\u212a"):
+			c, i = 'k', i+2
+		}
+		l.b = append(l.b, c)
+	}
+	return unsafe.String(unsafe.SliceData(l.b), len(l.b))
+}
+
 // decisionWords mark a sentence that states a decision or a finding.
 var decisionWords = []string{
 	"because", "instead", "rather than", "decided", "decide ", "the problem is", "the issue is",
@@ -644,10 +672,11 @@ var decisionWords = []string{
 func (x *extraction) decisions() []decision {
 	var out []decision
 	seen := map[string]bool{}
+	var lower lowerBuf
 	for k, i := range x.order {
 		rec := float64(k+1) / float64(len(x.order))
 		for _, s := range sentences(x.texts[i]) {
-			l := strings.ToLower(s)
+			l := lower.of(s)
 			hit := false
 			for _, w := range decisionWords {
 				if strings.Contains(l, w) {
@@ -1374,6 +1403,7 @@ func (x *extraction) stateItems() []item {
 	for k := len(x.order) - 1; k >= 0; k-- {
 		var plan []string
 		checklist, announced, steps := false, false, true
+		var lower lowerBuf
 		for _, l := range strings.Split(x.texts[x.order[k]], "\n") {
 			if planLine.MatchString(l) {
 				plan = append(plan, clip(l, 200))
@@ -1383,7 +1413,7 @@ func (x *extraction) stateItems() []item {
 				steps = steps && utf8.RuneCountInString(strings.TrimSpace(l)) <= 100 && !strings.Contains(l, "->") && !strings.Contains(l, "=>")
 				continue
 			}
-			low := strings.ToLower(l)
+			low := lower.of(l)
 			for _, w := range planWords {
 				if strings.Contains(low, w) {
 					announced = true
@@ -1407,9 +1437,10 @@ func (x *extraction) stateItems() []item {
 		// Next steps announced in the last few texts.
 		var next []string
 		seen := map[string]bool{}
+		var lower lowerBuf
 		for k := max(0, len(x.order)-3); k < len(x.order); k++ {
 			for _, s := range sentences(x.texts[x.order[k]]) {
-				l := strings.ToLower(s)
+				l := lower.of(s)
 				for _, w := range nextWords {
 					if strings.Contains(l, w) && !seen[s] && !strings.Contains(last, s) {
 						seen[s] = true

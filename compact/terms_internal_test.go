@@ -1,7 +1,9 @@
 package compact
 
 import (
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -68,5 +70,41 @@ func TestSplitShell(t *testing.T) {
 	want := []string{"cd a ", " make ", " echo x", " ls ", " wc -l", "cat b & sleep 1"}
 	if !slices.Equal(got, want) {
 		t.Errorf("splitShell = %q, want %q", got, want)
+	}
+}
+
+// TestLowerBufFindsWhatToLowerFinds: every word the summary looks for is
+// found in lowerBuf's form of a string exactly where strings.ToLower's
+// form has it, on random strings of words in every case and of letters
+// whose lower case changes their length or is ASCII; and lowering reuses
+// its buffer (a string per sentence of a long history made 13 MB of
+// garbage; issue 24 item 7).
+func TestLowerBufFindsWhatToLowerFinds(t *testing.T) {
+	words := slices.Concat(decisionWords, planWords, nextWords)
+	for _, w := range words {
+		if w != strings.ToLower(w) {
+			t.Fatalf("word %q is not lower case", w)
+		}
+	}
+	rng := rand.New(rand.NewPCG(4, 4))
+	parts := slices.Concat(words, []string{"BECAUSE", "Instead", "NeXt", "I'LL", " ", ".", "\u212a", "\u0130NSTEAD", "\u0130", "É", "Σ", "ſhould ", "MUST ", "ẞ", "x", "\xc4", "\xe2\x84", "ta\u212a", "k"})
+	var lower lowerBuf
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(8) {
+			b.WriteString(parts[rng.IntN(len(parts))])
+		}
+		s := b.String()
+		got, want := lower.of(s), strings.ToLower(s)
+		for _, w := range words {
+			if strings.Contains(got, w) != strings.Contains(want, w) {
+				t.Fatalf("%q: %q found %v in %q, %v in %q", s, w, strings.Contains(got, w), got, strings.Contains(want, w), want)
+			}
+		}
+	}
+	s := "The Root Cause Is That The Session Closes Before The Write, So We Need To Wait."
+	lower.of(s)
+	if n := testing.AllocsPerRun(100, func() { lower.of(s) }); n > 0 {
+		t.Errorf("lowerBuf allocates %.0f times", n)
 	}
 }
