@@ -217,7 +217,7 @@ type extraction struct {
 	requests []string       // verbatim, oldest first (earlier summaries' first)
 	texts    map[int]string // assistant text by message index
 	order    []int          // message indices of assistant texts
-	todos    []string
+	todos    []todo         // the last list a TodoWrite wrote, rendered once (renderTodos)
 	prev     [numSections][]string
 	earlier  []string // lines of a foreign summary
 	prevMsgs int
@@ -353,7 +353,7 @@ func (x *extraction) call(i int, id, name string, input []byte) {
 			}
 		}
 		if len(in.Todos) > 0 {
-			x.todos = renderTodos(&in)
+			x.todos = in.Todos // rendered at the end: only the last one is summarized
 			c.todos = true
 		}
 		if c.fileOp {
@@ -525,19 +525,19 @@ func inputKey(in *toolInput, parsed bool, raw []byte) string {
 // maxTodos bounds the todo list in a summary; done items go first.
 const maxTodos = 30
 
-func renderTodos(in *toolInput) []string {
+func renderTodos(todos []todo) []string {
 	var out []string
 	done := 0
-	for _, t := range in.Todos {
+	for _, t := range todos {
 		if t.Status == "completed" || t.Status == "done" {
 			done++
 		}
 	}
-	skip := min(done, max(len(in.Todos)-maxTodos, 0))
+	skip := min(done, max(len(todos)-maxTodos, 0))
 	if skip > 0 {
 		out = append(out, fmt.Sprintf("[x] (%d earlier done items)", skip))
 	}
-	for _, t := range in.Todos {
+	for _, t := range todos {
 		if skip > 0 && (t.Status == "completed" || t.Status == "done") {
 			skip--
 			continue
@@ -1383,7 +1383,8 @@ var planLine = regexp.MustCompile(`^\s*(?:[-*] \[[ xX~]\]|\d+[.)]) +\S`)
 func (x *extraction) stateItems() []item {
 	var items []item
 	current := ""
-	for _, t := range x.todos {
+	todos := renderTodos(x.todos)
+	for _, t := range todos {
 		if c, ok := strings.CutPrefix(t, "[~] "); ok {
 			current = c
 			break
@@ -1395,8 +1396,8 @@ func (x *extraction) stateItems() []item {
 	case len(x.requests) > 0:
 		items = append(items, item{sec: secState, text: "Current task: the latest request (the last one under User requests).", must: true})
 	}
-	if len(x.todos) > 0 {
-		items = append(items, item{sec: secState, text: "Todo list:\n" + strings.Join(x.todos, "\n"), must: true})
+	if len(todos) > 0 {
+		items = append(items, item{sec: secState, text: "Todo list:\n" + strings.Join(todos, "\n"), must: true})
 	}
 	// The plan: the checklist or numbered list of the latest assistant
 	// text that has one.

@@ -142,6 +142,47 @@ func TestTodosReadDirectly(t *testing.T) {
 	}
 }
 
+// Each TodoWrite call carries the whole list, and only the last one is
+// summarized: a call is read without rendering its list (20 strings a
+// call; issue 24 item 7), and the summary shows the last list.
+func TestTodosRenderedOnce(t *testing.T) {
+	list := func(done int) json.RawMessage {
+		var b strings.Builder
+		b.WriteString(`{"todos":[`)
+		for i := range 20 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			status := "pending"
+			if i < done {
+				status = "completed"
+			}
+			fmt.Fprintf(&b, `{"content":"step %d of the port","status":%q,"activeForm":"Doing step %d"}`, i, status, i)
+		}
+		b.WriteString(`]}`)
+		return json.RawMessage(b.String())
+	}
+	x := newExtraction(100)
+	raw := list(3)
+	if n := testing.AllocsPerRun(50, func() { x.call(1, "t", "TodoWrite", raw) }); n > 6 {
+		t.Errorf("reading a TodoWrite call allocates %.0f times", n)
+	}
+	var msgs []agentctx.Message
+	for i := range 5 {
+		id := fmt.Sprint("todo_", i)
+		msgs = append(msgs,
+			agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(agentctx.ToolUseBlock(id, "TodoWrite", list(i)))),
+			agentctx.NewMessage(agentctx.RoleUser, agentctx.BlockList(agentctx.ToolResultBlock(id, agentctx.Text("ok"), false))))
+	}
+	summary, err := Extractive{}.Summarize(context.Background(), Request{Messages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(summary, "[x] step 3 of the port") || strings.Contains(summary, "[ ] step 3 of the port") {
+		t.Errorf("the summary does not show the last todo list:\n%s", summary)
+	}
+}
+
 // TestExtractiveSizesItsCalls: the extractive summary of 20,000 calls
 // makes its list of calls once (with its map): grown step by step, they
 // left 5.4 MB of garbage for 50,000 calls (issue 24, item 7).
@@ -251,6 +292,11 @@ func TestSummaryKeepsNoInputBytes(t *testing.T) {
 			agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(agentctx.ToolUseBlock(id, name, in))),
 			agentctx.NewMessage(agentctx.RoleUser, agentctx.BlockList(agentctx.ToolResultBlock(id, agentctx.Text(fmt.Sprintf("ok %d\n/work/src/pkg/sync_session/handle_info%d.go:12: fixed", i, i)), i%5 == 3))))
 	}
+	todos := json.RawMessage(`{"todos":[{"content":"port the session store","status":"in_progress"},{"content":"run the sync_session tests","status":"pending"}]}`)
+	inputs = append(inputs, todos)
+	msgs = append(msgs,
+		agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(agentctx.ToolUseBlock("todo_1", "TodoWrite", todos))),
+		agentctx.NewMessage(agentctx.RoleUser, agentctx.BlockList(agentctx.ToolResultBlock("todo_1", agentctx.Text("ok"), false))))
 	k := &keepingCounter{}
 	summary, err := Extractive{Counter: k}.Summarize(context.Background(), Request{Messages: msgs})
 	if err != nil {
@@ -261,8 +307,8 @@ func TestSummaryKeepsNoInputBytes(t *testing.T) {
 	for i, s := range k.kept {
 		kept[i] = strings.Clone(s)
 	}
-	if !strings.Contains(summary, "sync_session") {
-		t.Fatalf("the summary names none of the inputs:\n%s", summary)
+	if !strings.Contains(summary, "sync_session") || !strings.Contains(summary, "port the session store") {
+		t.Fatalf("the summary names none of the inputs, or not the todo list:\n%s", summary)
 	}
 	for _, in := range inputs {
 		for i := range in {
