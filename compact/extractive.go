@@ -636,11 +636,11 @@ type decision struct {
 // lowerBuf lowers strings into one buffer for matching them against
 // lower-case ASCII words (decisionWords, planWords, nextWords): ASCII
 // letters lowered, the two letters outside ASCII whose lower case is
-// ASCII (U+0130 İ and the Kelvin sign) written as it, every other byte as
-// it is; so a word is found wherever strings.ToLower(s) has it
-// (TestLowerBufFindsWhatToLowerFinds), and no string is made for each
-// sentence of a long history. The string of returns is valid until its
-// next call.
+// ASCII (U+0130 İ and the Kelvin sign) written as that lower case, every
+// other byte as it is; so a word is found wherever strings.ToLower(s) has
+// it (TestLowerBufFindsWhatToLowerFinds), and no string is made for each
+// sentence of a long history. The string that of returns is valid until
+// its next call.
 type lowerBuf struct{ b []byte }
 
 func (l *lowerBuf) of(s string) string {
