@@ -261,6 +261,13 @@ func (in *toolInput) set(key string, v []byte, borrow bool) bool {
 	default:
 		return !in.folded(key)
 	}
+	return setString(dst, v, borrow)
+}
+
+// setString sets *dst to the JSON string v as json.Unmarshal sets a
+// string field (null leaves it as it was); false for any other value.
+// borrow as borrowInput.
+func setString(dst *string, v []byte, borrow bool) bool {
 	switch rawjson.Kind(v) {
 	case '"':
 		*dst = unquoteAs(v, borrow)
@@ -338,11 +345,7 @@ func todosOf(v []byte, borrow bool) (list []todo, ok bool) {
 				}
 				continue
 			}
-			switch rawjson.Kind(m.Value) {
-			case '"':
-				*f = unquoteAs(m.Value, borrow)
-			case 'n':
-			default:
+			if !setString(f, m.Value, borrow) {
 				return nil, false
 			}
 		}
