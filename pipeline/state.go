@@ -18,6 +18,7 @@ import (
 	"unsafe"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/base/bufpool"
 	"github.com/agentctx/agentctx/session"
 )
 
@@ -183,21 +184,12 @@ func (m *digestMemo) resultKey(id string, c agentctx.Content) string {
 	}
 	// Blocks: their text written into a pooled buffer, not a new string
 	// for each result (4 MB for a 10 MB request of a coding agent's turns).
-	bp := textBufs.Get().(*[]byte)
-	b := c.AppendText((*bp)[:0])
-	k := m.keyOf(id, unsafe.String(unsafe.SliceData(b), len(b))) // keyOf keeps no part of it
-	if cap(b) <= maxPooledText {
-		*bp = b
-		textBufs.Put(bp)
-	}
+	bp := bufpool.Get()
+	*bp = c.AppendText(*bp)
+	k := m.keyOf(id, unsafe.String(unsafe.SliceData(*bp), len(*bp))) // keyOf keeps no part of it
+	bufpool.Put(bp)
 	return k
 }
-
-// textBufs are resultKey's buffers; one that grew past maxPooledText for
-// a huge result is left to the collector.
-var textBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-const maxPooledText = 256 << 10
 
 // keyOf is resultKey of a result whose text is text.
 func (m *digestMemo) keyOf(id, text string) string {

@@ -9,10 +9,10 @@ import (
 	"maps"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode/utf8"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/base/bufpool"
 	"github.com/agentctx/agentctx/internal/base/textfmt"
 
 	"github.com/agentctx/agentctx/workspace/driver"
@@ -319,25 +319,13 @@ func textBlocks(c agentctx.Content) (text, lens, template string, ok bool) {
 // of every result of text blocks stored: 8 MB for a 10 MB request of a
 // coding agent's turns).
 func sameText(a, b agentctx.Content) bool {
-	x, y := textBufs.Get().(*[]byte), textBufs.Get().(*[]byte)
-	*x, *y = a.AppendText((*x)[:0]), b.AppendText((*y)[:0])
+	x, y := bufpool.Get(), bufpool.Get()
+	*x, *y = a.AppendText(*x), b.AppendText(*y)
 	same := bytes.Equal(*x, *y)
-	putText(x)
-	putText(y)
+	bufpool.Put(x)
+	bufpool.Put(y)
 	return same
 }
-
-func putText(p *[]byte) {
-	if cap(*p) <= maxPooledText {
-		textBufs.Put(p)
-	}
-}
-
-// textBufs are sameText's buffers; one that grew past maxPooledText for a
-// huge result is left to the collector.
-var textBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-const maxPooledText = 256 << 10
 
 // fillTemplate puts texts into the text blocks of a template, in order.
 func fillTemplate(template string, texts []string) (agentctx.Content, error) {
