@@ -16,21 +16,47 @@ func Unquote(raw []byte) string {
 		return ""
 	}
 	body := raw[1 : len(raw)-1]
+	i := plainPrefix(body)
+	if i == len(body) || (!containsByte(body[i:], '\\') && utf8.Valid(body[i:])) {
+		return string(body)
+	}
+	out := appendUnquoted(make([]byte, 0, len(body)+utf8.UTFMax), body, i)
+	// out is not used again: the string takes its memory rather than a
+	// copy, as strings.Builder does (a large string is held once).
+	return unsafe.String(unsafe.SliceData(out), len(out))
+}
+
+// AppendUnquote appends to dst what Unquote returns for raw: a caller
+// that scans decoded strings one at a time decodes them all into one
+// buffer.
+func AppendUnquote(dst, raw []byte) []byte {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return dst
+	}
+	body := raw[1 : len(raw)-1]
+	return appendUnquoted(dst, body, plainPrefix(body))
+}
+
+// plainPrefix returns the length of body's leading run of ASCII bytes
+// that are not a backslash: what a string's decoding copies as it is.
+func plainPrefix(body []byte) int {
 	i := 0
 	for i < len(body) && body[i] != '\\' && body[i] < utf8.RuneSelf {
 		i++
 	}
-	if i == len(body) || (!containsByte(body[i:], '\\') && utf8.Valid(body[i:])) {
-		return string(body)
-	}
-	out := make([]byte, 0, len(body)+utf8.UTFMax)
+	return i
+}
+
+// appendUnquoted appends the decoding of a string token's body to out,
+// its first i bytes being plain (plainPrefix).
+func appendUnquoted(out, body []byte, i int) []byte {
 	out = append(out, body[:i]...)
 	for i < len(body) {
 		c := body[i]
 		switch {
 		case c == '\\':
 			if i+1 >= len(body) {
-				return string(out)
+				return out
 			}
 			switch e := body[i+1]; e {
 			case 'b':
@@ -84,9 +110,7 @@ func Unquote(raw []byte) string {
 			i += size
 		}
 	}
-	// out is not used again: the string takes its memory rather than a
-	// copy, as strings.Builder does (a large string is held once).
-	return unsafe.String(unsafe.SliceData(out), len(out))
+	return out
 }
 
 // hex4 decodes four hex digits, or returns -1.

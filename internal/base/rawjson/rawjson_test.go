@@ -162,6 +162,9 @@ func TestUnquote(t *testing.T) {
 		if got := Unquote([]byte(tt.in)); got != tt.want {
 			t.Errorf("Unquote(%s) = %q, want %q", tt.in, got, tt.want)
 		}
+		if got := AppendUnquote([]byte("pre"), []byte(tt.in)); string(got) != "pre"+tt.want {
+			t.Errorf("AppendUnquote(pre, %s) = %q, want %q", tt.in, got, "pre"+tt.want)
+		}
 	}
 }
 
@@ -229,6 +232,9 @@ func FuzzUnquote(f *testing.F) {
 		}
 		if got := Unquote(data); got != want {
 			t.Fatalf("Unquote(%q) = %q, want %q", data, got, want)
+		}
+		if got := AppendUnquote([]byte("x"), data); string(got) != "x"+want {
+			t.Fatalf("AppendUnquote(x, %q) = %q, want %q", data, got, "x"+want)
 		}
 	})
 }
