@@ -118,7 +118,18 @@ func IsModelRole(role string) bool {
 // IssueKind).
 func ValidatePairing(msgs []Message) PairingReport {
 	rep := PairingReport{Messages: len(msgs), Issues: []PairingIssue{}}
-	c := pairingCheck{rep: &rep, ids: make(map[string]idAt, len(msgs)/2), owner: -1}
+	// The ids map is sized for the calls there are: half the messages
+	// was 1.3 MB for 10 MB of OpenHands' turns, whose actions are text.
+	calls := 0
+	for i := range msgs {
+		calls += len(msgs[i].ToolCalls)
+		for j := range msgs[i].Content.blocks {
+			if msgs[i].Content.blocks[j].Type == BlockToolUse {
+				calls++
+			}
+		}
+	}
+	c := pairingCheck{rep: &rep, ids: make(map[string]idAt, calls), owner: -1}
 	prev := -1 // the previous model message
 	for i := range msgs {
 		m := &msgs[i]

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/testkit/memtest"
 )
 
 func parseMsgs(t *testing.T, s string) []agentctx.Message {
@@ -386,5 +387,30 @@ func TestHoldsToolCall(t *testing.T) {
 		if got := m.HoldsToolCall("t1"); got != tc.want {
 			t.Errorf("%s: HoldsToolCall(t1) = %v, want %v", tc.raw, got, tc.want)
 		}
+	}
+}
+
+// ValidatePairing's map of ids is sized for the calls the messages make,
+// not for half of them (1.3 MB for 10 MB of OpenHands' turns, whose
+// actions are text; issue 24 item 7).
+func TestPairingSizedForItsCalls(t *testing.T) {
+	var msgs []agentctx.Message
+	for i := range 20_000 {
+		role := agentctx.RoleUser
+		if i%2 == 1 {
+			role = agentctx.RoleAssistant
+		}
+		msgs = append(msgs, agentctx.NewMessage(role, agentctx.Text(fmt.Sprint("step ", i))))
+	}
+	msgs = append(msgs,
+		agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(agentctx.ToolUseBlock("toolu_1", "Bash", nil))),
+		agentctx.NewMessage(agentctx.RoleUser, agentctx.BlockList(agentctx.ToolResultBlock("toolu_1", agentctx.Text("ok"), false))))
+	var rep agentctx.PairingReport
+	n := memtest.AllocatedBy(func() { rep = agentctx.ValidatePairing(msgs) })
+	if !rep.Valid {
+		t.Fatalf("invalid: %+v", rep.Issues)
+	}
+	if n > 64<<10 {
+		t.Errorf("ValidatePairing of 20,002 messages and one call allocated %d bytes", n)
 	}
 }
