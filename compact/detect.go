@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/base/rawjson"
@@ -20,10 +21,15 @@ import (
 // Code) or "<returncode>N</returncode>" (mini-swe-agent) with N ≠ 0, or it
 // is a JSON object whose exitCode (exit_code, returncode) is not 0.
 func resultFailed(c agentctx.Content, isError bool, status string) bool {
+	return textFailed(resultText(c), isError, status)
+}
+
+// textFailed is resultFailed given the result's text (resultText).
+func textFailed(text string, isError bool, status string) bool {
 	if isError || status == "error" {
 		return true
 	}
-	text := strings.TrimSpace(resultText(c))
+	text = strings.TrimSpace(text)
 	for _, p := range []string{"Error:", "error:", "ERROR:", "<tool_use_error>"} {
 		if strings.HasPrefix(text, p) {
 			return true
@@ -39,7 +45,7 @@ func resultFailed(c agentctx.Content, isError bool, status string) bool {
 			ExitCode2  *json.Number `json:"exit_code"`
 			ReturnCode *json.Number `json:"returncode"`
 		}
-		if json.Unmarshal([]byte(text), &v) == nil {
+		if json.Unmarshal(unsafe.Slice(unsafe.StringData(text), len(text)), &v) == nil { // read, never written
 			for _, n := range []*json.Number{v.ExitCode, v.ExitCode2, v.ReturnCode} {
 				if n != nil {
 					if f, err := n.Float64(); err == nil && f != 0 {

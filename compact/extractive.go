@@ -3,6 +3,7 @@ package compact
 import (
 	"context"
 	"fmt"
+	"iter"
 	"regexp"
 	"slices"
 	"strings"
@@ -112,11 +113,22 @@ func (e Extractive) Summarize(ctx context.Context, req Request) (string, error) 
 	if tc == nil {
 		tc = tokens.O200kBase()
 	}
-	calls := 0
-	for range agentctx.ToolUses(req.Messages) {
-		calls++
+	// Counted here, not with agentctx.ToolUses, which copies each OpenAI
+	// call's arguments to hand them out.
+	calls, assistants := 0, 0
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		if m.Role == agentctx.RoleAssistant {
+			assistants++
+		}
+		calls += len(m.ToolCalls)
+		for _, b := range m.Content.Blocks() {
+			if b.Type == agentctx.BlockToolUse {
+				calls++
+			}
+		}
 	}
-	x := newExtraction(calls)
+	x := newExtraction(calls, assistants)
 	for i := range req.Messages {
 		if i%256 == 255 {
 			if err := ctx.Err(); err != nil {
@@ -214,10 +226,9 @@ type extraction struct {
 	calls []*call
 	byID  map[string]*call
 
-	requests []string       // verbatim, oldest first (earlier summaries' first)
-	texts    map[int]string // assistant text by message index
-	order    []int          // message indices of assistant texts
-	todos    []todo         // the last list a TodoWrite wrote, rendered once (renderTodos)
+	requests []string        // verbatim, oldest first (earlier summaries' first)
+	texts    []assistantText // the assistant's texts, oldest first
+	todos    []todo          // the last list a TodoWrite wrote, rendered once (renderTodos)
 	prev     [numSections][]string
 	earlier  []string // lines of a foreign summary
 	prevMsgs int
@@ -235,16 +246,36 @@ type extraction struct {
 	reported []string // errors the harness reported in the user's name
 	leftOut  int      // requests left out for room
 
+	scratch []byte // escaped input strings decoded one at a time (inputStrings)
+	joined  []byte // a result's text blocks joined (scratchResultText)
+
 	fixes     map[int]fixNote
 	successes map[string][]int
 }
 
-// newExtraction returns an extraction with room for calls tool calls: a
-// summary of 50,000 calls grew their list and map step by step (5.4 MB of
-// garbage; issue 24, item 7).
-func newExtraction(calls int) *extraction {
+// newExtraction returns an extraction with room for calls tool calls and
+// the texts of as many assistant messages: a summary of 50,000 calls grew
+// their list and map step by step (5.4 MB of garbage; issue 24, item 7),
+// and one of 10 MB of OpenHands' turns its list of texts (1.4 MB).
+func newExtraction(calls, assistants int) *extraction {
 	return &extraction{calls: make([]*call, 0, calls), byID: make(map[string]*call, calls),
-		texts: map[int]string{}, terms: map[string]*termStat{}}
+		texts: make([]assistantText, 0, assistants), terms: map[string]*termStat{}}
+}
+
+// assistantText is the text of an assistant message, trimmed, and the
+// message's index.
+type assistantText struct {
+	msg  int
+	text string
+}
+
+// textOf returns the assistant's text of message i, if it has one.
+func (x *extraction) textOf(i int) (string, bool) {
+	k, ok := slices.BinarySearchFunc(x.texts, i, func(t assistantText, i int) int { return t.msg - i })
+	if !ok {
+		return "", false
+	}
+	return x.texts[k].text, true
 }
 
 var systemReminder = regexp.MustCompile(`(?s)<system-reminder>.*?</system-reminder>`)
@@ -268,10 +299,14 @@ func (x *extraction) add(i int, m *agentctx.Message) {
 		x.scanText(i, text, weightUser)
 		return
 	}
-	if m.Role == agentctx.RoleUser {
-		if t := strings.TrimSpace(userText(m)); strings.HasPrefix(t, foreignSummaryPrefix) {
-			x.addForeign(i, t)
-		}
+	// The text of a user or assistant message, made once: it is a copy
+	// when the message has several text blocks or carriage returns.
+	var text string
+	if m.Role == agentctx.RoleUser || m.Role == agentctx.RoleAssistant {
+		text = strings.TrimSpace(userText(m))
+	}
+	if m.Role == agentctx.RoleUser && strings.HasPrefix(text, foreignSummaryPrefix) {
+		x.addForeign(i, text)
 	}
 	switch m.Role {
 	case agentctx.RoleTool:
@@ -280,12 +315,10 @@ func (x *extraction) add(i int, m *agentctx.Message) {
 	case agentctx.RoleAssistant:
 		x.assistants++
 	}
-	if m.Role == agentctx.RoleUser && m.Status() == "error" {
-		if t := strings.TrimSpace(userText(m)); t != "" {
-			x.reported = append(x.reported, t)
-		}
+	if m.Role == agentctx.RoleUser && m.Status() == "error" && text != "" {
+		x.reported = append(x.reported, text)
 	}
-	if r, ok := requestText(m); ok {
+	if r, ok := requestTextOf(m, text); ok {
 		x.users++
 		x.requests = append(x.requests, r)
 		x.scanText(i, r, weightUser)
@@ -299,12 +332,11 @@ func (x *extraction) add(i int, m *agentctx.Message) {
 		}
 	}
 	for _, tc := range m.ToolCalls {
-		x.call(i, tc.ID, tc.Function.Name, []byte(tc.Function.Arguments))
+		x.call(i, tc.ID, tc.Function.Name, unsafe.Slice(unsafe.StringData(tc.Function.Arguments), len(tc.Function.Arguments))) // read, never written
 	}
 	if m.Role == agentctx.RoleAssistant {
-		if text := strings.TrimSpace(userText(m)); text != "" {
-			x.texts[i] = text
-			x.order = append(x.order, i)
+		if text != "" {
+			x.texts = append(x.texts, assistantText{i, text})
 			x.scanText(i, text, weightText)
 		}
 	}
@@ -361,7 +393,7 @@ func (x *extraction) call(i int, id, name string, input []byte) {
 			c.in = &kept
 		}
 	}
-	inputStrings(input, func(s string) {
+	inputStrings(input, &x.scratch, func(s string) {
 		w := weightInput
 		if len(s) > 300 {
 			w = weightCode // file content written or replaced: code, not a mention
@@ -381,7 +413,7 @@ func (x *extraction) result(i int, id string, content agentctx.Content, isError 
 	}
 	c.answered = true
 	c.resultMsg = i
-	text := resultText(content)
+	text, scratch := scratchResultText(content, &x.joined)
 	if isStandIn(text) {
 		// Pruned or offloaded: what the tool said is not here. Only an
 		// explicit error mark tells how it went.
@@ -389,8 +421,11 @@ func (x *extraction) result(i int, id string, content agentctx.Content, isError 
 		c.failed = isError || status == "error"
 		return
 	}
-	c.failed = resultFailed(content, isError, status)
+	c.failed = textFailed(text, isError, status)
 	c.result = keyLine(text, c.failed, 160)
+	if scratch {
+		c.result = strings.Clone(c.result) // the next result's text takes its bytes
+	}
 	if len(text) <= 64<<10 {
 		x.scanText(i, text, weightResult)
 	} else {
@@ -598,7 +633,7 @@ func (x *extraction) candidates(base string) []item {
 	}
 	for s := range x.prev {
 		for _, l := range x.prev[s] {
-			if s == secState && len(x.order) > 0 || s == secIdents {
+			if s == secState && len(x.texts) > 0 || s == secIdents {
 				continue // the new state replaces the old; names are ranked anew
 			}
 			if p, rest, ok := strings.Cut(l, ": "); ok && s == secFiles && strings.HasPrefix(p, "/") {
@@ -673,9 +708,9 @@ func (x *extraction) decisions() []decision {
 	var out []decision
 	seen := map[string]bool{}
 	var lower lowerBuf
-	for k, i := range x.order {
-		rec := float64(k+1) / float64(len(x.order))
-		for _, s := range sentences(x.texts[i]) {
+	for k, at := range x.texts {
+		rec := float64(k+1) / float64(len(x.texts))
+		for s := range sentences(at.text) {
 			l := lower.of(s)
 			hit := false
 			for _, w := range decisionWords {
@@ -698,33 +733,39 @@ func (x *extraction) decisions() []decision {
 	return out
 }
 
-// sentences splits text into sentences and lines, skipping code blocks.
-func sentences(text string) []string {
-	var out []string
-	inCode := false
-	for _, line := range strings.Split(text, "\n") {
-		t := strings.TrimSpace(line)
-		if strings.HasPrefix(t, "```") {
-			inCode = !inCode
-			continue
-		}
-		if inCode || t == "" {
-			continue
-		}
-		t = strings.TrimLeft(t, "-*#> ")
-		start := 0
-		for j := 0; j < len(t); j++ {
-			c := t[j]
-			if (c == '.' || c == '!' || c == '?') && j+1 < len(t) && t[j+1] == ' ' && j-start > 20 {
-				out = append(out, strings.TrimSpace(t[start:j+1]))
-				start = j + 2
+// sentences yields the sentences and lines of text, skipping code
+// blocks, as substrings of it (a list of each text's lines and one of its
+// sentences were 2.3 MB for a compaction of 10 MB of OpenHands' turns).
+func sentences(text string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		inCode := false
+		for line := range strings.SplitSeq(text, "\n") {
+			t := strings.TrimSpace(line)
+			if strings.HasPrefix(t, "```") {
+				inCode = !inCode
+				continue
+			}
+			if inCode || t == "" {
+				continue
+			}
+			t = strings.TrimLeft(t, "-*#> ")
+			start := 0
+			for j := 0; j < len(t); j++ {
+				c := t[j]
+				if (c == '.' || c == '!' || c == '?') && j+1 < len(t) && t[j+1] == ' ' && j-start > 20 {
+					if !yield(strings.TrimSpace(t[start : j+1])) {
+						return
+					}
+					start = j + 2
+				}
+			}
+			if rest := strings.TrimSpace(t[min(start, len(t)):]); rest != "" {
+				if !yield(rest) {
+					return
+				}
 			}
 		}
-		if rest := strings.TrimSpace(t[min(start, len(t)):]); rest != "" {
-			out = append(out, rest)
-		}
 	}
-	return out
 }
 
 // fileState is what happened to one file.
@@ -1277,9 +1318,9 @@ func (x *extraction) findFix(i int, base string) (string, bool) {
 	// The assistant's words right after the result.
 	if c.resultMsg >= 0 {
 		for at := c.resultMsg + 1; at <= c.resultMsg+2; at++ {
-			if t, ok := x.texts[at]; ok {
-				if ss := sentences(t); len(ss) > 0 {
-					return "then: " + clip(ss[0], 200), false
+			if t, ok := x.textOf(at); ok {
+				for s := range sentences(t) {
+					return "then: " + clip(s, 200), false
 				}
 			}
 		}
@@ -1401,11 +1442,11 @@ func (x *extraction) stateItems() []item {
 	}
 	// The plan: the checklist or numbered list of the latest assistant
 	// text that has one.
-	for k := len(x.order) - 1; k >= 0; k-- {
+	for k := len(x.texts) - 1; k >= 0; k-- {
 		var plan []string
 		checklist, announced, steps := false, false, true
 		var lower lowerBuf
-		for _, l := range strings.Split(x.texts[x.order[k]], "\n") {
+		for l := range strings.SplitSeq(x.texts[k].text, "\n") {
 			if planLine.MatchString(l) {
 				plan = append(plan, clip(l, 200))
 				checklist = checklist || strings.Contains(l, "[ ]") || strings.Contains(l, "[x]") || strings.Contains(l, "[X]")
@@ -1432,15 +1473,15 @@ func (x *extraction) stateItems() []item {
 	if n := x.openErrors(); n > 0 {
 		items = append(items, item{sec: secState, text: fmt.Sprintf("%d error(s) still open (see Errors and fixes).", n), must: true})
 	}
-	if len(x.order) > 0 {
-		last := x.texts[x.order[len(x.order)-1]]
+	if len(x.texts) > 0 {
+		last := x.texts[len(x.texts)-1].text
 		items = append(items, item{sec: secState, text: "Last assistant message:\n" + shortenLines(last, 1500), must: true})
 		// Next steps announced in the last few texts.
 		var next []string
 		seen := map[string]bool{}
 		var lower lowerBuf
-		for k := max(0, len(x.order)-3); k < len(x.order); k++ {
-			for _, s := range sentences(x.texts[x.order[k]]) {
+		for k := max(0, len(x.texts)-3); k < len(x.texts); k++ {
+			for s := range sentences(x.texts[k].text) {
 				l := lower.of(s)
 				for _, w := range nextWords {
 					if strings.Contains(l, w) && !seen[s] && !strings.Contains(last, s) {

@@ -162,7 +162,7 @@ func TestTodosRenderedOnce(t *testing.T) {
 		b.WriteString(`]}`)
 		return json.RawMessage(b.String())
 	}
-	x := newExtraction(100)
+	x := newExtraction(100, 0)
 	raw := list(3)
 	if n := testing.AllocsPerRun(50, func() { x.call(1, "t", "TodoWrite", raw) }); n > 6 {
 		t.Errorf("reading a TodoWrite call allocates %.0f times", n)
@@ -195,7 +195,7 @@ func TestExtractiveSizesItsCalls(t *testing.T) {
 			agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(agentctx.ToolUseBlock(id, "Bash", json.RawMessage(fmt.Sprintf(`{"command":"ls %d"}`, i))))),
 			agentctx.NewMessage(agentctx.RoleUser, agentctx.BlockList(agentctx.ToolResultBlock(id, agentctx.Text("ok"), false))))
 	}
-	x := newExtraction(n)
+	x := newExtraction(n, 0)
 	made := cap(x.calls)
 	for i := range msgs {
 		x.add(i, &msgs[i])
@@ -214,11 +214,11 @@ func TestExtractiveSizesItsCalls(t *testing.T) {
 func TestInputStringsBorrows(t *testing.T) {
 	raw := []byte(`{"command":"go test ./...","file_path":"/src/main.go","n":3}`)
 	var got []string
-	inputStrings(raw, func(s string) { got = append(got, strings.Clone(s)) })
+	inputStrings(raw, nil, func(s string) { got = append(got, strings.Clone(s)) })
 	if want := []string{"go test ./...", "/src/main.go"}; !slices.Equal(got, want) {
 		t.Fatalf("inputStrings = %q, want %q", got, want)
 	}
-	if n := testing.AllocsPerRun(100, func() { inputStrings(raw, func(string) {}) }); n > 0 {
+	if n := testing.AllocsPerRun(100, func() { inputStrings(raw, nil, func(string) {}) }); n > 0 {
 		t.Errorf("inputStrings allocates %.0f times for strings without escapes", n)
 	}
 }
@@ -236,7 +236,7 @@ func TestExtractionKeepsNoInputBytes(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	x := newExtraction(1)
+	x := newExtraction(1, 0)
 	x.call(0, "t1", "Bash", input)
 	var terms []string
 	for k := range x.terms {
@@ -328,7 +328,7 @@ func TestSummaryKeepsNoInputBytes(t *testing.T) {
 // collectInputStrings returns what inputStrings calls its function with.
 func collectInputStrings(raw []byte) []string {
 	var out []string
-	inputStrings(raw, func(s string) { out = append(out, strings.Clone(s)) })
+	inputStrings(raw, nil, func(s string) { out = append(out, strings.Clone(s)) })
 	return out
 }
 
@@ -349,7 +349,192 @@ func TestInputStringsDecodesAsUnmarshal(t *testing.T) {
 		}
 	}
 	raw := []byte(`{"command":"printf 'a\nb'","description":"two \"lines\""}`)
-	if n := testing.AllocsPerRun(100, func() { inputStrings(raw, func(string) {}) }); n > 2 {
+	if n := testing.AllocsPerRun(100, func() { inputStrings(raw, nil, func(string) {}) }); n > 2 {
 		t.Errorf("inputStrings allocates %.0f times for two escaped strings", n)
+	}
+	// With a scratch of its caller's, the escaped strings of input after
+	// input are decoded into one buffer: a compaction of real turns made a
+	// string of each (2.3 MB for 10 MB of a Claude Code port's turns).
+	var scratch []byte
+	var got []string
+	inputStrings(raw, &scratch, func(s string) { got = append(got, strings.Clone(s)) })
+	if want := []string{"printf 'a\nb'", `two "lines"`}; !slices.Equal(got, want) {
+		t.Errorf("with a scratch: %q, want %q", got, want)
+	}
+	if n := testing.AllocsPerRun(100, func() { inputStrings(raw, &scratch, func(string) {}) }); n > 0 {
+		t.Errorf("inputStrings allocates %.0f times for two escaped strings with a scratch", n)
+	}
+}
+
+// A result of several blocks is joined into the extraction's scratch, not
+// a string of its own (2 MB for a compaction of 10 MB of a Claude Code
+// port's turns; issue 24 item 7): the summary is the one of the same
+// results as one text each, which it is not when a key line keeps the
+// scratch's bytes (the next result's text overwrites them).
+func TestJoinedResultsKeepNoScratch(t *testing.T) {
+	var joined, single []agentctx.Message
+	for _, msgs := range []*[]agentctx.Message{&joined, &single} {
+		*msgs = append(*msgs, agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("make the build pass")))
+	}
+	for i := range 12 {
+		id := fmt.Sprint("toolu_", i)
+		in := json.RawMessage(fmt.Sprintf(`{"command":"go build ./cmd/tool%d"}`, i))
+		parts := []string{fmt.Sprintf("error: tool%d.go:%d: undefined: handler%d", i, i+3, i), strings.Repeat(fmt.Sprintf("detail %d ", i), 4*i+1)}
+		var blocks []agentctx.Block
+		for _, p := range parts {
+			blocks = append(blocks, agentctx.TextBlock(p))
+		}
+		for k, msgs := range []*[]agentctx.Message{&joined, &single} {
+			content := agentctx.BlockList(blocks...)
+			if k == 1 {
+				content = agentctx.Text(strings.Join(parts, "\n"))
+			}
+			*msgs = append(*msgs,
+				agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(agentctx.ToolUseBlock(id, "Bash", in))),
+				agentctx.NewMessage(agentctx.RoleUser, agentctx.BlockList(agentctx.ToolResultBlock(id, content, false))))
+		}
+	}
+	got, err := Extractive{}.Summarize(context.Background(), Request{Messages: joined})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Extractive{}.Summarize(context.Background(), Request{Messages: single})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("joined results summarized otherwise:\n%s\nwant:\n%s", got, want)
+	}
+	if !strings.Contains(got, "undefined: handler0") {
+		t.Errorf("the first failure's line is lost:\n%s", got)
+	}
+}
+
+// scratchResultText is resultText, into one buffer.
+func TestScratchResultText(t *testing.T) {
+	img := agentctx.Block{Type: "image"}
+	var scratch []byte
+	for _, c := range []agentctx.Content{
+		agentctx.Text("plain"),
+		agentctx.BlockList(),
+		agentctx.BlockList(agentctx.TextBlock("one")),
+		agentctx.BlockList(agentctx.TextBlock("a"), agentctx.TextBlock("b\nc")),
+		agentctx.BlockList(agentctx.TextBlock("see"), img, agentctx.TextBlock("")),
+		agentctx.BlockList(img),
+	} {
+		got, _ := scratchResultText(c, &scratch)
+		if want := resultText(c); got != want {
+			t.Errorf("scratchResultText = %q, want %q", got, want)
+		}
+	}
+	c := agentctx.BlockList(agentctx.TextBlock("a"), agentctx.TextBlock("b"))
+	if n := testing.AllocsPerRun(100, func() { scratchResultText(c, &scratch) }); n > 0 {
+		t.Errorf("scratchResultText allocates %.0f times with a scratch grown", n)
+	}
+}
+
+// unixNewlines is the two replacements it stands for, in one copy.
+func TestUnixNewlines(t *testing.T) {
+	for _, s := range []string{"", "a", "\r", "\n", "\r\n", "\r\r\n", "\n\r", "a\r\nb\rc\n\r\r", "\r\n\r\n", "x\r"} {
+		want := strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+		if got := unixNewlines(s); got != want {
+			t.Errorf("unixNewlines(%q) = %q, want %q", s, got, want)
+		}
+	}
+	s := strings.Repeat("line\r\n", 100) + "last\rend"
+	if n := testing.AllocsPerRun(100, func() { unixNewlines(s) }); n > 1 {
+		t.Errorf("unixNewlines allocates %.0f times", n)
+	}
+}
+
+// A user message's text is made once for all the extraction asks of it
+// (three times before: the CRLF of 10 MB of OpenHands' turns were
+// replaced 7.5 MB over).
+func TestUserTextMadeOnce(t *testing.T) {
+	m := agentctx.NewMessage(agentctx.RoleUser, agentctx.Text(strings.Repeat("please fix it\r\n", 50)))
+	x := newExtraction(0, 0)
+	x.add(0, &m) // the terms, once
+	if n := testing.AllocsPerRun(50, func() { x.add(0, &m) }); n > 2 {
+		t.Errorf("adding a user message with CRLF allocates %.0f times", n)
+	}
+}
+
+// The pointers of a compaction are filled from the calls of the results
+// that lack a tool or an input, not from a map of every call the
+// compacted messages hold (1.6 MB for 10 MB of real turns; issue 24 item
+// 7): the last call of an id fills it, and the allocations do not grow
+// with the calls.
+func TestPointersFilledFromTheirCalls(t *testing.T) {
+	source := func(n int) []agentctx.Message {
+		var msgs []agentctx.Message
+		for i := range n {
+			id := fmt.Sprint("toolu_", i%(n-1)) // the last id twice: the second call fills it
+			in := json.RawMessage(fmt.Sprintf(`{"command":"make target%d"}`, i))
+			msgs = append(msgs,
+				agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(agentctx.ToolUseBlock(id, fmt.Sprint("Bash", i), in))),
+				agentctx.NewMessage(agentctx.RoleUser, agentctx.BlockList(agentctx.ToolResultBlock(id, agentctx.Text("ok"), false))))
+		}
+		return msgs
+	}
+	extra := []Pointer{{Kind: PointerResult, ArtifactID: "a", ToolCallID: "toolu_0"}, {Kind: PointerResult, ArtifactID: "b", ToolCallID: "toolu_7", ToolName: "Kept"}, {Kind: PointerResult, ArtifactID: "c", ToolCallID: "toolu_none"}}
+	got := pointersOf(source(10), extra, nil)
+	want := map[string][2]string{"a": {"Bash9", "make target9"}, "b": {"Kept", "make target7"}, "c": {"", ""}}
+	for _, p := range got {
+		if w := want[p.ArtifactID]; p.ToolName != w[0] || p.Input != w[1] {
+			t.Errorf("pointer %s: tool %q input %q, want %q %q", p.ArtifactID, p.ToolName, p.Input, w[0], w[1])
+		}
+	}
+	small, large := source(10), source(2000)
+	few := testing.AllocsPerRun(20, func() { pointersOf(small, extra, nil) })
+	many := testing.AllocsPerRun(20, func() { pointersOf(large, extra, nil) })
+	if many > few+4 {
+		t.Errorf("pointersOf allocates %.0f times over 2,000 calls, %.0f over 10", many, few)
+	}
+}
+
+// The sentences of a text are yielded as its substrings, with no list of
+// its lines or of them (2.3 MB for a compaction of 10 MB of OpenHands'
+// turns; issue 24 item 7).
+func TestSentencesAllocateNothing(t *testing.T) {
+	text := "I looked at the handler first. Then the store seemed wrong here! Why is it closed? ok\n```go\nx := 1. y\n```\n- the fix: return errClosed from Close.\n\n"
+	var got []string
+	for s := range sentences(text) {
+		got = append(got, s)
+	}
+	want := []string{"I looked at the handler first.", "Then the store seemed wrong here!", "Why is it closed? ok", "the fix: return errClosed from Close."}
+	if !slices.Equal(got, want) {
+		t.Fatalf("sentences = %q, want %q", got, want)
+	}
+	for s := range sentences(text) {
+		if s != want[0] {
+			t.Fatalf("first sentence %q", s)
+		}
+		break // the iterator stops when told
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		for range sentences(text) {
+		}
+	}); n > 0 {
+		t.Errorf("sentences allocates %.0f times", n)
+	}
+}
+
+// The assistant's texts are a list in message order, looked up by index
+// (a map of them and a list of their indices were 2.7 MB for OpenHands'
+// turns).
+func TestAssistantTextOf(t *testing.T) {
+	x := newExtraction(0, 3)
+	for _, i := range []int{1, 4, 7} {
+		m := agentctx.NewMessage(agentctx.RoleAssistant, agentctx.Text(fmt.Sprint("  text ", i, " ")))
+		x.add(i, &m)
+	}
+	if cap(x.texts) != 3 {
+		t.Errorf("the list of 3 texts grew to %d", cap(x.texts))
+	}
+	for i := range 9 {
+		got, ok := x.textOf(i)
+		if want := i == 1 || i == 4 || i == 7; ok != want || ok && got != fmt.Sprint("text ", i) {
+			t.Errorf("textOf(%d) = %q, %v", i, got, ok)
+		}
 	}
 }

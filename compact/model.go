@@ -367,6 +367,9 @@ func resultText(c agentctx.Content) string {
 	if c.Kind() != agentctx.ContentBlocks {
 		return c.AsText()
 	}
+	if bs := c.Blocks(); len(bs) == 1 && bs[0].Type == agentctx.BlockText {
+		return bs[0].Text
+	}
 	var parts []string
 	for _, b := range c.Blocks() {
 		switch b.Type {
@@ -377,6 +380,32 @@ func resultText(c agentctx.Content) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// scratchResultText is resultText for a reader that keeps none of it: a
+// text joined from several blocks is written into *scratch, which grows
+// to the longest (a compaction of real turns joined 2 MB only to read
+// it), and borrowed reports whether the text is *scratch's bytes.
+func scratchResultText(c agentctx.Content, scratch *[]byte) (text string, borrowedText bool) {
+	bs := c.Blocks()
+	if c.Kind() != agentctx.ContentBlocks || len(bs) == 1 && bs[0].Type == agentctx.BlockText {
+		return resultText(c), false
+	}
+	b := (*scratch)[:0]
+	for i, bl := range bs {
+		if i > 0 {
+			b = append(b, '\n')
+		}
+		if bl.Type == agentctx.BlockText {
+			b = append(b, bl.Text...)
+		} else {
+			b = append(b, '[')
+			b = append(b, bl.Type...)
+			b = append(b, ']')
+		}
+	}
+	*scratch = b
+	return borrowed(b), true
 }
 
 // shorten keeps s whole up to max characters; a longer s keeps its first

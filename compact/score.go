@@ -196,7 +196,7 @@ func eachText(m *agentctx.Message, results bool, fn func(string)) {
 			case agentctx.BlockText:
 				fn(b.Text)
 			case agentctx.BlockToolUse:
-				inputStrings(b.Input, fn)
+				inputStrings(b.Input, nil, fn)
 			case agentctx.BlockToolResult:
 				if !results {
 					continue
@@ -208,7 +208,7 @@ func eachText(m *agentctx.Message, results bool, fn func(string)) {
 		}
 	}
 	for _, tc := range m.ToolCalls {
-		inputStrings(unsafe.Slice(unsafe.StringData(tc.Function.Arguments), len(tc.Function.Arguments)), fn) // read, never written
+		inputStrings(unsafe.Slice(unsafe.StringData(tc.Function.Arguments), len(tc.Function.Arguments)), nil, fn) // read, never written
 	}
 }
 

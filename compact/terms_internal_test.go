@@ -54,12 +54,12 @@ func TestCommandHead(t *testing.T) {
 
 func TestInputStrings(t *testing.T) {
 	var got []string
-	inputStrings([]byte(`{"command":"ls -la","n":3,"nested":{"k":"a\nb"},"list":["x","y"]}`), func(s string) { got = append(got, s) })
+	inputStrings([]byte(`{"command":"ls -la","n":3,"nested":{"k":"a\nb"},"list":["x","y"]}`), nil, func(s string) { got = append(got, strings.Clone(s)) })
 	if want := []string{"ls -la", "a\nb", "x", "y"}; !slices.Equal(got, want) {
 		t.Errorf("inputStrings = %q, want %q", got, want)
 	}
 	got = nil
-	inputStrings([]byte(`not json`), func(s string) { got = append(got, s) })
+	inputStrings([]byte(`not json`), nil, func(s string) { got = append(got, strings.Clone(s)) })
 	if !slices.Equal(got, []string{"not json"}) {
 		t.Errorf("inputStrings of text = %q", got)
 	}
