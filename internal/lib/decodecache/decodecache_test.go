@@ -205,6 +205,13 @@ func TestScanGrowsByDoubling(t *testing.T) {
 		}
 		return `{"a":1}`
 	})
+	// enough small elements to size the lists from, then a large one
+	manyThenBig := list(2001, func(i int) string {
+		if i == 2000 {
+			return `{"a":"` + strings.Repeat("x", 4<<20) + `"}`
+		}
+		return `{"a":1}`
+	})
 	const item = 24 + 8 // a []byte and an entry
 	for _, tc := range []struct {
 		name string
@@ -216,8 +223,9 @@ func TestScanGrowsByDoubling(t *testing.T) {
 	}{
 		{"first", tiny, 100_000, 2.7, 0},  // doubling: twice the last capacity, 131,072 here
 		{"known", tiny, 100_000, 1.05, 0}, // the cached request's length
-		{"like", like, 100_000, 2.2, 0},   // sized from the average, in steps of at most 8
+		{"like", like, 100_000, 1.2, 0},   // sized from the average: 2.2 in steps of at most 8
 		{"small first", big, 21, 0, 0.01},
+		{"many small first", manyThenBig, 2001, 0, 0.1}, // in steps of 8 (0.07): the average is not the body's (4.4 sized from it)
 	} {
 		c := New[*msg](1 << 30)
 		if tc.name == "known" {
