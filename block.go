@@ -1,6 +1,7 @@
 package agentctx
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/agentctx/agentctx/internal/base/rawjson"
@@ -60,6 +61,9 @@ func ToolResultBlock(toolUseID string, content Content, isError bool) Block {
 func (b Block) Field(key string) (json.RawMessage, bool) {
 	if m := findMember(b.members, key); m != nil && m.flags&known == 0 {
 		raw := m.token()
+		if isShapeBytes(raw) {
+			raw = bytes.Clone(raw) // every block of the shape's: not handed out
+		}
 		return json.RawMessage(raw[:len(raw):len(raw)]), true
 	}
 	return nil, false

@@ -30,6 +30,9 @@ const (
 	// dropped: a content member whose JSON is not kept: the decoded
 	// blocks hold it all (raw is nil; see DecodeOwnedMessage).
 	dropped
+	// boolToken: a boolean typed member (is_error) whose token is not
+	// kept: the field holds it all (raw is nil; see DecodeOwnedMessage).
+	boolToken
 )
 
 // encMode selects how values are written.

@@ -27,7 +27,15 @@ func TestCommonShapesShareTheirMembers(t *testing.T) {
 		{`{"role":"user","content":"caf\u00e9"}`, false, true},
 		{`{"content":"x","role":"user"}`, false, true},
 		{`{"role" : "user" , "content" : [ {"text" : "spaced", "type" : "text"} ] }`, true, false},
-		{`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"x","is_error":false}]}`, true, false},
+		{`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"x","is_error":false}]}`, true, true},
+		{`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"x","is_error":true}]}`, true, true},
+		// Claude Code's order, and its tool_use blocks' caller
+		{`{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":"out"}]}`, true, true},
+		{`{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":"Exit code 1","is_error":true}]}`, true, true},
+		{`{"role":"user","content":[{"tool_use_id":"t1","type":"tool_result","content":[{"type":"text","text":"x"}],"is_error":false}]}`, true, true},
+		{`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"},"caller":{"type":"direct"}}]}`, true, true},
+		{`{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"},"caller":{"type":"code_execution_20250825","tool_id":"srv_1"}}]}`, true, false},
+		{`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"x","is_error":null}]}`, true, false},
 		{`{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]}`, true, false},
 		{`{"role":"user","content":"x","timestamp":"2026-01-01T00:00:00Z"}`, false, true},
 		{`{"role":"tool","tool_call_id":"c1","content":"done"}`, false, true},
@@ -177,5 +185,31 @@ func TestContentIsSmall(t *testing.T) {
 	r[2] = 'X'
 	if got, _ := x.AppendJSON(nil); string(got) != `{"role":"user","content":{"odd":1}}` {
 		t.Errorf("writing Raw changed the message: %s", got)
+	}
+}
+
+// A member with no typed field that a shape holds (a tool_use's caller) is
+// handed out as a copy: every message of the shape shares its bytes.
+func TestShapeBytesAreNotHandedOut(t *testing.T) {
+	raw := `{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{},"caller":{"type":"direct"}}]}`
+	m1, err := DecodeOwnedMessage([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, ok := m1.Content.Blocks()[0].Field("caller")
+	if !ok || string(f) != `{"type":"direct"}` {
+		t.Fatalf("caller = %s, %v", f, ok)
+	}
+	for i := range f {
+		f[i] = '#' // a caller's mistake: it stays its own
+	}
+	m2, err := DecodeOwnedMessage([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []Message{m1, m2} {
+		if enc, err := m.AppendJSON(nil); err != nil || string(enc) != raw {
+			t.Errorf("after a Field's bytes were written: %s (%v)", enc, err)
+		}
 	}
 }
