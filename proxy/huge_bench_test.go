@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/tokens"
@@ -280,4 +281,78 @@ func BenchmarkHugeRequest(b *testing.B) {
 			mu.Unlock()
 		})
 	}
+}
+
+// BenchmarkDecodedFloor measures what no engine working on decoded
+// messages can go below: the live heap of a request's messages decoded
+// as the proxy's decode cache keeps them (agentctx.OwnedDecoder, one
+// agentctx.Message each, its blocks and its own copies of their strings),
+// beside the body the proxy holds to forward it. It reports that heap as a
+// multiple of the body ("decoded/body"), per message ("B/msg"), and with
+// the body ("floor/body"): BenchmarkHugeRequest's peak/body of the same
+// body cannot be lower than floor/body while the engine takes
+// []agentctx.Message. Run with -benchtime 1x.
+func BenchmarkDecodedFloor(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		body func() []byte
+	}{
+		{"10MB-1e5msgs", func() []byte { return manyMessagesRequest(10<<20, 100_000) }},
+		{"10MB-1e4msgs", func() []byte { return manyMessagesRequest(10<<20, 10_000) }},
+		{"10MB-claudecode", func() []byte {
+			return transcriptRequest("spotter__fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl", 10<<20)
+		}},
+		{"10MB-port", func() []byte {
+			return transcriptRequest("claude-reliability__python-to-rust-port__transcript.jsonl", 10<<20)
+		}},
+		{"10MB-openhands", func() []byte { return transcriptRequest("OpenHands__multi_swe_bench_examples_output.jsonl", 10<<20) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			body := tc.body()
+			if body == nil {
+				b.Skip("no transcripts at " + sharedTranscripts)
+			}
+			members, err := rawjson.AppendMembers(nil, body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var list []byte
+			for _, m := range members {
+				if m.Key == "messages" {
+					list = m.Value
+				}
+			}
+			els, err := rawjson.AppendElements(nil, list)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var live uint64
+			for i := 0; i < b.N; i++ {
+				before := liveHeap()
+				msgs := make([]agentctx.Message, len(els))
+				var dec agentctx.OwnedDecoder
+				for k, el := range els {
+					if msgs[k], err = dec.Decode(el); err != nil {
+						b.Fatal(err)
+					}
+				}
+				live = liveHeap() - before
+				runtime.KeepAlive(msgs)
+			}
+			runtime.KeepAlive(els)
+			runtime.KeepAlive(body)
+			b.ReportMetric(float64(live)/float64(len(body)), "decoded/body")
+			b.ReportMetric(float64(live)/float64(len(els)), "B/msg")
+			b.ReportMetric(float64(live)/float64(len(body))+1, "floor/body")
+		})
+	}
+}
+
+// liveHeap returns the bytes of the heap's live objects, after a
+// collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }
