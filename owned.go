@@ -97,9 +97,11 @@ func ownMembers(ms []member) []member {
 		}
 		if mb.flags&isString != 0 && isCanonicalToken(mb.raw, mb.str) {
 			mb.raw, mb.flags = nil, mb.flags|canonicalToken
-		} else if mb.flags&known != 0 && (rawjson.Kind(mb.raw) == 't' || rawjson.Kind(mb.raw) == 'f') {
-			// A boolean typed field (is_error): JSON spells true and false
-			// one way, and the encoder writes the field.
+		} else if mb.flags&known != 0 && mb.key == "is_error" && (rawjson.Kind(mb.raw) == 't' || rawjson.Kind(mb.raw) == 'f') {
+			// The boolean typed field (is_error): JSON spells true and
+			// false one way, and the encoder writes the field. (Another
+			// typed member holding a boolean, a content of true, keeps
+			// its token: its field is not a boolean.)
 			mb.raw, mb.flags = nil, mb.flags|boolToken
 		} else {
 			mb.raw = bytes.Clone(mb.raw)

@@ -28,6 +28,8 @@ var ownedCases = []string{
 	`{"role":"tool","tool_call_id":"c1","content":"done"}`,
 	`{"role":"tool","tool_call_ids":["c1"],"content":[{"type":"text","text":"x"}]}`,
 	`{"role":"user","content":{"weird":true}}`,
+	`{"role":"user","content":true}`,
+	`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":false,"is_error":true}]}`,
 	`{"role":"user","content":[1,2]}`,
 	`{"role" : "user" , "content" : [ {"type" : "text" , "text" : "spaced"} ] }`,
 	`{"role":"assistant","content":[{"type":"redacted_thinking","data":"Zm9v"},{"type":"server_tool_use","id":"s","name":"web_search","input":{}}]}`,
