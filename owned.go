@@ -45,10 +45,10 @@ func decodeOwned(raw []byte, a *memberArena) (Message, error) {
 	keep := sharedMembers
 	if a != nil {
 		keep = sharedOrCopied
-		for i := range m.ToolCalls {
-			tc := &m.ToolCalls[i]
-			tc.members, tc.Function.members = copied(tc.members), copied(tc.Function.members)
-		}
+	}
+	for i := range m.ToolCalls {
+		tc := &m.ToolCalls[i]
+		tc.members, tc.Function.members = keep(tc.members), keep(tc.Function.members)
 	}
 	m.members = keep(m.members)
 	keepBlockMembers(m.Content, keep)
@@ -58,12 +58,27 @@ func decodeOwned(raw []byte, a *memberArena) (Message, error) {
 // own makes m share no memory with the bytes it was decoded from.
 func (m *Message) own() {
 	dropDecoded(m.members, m.Content)
+	if m.ToolCalls != nil {
+		dropKnown(m.members, "tool_calls")
+	}
 	m.members = ownMembers(m.members)
 	m.Content = m.Content.own(findMember(m.members, "content"))
 	for i := range m.ToolCalls { // in place, as the members
 		tc := &m.ToolCalls[i]
+		dropKnown(tc.members, "function")
 		tc.members = ownMembers(tc.members)
 		tc.Function.members = ownMembers(tc.Function.members)
+	}
+}
+
+// dropKnown drops, before ms is copied, the JSON of the member key when a
+// typed field holds it all: a message's "tool_calls" array, which its
+// ToolCalls hold, and a call's "function" object, which its Function
+// holds (the encoder writes them from those, and a call's arguments were
+// kept three times: 5 MB of 10 MB of OpenHands' turns).
+func dropKnown(ms []member, key string) {
+	if m := findMember(ms, key); m != nil && m.flags&known != 0 {
+		m.raw, m.flags = nil, m.flags|dropped
 	}
 }
 
@@ -205,6 +220,10 @@ func makeMemberShapes() [][]member {
 		`{"role":"user","content":[{"tool_use_id":"x","type":"tool_result","content":[{"type":"text","text":"x"}]}]}`,
 		`{"role":"user","content":[{"tool_use_id":"x","type":"tool_result","content":[{"type":"text","text":"x"}],"is_error":false}]}`,
 		`{"role":"assistant","content":[{"type":"tool_use","id":"x","name":"x","input":{},"caller":{"type":"direct"}}]}`,
+		// OpenAI Chat Completions: an assistant's calls, a tool's answer
+		`{"role":"assistant","content":"x","tool_calls":[{"id":"x","type":"function","function":{"name":"x","arguments":"x"}}]}`,
+		`{"role":"tool","tool_call_id":"x","content":"x"}`,
+		`{"role":"tool","content":"x","tool_call_id":"x"}`,
 	} {
 		var m Message
 		if err := m.decode([]byte(s), nil); err != nil {
@@ -212,6 +231,10 @@ func makeMemberShapes() [][]member {
 		}
 		m.own()
 		add(m.members, m.Content)
+		for _, tc := range m.ToolCalls {
+			add(tc.members, Content{})
+			add(tc.Function.members, Content{})
+		}
 	}
 	return shapes
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 	"unsafe"
 )
@@ -14,8 +15,10 @@ import (
 // of its own (DecodeMessage).
 func TestCommonShapesShareTheirMembers(t *testing.T) {
 	cases := []struct {
-		json        string
-		msg, blocks bool // the message's members shared, every block's
+		json string
+		// the message's members shared; every block's, tool call's and
+		// call function's
+		msg, blocks bool
 	}{
 		{`{"role":"user","content":"plain"}`, true, true},
 		{`{"role":"assistant","content":[{"type":"text","text":"a\nb"},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls  -la"}}]}`, true, true},
@@ -38,7 +41,20 @@ func TestCommonShapesShareTheirMembers(t *testing.T) {
 		{`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"x","is_error":null}]}`, true, false},
 		{`{"role":"user","content":[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}}]}`, true, false},
 		{`{"role":"user","content":"x","timestamp":"2026-01-01T00:00:00Z"}`, false, true},
-		{`{"role":"tool","tool_call_id":"c1","content":"done"}`, false, true},
+		// OpenAI Chat Completions: calls and the tool messages answering
+		// them (a call's arguments, held by its Function, kept once)
+		{`{"role":"tool","tool_call_id":"c1","content":"done"}`, true, true},
+		{`{"role":"tool","content":"done","tool_call_id":"c1"}`, true, true},
+		{`{"role":"tool","content":"done","tool_call_id":"c1","name":"execute_bash"}`, false, true},
+		{`{"role":"assistant","content":"Let me look.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"execute_bash","arguments":"{\"command\": \"ls\"}"}}]}`, true, true},
+		{`{"role":"assistant","content":"Two.","tool_calls":[{"id":"c1","type":"function","function":{"name":"a","arguments":"{}"}},{"id":"c2","type":"function","function":{"name":"b","arguments":"{\"x\":1}"}}]}`, true, true},
+		{`{"role":"assistant","content":"","tool_calls":[]}`, true, true},
+		{`{"role":"assistant","content":"x","tool_calls":null}`, false, true},
+		{`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"a","arguments":"{}"}}]}`, false, true},
+		{`{"role":"assistant","content":"x","tool_calls":[{"id":"c1","type":"function","function":{"name":"a","arguments":"{}"},"index":0}]}`, true, false},
+		{`{"role":"assistant","content":"x","tool_calls":[{"id":"c1","type":"function","function":{"name":"a","arguments":"{}","extra":true}}]}`, true, false},
+		{`{"role":"assistant","content":"x","tool_calls":[{"id":"c1","type":"function","function":"not an object"}]}`, true, false},
+		{`{"role":"assistant","content":"x","tool_calls":[{"type":"function","id":"c1","function":{"arguments":"{}","name":"a"}}]}`, true, false},
 		{`{"role":"user","content":[{"type":"tool_use","id":"t1","name":"Bash","input":"not an object"}]}`, true, true},
 		{`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"x","citations":[]}]}]}`, true, false},
 	}
@@ -72,6 +88,9 @@ func TestCommonShapesShareTheirMembers(t *testing.T) {
 			}
 		}
 		walk(got.Content.Blocks())
+		for _, c := range got.ToolCalls {
+			all = all && isShared(c.members) && isShared(c.Function.members)
+		}
 		if all != tc.blocks {
 			t.Errorf("%s: every block's members shared %v, want %v", c, all, tc.blocks)
 		}
@@ -87,7 +106,7 @@ func TestCommonShapesShareTheirMembers(t *testing.T) {
 			}
 		}
 		same("as decoded", want, got)
-		for _, k := range []string{"role", "content", "tool_call_ids", "timestamp"} {
+		for _, k := range []string{"role", "content", "tool_call_ids", "timestamp", "tool_calls", "name"} {
 			x, okx := want.Field(k)
 			y, oky := got.Field(k)
 			if okx != oky || !bytes.Equal(x, y) {
@@ -105,6 +124,29 @@ func TestCommonShapesShareTheirMembers(t *testing.T) {
 			func(m Message) Message { m, _ = m.WithField("extra", 1); return m },
 			func(m Message) Message { return m.WithoutFields("timestamp") },
 			func(m Message) Message { return m.Clone() },
+			func(m Message) Message { m.ToolCalls = nil; return m },
+			func(m Message) Message { m.ToolCalls = []ToolCall{}; return m },
+			func(m Message) Message {
+				m.ToolCalls = append(slices.Clip(m.ToolCalls), ToolCall{ID: "c9", Type: "function", Function: FunctionCall{Name: "n", Arguments: "{}"}})
+				return m
+			},
+		}
+		for i := range got.ToolCalls {
+			for _, f := range []func(*ToolCall){
+				func(c *ToolCall) { c.ID = "" },
+				func(c *ToolCall) { c.ID = "z" },
+				func(c *ToolCall) { c.Type = "" },
+				func(c *ToolCall) { c.Function.Name = "" },
+				func(c *ToolCall) { c.Function.Name = "other" },
+				func(c *ToolCall) { c.Function.Arguments = "" },
+				func(c *ToolCall) { c.Function.Arguments = `{"a": 1}` },
+			} {
+				edits = append(edits, func(m Message) Message {
+					m.ToolCalls = slices.Clone(m.ToolCalls)
+					f(&m.ToolCalls[i])
+					return m
+				})
+			}
 		}
 		for i := range got.Content.Blocks() {
 			for _, f := range []func(*Block){

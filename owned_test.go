@@ -25,6 +25,8 @@ var ownedCases = []string{
 	`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"out\u0041"},{"type":"image","source":{"type":"base64","data":"AAAA"}}],"is_error":false}]}`,
 	`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"x\ty","is_error":true}],"extra":[1,2,{"a":"b"}]}`,
 	`{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]}`,
+	`{"role":"assistant","content":"x","tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}","x":1},"index":0},{"id":"c2","type":"function","function":"odd"}]}`,
+	`{"role":"assistant","content":"x","tool_calls":null}`,
 	`{"role":"tool","tool_call_id":"c1","content":"done"}`,
 	`{"role":"tool","tool_call_ids":["c1"],"content":[{"type":"text","text":"x"}]}`,
 	`{"role":"user","content":{"weird":true}}`,
@@ -145,6 +147,38 @@ func TestDecodeOwnedMessageCopiesALargeResultOnce(t *testing.T) {
 		enc, err := m.AppendJSON(nil)
 		if err != nil || string(enc) != string(raw) {
 			t.Fatalf("the message does not encode as it came (err %v)", err)
+		}
+	}
+}
+
+// TestDecodeOwnedToolCallsCopyArgumentsOnce holds the decoding of an
+// OpenAI assistant message with large call arguments to about one copy of
+// them: the message's "tool_calls" array and each call's "function" object
+// were kept as written besides the decoded Arguments, three copies of
+// every call's arguments (5 MB of 10 MB of OpenHands' turns).
+func TestDecodeOwnedToolCallsCopyArgumentsOnce(t *testing.T) {
+	args := string(rawjson.AppendString(nil, `{"path": "/workspace/main.go", "file_text": "`+strings.Repeat(`package main\n\nfunc main() {}\n`, 1<<12)+`"}`))
+	raw := []byte(`{"role":"assistant","content":"Writing it.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"str_replace_editor","arguments":` + args + `}}]}`)
+	for _, decode := range []struct {
+		name string
+		fn   func([]byte) (agentctx.Message, error)
+	}{
+		{"DecodeOwnedMessage", agentctx.DecodeOwnedMessage},
+		{"OwnedDecoder", new(agentctx.OwnedDecoder).Decode},
+	} {
+		var m agentctx.Message
+		n := memtest.AllocatedBy(func() {
+			var err error
+			if m, err = decode.fn(raw); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if limit := uint64(len(raw)) * 3 / 2; n > limit {
+			t.Errorf("%s: decoding a %d-byte message allocated %d bytes (%.1f×), want at most 1.5×", decode.name, len(raw), n, float64(n)/float64(len(raw)))
+		}
+		enc, err := m.AppendJSON(nil)
+		if err != nil || string(enc) != string(raw) {
+			t.Fatalf("%s: the message does not encode as it came (err %v)", decode.name, err)
 		}
 	}
 }
