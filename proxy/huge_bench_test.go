@@ -60,33 +60,60 @@ const sharedTranscripts = "../../shared/transcripts"
 // transcriptRequest is an Anthropic request of about size bytes made of
 // the user and assistant messages of a real agent transcript (their role
 // and content, as a client sends them), repeated with the tool ids of
-// each copy made its own; nil when the transcript is absent.
+// each copy made its own; nil when the transcript is absent. Of an
+// OpenAI-shaped transcript (OpenHands') that keeps the texts only: its
+// calls and their results are in chatRequest.
 func transcriptRequest(name string, size int) []byte {
+	return repeatedRequest(name, size, `{"model":"claude-x","max_tokens":32000,"system":"You are an agent.","messages":[`,
+		func(m agentctx.Message) (agentctx.Message, bool) {
+			return agentctx.NewMessage(m.Role, m.Content), m.Role == agentctx.RoleUser || m.Role == agentctx.RoleAssistant
+		})
+}
+
+// chatRequest is an OpenAI Chat Completions request of about size bytes
+// made of every message of an OpenAI-shaped agent transcript (OpenHands':
+// system prompts, the assistant's tool calls and the tool messages that
+// answer them, as the agent sends them), repeated as transcriptRequest
+// repeats; nil when the transcript is absent.
+func chatRequest(name string, size int) []byte {
+	return repeatedRequest(name, size, `{"model":"gpt-x","messages":[`,
+		func(m agentctx.Message) (agentctx.Message, bool) { return m, true })
+}
+
+// repeatedRequest writes head, then the messages of a transcript that
+// keep returns true for (as it returns them), repeated until the body
+// is about size bytes, each copy's tool ids made its own, then closes the
+// list and the object.
+func repeatedRequest(name string, size int, head string, keep func(agentctx.Message) (agentctx.Message, bool)) []byte {
 	doc, err := transcript.ReadFile(context.Background(), filepath.Join(sharedTranscripts, name), nil)
 	if err != nil {
 		return nil
 	}
 	var one []byte
 	for _, m := range doc.Messages {
-		if m.Role != agentctx.RoleUser && m.Role != agentctx.RoleAssistant {
+		m, ok := keep(m)
+		if !ok {
 			continue
 		}
 		if len(one) > 0 {
 			one = append(one, ',')
 		}
-		if one, err = agentctx.NewMessage(m.Role, m.Content).AppendJSON(one); err != nil {
+		if one, err = m.AppendJSON(one); err != nil {
 			return nil
 		}
 	}
 	var b bytes.Buffer
 	b.Grow(size + len(one) + 4096)
-	b.WriteString(`{"model":"claude-x","max_tokens":32000,"system":"You are an agent.","messages":[`)
+	b.WriteString(head)
 	for c := 0; b.Len() < size; c++ {
 		if c > 0 {
 			b.WriteByte(',')
 		}
-		cp := bytes.ReplaceAll(one, []byte(`"id":"`), []byte(fmt.Sprintf(`"id":"c%d_`, c)))
-		b.Write(bytes.ReplaceAll(cp, []byte(`"tool_use_id":"`), []byte(fmt.Sprintf(`"tool_use_id":"c%d_`, c))))
+		cp := one
+		for _, key := range []string{`"id":"`, `"tool_use_id":"`, `"tool_call_id":"`} {
+			cp = bytes.ReplaceAll(cp, []byte(key), []byte(fmt.Sprintf(`%sc%d_`, key, c)))
+		}
+		b.Write(cp)
 	}
 	b.WriteString(`]}`)
 	return b.Bytes()
@@ -196,6 +223,8 @@ func BenchmarkHugeRequest(b *testing.B) {
 		return transcriptRequest("claude-reliability__python-to-rust-port__transcript.jsonl", 10<<20)
 	}
 	openhands := func() []byte { return transcriptRequest("OpenHands__multi_swe_bench_examples_output.jsonl", 10<<20) }
+	// OpenHands' turns whole, as it sends them: Chat Completions
+	openhandsChat := func() []byte { return chatRequest("OpenHands__multi_swe_bench_examples_output.jsonl", 10<<20) }
 	for _, tc := range []struct {
 		name string
 		body func() []byte
@@ -206,20 +235,23 @@ func BenchmarkHugeRequest(b *testing.B) {
 		// compact: compaction on (the default limit, 200,000 tokens: the
 		// request is 749,000), with the extractive summarizer
 		compact bool
+		chat    bool // an OpenAI Chat Completions request
 	}{
-		{"10MB-1e5msgs", many, false, false, false},
-		{"60MB-result", func() []byte { return hugeResultRequest(60 << 20) }, false, false, false},
-		{"10MB-1e5msgs-memstore", many, true, false, false},
-		{"10MB-1e5msgs-every", many, false, true, false},
-		{"10MB-1e5msgs-compact", many, false, false, true},
-		{"10MB-1e4msgs", fewer, false, false, false},
-		{"10MB-1e4msgs-compact", fewer, false, false, true},
-		{"10MB-claudecode", spotter, false, false, false},
-		{"10MB-claudecode-compact", spotter, false, false, true},
-		{"10MB-port", port, false, false, false},
-		{"10MB-port-compact", port, false, false, true},
-		{"10MB-openhands", openhands, false, false, false},
-		{"10MB-openhands-compact", openhands, false, false, true},
+		{"10MB-1e5msgs", many, false, false, false, false},
+		{"60MB-result", func() []byte { return hugeResultRequest(60 << 20) }, false, false, false, false},
+		{"10MB-1e5msgs-memstore", many, true, false, false, false},
+		{"10MB-1e5msgs-every", many, false, true, false, false},
+		{"10MB-1e5msgs-compact", many, false, false, true, false},
+		{"10MB-1e4msgs", fewer, false, false, false, false},
+		{"10MB-1e4msgs-compact", fewer, false, false, true, false},
+		{"10MB-claudecode", spotter, false, false, false, false},
+		{"10MB-claudecode-compact", spotter, false, false, true, false},
+		{"10MB-port", port, false, false, false, false},
+		{"10MB-port-compact", port, false, false, true, false},
+		{"10MB-openhands", openhands, false, false, false, false},
+		{"10MB-openhands-compact", openhands, false, false, true, false},
+		{"10MB-openhands-chat", openhandsChat, false, false, false, true},
+		{"10MB-openhands-chat-compact", openhandsChat, false, false, true, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			body := tc.body()
@@ -244,11 +276,15 @@ func BenchmarkHugeRequest(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				srv, err := proxy.New(proxy.Options{Engine: e, AnthropicURL: up.URL})
+				srv, err := proxy.New(proxy.Options{Engine: e, AnthropicURL: up.URL, OpenAIURL: up.URL})
 				if err != nil {
 					b.Fatal(err)
 				}
-				req := httptest.NewRequest(http.MethodPost, "/v1/messages", bytes.NewReader(body))
+				path := "/v1/messages"
+				if tc.chat {
+					path = "/v1/chat/completions"
+				}
+				req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 				req.Header.Set(proxy.HeaderSession, fmt.Sprint("huge", i))
 				w := httptest.NewRecorder()
 				runtime.GC()
@@ -306,6 +342,7 @@ func BenchmarkDecodedFloor(b *testing.B) {
 			return transcriptRequest("claude-reliability__python-to-rust-port__transcript.jsonl", 10<<20)
 		}},
 		{"10MB-openhands", func() []byte { return transcriptRequest("OpenHands__multi_swe_bench_examples_output.jsonl", 10<<20) }},
+		{"10MB-openhands-chat", func() []byte { return chatRequest("OpenHands__multi_swe_bench_examples_output.jsonl", 10<<20) }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			body := tc.body()
