@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"sync"
 
 	"github.com/agentctx/agentctx/internal/base/rawjson"
@@ -84,30 +83,6 @@ func toolless(ms []rawjson.Member) bool {
 	return true
 }
 
-// sentParts returns the "tools" and list members of sent, the body
-// forwarded for raw, from those of raw (tools and list, subslices of raw),
-// without splitting it: sent is raw itself, or raw with only its list
-// replaced (what the proxy's edit of an OpenAI request makes), which the
-// bytes around the list show. ok is false for any other sent.
-func sentParts(raw, sent, tools, list []byte) (sentTools, sentList []byte, ok bool) {
-	if len(list) < 2 || len(raw) == 0 || len(sent) == 0 {
-		return nil, nil, false
-	}
-	if len(sent) == len(raw) && &sent[0] == &raw[0] {
-		return tools, list, true
-	}
-	off := offsetIn(raw, list)
-	tail := len(raw) - off - len(list)
-	if off < 0 || tail < 0 || off+tail+2 > len(sent) {
-		return nil, nil, false
-	}
-	l := sent[off : len(sent)-tail]
-	if l[0] != '[' || l[len(l)-1] != ']' || !bytes.Equal(sent[:off], raw[:off]) || !bytes.Equal(sent[len(sent)-tail:], raw[len(raw)-tail:]) {
-		return nil, nil, false
-	}
-	return tools, l, true
-}
-
 // hasTools reports a tools value that lists at least one tool.
 func hasTools(v []byte) bool {
 	if rawjson.Kind(v) != '[' {
@@ -137,17 +112,19 @@ func (m *toolMemos) remember(api API, session string, body []byte) {
 			list = mb.Value
 		}
 	}
-	m.rememberParts(api, session, tools, list)
+	m.rememberParts(api, session, tools, [][]byte{list})
 }
 
-// rememberParts is remember given the body's (last) "tools" and list
-// members, as the body holds them.
-func (m *toolMemos) rememberParts(api API, session string, tools, list []byte) {
-	if listKey(api) == "" || session == "" || !hasTools(tools) || rawjson.Kind(list) != '[' || len(list) < 2 {
+// rememberParts is remember given the body's (last) "tools" member and
+// its list, as the parts of its bytes (the list an edit spliced, read in
+// place: see sendBody).
+func (m *toolMemos) rememberParts(api API, session string, tools []byte, list [][]byte) {
+	n := partsLen(list)
+	if listKey(api) == "" || session == "" || !hasTools(tools) || n < 2 || rawjson.Kind(firstPart(list)) != '[' {
 		return
 	}
 	th := hash64(tools)
-	memo := toolMemo{tools: th, listLen: len(list) - 1, listHash: hash64(list[:len(list)-1])}
+	memo := toolMemo{tools: th, listLen: n - 1, listHash: hashPrefix(list, n-1)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.sessions == nil {
@@ -171,6 +148,18 @@ func (m *toolMemos) rememberParts(api API, session string, tools, list []byte) {
 		}
 	}
 	m.sessions[session] = memo
+}
+
+// remembers reports whether restore may restore a request of session
+// on api: the memos hold its tools.
+func (m *toolMemos) remembers(api API, session string) bool {
+	if listKey(api) == "" || session == "" {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	memo, ok := m.sessions[session]
+	return ok && m.sets[memo.tools] != nil
 }
 
 // restore returns body (to be forwarded for session on api) with the tools

@@ -24,8 +24,8 @@ type forward struct {
 	r        *http.Request
 	x        *exchange
 	rt       route
-	body     io.Reader // the body to send
-	sent     []byte    // the body sent, when it was read whole
+	body     io.Reader // the body to send, when it was not read whole
+	sent     sendBody  // the body sent, when it was read whole
 	recorded chan struct{}
 	upSpan   trace.Span // the upstream span, when traced
 	// cutErr is the error that cut the upstream's answer short; the
@@ -92,14 +92,14 @@ func (f *forward) rewrite(pr *httputil.ProxyRequest) {
 		h["User-Agent"] = []string{defaultUserAgent}
 	}
 	switch {
-	case f.sent != nil:
-		out.ContentLength = int64(len(f.sent))
-		sent := f.sent
-		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(sent)), nil }
-		if len(sent) == 0 {
+	case f.sent.read:
+		out.ContentLength = int64(f.sent.Len())
+		sent := &f.sent
+		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(sent.reader()), nil }
+		if sent.Len() == 0 {
 			out.Body = http.NoBody
 		} else {
-			out.Body = io.NopCloser(bytes.NewReader(sent))
+			out.Body = io.NopCloser(sent.reader())
 		}
 	case in.Body == nil || in.Body == http.NoBody:
 		out.Body, out.ContentLength = nil, 0
@@ -139,15 +139,19 @@ func (f *forward) modifyResponse(resp *http.Response) error {
 	f.waitRecorded()
 	f.upCtx = context.WithoutCancel(resp.Request.Context())
 	x.status = resp.StatusCode
-	if fw, ok := s.opts.Engine.(Forwarder); ok && x.prepared != nil && resp.StatusCode == http.StatusOK && f.sent != nil {
-		fw.Forwarded(x.session, x.api, f.sent)
+	if fw, ok := s.opts.Engine.(Forwarder); ok && x.prepared != nil && resp.StatusCode == http.StatusOK && f.sent.read {
+		if pf, ok := fw.(partsForwarder); ok {
+			pf.forwardedParts(x.session, x.api, &f.sent) // joined only when kept
+		} else {
+			fw.Forwarded(x.session, x.api, f.sent.Bytes())
+		}
 	}
 	switch {
-	case resp.StatusCode != http.StatusOK || f.sent == nil:
-	case x.sentList != nil:
-		s.tools.rememberParts(x.api, x.session, x.sentTools, x.sentList)
+	case resp.StatusCode != http.StatusOK || !f.sent.read:
+	case x.sentListParts != nil:
+		s.tools.rememberParts(x.api, x.session, x.reqTools, x.sentListParts)
 	default:
-		s.tools.remember(x.api, x.session, f.sent)
+		s.tools.remember(x.api, x.session, f.sent.Bytes())
 	}
 	// Not answer headers; ReverseProxy removed the hop-by-hop ones.
 	resp.Header.Del("Host")

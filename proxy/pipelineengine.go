@@ -371,6 +371,16 @@ func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, 
 // send it, and no body is kept (a 10 MB request's body was held as long
 // as its session).
 func (e *PipelineEngine) Forwarded(key string, api API, body []byte) {
+	var b sendBody // nil: none
+	if body != nil {
+		b = wholeBody(body)
+	}
+	e.forwardedParts(key, api, &b)
+}
+
+// forwardedParts implements partsForwarder: Forwarded, joining the body's
+// parts only when it keeps it.
+func (e *PipelineEngine) forwardedParts(key string, api API, body *sendBody) {
 	e.mu.Lock()
 	s := e.sessions[key]
 	e.mu.Unlock()
@@ -383,7 +393,7 @@ func (e *PipelineEngine) Forwarded(key string, api API, body []byte) {
 	if !e.sendsPrefix() || s.tokens*2 < e.opts.Pipeline.Compact.ThresholdTokens() {
 		s.prefix = nil
 	} else {
-		s.prefix, s.prefixAPI = body, api
+		s.prefix, s.prefixAPI = body.Bytes(), api
 	}
 	if d := int64(cap(s.prefix) - before); d != 0 {
 		e.weigh(s, func(h int64) int64 { return h + d })

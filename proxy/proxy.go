@@ -348,11 +348,12 @@ type exchange struct {
 	// restore could not split either) is not split again for it.
 	toolsRestored, toolless bool
 	// reqTools and reqList are the "tools" and list members of an OpenAI
-	// request's body as read (subslices of it); sentTools and sentList
-	// those of the body forwarded, when known without splitting it
-	// (sentParts), for the tools memo (toolMemos.rememberParts).
-	reqTools, reqList   []byte
-	sentTools, sentList []byte
+	// request's body as read (subslices of it), for the tools memo
+	// (toolMemos.rememberParts).
+	reqTools, reqList []byte
+	// sentListParts is the list an edited body sent, as its parts (see
+	// sendBody); nil when the body went as read.
+	sentListParts [][]byte
 }
 
 // ServeHTTP implements http.Handler.
@@ -415,34 +416,34 @@ func (s *Server) serveOwn(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // readAndPrepare reads the body of a request of a known API (within
-// MaxBody) and prepares it: the body to forward and, when it was read
-// whole, its bytes (sent). ok is false when the client was answered (a
-// body that could not be read).
-func (s *Server) readAndPrepare(w http.ResponseWriter, r *http.Request, rt route, x *exchange) (body io.Reader, sent []byte, ok bool) {
+// MaxBody) and prepares it: the body to forward when it was not read
+// whole, else the body read and prepared (sent). ok is false when the
+// client was answered (a body that could not be read).
+func (s *Server) readAndPrepare(w http.ResponseWriter, r *http.Request, rt route, x *exchange) (body io.Reader, sent sendBody, ok bool) {
 	body = r.Body
 	if rt.api == "" || r.ContentLength > s.opts.MaxBody {
-		return body, nil, true
+		return body, sendBody{}, true
 	}
 	raw, err := readBody(r.Body, r.ContentLength, s.opts.MaxBody)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "agentctx proxy: reading the request body: "+err.Error())
-		return nil, nil, false
+		return nil, sendBody{}, false
 	}
 	if int64(len(raw)) > s.opts.MaxBody {
-		return io.MultiReader(bytes.NewReader(raw), r.Body), nil, true
+		return io.MultiReader(bytes.NewReader(raw), r.Body), sendBody{}, true
 	}
 	x.bytesIn = len(raw)
 	sent = s.prepare(r, rt, raw, x)
-	if x.toolless {
-		sent, x.toolsRestored = s.tools.restore(x.api, x.session, sent)
-	}
-	if !x.toolsRestored && x.reqList != nil {
-		if t, l, ok := sentParts(raw, sent, x.reqTools, x.reqList); ok {
-			x.sentTools, x.sentList = t, l
+	if x.toolless && s.tools.remembers(x.api, x.session) { // the body joined only then
+		if restored, ok := s.tools.restore(x.api, x.session, sent.Bytes()); ok {
+			sent, x.toolsRestored, x.sentListParts = wholeBody(restored), true, nil
 		}
 	}
-	x.bytesOut = len(sent)
-	return bytes.NewReader(sent), sent, true
+	if !x.toolsRestored && x.reqList != nil && x.sentListParts == nil {
+		x.sentListParts = [][]byte{x.reqList} // sent as read
+	}
+	x.bytesOut = sent.Len()
+	return nil, sent, true
 }
 
 // addBetas adds the betas the prepared request needs to the upstream
@@ -496,7 +497,7 @@ func headerHas(h http.Header, key, token string) bool {
 // prepare runs the Engine on an editable body and returns the body to
 // send: raw itself when nothing changed. Whatever fails, the client's
 // request goes upstream as it came.
-func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []byte {
+func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) sendBody {
 	_, dsp := s.startSpan(r.Context(), SpanDecode)
 	endDecode := func(err error) {
 		endSpan(dsp, err)
@@ -505,16 +506,16 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 	defer func() { endDecode(nil) }()
 	b, tenant, ok := s.readRequest(r, rt, raw, x)
 	if !ok || s.opts.Engine == nil {
-		return raw
+		return wholeBody(raw)
 	}
 	conv, err := decodeConversation(r.Context(), rt.api, b)
 	endDecode(err)
 	if err != nil {
 		x.engineErr = err
-		return raw
+		return wholeBody(raw)
 	}
 	if conv == nil {
-		return raw // no list of messages to edit
+		return wholeBody(raw) // no list of messages to edit
 	}
 	req, cut := s.engineRequest(r, rt, b, conv, tenant, x)
 	pctx, psp := s.startSpan(withSummaries(r.Context(), x), SpanPrepare)
@@ -524,7 +525,7 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 	endSpan(psp, err)
 	if err != nil {
 		x.engineErr = err
-		return raw
+		return wholeBody(raw)
 	}
 	x.prepared = prep
 	if rt.api == APIAnthropic {
@@ -532,12 +533,12 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) []b
 	}
 	if prep.Unchanged {
 		recordUnchanged(rt.api, conv, x)
-		return raw
+		return wholeBody(raw)
 	}
 	out, err := s.edit(rt.api, b, conv, prep, x)
 	if err != nil {
 		x.engineErr = err
-		return raw
+		return wholeBody(raw)
 	}
 	return out
 }
@@ -773,17 +774,17 @@ func (c *conversation) mapItems(dm []*decodedMsg) error {
 // raw when they are the request's own, else raw with only the list of
 // messages (and, when the thinking rule asks for it, the thinking
 // options) rewritten.
-func (s *Server) edit(api API, b *body, conv *conversation, prep *Prepared, x *exchange) ([]byte, error) {
+func (s *Server) edit(api API, b *body, conv *conversation, prep *Prepared, x *exchange) (sendBody, error) {
 	inEnc, inHash := conv.enc, conv.hash
 	if inEnc == nil {
 		var err error
 		if inEnc, err = encodeAll(conv.doc.Messages); err != nil {
-			return nil, err
+			return sendBody{}, err
 		}
 	}
 	a, err := align(conv.doc.Messages, inEnc, inHash, conv.breaks, prep.Messages, prep.Sources, prep.Facts)
 	if err != nil {
-		return nil, err
+		return sendBody{}, err
 	}
 	var cmEdit []byte
 	if api == APIAnthropic {
@@ -796,7 +797,7 @@ func (s *Server) edit(api API, b *body, conv *conversation, prep *Prepared, x *e
 		}
 		verdict, err := fixThinking(inEnc, inHash, a, s.thinkingMemory(x), x.thinkingOn, &s.digests)
 		if err != nil {
-			return nil, err
+			return sendBody{}, err
 		}
 		if verdict == thinkingDrop {
 			x.dropBlock = true
@@ -809,16 +810,18 @@ func (s *Server) edit(api API, b *body, conv *conversation, prep *Prepared, x *e
 	x.sentEnc, x.sentHash, x.sentMsgs, x.sentMatch = a.outEnc, a.outHash, a.out, a.match
 	x.bill.sentBreaks = a.outBreaks
 	if a.unchanged(len(inEnc)) && cmEdit == nil && compactionEdit(x) == nil {
-		return b.Raw, nil
+		return wholeBody(b.Raw), nil
 	}
 	var spans []span
 	if api == APIResponses {
 		x.provCmp = x.prepared != nil && x.prepared.Compacted && providerCompacted(a)
 		spans = append(spans, spliceResponses(conv.list, conv.items, conv.doc.Messages, conv.groups, a))
 	} else {
-		spans = append(spans, span{value: conv.list, n: splicedLen(conv.items, a), appendRepl: func(dst []byte) []byte {
-			return appendSpliced(dst, conv.items, a)
-		}})
+		spans = append(spans, span{value: conv.list, parts: splicedParts(b.Raw, conv.items, a)})
+	}
+	x.sentListParts = spans[0].parts
+	if x.sentListParts == nil {
+		x.sentListParts = [][]byte{spans[0].repl}
 	}
 	if x.dropBlock {
 		th := b.get("thinking")
@@ -838,9 +841,9 @@ func (s *Server) edit(api API, b *body, conv *conversation, prep *Prepared, x *e
 		spans = append(spans, span{value: cm, repl: ctxedit.WithEdit(cm, cmEdits...)})
 	}
 	x.edited = true
-	out := replaceValues(b.Raw, spans...)
+	out := replaceParts(b.Raw, spans...)
 	if cmEdits != nil && cm == nil {
-		out = ctxedit.AppendMember(out, "context_management", ctxedit.WithEdit(nil, cmEdits...))
+		out = appendMember(out, "context_management", ctxedit.WithEdit(nil, cmEdits...))
 	}
 	return out, nil
 }

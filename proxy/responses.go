@@ -48,12 +48,9 @@ func groupResponseItems(its []*responseItem) ([]agentctx.Message, [][]int) {
 // items of every message the Engine kept; for a tool result whose content
 // changed, its original item with only "output" replaced; new messages (a
 // summary, a provider's compacted window) as message items
-// (respitems.AppendSplice). It is written into the body being made, not
-// made apart and copied.
+// (respitems.AppendSplice), written out as one part of the body.
 func spliceResponses(list []byte, items [][]byte, in []agentctx.Message, groups [][]int, a *alignment) span {
-	return span{value: list, n: respitems.SpliceCap(items), appendRepl: func(dst []byte) []byte {
-		return respitems.AppendSplice(dst, items, in, groups, a.out, a.match)
-	}}
+	return span{value: list, repl: respitems.AppendSplice(make([]byte, 0, respitems.SpliceCap(items)), items, in, groups, a.out, a.match)}
 }
 
 func messageText(m *agentctx.Message) string { return respitems.Text(m) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/maphash"
 	"io"
+	"slices"
 	"sort"
 	"sync"
 
@@ -244,35 +245,70 @@ func offsetIn(data, sub []byte) int {
 	return cap(data) - cap(sub)
 }
 
-// splicedLen is the length of the JSON array appendSpliced writes.
-func splicedLen(inRaw [][]byte, a *alignment) int {
-	n := 2
+// splicedParts returns the parts of the JSON array of the messages to
+// send, read in place: the original bytes of every message matched to an
+// input message (of a run of them that are adjacent in raw, the run's, one
+// part), the encoding of the others, with the brackets and commas
+// between. Its bytes are those of the array written out whole: an
+// element, a comma, an element.
+func splicedParts(raw []byte, inRaw [][]byte, a *alignment) [][]byte {
+	parts := make([][]byte, 0, 8)
+	parts = append(parts, listOpen)
+	var run []byte // matched messages adjacent in raw, still to be added
 	for j := range a.out {
-		if k := a.match[j]; k >= 0 {
-			n += len(inRaw[k]) + 1
+		k := a.match[j]
+		if k >= 0 && run != nil {
+			if r, ok := joined(raw, run, inRaw[k]); ok {
+				run = r
+				continue
+			}
+		}
+		if run != nil {
+			parts, run = append(parts, run), nil
+		}
+		if j > 0 {
+			parts = append(parts, listComma)
+		}
+		if k >= 0 {
+			run = inRaw[k]
 		} else {
-			n += len(a.outEnc[j]) + 1
+			parts = append(parts, a.outEnc[j])
 		}
 	}
-	return n
+	if run != nil {
+		parts = append(parts, run)
+	}
+	return append(parts, listClose)
 }
 
-// appendSpliced appends the JSON array of the messages to send to buf:
-// the original bytes of every message matched to an input message, the
-// encoding of the others.
-func appendSpliced(buf []byte, inRaw [][]byte, a *alignment) []byte {
-	buf = append(buf, '[')
-	for j := range a.out {
-		if j > 0 {
-			buf = append(buf, ',')
-		}
-		if k := a.match[j]; k >= 0 {
-			buf = append(buf, inRaw[k]...)
-		} else {
-			buf = append(buf, a.outEnc[j]...)
-		}
+// The bytes splicedParts puts between elements: read only.
+var listOpen, listComma, listClose = []byte("["), []byte(","), []byte("]")
+
+// joined returns the span of raw that is run, one comma, then next, when
+// run and next lie so in raw.
+func joined(raw, run, next []byte) ([]byte, bool) {
+	r, ok := spanIn(raw, run)
+	if !ok {
+		return nil, false
 	}
-	return append(buf, ']')
+	end := r + len(run)
+	if n, ok := spanIn(raw, next); !ok || n != end+1 || raw[end] != ',' {
+		return nil, false
+	}
+	return raw[r : end+1+len(next)], true
+}
+
+// spanIn returns the offset of sub in data when sub is a non-empty span
+// of data's own bytes.
+func spanIn(data, sub []byte) (int, bool) {
+	if len(sub) == 0 || len(data) == 0 {
+		return 0, false
+	}
+	off := offsetIn(data, sub)
+	if off < 0 || off+len(sub) > len(data) || &data[off] != &sub[0] {
+		return 0, false
+	}
+	return off, true
 }
 
 // withBlockMember returns b with a member set (added at the end when
@@ -291,44 +327,86 @@ func withBlockMember(b agentctx.Block, key string, value []byte) (agentctx.Block
 }
 
 // span is a value inside a body and what replaces it: repl, or, when
-// appendRepl is set, what it appends (written straight into the new body,
-// not made first and copied): n bytes, or about n when their length is not
-// known before they are written (the body is made with room for n).
+// parts is not nil, the bytes of parts in order (read in place, not
+// joined).
 type span struct {
 	value, repl []byte
-	n           int
-	appendRepl  func(dst []byte) []byte
+	parts       [][]byte
 }
 
-// replLen is the length of what replaces s.value.
-func (s span) replLen() int {
-	if s.appendRepl != nil {
-		return s.n
-	}
-	return len(s.repl)
-}
-
-// replaceValues returns raw with each span's value (a subslice of raw)
-// replaced; the spans must not overlap.
-func replaceValues(raw []byte, spans ...span) []byte {
+// replaceParts returns raw with each span's value (a subslice of raw)
+// replaced, as the parts of the body: raw's bytes between the spans and
+// what replaces each. The spans must not overlap.
+func replaceParts(raw []byte, spans ...span) sendBody {
 	sort.Slice(spans, func(i, j int) bool { return offsetIn(raw, spans[i].value) < offsetIn(raw, spans[j].value) })
-	n := len(raw)
-	for _, s := range spans {
-		n += s.replLen() - len(s.value)
-	}
-	out := make([]byte, 0, n)
+	b := sendBody{read: true, parts: make([][]byte, 0, 2*len(spans)+1)}
 	at := 0
 	for _, s := range spans {
 		off := offsetIn(raw, s.value)
-		out = append(out, raw[at:off]...)
-		if s.appendRepl != nil {
-			out = s.appendRepl(out)
+		b.add(raw[at:off])
+		if s.parts != nil {
+			for _, p := range s.parts {
+				b.add(p)
+			}
 		} else {
-			out = append(out, s.repl...)
+			b.add(s.repl)
 		}
 		at = off + len(s.value)
 	}
-	return append(out, raw[at:]...)
+	b.add(raw[at:])
+	return b
+}
+
+// appendMember returns b with a member key set to value at the end of its
+// top-level object, as ctxedit.AppendMember writes it into the bytes
+// (the last part with the closing brace split around it).
+func appendMember(b sendBody, key string, value []byte) sendBody {
+	for i := len(b.parts) - 1; i >= 0; i-- {
+		p := b.parts[i]
+		end := bytes.LastIndexByte(p, '}')
+		if end < 0 {
+			continue
+		}
+		mem := []byte{}
+		if !emptyObjectBefore(b.parts[:i], p[:end]) {
+			mem = append(mem, ',')
+		}
+		mem = rawjson.AppendString(mem, key)
+		mem = append(mem, ':')
+		mem = append(mem, value...)
+		out := sendBody{read: true, parts: make([][]byte, 0, len(b.parts)+2)}
+		for _, q := range b.parts[:i] {
+			out.add(q)
+		}
+		out.add(p[:end])
+		out.add(mem)
+		out.add(p[end:])
+		for _, q := range b.parts[i+1:] {
+			out.add(q)
+		}
+		return out
+	}
+	return b
+}
+
+// emptyObjectBefore reports whether the bytes of parts then last, from
+// the first '{' on, hold nothing but spaces (an object with no member
+// yet, to which a member is added without a comma).
+func emptyObjectBefore(parts [][]byte, last []byte) bool {
+	open := false
+	for _, p := range append(slices.Clip(parts), last) {
+		if !open {
+			i := bytes.IndexByte(p, '{')
+			if i < 0 {
+				continue
+			}
+			open, p = true, p[i+1:]
+		}
+		if len(bytes.TrimSpace(p)) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // appendStripped appends the compact JSON of raw without any member named
