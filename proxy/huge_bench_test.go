@@ -73,11 +73,20 @@ func transcriptRequest(name string, size int) []byte {
 // chatRequest is an OpenAI Chat Completions request of about size bytes
 // made of every message of an OpenAI-shaped agent transcript (OpenHands':
 // system prompts, the assistant's tool calls and the tool messages that
-// answer them, as the agent sends them), repeated as transcriptRequest
-// repeats; nil when the transcript is absent.
-func chatRequest(name string, size int) []byte {
+// answer them, as the agent sends them: without the log's timestamp and
+// status of each), repeated as transcriptRequest repeats; nil when the
+// transcript is absent. With stale, each message keeps its log's
+// timestamp, which the engine reads as when its result was first seen
+// (months ago): the request of a session whose stale output is cleared
+// all at once, as after a restart over a kept session store.
+func chatRequest(name string, size int, stale bool) []byte {
 	return repeatedRequest(name, size, `{"model":"gpt-x","messages":[`,
-		func(m agentctx.Message) (agentctx.Message, bool) { return m, true })
+		func(m agentctx.Message) (agentctx.Message, bool) {
+			if stale {
+				return m.WithoutFields("messageStatus"), true
+			}
+			return m.WithoutFields("timestamp", "messageStatus"), true
+		})
 }
 
 // repeatedRequest writes head, then the messages of a transcript that
@@ -224,7 +233,9 @@ func BenchmarkHugeRequest(b *testing.B) {
 	}
 	openhands := func() []byte { return transcriptRequest("OpenHands__multi_swe_bench_examples_output.jsonl", 10<<20) }
 	// OpenHands' turns whole, as it sends them: Chat Completions
-	openhandsChat := func() []byte { return chatRequest("OpenHands__multi_swe_bench_examples_output.jsonl", 10<<20) }
+	openhandsChat := func() []byte { return chatRequest("OpenHands__multi_swe_bench_examples_output.jsonl", 10<<20, false) }
+	// and with every result's output stale (thousands cleared and stored)
+	openhandsStale := func() []byte { return chatRequest("OpenHands__multi_swe_bench_examples_output.jsonl", 10<<20, true) }
 	for _, tc := range []struct {
 		name string
 		body func() []byte
@@ -252,6 +263,8 @@ func BenchmarkHugeRequest(b *testing.B) {
 		{"10MB-openhands-compact", openhands, false, false, true, false},
 		{"10MB-openhands-chat", openhandsChat, false, false, false, true},
 		{"10MB-openhands-chat-compact", openhandsChat, false, false, true, true},
+		{"10MB-openhands-chat-stale", openhandsStale, false, false, false, true},
+		{"10MB-openhands-chat-stale-compact", openhandsStale, false, false, true, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			body := tc.body()
@@ -342,7 +355,7 @@ func BenchmarkDecodedFloor(b *testing.B) {
 			return transcriptRequest("claude-reliability__python-to-rust-port__transcript.jsonl", 10<<20)
 		}},
 		{"10MB-openhands", func() []byte { return transcriptRequest("OpenHands__multi_swe_bench_examples_output.jsonl", 10<<20) }},
-		{"10MB-openhands-chat", func() []byte { return chatRequest("OpenHands__multi_swe_bench_examples_output.jsonl", 10<<20) }},
+		{"10MB-openhands-chat", func() []byte { return chatRequest("OpenHands__multi_swe_bench_examples_output.jsonl", 10<<20, false) }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			body := tc.body()
