@@ -815,14 +815,11 @@ func (s *Server) edit(api API, b *body, conv *conversation, prep *Prepared, x *e
 	var spans []span
 	if api == APIResponses {
 		x.provCmp = x.prepared != nil && x.prepared.Compacted && providerCompacted(a)
-		spans = append(spans, spliceResponses(conv.list, conv.items, conv.doc.Messages, conv.groups, a))
+		spans = append(spans, spliceResponses(b.Raw, conv.list, conv.items, conv.doc.Messages, conv.groups, a))
 	} else {
 		spans = append(spans, span{value: conv.list, parts: splicedParts(b.Raw, conv.items, a)})
 	}
 	x.sentListParts = spans[0].parts
-	if x.sentListParts == nil {
-		x.sentListParts = [][]byte{spans[0].repl}
-	}
 	if x.dropBlock {
 		th := b.get("thinking")
 		spans = append(spans, span{value: th, repl: withDropBlock(th)})

@@ -48,9 +48,10 @@ func groupResponseItems(its []*responseItem) ([]agentctx.Message, [][]int) {
 // items of every message the Engine kept; for a tool result whose content
 // changed, its original item with only "output" replaced; new messages (a
 // summary, a provider's compacted window) as message items
-// (respitems.AppendSplice), written out as one part of the body.
-func spliceResponses(list []byte, items [][]byte, in []agentctx.Message, groups [][]int, a *alignment) span {
-	return span{value: list, repl: respitems.AppendSplice(make([]byte, 0, respitems.SpliceCap(items)), items, in, groups, a.out, a.match)}
+// (respitems.SpliceParts): the parts of the body in its place, the items
+// kept read in place in body.
+func spliceResponses(body, list []byte, items [][]byte, in []agentctx.Message, groups [][]int, a *alignment) span {
+	return span{value: list, parts: respitems.SpliceParts(body, items, in, groups, a.out, a.match)}
 }
 
 func messageText(m *agentctx.Message) string { return respitems.Text(m) }

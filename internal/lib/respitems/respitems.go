@@ -226,20 +226,92 @@ func SpliceCap(items [][]byte) int {
 // groups the items of each (Messages). A caller writing the whole body
 // writes the array in place.
 func AppendSplice(dst []byte, items [][]byte, in []agentctx.Message, groups [][]int, out []agentctx.Message, match []int) []byte {
-	var byCall map[string]int // the tool results of in by call id, made when a result changed
 	buf := append(dst, '[')
 	first := true
-	emit := func(raw []byte) {
+	splice(items, in, groups, out, match, func(raw []byte, _ bool) {
 		if !first {
 			buf = append(buf, ',')
 		}
 		first = false
 		buf = append(buf, raw...)
+	})
+	return append(buf, ']')
+}
+
+// SpliceParts returns the array AppendSplice appends as the parts of its
+// bytes, in order, reading the input items in place (no copy of what is
+// kept): a run of kept items adjacent in body, of which items are
+// subslices, is one part; the brackets, the commas between items and
+// every item written anew are parts of their own. Joined, the parts are
+// AppendSplice's bytes.
+func SpliceParts(body []byte, items [][]byte, in []agentctx.Message, groups [][]int, out []agentctx.Message, match []int) [][]byte {
+	parts := append(make([][]byte, 0, 8), listOpen)
+	var run []byte // kept items adjacent in body, still to be added
+	first := true
+	splice(items, in, groups, out, match, func(raw []byte, kept bool) {
+		if kept && run != nil {
+			if r, ok := joined(body, run, raw); ok {
+				run = r
+				return
+			}
+		}
+		if run != nil {
+			parts, run = append(parts, run), nil
+		}
+		if !first {
+			parts = append(parts, listComma)
+		}
+		first = false
+		if kept {
+			run = raw
+		} else {
+			parts = append(parts, raw)
+		}
+	})
+	if run != nil {
+		parts = append(parts, run)
 	}
+	return append(parts, listClose)
+}
+
+// The bytes SpliceParts puts around and between items: read only.
+var listOpen, listComma, listClose = []byte("["), []byte(","), []byte("]")
+
+// joined returns the span of body that is run, one comma, then next, when
+// run and next lie so in body.
+func joined(body, run, next []byte) ([]byte, bool) {
+	r, ok := spanIn(body, run)
+	if !ok {
+		return nil, false
+	}
+	end := r + len(run)
+	if n, ok := spanIn(body, next); !ok || n != end+1 || body[end] != ',' {
+		return nil, false
+	}
+	return body[r : end+1+len(next)], true
+}
+
+// spanIn returns the offset of sub in data when sub is a non-empty span
+// of data's own bytes.
+func spanIn(data, sub []byte) (int, bool) {
+	if len(sub) == 0 || len(data) == 0 {
+		return 0, false
+	}
+	off := cap(data) - cap(sub)
+	if off < 0 || off+len(sub) > len(data) || &data[off] != &sub[0] {
+		return 0, false
+	}
+	return off, true
+}
+
+// splice calls emit with each item of the array for out, in order (see
+// AppendSplice): kept reports an input item as it came.
+func splice(items [][]byte, in []agentctx.Message, groups [][]int, out []agentctx.Message, match []int, emit func(raw []byte, kept bool)) {
+	var byCall map[string]int // the tool results of in by call id, made when a result changed
 	for j := range out {
 		if k := match[j]; k >= 0 {
 			for _, i := range groups[k] {
-				emit(items[i])
+				emit(items[i], true)
 			}
 			continue
 		}
@@ -258,7 +330,7 @@ func AppendSplice(dst []byte, items [][]byte, in []agentctx.Message, groups [][]
 			if k, ok := byCall[m.ToolCallID]; ok {
 				item := items[groups[k][0]]
 				if v := rawjson.Get(item, "output"); v != nil {
-					emit(replaceValue(item, v, text))
+					emit(replaceValue(item, v, text), false)
 					continue
 				}
 			}
@@ -266,7 +338,7 @@ func AppendSplice(dst []byte, items [][]byte, in []agentctx.Message, groups [][]
 			b = rawjson.AppendString(b, m.ToolCallID)
 			b = append(b, `,"output":`...)
 			b = append(b, text...)
-			emit(append(b, '}'))
+			emit(append(b, '}'), false)
 		case len(m.ToolCalls) > 0:
 			for _, tc := range m.ToolCalls {
 				b := []byte(`{"type":"function_call","call_id":`)
@@ -275,12 +347,12 @@ func AppendSplice(dst []byte, items [][]byte, in []agentctx.Message, groups [][]
 				b = rawjson.AppendString(b, tc.Function.Name)
 				b = append(b, `,"arguments":`...)
 				b = rawjson.AppendString(b, tc.Function.Arguments)
-				emit(append(b, '}'))
+				emit(append(b, '}'), false)
 			}
 		default:
 			window, text := Window(m)
 			for _, it := range window {
-				emit(it)
+				emit(it, false)
 			}
 			role, part := m.Role, "input_text"
 			switch role {
@@ -293,10 +365,9 @@ func AppendSplice(dst []byte, items [][]byte, in []agentctx.Message, groups [][]
 			b = rawjson.AppendString(b, role)
 			b = append(b, `,"content":[{"type":"`+part+`","text":`...)
 			b = rawjson.AppendString(b, text)
-			emit(append(b, "}]}"...))
+			emit(append(b, "}]}"...), false)
 		}
 	}
-	return append(buf, ']')
 }
 
 // Match returns, for each message to send, the index of the input message

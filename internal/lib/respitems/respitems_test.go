@@ -1,8 +1,10 @@
 package respitems_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/agentctx/agentctx"
@@ -19,16 +21,36 @@ var input = []string{
 	`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Done.","annotations":[]}]}`,
 }
 
-func items() [][]byte {
+// items returns the input items as subslices of one body, the array
+// written compactly (as clients write it), and the body.
+func items() ([][]byte, []byte) {
+	body := []byte("[" + strings.Join(input, ",") + "]")
 	out := make([][]byte, len(input))
+	at := 1
 	for i, s := range input {
-		out[i] = []byte(s)
+		out[i] = body[at : at+len(s)]
+		at += len(s) + 1
 	}
-	return out
+	return out, body
+}
+
+// spliced returns AppendSplice's array, checking that SpliceParts' parts
+// make the same bytes, in at most parts parts (when not 0).
+func spliced(t *testing.T, body []byte, its [][]byte, msgs []agentctx.Message, groups [][]int, out []agentctx.Message, match []int, parts int) string {
+	t.Helper()
+	want := respitems.AppendSplice(nil, its, msgs, groups, out, match)
+	got := respitems.SpliceParts(body, its, msgs, groups, out, match)
+	if !bytes.Equal(bytes.Join(got, nil), want) {
+		t.Errorf("SpliceParts makes %s, AppendSplice %s", bytes.Join(got, nil), want)
+	}
+	if parts > 0 && len(got) > parts {
+		t.Errorf("%d parts, want at most %d", len(got), parts)
+	}
+	return string(want)
 }
 
 func TestMessagesAndSplice(t *testing.T) {
-	its := items()
+	its, body := items()
 	msgs, groups, err := respitems.Messages(its)
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +59,6 @@ func TestMessagesAndSplice(t *testing.T) {
 		msgs[3].Role != agentctx.RoleTool || msgs[3].ToolCallID != "c1" || len(groups[2]) != 2 {
 		t.Fatalf("mapped to %d messages, groups %v", len(msgs), groups)
 	}
-	join := func(b []byte) string { return string(b) }
 	all := "[" + input[0] + "," + input[1] + "," + input[2] + "," + input[3] + "," + input[4] + "," + input[5] + "]"
 
 	// Kept as they are: the items as they came.
@@ -45,7 +66,8 @@ func TestMessagesAndSplice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := join(respitems.AppendSplice(nil, its, msgs, groups, msgs, match)); got != all {
+	// (one part of the body's, between the brackets)
+	if got := spliced(t, body, its, msgs, groups, msgs, match, 3); got != all {
 		t.Errorf("unchanged messages spliced as %s", got)
 	}
 
@@ -62,7 +84,7 @@ func TestMessagesAndSplice(t *testing.T) {
 		t.Errorf("match with sources %v, without %v", m2, match)
 	}
 	want := "[" + input[0] + "," + input[1] + "," + input[2] + "," + input[3] + `,{"type":"function_call_output","call_id":"c1","output":"[pruned]","status":"completed"},` + input[5] + "]"
-	if got := join(respitems.AppendSplice(nil, its, msgs, groups, out, match)); got != want {
+	if got := spliced(t, body, its, msgs, groups, out, match, 7); got != want {
 		t.Errorf("pruned result spliced as\n%s\nwant\n%s", got, want)
 	}
 
@@ -78,7 +100,7 @@ func TestMessagesAndSplice(t *testing.T) {
 	_, rest, _ := respcompact.Split(sum)
 	text, _ := json.Marshal(rest)
 	want = "[" + input[0] + "," + input[1] + `,{"type":"compaction","id":"cmp_1","encrypted_content":"x"},{"type":"message","role":"user","content":[{"type":"input_text","text":` + string(text) + `}]},` + input[5] + "]"
-	if got := join(respitems.AppendSplice(nil, its, msgs, groups, out, match)); got != want {
+	if got := spliced(t, body, its, msgs, groups, out, match, 0); got != want {
 		t.Errorf("summary spliced as\n%s\nwant\n%s", got, want)
 	}
 }
@@ -115,6 +137,9 @@ func FuzzSplice(f *testing.F) {
 			return
 		}
 		out := respitems.AppendSplice(nil, its, msgs, groups, msgs, match)
+		if parts := respitems.SpliceParts([]byte(s), its, msgs, groups, msgs, match); !bytes.Equal(bytes.Join(parts, nil), out) {
+			t.Fatalf("SpliceParts makes %s, AppendSplice %s", bytes.Join(parts, nil), out)
+		}
 		var back []json.RawMessage
 		if err := json.Unmarshal(out, &back); err != nil || len(back) != len(raw) {
 			t.Fatalf("spliced %s as %s (%v)", s, out, err)
