@@ -246,69 +246,18 @@ func offsetIn(data, sub []byte) int {
 }
 
 // splicedParts returns the parts of the JSON array of the messages to
-// send, read in place: the original bytes of every message matched to an
-// input message (of a run of them that are adjacent in raw, the run's, one
-// part), the encoding of the others, with the brackets and commas
-// between. Its bytes are those of the array written out whole: an
-// element, a comma, an element.
+// send, read in place (rawjson.ArrayParts): the original bytes of every
+// message matched to an input message, the encoding of the others.
 func splicedParts(raw []byte, inRaw [][]byte, a *alignment) [][]byte {
-	parts := make([][]byte, 0, 8)
-	parts = append(parts, listOpen)
-	var run []byte // matched messages adjacent in raw, still to be added
+	w := rawjson.NewArrayParts(raw)
 	for j := range a.out {
-		k := a.match[j]
-		if k >= 0 && run != nil {
-			if r, ok := joined(raw, run, inRaw[k]); ok {
-				run = r
-				continue
-			}
-		}
-		if run != nil {
-			parts, run = append(parts, run), nil
-		}
-		if j > 0 {
-			parts = append(parts, listComma)
-		}
-		if k >= 0 {
-			run = inRaw[k]
+		if k := a.match[j]; k >= 0 {
+			w.Kept(inRaw[k])
 		} else {
-			parts = append(parts, a.outEnc[j])
+			w.New(a.outEnc[j])
 		}
 	}
-	if run != nil {
-		parts = append(parts, run)
-	}
-	return append(parts, listClose)
-}
-
-// The bytes splicedParts puts between elements: read only.
-var listOpen, listComma, listClose = []byte("["), []byte(","), []byte("]")
-
-// joined returns the span of raw that is run, one comma, then next, when
-// run and next lie so in raw.
-func joined(raw, run, next []byte) ([]byte, bool) {
-	r, ok := spanIn(raw, run)
-	if !ok {
-		return nil, false
-	}
-	end := r + len(run)
-	if n, ok := spanIn(raw, next); !ok || n != end+1 || raw[end] != ',' {
-		return nil, false
-	}
-	return raw[r : end+1+len(next)], true
-}
-
-// spanIn returns the offset of sub in data when sub is a non-empty span
-// of data's own bytes.
-func spanIn(data, sub []byte) (int, bool) {
-	if len(sub) == 0 || len(data) == 0 {
-		return 0, false
-	}
-	off := offsetIn(data, sub)
-	if off < 0 || off+len(sub) > len(data) || &data[off] != &sub[0] {
-		return 0, false
-	}
-	return off, true
+	return w.Parts()
 }
 
 // withBlockMember returns b with a member set (added at the end when

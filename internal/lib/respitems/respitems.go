@@ -239,69 +239,19 @@ func AppendSplice(dst []byte, items [][]byte, in []agentctx.Message, groups [][]
 }
 
 // SpliceParts returns the array AppendSplice appends as the parts of its
-// bytes, in order, reading the input items in place (no copy of what is
-// kept): a run of kept items adjacent in body, of which items are
-// subslices, is one part; the brackets, the commas between items and
-// every item written anew are parts of their own. Joined, the parts are
-// AppendSplice's bytes.
+// bytes, in order, reading the input items in place (rawjson.ArrayParts:
+// a run of kept items adjacent in body, of which items are subslices, is
+// one part). Joined, the parts are AppendSplice's bytes.
 func SpliceParts(body []byte, items [][]byte, in []agentctx.Message, groups [][]int, out []agentctx.Message, match []int) [][]byte {
-	parts := append(make([][]byte, 0, 8), listOpen)
-	var run []byte // kept items adjacent in body, still to be added
-	first := true
+	w := rawjson.NewArrayParts(body)
 	splice(items, in, groups, out, match, func(raw []byte, kept bool) {
-		if kept && run != nil {
-			if r, ok := joined(body, run, raw); ok {
-				run = r
-				return
-			}
-		}
-		if run != nil {
-			parts, run = append(parts, run), nil
-		}
-		if !first {
-			parts = append(parts, listComma)
-		}
-		first = false
 		if kept {
-			run = raw
+			w.Kept(raw)
 		} else {
-			parts = append(parts, raw)
+			w.New(raw)
 		}
 	})
-	if run != nil {
-		parts = append(parts, run)
-	}
-	return append(parts, listClose)
-}
-
-// The bytes SpliceParts puts around and between items: read only.
-var listOpen, listComma, listClose = []byte("["), []byte(","), []byte("]")
-
-// joined returns the span of body that is run, one comma, then next, when
-// run and next lie so in body.
-func joined(body, run, next []byte) ([]byte, bool) {
-	r, ok := spanIn(body, run)
-	if !ok {
-		return nil, false
-	}
-	end := r + len(run)
-	if n, ok := spanIn(body, next); !ok || n != end+1 || body[end] != ',' {
-		return nil, false
-	}
-	return body[r : end+1+len(next)], true
-}
-
-// spanIn returns the offset of sub in data when sub is a non-empty span
-// of data's own bytes.
-func spanIn(data, sub []byte) (int, bool) {
-	if len(sub) == 0 || len(data) == 0 {
-		return 0, false
-	}
-	off := cap(data) - cap(sub)
-	if off < 0 || off+len(sub) > len(data) || &data[off] != &sub[0] {
-		return 0, false
-	}
-	return off, true
+	return w.Parts()
 }
 
 // splice calls emit with each item of the array for out, in order (see

@@ -1,0 +1,68 @@
+package rawjson_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/agentctx/agentctx/internal/base/rawjson"
+)
+
+// TestArrayParts: the parts make the array written element by element,
+// whatever is kept and written anew, and a run of elements adjacent in
+// the body, one comma apart, is one part.
+func TestArrayParts(t *testing.T) {
+	compact := []byte(`[{"a":1},{"b":2},{"c":3},"d"]`)
+	spaced := []byte(`[ {"a":1} , {"b":2},{"c":3},` + "\n" + `"d" ]`)
+	fresh := []byte(`{"new":true}`)
+	for _, body := range [][]byte{compact, spaced} {
+		els, err := rawjson.Elements(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name  string
+			order []int // element indices; -1 written anew
+			parts int   // in the compact body
+		}{
+			{"all kept", []int{0, 1, 2, 3}, 3},
+			{"first new", []int{-1, 1, 2, 3}, 5},
+			{"one between", []int{0, 1, -1, 2, 3}, 7},
+			{"one dropped", []int{0, 2, 3}, 5},
+			{"reordered", []int{1, 0}, 5},
+			{"repeated", []int{0, 0}, 5},
+			{"new only", []int{-1}, 3},
+			{"none", nil, 2},
+		} {
+			w := rawjson.NewArrayParts(body)
+			want := []byte{'['}
+			for i, k := range tc.order {
+				if i > 0 {
+					want = append(want, ',')
+				}
+				if k < 0 {
+					w.New(fresh)
+					want = append(want, fresh...)
+				} else {
+					w.Kept(els[k])
+					want = append(want, els[k]...)
+				}
+			}
+			want = append(want, ']')
+			parts := w.Parts()
+			if got := bytes.Join(parts, nil); !bytes.Equal(got, want) {
+				t.Errorf("%s: %s, want %s", tc.name, got, want)
+			}
+			if &body[0] == &compact[0] && len(parts) != tc.parts {
+				t.Errorf("%s: %d parts, want %d", tc.name, len(parts), tc.parts)
+			}
+		}
+	}
+	// Elements from elsewhere are never joined; the zero value has no
+	// body.
+	var w rawjson.ArrayParts
+	w.Kept([]byte(`1`))
+	w.Kept([]byte(`2`))
+	if got := bytes.Join(w.Parts(), nil); string(got) != `[1,2]` {
+		t.Errorf("zero value: %s", got)
+	}
+}
