@@ -66,3 +66,36 @@ func TestArrayParts(t *testing.T) {
 		t.Errorf("zero value: %s", got)
 	}
 }
+
+// FuzzArrayParts: for any array and any choice of its elements, kept or
+// written anew, in any order, the parts make the array written element
+// by element.
+func FuzzArrayParts(f *testing.F) {
+	f.Add([]byte(`[1,2,3,{"a":[4]}]`), []byte{0, 1, 2, 3})
+	f.Add([]byte(`[ "x" , "y" ,"z"]`), []byte{2, 0, 255, 1, 1})
+	f.Add([]byte(`[]`), []byte{7})
+	f.Fuzz(func(t *testing.T, body, order []byte) {
+		els, err := rawjson.Elements(body)
+		if err != nil {
+			return
+		}
+		w := rawjson.NewArrayParts(body)
+		want := []byte{'['}
+		for i, o := range order {
+			if i > 0 {
+				want = append(want, ',')
+			}
+			if int(o) < len(els) {
+				w.Kept(els[o])
+				want = append(want, els[o]...)
+			} else {
+				w.New([]byte(`null`))
+				want = append(want, `null`...)
+			}
+		}
+		want = append(want, ']')
+		if got := bytes.Join(w.Parts(), nil); !bytes.Equal(got, want) {
+			t.Fatalf("parts make %s, want %s", got, want)
+		}
+	})
+}
