@@ -134,20 +134,27 @@ func TestDecodeOwnedMessageCopiesALargeResultOnce(t *testing.T) {
 		`[{"type":"text","text":"` + strings.Repeat(`line of output\n`, 1<<16) + `"}]`,
 	} {
 		raw := []byte(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":` + content + `}]}`)
-		var m agentctx.Message
-		n := memtest.AllocatedBy(func() {
-			var err error
-			if m, err = agentctx.DecodeOwnedMessage(raw); err != nil {
-				t.Fatal(err)
-			}
-		})
-		if limit := uint64(len(raw)) * 3 / 2; n > limit {
-			t.Errorf("decoding a %d-byte message allocated %d bytes (%.1f×), want at most 1.5×", len(raw), n, float64(n)/float64(len(raw)))
+		decodesInOneCopy(t, "DecodeOwnedMessage", raw, agentctx.DecodeOwnedMessage)
+	}
+}
+
+// decodesInOneCopy checks that decode allocates at most 1.5 times raw
+// and gives a message that encodes as raw.
+func decodesInOneCopy(t *testing.T, name string, raw []byte, decode func([]byte) (agentctx.Message, error)) {
+	t.Helper()
+	var m agentctx.Message
+	n := memtest.AllocatedBy(func() {
+		var err error
+		if m, err = decode(raw); err != nil {
+			t.Fatal(err)
 		}
-		enc, err := m.AppendJSON(nil)
-		if err != nil || string(enc) != string(raw) {
-			t.Fatalf("the message does not encode as it came (err %v)", err)
-		}
+	})
+	if limit := uint64(len(raw)) * 3 / 2; n > limit {
+		t.Errorf("%s: decoding a %d-byte message allocated %d bytes (%.1f×), want at most 1.5×", name, len(raw), n, float64(n)/float64(len(raw)))
+	}
+	enc, err := m.AppendJSON(nil)
+	if err != nil || string(enc) != string(raw) {
+		t.Fatalf("%s: the message does not encode as it came (err %v)", name, err)
 	}
 }
 
@@ -159,28 +166,8 @@ func TestDecodeOwnedMessageCopiesALargeResultOnce(t *testing.T) {
 func TestDecodeOwnedToolCallsCopyArgumentsOnce(t *testing.T) {
 	args := string(rawjson.AppendString(nil, `{"path": "/workspace/main.go", "file_text": "`+strings.Repeat(`package main\n\nfunc main() {}\n`, 1<<12)+`"}`))
 	raw := []byte(`{"role":"assistant","content":"Writing it.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"str_replace_editor","arguments":` + args + `}}]}`)
-	for _, decode := range []struct {
-		name string
-		fn   func([]byte) (agentctx.Message, error)
-	}{
-		{"DecodeOwnedMessage", agentctx.DecodeOwnedMessage},
-		{"OwnedDecoder", new(agentctx.OwnedDecoder).Decode},
-	} {
-		var m agentctx.Message
-		n := memtest.AllocatedBy(func() {
-			var err error
-			if m, err = decode.fn(raw); err != nil {
-				t.Fatal(err)
-			}
-		})
-		if limit := uint64(len(raw)) * 3 / 2; n > limit {
-			t.Errorf("%s: decoding a %d-byte message allocated %d bytes (%.1f×), want at most 1.5×", decode.name, len(raw), n, float64(n)/float64(len(raw)))
-		}
-		enc, err := m.AppendJSON(nil)
-		if err != nil || string(enc) != string(raw) {
-			t.Fatalf("%s: the message does not encode as it came (err %v)", decode.name, err)
-		}
-	}
+	decodesInOneCopy(t, "DecodeOwnedMessage", raw, agentctx.DecodeOwnedMessage)
+	decodesInOneCopy(t, "OwnedDecoder", raw, new(agentctx.OwnedDecoder).Decode)
 }
 
 // encodesAsCases are messages whose strings and values are large enough
