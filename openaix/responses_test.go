@@ -53,7 +53,7 @@ func offers(c *fakeupstream.Call, name string) bool {
 // each, then reads the token back by artifact id and reports it. native
 // selects NativeMiddleware with NativeSummarizer; limit is the
 // compaction limit (0: the default); stream streams every answer.
-func runResponsesLoop(t *testing.T, token string, fillerChars, limit int, native, fromSummary, stream bool) *responsesRun {
+func runResponsesLoop(t *testing.T, token string, fillerChars, limit int, native, fromSummary, stream bool, set ...func(*pipeline.Options)) *responsesRun {
 	t.Helper()
 	ctx := t.Context()
 	dir := t.TempDir()
@@ -69,6 +69,9 @@ func runResponsesLoop(t *testing.T, token string, fillerChars, limit int, native
 	}
 	if native {
 		opts.Compact.Summarizer = openaix.NativeSummarizer(openaix.NativeSummarizerOptions{})
+	}
+	for _, f := range set {
+		f(&opts)
 	}
 	pl, err := pipeline.New(opts)
 	if err != nil {
@@ -256,12 +259,17 @@ func TestResponsesLoop(t *testing.T) {
 // the model reads the early result back through the pointers of the
 // summary, and in native mode the compaction item the fake issued goes
 // back upstream, which verifies it, on every later request, while no
-// client-side summary is sent.
+// client-side summary is sent. The fillers are cleared in batches of the
+// default size only (more than the whole window), so that the session
+// reaches the threshold: in a window of 4,000 tokens the priced policy
+// clears each stale filler instead, which costs less than a summary
+// request.
 func TestResponsesCompaction(t *testing.T) {
 	for _, native := range []bool{false, true} {
 		t.Run(fmt.Sprintf("native=%v", native), func(t *testing.T) {
 			const token = "tok_openaixcmp2"
-			r := runResponsesLoop(t, token, 6000, 4000, native, true, false)
+			r := runResponsesLoop(t, token, 6000, 4000, native, true, false,
+				func(o *pipeline.Options) { o.Clearing = pipeline.ClearBatched })
 			r.checkReadBack(t, token)
 			compactions, carried, summaries := 0, 0, 0
 			for _, rec := range r.fake.Records() {

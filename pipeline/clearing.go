@@ -79,6 +79,10 @@ type ClearDecision struct {
 	ClearedTokens int     `json:"cleared_tokens"`
 	Saving        float64 `json:"saving_usd"`
 	Cost          float64 `json:"cost_usd"`
+	// MinTokens is the fewest tokens a batch had to free to be made now
+	// rather than with the results that go stale next (0: no such bound,
+	// as when cold or due).
+	MinTokens int `json:"min_tokens,omitempty"`
 }
 
 // Prices returns the prices the Pipeline weighs its edits with:
@@ -112,71 +116,65 @@ func (c *call) cacheTTL(pr pricing.Prices) time.Duration {
 }
 
 // priceClearing chooses whether to clear the pending stale results
-// (already sent) now under ClearPriced: all of them or none. tokens is the
-// count of the request as it will be forwarded (reserved tokens included).
+// (already sent) now under ClearPriced: all of them or none. tokens is our
+// count of the request as it will be forwarded (reserved tokens
+// included); due reports that it reaches the compaction trigger.
+//
+// The choice is the plan's (plan.go): the session's cost from this
+// request to its next compaction, net of the steady cost of the requests
+// it spans, with the results cleared now (the cache written again from the
+// edit on, fewer tokens read until the compaction, which comes later) and
+// without (the compaction removes them then, or a cold cache lets them go
+// for free). A saving is thus counted only until the compaction that
+// would have removed the same tokens, and a clearing that merely defers a
+// compaction pays only by the reads it saves before it. When a compaction
+// is due, clearing instead of it is weighed the same way: it keeps the
+// history whole, but the compaction's reset is often the cheaper rewrite.
+// A cold cache (no request for longer than its lifetime) makes clearing
+// free: every stale result is cleared then, unless a compaction is due.
 func (c *call) priceClearing(pending []prune.Pruned, tokens int, due bool) ([]prune.Pruned, *ClearDecision) {
-	pr := c.p.prices()
 	d := &ClearDecision{Candidates: len(pending), Due: due}
 	for _, p := range pending {
 		d.CandidateTokens += p.FreedTokens
 	}
 	d.Cold = c.cold
-	// A due compaction rewrites the cache anyway: clearing then costs
-	// nothing more when the compaction still follows, and when clearing
-	// averts it with room to grow (a tail's worth of tokens), clearing is
-	// the cheaper rewrite (no summary, nothing lost from the context).
-	// Clearing a result or two to stay just under the trigger, request
-	// after request, would rewrite the cache each time (costsim): then
-	// the compaction goes ahead instead.
-	if d.Due {
-		after := c.st.estimate(tokens-d.CandidateTokens, c.p.opts.EstimateRatio)
-		room := c.threshold() - after
-		if room > 0 && room < max(c.p.opts.Compact.TailTokens(), 1_000) {
-			return nil, d
-		}
-	}
-	if d.Cold || d.Due {
+	if d.Cold && !d.Due {
 		d.Cleared, d.ClearedTokens = len(pending), d.CandidateTokens
 		return pending, d
 	}
-	var ahead bool
-	d.Horizon, ahead = c.horizon(tokens)
-	if ahead {
-		// A compaction comes within the horizon, at the same size
-		// whether or not the results are cleared: clearing them only
-		// defers it by the requests their tokens would have taken to
-		// grow, during which the whole, larger history is read. The
-		// reads saved until the compaction are paid back after it, so
-		// what clearing saves is at most the deferred share of one
-		// compaction, about a request's worth of the tokens freed
-		// (costsim, Codex, whose own compaction is cache-warm: clearing
-		// by the requests left before the compaction cost 0.91 times the
-		// direct bill, not clearing 0.77 times).
-		d.Horizon = 1
+	pl := c.plan()
+	ratio := c.ratio()
+	est := c.st.estimate(tokens, c.p.opts.EstimateRatio)
+	// What this request finds in the cache: what the request before it
+	// sent (its own new messages are written either way), or nothing
+	// past the system prompt and tools when the cache is cold.
+	cached := min(est, int(ratio*float64(c.st.Counted)))
+	if c.cold {
+		cached = pl.reserved
 	}
-	// What an edit rewrites: not the tokens after it, but every message.
-	// The provider keeps a prefix only at the breakpoints of earlier
-	// requests, for minutes after its last use, and looks for one only
-	// within 20 blocks of the request's own breakpoints (Anthropic):
-	// the prefixes of older positions have expired or are out of reach,
-	// so after an edit below the last few messages the cache serves the
-	// system prompt and tools alone (measured with bench/cmd/costsim:
-	// pricing the tail after the edit cleared a result or two on most
-	// requests and cost 1.16 times the direct bill on a long session).
-	// Clearing every stale result at once is then the only batch worth
-	// weighing. OpenAI's cache has neither limit: there the rewrite is of
-	// the messages after the earliest edit.
-	total := c.rewrittenTokens(pr.Provider, pending, tokens)
-	read := pr.CacheRead
-	rewrite := pr.CacheWrite - pr.CacheRead // a token written instead of read
-	freed := d.CandidateTokens
-	d.Saving = float64(freed) * float64(d.Horizon) * read / 1e6
-	d.Cost = float64(max(total-freed, 0)) * rewrite / 1e6
-	if d.Saving <= d.Cost {
+	w := pl.weigh(est, cached, int(ratio*float64(d.CandidateTokens)), len(pending),
+		est-int(ratio*float64(c.rewrittenTokens(c.p.prices().Provider, pending, tokens))), c.trigger(), c.cycleRate())
+	d.Horizon, d.Saving, d.Cost = w.horizon, w.saving, w.cost
+	if !d.Due && !c.cold {
+		// Now, or with the results that go stale in the next requests?
+		least := pl.batch(d.Cost, ratio*c.st.StaleGrowth)
+		d.MinTokens = int(float64(least) / ratio)
+		w.clear = w.clear && int(ratio*float64(d.CandidateTokens)) >= least
+	}
+	if !w.clear {
 		return nil, d
 	}
-	d.Cleared, d.ClearedTokens = len(pending), freed
+	d.Cleared, d.ClearedTokens = len(pending), d.CandidateTokens
 	return pending, d
+}
+
+// cycleRate returns the cost per request of the session's steady cycle
+// at its trigger (plan.cycle).
+func (c *call) cycleRate() float64 {
+	if c.rate == 0 {
+		c.rate = c.plan().cycle(c.trigger())
+	}
+	return c.rate
 }
 
 // rewrittenTokens returns the tokens the provider writes again when the
@@ -205,29 +203,6 @@ func (c *call) rewrittenTokens(provider pricing.Provider, pending []prune.Pruned
 	return total
 }
 
-// horizon returns the number of requests expected to follow this one
-// before the next compaction: the room left under the trigger divided by
-// the session's growth per request, within [1, Options.Horizon]; ahead
-// reports that the compaction, not Options.Horizon, bounds it.
-func (c *call) horizon(tokens int) (n int, ahead bool) {
-	h := c.p.opts.Horizon
-	if h <= 0 {
-		h = DefaultHorizon
-	}
-	g := c.st.Growth
-	if g <= 0 {
-		return h, false
-	}
-	room := float64(c.threshold() - tokens)
-	if room <= 0 {
-		return 1, true
-	}
-	if n := room / g; n < float64(h) {
-		return max(1, int(n)), true
-	}
-	return h, false
-}
-
 // observeGrowth records how much the request grew since the last one, as
 // the client sent it (an exponentially weighted mean of the growth per
 // request).
@@ -241,6 +216,41 @@ func (st *state) observeGrowth(inputCount int) {
 		}
 	}
 	st.InputCounted = inputCount
+}
+
+// observeForwarded records the tokens the request's new messages add to
+// what is sent (the messages past the last request's history, as
+// forwarded: a large result as its reference), in the mean of
+// ForwardedGrowth, of the last 20 requests or so. A history shorter than
+// the last one (the client compacted, or a request of another turn) adds
+// nothing.
+func (c *call) observeForwarded() {
+	st := c.st
+	n := len(c.hist)
+	if st.Length > 0 && n > st.Length && len(c.vf) == len(c.view) {
+		g := 0
+		for j := len(c.view) - 1; j >= c.live && c.histIndex(j) >= st.Length; j-- {
+			g += c.vf[j].Tokens
+		}
+		st.Forwarded++
+		w := max(1/float64(st.Forwarded), 0.05)
+		st.ForwardedGrowth += w * (float64(g) - st.ForwardedGrowth)
+	}
+	st.Length = n
+}
+
+// observeStale records how many tokens of stale results already sent the
+// request found (freed, before its decision) beyond those the last
+// request left pending, in the mean of StaleGrowth, and what it leaves
+// pending.
+func (c *call) observeStale(freed, left int) {
+	st := c.st
+	if st.Requests > 0 {
+		n := st.Forwarded + 1 // as many as the forwarded growth's, about
+		w := max(1/float64(n), 0.05)
+		st.StaleGrowth += w * (float64(max(freed-st.Stale, 0)) - st.StaleGrowth)
+	}
+	st.Stale = left
 }
 
 // forwardedTokens counts the request as it will be forwarded, so far: the
@@ -314,6 +324,7 @@ func (c *call) coldSweep(ctx context.Context) (int, error) {
 			return n, fmt.Errorf("pipeline: offload: %w", err)
 		}
 		st.Action, st.At, st.Content = actionOffloaded, c.now.UTC(), ref
+		c.st.Removed++
 		n++
 	}
 	if n > 0 {

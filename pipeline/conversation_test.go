@@ -116,6 +116,9 @@ func TestRedecodedSession(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if compacted && b.Report.Step(pipeline.StepCompact).Compact.Compacted {
+			break // a second compaction: its archive holds the first summary's paths
+		}
 		ea, _ := agentctx.MarshalMessages(a.Messages)
 		eb, _ := agentctx.MarshalMessages(b.Messages)
 		ea = bytes.ReplaceAll(ea, []byte(filepath.Join(dir, "one")), []byte(filepath.Join(dir, "two"))) // the summary's pointers

@@ -170,6 +170,7 @@ func (c *call) endRequest() {
 	if !c.behind { // a request behind the session leaves the longer history's decisions and growth alone
 		c.forget()
 		st.observeGrowth(c.rep.TokensBefore)
+		c.observeForwarded()
 	}
 	st.Requests++
 	st.Counted = c.tokens
@@ -311,6 +312,12 @@ type call struct {
 	keyMemo   carried[resultAt, string]
 	classMemo carried[string, prune.Class]
 	scratch   []byte // encodes a message to hash it
+
+	// The priced policy's model (plan.go), made on first use: the plan,
+	// the compaction trigger and its cycle's cost per request.
+	pl   *plan
+	trig int
+	rate float64
 }
 
 // resultAt is a tool result by the content of its message (agentctx.Hash)
@@ -749,6 +756,11 @@ func (c *call) storeResults(ctx context.Context) error {
 	// adds one or two).
 	var slab []resultState
 	next := 16
+	// A new result of a later request is a read of stored content back
+	// when its call reads the workspace (counted for the plan); a
+	// session's first request counts none: its results were not the
+	// model's answer to anything this session removed.
+	later := len(c.st.Results) > 0 && c.p.ws != nil && !c.behind
 	if len(c.st.Results) == 0 {
 		c.st.Results = make(map[string]*resultState, n) // the call's own: no state holds a result yet
 		c.unsent = c.seen                               // every result is new: the same set
@@ -774,6 +786,11 @@ func (c *call) storeResults(ctx context.Context) error {
 			rs = &slab[len(slab)-1]
 			c.st.Results[key] = rs
 			c.unsent[key] = true
+			if later {
+				if u := c.callOf(r.ID); c.p.ws.ReadsBack(workspace.ToolCall{ID: r.ID, Name: u.Name, Input: u.Input}) {
+					c.st.ReadBacks++ // the model read stored content back
+				}
+			}
 		}
 		c.results.add(pos, key, rs)
 		if rs.Artifact != "" || c.p.ws == nil || c.storedOnReplace(r.Content) {
@@ -829,6 +846,7 @@ func (c *call) storeResult(ctx context.Context, rs *resultState, pos [2]int, id 
 	}
 	rs.Artifact = off.ID
 	if off.Indexed && rs.Action == "" && !c.bound(pos[0]) {
+		c.st.Removed++
 		rs.Action, rs.At, rs.Content = actionOffloaded, c.now.UTC(), repl.Text()
 	}
 	c.newArtifacts = append(c.newArtifacts, newArtifact{off: off, pos: pos, written: !off.Unchanged})
@@ -914,6 +932,9 @@ func (c *call) prune(ctx context.Context, in list) (list, StepReport, error) {
 	for _, pr := range pending {
 		s.PendingTokens += pr.FreedTokens
 	}
+	if !c.behind {
+		c.observeStale(freed, s.PendingTokens)
+	}
 	if err := c.applyPruned(ctx, now, po.Placeholder, &s); err != nil {
 		return in, StepReport{}, err
 	}
@@ -990,7 +1011,7 @@ func (c *call) chooseClearing(pending []prune.Pruned, freed int, s *StepReport) 
 			clear = pending
 		}
 	default:
-		clear, s.Clearing = c.priceClearing(pending, fwd, est >= c.threshold())
+		clear, s.Clearing = c.priceClearing(pending, fwd, est >= c.trigger())
 	}
 	return clear
 }
@@ -1009,6 +1030,9 @@ func (c *call) applyPruned(ctx context.Context, now []prune.Pruned, placeholder 
 			if err := c.storeResult(ctx, rs, pos, pr.ID, resultContent(c.view, pos[0], pos[1])); err != nil {
 				return storeFailure(err)
 			}
+		}
+		if rs.Action == "" {
+			c.st.Removed++
 		}
 		rs.Action, rs.At, rs.Content = actionPruned, c.now.UTC(), c.placeholder(placeholder, rs.Artifact)
 		s.Pruned = append(s.Pruned, pr)
@@ -1227,7 +1251,7 @@ func (c *call) diffView(next []agentctx.Message) (edit, error) {
 func (c *call) count(_ context.Context, in list) (list, StepReport, error) {
 	o := &c.p.opts
 	est := c.st.estimate(c.tokens, o.EstimateRatio)
-	check := compact.CheckResult{Tokens: est, ThresholdTokens: c.threshold()}
+	check := compact.CheckResult{Tokens: est, ThresholdTokens: c.trigger()}
 	check.ShouldCompact = len(c.view) > 0 && est >= check.ThresholdTokens
 	c.rep.ThresholdTokens = check.ThresholdTokens
 	c.rep.Limit = o.Compact.Limit
@@ -1473,6 +1497,12 @@ func (c *call) recordCompaction(res *compact.Result) (int, error) {
 		}
 		st.Compaction = &compactionState{Head: res.Head, N: n, Digest: hexDigest(d), Marks: marks, Summary: res.Summary, Archive: res.ArchiveID, At: c.now.UTC(),
 			Chars: charsOf(c.hist[res.Head:n])}
+	}
+	if !c.behind {
+		st.After, st.SummaryTokens = res.Tokens, c.p.mc.CountText(res.Summary)
+		for range agentctx.ToolResults(c.hist[c.base:n]) {
+			st.Removed++ // summarized: read back from the archive or its artifact when needed
+		}
 	}
 	st.Compactions++
 	c.broke = true

@@ -179,6 +179,12 @@ type Options struct {
 	// "" means ClearPriced. ClearAtLeast and ClearTrigger apply to
 	// ClearBatched only.
 	Clearing Clearing
+	// Trigger decides when a session is compacted: "" means
+	// TriggerPriced under ClearPriced (compaction at the size whose
+	// cycle costs least, never later than Compact's threshold) and
+	// TriggerThreshold under ClearBatched; a Stateless Pipeline compacts
+	// at the threshold.
+	Trigger Trigger
 	// Prices weigh an edit under ClearPriced (only the ratios of cache
 	// read and write to input prices matter for the decision; the amounts
 	// are reported). The zero value means Claude Sonnet's

@@ -73,6 +73,27 @@ type state struct {
 	// the session agrees. Never modified once set (a Record sets a new
 	// one), so a clone shares it.
 	Thinking *ThinkingMemory `json:"thinking,omitempty"`
+
+	// The priced policy's model of the session (plan.go), in our counts:
+	// Length is the history's length at the last request and
+	// ForwardedGrowth the mean tokens a request adds as forwarded (its
+	// new messages, large results as references; see observeForwarded);
+	// After is the request a compaction left and SummaryTokens its
+	// summary; Removed counts the results taken out of what is sent
+	// (cleared, replaced by references, summarized) and ReadBacks the
+	// reads of stored content back the model made.
+	Length          int     `json:"length,omitempty"`
+	ForwardedGrowth float64 `json:"forwarded_growth,omitempty"`
+	Forwarded       int     `json:"forwarded_requests,omitempty"` // requests ForwardedGrowth is the mean of
+	After           int     `json:"after,omitempty"`
+	SummaryTokens   int     `json:"summary_tokens,omitempty"`
+	Removed         int     `json:"removed,omitempty"`
+	ReadBacks       int     `json:"read_backs,omitempty"`
+	// Stale is the tokens the stale results already sent and not
+	// cleared would free, after the last request's decision, and
+	// StaleGrowth the mean tokens a request adds to them.
+	Stale       int     `json:"stale,omitempty"`
+	StaleGrowth float64 `json:"stale_growth,omitempty"`
 }
 
 // resultState is the decision on one tool result.
@@ -132,6 +153,10 @@ type usageState struct {
 	Counted int     `json:"counted"` // our count of the request it was for
 	Ratio   float64 `json:"ratio"`   // provider tokens per counted token
 	N       int     `json:"n"`       // reports seen
+	// Cached counts the reports that read from or wrote to the prompt
+	// cache: a provider whose reports never do caches nothing, and an
+	// edit then costs no rewrite.
+	Cached int `json:"cached,omitempty"`
 }
 
 // contentDigest is the stored hash of a result's content: the first 12
@@ -763,7 +788,7 @@ func (st *state) observe(u Usage, initial float64) {
 	prev := st.Usage
 	next := &usageState{Tokens: total, Counted: counted, Ratio: initial, N: 1}
 	if prev != nil {
-		next.Ratio, next.N = prev.Ratio, prev.N+1
+		next.Ratio, next.N, next.Cached = prev.Ratio, prev.N+1, prev.Cached
 		if d := counted - prev.Counted; d >= minSlopeTokens || d <= -minSlopeTokens {
 			slope := float64(total-prev.Tokens) / float64(d)
 			if slope >= minRatio && slope <= maxRatio {
@@ -774,6 +799,9 @@ func (st *state) observe(u Usage, initial float64) {
 				}
 			}
 		}
+	}
+	if u.CacheReadInputTokens > 0 || u.CacheCreationInputTokens > 0 {
+		next.Cached++
 	}
 	st.Usage = next
 }

@@ -63,7 +63,11 @@ type goldenScenario struct {
 	limit  int // compaction limit (tokens)
 	inline int // offload inline limit (characters)
 	clock  func(step int) time.Duration
-	steps  func() []goldenStep
+	// batched clears stale results in batches of at least 1,000 tokens
+	// (ClearBatched), whatever they cost: the clearing scenarios pin how
+	// a clearing looks on the wire, not when the priced policy makes one.
+	batched bool
+	steps   func() []goldenStep
 	// after, when set, adds steps once the scripted ones ran, given the
 	// step indices that compacted.
 	after func(compacted []int, steps []goldenStep) []goldenStep
@@ -195,7 +199,7 @@ func goldenScenarios() []*goldenScenario {
 		out = append(out,
 			// Growth, big results offloaded, old ones pruned in batches.
 			&goldenScenario{
-				name: string(api) + "-clearing", api: api, limit: 5000, inline: 3000, clock: slowClock,
+				name: string(api) + "-clearing", api: api, limit: 5000, inline: 3000, clock: slowClock, batched: true,
 				steps: scriptSteps(api, "golden-clear", 12, 1200, false), after: behindAndEdited,
 			},
 			// Growth, big results offloaded, compactions; retries behind
@@ -220,7 +224,7 @@ func goldenScenarios() []*goldenScenario {
 		}{{"clearing", 5000, slowClock}, {"compaction", 2500, fastClock}} {
 			// Signed thinking in every assistant message.
 			out = append(out, &goldenScenario{
-				name: "anthropic-thinking-" + string(mode) + "-" + c.name, api: proxy.APIAnthropic, mode: mode, limit: c.limit, inline: 3000, clock: c.clock,
+				name: "anthropic-thinking-" + string(mode) + "-" + c.name, api: proxy.APIAnthropic, mode: mode, limit: c.limit, inline: 3000, clock: c.clock, batched: c.name == "clearing",
 				steps: scriptSteps(proxy.APIAnthropic, "golden-think", 12, 1200, true), after: behindAndEdited,
 			})
 		}
@@ -242,15 +246,16 @@ func runGolden(t *testing.T, sc *goldenScenario) []byte {
 	var step atomic.Int64
 	now := func() time.Time { return goldenEpoch.Add(sc.clock(int(step.Load())) * time.Minute) }
 	sessions := golden.NewSessions()
-	e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{
-		Pipeline: pipeline.Options{
-			WorkspaceDir: filepath.Join(dir, "ws"),
-			Sessions:     sessions,
-			Workspace:    workspace.Options{InlineLimit: sc.inline},
-			Compact:      compact.Options{Limit: sc.limit, Dir: filepath.Join(dir, "archive")},
-		},
-		Now: now,
-	})
+	po := pipeline.Options{
+		WorkspaceDir: filepath.Join(dir, "ws"),
+		Sessions:     sessions,
+		Workspace:    workspace.Options{InlineLimit: sc.inline},
+		Compact:      compact.Options{Limit: sc.limit, Dir: filepath.Join(dir, "archive")},
+	}
+	if sc.batched {
+		po.Clearing, po.ClearAtLeast = pipeline.ClearBatched, 1_000
+	}
+	e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{Pipeline: po, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}

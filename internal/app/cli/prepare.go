@@ -62,6 +62,7 @@ type prepareFlags struct {
 	clearAtLeast int
 	clearTrigger float64
 	clearing     string
+	trigger      string
 	estimate     string
 }
 
@@ -79,7 +80,8 @@ func (f *prepareFlags) register(fs *pflag.FlagSet, eval bool) {
 	fs.BoolVar(&f.countErrors, "count-errors", false, "let error results take places among the --keep-recent most recent")
 	fs.StringSliceVar(&f.tools, "tool", prune.DefaultToolNames(), "a tool whose results are terminal output (repeatable; --tool= for none)")
 	fs.StringVar(&f.estimate, "estimate", "count", "how to estimate the provider's count before usage is known: count (our count as it is) or claude (scaled by Claude's measured ratio)")
-	fs.StringVar(&f.clearing, "clearing", string(pipeline.ClearPriced), "when stale results already sent are cleared: priced (when the tokens freed, read by the requests to follow, cost more than rewriting the prompt cache from the edit on) or batched (--clear-at-least tokens at once, from --clear-trigger)")
+	fs.StringVar(&f.clearing, "clearing", string(pipeline.ClearPriced), "when stale results already sent are cleared: priced (when the reads saved until the next compaction cost more than rewriting the prompt cache from the edit on) or batched (--clear-at-least tokens at once, from --clear-trigger)")
+	fs.StringVar(&f.trigger, "trigger", "", "when a session is compacted: priced (at the size whose requests cost least, from a quarter of --limit up to --threshold; the default with --clearing priced) or threshold (at --threshold only; the default with --clearing batched)")
 	fs.IntVar(&f.clearAtLeast, "clear-at-least", pipeline.DefaultClearAtLeast, "apply newly stale results of a session in batches freeing at least this many tokens (-1: every one at once)")
 	fs.Float64Var(&f.clearTrigger, "clear-trigger", pipeline.DefaultClearTrigger, "and only once the request reaches this ratio of the compaction trigger (-1: at any size)")
 
@@ -220,6 +222,9 @@ func (f *prepareFlags) clearingOptions(o *pipeline.Options) error {
 		return usagef("invalid --clearing %q: want priced or batched", f.clearing)
 	}
 	o.Clearing = clearing
+	if o.Trigger, err = pipeline.ParseTrigger(f.trigger); err != nil {
+		return usagef("invalid --trigger %q: want priced or threshold", f.trigger)
+	}
 	o.ClearAtLeast, o.ClearTrigger = f.clearAtLeast, f.clearTrigger
 	if f.clearAtLeast == 0 {
 		o.ClearAtLeast = -1 // 0 tokens: every stale result at once

@@ -107,6 +107,7 @@ func TestReplayCommand(t *testing.T) {
 		{"no request", `[{"role":"user","content":"hi"}]`, nil, "no model request"},
 		{"bad estimate", `[]`, []string{"--estimate", "gpt"}, "invalid --estimate"},
 		{"bad clear trigger", `[]`, []string{"--clear-trigger", "2"}, "invalid --clear-trigger"},
+		{"bad trigger", `[]`, []string{"--trigger", "early"}, "invalid --trigger \"early\": want priced or threshold"},
 		{"missing file", "", []string{"/no/such/file.jsonl"}, "no such file"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

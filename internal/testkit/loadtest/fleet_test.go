@@ -342,7 +342,9 @@ func startReplica(t *testing.T, bin, store, upURL string, limit int, name string
 	r.cmd = exec.Command(bin, "proxy", "--listen", "127.0.0.1:0", "--store", store, "--upstream-anthropic", upURL,
 		"--summarizer", "extractive", "--limit", fmt.Sprint(limit),
 		"--inline-limit", "8000", "--tool", "Bash", "--max-age", "1ms", "--keep-recent", "1",
-		"--clear-at-least", "500", "--clear-trigger", "-1",
+		// Batches of any stale result: the fleet exercises pruning on
+		// every session, whatever the priced policy would make of it.
+		"--clearing", "batched", "--clear-at-least", "500", "--clear-trigger", "-1",
 		// Each replica its own directory: nothing is shared but PostgreSQL.
 		"--dir", filepath.Join(dir, "archive"), "--workspace", filepath.Join(dir, "ws"))
 	r.cmd.Env = cleanEnv()

@@ -1,0 +1,127 @@
+package pipeline
+
+import (
+	"math"
+	"testing"
+
+	"github.com/agentctx/agentctx/pricing"
+)
+
+// toyPlan has round prices (a token read costs 1, written 10) and round
+// sizes, so that its outcomes can be computed by hand.
+func toyPlan() *plan {
+	return &plan{read: 1, write: 10, input: 10, output: 50, growth: 100, after: 200, horizon: 50}
+}
+
+// run, by hand: from 500 tokens with 400 cached, growing 100 a request,
+// trigger 1,000: requests of 500 (400 read, 100 written: 1,400), 600
+// (1,500), 700 (1,600), 800 (1,700), 900 (1,800); the sixth, at 1,000, is
+// compacted: its summary request (900 read, 100 written, 10 output tokens:
+// 1,900 + 500) and the compacted request (200 written: 2,000).
+func TestPlanRunToTheCompaction(t *testing.T) {
+	pl := toyPlan()
+	pl.summary = 10
+	o := pl.run(500, 400, 1000, pl.horizon)
+	want := 1400.0 + 1500 + 1600 + 1700 + 1800 + (900 + 1000 + 500) + 2000
+	if !o.compacted || o.requests != 6 || o.cost != want {
+		t.Fatalf("run = %+v, want 6 requests ending in a compaction, cost %v", o, want)
+	}
+	// Without a trigger in reach, the horizon ends it.
+	if o := pl.run(500, 400, 1e9, 3); o.compacted || o.requests != 3 || o.cost != 1400+1500+1600 {
+		t.Fatalf("run to the horizon = %+v", o)
+	}
+}
+
+// The cycle's rate, by hand: after a compaction the request is 200 tokens,
+// cached; the cycle runs 300 (200 read, 100 written: 1,200), 400 (1,300),
+// then at 500 compacts (400 read, 100 written; 200 written again: 3,400):
+// 5,900 over 3 requests.
+func TestPlanCycle(t *testing.T) {
+	pl := toyPlan()
+	if got, want := pl.cycle(500), (1200.0+1300+(400+1000)+2000)/3; got != want {
+		t.Fatalf("cycle(500) = %v, want %v", got, want)
+	}
+	// The cheapest trigger is neither the earliest nor the latest: early
+	// ones compact all the time, late ones read a long history.
+	best, rate := pl.trigger(300, 20_000)
+	if best <= 300 || best >= 20_000 || rate > pl.cycle(300) || rate > pl.cycle(20_000) {
+		t.Fatalf("trigger = %d at %v; cycles: 300 %v, 20,000 %v", best, rate, pl.cycle(300), pl.cycle(20_000))
+	}
+	// Without growth there is nothing to weigh: the latest.
+	pl.growth = 0
+	if best, _ := pl.trigger(300, 20_000); best != 20_000 {
+		t.Fatalf("trigger without growth = %d, want 20,000", best)
+	}
+}
+
+// A clearing's saving ends at the compaction that would remove the same
+// tokens: the batch that pays with no compaction ahead is not made when
+// the compaction is a request or two away (issue 45: a saving counted to
+// the end of the session made a batch that the next one superseded).
+func TestPlanWeighsClearingUpToTheCompaction(t *testing.T) {
+	pl := toyPlan()
+	// 3,000 tokens, 1,000 of them stale, the cache breaking at 0 (every
+	// message rewritten): 2,000 rewritten at 9 more a token = 18,000
+	// against 1,000 a request saved.
+	far := pl.weigh(3000, 2900, 1000, 1, 0, 1e9, 0)
+	if !far.clear || far.horizon != pl.horizon || far.cost != 18_000 {
+		t.Fatalf("no compaction ahead: %+v, want cleared over %d requests, cost 18,000", far, pl.horizon)
+	}
+	rate := pl.cycle(3300)
+	near := pl.weigh(3000, 2900, 1000, 1, 0, 3300, rate)
+	if near.clear || near.horizon != 4 {
+		t.Fatalf("a compaction 4 requests ahead: %+v, want not cleared", near)
+	}
+	// Nor is a clearing that costs nothing, a request before the
+	// compaction: it would keep the session in the dearest requests of
+	// its cycle, where the compaction resets it.
+	if w := pl.weigh(3000, 2900, 1000, 1, 2000, 3100, pl.cycle(3100)); w.clear || w.cost != 0 {
+		t.Fatalf("a free clearing before the compaction: %+v, want not cleared", w)
+	}
+	// Where the break keeps most of the prefix (OpenAI's cache, an edit
+	// near the end), a small batch pays that would not with every
+	// message rewritten.
+	if w := pl.weigh(3000, 2900, 200, 1, 0, 1e9, 0); w.clear {
+		t.Fatalf("200 tokens, every message rewritten: %+v, want not cleared", w)
+	}
+	if w := pl.weigh(3000, 2900, 200, 1, 2700, 1e9, 0); !w.clear || w.cost != 900 {
+		t.Fatalf("200 tokens, the last 100 rewritten: %+v, want cleared at a cost of 900", w)
+	}
+	// Read-backs are paid: the same clearing expected to be read back.
+	pl.readBack = far.saving
+	if w := pl.weigh(3000, 2900, 1000, 1, 0, 1e9, 0); w.clear {
+		t.Fatalf("a clearing whose read-back costs its saving: %+v", w)
+	}
+}
+
+// A compaction due now is weighed against clearing instead: the
+// compaction's reset wins when what clearing frees is small, clearing
+// when it frees most of the history.
+func TestPlanDueCompactionOrClearing(t *testing.T) {
+	pl := toyPlan()
+	rate := pl.cycle(3000)
+	if w := pl.weigh(3000, 2900, 200, 1, 0, 3000, rate); w.clear {
+		t.Fatalf("due, 200 tokens stale: %+v, want the compaction", w)
+	}
+	if w := pl.weigh(3000, 2900, 2700, 1, 0, 3000, rate); !w.clear {
+		t.Fatalf("due, 2,700 tokens stale: %+v, want the clearing", w)
+	}
+}
+
+// planPrices: OpenAI bills no write, a provider without a cache bills
+// every token as input.
+func TestPlanPrices(t *testing.T) {
+	sonnet, _ := pricing.Default().Lookup("claude-sonnet-4-5")
+	gpt, _ := pricing.Default().Lookup("gpt-5")
+	eq := func(a, b float64) bool { return math.Abs(a-b) < 1e-15 }
+	r, w, in, _ := planPrices(sonnet, true)
+	if !eq(r, sonnet.CacheRead/1e6) || !eq(w, sonnet.CacheWrite/1e6) || !eq(in, sonnet.Input/1e6) {
+		t.Errorf("sonnet: %v %v %v", r, w, in)
+	}
+	if r, w, in, _ := planPrices(gpt, true); !eq(r, gpt.CacheRead/1e6) || !eq(w, in) {
+		t.Errorf("gpt-5: read %v write %v input %v", r, w, in)
+	}
+	if r, w, in, _ := planPrices(sonnet, false); r != in || w != in {
+		t.Errorf("sonnet without a cache: read %v write %v input %v", r, w, in)
+	}
+}
