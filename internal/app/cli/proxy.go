@@ -109,6 +109,7 @@ type proxyFlags struct {
 	token               string
 	tenants             bool
 	clockSpeed          float64
+	now                 func() time.Time // a simulation's clock (SimulatedProxy); nil: the wall clock, or --clock-speed
 	storeEvery          bool
 	otel                bool
 	retain              retentionFlags
@@ -170,7 +171,7 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 	}
 	srv, err = proxy.New(proxy.Options{Engine: engine, AnthropicURL: p.anthropicURL, OpenAIURL: p.oaURL, Logger: log, DecodeCacheBytes: decodeCache,
 		MCP: mcpHandler, Prices: prices, Token: p.token, Tenants: p.tenants, ContextManagement: proxy.ContextManagement(p.contextMgmt),
-		TracerProvider: tp, ReadBack: dashReadBack})
+		TracerProvider: tp, ReadBack: dashReadBack, Now: p.now})
 	if err != nil {
 		return nil, nil, err // proxy.ErrInvalidURL: bad usage (ExitCode)
 	}
@@ -263,6 +264,9 @@ func (p *proxyFlags) engine(po pipeline.Options, summ string, log *slog.Logger) 
 	if p.clockSpeed != 1 {
 		eo.Now = acceleratedClock(time.Now(), p.clockSpeed)
 		eo.Pipeline.Now = eo.Now
+	}
+	if p.now != nil {
+		eo.Now, eo.Pipeline.Now = p.now, p.now
 	}
 	if summ == summarizerUpstream && !f.noCompact {
 		eo.Summarizer = proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{

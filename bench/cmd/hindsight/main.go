@@ -1,0 +1,113 @@
+// Command hindsight replays a recorded client session (a costsim trace)
+// through `agentctx proxy` under a grid of policies and prints the bill of
+// each, cheapest first: the hindsight bound of issue 45 is the cheapest.
+//
+//	go run ./bench/cmd/hindsight -trace DIR -steps 120 [-grid 'ARGS;ARGS;...'] [-- common proxy flags]
+//
+// Without -grid it replays the grid of clearing age × batch size ×
+// compaction point (see defaultGrid) and the proxy's defaults.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/agentctx/agentctx/bench/internal/tracereplay"
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
+)
+
+func main() {
+	dir := flag.String("trace", "", "the trace directory (requests.jsonl and bodies)")
+	steps := flag.Int("steps", 120, "the recorded task's steps")
+	thinking := flag.Bool("thinking", false, "the recorded task ran with thinking")
+	grid := flag.String("grid", "", "policies to replay, ';' between them, each a list of proxy flags ('-' alone: the defaults only; unset: the default grid and the defaults)")
+	verbose := flag.Bool("v", false, "print the usage of each request of each policy")
+	logFile := flag.String("log", "", "append the proxy's log of each policy to this file")
+	flag.Parse()
+	if *dir == "" {
+		fmt.Fprintln(os.Stderr, "hindsight: -trace is required")
+		os.Exit(2)
+	}
+	reqs, err := tracereplay.Read(*dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hindsight:", err)
+		os.Exit(1)
+	}
+	policies := defaultGrid()
+	switch *grid {
+	case "":
+	case "-":
+		policies = []string{""}
+	default:
+		policies = strings.Split(*grid, ";")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	type row struct {
+		policy string
+		res    tracereplay.Result
+	}
+	var rows []row
+	for _, p := range policies {
+		args := append(strings.Fields(p), flag.Args()...)
+		var logw io.Writer
+		if *logFile != "" {
+			f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "hindsight:", err)
+				os.Exit(1)
+			}
+			defer f.Close()
+			fmt.Fprintf(f, "=== policy %q\n", p)
+			logw = f
+		}
+		res, err := tracereplay.Run(ctx, reqs, tracereplay.Options{ProxyArgs: args, Log: logw,
+			Task: fakeupstream.LongTaskOptions{Steps: *steps, Thinking: *thinking}})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "hindsight: %q: %v\n", p, err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(os.Stderr, "%-60q $%.4f read=%d write=%d in=%d out=%d summaries=%d\n", p, res.Bill.USD, res.Bill.CacheRead, res.Bill.CacheWrite, res.Bill.Input, res.Bill.Output, res.Stats.ProxySummaries)
+		if *verbose {
+			for i, u := range res.PerRequest {
+				fmt.Fprintf(os.Stderr, "  #%d in=%d read=%d write=%d out=%d usd=%.4f\n", i+1, u.Input, u.CacheRead, u.CacheWrite, u.Output, u.USD)
+			}
+		}
+		rows = append(rows, row{p, res})
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].res.Bill.USD < rows[j].res.Bill.USD })
+	fmt.Println("| policy | bill USD | cache read | cache write | input | output | proxy summaries |")
+	fmt.Println("|---|--:|--:|--:|--:|--:|--:|")
+	for _, r := range rows {
+		b := r.res.Bill
+		fmt.Printf("| `%s` | %.4f | %d | %d | %d | %d | %d |\n", r.policy, b.USD, b.CacheRead, b.CacheWrite, b.Input, b.Output, r.res.Stats.ProxySummaries)
+	}
+}
+
+// defaultGrid is the grid of the hindsight bound: clearing age × batch
+// size × compaction point, with batched clearing (the batch the size
+// given, at any size of the request), and the proxy's defaults.
+func defaultGrid() []string {
+	g := []string{""}
+	for _, age := range []string{"2m", "5m", "10m", "15m", "1000h"} {
+		for _, batch := range []string{"10000", "30000", "60000"} {
+			for _, thr := range []string{"0.35", "0.5", "0.7", "0.92"} {
+				if age == "1000h" && batch != "10000" {
+					continue // nothing is ever stale: the batch size does nothing
+				}
+				g = append(g, fmt.Sprintf("--clearing batched --clear-trigger -1 --max-age %s --clear-at-least %s --threshold %s", age, batch, thr))
+			}
+		}
+	}
+	return g
+}

@@ -1,0 +1,216 @@
+// Package tracereplay replays a recorded client session (the requests a
+// real client sent, with their times on the session's clock) through the
+// proxy `agentctx proxy ARGS` would serve, in this process, against the
+// billing fake upstream, on a clock that reads each request's recorded
+// time: the bill of the same session under other flags, in seconds
+// instead of the session's wall time. It is the hindsight bound's engine
+// (issue 45): the cheapest bill over a grid of policies replayed on the
+// recorded trace under the same cache model.
+//
+// A replay is not a rerun: the client's requests stay as recorded, so a
+// policy that would have made the client read back another result, or
+// compact at another time, is billed as if the client had behaved as it
+// did. The fake's model answers each request again (its output billed as
+// it answers it), and answers the proxy's summary requests.
+package tracereplay
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/internal/app/cli"
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
+	"github.com/agentctx/agentctx/proxy"
+)
+
+// Request is one recorded client request.
+type Request struct {
+	N      int         `json:"n"`
+	At     time.Time   `json:"at"`
+	Method string      `json:"method"`
+	Path   string      `json:"path"`
+	Header http.Header `json:"header"`
+	// BodyFile names the body's file in the trace's directory; Body is
+	// its bytes, read by Read.
+	BodyFile string `json:"body"`
+	Body     []byte `json:"-"`
+}
+
+// Read reads the trace in dir: requests.jsonl and the bodies it names.
+func Read(dir string) ([]Request, error) {
+	f, err := os.Open(filepath.Join(dir, "requests.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var reqs []Request
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		var r Request
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return nil, fmt.Errorf("%s: line %d: %w", dir, len(reqs)+1, err)
+		}
+		if r.Body, err = os.ReadFile(filepath.Join(dir, r.BodyFile)); err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, r)
+	}
+	return reqs, sc.Err()
+}
+
+// Options configure Run.
+type Options struct {
+	// ProxyArgs are the flags of `agentctx proxy` (the upstreams and
+	// workspace are set by Run).
+	ProxyArgs []string
+	// Task is the scripted model's task (its steps must be the recorded
+	// session's); Dir its working directory is taken as.
+	Task fakeupstream.LongTaskOptions
+	// SummaryTokens pads the model's answer to the proxy's summary
+	// requests to about this many output tokens: the scripted model's own
+	// summary is about 100, a real model's of a long session thousands,
+	// and the summary's output is most of what a compaction costs. 0
+	// means DefaultSummaryTokens; a negative value leaves it as it is.
+	SummaryTokens int
+	// Log receives the proxy's log; nil discards it.
+	Log io.Writer
+}
+
+// DefaultSummaryTokens is the default of Options.SummaryTokens.
+const DefaultSummaryTokens = 2500
+
+// Result is a replay's outcome.
+type Result struct {
+	Bill fakeupstream.Totals
+	// PerRequest is the usage of each recorded request's answer (the
+	// proxy's summary requests in the request that made them).
+	PerRequest []fakeupstream.Totals
+	// Stats are the scripted model's.
+	Stats fakeupstream.LongTaskStats
+}
+
+// clock is the replay's clock: the time of the request being replayed.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.After(c.t) {
+		c.t = t
+	}
+}
+
+// Run replays reqs through a fresh proxy (its workspace in a temporary
+// directory) and a fresh fake, and returns the fake's bill.
+func Run(ctx context.Context, reqs []Request, opts Options) (Result, error) {
+	var res Result
+	if len(reqs) == 0 {
+		return res, fmt.Errorf("tracereplay: no requests")
+	}
+	tmp, err := os.MkdirTemp("", "tracereplay-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(tmp)
+	clk := &clock{t: reqs[0].At}
+	task := opts.Task
+	if task.SummaryHeader == "" {
+		task.SummaryHeader = proxy.HeaderSummary
+	}
+	if task.SummaryTitle == "" {
+		task.SummaryTitle = compact.SummaryTitle
+	}
+	task.ClockSpeed = 0 // the replay's clock is the trace's
+	model := fakeupstream.NewLongTask(task)
+	script := model.Script
+	if n := opts.SummaryTokens; n >= 0 {
+		if n == 0 {
+			n = DefaultSummaryTokens
+		}
+		script = padSummaries(model.Script, n)
+	}
+	fake := fakeupstream.New(fakeupstream.Options{Script: script, Now: clk.now})
+	up := httptest.NewServer(fake)
+	defer up.Close()
+	logw := opts.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	args := append([]string{"--upstream-anthropic", up.URL, "--upstream-openai", up.URL,
+		"--workspace", filepath.Join(tmp, ".agentctx"), "--dir", filepath.Join(tmp, ".offload")}, opts.ProxyArgs...)
+	srv, closeAll, err := cli.SimulatedProxy(ctx, args, clk.now, logw)
+	if err != nil {
+		return res, err
+	}
+	defer closeAll()
+	for _, r := range reqs {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		clk.set(r.At)
+		before := fake.Bill().Totals
+		req := httptest.NewRequestWithContext(ctx, r.Method, r.Path, bytes.NewReader(r.Body))
+		for k, v := range r.Header {
+			if strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Accept-Encoding") {
+				continue
+			}
+			req.Header[k] = v
+		}
+		req.Header.Set("X-Api-Key", "replay")
+		req.Host = "127.0.0.1"
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, req)
+		after := fake.Bill().Totals
+		res.PerRequest = append(res.PerRequest, diff(after, before))
+	}
+	res.Bill = fake.Bill().Totals
+	res.Stats = model.Stats()
+	return res, nil
+}
+
+func diff(a, b fakeupstream.Totals) fakeupstream.Totals {
+	return fakeupstream.Totals{Requests: a.Requests - b.Requests, Input: a.Input - b.Input, CacheRead: a.CacheRead - b.CacheRead,
+		CacheWrite: a.CacheWrite - b.CacheWrite, CacheWrite1h: a.CacheWrite1h - b.CacheWrite1h, Output: a.Output - b.Output,
+		USD: a.USD - b.USD, Rejections: a.Rejections - b.Rejections}
+}
+
+// padSummaries returns script with its answers to the proxy's summary
+// requests padded to about n tokens (a line of about 12 tokens each).
+func padSummaries(script func(*fakeupstream.Call) fakeupstream.Reply, n int) func(*fakeupstream.Call) fakeupstream.Reply {
+	return func(c *fakeupstream.Call) fakeupstream.Reply {
+		r := script(c)
+		if c.Header.Get(proxy.HeaderSummary) == "" {
+			return r
+		}
+		var b strings.Builder
+		b.WriteString(r.Text)
+		b.WriteString("\n## Details\n")
+		for i := 0; i < n/12; i++ {
+			fmt.Fprintf(&b, "- detail %d of the work so far, kept for the next steps.\n", i+1)
+		}
+		r.Text = b.String()
+		return r
+	}
+}
