@@ -172,6 +172,7 @@ func (c *call) endRequest() {
 		st.observeGrowth(c.rep.TokensBefore)
 		c.observeForwarded()
 	}
+	st.Intact = st.Requests > 0 && !c.broke && !c.cold && !c.behind
 	st.Requests++
 	st.Counted = c.tokens
 	st.LastAt = c.now.UTC()

@@ -31,6 +31,9 @@ type plan struct {
 	// cache, written to it and sent uncached; output of a token
 	// generated.
 	read, write, input, output float64
+	// hit is the share of a cached prefix the provider serves from its
+	// cache (usageState.Hit: 1 until measured); the rest is written again.
+	hit float64
 	// reserved is the tokens before the first message (system prompt,
 	// tools): they stay cached through any edit of the messages.
 	reserved int
@@ -76,8 +79,11 @@ func planPrices(pr pricing.Prices, cached bool) (read, write, input, output floa
 // request returns the cost of a request of total tokens whose first
 // cached tokens are read from the cache and the rest written to it.
 func (pl *plan) request(cached, total int) float64 {
-	cached = min(cached, total)
-	return float64(cached)*pl.read + float64(total-cached)*pl.write
+	c := float64(min(cached, total))
+	if pl.hit > 0 {
+		c *= pl.hit
+	}
+	return c*pl.read + (float64(total)-c)*pl.write
 }
 
 // compaction returns the cost of a compaction of a request of t tokens
@@ -313,6 +319,7 @@ func (c *call) plan() *plan {
 		pl.horizon = DefaultHorizon
 	}
 	pl.read, pl.write, pl.input, pl.output = planPrices(pr, cached)
+	pl.hit = st.Usage.hit()
 	pl.reserved = int(ratio * float64(c.reserved))
 	pl.growth = ratio * st.ForwardedGrowth
 	pl.local = localSummarizer(o.Compact.Summarizer)

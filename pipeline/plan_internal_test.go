@@ -125,3 +125,52 @@ func TestPlanPrices(t *testing.T) {
 		t.Errorf("sonnet without a cache: read %v write %v input %v", r, w, in)
 	}
 }
+
+// The cache model is calibrated by the usage reported: a request that
+// sent the prefix the one before left, on a warm cache, measures the share
+// of it read from the cache; the plan prices its requests with that share.
+func TestCacheHitCalibration(t *testing.T) {
+	st := &state{}
+	report := func(read, write, input int, intact bool) {
+		st.Intact = intact
+		st.Counted += 1_000
+		st.observe(Usage{CacheReadInputTokens: read, CacheCreationInputTokens: write, InputTokens: input}, 1)
+	}
+	report(0, 10_000, 0, false) // the first: nothing to measure
+	for i := range 4 {
+		// 11,000, 12,000, … tokens, of which only the first 5,500 (half
+		// the prefix left before) are read: the client's breakpoints miss.
+		prev := 10_000 + 1_000*i
+		report(prev/2, prev/2+1_000, 0, true)
+	}
+	if u := st.Usage; u.HitN != 4 || math.Abs(u.Hit-0.5) > 1e-9 || u.hit() != u.Hit {
+		t.Fatalf("after four half reads: hit %v over %d reports", u.Hit, u.HitN)
+	}
+	// A request after an edit or a cold gap reads less for its own
+	// reasons: it measures nothing.
+	report(0, 15_000, 0, false)
+	if u := st.Usage; u.HitN != 4 || math.Abs(u.Hit-0.5) > 1e-9 {
+		t.Fatalf("a broken prefix measured the cache: hit %v over %d reports", u.Hit, u.HitN)
+	}
+	// Too few reports: the model assumes the cache serves the prefix.
+	if h := (&usageState{Hit: 0.2, HitN: 2}).hit(); h != 1 {
+		t.Fatalf("hit after two reports = %v, want 1", h)
+	}
+	if h := (*usageState)(nil).hit(); h != 1 {
+		t.Fatalf("hit without reports = %v, want 1", h)
+	}
+	// Priced with half the prefix served: 1,000 cached tokens of 2,000
+	// cost 500 reads and 1,500 writes.
+	pl := toyPlan()
+	pl.hit = 0.5
+	if got := pl.request(1_000, 2_000); got != 500*1+1_500*10 {
+		t.Fatalf("request at hit 0.5 = %v", got)
+	}
+	// A clearing loses what the cache would have served: half as much.
+	pl.hit = 1
+	full := pl.request(1_000, 2_000) - pl.request(0, 2_000)
+	pl.hit = 0.5
+	if half := pl.request(1_000, 2_000) - pl.request(0, 2_000); half != full/2 {
+		t.Fatalf("the rewrite at hit 0.5 = %v, at 1 %v", half, full)
+	}
+}

@@ -65,9 +65,13 @@ type state struct {
 	// costs nothing more. InputCounted is the count of that request as the
 	// client sent it, and Growth the mean growth per request (see
 	// observeGrowth): how many requests are left before compaction.
-	LastAt       time.Time `json:"last_at,omitzero"`
-	InputCounted int       `json:"input_counted,omitempty"`
-	Growth       float64   `json:"growth,omitempty"`
+	LastAt time.Time `json:"last_at,omitzero"`
+	// Intact reports that the last prepared request sent the prefix the
+	// one before it left, on a warm cache: its usage measures the cache
+	// (usageState.Hit).
+	Intact       bool    `json:"intact,omitempty"`
+	InputCounted int     `json:"input_counted,omitempty"`
+	Growth       float64 `json:"growth,omitempty"`
 	// Thinking is the memory of signed thinking blocks (thinking.go,
 	// Pipeline.Record): kept in the state so that every process serving
 	// the session agrees. Never modified once set (a Record sets a new
@@ -157,6 +161,23 @@ type usageState struct {
 	// cache: a provider whose reports never do caches nothing, and an
 	// edit then costs no rewrite.
 	Cached int `json:"cached,omitempty"`
+	// Hit is the share of the prefix the request before left that the
+	// provider reported read from its cache, on requests that sent that
+	// prefix unchanged on a warm cache (an exponentially weighted mean of
+	// HitN such reports): the cache model's calibration (issue 45). A
+	// client whose breakpoints miss, or a provider that evicts early,
+	// reads less than the model assumes, and an edit then loses less.
+	Hit  float64 `json:"hit,omitempty"`
+	HitN int     `json:"hit_n,omitempty"`
+}
+
+// hit returns the calibrated share of an intact prefix read from the
+// cache: 1 until three reports measured it.
+func (u *usageState) hit() float64 {
+	if u == nil || u.HitN < 3 {
+		return 1
+	}
+	return u.Hit
 }
 
 // contentDigest is the stored hash of a result's content: the first 12
@@ -788,7 +809,18 @@ func (st *state) observe(u Usage, initial float64) {
 	prev := st.Usage
 	next := &usageState{Tokens: total, Counted: counted, Ratio: initial, N: 1}
 	if prev != nil {
-		next.Ratio, next.N, next.Cached = prev.Ratio, prev.N+1, prev.Cached
+		next.Ratio, next.N, next.Cached, next.Hit, next.HitN = prev.Ratio, prev.N+1, prev.Cached, prev.Hit, prev.HitN
+		if st.Intact && counted == st.Counted && prev.Tokens > 0 {
+			// The request sent the prefix the one before it left, on a
+			// warm cache: the model expects it read whole.
+			h := min(1, float64(u.CacheReadInputTokens)/float64(min(prev.Tokens, total)))
+			if next.HitN == 0 {
+				next.Hit = h
+			} else {
+				next.Hit = 0.7*next.Hit + 0.3*h
+			}
+			next.HitN++
+		}
 		if d := counted - prev.Counted; d >= minSlopeTokens || d <= -minSlopeTokens {
 			slope := float64(total-prev.Tokens) / float64(d)
 			if slope >= minRatio && slope <= maxRatio {
