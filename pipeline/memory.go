@@ -4,8 +4,15 @@ import (
 	"unsafe"
 
 	"github.com/agentctx/agentctx"
-	"github.com/agentctx/agentctx/internal/lib/decodecache"
 )
+
+// outsideBytes estimates the memory a decoded message holds outside its
+// struct: its content blocks and tool calls (their strings are counted
+// with its encoding).
+func outsideBytes(m agentctx.Message) int64 {
+	return int64(len(m.Content.Blocks()))*int64(unsafe.Sizeof(agentctx.Block{})) +
+		int64(len(m.ToolCalls))*int64(unsafe.Sizeof(agentctx.ToolCall{}))
+}
 
 // MemoryBytes estimates the memory the Pipeline keeps from one call to
 // the next: its memos (token counts, result keys and classes, content
@@ -120,7 +127,7 @@ func (m *pathedMemo) bytes() int64 {
 	hash := int64(unsafe.Sizeof(agentctx.Hash{}))
 	n := int64(len(m.same))*mapEntryBytes(hash) + int64(len(m.changed))*mapEntryBytes(hash+8)
 	for _, e := range m.changed {
-		n += int64(unsafe.Sizeof(*e)) + decodecache.OutsideBytes(e.msg) + 2*int64(len(e.facts.Encoding))
+		n += int64(unsafe.Sizeof(*e)) + outsideBytes(e.msg) + 2*int64(len(e.facts.Encoding))
 	}
 	return n
 }

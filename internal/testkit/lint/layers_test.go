@@ -116,3 +116,91 @@ func TestLayerOf(t *testing.T) {
 		}
 	}
 }
+
+// The engine's package imports no API family and no storage backend,
+// directly or through another package (issue 46): the families (openaix,
+// anthropicx, the proxy, the wire and request code under internal/lib) sit
+// above it, and a backend is chosen by whoever opens the stores. The
+// edges still there are listed in engineImportsNow with why, and must
+// still be there: the list only shrinks.
+func TestEngineImportsNoFamilyOrBackend(t *testing.T) {
+	root := moduleRoot(t)
+	deps := moduleDeps(t, root, "pipeline")
+	forbidden := func(p string) bool {
+		switch {
+		case strings.HasPrefix(p, "internal/lib/"), strings.HasPrefix(p, "internal/app/"),
+			p == "proxy", strings.HasPrefix(p, "proxy/"), p == "openaix", p == "anthropicx":
+			return true // a family
+		case strings.HasPrefix(p, "session/") && p != "session/memsession",
+			strings.HasPrefix(p, "workspace/") && p != "workspace/driver" && p != "workspace/memstore",
+			p == "stores":
+			return true // a backend, or what opens one
+		}
+		return false
+	}
+	seen := map[string]bool{}
+	for p, via := range deps {
+		if !forbidden(p) {
+			continue
+		}
+		seen[p] = true
+		if _, ok := engineImportsNow[p]; !ok {
+			t.Errorf("pipeline imports %s (through %s): the engine imports no API family and no storage backend", p, via)
+		}
+	}
+	for p := range engineImportsNow {
+		if !seen[p] {
+			t.Errorf("engineImportsNow lists %s, which pipeline no longer imports: remove it", p)
+		}
+	}
+}
+
+// engineImportsNow are the edges TestEngineImportsNoFamilyOrBackend lets
+// through while the stores move out of the engine: path → why.
+var engineImportsNow = map[string]string{
+	"stores":             "pipeline.OpenStores opens the default stores when Options names none (issue 46)",
+	"session/dirsession": "through stores",
+	"workspace/dirstore": "through stores",
+}
+
+// moduleDeps returns the packages of the module that the non-test code of
+// the package in dir imports, directly or not, each with the package that
+// imports it (paths relative to the module root).
+func moduleDeps(t *testing.T, root, dir string) map[string]string {
+	t.Helper()
+	deps := map[string]string{}
+	fset := token.NewFileSet()
+	queue := []string{dir}
+	for len(queue) > 0 {
+		from := queue[0]
+		queue = queue[1:]
+		matches, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(from), "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range matches {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				rel, ok := strings.CutPrefix(p, modulePath+"/")
+				if !ok {
+					continue
+				}
+				if _, done := deps[rel]; !done {
+					deps[rel] = from
+					queue = append(queue, rel)
+				}
+			}
+		}
+	}
+	if len(deps) == 0 {
+		t.Fatalf("%s imports nothing of the module: the walk is broken", dir)
+	}
+	return deps
+}
