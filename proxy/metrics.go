@@ -16,12 +16,14 @@ import (
 const MetricsPath = "/metrics"
 
 // Outcomes of agentctx_requests_total: error when the Engine failed or the
-// upstream answered 4xx or 5xx, else edited when the Engine changed the
-// messages, else unedited.
+// answer was an error status (the upstream's 4xx or 5xx, the proxy's 502),
+// else cancelled when the client hung up before the answer's end, else
+// edited when the Engine changed the messages, else unedited.
 const (
-	OutcomeEdited   = "edited"
-	OutcomeUnedited = "unedited"
-	OutcomeError    = "error"
+	OutcomeEdited    = "edited"
+	OutcomeUnedited  = "unedited"
+	OutcomeError     = "error"
+	OutcomeCancelled = "cancelled"
 )
 
 // promMetrics are a Server's Prometheus collectors, in a registry of its own
@@ -62,7 +64,7 @@ func newMetrics(s *Server) *promMetrics {
 	}
 	m := &promMetrics{
 		reg:              prometheus.NewRegistry(),
-		requests:         counter("requests_total", "Model requests the proxy edited or could edit, by API and outcome (edited, unedited, error).", "api", "outcome"),
+		requests:         counter("requests_total", "Model requests the proxy edited or could edit, by API and outcome (edited, unedited, cancelled, error).", "api", "outcome"),
 		overhead:         prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "agentctx", Name: "proxy_overhead_seconds", Help: "Time from a request received to its upstream request sent (decode, engine, encode).", Buckets: overheadBuckets}, api),
 		tokensReceived:   counter("context_tokens_received_total", "Tokens of the requests as the clients sent them, by the Engine's count.", api...),
 		tokensForwarded:  counter("context_tokens_forwarded_total", "Tokens of the requests as forwarded upstream, by the Engine's count.", api...),
@@ -115,8 +117,10 @@ func (m *promMetrics) record(x *exchange) {
 	api := string(x.api)
 	outcome := OutcomeUnedited
 	switch {
-	case x.engineErr != nil || x.status >= 400:
+	case x.failed():
 		outcome = OutcomeError
+	case x.cancelled:
+		outcome = OutcomeCancelled
 	case x.edited:
 		outcome = OutcomeEdited
 	}
