@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 	"github.com/agentctx/agentctx/proxy"
 )
 
@@ -408,3 +411,116 @@ func TestCutUpstreamStillAborted(t *testing.T) {
 	}
 }
 
+// The bill in the statistics of sessions whose clients and upstream hang
+// up in every order, against bills computed by hand (per million tokens:
+// claude-sonnet-4-5 $3 in, $0.30 read, $3.75 write (5m), $15 out;
+// gpt-5-codex $1.25 in, $0.125 cached, $10 out; OpenAI's input counts the
+// cached tokens).
+func TestStatsBillOfHangUpsHandComputed(t *testing.T) {
+	p := newHangupProxy(t, hangupUpstream(t))
+	anthropic, responses := hangupAPIs[0], hangupAPIs[2]
+	for _, r := range []struct {
+		api        hangupAPI
+		session    string
+		text, stop string
+	}{
+		// Read to its end: 100×3 + 4000×0.3 + 1000×3.75 + 50×15 = 6000 → $0.006
+		{anthropic, "cc", "whole 100 4000 1000 50", ""},
+		// Hung up at message_stop, the upstream's body still open:
+		// 10×3 + 5000×0.3 + 200×3.75 + 30×15 = 2730 → $0.00273
+		{anthropic, "cc", "hold 10 5000 200 30", anthropic.terminal},
+		// Hung up after message_start, its usage billed (1 output token):
+		// 20×3 + 6000×0.3 + 400×3.75 + 1×15 = 3375 → $0.003375
+		{anthropic, "cc", "mid 20 6000 400 30", "data: "},
+		// Cut by the upstream before its end: not billed, an error.
+		{anthropic, "cc", "cut 30 7000 500 40", ""},
+		// Cut by the upstream after message_stop: whole.
+		// 40×3 + 8000×0.3 + 600×3.75 + 60×15 = 5670 → $0.00567
+		{anthropic, "cc", "cutafter 40 8000 600 60", ""},
+		// Codex hanging up at response.completed, the upstream's body
+		// open: (3000−2048)×1.25 + 2048×0.125 + 200×10 = 3446 → $0.003446
+		{responses, "codex", "hold 3000 2048 0 200", responses.terminal},
+		// ... the upstream ending its body meanwhile (either first):
+		// (5000−4096)×1.25 + 4096×0.125 + 300×10 = 4642 → $0.004642
+		{responses, "codex", "whole 5000 4096 0 300", responses.terminal},
+		// (8000−6144)×1.25 + 6144×0.125 + 150×10 = 4588 → $0.004588
+		{responses, "codex", "hold 8000 6144 0 150", responses.terminal},
+	} {
+		p.ask(t, r.api, r.session, r.text, r.stop) // (the cut answers end with an error)
+	}
+	st := p.stats(t)
+	// cc: 6000 + 2730 + 3375 + 5670 = 17775 → $0.017775
+	checkFigures(t, "cc", st["cc"], map[string]float64{"requests": 5, "errors": 1, "client_cancels": 1,
+		"cost_usd": 0.017775, "cost_without_usd": 0.017775, "saved_usd": 0,
+		"input_tokens": 170, "cache_read_tokens": 23000, "cache_write_tokens": 2200, "output_tokens": 141})
+	// codex: 3446 + 4642 + 4588 = 12676 → $0.012676
+	checkFigures(t, "codex", st["codex"], map[string]float64{"requests": 3, "errors": 0, "client_cancels": 0,
+		"cost_usd": 0.012676, "cost_without_usd": 0.012676, "saved_usd": 0,
+		"input_tokens": 3712, "cache_read_tokens": 12288, "cache_write_tokens": 0, "output_tokens": 650})
+	// 17775 + 12676 = 30451 → $0.030451
+	checkFigures(t, "total", st["total"], map[string]float64{"requests": 8, "cost_usd": 0.030451,
+		"input_tokens": 3882, "cache_read_tokens": 35288, "cache_write_tokens": 2200, "output_tokens": 791})
+	// Each request's own figure, on the timeline.
+	for session, want := range map[string][]float64{"cc": {0.006, 0.00273, 0.003375, 0, 0.00567}, "codex": {0.003446, 0.004642, 0.004588}} {
+		tl, _ := st[session]["timeline"].([]any)
+		if len(tl) != len(want) {
+			t.Fatalf("%s: %d timeline points, want %d", session, len(tl), len(want))
+		}
+		for i, pt := range tl {
+			if got := pt.(map[string]any)["cost_usd"].(float64); !near(got, want[i]) {
+				t.Errorf("%s request %d: cost_usd %v, want %v", session, i+1, got, want[i])
+			}
+		}
+	}
+	if got := statuses(st["cc"]); fmt.Sprint(got) != "[200 200 499 502 200]" {
+		t.Errorf("cc statuses %v, want [200 200 499 502 200]", got)
+	}
+	if log := p.log(); !strings.Contains(log, "cost_usd=0.00273 ") || !strings.Contains(log, "cost_usd=0.003446 ") {
+		t.Errorf("the requests hung up on have no cost on their log line:\n%s", log)
+	}
+}
+
+// A Codex session against the fake upstream, whose answers are billed by
+// its prompt cache: the client hangs up at every response.completed, the
+// upstream holding every other body open after it. The proxy's bill is
+// the upstream's, to the millionth of a dollar (issue 45: 9 requests of 13
+// dropped, $0.0487 against the upstream's $0.1479).
+func TestCodexHangUpsBilledAsTheUpstreamBills(t *testing.T) {
+	fake := fakeupstream.New(fakeupstream.Options{Script: func(c *fakeupstream.Call) fakeupstream.Reply {
+		return fakeupstream.Reply{Text: fmt.Sprintf("done with turn %d: %s", c.Turn, strings.Repeat("word ", 40))}
+	}})
+	var n atomic.Int64
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fake.ServeHTTP(w, r)
+		if n.Add(1)%2 == 1 {
+			select { // the body held open until the proxy lets it go
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second):
+			}
+		}
+	})
+	p := newHangupProxy(t, up)
+	var input []any
+	const turns = 13
+	for i := range turns {
+		input = append(input, map[string]any{"type": "message", "role": "user",
+			"content": []any{map[string]any{"type": "input_text", "text": fmt.Sprintf("turn %d: %s", i, strings.Repeat("context ", 300))}}})
+		body, _ := json.Marshal(map[string]any{"model": "gpt-5-codex", "stream": true, "prompt_cache_key": "codex-1", "input": input})
+		if err := p.send(t, "/v1/responses", string(body), "codex-1", "event: response.completed"); err != nil {
+			t.Fatal(err)
+		}
+		input = append(input, map[string]any{"type": "message", "role": "assistant",
+			"content": []any{map[string]any{"type": "output_text", "text": fmt.Sprintf("done with turn %d", i)}}})
+	}
+	bill := fake.Bill()
+	st := p.stats(t)["codex-1"]
+	if bill.Requests != turns || bill.CacheRead == 0 {
+		t.Fatalf("the fake billed %+v", bill.Totals)
+	}
+	checkFigures(t, "codex-1", st, map[string]float64{"requests": turns, "errors": 0, "client_cancels": 0,
+		"cost_usd": math.Round(bill.USD*1e6) / 1e6, "input_tokens": float64(bill.Input), "cache_read_tokens": float64(bill.CacheRead),
+		"output_tokens": float64(bill.Output)})
+	if got := statuses(st); strings.Count(fmt.Sprint(got), "200") != turns {
+		t.Errorf("statuses %v, want 200 each", got)
+	}
+}
