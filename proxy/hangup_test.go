@@ -39,6 +39,10 @@ import (
 // the 5-minute lifetime.
 func hangupUpstream(t *testing.T) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.NotFound(w, r) // a browser's /favicon.ico, passed through
+			return
+		}
 		raw, _ := io.ReadAll(r.Body)
 		var req struct {
 			Input    json.RawMessage `json:"input"`
@@ -369,6 +373,9 @@ func TestHangUpMidStreamIsAClientCancel(t *testing.T) {
 			if n := sumOf(fams, "agentctx_requests_total", map[string]string{"outcome": proxy.OutcomeCancelled}); n != 1 {
 				t.Errorf("agentctx_requests_total{outcome=cancelled} = %v, want 1", n)
 			}
+			if f := fams["agentctx_session_errors_total"]; f != nil {
+				t.Errorf("a session without errors has errors in /metrics: %v", f)
+			}
 		})
 	}
 }
@@ -396,6 +403,9 @@ func TestCutUpstreamStillAborted(t *testing.T) {
 			fams := parseMetrics(t, get(t, p.url+proxy.MetricsPath, nil))
 			if n := sumOf(fams, "agentctx_requests_total", map[string]string{"outcome": "error"}); n != 1 {
 				t.Errorf("agentctx_requests_total{outcome=error} = %v, want 1", n)
+			}
+			if n := sumOf(fams, "agentctx_session_errors_total", map[string]string{"session": "s"}); n != 1 {
+				t.Errorf("agentctx_session_errors_total{session=s} = %v, want 1", n)
 			}
 
 			p.ask(t, api, "s", "cutafter 7000 6000 400 30", "")

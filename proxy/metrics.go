@@ -3,6 +3,9 @@ package proxy
 import (
 	"errors"
 	"net/http"
+	"sort"
+	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -95,6 +98,9 @@ func newMetrics(s *Server) *promMetrics {
 			func() float64 { return float64(s.decoded.Bytes() + s.prints.Bytes()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "agentctx", Name: "engine_bytes", Help: "The engine's estimate of what its sessions keep in memory between requests."},
 			func() float64 { return float64(s.engineBytes()) }),
+		sessionErrors{s: s, desc: prometheus.NewDesc("agentctx_session_errors_total",
+			"Requests of a session that failed (stats' errors: the Engine failed, or an error status), for the sessions with errors seen last (at most 100).",
+			[]string{"session"}, nil)},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -163,4 +169,61 @@ func (m *promMetrics) record(x *exchange) {
 			m.summaryRequests.WithLabelValues(api).Add(float64(b.SummaryRequests))
 		}
 	}
+}
+
+// maxSessionSeries bounds the sessions agentctx_session_errors_total
+// reports. A session is a label value there, the one metric whose series
+// grow with the sessions: only those with an error are reported (absent
+// means none), the most recently seen first, so that a proxy serving
+// thousands of sessions exports at most this many series, however many of
+// them fail. The statistics (GET /agentctx/stats, "errors") have every
+// session's.
+const maxSessionSeries = 100
+
+// sessionErrors collects agentctx_session_errors_total from the
+// statistics at each scrape.
+type sessionErrors struct {
+	s    *Server
+	desc *prometheus.Desc
+}
+
+func (c sessionErrors) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c sessionErrors) Collect(ch chan<- prometheus.Metric) {
+	for _, e := range c.s.stats.withErrors(maxSessionSeries) {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(e.errors), e.session)
+	}
+}
+
+// sessionErrorCount is a session's errors.
+type sessionErrorCount struct {
+	session  string
+	errors   int
+	lastSeen time.Time
+}
+
+// withErrors returns the sessions with errors, the most recently seen
+// first, at most n. A key that is not valid UTF-8 (from a header) is no
+// label value: left out.
+func (t *statsTable) withErrors(n int) []sessionErrorCount {
+	var out []sessionErrorCount
+	t.mu.Lock()
+	for k, s := range t.sessions {
+		if !utf8.ValidString(k) {
+			continue
+		}
+		s.mu.Lock()
+		if s.Errors > 0 {
+			out = append(out, sessionErrorCount{session: k, errors: s.Errors, lastSeen: s.lastSeen})
+		}
+		s.mu.Unlock()
+	}
+	t.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].lastSeen.Equal(out[j].lastSeen) {
+			return out[i].lastSeen.After(out[j].lastSeen)
+		}
+		return out[i].session < out[j].session
+	})
+	return out[:min(n, len(out))]
 }
