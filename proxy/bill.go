@@ -19,7 +19,8 @@ import (
 // "total"). Amounts are in USD.
 type Bill struct {
 	// CostUSD is the bill so far: the usage the upstream reported for
-	// every answered request, priced at Options.Prices by the request's
+	// every answered request (and what the stream of a request its client
+	// cancelled had reported), priced at Options.Prices by the request's
 	// model, summary requests included.
 	CostUSD float64 `json:"cost_usd"`
 	// CostWithoutUSD estimates the bill of the same requests sent as the
@@ -188,7 +189,9 @@ func (s *Server) bill(st *sessionStats, x *exchange) {
 		b.summaryCost += s.pricesOf(c.api, c.model).Cost(c.usage)
 	}
 	b.mu.Unlock()
-	if x.api == "" || !x.gotUsage || x.status >= 300 {
+	if x.api == "" || !x.gotUsage || x.status >= 300 && !x.cancelled {
+		// (A request its client cancelled is billed the usage its stream
+		// had reported: the upstream bills it too.)
 		return
 	}
 	p := s.pricesOf(x.api, b.model)

@@ -325,7 +325,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	if cells["session"] != ss.Session || cells["client"] != ss.Client || cells["model"] != ss.Model {
 		t.Errorf("row %v, stats %s %s %s", cells, ss.Session, ss.Client, ss.Model)
 	}
-	for k, want := range map[string]float64{"requests": float64(ss.Requests), "tokens_before": float64(ss.TokensBefore), "tokens_after": float64(ss.TokensAfter),
+	for k, want := range map[string]float64{"requests": float64(ss.Requests), "errors": float64(ss.Errors), "tokens_before": float64(ss.TokensBefore), "tokens_after": float64(ss.TokensAfter),
 		"compactions": float64(ss.Compactions), "clearing_batches": float64(ss.ClearingBatches), "cache_breaks": float64(ss.CacheBreaks),
 		"cost_usd": ss.CostUSD, "saved_usd": ss.SavedUSD,
 		"cache_hit": float64(ss.CacheReadTokens) / float64(ss.InputTokens+ss.CacheReadTokens+ss.CacheWriteTokens)} {
@@ -452,6 +452,63 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	if next := dom.byID("viewer-next"); next.Node == nil || hasAttr(next.Node, "disabled") {
 		t.Error("the viewer cannot read on")
+	}
+}
+
+// The sessions table has a column of errors: a session whose upstream cut
+// an answer shows 1, marked, and the requests its client hung up on (not
+// errors) in the cell's title; a session whose client hung up after whole
+// answers shows none. The session's page says both (issue 45: nobody saw
+// the errors).
+func TestDashboardInBrowserErrors(t *testing.T) {
+	t.Parallel() // its own proxy or file (an origin of its own) and tabs of its own: the browser tests overlap their pages
+	br := browser(t)
+	p := newHangupProxy(t, hangupUpstream(t))
+	a := hangupAPIs[0]
+	p.ask(t, a, "failing", "cut 10 0 0 5", "")       // cut by the upstream: an error
+	p.ask(t, a, "failing", "mid 10 0 0 5", "data: ") // hung up mid-stream: a client cancel
+	p.ask(t, a, "failing", "whole 10 0 0 5", "")     // answered
+	p.ask(t, a, "fine", "hold 10 0 0 5", a.terminal) // hung up after message_stop: answered
+	p.ask(t, hangupAPIs[2], "fine", "hold 10 0 0 5", hangupAPIs[2].terminal)
+	page := p.url + proxy.DashboardPath
+	dom := loadDOMShot(t, br, page, filepath.Join(screenshotDir(t), "dashboard-errors.png"), func(d node) string {
+		if n := len(d.byID("sessions").all("tr", "session")); n != 2 {
+			return fmt.Sprintf("%d rows, 2 sessions", n)
+		}
+		return ""
+	})
+	type errCell struct {
+		value, text, title string
+		marked             bool
+	}
+	got := map[string]errCell{}
+	for _, row := range dom.byID("sessions").all("tr", "session") {
+		for _, td := range (node{row}).all("td", "") {
+			if attr(td, "data-k") == "errors" && td.FirstChild != nil {
+				got[attr(row, "data-session")] = errCell{attr(td, "data-v"), td.FirstChild.Data, attr(td, "title"), hasClass(td, "neg")}
+			}
+		}
+	}
+	for session, want := range map[string]errCell{
+		"failing": {"1", "1", "1 request the client hung up on", true},
+		"fine":    {"0", "0", "0 requests the client hung up on", false},
+	} {
+		if got[session] != want {
+			t.Errorf("%s: errors cell %+v, want %+v", session, got[session], want)
+		}
+	}
+	heads := dom.byID("sessions").all("th", "")
+	if len(heads) < 5 || heads[4].FirstChild == nil || heads[4].FirstChild.Data != "Errors" {
+		t.Errorf("the fifth column is not Errors: %d columns", len(heads))
+	}
+	dom = loadDOM(t, br, page+"#/session/failing", func(d node) string {
+		if !strings.Contains(d.text("session-summary"), "3 requests") {
+			return "no summary: " + d.text("session-summary")
+		}
+		return ""
+	})
+	if got := dom.text("session-summary"); !strings.Contains(got, "3 requests · 1 error · 1 client cancel · ") {
+		t.Errorf("summary: %q", got)
 	}
 }
 

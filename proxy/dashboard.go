@@ -75,8 +75,10 @@ type SessionView struct {
 
 // TimelinePoint is one request of a session's timeline.
 type TimelinePoint struct {
-	At     time.Time `json:"at"`     // when the request was received
-	Status int       `json:"status"` // the HTTP status answered
+	At time.Time `json:"at"` // when the request was received
+	// Status is the HTTP status answered; StatusClientClosedRequest (499)
+	// when the client hung up before the answer's end.
+	Status int `json:"status"`
 	// TokensClient and TokensForwarded are the Engine's counts of the
 	// request as the client sent it and as it was forwarded (0 when the
 	// Engine did not see it).

@@ -40,7 +40,12 @@
 // httputil.ReverseProxy's: the answer is relayed as it arrives, a stream
 // (no Content-Length, or text/event-stream) flushed after every read,
 // with its status, body and trailers verbatim; an answer the upstream
-// cut is cut for the client too.
+// cut is cut for the client too (and recorded 502, an error). An answer
+// whose terminal event came (Anthropic's message_stop, the chat stream's
+// [DONE], Responses' response.completed) was answered whole, whoever
+// hangs up first: a client that closes the connection as soon as it has
+// it (Codex does) is not a cut. A client that hangs up before it cancels
+// the request, recorded StatusClientClosedRequest (499): not an error.
 //
 // # Prompt caches and signed thinking
 //
@@ -116,7 +121,8 @@
 // # Reports
 //
 // GET /agentctx/stats answers with per-session statistics (SessionStats):
-// requests, bytes and tokens before and after, compactions (those whose
+// requests, errors and client cancels, bytes and tokens before and after,
+// compactions (those whose
 // summary the provider wrote, ContextNative on the Responses API and on
 // Anthropic's, also as provider_compactions; see native_responses.go and
 // native.go), cache breaks
@@ -147,7 +153,9 @@
 // reads, cache writes by lifetime, output) at Options.Prices for the
 // request's model, plus the summary requests UpstreamSummarizers sent
 // (and the compaction requests NativeSummarizers sent) while the Engine
-// prepared a request (summary_requests, summary_cost_usd). Failed requests are not billed.
+// prepared a request (summary_requests, summary_cost_usd). Failed requests
+// are not billed; a request its client cancelled is billed the usage its
+// stream had reported (Anthropic's message_start carries the input).
 //
 // The bill without agentctx (cost_without_usd) is an estimate: what the
 // requests as the client sent them would have cost, with no summary

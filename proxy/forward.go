@@ -28,8 +28,10 @@ type forward struct {
 	sent     sendBody  // the body sent, when it was read whole
 	recorded chan struct{}
 	upSpan   trace.Span // the upstream span, when traced
-	// cutErr is the error that cut the upstream's answer short; the
-	// client's answer is then aborted.
+	// cutErr is the error that ended the upstream's answer before its
+	// body's end: the upstream cut it, or the client hung up (which
+	// cancels the upstream request). The client's answer is then aborted;
+	// done tells which it was.
 	cutErr error
 	sc     usageScanner
 	// rp and watched are held here, one allocation with the forward.
@@ -232,6 +234,12 @@ func (w *watchedBody) Read(p []byte) (int, error) {
 	case err != nil:
 		f.ended = true
 		f.cutErr = err
+		if w.track {
+			// What came before the error is what the upstream sent: an
+			// event its empty line did not end may still be the last.
+			f.sc.end(f.x.api)
+			f.seen()
+		}
 		f.got()
 	}
 	return n, err
@@ -241,7 +249,9 @@ func (w *watchedBody) Close() error { return w.body.Close() }
 
 // errorHandler answers an upstream that failed: 502 with the error
 // (credentials redacted) when there was no answer, an aborted client
-// connection when the answer was cut.
+// connection when the answer was cut. A client that hung up before the
+// answer came gets nothing, and the request is recorded as its cancel
+// (StatusClientClosedRequest).
 func (f *forward) errorHandler(w http.ResponseWriter, up *http.Request, err error) {
 	if f.cutErr != nil {
 		panic(http.ErrAbortHandler)
@@ -250,11 +260,27 @@ func (f *forward) errorHandler(w http.ResponseWriter, up *http.Request, err erro
 	msg := urlErrorOp(up.Method) + ": " + err.Error()
 	trace.SpanFromContext(up.Context()).RecordError(errors.New(msg))
 	f.waitRecorded()
-	f.x.status = http.StatusBadGateway
-	if f.r.Context().Err() == nil {
-		writeError(w, http.StatusBadGateway, "agentctx proxy: upstream: "+msg)
+	if f.clientGone() {
+		f.x.status, f.x.cancelled = StatusClientClosedRequest, true
+		return
 	}
+	f.x.status = http.StatusBadGateway
+	writeError(w, http.StatusBadGateway, "agentctx proxy: upstream: "+msg)
 }
+
+// StatusClientClosedRequest is the status the proxy records (in its log,
+// the statistics' timeline and the traces) for a request whose client hung
+// up before the answer's end: nginx's 499, "client closed request". The
+// client is gone, so no one receives it. The request is not an error (the
+// upstream did nothing wrong); it is counted as a client cancel, and
+// billed for the usage its stream had reported (Anthropic's message_start
+// reports the input).
+const StatusClientClosedRequest = 499
+
+// clientGone reports whether the client hung up (or its connection
+// failed): the request's context is then cancelled, before the handler
+// returns.
+func (f *forward) clientGone() bool { return f.r.Context().Err() != nil }
 
 // urlErrorOp is url.Error's Op for a method, as http.Client sets it.
 func urlErrorOp(method string) string {
@@ -271,16 +297,39 @@ func urlErrorOp(method string) string {
 // never came; it runs when the handler is aborted too.
 func (f *forward) done() {
 	f.waitRecorded()
-	if f.cutErr != nil {
-		// The upstream cut its answer: the client's is cut too, as
-		// ReverseProxy does, so it sees a transport error (and retries)
-		// rather than a complete-looking answer.
-		f.s.log.Warn("proxy: the upstream's answer was cut; aborting the client's", "path", f.r.URL.Path, "session", f.x.session, "err", redactErr(f.cutErr))
-		f.x.status = http.StatusBadGateway
-	}
+	f.ending()
 	f.s.finish(f.r, f.x)
 	if f.upSpan != nil {
 		f.upSpan.End() // once the answer is relayed
+	}
+}
+
+// ending records how the answer ended, whoever hung up first:
+//   - an answer whole (its terminal event read, or read to its end) was
+//     answered, with its status: the client hanging up as soon as it has
+//     the terminal event (Codex does), before the upstream ends its body,
+//     changes nothing, nor does an upstream that cuts the connection
+//     after its last event (issue 45: both were recorded as cut, an
+//     error, their usage dropped);
+//   - else a client that hung up (or whose connection failed) cancelled
+//     the request (StatusClientClosedRequest), unless the upstream had
+//     answered an error status, which stays;
+//   - else an error that ended the upstream's answer cut it: the client's
+//     is cut too, as ReverseProxy does, so it sees a transport error (and
+//     retries) rather than a complete-looking answer (the hardening rule,
+//     issue 24), and the request is recorded 502.
+func (f *forward) ending() {
+	x := f.x
+	switch {
+	case f.sc.done || f.ended && f.cutErr == nil:
+	case f.clientGone():
+		if x.status < 300 {
+			x.status, x.cancelled = StatusClientClosedRequest, true
+		}
+		f.s.log.Info("proxy: the client hung up before the answer's end", "path", f.r.URL.Path, "session", x.session)
+	case f.cutErr != nil:
+		f.s.log.Warn("proxy: the upstream's answer was cut; aborting the client's", "path", f.r.URL.Path, "session", x.session, "err", redactErr(f.cutErr))
+		x.status = http.StatusBadGateway
 	}
 }
 

@@ -3,6 +3,9 @@ package proxy
 import (
 	"errors"
 	"net/http"
+	"sort"
+	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -16,12 +19,14 @@ import (
 const MetricsPath = "/metrics"
 
 // Outcomes of agentctx_requests_total: error when the Engine failed or the
-// upstream answered 4xx or 5xx, else edited when the Engine changed the
-// messages, else unedited.
+// answer was an error status (the upstream's 4xx or 5xx, the proxy's 502),
+// else cancelled when the client hung up before the answer's end, else
+// edited when the Engine changed the messages, else unedited.
 const (
-	OutcomeEdited   = "edited"
-	OutcomeUnedited = "unedited"
-	OutcomeError    = "error"
+	OutcomeEdited    = "edited"
+	OutcomeUnedited  = "unedited"
+	OutcomeError     = "error"
+	OutcomeCancelled = "cancelled"
 )
 
 // promMetrics are a Server's Prometheus collectors, in a registry of its own
@@ -62,7 +67,7 @@ func newMetrics(s *Server) *promMetrics {
 	}
 	m := &promMetrics{
 		reg:              prometheus.NewRegistry(),
-		requests:         counter("requests_total", "Model requests the proxy edited or could edit, by API and outcome (edited, unedited, error).", "api", "outcome"),
+		requests:         counter("requests_total", "Model requests the proxy edited or could edit, by API and outcome (edited, unedited, cancelled, error).", "api", "outcome"),
 		overhead:         prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "agentctx", Name: "proxy_overhead_seconds", Help: "Time from a request received to its upstream request sent (decode, engine, encode).", Buckets: overheadBuckets}, api),
 		tokensReceived:   counter("context_tokens_received_total", "Tokens of the requests as the clients sent them, by the Engine's count.", api...),
 		tokensForwarded:  counter("context_tokens_forwarded_total", "Tokens of the requests as forwarded upstream, by the Engine's count.", api...),
@@ -93,6 +98,9 @@ func newMetrics(s *Server) *promMetrics {
 			func() float64 { return float64(s.decoded.Bytes() + s.prints.Bytes()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "agentctx", Name: "engine_bytes", Help: "The engine's estimate of what its sessions keep in memory between requests."},
 			func() float64 { return float64(s.engineBytes()) }),
+		sessionErrors{s: s, desc: prometheus.NewDesc("agentctx_session_errors_total",
+			"Requests of a session that failed (stats' errors: the Engine failed, or an error status), for the sessions with errors seen last (at most 100).",
+			[]string{"session"}, nil)},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -115,8 +123,10 @@ func (m *promMetrics) record(x *exchange) {
 	api := string(x.api)
 	outcome := OutcomeUnedited
 	switch {
-	case x.engineErr != nil || x.status >= 400:
+	case x.failed():
 		outcome = OutcomeError
+	case x.cancelled:
+		outcome = OutcomeCancelled
 	case x.edited:
 		outcome = OutcomeEdited
 	}
@@ -159,4 +169,61 @@ func (m *promMetrics) record(x *exchange) {
 			m.summaryRequests.WithLabelValues(api).Add(float64(b.SummaryRequests))
 		}
 	}
+}
+
+// maxSessionSeries bounds the sessions agentctx_session_errors_total
+// reports. A session is a label value there, the one metric whose series
+// grow with the sessions: only those with an error are reported (absent
+// means none), the most recently seen first, so that a proxy serving
+// thousands of sessions exports at most this many series, however many of
+// them fail. The statistics (GET /agentctx/stats, "errors") have every
+// session's.
+const maxSessionSeries = 100
+
+// sessionErrors collects agentctx_session_errors_total from the
+// statistics at each scrape.
+type sessionErrors struct {
+	s    *Server
+	desc *prometheus.Desc
+}
+
+func (c sessionErrors) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c sessionErrors) Collect(ch chan<- prometheus.Metric) {
+	for _, e := range c.s.stats.withErrors(maxSessionSeries) {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.CounterValue, float64(e.errors), e.session)
+	}
+}
+
+// sessionErrorCount is a session's errors.
+type sessionErrorCount struct {
+	session  string
+	errors   int
+	lastSeen time.Time
+}
+
+// withErrors returns the sessions with errors, the most recently seen
+// first, at most n. A key that is not valid UTF-8 (from a header) is no
+// label value: left out.
+func (t *statsTable) withErrors(n int) []sessionErrorCount {
+	var out []sessionErrorCount
+	t.mu.Lock()
+	for k, s := range t.sessions {
+		if !utf8.ValidString(k) {
+			continue
+		}
+		s.mu.Lock()
+		if s.Errors > 0 {
+			out = append(out, sessionErrorCount{session: k, errors: s.Errors, lastSeen: s.lastSeen})
+		}
+		s.mu.Unlock()
+	}
+	t.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].lastSeen.Equal(out[j].lastSeen) {
+			return out[i].lastSeen.After(out[j].lastSeen)
+		}
+		return out[i].session < out[j].session
+	})
+	return out[:min(n, len(out))]
 }

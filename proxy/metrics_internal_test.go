@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"fmt"
+	"net/http"
 	"testing"
 	"time"
 )
@@ -51,5 +53,54 @@ func BenchmarkSessionRecord(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		st.record(x)
+	}
+}
+
+// agentctx_session_errors_total reports the sessions with errors seen
+// last, at most maxSessionSeries of them: a label per session, bounded
+// however many sessions fail; a session without errors, or whose only
+// trouble is its client hanging up, has no series.
+func TestSessionErrorsBounded(t *testing.T) {
+	s, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
+	n := maxSessionSeries + 20
+	for i := range n {
+		st := s.stats.get(fmt.Sprintf("s%03d", i))
+		st.record(&exchange{api: APIAnthropic, start: t0.Add(time.Duration(i) * time.Second), status: http.StatusBadGateway})
+		if i%2 == 0 {
+			st.record(&exchange{api: APIAnthropic, start: t0.Add(time.Duration(i) * time.Second), status: http.StatusInternalServerError})
+		}
+	}
+	s.stats.get("fine").record(&exchange{api: APIAnthropic, start: t0.Add(time.Hour), status: 200})
+	s.stats.get("cancelled").record(&exchange{api: APIAnthropic, start: t0.Add(time.Hour), status: StatusClientClosedRequest, cancelled: true})
+	s.stats.get("bad\xffkey").record(&exchange{api: APIAnthropic, start: t0.Add(time.Hour), status: 500}) // no label value: left out
+
+	fams, err := s.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range fams {
+		if f.GetName() != "agentctx_session_errors_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	if len(got) != maxSessionSeries {
+		t.Fatalf("%d series, want %d", len(got), maxSessionSeries)
+	}
+	for i := n - maxSessionSeries; i < n; i++ { // the last seen
+		want := 1.0
+		if i%2 == 0 {
+			want = 2
+		}
+		if k := fmt.Sprintf("s%03d", i); got[k] != want {
+			t.Errorf("%s: %v errors, want %v", k, got[k], want)
+		}
 	}
 }

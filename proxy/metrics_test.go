@@ -228,6 +228,7 @@ func TestMetricsEqualStats(t *testing.T) {
 		{"agentctx_requests_total", api, float64(ss.Requests)},
 		{"agentctx_requests_total", map[string]string{"outcome": "edited"}, float64(ss.Edited)},
 		{"agentctx_requests_total", map[string]string{"outcome": "error"}, float64(ss.Errors)},
+		{"agentctx_session_errors_total", map[string]string{"session": ss.Session}, float64(ss.Errors)},
 		{"agentctx_proxy_overhead_seconds", api, float64(ss.Requests)},
 		{"agentctx_compactions_total", api, float64(ss.Compactions)},
 		{"agentctx_context_tokens_received_total", api, float64(received)},

@@ -336,6 +336,7 @@ type exchange struct {
 	gotUsage     bool
 	observed     bool // the usage was given to the engine
 	status       int
+	cancelled    bool // the client hung up before the answer's end (status StatusClientClosedRequest)
 	engineErr    error
 	bill         exchangeBill
 	cacheBreak   bool   // the messages sent do not extend the session's last (sentMessages)

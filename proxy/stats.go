@@ -39,7 +39,14 @@ type SessionStats struct {
 	Requests  int    `json:"requests"`   // requests seen
 	Edited    int    `json:"edited"`     // requests sent changed
 	DropBlock int    `json:"drop_block"` // requests sent asking the API to drop thinking whose prefix changed
-	Errors    int    `json:"errors"`     // requests the Engine failed on (forwarded unchanged)
+	// Errors counts the requests that failed: the Engine failed
+	// (forwarded unchanged), or the answer was an error status (the
+	// upstream's 4xx or 5xx, the proxy's 502 for an upstream unreachable
+	// or that cut its answer); not a client's hang-up (ClientCancels).
+	Errors int `json:"errors"`
+	// ClientCancels counts the requests whose client hung up before the
+	// answer's end (status StatusClientClosedRequest).
+	ClientCancels int `json:"client_cancels"`
 	// StoreTimeouts counts the requests forwarded unedited because a
 	// store did not answer within pipeline.Options.StoreTimeout.
 	StoreTimeouts int `json:"store_timeouts"`
@@ -125,8 +132,11 @@ func (s *sessionStats) record(x *exchange) {
 		s.DropBlock++
 	}
 	s.recordThinking(x)
-	if x.engineErr != nil || x.status >= 400 {
+	if x.failed() {
 		s.Errors++
+	}
+	if x.cancelled {
+		s.ClientCancels++
 	}
 	if errors.Is(x.engineErr, pipeline.ErrStoreTimeout) {
 		s.StoreTimeouts++ // forwarded unedited: the store did not answer
@@ -157,6 +167,12 @@ func (s *sessionStats) record(x *exchange) {
 	if len(s.overheads) > 1000 {
 		s.overheads = s.overheads[len(s.overheads)-1000:]
 	}
+}
+
+// failed reports whether an exchange is an error: the Engine failed on
+// it, or its answer was an error status (not a client's cancel).
+func (x *exchange) failed() bool {
+	return x.engineErr != nil || x.status >= 400 && !x.cancelled
 }
 
 func (s *sessionStats) snapshot(key string) SessionStats {

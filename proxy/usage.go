@@ -25,7 +25,13 @@ type usageScanner struct {
 	// final is set once the last event that carries usage was read
 	// (Anthropic's message_delta, the chat usage chunk, Responses'
 	// response.completed, a whole answer): the usage is then complete.
-	final    bool
+	final bool
+	// done is set once the answer's terminal event was read (Anthropic's
+	// message_stop, the chat stream's [DONE], Responses'
+	// response.completed, response.incomplete or response.done), or a
+	// whole JSON answer: the upstream answered whole, whatever cuts the
+	// connection after.
+	done     bool
 	thinking []string
 	sig      []byte // signature being streamed
 	// compaction is the answer's compaction block, whole, once read
@@ -85,6 +91,9 @@ func (sc *usageScanner) end(api API) {
 func (sc *usageScanner) event(e wire.Event) {
 	sc.reader.Event(wireAPI(sc.api), e.Data)
 	sc.sync()
+	if !sc.done {
+		sc.done = terminal(sc.api, e.Data, sc.final)
+	}
 	if sc.api != APIAnthropic || !watched(e.Data) || rawjson.Kind(e.Data) != '{' || rawjson.Valid(e.Data) != nil {
 		return
 	}
@@ -120,6 +129,24 @@ func (sc *usageScanner) event(e wire.Event) {
 			sc.sig = sc.sig[:0]
 		}
 	}
+}
+
+// terminal reports whether an event of api, whose data is data, ends
+// the answer: Anthropic's message_stop, the chat stream's [DONE], or (final
+// set) the Responses event that carries the usage, which is its last.
+func terminal(api API, data []byte, final bool) bool {
+	switch api {
+	case APIAnthropic:
+		// The API writes {"type":"message_stop"}; the test finds it
+		// without parsing the other events.
+		return bytes.Contains(data, []byte(`message_stop"`)) && rawjson.Kind(data) == '{' && rawjson.Valid(data) == nil &&
+			stringOf(rawjson.Get(data, "type")) == "message_stop"
+	case APIChat:
+		return bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]"))
+	case APIResponses:
+		return final
+	}
+	return false
 }
 
 // watched reports whether an Anthropic event may be one the proxy reads
@@ -159,6 +186,7 @@ func (sc *usageScanner) sync() {
 func (sc *usageScanner) whole(data []byte, api API) {
 	sc.reader.Whole(wireAPI(api), data)
 	sc.sync()
+	sc.done = sc.final // a JSON object, read whole
 	if api == APIAnthropic && rawjson.Kind(data) == '{' {
 		sc.anthropicContent(rawjson.Get(data, "content"))
 	}

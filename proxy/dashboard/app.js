@@ -49,6 +49,14 @@
     return td;
   }
 
+  // errorsCell is the session's errors, marked when there are any; its
+  // title says how many requests the client hung up on (not errors).
+  function errorsCell(s) {
+    const td = cell("errors", s.errors || 0, int(s.errors), s.errors > 0 ? "neg" : "");
+    td.title = count(s.client_cancels, "request") + " the client hung up on";
+    return td;
+  }
+
   function renderList() {
     const body = $("sessions").tBodies[0];
     body.textContent = "";
@@ -61,6 +69,7 @@
         cell("client", s.client, s.client || "–", "text"),
         cell("model", s.model, s.model || "–", "text"),
         cell("requests", s.requests, int(s.requests)),
+        errorsCell(s),
         cell("tokens_before", s.tokens_before, int(s.tokens_before)),
         cell("tokens_after", s.tokens_after, int(s.tokens_after)),
         cell("cache_hit", hitRatio(s), pct(hitRatio(s))),
@@ -213,6 +222,7 @@
     $("session-title").textContent = "Session " + key;
     if (!s) { $("session-summary").textContent = "No statistics for this session."; return; }
     $("session-summary").textContent = (s.client || "–") + " · " + (s.model || "–") + " · " + count(s.requests, "request") + " · " +
+      count(s.errors, "error") + " · " + count(s.client_cancels, "client cancel") + " · " +
       count(s.compactions, "compaction") + " · " + count(s.clearing_batches, "clearing batch", "clearing batches") + " · " +
       count(s.cache_breaks, "cache break") + " · cache hit " + pct(hitRatio(s)) + " · bill " + usd(s.cost_usd) + " · saved " + usd(s.saved_usd);
     drawTimeline(s.timeline || []);
