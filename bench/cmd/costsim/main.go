@@ -92,6 +92,19 @@
 // leaves at 5 minutes). The shim stands in for the client's setting: the
 // proxy arm sees the rewritten requests, as it would a client's.
 //
+// # Traces
+//
+// With -trace, each arm's directory holds requests.jsonl, one line per
+// request the client sent, in order,
+//
+//	{"n":1,"at":"2026-12-02T16:00:19.494009692Z","method":"POST","path":"/v1/messages","header":{...},"body":"0001.json"}
+//
+// where at is the time on the session's clock (the clock of the fake's
+// caches and of the proxy: the arm's start plus the wall time elapsed
+// times -clock-speed), header the request's headers without credentials,
+// and body the file beside it that holds the body's bytes ("" for a
+// request without a body). bench/internal/tracereplay reads them.
+//
 // The clients are the ones the end-to-end tests install
 // (internal/testkit/e2eclient); `go test ./bench/cmd/costsim` installs
 // them.
@@ -439,25 +452,27 @@ func regimeOf(name string) regime {
 
 // result is one arm's outcome.
 type result struct {
-	Cell cell   `json:"cell"`
-	Run  int    `json:"run"`
-	Arm  string `json:"arm"`
-	Bill fakeupstream.Totals
+	Cell cell                `json:"cell"`
+	Run  int                 `json:"run"`
+	Arm  string              `json:"arm"`
+	Bill fakeupstream.Totals `json:"bill"`
 	// Stats are what the model answered, ReadBacks included.
-	Stats fakeupstream.LongTaskStats
+	Stats fakeupstream.LongTaskStats `json:"model"`
 	// Final is the client's final answer; OK reports that it is the
 	// task's correct answer (Want).
-	Final string
-	Want  string
-	OK    bool
+	Final string `json:"final"`
+	Want  string `json:"want"`
+	OK    bool   `json:"ok"`
 	// Rewritten counts the requests the ttl1h stand-in changed;
 	// RewriteFailed those it could not.
-	Rewritten, RewriteFailed int64
+	Rewritten     int64 `json:"rewritten"`
+	RewriteFailed int64 `json:"rewrite_failed"`
 	// Wall is the client's run time; Session the session time it stands
 	// for.
-	Wall, Session time.Duration
-	Err           error  `json:"-"`
-	Error         string `json:"error,omitempty"`
+	Wall    time.Duration `json:"wall_ns"`
+	Session time.Duration `json:"session_ns"`
+	Err     error         `json:"-"`
+	Error   string        `json:"error,omitempty"`
 }
 
 // run builds agentctx when needed and runs every cell's runs, -parallel

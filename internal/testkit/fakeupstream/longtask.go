@@ -118,24 +118,26 @@ const DefaultSummaryTokens = 2500
 type LongTaskStats struct {
 	// Requests counts the requests the model answered; Steps the tool
 	// steps it asked for (a step asked twice counts twice).
-	Requests, Steps int
+	Requests int `json:"requests"`
+	Steps    int `json:"steps"`
 	// LastStep is the highest step asked for.
-	LastStep int
+	LastStep int `json:"last_step"`
 	// ProxySummaries and ClientSummaries count the summary requests of
 	// the proxy and of the client.
-	ProxySummaries, ClientSummaries int
+	ProxySummaries  int `json:"proxy_summaries"`
+	ClientSummaries int `json:"client_summaries"`
 	// Other counts the requests that were neither a step nor a summary
 	// (titles, checks without the tools): answered "ok".
-	Other int
+	Other int `json:"other"`
 	// ReadBacks counts the read-back turns (Chained): tool calls that read
 	// a pointer back because a value the task needs was not in the
 	// request.
-	ReadBacks int
+	ReadBacks int `json:"read_backs"`
 	// ChainMisses counts the steps run without the value the previous
 	// step printed (Chained), for want of it and of anything to read.
-	ChainMisses int
+	ChainMisses int `json:"chain_misses"`
 	// Answer is the final answer ("" before it).
-	Answer string
+	Answer string `json:"answer"`
 }
 
 // The texts that start a client's own compaction request: Claude Code's
