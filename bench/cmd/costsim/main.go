@@ -483,17 +483,8 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]result, error) {
 		return nil, fmt.Errorf("invalid -clock-speed %g, -runs %d or -parallel %d", cfg.ClockSpeed, cfg.Runs, cfg.Parallel)
 	}
 	cells := cfg.cells()
-	for _, c := range cells {
-		if c.Steps < 1 {
-			return nil, fmt.Errorf("invalid -steps %d", c.Steps)
-		}
-		argv := e2eclient.ClaudeCommand(cfg.ClientDir)
-		if c.Client == "codex" {
-			argv = e2eclient.CodexCommand(cfg.ClientDir)
-		}
-		if _, err := os.Stat(argv[len(argv)-1]); err != nil {
-			return nil, fmt.Errorf("%s is not installed in %s (go test ./bench/cmd/costsim installs it): %w", c.Client, cfg.ClientDir, err)
-		}
+	if err := checkClients(cfg, cells); err != nil {
+		return nil, err
 	}
 	tmp, err := os.MkdirTemp("", "costsim-")
 	if err != nil {
@@ -507,39 +498,56 @@ func run(ctx context.Context, cfg config, log io.Writer) ([]result, error) {
 			return nil, fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	}
+	byRun := runAll(ctx, cfg, cells, log)
+	var (
+		res  []result
+		errs []error
+	)
+	for _, rs := range byRun {
+		for _, r := range rs {
+			if r.Err != nil {
+				errs = append(errs, fmt.Errorf("%s run %d %s: %w", r.Cell, r.Run, r.Arm, r.Err))
+			}
+		}
+		res = append(res, rs...)
+	}
+	if ctx.Err() != nil {
+		errs = append(errs, ctx.Err())
+	}
+	return res, errors.Join(errs...)
+}
+
+// checkClients checks that the clients of the cells are installed.
+func checkClients(cfg config, cells []cell) error {
+	for _, c := range cells {
+		if c.Steps < 1 {
+			return fmt.Errorf("invalid -steps %d", c.Steps)
+		}
+		argv := e2eclient.ClaudeCommand(cfg.ClientDir)
+		if c.Client == "codex" {
+			argv = e2eclient.CodexCommand(cfg.ClientDir)
+		}
+		if _, err := os.Stat(argv[len(argv)-1]); err != nil {
+			return fmt.Errorf("%s is not installed in %s (go test ./bench/cmd/costsim installs it): %w", c.Client, cfg.ClientDir, err)
+		}
+	}
+	return nil
+}
+
+// runAll runs every run of every cell, -parallel at a time, and returns
+// each run's results (its arms), the runs of cell i at i×Runs.
+func runAll(ctx context.Context, cfg config, cells []cell, log io.Writer) [][]result {
 	type job struct{ cell, run int }
 	jobs := make(chan job)
-	var (
-		mu   sync.Mutex
-		out  = make([][]result, len(cells)*cfg.Runs)
-		errs []error
-		wg   sync.WaitGroup
-	)
+	out := make([][]result, len(cells)*cfg.Runs)
+	var wg sync.WaitGroup
 	for range min(cfg.Parallel, len(out)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				c := cells[j.cell]
-				var rs []result
-				for _, arm := range cfg.Arms {
-					if ctx.Err() != nil {
-						break
-					}
-					fmt.Fprintf(log, "costsim: %s run %d %s: clock ×%g\n", c, j.run, arm, cfg.ClockSpeed)
-					r := runArm(ctx, cfg, c, j.run, arm, log)
-					fmt.Fprintf(log, "costsim: %s run %d %s: %d requests, $%.4f, %s wall (%s of session), %d read-backs, final answer %q\n",
-						c, j.run, arm, r.Bill.Requests, r.Bill.USD, r.Wall.Round(time.Second), r.Session.Round(time.Minute), r.Stats.ReadBacks, r.Final)
-					rs = append(rs, r)
-				}
-				mu.Lock()
-				out[j.cell*cfg.Runs+j.run-1] = rs
-				for _, r := range rs {
-					if r.Err != nil {
-						errs = append(errs, fmt.Errorf("%s run %d %s: %w", r.Cell, r.Run, r.Arm, r.Err))
-					}
-				}
-				mu.Unlock()
+				// Each job writes its own element: no lock.
+				out[j.cell*cfg.Runs+j.run-1] = runArms(ctx, cfg, cells[j.cell], j.run, log)
 			}
 		}()
 	}
@@ -555,20 +563,56 @@ feed:
 	}
 	close(jobs)
 	wg.Wait()
-	var res []result
-	for _, rs := range out {
-		res = append(res, rs...)
+	return out
+}
+
+// runArms runs one run of cell c: its arms in turn.
+func runArms(ctx context.Context, cfg config, c cell, run int, log io.Writer) []result {
+	var rs []result
+	for _, arm := range cfg.Arms {
+		if ctx.Err() != nil {
+			break
+		}
+		fmt.Fprintf(log, "costsim: %s run %d %s: clock ×%g\n", c, run, arm, cfg.ClockSpeed)
+		r := runArm(ctx, cfg, c, run, arm, log)
+		fmt.Fprintf(log, "costsim: %s run %d %s: %d requests, $%.4f, %s wall (%s of session), %d read-backs, final answer %q\n",
+			c, run, arm, r.Bill.Requests, r.Bill.USD, r.Wall.Round(time.Second), r.Session.Round(time.Minute), r.Stats.ReadBacks, r.Final)
+		rs = append(rs, r)
 	}
-	if ctx.Err() != nil {
-		errs = append(errs, ctx.Err())
-	}
-	return res, errors.Join(errs...)
+	return rs
 }
 
 // accelerated returns a clock that reads start at start and runs speed
 // times faster than the wall clock (as agentctx proxy --clock-speed).
 func accelerated(start time.Time, speed float64) func() time.Time {
 	return func() time.Time { return start.Add(time.Duration(float64(time.Since(start)) * speed)) }
+}
+
+// armDirs are an arm's directories: the client's working directory and
+// home, and the proxy's directory (its workspace is proxy/.agentctx), in
+// tmp.
+type armDirs struct{ tmp, work, home, proxy string }
+
+func newArmDirs(cfg config, c cell, run int) (armDirs, error) {
+	for _, d := range []string{cfg.runDir(cfg.Dump, c, run), cfg.runDir(cfg.ProxyLog, c, run)} {
+		if d != "" {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				return armDirs{}, err
+			}
+		}
+	}
+	tmp, err := os.MkdirTemp("", "costsim-arm-")
+	if err != nil {
+		return armDirs{}, err
+	}
+	a := armDirs{tmp: tmp, work: filepath.Join(tmp, "work"), home: filepath.Join(tmp, "home"), proxy: filepath.Join(tmp, "proxy")}
+	for _, d := range []string{a.work, a.home, a.proxy} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			os.RemoveAll(tmp)
+			return armDirs{}, err
+		}
+	}
+	return a, nil
 }
 
 // runArm runs one client in one arm: a fresh working directory, fake and
@@ -584,33 +628,18 @@ func runArm(ctx context.Context, cfg config, c cell, run int, arm string, log io
 	if !cfg.single() {
 		prefix = fmt.Sprintf("%s#%d/%s", c, run, arm)
 	}
-	for _, d := range []string{cfg.runDir(cfg.Dump, c, run), cfg.runDir(cfg.ProxyLog, c, run)} {
-		if d != "" {
-			if err := os.MkdirAll(d, 0o755); err != nil {
-				r.Err = err
-				return r
-			}
-		}
-	}
-	tmp, err := os.MkdirTemp("", "costsim-arm-")
+	dirs, err := newArmDirs(cfg, c, run)
 	if err != nil {
 		r.Err = err
 		return r
 	}
-	defer os.RemoveAll(tmp)
-	work, home, pdir := filepath.Join(tmp, "work"), filepath.Join(tmp, "home"), filepath.Join(tmp, "proxy")
-	for _, d := range []string{work, home, pdir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			r.Err = err
-			return r
-		}
-	}
+	defer os.RemoveAll(dirs.tmp)
 	rg := regimeOf(c.Regime)
 	start := time.Now()
 	clock := accelerated(start, cfg.ClockSpeed)
-	model := fakeupstream.NewLongTask(fakeupstream.LongTaskOptions{Steps: c.Steps, Dir: work,
+	model := fakeupstream.NewLongTask(fakeupstream.LongTaskOptions{Steps: c.Steps, Dir: dirs.work,
 		ClockSpeed: cfg.ClockSpeed, SummaryHeader: proxy.HeaderSummary, SummaryTitle: compact.SummaryTitle, Thinking: c.Thinking,
-		SlowBuild: rg.slowBuild, SmallOutputs: c.Outputs == "small", Chained: true, PathRoots: []string{pdir}})
+		SlowBuild: rg.slowBuild, SmallOutputs: c.Outputs == "small", Chained: true, PathRoots: []string{dirs.proxy}})
 	if err := model.WriteFiles(); err != nil {
 		r.Err = err
 		return r
@@ -621,74 +650,26 @@ func runArm(ctx context.Context, cfg config, c cell, run int, arm string, log io
 	if cfg.Verbose {
 		h = &perRequest{fake: fake, start: start, clock: clock, w: log, prefix: prefix, dump: cfg.runDir(cfg.Dump, c, run)}
 	}
-	fakeBase, stopFake, err := serve(h)
-	if err != nil {
-		r.Err = err
-		return r
-	}
-	defer stopFake()
-	// What the client talks to: the fake or the proxy, behind the front
-	// when the run records or rewrites requests.
-	var endpoint http.Handler = h
-	base := fakeBase
-	if arm == "proxy" {
-		p, err := startProxy(ctx, cfg, pdir, home, fakeBase)
-		if err != nil {
-			r.Err = err
-			return r
+	env, err := startArm(ctx, cfg, c, run, arm, dirs, h, clock, log)
+	if err == nil {
+		actx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		t0 := time.Now()
+		if c.Client == "claude" {
+			r.Final, err = runClaude(actx, cfg, rg, dirs.work, dirs.home, env.base)
+		} else {
+			r.Final, err = runCodex(actx, cfg, dirs.work, dirs.home, env.base)
 		}
-		defer func() {
-			p.stop(log, r.Err != nil)
-			if d := cfg.runDir(cfg.ProxyLog, c, run); d != "" {
-				if err := os.WriteFile(filepath.Join(d, c.Client+"-proxy.log"), []byte(p.log.String()), 0o644); err != nil {
-					fmt.Fprintln(log, "costsim:", err)
-				}
-			}
-		}()
-		base = p.base
-		u, err := url.Parse(p.base)
-		if err != nil {
-			r.Err = err
-			return r
-		}
-		endpoint = &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(u) }, FlushInterval: -1}
+		cancel()
+		r.Wall = time.Since(t0)
 	}
-	if cfg.Trace != "" || rg.longCache {
-		f := &front{next: endpoint, longCache: rg.longCache}
-		if cfg.Trace != "" {
-			tw, err := newTraceWriter(filepath.Join(cfg.runDir(cfg.Trace, c, run), c.Client+"-"+arm), clock)
-			if err != nil {
-				r.Err = err
-				return r
-			}
-			f.trace = tw
-			defer func() {
-				if err := tw.Close(); err != nil && r.Err == nil {
-					r.Err = fmt.Errorf("trace: %w", err)
-				}
-			}()
-		}
-		defer func() { r.Rewritten, r.RewriteFailed = f.rewritten.Load(), f.failed.Load() }()
-		fb, stopFront, err := serve(f)
-		if err != nil {
-			r.Err = err
-			return r
-		}
-		defer stopFront()
-		base = fb
+	if serr := env.stop(log, err != nil); serr != nil && err == nil {
+		err = serr
 	}
-	actx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-	defer cancel()
-	t0 := time.Now()
-	if c.Client == "claude" {
-		r.Final, err = runClaude(actx, cfg, rg, work, home, base)
-	} else {
-		r.Final, err = runCodex(actx, cfg, work, home, base)
-	}
-	r.Wall = time.Since(t0)
 	r.Session = time.Duration(float64(r.Wall) * cfg.ClockSpeed)
-	r.Bill = fake.Bill().Totals
-	r.Stats = model.Stats()
+	r.Bill, r.Stats = fake.Bill().Totals, model.Stats()
+	if env.front != nil {
+		r.Rewritten, r.RewriteFailed = env.front.rewritten.Load(), env.front.failed.Load()
+	}
 	r.OK = err == nil && strings.Contains(r.Final, r.Want)
 	switch {
 	case err != nil:
@@ -702,6 +683,91 @@ func runArm(ctx context.Context, cfg config, c cell, run int, arm string, log io
 		}
 	}
 	return r
+}
+
+// armEnv is what an arm's client talks to: the fake, the proxy (proxy
+// arm) and the front (with a trace or the ttl1h regime), served.
+type armEnv struct {
+	base  string // the client's base URL
+	front *front // nil without one
+	// stops end what was started, the last first.
+	stops []func(log io.Writer, failed bool) error
+}
+
+// stop ends what the arm started, and returns the first error (of the
+// trace).
+func (e *armEnv) stop(log io.Writer, failed bool) error {
+	var first error
+	for i := len(e.stops) - 1; i >= 0; i-- {
+		if err := e.stops[i](log, failed); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// startArm serves fake, starts the proxy in front of it for the proxy
+// arm, and the front before them when the run records a trace or the
+// regime asks for long cache lifetimes. On an error it has stopped what
+// it started.
+func startArm(ctx context.Context, cfg config, c cell, run int, arm string, dirs armDirs, fake http.Handler, clock func() time.Time, log io.Writer) (*armEnv, error) {
+	env := &armEnv{}
+	fail := func(err error) (*armEnv, error) {
+		env.stop(log, true)
+		env.stops = nil
+		return env, err
+	}
+	base, stop, err := serve(fake)
+	if err != nil {
+		return fail(err)
+	}
+	env.stops = append(env.stops, func(io.Writer, bool) error { stop(); return nil })
+	var endpoint http.Handler = fake
+	if arm == "proxy" {
+		p, err := startProxy(ctx, cfg, dirs.proxy, dirs.home, base)
+		if err != nil {
+			return fail(err)
+		}
+		env.stops = append(env.stops, func(log io.Writer, failed bool) error {
+			p.stop(log, failed)
+			if d := cfg.runDir(cfg.ProxyLog, c, run); d != "" {
+				return os.WriteFile(filepath.Join(d, c.Client+"-proxy.log"), []byte(p.log.String()), 0o644)
+			}
+			return nil
+		})
+		u, err := url.Parse(p.base)
+		if err != nil {
+			return fail(err)
+		}
+		base = p.base
+		endpoint = &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(u) }, FlushInterval: -1}
+	}
+	rg := regimeOf(c.Regime)
+	if cfg.Trace == "" && !rg.longCache {
+		env.base = base
+		return env, nil
+	}
+	env.front = &front{next: endpoint, longCache: rg.longCache}
+	if cfg.Trace != "" {
+		tw, err := newTraceWriter(filepath.Join(cfg.runDir(cfg.Trace, c, run), c.Client+"-"+arm), clock)
+		if err != nil {
+			return fail(err)
+		}
+		env.front.trace = tw
+		env.stops = append(env.stops, func(io.Writer, bool) error {
+			if err := tw.Close(); err != nil {
+				return fmt.Errorf("trace: %w", err)
+			}
+			return nil
+		})
+	}
+	fb, stopFront, err := serve(env.front)
+	if err != nil {
+		return fail(err)
+	}
+	env.stops = append(env.stops, func(io.Writer, bool) error { stopFront(); return nil })
+	env.base = fb
+	return env, nil
 }
 
 // serve serves h on a free loopback port and returns its base URL and a
