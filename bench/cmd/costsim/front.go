@@ -152,8 +152,8 @@ func withRetention24h(body []byte) ([]byte, error) {
 //
 //	{"n":1,"at":"<RFC3339Nano on the session's clock>","method":"POST","path":"/v1/messages","header":{...},"body":"0001.json"}
 //
-// and the body's bytes in DIR/0001.json (body "" for a request without
-// one). The header leaves out credentials (Authorization, X-Api-Key,
+// and the body's bytes in DIR/0001.json (an empty file for a request
+// without a body: the replayer reads the file every line names). The header leaves out credentials (Authorization, X-Api-Key,
 // cookies, and any header whose name says key, token, secret or auth).
 // bench/internal/tracereplay reads this format. It is safe for
 // concurrent use.
@@ -197,11 +197,9 @@ func (t *traceWriter) record(r *http.Request, body []byte) {
 	defer t.mu.Unlock()
 	t.n++
 	line := traceLine{N: t.n, At: t.clock().UTC().Format(time.RFC3339Nano), Method: r.Method, Path: r.URL.Path, Header: traceHeader(r.Header)}
-	if len(body) > 0 {
-		line.Body = fmt.Sprintf("%04d.json", t.n)
-		if err := os.WriteFile(filepath.Join(t.dir, line.Body), body, 0o644); err != nil && t.err == nil {
-			t.err = err
-		}
+	line.Body = fmt.Sprintf("%04d.json", t.n)
+	if err := os.WriteFile(filepath.Join(t.dir, line.Body), body, 0o644); err != nil && t.err == nil {
+		t.err = err
 	}
 	b, _ := json.Marshal(line)
 	if _, err := t.f.Write(append(b, '\n')); err != nil && t.err == nil {

@@ -102,7 +102,7 @@
 // where at is the time on the session's clock (the clock of the fake's
 // caches and of the proxy: the arm's start plus the wall time elapsed
 // times -clock-speed), header the request's headers without credentials,
-// and body the file beside it that holds the body's bytes ("" for a
+// and body the file beside it that holds the body's bytes (empty for a
 // request without a body). bench/internal/tracereplay reads them.
 //
 // The clients are the ones the end-to-end tests install

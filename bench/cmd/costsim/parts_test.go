@@ -142,7 +142,7 @@ func TestTraceWriter(t *testing.T) {
 	want := []traceLine{
 		{N: 1, At: "2026-11-30T09:00:00.123456789Z", Method: "POST", Path: "/v1/messages", Body: "0001.json",
 			Header: http.Header{"Anthropic-Beta": {"a,b"}, "Anthropic-Version": {"2023-06-01"}, "X-Claude-Code-Session-Id": {"s1"}}},
-		{N: 2, At: "2026-11-30T09:01:30.123456789Z", Method: "GET", Path: "/v1/models", Header: http.Header{}},
+		{N: 2, At: "2026-11-30T09:01:30.123456789Z", Method: "GET", Path: "/v1/models", Header: http.Header{}, Body: "0002.json"},
 	}
 	for i, m := range lines {
 		b, _ := json.Marshal(m)
@@ -157,6 +157,9 @@ func TestTraceWriter(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "0001.json")); err != nil || string(b) != `{"model":"m"}` {
 		t.Errorf("0001.json: %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "0002.json")); err != nil || len(b) != 0 {
+		t.Errorf("0002.json (a GET): %q, %v, want an empty file", b, err)
 	}
 }
 
