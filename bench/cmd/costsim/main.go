@@ -67,7 +67,7 @@
 //	                  the ttl1h stand-in, before the proxy): DIR/CLIENT-ARM
 //	                  for one run of one cell per client, else
 //	                  DIR/CELL/RUN/CLIENT-ARM (CELL with dashes for slashes);
-//	                  see traceWriter for the format
+//	                  see Traces below
 //	-bin FILE         agentctx binary (default: go build ./cmd/agentctx)
 //	-timeout D        bound of one arm's client run (default 45m)
 //	-v                print one line per model request: its usage and cost
