@@ -66,7 +66,9 @@ type Block struct {
 	// last cacheable block.
 	Breakpoint bool
 	// TTL is the breakpoint's lifetime: 0 means the provider's default
-	// (Prices.TTL); Anthropic's cache_control.ttl "1h" is time.Hour.
+	// (Prices.TTL); Anthropic's cache_control.ttl "1h" is time.Hour. For
+	// OpenAI it is the lifetime of the prefix through the block (24 hours
+	// with extended retention).
 	TTL time.Duration
 }
 
@@ -92,7 +94,8 @@ type Block struct {
 // boundaries, that an earlier live request shared, if it is at least
 // Prices.MinCacheable tokens, rounded down to a multiple of CacheIncrement
 // past it. Nothing is billed as a write; every request refreshes its
-// prefixes for Prices.TTL.
+// prefixes for their blocks' TTL (a request with extended retention,
+// "prompt_cache_retention": "24h"), else Prices.TTL.
 //
 // Prefixes match at block granularity: two requests that share half of a
 // block share only the blocks before it.
@@ -297,7 +300,7 @@ func (c *Cache) openai(now time.Time, blocks []Block) Usage {
 	for _, b := range blocks {
 		cum += b.Tokens
 		if cum >= c.prices.MinCacheable && cum > 0 {
-			c.touch(now, b.Prefix, c.prices.TTL)
+			c.touch(now, b.Prefix, c.ttl(b))
 		}
 	}
 	return u

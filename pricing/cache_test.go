@@ -143,6 +143,16 @@ func TestCacheUsage(t *testing.T) {
 			// 10 minutes after its last use the system prefix is gone
 			{12 * time.Minute, []blk{b("system", 1500), b("u1", 100)}, pricing.Usage{Input: 1600}},
 		}},
+		{"openai extended retention: blocks with a 24h ttl live a day", gpt, []step{
+			{0, []blk{{name: "system", tokens: 1500, ttl: 24 * time.Hour}, b("u1", 100)}, pricing.Usage{Input: 1600}},
+			// 6 hours later the 24h prefix is read, the 10-minute one is gone
+			{6 * time.Hour, []blk{b("system", 1500), b("u1", 100)}, pricing.Usage{CacheRead: 1408, Input: 192}},
+			// a hit refreshes it for its own day (an entry keeps the
+			// longest ttl it was given): live 23 hours on, gone 25 hours
+			// after that
+			{29 * time.Hour, []blk{b("system", 1500), b("u2", 100)}, pricing.Usage{CacheRead: 1408, Input: 192}},
+			{54 * time.Hour, []blk{b("system", 1500), b("u2", 100)}, pricing.Usage{Input: 1600}},
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := pricing.NewCache(tc.prices)

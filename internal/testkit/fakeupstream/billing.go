@@ -313,8 +313,16 @@ func (bl *builder) chat(body map[string]any) {
 }
 
 // responses adds a Responses request's instructions, tools and input
-// items.
+// items; with "prompt_cache_retention": "24h" (extended retention) their
+// prefixes live ExtendedRetention.
 func (bl *builder) responses(body map[string]any) {
+	if body["prompt_cache_retention"] == "24h" {
+		defer func() {
+			for i := range bl.blocks {
+				bl.blocks[i].TTL = ExtendedRetention
+			}
+		}()
+	}
 	if s, _ := body["instructions"].(string); s != "" {
 		bl.add("instructions", s, count(s), nil)
 	}
@@ -380,6 +388,10 @@ func cacheable(b map[string]any) bool {
 	}
 	return true
 }
+
+// ExtendedRetention is how long OpenAI keeps the cached prefixes of a
+// request with "prompt_cache_retention": "24h".
+const ExtendedRetention = 24 * time.Hour
 
 func ttlOf(cc map[string]any) time.Duration {
 	switch cc["ttl"] {

@@ -298,3 +298,42 @@ func TestOpenAIUsage(t *testing.T) {
 		t.Errorf("bill %+v", b.Totals)
 	}
 }
+
+// A Responses request with "prompt_cache_retention": "24h" leaves its
+// prefixes cached for a day; without it they last OpenAI's 10 minutes.
+func TestOpenAIExtendedRetention(t *testing.T) {
+	clk := newClock()
+	srv := httptest.NewServer(fakeupstream.New(fakeupstream.Options{Now: clk.now}))
+	defer srv.Close()
+	hdr := map[string]string{"Authorization": "Bearer k"}
+	resp := func(user, retention string) map[string]any {
+		b := map[string]any{"model": "gpt-5", "instructions": words(1100), "input": []any{map[string]any{"role": "user", "content": user}}}
+		if retention != "" {
+			b["prompt_cache_retention"] = retention
+		}
+		return b
+	}
+	for i, step := range []struct {
+		after     time.Duration
+		retention string
+		cached    int
+	}{
+		{0, "24h", 0},
+		{6 * time.Hour, "24h", 1024}, // a day's retention
+		{time.Hour, "", 1024},        // read without it too: the entry lives its day
+	} {
+		clk.advance(step.after)
+		_, b := post(t, srv.URL, "/v1/responses", hdr, resp("hi", step.retention))
+		if u := usageOf(t, b); num(u, "input_tokens_details", "cached_tokens") != step.cached {
+			t.Errorf("request %d: usage %v, want %d cached", i+1, u, step.cached)
+		}
+	}
+	// Without retention, 11 minutes are too long.
+	hdr["Authorization"] = "Bearer other"
+	post(t, srv.URL, "/v1/responses", hdr, resp("hi", ""))
+	clk.advance(11 * time.Minute)
+	_, b := post(t, srv.URL, "/v1/responses", hdr, resp("hi", ""))
+	if u := usageOf(t, b); num(u, "input_tokens_details", "cached_tokens") != 0 {
+		t.Errorf("after 11 minutes without retention: usage %v, want nothing cached", u)
+	}
+}

@@ -211,21 +211,36 @@ func (p pointer) key() string {
 // pointers returns the pointers in text the model's mode can follow, in
 // order of appearance.
 func (m *ReadBack) pointers(text string) []pointer {
-	var out []pointer
 	if m.opts.Mode == ByPath {
-		for _, g := range fileTag.FindAllStringSubmatch(text, -1) {
-			out = append(out, pointer{path: strings.TrimSpace(g[1])})
-		}
-		for _, p := range absPath.FindAllString(text, -1) {
-			p = strings.TrimRight(p, ".:")
-			for _, root := range m.opts.PathRoots {
-				if root != "" && strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/") {
-					out = append(out, pointer{path: p})
-				}
+		return pathPointers(text, m.opts.PathRoots)
+	}
+	return idPointers(text)
+}
+
+// pathPointers returns the paths text points at, in order of appearance:
+// <file>PATH</file>, and absolute paths under one of roots.
+func pathPointers(text string, roots []string) []pointer {
+	var out []pointer
+	for _, g := range fileTag.FindAllStringSubmatch(text, -1) {
+		out = append(out, pointer{path: strings.TrimSpace(g[1])})
+	}
+	for _, p := range absPath.FindAllString(text, -1) {
+		p = strings.TrimRight(p, ".:")
+		for _, root := range roots {
+			if root != "" && strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/") {
+				out = append(out, pointer{path: p})
 			}
 		}
-		return out
 	}
+	return out
+}
+
+// idPointers returns the artifact ids text points at, in order of kind
+// then appearance: a page's "Continue with get_knowledge_by_id(...)"
+// notice first, then <knowledge id="...">, artifact_id="..." and bare
+// tool_result_... ids.
+func idPointers(text string) []pointer {
+	var out []pointer
 	for _, g := range continueRead.FindAllStringSubmatch(text, -1) {
 		var off int
 		fmt.Sscan(g[2], &off)
