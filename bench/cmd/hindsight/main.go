@@ -2,7 +2,7 @@
 // through `agentctx proxy` under a grid of policies and prints the bill of
 // each, cheapest first: the hindsight bound of issue 45 is the cheapest.
 //
-//	go run ./bench/cmd/hindsight -trace DIR -steps 120 [-grid 'ARGS;ARGS;...'] [-- common proxy flags]
+//	go run ./bench/cmd/hindsight -trace DIR -steps 120 [-small] [-thinking] [-grid 'ARGS;ARGS;...'] [-- common proxy flags]
 //
 // Without -grid it replays the grid of clearing age × batch size ×
 // compaction point (see defaultGrid) and the proxy's defaults.
@@ -27,6 +27,9 @@ func main() {
 	dir := flag.String("trace", "", "the trace directory (requests.jsonl and bodies)")
 	steps := flag.Int("steps", 120, "the recorded task's steps")
 	thinking := flag.Bool("thinking", false, "the recorded task ran with thinking")
+	small := flag.Bool("small", false, "the recorded task had small outputs (costsim -outputs small)")
+	chained := flag.Bool("chained", true, "the recorded task was chained (costsim's)")
+	summary := flag.Int("summary-tokens", 0, "the size of the model's summaries (0: fakeupstream.DefaultSummaryTokens, as costsim's)")
 	grid := flag.String("grid", "", "policies to replay, ';' between them, each a list of proxy flags ('-' alone: the defaults only; unset: the default grid and the defaults)")
 	verbose := flag.Bool("v", false, "print the usage of each request of each policy")
 	logFile := flag.String("log", "", "append the proxy's log of each policy to this file")
@@ -69,7 +72,8 @@ func main() {
 			logw = f
 		}
 		res, err := tracereplay.Run(ctx, reqs, tracereplay.Options{ProxyArgs: args, Log: logw,
-			Task: fakeupstream.LongTaskOptions{Steps: *steps, Thinking: *thinking}})
+			Task: fakeupstream.LongTaskOptions{Steps: *steps, Thinking: *thinking,
+				SmallOutputs: *small, Chained: *chained, SummaryTokens: *summary}})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "hindsight: %q: %v\n", p, err)
 			os.Exit(1)

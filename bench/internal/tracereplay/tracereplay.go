@@ -76,21 +76,14 @@ type Options struct {
 	// ProxyArgs are the flags of `agentctx proxy` (the upstreams and
 	// workspace are set by Run).
 	ProxyArgs []string
-	// Task is the scripted model's task (its steps must be the recorded
-	// session's); Dir its working directory is taken as.
+	// Task is the scripted model's task: its steps, outputs and chaining
+	// must be the recorded session's (the summaries it writes, of
+	// Task.SummaryTokens, are what a compaction's output costs); Dir its
+	// working directory is taken as.
 	Task fakeupstream.LongTaskOptions
-	// SummaryTokens pads the model's answer to the proxy's summary
-	// requests to about this many output tokens: the scripted model's own
-	// summary is about 100, a real model's of a long session thousands,
-	// and the summary's output is most of what a compaction costs. 0
-	// means DefaultSummaryTokens; a negative value leaves it as it is.
-	SummaryTokens int
 	// Log receives the proxy's log; nil discards it.
 	Log io.Writer
 }
-
-// DefaultSummaryTokens is the default of Options.SummaryTokens.
-const DefaultSummaryTokens = 2500
 
 // Result is a replay's outcome.
 type Result struct {
@@ -144,14 +137,7 @@ func Run(ctx context.Context, reqs []Request, opts Options) (Result, error) {
 	}
 	task.ClockSpeed = 0 // the replay's clock is the trace's
 	model := fakeupstream.NewLongTask(task)
-	script := model.Script
-	if n := opts.SummaryTokens; n >= 0 {
-		if n == 0 {
-			n = DefaultSummaryTokens
-		}
-		script = padSummaries(model.Script, n)
-	}
-	fake := fakeupstream.New(fakeupstream.Options{Script: script, Now: clk.now})
+	fake := fakeupstream.New(fakeupstream.Options{Script: model.Script, Now: clk.now})
 	up := httptest.NewServer(fake)
 	defer up.Close()
 	logw := opts.Log
@@ -194,23 +180,4 @@ func diff(a, b fakeupstream.Totals) fakeupstream.Totals {
 	return fakeupstream.Totals{Requests: a.Requests - b.Requests, Input: a.Input - b.Input, CacheRead: a.CacheRead - b.CacheRead,
 		CacheWrite: a.CacheWrite - b.CacheWrite, CacheWrite1h: a.CacheWrite1h - b.CacheWrite1h, Output: a.Output - b.Output,
 		USD: a.USD - b.USD, Rejections: a.Rejections - b.Rejections}
-}
-
-// padSummaries returns script with its answers to the proxy's summary
-// requests padded to about n tokens (a line of about 12 tokens each).
-func padSummaries(script func(*fakeupstream.Call) fakeupstream.Reply, n int) func(*fakeupstream.Call) fakeupstream.Reply {
-	return func(c *fakeupstream.Call) fakeupstream.Reply {
-		r := script(c)
-		if c.Header.Get(proxy.HeaderSummary) == "" {
-			return r
-		}
-		var b strings.Builder
-		b.WriteString(r.Text)
-		b.WriteString("\n## Details\n")
-		for i := 0; i < n/12; i++ {
-			fmt.Fprintf(&b, "- detail %d of the work so far, kept for the next steps.\n", i+1)
-		}
-		r.Text = b.String()
-		return r
-	}
 }

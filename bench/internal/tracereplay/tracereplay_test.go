@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 )
 
 // trace writes a recorded Anthropic session of n requests into dir: each
@@ -60,7 +62,7 @@ func TestReplay(t *testing.T) {
 	}
 	bills := map[string]float64{}
 	for _, args := range [][]string{nil, nil, {"--max-age", "2m", "--clearing", "batched", "--clear-at-least", "2000", "--clear-trigger", "-1"}} {
-		res, err := Run(t.Context(), reqs, Options{ProxyArgs: args, SummaryTokens: -1})
+		res, err := Run(t.Context(), reqs, Options{ProxyArgs: args, Task: fakeupstream.LongTaskOptions{SummaryTokens: -1}})
 		if err != nil {
 			t.Fatal(err)
 		}
