@@ -97,16 +97,17 @@ func (p *Pipeline) prices() pricing.Prices {
 	return pricing.Fallback(pricing.Anthropic)
 }
 
-// cacheTTL returns how long the provider keeps this conversation's cached
-// prefix: an hour when a breakpoint asks for it (cache_control.ttl "1h"),
+// cacheTTL returns how long the provider keeps the cached prefix of the
+// conversation msgs (the request as the client sent it): an hour when a
+// breakpoint of its last messages asks for it (cache_control.ttl "1h"),
 // else the provider's default lifetime.
-func (c *call) cacheTTL(pr pricing.Prices) time.Duration {
+func (c *call) cacheTTL(pr pricing.Prices, msgs []agentctx.Message) time.Duration {
 	ttl := pr.TTL
 	if ttl <= 0 {
 		ttl = 5 * time.Minute
 	}
-	for i := len(c.view) - 1; i >= 0 && i >= len(c.view)-4; i-- {
-		for _, b := range c.view[i].Content.Blocks() {
+	for i := len(msgs) - 1; i >= 0 && i >= len(msgs)-4; i-- {
+		for _, b := range msgs[i].Content.Blocks() {
 			if cc, ok := b.Field("cache_control"); ok && bytes.Contains(cc, []byte(`"1h"`)) {
 				return max(ttl, time.Hour)
 			}

@@ -395,3 +395,45 @@ func TestConsecutiveBatchesAreFarApart(t *testing.T) {
 		}
 	}
 }
+
+// A client that asks for the 1-hour cache lifetime (cache_control.ttl
+// "1h" on its breakpoints) keeps its cache warm over a 6-minute pause: no
+// cold sweep then. The lifetime was read from the view before the request
+// set it, so every pause past 5 minutes was taken as cold, and the proxy
+// rewrote a warm 1-hour cache after each (costsim ttl1h: 1.45 times the
+// direct bill).
+func TestLongCacheLifetimeIsNotCold(t *testing.T) {
+	for _, ttl := range []string{"", "1h"} {
+		o := options(t)
+		o.Prune.MaxAge, o.Prune.KeepRecent = time.Minute, 1
+		clock := now
+		o.Now = func() time.Time { return clock }
+		p := newPipeline(t, o)
+		hist := history(user("build", clock), exchange("toolu_big", "terminal-execute", "make", `{"stdout":"`+strings.Repeat("ok ", 1_000)+`","exitCode":0}`, false, clock))
+		cold := 0
+		for i := range 4 {
+			clock = clock.Add(6 * time.Minute)
+			cc := `{"type":"ephemeral"}`
+			if ttl != "" {
+				cc = `{"type":"ephemeral","ttl":"` + ttl + `"}`
+			}
+			last, err := agentctx.DecodeMessage([]byte(fmt.Sprintf(`{"role":"user","content":[{"type":"text","text":"step %d","cache_control":%s}]}`, i, cc)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			hist = append(hist, exchange(fmt.Sprint("toolu_", i), "terminal-execute", "make", `{"stdout":"`+strings.Repeat("ok ", 1_000)+`","exitCode":0}`, false, clock)...)
+			hist = append(hist, say(fmt.Sprint("ok ", i), clock), last.WithTimestamp(clock))
+			res := mustPrepare(t, p, hist)
+			d := res.Report.Step(pipeline.StepPrune).Clearing
+			if i > 0 && d == nil {
+				t.Fatalf("ttl %q, request %d: no stale result weighed: the test needs one", ttl, i)
+			}
+			if d != nil && d.Cold {
+				cold++
+			}
+		}
+		if want := map[string]int{"": 3, "1h": 0}[ttl]; cold != want {
+			t.Errorf("ttl %q: %d of 4 requests after a 6-minute pause cold, want %d", ttl, cold, want)
+		}
+	}
+}

@@ -73,6 +73,8 @@ func (p *Pipeline) run(ctx context.Context, st *state, conv agentctx.Conversatio
 		return nil, err
 	}
 	c.in, c.inFacts = cur, inFacts
+	// The cache's lifetime is the request's: its breakpoints say.
+	c.cold = !st.LastAt.IsZero() && c.now.Sub(st.LastAt) > c.cacheTTL(p.prices(), cur)
 	c.tokens = c.countFacts(cur, inFacts) + c.reserved
 	c.rep.TokensBefore = c.tokens
 
@@ -89,7 +91,6 @@ func (p *Pipeline) newCall(st *state, n, extraReserved int, co CallOptions) *cal
 	o := &p.opts
 	reserved := o.ReservedTokens + extraReserved
 	c := &call{p: p, st: st, now: o.Now(), reserved: reserved, co: co}
-	c.cold = !st.LastAt.IsZero() && c.now.Sub(st.LastAt) > c.cacheTTL(p.prices())
 	c.rep = &Report{
 		MessagesBefore: n,
 		ReservedTokens: reserved,
