@@ -177,6 +177,23 @@ type traceLine struct {
 	Body   string      `json:"body"`
 }
 
+// traceMeta is a trace's meta.json: what a replay needs besides the
+// requests.
+type traceMeta struct {
+	// ProxyDir is the proxy arm's working directory (its workspace and
+	// archives are .agentctx and .offload under it).
+	ProxyDir string `json:"proxy_dir,omitempty"`
+}
+
+// writeMeta writes the trace's meta.json.
+func (t *traceWriter) writeMeta(m traceMeta) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(t.dir, "meta.json"), append(b, '\n'), 0o644)
+}
+
 // newTraceWriter returns a traceWriter into dir, which it creates, whose
 // times are clock's.
 func newTraceWriter(dir string, clock func() time.Time) (*traceWriter, error) {

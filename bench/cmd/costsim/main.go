@@ -753,6 +753,14 @@ func startArm(ctx context.Context, cfg config, c cell, run int, arm string, dirs
 		if err != nil {
 			return fail(err)
 		}
+		if arm == "proxy" {
+			// The proxy's directory: the paths of its references, which
+			// the model reads back, lie under it (tracereplay serves
+			// them from the same directory).
+			if err := tw.writeMeta(traceMeta{ProxyDir: dirs.proxy}); err != nil {
+				return fail(err)
+			}
+		}
 		env.front.trace = tw
 		env.stops = append(env.stops, func(io.Writer, bool) error {
 			if err := tw.Close(); err != nil {

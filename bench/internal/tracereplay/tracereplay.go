@@ -19,8 +19,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -71,6 +73,32 @@ func Read(dir string) ([]Request, error) {
 	return reqs, sc.Err()
 }
 
+// Meta is what a trace records besides its requests (meta.json, written
+// by costsim for a proxy arm).
+type Meta struct {
+	// ProxyDir is the working directory of the proxy the session ran
+	// through: its references name paths under it, which the model reads
+	// back; a replay serves its workspace from the same directory.
+	ProxyDir string `json:"proxy_dir,omitempty"`
+}
+
+// ReadMeta reads the trace's meta.json in dir: the zero Meta when it has
+// none.
+func ReadMeta(dir string) (Meta, error) {
+	var m Meta
+	b, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("%s: meta.json: %w", dir, err)
+	}
+	return m, nil
+}
+
 // Options configure Run.
 type Options struct {
 	// ProxyArgs are the flags of `agentctx proxy` (the upstreams and
@@ -81,6 +109,14 @@ type Options struct {
 	// Task.SummaryTokens, are what a compaction's output costs); Dir its
 	// working directory is taken as.
 	Task fakeupstream.LongTaskOptions
+	// ProxyDir, when set, is the directory the replayed proxy works in
+	// (its workspace and archives under it, as `agentctx proxy` run there
+	// with its defaults): the recorded session's (Meta.ProxyDir), so that
+	// the paths its references named, which the recorded model read back,
+	// are the replay's own, and a read-back is recognised as one. It must
+	// not exist (the recorded run removed it), or be a replay's; Run
+	// removes it when done. "" means a temporary directory.
+	ProxyDir string
 	// Log receives the proxy's log; nil discards it.
 	Log io.Writer
 }
@@ -127,6 +163,13 @@ func Run(ctx context.Context, reqs []Request, opts Options) (Result, error) {
 		return res, err
 	}
 	defer os.RemoveAll(tmp)
+	work := tmp
+	if d := opts.ProxyDir; d != "" {
+		if work, err = claimDir(d); err != nil {
+			return res, err
+		}
+		defer os.RemoveAll(work)
+	}
 	clk := &clock{t: reqs[0].At}
 	task := opts.Task
 	if task.SummaryHeader == "" {
@@ -136,6 +179,7 @@ func Run(ctx context.Context, reqs []Request, opts Options) (Result, error) {
 		task.SummaryTitle = compact.SummaryTitle
 	}
 	task.ClockSpeed = 0 // the replay's clock is the trace's
+	task.PathRoots = append(task.PathRoots, work)
 	model := fakeupstream.NewLongTask(task)
 	fake := fakeupstream.New(fakeupstream.Options{Script: model.Script, Now: clk.now})
 	up := httptest.NewServer(fake)
@@ -145,7 +189,7 @@ func Run(ctx context.Context, reqs []Request, opts Options) (Result, error) {
 		logw = io.Discard
 	}
 	args := append([]string{"--upstream-anthropic", up.URL, "--upstream-openai", up.URL,
-		"--workspace", filepath.Join(tmp, ".agentctx"), "--dir", filepath.Join(tmp, ".offload")}, opts.ProxyArgs...)
+		"--workspace", filepath.Join(work, ".agentctx"), "--dir", filepath.Join(work, ".offload")}, opts.ProxyArgs...)
 	srv, closeAll, err := cli.SimulatedProxy(ctx, args, clk.now, logw)
 	if err != nil {
 		return res, err
@@ -180,4 +224,25 @@ func diff(a, b fakeupstream.Totals) fakeupstream.Totals {
 	return fakeupstream.Totals{Requests: a.Requests - b.Requests, Input: a.Input - b.Input, CacheRead: a.CacheRead - b.CacheRead,
 		CacheWrite: a.CacheWrite - b.CacheWrite, CacheWrite1h: a.CacheWrite1h - b.CacheWrite1h, Output: a.Output - b.Output,
 		USD: a.USD - b.USD, Rejections: a.Rejections - b.Rejections}
+}
+
+// replayMark marks a directory a replay made (claimDir).
+const replayMark = ".tracereplay"
+
+// claimDir makes dir for a replay: it must not exist, or hold a replay's
+// mark (a replay that did not finish); anything else is left alone.
+func claimDir(dir string) (string, error) {
+	dir = filepath.Clean(dir)
+	if _, err := os.Stat(dir); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, replayMark)); err != nil {
+			return "", fmt.Errorf("tracereplay: %s exists and is not a replay's: the recorded proxy's directory must be free", dir)
+		}
+		if err := os.RemoveAll(dir); err != nil {
+			return "", err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return dir, os.WriteFile(filepath.Join(dir, replayMark), nil, 0o644)
 }
