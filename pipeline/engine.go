@@ -1096,7 +1096,8 @@ func (c *call) replaceOnly(action string, only map[[2]int]bool, s *StepReport) e
 }
 
 // offload puts the references of offloaded results in the view (mode
-// workspace), or writes large results to files (mode files).
+// workspace; in a client's summary request, the new results whole:
+// keepSummaryWhole), or writes large results to files (mode files).
 func (c *call) offload(ctx context.Context, in list) (list, StepReport, error) {
 	o := &c.p.opts
 	switch o.Offload {
@@ -1114,6 +1115,7 @@ func (c *call) offload(ctx context.Context, in list) (list, StepReport, error) {
 		s.New += swept
 	}
 	rep := c.offloadReport(&s)
+	c.keepSummaryWhole(rep) // CallOptions.ClientSummary
 	here := c.offloadedHere()
 	next := c.replaceOnly(actionOffloaded, here, &s)
 	for pos, e := range c.results.all {

@@ -612,6 +612,25 @@ type CallOptions struct {
 	// proxy's, for a request of 100,000 messages: 4.8 MB). Without it the
 	// Facts given are never modified.
 	OwnFacts bool
+	// ClientSummary marks the request as the client's own compaction
+	// request: the conversation with an instruction to summarize it, whose
+	// answer replaces the history in the client (Codex's "CONTEXT
+	// CHECKPOINT COMPACTION"; the proxy sets it where it recognises one).
+	// The tool results new in it, which no earlier request of the session
+	// sent and the model has therefore never read, are forwarded whole
+	// rather than by reference, so that the summary can keep what they
+	// say: a reference in their place is all the summary would see, and
+	// the client's compacted history keeps neither. They are still stored
+	// in the workspace. This holds while the request, counted with them
+	// whole, stays within the compaction limit (compact.Options.Limit);
+	// past it the largest are offloaded as without it, with a warning
+	// (Report.Warnings). The decision is recorded like any other: a
+	// result sent whole here was sent, and later requests keep it whole
+	// until a clearing or the cold-cache sweep replaces it as it would
+	// any result already sent. A new result prune finds stale (superseded
+	// by a later one) is pruned all the same; mode OffloadFiles ignores
+	// it.
+	ClientSummary bool
 }
 
 // PrepareCall is PrepareDocument with what the caller knows of the

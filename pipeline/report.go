@@ -205,6 +205,10 @@ type OffloadReport struct {
 	// and ReplacedBytes the bytes of their original content.
 	Replaced      int `json:"replaced"`
 	ReplacedBytes int `json:"replaced_bytes"`
+	// KeptWhole is the number of results new in a client's summary
+	// request (CallOptions.ClientSummary) forwarded whole that would
+	// otherwise have been replaced by a reference.
+	KeptWhole int `json:"kept_whole,omitempty"`
 	// Verified is the read-back check of every stored artifact or written
 	// file (Options.Verify); nil when not asked for.
 	Verified *Verification `json:"verified,omitempty"`

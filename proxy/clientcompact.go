@@ -28,6 +28,17 @@ import (
 // on. Anthropic is left alone: there a change of tool_choice invalidates
 // the cached messages (Anthropic's prompt caching guide), and Claude Code's
 // compaction request keeps its tools anyway.
+//
+// Such a request is also marked for the Engine (Request.ClientSummary,
+// pipeline.CallOptions.ClientSummary) when its list as the client wrote
+// it starts with the whole list the session's last request with tools
+// came with: its answer is the summary the client goes on from, so the
+// tool results new in it (the model has never read them) are sent whole,
+// not by reference. Only the OpenAI APIs' toolless requests are
+// recognised: Claude Code's compaction request ("Your task is to create
+// a detailed summary of the conversation so far") keeps its tools and
+// differs from a step only by its instruction's text, which the proxy
+// does not match.
 
 // maxToolSets bounds the distinct tool lists kept (clients of one version
 // share theirs); maxToolMemos the sessions remembered.
@@ -38,11 +49,15 @@ const (
 
 // toolMemo is what a session keeps of its last request forwarded with
 // tools: the tools' hash (their bytes are in toolMemos.sets) and the list
-// it sent, as the length and hash of its bytes before the closing bracket.
+// it sent, as the length and hash of its bytes before the closing bracket;
+// and the same of its list as read (the client's, before the Engine's
+// edits: the same as sent when the list went as read).
 type toolMemo struct {
 	tools    uint64
 	listLen  int
 	listHash uint64
+	readLen  int
+	readHash uint64
 }
 
 // toolMemos are the sessions' toolMemo. The zero value is ready to use.
@@ -93,8 +108,9 @@ func hasTools(v []byte) bool {
 }
 
 // remember records body, forwarded for session on api and answered 200,
-// when it offered tools.
-func (m *toolMemos) remember(api API, session string, body []byte) {
+// when it offered tools; read is its list as the client sent it (nil: as
+// forwarded).
+func (m *toolMemos) remember(api API, session string, body, read []byte) {
 	key := listKey(api)
 	if key == "" || session == "" {
 		return
@@ -112,19 +128,23 @@ func (m *toolMemos) remember(api API, session string, body []byte) {
 			list = mb.Value
 		}
 	}
-	m.rememberParts(api, session, tools, [][]byte{list})
+	m.rememberParts(api, session, tools, [][]byte{list}, read)
 }
 
 // rememberParts is remember given the body's (last) "tools" member and
 // its list, as the parts of its bytes (the list an edit spliced, read in
-// place: see sendBody).
-func (m *toolMemos) rememberParts(api API, session string, tools []byte, list [][]byte) {
+// place: see sendBody), and the list as read (nil: as sent).
+func (m *toolMemos) rememberParts(api API, session string, tools []byte, list [][]byte, read []byte) {
 	n := partsLen(list)
 	if listKey(api) == "" || session == "" || !hasTools(tools) || n < 2 || rawjson.Kind(firstPart(list)) != '[' {
 		return
 	}
 	th := hash64(tools)
 	memo := toolMemo{tools: th, listLen: n - 1, listHash: hashPrefix(list, n-1)}
+	memo.readLen, memo.readHash = memo.listLen, memo.listHash
+	if len(read) >= 2 && !sameBytes(read, list) { // edited: hashed once more
+		memo.readLen, memo.readHash = len(read)-1, hash64(read[:len(read)-1])
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.sessions == nil {
@@ -148,6 +168,27 @@ func (m *toolMemos) rememberParts(api API, session string, tools []byte, list []
 		}
 	}
 	m.sessions[session] = memo
+}
+
+// sameBytes reports whether parts is the one slice b, in place.
+func sameBytes(b []byte, parts [][]byte) bool {
+	return len(parts) == 1 && len(parts[0]) == len(b) && (len(b) == 0 || &parts[0][0] == &b[0])
+}
+
+// clientSummary reports whether a request of session on api that offers
+// no tools (toolless), whose list is list as read, is the client's own
+// compaction request: its list starts with the whole list the session's
+// last request with tools was read with, then holds more (the same
+// conversation, one step on, with the instruction appended).
+func (m *toolMemos) clientSummary(api API, session string, list []byte) bool {
+	if listKey(api) == "" || session == "" {
+		return false
+	}
+	m.mu.Lock()
+	memo, ok := m.sessions[session]
+	m.mu.Unlock()
+	return ok && len(list) > memo.readLen+1 && hash64(list[:memo.readLen]) == memo.readHash &&
+		list[rawjson.SkipSpace(list, memo.readLen)] == ','
 }
 
 // remembers reports whether restore may restore a request of session

@@ -36,8 +36,8 @@ func TestToolMemoFromParts(t *testing.T) {
 	} {
 		sent := replaceParts(raw, span{value: list, parts: parts})
 		var fast, split toolMemos
-		fast.rememberParts(APIResponses, "s", tools, parts)
-		split.remember(APIResponses, "s", sent.Bytes())
+		fast.rememberParts(APIResponses, "s", tools, parts, nil)
+		split.remember(APIResponses, "s", sent.Bytes(), nil)
 		if fast.sessions["s"] != split.sessions["s"] || split.sessions["s"] == (toolMemo{}) {
 			t.Errorf("%s: memo %+v, from a split %+v", name, fast.sessions["s"], split.sessions["s"])
 		}

@@ -165,3 +165,104 @@ func TestClientCompactionAfterAnEdit(t *testing.T) {
 		t.Fatalf("the compaction request was forwarded with tools %v: want the session's", got.Tools)
 	}
 }
+
+// TestClientCompactionSendsNewResultsWhole: Codex's compaction request
+// ("tools": [], the conversation it sent last, one more tool call and its
+// output, then the instruction) through the proxy and its pipeline: the
+// output, new in that request and over the workspace's inline limit, is
+// forwarded whole, so that the summary Codex keeps instead of the history
+// can hold what it says (costsim, Codex 0.169: a reference in its place
+// was all the summary saw, and the task's chain broke). The same output
+// in an ordinary step, or in a toolless request that is not the
+// session's conversation one step on, is sent as a reference.
+func TestClientCompactionSendsNewResultsWhole(t *testing.T) {
+	tool := `{"type":"function","name":"exec_command","description":"Runs a command.","parameters":{"type":"object","properties":{"cmd":{"type":"string"}}}}`
+	developer := `{"type":"message","role":"developer","content":[{"type":"input_text","text":"You are a coding agent."}]}`
+	user := `{"type":"message","role":"user","content":[{"type":"input_text","text":"run the chain"}]}`
+	call1 := `{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"step 34\"}","call_id":"call_34"}`
+	// Step 34's read was offloaded when it was new: the step went edited.
+	output1 := `{"type":"function_call_output","call_id":"call_34","output":` + quote(codexRead("chain step 034 NEXT=3434343434343434", 45_000)) + `}`
+	call2 := `{"type":"function_call","name":"exec_command","arguments":"{\"cmd\":\"cat step35.txt\"}","call_id":"call_35"}`
+	out := codexRead("chain step 035 NEXT=3535353535353535", 55_000)
+	output2 := `{"type":"function_call_output","call_id":"call_35","output":` + quote(out) + `}`
+	compaction := `{"type":"message","role":"user","content":[{"type":"input_text","text":` + quote(codexCompactionPrompt) + `}]}`
+	body := func(tools string, items ...string) string {
+		return `{"model":"gpt-5-codex","stream":false,"store":false,"prompt_cache_key":"sess-1","tools":[` + tools + `],"tool_choice":"auto",` +
+			`"parallel_tool_calls":false,"input":[` + strings.Join(items, ",") + `]}`
+	}
+	step := body(tool, developer, user, call1, output1)
+	for _, tc := range []struct {
+		name   string
+		second string
+		whole  bool
+	}{
+		{"compaction", body("", developer, user, call1, output1, call2, output2, compaction), true},
+		{"a step", body(tool, developer, user, call1, output1, call2, output2), false},
+		{"a toolless request of another conversation", body("", developer, call2, output2, compaction), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := fakeupstream.New(fakeupstream.Options{Script: func(*fakeupstream.Call) fakeupstream.Reply {
+				return fakeupstream.Reply{Text: "summary"}
+			}})
+			us := httptest.NewServer(fake)
+			t.Cleanup(us.Close)
+			srv, err := proxy.New(proxy.Options{OpenAIURL: us.URL, Engine: pipelineEngine(t, proxy.PipelineOptions{}), Logger: testLogger(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps := httptest.NewServer(srv)
+			t.Cleanup(ps.Close)
+			for _, b := range []string{step, tc.second} {
+				resp := post(t, ps.URL+"/v1/responses", b, nil)
+				data, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					t.Fatalf("status %d: %s", resp.StatusCode, data)
+				}
+			}
+			recs := fake.Records()
+			var got struct {
+				Input []struct {
+					CallID string          `json:"call_id"`
+					Type   string          `json:"type"`
+					Output json.RawMessage `json:"output"`
+				} `json:"input"`
+			}
+			if err := json.Unmarshal(recs[len(recs)-1].Body, &got); err != nil {
+				t.Fatal(err)
+			}
+			sent, before := "<missing>", "<missing>"
+			for _, it := range got.Input {
+				switch {
+				case it.Type != "function_call_output":
+				case it.CallID == "call_35":
+					json.Unmarshal(it.Output, &sent)
+				case it.CallID == "call_34":
+					json.Unmarshal(it.Output, &before)
+				}
+			}
+			switch {
+			case tc.name != "a toolless request of another conversation" && !strings.Contains(before, "knowledge"):
+				t.Fatalf("step 34's output, offloaded by the step, was sent as %.300q: want its reference again", before)
+			case tc.whole && sent != out:
+				t.Fatalf("the upstream received the new output as %.300q (%d chars): want it whole (%d)", sent, len(sent), len(out))
+			case !tc.whole && (sent == out || !strings.Contains(sent, "knowledge")):
+				t.Fatalf("the upstream received the output as %.300q (%d chars): want its reference", sent, len(sent))
+			}
+		})
+	}
+}
+
+// codexRead is a read of about n characters: lines of numbers with value
+// in the middle (where a reference's head and tail do not show it).
+func codexRead(value string, n int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		if b.Len() >= n/2 && value != "" {
+			b.WriteString(value + "\n")
+			value = ""
+		}
+		fmt.Fprintf(&b, "%05d %016x\n", i, uint64(i)*0x9e3779b97f4a7c15)
+	}
+	return b.String()
+}

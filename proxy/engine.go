@@ -76,6 +76,13 @@ type Request struct {
 	// delegated to the provider (ContextNative). See
 	// pipeline.CallOptions.
 	Binding pipeline.CallOptions
+	// ClientSummary reports that the request is the client's own
+	// compaction request, recognised on the OpenAI APIs (clientcompact.go):
+	// its answer is the summary the client goes on from instead of the
+	// history, so an Engine should send the tool results new in it (which
+	// the model has never read) whole, as the PipelineEngine does
+	// (pipeline.CallOptions.ClientSummary).
+	ClientSummary bool
 	// Received is when the proxy received the request.
 	Received time.Time
 	// Prefix is set only on the request an Engine hands a summarizer (see

@@ -151,9 +151,9 @@ func (f *forward) modifyResponse(resp *http.Response) error {
 	switch {
 	case resp.StatusCode != http.StatusOK || !f.sent.read:
 	case x.sentListParts != nil:
-		s.tools.rememberParts(x.api, x.session, x.reqTools, x.sentListParts)
+		s.tools.rememberParts(x.api, x.session, x.reqTools, x.sentListParts, x.reqList)
 	default:
-		s.tools.remember(x.api, x.session, f.sent.Bytes())
+		s.tools.remember(x.api, x.session, f.sent.Bytes(), x.reqList)
 	}
 	// Not answer headers; ReverseProxy removed the hop-by-hop ones.
 	resp.Header.Del("Host")

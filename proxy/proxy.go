@@ -348,6 +348,9 @@ type exchange struct {
 	// the restore is tried; a request with tools (or not JSON, which the
 	// restore could not split either) is not split again for it.
 	toolsRestored, toolless bool
+	// clientSummary: the request is a client's compaction request, one
+	// step on from the session's last (Request.ClientSummary).
+	clientSummary bool
 	// reqTools and reqList are the "tools" and list members of an OpenAI
 	// request's body as read (subslices of it), for the tools memo
 	// (toolMemos.rememberParts).
@@ -605,6 +608,10 @@ func (s *Server) engineRequest(r *http.Request, rt route, b *body, conv *convers
 		CacheRetention: b.str("prompt_cache_retention")}
 	if rt.api == APIAnthropic && x.thinkingOn {
 		req.Binding = pipeline.CallOptions{Bound: thinking.Bound(doc.Messages), EditBound: s.opts.ContextManagement == ContextNative}
+	}
+	if x.toolless {
+		x.clientSummary = s.tools.clientSummary(rt.api, x.session, x.reqList)
+		req.ClientSummary = x.clientSummary
 	}
 	x.bill.tools, x.bill.system, x.bill.auto, x.bill.in = req.Tools, req.System, b.get("cache_control"), conv
 	return req, cut
@@ -908,6 +915,9 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 		}
 		if x.toolsRestored {
 			attrs = append(attrs, "tools_restored", true)
+		}
+		if x.clientSummary {
+			attrs = append(attrs, "client_summary", true)
 		}
 		if x.gotUsage {
 			attrs = append(attrs, "usage_input", x.usage.Total(), "usage_output", x.usage.OutputTokens)
