@@ -41,6 +41,10 @@ func nativeResponsesRun(t *testing.T, mode proxy.ContextManagement, rounds int) 
 			WorkspaceDir: filepath.Join(dir, "ws"),
 			Workspace:    workspace.Options{InlineLimit: 100_000},
 			Compact:      compact.Options{Limit: 6_000, Dir: filepath.Join(dir, "archive"), MaxRetries: -1},
+			// At the threshold: the golden pins the compaction's wire
+			// form, not the point the priced trigger picks in a window of
+			// 6,000 tokens.
+			Trigger: pipeline.TriggerThreshold,
 		},
 		Summarizer: summ,
 		Logger:     testLogger(t),
