@@ -371,6 +371,9 @@ func (o *Options) setDefaults() {
 	if o.EstimateRatio == 0 {
 		o.EstimateRatio = 1
 	}
+	if o.Compact.TailRatio == 0 && o.pricedTrigger() && !localSummarizer(o.Compact.Summarizer) {
+		o.Compact.TailRatio = PricedTailRatio
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}

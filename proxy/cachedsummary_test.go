@@ -36,8 +36,16 @@ func cachedTurns(n, size int) string {
 // The summary request of a compaction is the session's last forwarded
 // request with the instruction appended: the provider reads that prefix
 // from its cache (issue 22: it was a new, uncached prompt, which cost more
-// than Claude Code's own compaction).
+// than Claude Code's own compaction). So it is at the priced trigger,
+// below half the threshold, where the engine kept no forwarded body and
+// the summary request went whole and uncached.
 func TestSummaryRequestReusesTheCache(t *testing.T) {
+	for _, trig := range []pipeline.Trigger{pipeline.TriggerThreshold, pipeline.TriggerPriced} {
+		t.Run(string(trig), func(t *testing.T) { summaryReusesTheCache(t, trig) })
+	}
+}
+
+func summaryReusesTheCache(t *testing.T, trig pipeline.Trigger) {
 	fake := fakeupstream.New(fakeupstream.Options{Script: func(c *fakeupstream.Call) fakeupstream.Reply {
 		if c.Header.Get(proxy.HeaderSummary) != "" {
 			return fakeupstream.Reply{Text: compact.SummaryTitle + "\n\n## Goals and key decisions\n- list the files"}
@@ -47,7 +55,7 @@ func TestSummaryRequestReusesTheCache(t *testing.T) {
 	us := httptest.NewServer(fake)
 	defer us.Close()
 	e := pipelineEngine(t, proxy.PipelineOptions{
-		Pipeline:   pipeline.Options{NoPrune: true, Compact: compact.Options{Limit: 8000, MaxRetries: -1}, Workspace: workspace.Options{InlineLimit: 100000}},
+		Pipeline:   pipeline.Options{NoPrune: true, Trigger: trig, Compact: compact.Options{Limit: 8000, MaxRetries: -1}, Workspace: workspace.Options{InlineLimit: 100000}},
 		Summarizer: proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{AnthropicURL: us.URL}),
 	})
 	srv, _ := proxy.New(proxy.Options{Engine: e, AnthropicURL: us.URL, Logger: testLogger(t)})
@@ -105,7 +113,10 @@ func TestSummaryRequestReusesTheCache(t *testing.T) {
 	// The billing fake read the prefix from the cache: the summary
 	// request (no session header) is billed under "".
 	bill := fake.Bill().Sessions[""]
-	if bill.Requests != 1 || bill.CacheRead == 0 || bill.CacheRead < 10*bill.Input {
+	// At the priced trigger the prefix is a few thousand tokens, the
+	// instruction the same few hundred: read 5 times what is new.
+	least := map[pipeline.Trigger]int{pipeline.TriggerThreshold: 10, pipeline.TriggerPriced: 5}[trig]
+	if bill.Requests != 1 || bill.CacheRead == 0 || bill.CacheRead < least*bill.Input {
 		t.Fatalf("summary request billed %+v: want its prefix read from the cache", bill)
 	}
 	t.Logf("summary request: %d read from the cache, %d uncached, %d written", bill.CacheRead, bill.Input, bill.CacheWrite)

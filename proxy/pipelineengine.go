@@ -95,10 +95,13 @@ type pipeSession struct {
 
 	// prefix is the body last forwarded upstream, kept while the session
 	// is near its compaction trigger (see Forwarded); tokens is the count
-	// of the last prepared request.
+	// of the last prepared request, and trigger the compaction trigger the
+	// session reported for it (the priced trigger moves: the threshold is
+	// only its latest).
 	prefix    []byte
 	prefixAPI API
 	tokens    int
+	trigger   int
 }
 
 var (
@@ -337,7 +340,7 @@ func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, 
 	res = s.p.AddPaths(res)
 	pr := &Prepared{Messages: res.Messages, Sources: res.Sources, Facts: res.Facts, TokensBefore: res.Report.TokensBefore, TokensAfter: res.Report.TokensAfter,
 		Unchanged: true, Report: &res.Report}
-	s.tokens = res.Report.TokensAfter
+	s.tokens, s.trigger = res.Report.TokensAfter, res.Report.ThresholdTokens
 	if st := res.Report.Step(pipeline.StepCompact); st != nil && st.Compact != nil && st.Compact.Compacted {
 		s.prefix = nil // the next prefix is the compacted request's
 	}
@@ -391,7 +394,11 @@ func (e *PipelineEngine) forwardedParts(key string, api API, body *sendBody) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	before := cap(s.prefix)
-	if !e.sendsPrefix() || s.tokens*2 < e.opts.Pipeline.Compact.ThresholdTokens() {
+	trigger := s.trigger
+	if trigger <= 0 {
+		trigger = e.opts.Pipeline.Compact.ThresholdTokens()
+	}
+	if !e.sendsPrefix() || s.tokens*2 < trigger {
 		s.prefix = nil
 	} else {
 		s.prefix, s.prefixAPI = body.Bytes(), api

@@ -216,6 +216,10 @@ func compactingEngine(t *testing.T, upstream string, limit int, mode proxy.Conte
 			WorkspaceDir: filepath.Join(dir, "ws"),
 			Workspace:    workspace.Options{InlineLimit: 100_000},
 			Compact:      compact.Options{Limit: limit, Dir: filepath.Join(dir, "archive"), MaxRetries: -1},
+			// At the threshold: a native compaction needs the API's
+			// smallest trigger (50,000 tokens), which a window this small
+			// reaches only there, not at the priced trigger.
+			Trigger: pipeline.TriggerThreshold,
 		},
 		Summarizer: summ,
 		Logger:     testLogger(t),

@@ -29,6 +29,7 @@ func main() {
 	thinking := flag.Bool("thinking", false, "the recorded task ran with thinking")
 	small := flag.Bool("small", false, "the recorded task had small outputs (costsim -outputs small)")
 	chained := flag.Bool("chained", true, "the recorded task was chained (costsim's)")
+	proxyDir := flag.String("proxy-dir", "", "the recorded proxy's directory (default: the trace's meta.json; its references' paths are under it)")
 	summary := flag.Int("summary-tokens", 0, "the size of the model's summaries (0: fakeupstream.DefaultSummaryTokens, as costsim's)")
 	grid := flag.String("grid", "", "policies to replay, ';' between them, each a list of proxy flags ('-' alone: the defaults only; unset: the default grid and the defaults)")
 	verbose := flag.Bool("v", false, "print the usage of each request of each policy")
@@ -43,6 +44,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "hindsight:", err)
 		os.Exit(1)
 	}
+	meta, err := tracereplay.ReadMeta(*dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hindsight:", err)
+		os.Exit(1)
+	}
+	if *proxyDir == "" {
+		*proxyDir = meta.ProxyDir
+	}
 	policies := defaultGrid()
 	switch *grid {
 	case "":
@@ -53,16 +62,32 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	type row struct {
-		policy string
-		res    tracereplay.Result
+	task := fakeupstream.LongTaskOptions{Steps: *steps, Thinking: *thinking, SmallOutputs: *small, Chained: *chained, SummaryTokens: *summary}
+	rows := replayAll(ctx, reqs, policies, task, *proxyDir, *logFile, *verbose)
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].res.Bill.USD < rows[j].res.Bill.USD })
+	fmt.Println("| policy | bill USD | cache read | cache write | input | output | proxy summaries |")
+	fmt.Println("|---|--:|--:|--:|--:|--:|--:|")
+	for _, r := range rows {
+		b := r.res.Bill
+		fmt.Printf("| `%s` | %.4f | %d | %d | %d | %d | %d |\n", r.policy, b.USD, b.CacheRead, b.CacheWrite, b.Input, b.Output, r.res.Stats.ProxySummaries)
 	}
+}
+
+// row is one policy's replay.
+type row struct {
+	policy string
+	res    tracereplay.Result
+}
+
+// replayAll replays reqs under each policy (with the common proxy flags
+// after --) and returns their bills, in order; it exits on an error.
+func replayAll(ctx context.Context, reqs []tracereplay.Request, policies []string, task fakeupstream.LongTaskOptions, proxyDir, logFile string, verbose bool) []row {
 	var rows []row
 	for _, p := range policies {
 		args := append(strings.Fields(p), flag.Args()...)
 		var logw io.Writer
-		if *logFile != "" {
-			f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if logFile != "" {
+			f, err := os.OpenFile(logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "hindsight:", err)
 				os.Exit(1)
@@ -71,15 +96,13 @@ func main() {
 			fmt.Fprintf(f, "=== policy %q\n", p)
 			logw = f
 		}
-		res, err := tracereplay.Run(ctx, reqs, tracereplay.Options{ProxyArgs: args, Log: logw,
-			Task: fakeupstream.LongTaskOptions{Steps: *steps, Thinking: *thinking,
-				SmallOutputs: *small, Chained: *chained, SummaryTokens: *summary}})
+		res, err := tracereplay.Run(ctx, reqs, tracereplay.Options{ProxyArgs: args, Log: logw, Task: task, ProxyDir: proxyDir})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "hindsight: %q: %v\n", p, err)
 			os.Exit(1)
 		}
 		fmt.Fprintf(os.Stderr, "%-60q $%.4f read=%d write=%d in=%d out=%d summaries=%d\n", p, res.Bill.USD, res.Bill.CacheRead, res.Bill.CacheWrite, res.Bill.Input, res.Bill.Output, res.Stats.ProxySummaries)
-		if *verbose {
+		if verbose {
 			for i, u := range res.PerRequest {
 				fmt.Fprintf(os.Stderr, "  #%d in=%d read=%d write=%d out=%d usd=%.4f\n", i+1, u.Input, u.CacheRead, u.CacheWrite, u.Output, u.USD)
 			}
@@ -89,13 +112,7 @@ func main() {
 			break
 		}
 	}
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i].res.Bill.USD < rows[j].res.Bill.USD })
-	fmt.Println("| policy | bill USD | cache read | cache write | input | output | proxy summaries |")
-	fmt.Println("|---|--:|--:|--:|--:|--:|--:|")
-	for _, r := range rows {
-		b := r.res.Bill
-		fmt.Printf("| `%s` | %.4f | %d | %d | %d | %d | %d |\n", r.policy, b.USD, b.CacheRead, b.CacheWrite, b.Input, b.Output, r.res.Stats.ProxySummaries)
-	}
+	return rows
 }
 
 // defaultGrid is the grid of the hindsight bound: clearing age × batch
