@@ -204,21 +204,6 @@ func (c *call) rewrittenTokens(provider pricing.Provider, pending []prune.Pruned
 	return total
 }
 
-// observeGrowth records how much the request grew since the last one, as
-// the client sent it (an exponentially weighted mean of the growth per
-// request).
-func (st *state) observeGrowth(inputCount int) {
-	if st.InputCounted > 0 && inputCount > st.InputCounted {
-		d := float64(inputCount - st.InputCounted)
-		if st.Growth == 0 {
-			st.Growth = d
-		} else {
-			st.Growth = 0.8*st.Growth + 0.2*d
-		}
-	}
-	st.InputCounted = inputCount
-}
-
 // observeForwarded records the tokens the request's new messages add to
 // what is sent (the messages past the last request's history, as
 // forwarded: a large result as its reference), in the mean of
@@ -234,8 +219,7 @@ func (c *call) observeForwarded() {
 			g += c.vf[j].Tokens
 		}
 		st.Forwarded++
-		w := max(1/float64(st.Forwarded), 0.05)
-		st.ForwardedGrowth += w * (float64(g) - st.ForwardedGrowth)
+		recentMean(&st.ForwardedGrowth, st.Forwarded, float64(g))
 	}
 	st.Length = n
 }
@@ -247,11 +231,16 @@ func (c *call) observeForwarded() {
 func (c *call) observeStale(freed, left int) {
 	st := c.st
 	if st.Requests > 0 {
-		n := st.Forwarded + 1 // as many as the forwarded growth's, about
-		w := max(1/float64(n), 0.05)
-		st.StaleGrowth += w * (float64(max(freed-st.Stale, 0)) - st.StaleGrowth)
+		// Over as many requests as the forwarded growth, about.
+		recentMean(&st.StaleGrowth, st.Forwarded+1, float64(max(freed-st.Stale, 0)))
 	}
 	st.Stale = left
+}
+
+// recentMean adds the nth sample x to *mean: the plain mean of the first
+// 20 samples, then an exponentially weighted one over about the last 20.
+func recentMean(mean *float64, n int, x float64) {
+	*mean += max(1/float64(n), 0.05) * (x - *mean)
 }
 
 // forwardedTokens counts the request as it will be forwarded, so far: the

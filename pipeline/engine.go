@@ -170,7 +170,6 @@ func (c *call) endRequest() {
 	st := c.st
 	if !c.behind { // a request behind the session leaves the longer history's decisions and growth alone
 		c.forget()
-		st.observeGrowth(c.rep.TokensBefore)
 		c.observeForwarded()
 	}
 	st.Intact = st.Requests > 0 && !c.broke && !c.cold && !c.behind

@@ -27,10 +27,10 @@ import (
 // made a batch every few requests, each rewriting the cache). All counts
 // are the provider's tokens; money is USD.
 type plan struct {
-	// read, write and input are the prices of a token read from the
-	// cache, written to it and sent uncached; output of a token
-	// generated.
-	read, write, input, output float64
+	// read and write are the prices of a token read from the cache and
+	// written to it (sent uncached where the provider bills no write);
+	// output of a token generated.
+	read, write, output float64
 	// hit is the share of a cached prefix the provider serves from its
 	// cache (usageState.Hit: 1 until measured); the rest is written again.
 	hit float64
@@ -51,9 +51,10 @@ type plan struct {
 	// instruction is the tokens a summary request adds to the history.
 	instruction int
 	// readBack is the expected cost of the turns that read back what a
-	// removed result held, per result removed (see readBackCost).
+	// removed result held, per result removed (see plan()).
 	readBack float64
-	// perCycle is the results a cycle's compaction removes, for readBack.
+	// perRequest is the results each request adds that the next
+	// compaction removes, priced at readBack.
 	perRequest float64
 	// horizon bounds the simulation of a decision: an edit's saving is
 	// counted over at most that many requests when no compaction comes
@@ -61,7 +62,7 @@ type plan struct {
 	horizon int
 }
 
-// priceTokens returns a plan's prices per token from pr (USD per million):
+// planPrices returns a plan's prices per token from pr (USD per million):
 // OpenAI bills no cache write, only the uncached input.
 func planPrices(pr pricing.Prices, cached bool) (read, write, input, output float64) {
 	input, output = pr.Input/1e6, pr.Output/1e6
@@ -140,9 +141,6 @@ type weighing struct {
 	// exceeds cost.
 	horizon      int
 	saving, cost float64
-	// least is the fewest tokens a batch must free to be made now
-	// rather than later (see batch); 0 when not weighed.
-	least int
 }
 
 // weigh weighs clearing n stale results that free freed tokens from a
@@ -339,7 +337,7 @@ func (c *call) plan() *plan {
 	if pl.horizon <= 0 {
 		pl.horizon = DefaultHorizon
 	}
-	pl.read, pl.write, pl.input, pl.output = planPrices(pr, cached)
+	pl.read, pl.write, _, pl.output = planPrices(pr, cached)
 	pl.hit = st.Usage.hit()
 	pl.reserved = int(ratio * float64(c.reserved))
 	pl.growth = ratio * st.ForwardedGrowth

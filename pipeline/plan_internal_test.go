@@ -10,7 +10,7 @@ import (
 // toyPlan has round prices (a token read costs 1, written 10) and round
 // sizes, so that its outcomes can be computed by hand.
 func toyPlan() *plan {
-	return &plan{read: 1, write: 10, input: 10, output: 50, growth: 100, after: 200, horizon: 50}
+	return &plan{read: 1, write: 10, output: 50, growth: 100, after: 200, horizon: 50}
 }
 
 // run, by hand: from 500 tokens with 400 cached, growing 100 a request,

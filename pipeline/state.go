@@ -62,16 +62,12 @@ type state struct {
 	Breaks      int `json:"breaks"`
 	// LastAt is the time of the last prepared request: after a gap longer
 	// than the prompt cache's lifetime the cache is cold, and an edit
-	// costs nothing more. InputCounted is the count of that request as the
-	// client sent it, and Growth the mean growth per request (see
-	// observeGrowth): how many requests are left before compaction.
+	// costs nothing more.
 	LastAt time.Time `json:"last_at,omitzero"`
 	// Intact reports that the last prepared request sent the prefix the
 	// one before it left, on a warm cache: its usage measures the cache
 	// (usageState.Hit).
-	Intact       bool    `json:"intact,omitempty"`
-	InputCounted int     `json:"input_counted,omitempty"`
-	Growth       float64 `json:"growth,omitempty"`
+	Intact bool `json:"intact,omitempty"`
 	// Thinking is the memory of signed thinking blocks (thinking.go,
 	// Pipeline.Record): kept in the state so that every process serving
 	// the session agrees. Never modified once set (a Record sets a new

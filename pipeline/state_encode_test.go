@@ -24,7 +24,7 @@ func TestEncodeStateIsMarshal(t *testing.T) {
 			"call_1\x00abc":         {FirstSeen: at, Artifact: "tool_result_call_1", Action: actionPruned, At: at, Content: `"results":null <b>&</b> ` + "\u2028", Chars: 10},
 			"call_0\x00\"results\"": {FirstSeen: at},
 		}, Compaction: &compactionState{N: 4, Digest: "d", Marks: []string{"a"}, Summary: `"results":null`, At: at},
-			Usage: &usageState{Tokens: 10, Counted: 9, Ratio: 1.1, N: 2}, LastAt: at, Growth: 1.5},
+			Usage: &usageState{Tokens: 10, Counted: 9, Ratio: 1.1, N: 2}, LastAt: at, ForwardedGrowth: 1.5},
 	} {
 		want, err := json.Marshal(st)
 		if err != nil {

@@ -82,19 +82,21 @@ type row struct {
 // replayAll replays reqs under each policy (with the common proxy flags
 // after --) and returns their bills, in order; it exits on an error.
 func replayAll(ctx context.Context, reqs []tracereplay.Request, policies []string, task fakeupstream.LongTaskOptions, proxyDir, logFile string, verbose bool) []row {
+	var logw io.Writer
+	if logFile != "" {
+		f, err := os.OpenFile(logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "hindsight:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		logw = f
+	}
 	var rows []row
 	for _, p := range policies {
 		args := append(strings.Fields(p), flag.Args()...)
-		var logw io.Writer
-		if logFile != "" {
-			f, err := os.OpenFile(logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "hindsight:", err)
-				os.Exit(1)
-			}
-			defer f.Close()
-			fmt.Fprintf(f, "=== policy %q\n", p)
-			logw = f
+		if logw != nil {
+			fmt.Fprintf(logw, "=== policy %q\n", p)
 		}
 		res, err := tracereplay.Run(ctx, reqs, tracereplay.Options{ProxyArgs: args, Log: logw, Task: task, ProxyDir: proxyDir})
 		if err != nil {

@@ -158,18 +158,17 @@ func Run(ctx context.Context, reqs []Request, opts Options) (Result, error) {
 	if len(reqs) == 0 {
 		return res, fmt.Errorf("tracereplay: no requests")
 	}
-	tmp, err := os.MkdirTemp("", "tracereplay-")
+	var work string
+	var err error
+	if d := opts.ProxyDir; d != "" {
+		work, err = claimDir(d)
+	} else {
+		work, err = os.MkdirTemp("", "tracereplay-")
+	}
 	if err != nil {
 		return res, err
 	}
-	defer os.RemoveAll(tmp)
-	work := tmp
-	if d := opts.ProxyDir; d != "" {
-		if work, err = claimDir(d); err != nil {
-			return res, err
-		}
-		defer os.RemoveAll(work)
-	}
+	defer os.RemoveAll(work)
 	clk := &clock{t: reqs[0].At}
 	task := opts.Task
 	if task.SummaryHeader == "" {
