@@ -169,6 +169,18 @@ func (c *call) priceClearing(pending []prune.Pruned, tokens int, due bool) ([]pr
 	return pending, d
 }
 
+// coldReset reports whether a request of est estimated tokens under the
+// trigger is compacted because the cache has gone cold and the plan finds
+// the reset cheaper now (plan.coldReset). Only the priced trigger resets
+// so, once the session's growth is known, and never from a request behind
+// the session.
+func (c *call) coldReset(est int) bool {
+	if !c.cold || c.behind || !c.priced() || c.st.ForwardedGrowth <= 0 || len(c.view) == 0 {
+		return false
+	}
+	return c.plan().coldReset(est, c.trigger(), c.cycleRate())
+}
+
 // cycleRate returns the cost per request of the session's steady cycle
 // at its trigger (plan.cycle).
 func (c *call) cycleRate() float64 {

@@ -1,12 +1,14 @@
 package pipeline_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pricing"
 )
@@ -435,5 +437,50 @@ func TestLongCacheLifetimeIsNotCold(t *testing.T) {
 		if want := map[string]int{"": 3, "1h": 0}[ttl]; cold != want {
 			t.Errorf("ttl %q: %d of 4 requests after a 6-minute pause cold, want %d", ttl, cold, want)
 		}
+	}
+}
+
+// A cold pause in the middle of a long session is where it resets: the
+// request after the pause writes its whole history again either way, and
+// the summary request read uncached costs about that write, after which
+// every request reads the smaller history (issue 45: costsim, Claude Code,
+// cold pauses, 0.61× direct with compactions only at the trigger). On a
+// warm cache the same session compacts at the trigger only.
+func TestColdPauseResetsTheSession(t *testing.T) {
+	sonnet, _ := pricing.Default().Lookup("claude-sonnet-4-5")
+	compactedAt := func(pause bool) (at []int, trigger int) {
+		o := options(t)
+		o.Prices = sonnet
+		o.Compact.Limit = 200_000
+		o.Compact.Summarizer = compact.SummarizerFunc(func(context.Context, compact.Request) (string, error) {
+			return "The build was fixed step by step; " + strings.Repeat("detail ", 400), nil
+		})
+		clock := now
+		o.Now = func() time.Time { return clock }
+		p := newPipeline(t, o)
+		hist := history(user("build", clock))
+		for i := range 60 {
+			gap := 40 * time.Second
+			if pause && i == 40 {
+				gap = 6 * time.Minute // past the 5-minute lifetime
+			}
+			clock = clock.Add(gap)
+			hist = append(hist, exchange(fmt.Sprint("toolu_", i), "Read", fmt.Sprint("f", i, ".go"), strings.Repeat(fmt.Sprint("code ", i, " "), 350), false, clock)...)
+			res := mustPrepare(t, p, hist)
+			if res.Report.Step(pipeline.StepCompact).Compact.Compacted {
+				at = append(at, i)
+			}
+			trigger = res.Report.Step(pipeline.StepCount).Count.ThresholdTokens
+		}
+		return at, trigger
+	}
+	warm, trigger := compactedAt(false)
+	cold, _ := compactedAt(true)
+	t.Logf("trigger %d; compacted at requests %v warm, %v with a pause before request 40", trigger, warm, cold)
+	if len(warm) == 0 || warm[0] <= 40 {
+		t.Fatalf("warm: compacted at %v: the test needs the first compaction after request 40", warm)
+	}
+	if len(cold) == 0 || cold[0] != 40 {
+		t.Fatalf("cold pause before request 40: compacted at %v, want at 40", cold)
 	}
 }

@@ -1255,7 +1255,7 @@ func (c *call) count(_ context.Context, in list) (list, StepReport, error) {
 	o := &c.p.opts
 	est := c.st.estimate(c.tokens, o.EstimateRatio)
 	check := compact.CheckResult{Tokens: est, ThresholdTokens: c.trigger()}
-	check.ShouldCompact = len(c.view) > 0 && est >= check.ThresholdTokens
+	check.ShouldCompact = len(c.view) > 0 && (est >= check.ThresholdTokens || c.coldReset(est))
 	c.rep.ThresholdTokens = check.ThresholdTokens
 	c.rep.Limit = o.Compact.Limit
 	if c.rep.Limit <= 0 {

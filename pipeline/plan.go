@@ -160,6 +160,24 @@ func (pl *plan) weigh(t, cached, freed, n, breakAt, trigger int, rate float64) w
 	return weighing{clear: saving > cost, horizon: keep.requests, saving: saving, cost: cost}
 }
 
+// coldReset reports whether a request of t tokens, sent when the cache
+// has gone cold, is cheaper compacted now than left to grow to trigger:
+// the request writes its whole history again either way, and a summary
+// request read uncached costs about that write, after which every request
+// to the next compaction reads the smaller history (issue 45: the cold
+// pauses of a session are its cheap resets). Both courses end at a
+// compaction, so they compare net of the steady rate of the cycle: the
+// cycle after a reset now is the steady one, worth its requests at rate.
+// Below twice what a compaction leaves, nothing is reset.
+func (pl *plan) coldReset(t, trigger int, rate float64) bool {
+	if pl.local || pl.growth <= 0 || t < 2*pl.after || t >= trigger {
+		return false
+	}
+	keep := pl.run(t, 0, trigger, planHorizon)
+	reset := outcome{cost: pl.compaction(0, t, 0), requests: 1}
+	return score(reset, rate) < score(keep, rate)
+}
+
 // batch returns the fewest tokens a batch of stale results must free, on
 // a request where results go stale at inflow tokens a request and a
 // clearing costs cost: each batch rewrites the cache once, whatever it

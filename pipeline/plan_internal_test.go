@@ -174,3 +174,39 @@ func TestCacheHitCalibration(t *testing.T) {
 		t.Fatalf("the rewrite at hit 0.5 = %v, at 1 %v", half, full)
 	}
 }
+
+// A cold cache makes a compaction a cheap reset, by hand with the toy
+// prices and a compaction that leaves 100 tokens (trigger 1,000, summary
+// 10 tokens). The cycle: requests of 200 to 900 (1,100 to 1,800 each:
+// 11,600), then at 1,000 the summary request (900 read, 100 written, 500
+// of output) and the compacted request (100 written): 3,400; 15,000 over 9
+// requests, a rate of 1,666.67. Cold at 800: left alone, 8,000 (all
+// written) + 1,800 + 3,400 = 13,200 over 3 requests, net 8,200; reset now,
+// 8,000 + 500 + 1,000 = 9,500 over 1, net 7,833.33: reset. Cold at 300:
+// left alone 3,000 + 1,300 + … + 1,800 + 3,400 = 15,700 over 8, net
+// 2,366.67; reset 4,500, net 2,833.33: left alone (issue 45: the cold
+// pauses of a long session are where it resets).
+func TestPlanColdReset(t *testing.T) {
+	pl := toyPlan()
+	pl.summary, pl.after = 10, 100
+	rate := pl.cycle(1000)
+	if want := 15000.0 / 9; math.Abs(rate-want) > 1e-9 {
+		t.Fatalf("cycle(1000) = %v, want %v", rate, want)
+	}
+	if keep := pl.run(800, 0, 1000, planHorizon); keep.cost != 13200 || keep.requests != 3 {
+		t.Fatalf("cold at 800 left alone = %+v, want 13,200 over 3", keep)
+	}
+	if !pl.coldReset(800, 1000, rate) {
+		t.Fatal("cold at 800: not reset, want a reset (net 7,833 against 8,200)")
+	}
+	if pl.coldReset(300, 1000, rate) {
+		t.Fatal("cold at 300: reset, want none (net 2,833 against 2,367)")
+	}
+	if pl.coldReset(150, 1000, rate) || pl.coldReset(1000, 1000, rate) {
+		t.Fatal("reset under twice what a compaction leaves, or at the trigger (the compaction is due anyway)")
+	}
+	pl.local = true
+	if pl.coldReset(800, 1000, rate) {
+		t.Fatal("an offline summarizer reset: it compacts when the window needs it")
+	}
+}
