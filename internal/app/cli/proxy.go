@@ -198,6 +198,12 @@ func (p *proxyFlags) pipelineOptions(cmd *cobra.Command, e *env, log *slog.Logge
 	if err != nil {
 		return po, "", nil, err
 	}
+	if !cmd.Flags().Changed("tail-ratio") {
+		// The live default is the pipeline's: under the priced trigger
+		// pipeline.PricedTailRatio, else the seed's. The flag's own
+		// default is the single-shot commands'.
+		po.Compact.TailRatio = 0
+	}
 	if p.maxSessions < 1 {
 		return po, "", nil, usagef("invalid --max-sessions %d: must be at least 1", p.maxSessions)
 	}
