@@ -176,6 +176,9 @@ func (c *call) endRequest() {
 	st.Requests++
 	st.Counted = c.tokens
 	st.LastAt = c.now.UTC()
+	if c.cold {
+		st.Colds++
+	}
 	if c.broke {
 		st.Breaks++
 	}
@@ -1374,6 +1377,16 @@ func (c *call) compact(ctx context.Context, in list) (list, StepReport, error) {
 	return out, c.compactReport(s), nil
 }
 
+// generated returns the part of a summary its summarizer wrote: the
+// summary without the pointers section the compaction appends to it
+// (compact.WithPointers), which the plan must not price as output.
+func generated(summary string) string {
+	if i := strings.Index(summary, "\n## "+compact.PointersTitle); i >= 0 {
+		return summary[:i]
+	}
+	return summary
+}
+
 // compactReport returns compact's step report: skipped only when no
 // compaction is in the view, with what the reused compaction of earlier
 // requests saves added to it (the loop adds what the step itself saved).
@@ -1502,7 +1515,7 @@ func (c *call) recordCompaction(res *compact.Result) (int, error) {
 			Chars: charsOf(c.hist[res.Head:n])}
 	}
 	if !c.behind {
-		st.After, st.SummaryTokens = res.Tokens, c.p.mc.CountText(res.Summary)
+		st.After, st.SummaryTokens = res.Tokens, c.p.mc.CountText(generated(res.Summary))
 		for range agentctx.ToolResults(c.hist[c.base:n]) {
 			st.Removed++ // summarized: read back from the archive or its artifact when needed
 		}

@@ -34,6 +34,12 @@ type plan struct {
 	// hit is the share of a cached prefix the provider serves from its
 	// cache (usageState.Hit: 1 until measured); the rest is written again.
 	hit float64
+	// cold is the share of requests expected to find the cache cold (a
+	// pause past its lifetime) and write their whole prefix again: the
+	// session's own share so far (coldShare). A session that pauses pays
+	// for the size of its history at every pause, which favours an
+	// earlier compaction.
+	cold float64
 	// reserved is the tokens before the first message (system prompt,
 	// tools): they stay cached through any edit of the messages.
 	reserved int
@@ -84,7 +90,24 @@ func (pl *plan) request(cached, total int) float64 {
 	if pl.hit > 0 {
 		c *= pl.hit
 	}
+	// On a cold cache the cached tokens are written again too.
+	c *= 1 - pl.cold
 	return c*pl.read + (float64(total)-c)*pl.write
+}
+
+// coldPrior is the requests of a warm session that a measured share of
+// cold requests is weighed against: a session's first pause is not yet a
+// habit.
+const coldPrior = 8
+
+// coldShare returns the share of a session's requests expected to find
+// the cache cold: the colds seen so far over the requests, shrunk towards
+// none by coldPrior warm requests.
+func coldShare(colds, requests int) float64 {
+	if colds <= 0 {
+		return 0
+	}
+	return float64(colds) / float64(requests+coldPrior)
 }
 
 // compaction returns the cost of a compaction of a request of t tokens
@@ -357,6 +380,7 @@ func (c *call) plan() *plan {
 	}
 	pl.read, pl.write, _, pl.output = planPrices(pr, cached)
 	pl.hit = st.Usage.hit()
+	pl.cold = coldShare(st.Colds, st.Requests)
 	pl.reserved = int(ratio * float64(c.reserved))
 	pl.growth = ratio * st.ForwardedGrowth
 	pl.local = localSummarizer(o.Compact.Summarizer)

@@ -2,8 +2,10 @@ package pipeline
 
 import (
 	"math"
+	"strings"
 	"testing"
 
+	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pricing"
 )
 
@@ -208,5 +210,62 @@ func TestPlanColdReset(t *testing.T) {
 	pl.local = true
 	if pl.coldReset(800, 1000, rate) {
 		t.Fatal("an offline summarizer reset: it compacts when the window needs it")
+	}
+}
+
+// TestPlanColdShare: a session that pauses past the cache's lifetime
+// writes its whole prefix again at each pause; the plan expects its share
+// of cold requests so far (shrunk by coldPrior) to go on, and a request's
+// expected cost grows with its cached prefix.
+func TestPlanColdShare(t *testing.T) {
+	for _, tc := range []struct {
+		colds, requests int
+		want            float64
+	}{
+		{0, 0, 0}, {0, 100, 0}, {1, 0, 1.0 / coldPrior}, {2, 12, 0.1}, {9, 132, 9.0 / 140},
+	} {
+		if got := coldShare(tc.colds, tc.requests); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("coldShare(%d, %d) = %v, want %v", tc.colds, tc.requests, got, tc.want)
+		}
+	}
+	pl := toyPlan()
+	// 400 of 500 cached: warm, 400 read and 100 written (1,400); with one
+	// request in ten cold, 360 read and 140 written (1,760).
+	if got := pl.request(400, 500); got != 1400 {
+		t.Fatalf("warm request = %v, want 1,400", got)
+	}
+	pl.cold = 0.1
+	if got := pl.request(400, 500); math.Abs(got-1760) > 1e-9 {
+		t.Fatalf("request with a tenth cold = %v, want 1,760", got)
+	}
+	if got := pl.request(0, 500); got != 5000 {
+		t.Fatalf("cold request = %v, want 5,000 whatever the share", got)
+	}
+	// The share favours a smaller history: the cheapest trigger of a
+	// pausing session is earlier than a warm one's (900 warm, 600 with a
+	// fifth of the requests cold).
+	pl.summary, pl.cold = 10, 0
+	warm, _ := pl.trigger(300, 3000)
+	pl.cold = 0.2
+	cold, _ := pl.trigger(300, 3000)
+	if warm != 900 || cold != 600 {
+		t.Fatalf("trigger warm = %d, with a fifth of requests cold = %d; want 900 and 600", warm, cold)
+	}
+}
+
+// TestGeneratedSummary: the plan prices as output only what the
+// summarizer wrote, not the pointers the compaction appends (issue 45:
+// 6,000 tokens were priced for summaries of 2,500).
+func TestGeneratedSummary(t *testing.T) {
+	body := "# Summary\n\n## Task\n- build it\n"
+	with := compact.WithPointers(body, []compact.Pointer{{Kind: compact.PointerResult, ArtifactID: "tool_result_x", ToolName: "Bash"}})
+	if !strings.Contains(with, compact.PointersTitle) {
+		t.Fatalf("WithPointers added no pointers section: %q", with)
+	}
+	if got := generated(with); strings.TrimSpace(got) != strings.TrimSpace(body) {
+		t.Fatalf("generated = %q, want %q", got, body)
+	}
+	if got := generated(body); got != body {
+		t.Fatalf("generated of a summary without pointers = %q", got)
 	}
 }

@@ -60,6 +60,10 @@ type state struct {
 	// compaction), for reports.
 	Compactions int `json:"compactions"`
 	Breaks      int `json:"breaks"`
+	// Colds counts the requests that found the prompt cache cold (sent
+	// after a gap longer than its lifetime): the plan expects that share
+	// of the requests to come to write their whole prefix again.
+	Colds int `json:"colds,omitempty"`
 	// LastAt is the time of the last prepared request: after a gap longer
 	// than the prompt cache's lifetime the cache is cold, and an edit
 	// costs nothing more.
