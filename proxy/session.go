@@ -77,14 +77,22 @@ func stringOf(raw []byte) string {
 
 var userIDSession = regexp.MustCompile(`session_([0-9A-Za-z-]+)`)
 
-// SessionKey derives the session of a request, in this order: the
+// SessionKey derives the session key of a request, in this order: the
 // x-claude-code-session-id header; the session_id in metadata.user_id
 // (Claude Code writes a JSON object there, older versions
 // "user_…_session_<uuid>"); the body's prompt_cache_key; the
 // X-Agentctx-Session header; else "h-" and a hash of the client's
 // credentials, the system prompt and the first user message, which every
-// request of a conversation repeats.
+// request of a conversation repeats (without the cache_control marks
+// clients move between requests).
 // The source names which rule gave the key.
+//
+// A Server tells apart the conversations that share a key (Claude Code's
+// subagents and side requests send the main conversation's session id;
+// two conversations may start alike) by their start and their first
+// reply: the first conversation seen under a key has the key as its
+// session, each other one the key and "-c" and 8 hex digits derived from
+// how it opens (see conversations.go).
 func SessionKey(h http.Header, raw []byte) (key, source string) {
 	if v := strings.TrimSpace(h.Get("X-Claude-Code-Session-Id")); v != "" {
 		return v, "x-claude-code-session-id"
