@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strings"
 	"testing"
@@ -229,5 +230,36 @@ func TestSamePromptTwoConversationsTwoSessions(t *testing.T) {
 				t.Errorf("sessions %v, want two of 3 requests each", got)
 			}
 		})
+	}
+}
+
+// With Options.Tenants, conversations are told apart within a tenant: two
+// tenants' conversations under one session id each keep the id (their
+// tenant names the session), and a second conversation of one tenant gets
+// a session of its own.
+func TestTenantsConversationsApart(t *testing.T) {
+	fake := fakeupstream.New(fakeupstream.Options{})
+	us := startUpstream(t, fake)
+	srv, err := proxy.New(proxy.Options{AnthropicURL: us, Tenants: true, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := httptest.NewServer(srv)
+	t.Cleanup(ps.Close)
+	body := func(prompt string) string {
+		return `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"` + prompt + `"}]}`
+	}
+	for _, r := range []struct{ key, prompt string }{{"key-a", "one"}, {"key-b", "two"}, {"key-a", "three"}} {
+		drain(t, post(t, ps.URL+"/v1/messages", body(r.prompt), map[string]string{"X-Api-Key": r.key, "Anthropic-Version": "2023-06-01", proxy.HeaderSession: "s"}), r.key)
+	}
+	waitRequests(t, srv, 3)
+	ta, _ := proxy.Tenant(http.Header{"X-Api-Key": {"key-a"}})
+	tb, _ := proxy.Tenant(http.Header{"X-Api-Key": {"key-b"}})
+	got := map[string]bool{}
+	for _, st := range srv.Stats() {
+		got[st.Session] = true
+	}
+	if len(got) != 3 || !got["t-"+ta+"-s"] || !got["t-"+tb+"-s"] {
+		t.Errorf("sessions %v, want t-%s-s, t-%s-s and one more of tenant %s", got, ta, tb, ta)
 	}
 }
