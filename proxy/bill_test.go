@@ -78,7 +78,7 @@ func TestStatsBillHandComputed(t *testing.T) {
 	for _, r := range []struct{ model, last, stream string }{
 		{"claude-sonnet-4-5-20250929", "one", "false"}, {"claude-sonnet-4-5", "two", "true"}, {"mystery-model", "three", "false"},
 	} {
-		resp := post(t, ps.URL+"/v1/messages", `{"model":"`+r.model+`","max_tokens":10,"stream":`+r.stream+`,"messages":[{"role":"user","content":"`+r.last+`"}]}`, cc)
+		resp := post(t, ps.URL+"/v1/messages", `{"model":"`+r.model+`","max_tokens":10,"stream":`+r.stream+`,"messages":[{"role":"user","content":"start"},{"role":"assistant","content":"ready"},{"role":"user","content":"`+r.last+`"}]}`, cc) // one conversation
 		io.Copy(io.Discard, resp.Body)
 	}
 	resp := post(t, ps.URL+"/v1/chat/completions", `{"model":"gpt-5","messages":[{"role":"user","content":"q"}]}`,

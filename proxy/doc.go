@@ -101,8 +101,9 @@
 // Engine is the boundary between HTTP and context management. The proxy
 // decodes the request (agentctx.ParseDocument for Anthropic and OpenAI
 // chat; ResponsesMessages for Responses input items), derives the session
-// key (SessionKey), and calls Engine.Prepare with a Request; the Engine
-// returns the whole list of messages to send (Prepared). Messages the
+// key (SessionKey; one session per conversation under a key), and calls
+// Engine.Prepare with a Request; the Engine returns the whole list of
+// messages to send (Prepared). Messages the
 // Engine did not change must encode exactly as the request's own: the
 // proxy finds them by their encoding and sends the client's bytes for
 // them. Request.Facts carries the encodings and hashes the proxy made when

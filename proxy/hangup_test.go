@@ -54,8 +54,13 @@ func hangupUpstream(t *testing.T) http.HandlerFunc {
 		text := ""
 		if len(req.Messages) > 0 {
 			text = req.Messages[len(req.Messages)-1].Content
-		} else {
-			json.Unmarshal(req.Input, &text)
+		} else if json.Unmarshal(req.Input, &text) != nil {
+			var items []struct {
+				Content string `json:"content"`
+			}
+			if json.Unmarshal(req.Input, &items) == nil && len(items) > 0 {
+				text = items[len(items)-1].Content
+			}
 		}
 		var mode string
 		var in, read, write, out int
@@ -168,15 +173,20 @@ type hangupAPI struct {
 	body                 func(text string) string
 }
 
+// hangupTurns are the turns before the text of every request: the
+// requests of a session are one conversation (one session per
+// conversation), the text a turn of it.
+const hangupTurns = `{"role":"user","content":"hang-up test"},{"role":"assistant","content":"ready"},`
+
 var hangupAPIs = []hangupAPI{
 	{"anthropic", "/v1/messages", `data: {"type":"message_stop"}`, func(text string) string {
-		return `{"model":"claude-sonnet-4-5","max_tokens":100,"stream":true,"messages":[{"role":"user","content":"` + text + `"}]}`
+		return `{"model":"claude-sonnet-4-5","max_tokens":100,"stream":true,"messages":[` + hangupTurns + `{"role":"user","content":"` + text + `"}]}`
 	}},
 	{"openai-chat", "/v1/chat/completions", `data: [DONE]`, func(text string) string {
-		return `{"model":"gpt-5","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"` + text + `"}]}`
+		return `{"model":"gpt-5","stream":true,"stream_options":{"include_usage":true},"messages":[` + hangupTurns + `{"role":"user","content":"` + text + `"}]}`
 	}},
 	{"openai-responses", "/v1/responses", `data: {"type":"response.completed"`, func(text string) string {
-		return `{"model":"gpt-5-codex","stream":true,"input":"` + text + `"}`
+		return `{"model":"gpt-5-codex","stream":true,"input":[` + hangupTurns + `{"role":"user","content":"` + text + `"}]}`
 	}},
 }
 

@@ -138,6 +138,8 @@ type Server struct {
 	tools toolMemos
 
 	digests stableHashes // thinking.MessageDigest by msgHash (thinkingmem.go)
+
+	convs conversations // the conversations under each session key (conversations.go)
 }
 
 // New returns a Server.
@@ -567,7 +569,7 @@ func (s *Server) readRequest(r *http.Request, rt route, raw []byte, x *exchange)
 	if key := listKey(rt.api); key != "" {
 		x.toolless, x.reqTools, x.reqList = toolless(b.Members), b.get("tools"), b.get(key)
 	}
-	x.session, _ = sessionKey(r.Header, b)
+	x.session = s.conversationKey(r.Header, b)
 	if s.opts.Tenants {
 		t, ok := Tenant(r.Header)
 		if !ok {

@@ -173,7 +173,8 @@ func withThinking(items [][]byte) [][]byte {
 
 // behindAndEdited adds the retries behind the first compaction (the
 // request before it and the compacting one, sent again) and a client that
-// edits its first message.
+// edits its first message (another conversation: a session of its own,
+// the golden session's compaction kept).
 func behindAndEdited(compacted []int, steps []goldenStep) []goldenStep {
 	var out []goldenStep
 	if len(compacted) > 0 {

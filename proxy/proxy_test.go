@@ -483,7 +483,7 @@ func TestCacheBreaksCounted(t *testing.T) {
 		{m("q1")},
 		{m("q1"), a("a1"), m("q2")},
 		{m("q1"), a("a1"), m("q2"), a("a2"), m("q3")},
-		{m("CHANGED"), a("a1"), m("q2"), a("a2"), m("q3"), a("a3"), m("q4")},
+		{m("q1"), a("a1"), m("CHANGED"), a("a2"), m("q3"), a("a3"), m("q4")}, // (a changed first message is another conversation)
 	} {
 		resp := post(t, base+"/v1/messages", `{"model":"m","messages":[`+strings.Join(msgs, ",")+`]}`, map[string]string{proxy.HeaderSession: "cb"})
 		io.ReadAll(resp.Body)

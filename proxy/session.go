@@ -77,14 +77,22 @@ func stringOf(raw []byte) string {
 
 var userIDSession = regexp.MustCompile(`session_([0-9A-Za-z-]+)`)
 
-// SessionKey derives the session of a request, in this order: the
+// SessionKey derives the session key of a request, in this order: the
 // x-claude-code-session-id header; the session_id in metadata.user_id
 // (Claude Code writes a JSON object there, older versions
 // "user_…_session_<uuid>"); the body's prompt_cache_key; the
 // X-Agentctx-Session header; else "h-" and a hash of the client's
 // credentials, the system prompt and the first user message, which every
-// request of a conversation repeats.
+// request of a conversation repeats (without the cache_control marks
+// clients move between requests).
 // The source names which rule gave the key.
+//
+// A Server tells apart the conversations that share a key (Claude Code's
+// subagents and side requests send the main conversation's session id;
+// two conversations may start alike) by their start and their first
+// reply: the first conversation seen under a key has the key as its
+// session, each other one the key and "-c" and 8 hex digits derived from
+// how it opens (see conversations.go).
 func SessionKey(h http.Header, raw []byte) (key, source string) {
 	if v := strings.TrimSpace(h.Get("X-Claude-Code-Session-Id")); v != "" {
 		return v, "x-claude-code-session-id"
@@ -119,44 +127,26 @@ func sessionKey(h http.Header, b *body) (key, source string) {
 
 // conversationHash hashes the client's credentials (so that two users who
 // start alike are two sessions), the system prompt (system or
-// instructions) and the first user message (messages or input) of a body.
+// instructions) and the first user message (messages or input) of a body,
+// without the marks clients add and remove between requests (unmarked:
+// cache_control), so that every request of a conversation hashes alike.
 func conversationHash(h http.Header, b *body) string {
 	s := sha256.New()
 	for _, k := range [...]string{"X-Api-Key", "Authorization", "X-Goog-Api-Key"} {
 		s.Write([]byte(h.Get(k)))
 		s.Write([]byte{0})
 	}
-	sys := b.get("system")
-	if sys == nil {
-		sys = b.get("instructions")
-	}
-	s.Write(rawjson.AppendCanonical(nil, orNull(sys)))
+	o := openingOf(b)
+	buf := unmarked(nil, orNull(o.system))
+	s.Write(buf)
 	s.Write([]byte{0})
-	list := b.get("messages")
-	if list == nil {
-		list = b.get("input")
+	for _, el := range o.before {
+		buf = unmarked(buf[:0], el)
+		s.Write(buf)
 	}
-	var elems [][]byte
-	var err error
-	if b.scan != nil && len(list) > 0 && len(b.get(b.scan.Member)) > 0 && &list[0] == &b.get(b.scan.Member)[0] {
-		elems = b.scan.Items // split already
-	} else if rawjson.Kind(list) != '"' {
-		elems, err = rawjson.Elements(list)
-	}
-	if rawjson.Kind(list) == '"' {
-		s.Write(list)
-	} else if err == nil {
-		for _, el := range elems {
-			role := stringOf(rawjson.Get(el, "role"))
-			if role == "system" || role == "developer" {
-				s.Write(rawjson.AppendCanonical(nil, el))
-				continue
-			}
-			if role == "user" {
-				s.Write(rawjson.AppendCanonical(nil, orNull(rawjson.Get(el, "content"))))
-				break
-			}
-		}
+	if o.first != nil {
+		buf = unmarkedContent(buf[:0], o.first)
+		s.Write(buf)
 	}
 	return hex.EncodeToString(s.Sum(nil)[:12])
 }

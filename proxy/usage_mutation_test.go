@@ -25,8 +25,8 @@ func TestChatStreamUsageSplitsCachedTokens(t *testing.T) {
 	ps := httptest.NewServer(srv)
 	t.Cleanup(ps.Close)
 	system := strings.Repeat("hello ", 1500) // a prefix of 1,024 tokens and more is cached
-	for _, q := range []string{"first", "second question"} {
-		body := `{"model":"gpt-5","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"system","content":"` + system + `"},{"role":"user","content":"` + q + `"}]}`
+	for _, q := range []string{``, `,{"role":"assistant","content":"hello"},{"role":"user","content":"second question"}`} {
+		body := `{"model":"gpt-5","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"system","content":"` + system + `"},{"role":"user","content":"first"}` + q + `]}`
 		resp := post(t, ps.URL+"/v1/chat/completions", body, map[string]string{"Authorization": "Bearer k", proxy.HeaderSession: "chat"})
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
