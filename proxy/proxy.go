@@ -77,12 +77,14 @@ type Options struct {
 	// to. Requests to MCPPath never go upstream; without MCP they are
 	// answered 404.
 	MCP http.Handler
-	// Token, when set, is required of every request to the statistics and
-	// MCP endpoints (X-Agentctx-Token, or Authorization: Bearer); without
-	// it they answer only requests addressed to a loopback name (Host:
-	// localhost, 127.0.0.1, ::1), so a web page cannot read them through
-	// DNS rebinding. Model requests are not affected: the upstream checks
-	// their keys.
+	// Token, when set, is required of every request to the statistics,
+	// metrics, dashboard and MCP endpoints (X-Agentctx-Token, or
+	// Authorization: Bearer); without it they answer only requests from
+	// this machine (a loopback peer address, or a Unix socket) addressed
+	// to a loopback name (Host: localhost, 127.0.0.1, ::1), so neither
+	// another machine nor a web page (through DNS rebinding) can read
+	// them. Model requests are not affected: the upstream checks their
+	// keys.
 	Token string
 	// Tenants isolates the clients of a shared proxy by their credentials
 	// (the digest of their X-Api-Key or Authorization header): each
@@ -389,7 +391,7 @@ func (s *Server) serveOwn(w http.ResponseWriter, r *http.Request) bool {
 	get := r.Method == http.MethodGet || r.Method == http.MethodHead
 	if (r.URL.Path == StatsPath || r.URL.Path == MetricsPath || s.isDashboard(r.URL.Path)) && get || isMCP(r.URL.Path) {
 		if !httpguard.Allowed(r, s.opts.Token) && !s.dashboardToken(r) {
-			httpguard.Refuse(w, s.opts.Token)
+			httpguard.Refuse(w, r, s.opts.Token)
 			return true
 		}
 		switch {
