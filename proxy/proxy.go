@@ -364,7 +364,7 @@ type exchange struct {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.serveOwn(w, r) {
+	if s.refuseBrowser(w, r) || s.serveOwn(w, r) {
 		return
 	}
 	x := &exchange{start: s.opts.Now(), status: 0, client: clientOf(r.UserAgent()), cut: -1}

@@ -40,7 +40,9 @@ ANTHROPIC_BASE_URL (printed on start), or a Codex provider's base_url
 
 POST /v1/messages, /v1/chat/completions and /v1/responses (with store
 false and no previous_response_id) are edited; everything else passes
-through. A request that needs no edit goes upstream byte for byte.
+through. A request that needs no edit goes upstream byte for byte. What a
+web page could send is refused (403): an Origin other than the proxy's
+own loopback origin, a model request sent as text/plain or a form.
 GET /agentctx/stats reports per session, GET /metrics the same in the
 Prometheus text format, /agentctx/ is a dashboard of both (all need
 --token, or a request from this machine to a loopback Host; a --listen
