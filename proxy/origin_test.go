@@ -97,7 +97,7 @@ func TestBrowserRequestsRefused(t *testing.T) {
 	host := strings.TrimPrefix(base, "http://")
 	for i, c := range []struct {
 		name, path, ctype, origin, host string
-		refused                        bool
+		refused                         bool
 	}{
 		{"cross-origin text/plain", "/v1/messages", "text/plain;charset=UTF-8", "https://evil.example", "", true},
 		{"cross-origin JSON", "/v1/messages", "application/json", "https://evil.example", "", true},
