@@ -44,13 +44,14 @@ func storingProxy(t *testing.T, up http.HandlerFunc) (string, workspace.Store, *
 }
 
 // toolBody is a request of api whose history holds n tool results of
-// 20,000 characters each (every one of them stored, most offloaded),
+// 45,000 characters each (every one of them stored and offloaded: over
+// the default inline limit),
 // their call ids starting with id.
 func toolBody(api, id string, n int) string {
 	var msgs []string
 	msgs = append(msgs, `{"role":"user","content":"look at the logs"}`)
 	for i := range n {
-		out := strings.Repeat(fmt.Sprintf("log line %d of %s\n", i, id), 20000/20)
+		out := strings.Repeat(fmt.Sprintf("log line %d of %s\n", i, id), 45000/20)
 		q, _ := json.Marshal(out)
 		call := fmt.Sprintf("%s_%d", id, i)
 		if api == "chat" {

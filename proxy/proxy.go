@@ -360,6 +360,9 @@ type exchange struct {
 	// sentListParts is the list an edited body sent, as its parts (see
 	// sendBody); nil when the body went as read.
 	sentListParts [][]byte
+	// undo records what the Engine's preparation stored, taken back when
+	// the upstream refuses the request (undo.go).
+	undo *undoLog
 }
 
 // ServeHTTP implements http.Handler.
@@ -524,7 +527,8 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) sen
 		return wholeBody(raw) // no list of messages to edit
 	}
 	req, cut := s.engineRequest(r, rt, b, conv, tenant, x)
-	pctx, psp := s.startSpan(withSummaries(r.Context(), x), SpanPrepare)
+	x.undo = &undoLog{}
+	pctx, psp := s.startSpan(withUndo(withSummaries(r.Context(), x), x.undo), SpanPrepare)
 	pstart := time.Now()
 	prep, err := s.opts.Engine.Prepare(pctx, req)
 	s.traceSteps(pctx, pstart, prep)
@@ -886,6 +890,9 @@ func (s *Server) observe(ctx context.Context, x *exchange, u Usage) {
 }
 
 func (s *Server) finish(r *http.Request, x *exchange) {
+	if x.undo != nil {
+		x.undo.release() // accepted, or rolled back already
+	}
 	dur := s.opts.Now().Sub(x.start)
 	var st *sessionStats
 	if x.session != "" {
