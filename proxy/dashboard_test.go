@@ -148,7 +148,7 @@ func TestDashboardProtectedLikeStats(t *testing.T) {
 	open, _ := proxy.New(proxy.Options{})
 	for host, want := range map[string]int{"localhost:8787": 200, "evil.example": http.StatusMisdirectedRequest} {
 		w := httptest.NewRecorder()
-		open.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://"+host+"/agentctx/", nil))
+		open.ServeHTTP(w, localRequest(http.MethodGet, "http://"+host+"/agentctx/"))
 		if w.Code != want {
 			t.Errorf("Host %s: %d, want %d", host, w.Code, want)
 		}
@@ -251,7 +251,7 @@ func TestDashboardOffline(t *testing.T) {
 	}
 	for _, name := range []string{"", "app.js", "app.css"} {
 		w := httptest.NewRecorder()
-		srv.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8787"+proxy.DashboardPath+name, nil))
+		srv.ServeHTTP(w, localRequest(http.MethodGet, "http://127.0.0.1:8787"+proxy.DashboardPath+name))
 		body := strings.ReplaceAll(w.Body.String(), `"http://www.w3.org/2000/svg"`, "") // a namespace, not a fetch
 		if w.Code != 200 || len(body) < 500 {
 			t.Fatalf("%q: %d, %d bytes", name, w.Code, len(body))

@@ -292,7 +292,7 @@ func TestMetricsProtectedLikeStats(t *testing.T) {
 	open, _ := proxy.New(proxy.Options{})
 	for host, want := range map[string]int{"127.0.0.1:8787": 200, "evil.example:8787": http.StatusMisdirectedRequest} {
 		w := httptest.NewRecorder()
-		open.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://"+host+proxy.MetricsPath, nil))
+		open.ServeHTTP(w, localRequest(http.MethodGet, "http://"+host+proxy.MetricsPath))
 		if w.Code != want {
 			t.Errorf("Host %s: %d, want %d", host, w.Code, want)
 		}

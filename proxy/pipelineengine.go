@@ -135,7 +135,9 @@ func NewPipelineEngine(opts PipelineOptions) (*PipelineEngine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: %w", err)
 	}
-	opts.Pipeline.Store, opts.Pipeline.Sessions = st.Workspace, st.Sessions
+	// Wrapped so that a request the upstream refuses is rolled back
+	// (undo.go).
+	opts.Pipeline.Store, opts.Pipeline.Sessions = undoStores(st.Workspace, st.Sessions)
 	closeStore := st.Close
 	if opts.Pipeline.MessageCounter == nil {
 		opts.Pipeline.MessageCounter = tokens.NewMessageCounter(tokens.MessageOptions{Counter: opts.Pipeline.Counter, Parallelism: -1})

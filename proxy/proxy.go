@@ -77,12 +77,14 @@ type Options struct {
 	// to. Requests to MCPPath never go upstream; without MCP they are
 	// answered 404.
 	MCP http.Handler
-	// Token, when set, is required of every request to the statistics and
-	// MCP endpoints (X-Agentctx-Token, or Authorization: Bearer); without
-	// it they answer only requests addressed to a loopback name (Host:
-	// localhost, 127.0.0.1, ::1), so a web page cannot read them through
-	// DNS rebinding. Model requests are not affected: the upstream checks
-	// their keys.
+	// Token, when set, is required of every request to the statistics,
+	// metrics, dashboard and MCP endpoints (X-Agentctx-Token, or
+	// Authorization: Bearer); without it they answer only requests from
+	// this machine (a loopback peer address, or a Unix socket) addressed
+	// to a loopback name (Host: localhost, 127.0.0.1, ::1), so neither
+	// another machine nor a web page (through DNS rebinding) can read
+	// them. Model requests are not affected: the upstream checks their
+	// keys.
 	Token string
 	// Tenants isolates the clients of a shared proxy by their credentials
 	// (the digest of their X-Api-Key or Authorization header): each
@@ -360,11 +362,14 @@ type exchange struct {
 	// sentListParts is the list an edited body sent, as its parts (see
 	// sendBody); nil when the body went as read.
 	sentListParts [][]byte
+	// undo records what the Engine's preparation stored, taken back when
+	// the upstream refuses the request (undo.go).
+	undo *undoLog
 }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.serveOwn(w, r) {
+	if s.refuseBrowser(w, r) || s.serveOwn(w, r) {
 		return
 	}
 	x := &exchange{start: s.opts.Now(), status: 0, client: clientOf(r.UserAgent()), cut: -1}
@@ -391,7 +396,7 @@ func (s *Server) serveOwn(w http.ResponseWriter, r *http.Request) bool {
 	get := r.Method == http.MethodGet || r.Method == http.MethodHead
 	if (r.URL.Path == StatsPath || r.URL.Path == MetricsPath || s.isDashboard(r.URL.Path)) && get || isMCP(r.URL.Path) {
 		if !httpguard.Allowed(r, s.opts.Token) && !s.dashboardToken(r) {
-			httpguard.Refuse(w, s.opts.Token)
+			httpguard.Refuse(w, r, s.opts.Token)
 			return true
 		}
 		switch {
@@ -524,7 +529,8 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) sen
 		return wholeBody(raw) // no list of messages to edit
 	}
 	req, cut := s.engineRequest(r, rt, b, conv, tenant, x)
-	pctx, psp := s.startSpan(withSummaries(r.Context(), x), SpanPrepare)
+	x.undo = &undoLog{}
+	pctx, psp := s.startSpan(withUndo(withSummaries(r.Context(), x), x.undo), SpanPrepare)
 	pstart := time.Now()
 	prep, err := s.opts.Engine.Prepare(pctx, req)
 	s.traceSteps(pctx, pstart, prep)
@@ -886,6 +892,9 @@ func (s *Server) observe(ctx context.Context, x *exchange, u Usage) {
 }
 
 func (s *Server) finish(r *http.Request, x *exchange) {
+	if x.undo != nil {
+		x.undo.release() // accepted, or rolled back already
+	}
 	dur := s.opts.Now().Sub(x.start)
 	var st *sessionStats
 	if x.session != "" {

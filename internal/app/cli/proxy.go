@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/base/httpguard"
 	"github.com/agentctx/agentctx/mcpserver"
 	"github.com/agentctx/agentctx/offload"
 	"github.com/agentctx/agentctx/pipeline"
@@ -39,10 +40,14 @@ ANTHROPIC_BASE_URL (printed on start), or a Codex provider's base_url
 
 POST /v1/messages, /v1/chat/completions and /v1/responses (with store
 false and no previous_response_id) are edited; everything else passes
-through. A request that needs no edit goes upstream byte for byte.
+through. A request that needs no edit goes upstream byte for byte. What a
+web page could send is refused (403): an Origin other than the proxy's
+own loopback origin, a model request sent as text/plain or a form.
 GET /agentctx/stats reports per session, GET /metrics the same in the
 Prometheus text format, /agentctx/ is a dashboard of both (all need
---token, or a loopback Host); --otel traces each request over OTLP.
+--token, or a request from this machine to a loopback Host; a --listen
+address that is not loopback needs --token); --otel traces each request
+over OTLP.
 SIGINT (Ctrl-C) or SIGTERM stops accepting and lets the requests in
 flight finish; the exit code is then 130. A line is logged per request
 (-v: also per stored tool result).
@@ -62,7 +67,7 @@ writes to, every session: the proxy prints the line that registers it,
 		Example: `  agentctx proxy --limit 150000
   ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude
   claude mcp add --transport http agentctx http://127.0.0.1:8787/mcp
-  agentctx proxy --store postgres://agentctx@db/agentctx --listen 0.0.0.0:8787
+  agentctx proxy --store postgres://agentctx@db/agentctx --listen 0.0.0.0:8787 --token "$AGENTCTX_TOKEN"
   curl -s http://127.0.0.1:8787/agentctx/stats | jq '.sessions[] | {requests, compactions, prefix_changes, cache_breaks}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -130,6 +135,9 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 			cleanup()
 		}
 	}()
+	if _, err := p.listenAddr(); err != nil {
+		return nil, nil, err // before any store is opened
+	}
 	po, summ, prices, err := p.pipelineOptions(cmd, e, log)
 	if err != nil {
 		return nil, nil, err
@@ -317,20 +325,36 @@ func (p *proxyFlags) readBack(store workspace.Store, log *slog.Logger) (http.Han
 }
 
 // listenTCP listens on --listen, on the loopback interface unless the
-// address names a host.
+// address names a host. An address that is not loopback needs --token (or
+// AGENTCTX_TOKEN), as agentctx mcp --http does: the proxy's statistics,
+// dashboard and /mcp read back what the workspace holds.
 func (p *proxyFlags) listenTCP() (net.Listener, error) {
-	listen := p.listen
-	if _, _, err := net.SplitHostPort(listen); err != nil {
-		return nil, usagef("--listen %s: %v", listen, err)
-	}
-	if h, port, _ := net.SplitHostPort(listen); h == "" {
-		listen = net.JoinHostPort("127.0.0.1", port) // loopback unless told otherwise
+	listen, err := p.listenAddr()
+	if err != nil {
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, listenError("--listen", listen, err)
 	}
 	return ln, nil
+}
+
+// listenAddr checks --listen and returns the address to listen on (a
+// missing host is 127.0.0.1); --token, when not given, is filled from
+// AGENTCTX_TOKEN.
+func (p *proxyFlags) listenAddr() (string, error) {
+	if _, _, err := net.SplitHostPort(p.listen); err != nil {
+		return "", usagef("--listen %s: %v", p.listen, err)
+	}
+	if p.token == "" {
+		p.token = os.Getenv(tokenEnv)
+	}
+	listen, err := httpguard.ListenAddr(p.listen, p.token)
+	if err != nil {
+		return "", usagef("--listen %s: %v", p.listen, err)
+	}
+	return listen, nil
 }
 
 // register adds the proxy's flags to cmd, --listen defaulting to listen.
@@ -346,7 +370,7 @@ func (p *proxyFlags) register(cmd *cobra.Command, listen string) {
 	fs.IntVar(&p.decodeCacheMB, "decode-cache", proxy.DefaultDecodeCacheBytes>>20, "MiB of decoded messages kept for the next request of each conversation to reuse (0: none; each request is then decoded whole)")
 	fs.StringVar(&p.pricesFile, "prices", "", pricesFlagHelp)
 	fs.BoolVar(&p.tenants, "tenants", false, "isolate the clients of a shared proxy by their credentials: each API key keeps its sessions and artifacts in a namespace of its own (<namespace>/tenants/<digest>), and /mcp reads only the artifacts of the credentials the MCP client sends (X-Api-Key or Authorization)")
-	fs.StringVar(&p.token, "token", "", "the token the statistics and MCP endpoints require (X-Agentctx-Token or Authorization: Bearer; default $"+tokenEnv+"); without it they answer requests to a loopback name only")
+	fs.StringVar(&p.token, "token", "", "the token the statistics, dashboard and MCP endpoints require (X-Agentctx-Token or Authorization: Bearer; default $"+tokenEnv+"); required on a non-loopback --listen, and without it they answer requests from this machine to a loopback name only")
 	p.retain.add(cmd)
 	fs.DurationVar(&p.retain.every, "retain-every", time.Hour, "with --retain-age or --retain-size: how often the proxy prunes its namespace (and its tenants')")
 	fs.BoolVar(&p.otel, "otel", false, "trace each request's steps (decode, prepare and its pipeline steps, upstream) with OpenTelemetry, exported over OTLP/HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME...); OTEL_TRACES_EXPORTER=otlp also turns it on, OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true off")

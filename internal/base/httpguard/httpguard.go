@@ -2,8 +2,9 @@
 // proxy's stats and MCP, agentctx mcp --http) that expose what a
 // workspace holds: listeners bind loopback unless told otherwise, a
 // listener on another address needs a token, and without a token only
-// requests addressed to a loopback name are answered, so a web page cannot
-// reach them through DNS rebinding.
+// requests from this machine (a loopback peer, or a Unix socket) addressed
+// to a loopback name are answered: another machine cannot read them by
+// saying Host: localhost, nor a web page through DNS rebinding.
 package httpguard
 
 import (
@@ -11,6 +12,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 )
 
@@ -51,8 +53,9 @@ func IsLoopback(host string) bool {
 }
 
 // Allowed reports whether a request may read what the endpoint serves:
-// with a token, the request must carry it; without one, it must be
-// addressed (its Host header) to a loopback name.
+// with a token, the request must carry it; without one, it must come from
+// this machine (LoopbackPeer) and be addressed (its Host header) to a
+// loopback name.
 func Allowed(r *http.Request, token string) bool {
 	if token != "" {
 		got := r.Header.Get(TokenHeader)
@@ -61,6 +64,25 @@ func Allowed(r *http.Request, token string) bool {
 		}
 		return subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 	}
+	return LoopbackPeer(r) && loopbackHost(r)
+}
+
+// LoopbackPeer reports whether r came from this machine: its peer
+// (r.RemoteAddr) is a loopback address, or it came through a Unix socket
+// (whose file's permissions say who may connect). The Host header says
+// nothing of the peer: any client may send Host: localhost.
+func LoopbackPeer(r *http.Request) bool {
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && la.Network() == "unix" {
+		return true
+	}
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	return ap.Addr().WithZone("").Unmap().IsLoopback()
+}
+
+func loopbackHost(r *http.Request) bool {
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
@@ -69,23 +91,26 @@ func Allowed(r *http.Request, token string) bool {
 }
 
 // Wrap returns h answering only the requests Allowed lets through; the
-// others get 403 (a missing or wrong token) or 421 (a Host that is not
-// loopback), with a one-line reason.
+// others get 403 (a missing or wrong token, or a peer on another machine)
+// or 421 (a Host that is not loopback), with a one-line reason.
 func Wrap(h http.Handler, token string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if Allowed(r, token) {
 			h.ServeHTTP(w, r)
 			return
 		}
-		Refuse(w, token)
+		Refuse(w, r, token)
 	})
 }
 
 // Refuse answers a request Allowed refused.
-func Refuse(w http.ResponseWriter, token string) {
-	if token != "" {
+func Refuse(w http.ResponseWriter, r *http.Request, token string) {
+	switch {
+	case token != "":
 		http.Error(w, "agentctx: a valid token is required ("+TokenHeader+" or Authorization: Bearer)", http.StatusForbidden)
-		return
+	case !LoopbackPeer(r):
+		http.Error(w, "agentctx: this endpoint answers requests from this machine only; set a token (--token or AGENTCTX_TOKEN) to serve others", http.StatusForbidden)
+	default:
+		http.Error(w, "agentctx: this endpoint answers requests to a loopback address only (localhost, 127.0.0.1); set a token to serve others", http.StatusMisdirectedRequest)
 	}
-	http.Error(w, "agentctx: this endpoint answers requests to a loopback address only (localhost, 127.0.0.1); set a token to serve others", http.StatusMisdirectedRequest)
 }

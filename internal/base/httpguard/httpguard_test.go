@@ -1,6 +1,8 @@
 package httpguard
 
 import (
+	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -29,25 +31,48 @@ func TestListenAddr(t *testing.T) {
 func TestWrap(t *testing.T) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })
 	for _, c := range []struct {
-		host, token, auth string
-		want              int
+		peer, host, token, auth string
+		want                    int
 	}{
-		{"127.0.0.1:8787", "", "", 204},
-		{"localhost:8787", "", "", 204},
-		{"evil.example:8787", "", "", http.StatusMisdirectedRequest}, // DNS rebinding
-		{"evil.example:8787", "s3", "", http.StatusForbidden},
-		{"evil.example:8787", "s3", "Bearer s3", 204},
-		{"127.0.0.1:8787", "s3", "Bearer nope", http.StatusForbidden},
+		{"127.0.0.1:50000", "127.0.0.1:8787", "", "", 204},
+		{"127.0.0.1:50000", "localhost:8787", "", "", 204},
+		{"[::1]:50000", "[::1]:8787", "", "", 204},
+		{"[::ffff:127.0.0.1]:50000", "localhost:8787", "", "", 204},
+		{"127.0.0.1:50000", "evil.example:8787", "", "", http.StatusMisdirectedRequest}, // DNS rebinding
+		{"127.0.0.1:50000", "evil.example:8787", "s3", "", http.StatusForbidden},
+		{"127.0.0.1:50000", "evil.example:8787", "s3", "Bearer s3", 204},
+		{"127.0.0.1:50000", "127.0.0.1:8787", "s3", "Bearer nope", http.StatusForbidden},
+		// Another machine saying Host: localhost (issue 49.2: it was
+		// answered), or with no peer address at all.
+		{"192.168.1.20:50000", "localhost:8787", "", "", http.StatusForbidden},
+		{"192.168.1.20:50000", "127.0.0.1:8787", "", "", http.StatusForbidden},
+		{"[2001:db8::1]:50000", "[::1]:8787", "", "", http.StatusForbidden},
+		{"", "localhost:8787", "", "", http.StatusForbidden},
+		{"192.168.1.20:50000", "localhost:8787", "s3", "Bearer s3", 204},
 	} {
 		r := httptest.NewRequest(http.MethodGet, "/agentctx/stats", nil)
-		r.Host = c.host
+		r.Host, r.RemoteAddr = c.host, c.peer
 		if c.auth != "" {
 			r.Header.Set("Authorization", c.auth)
 		}
 		w := httptest.NewRecorder()
 		Wrap(ok, c.token).ServeHTTP(w, r)
 		if w.Code != c.want {
-			t.Errorf("host %s token %q auth %q: %d, want %d", c.host, c.token, c.auth, w.Code, c.want)
+			t.Errorf("peer %s host %s token %q auth %q: %d, want %d", c.peer, c.host, c.token, c.auth, w.Code, c.want)
 		}
+	}
+}
+
+// A request through a Unix socket comes from this machine: its peer has
+// no address.
+func TestWrapUnixSocket(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) })
+	r := httptest.NewRequest(http.MethodGet, "/agentctx/stats", nil)
+	r.Host, r.RemoteAddr = "localhost", "@"
+	r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, &net.UnixAddr{Name: "/tmp/agentctx.sock", Net: "unix"}))
+	w := httptest.NewRecorder()
+	Wrap(ok, "").ServeHTTP(w, r)
+	if w.Code != 204 {
+		t.Fatalf("unix socket: %d, want 204", w.Code)
 	}
 }
