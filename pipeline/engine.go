@@ -912,6 +912,7 @@ func (c *call) prune(ctx context.Context, in list) (list, StepReport, error) {
 	po.Logger = nil // the report says what was pruned
 	// The decisions only (no copy of the view): the steps apply them.
 	found := prune.Select(c.view, po)
+	c.logTerminal(found)
 
 	s := StepReport{}
 	pending, now, freed := c.sortPruned(found.Pruned, po.Placeholder, &s)
