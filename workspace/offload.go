@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/base/bufpool"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 	"github.com/agentctx/agentctx/internal/base/textfmt"
 
 	"github.com/agentctx/agentctx/workspace/driver"
@@ -143,7 +144,11 @@ func (w *Workspace) isOwnReference(r agentctx.ToolResult) bool {
 // reading tool already bounded it to a page, and a reference in its place
 // would send the agent back to what it just read.
 //
-// A string is stored as it is, with type text. Content made only of text
+// A string is stored as it is, with type text, unless it is one JSON
+// string of several lines (an agent that sends its results JSON-encoded,
+// as Cline does): that is stored as the text it encodes, so that its lines
+// page and grep, with metadata encoding=json_string (KeyEncoding), from
+// which OriginalContent gives the string back as sent. Content made only of text
 // blocks (as SDKs send tool results) is stored as its text too, the blocks
 // joined by newlines, so that lines, grep and previews work on it; the
 // metadata key text_blocks keeps what OriginalContent needs to give the
@@ -234,7 +239,13 @@ func (w *Workspace) OffloadToolResult(ctx context.Context, call ToolCall, conten
 func (w *Workspace) toolResultArtifact(call ToolCall, content agentctx.Content) Artifact {
 	a := Artifact{Info: Info{ID: ArtifactID(call.ID), Type: TypeText, Created: w.opts.Now()}}
 	md := cloneMetadata(w.opts.Metadata)
+	var decoded string
+	if content.IsText() {
+		decoded = storeDecoded(content.Text())
+	}
 	switch text, lens, template, ok := textBlocks(content); {
+	case decoded != "":
+		a.Content, md[KeyEncoding] = decoded, EncodingJSONString
 	case content.IsText() || content.Kind() == agentctx.ContentNone:
 		a.Content = content.AsText()
 	case ok:
@@ -348,7 +359,8 @@ func fillTemplate(template string, texts []string) (agentctx.Content, error) {
 // OriginalContent returns the content of the tool result an artifact was
 // stored from, byte for byte as it was sent: a string for type text, the
 // text blocks for an artifact with text_blocks metadata, the JSON value for
-// type json.
+// type json, and the JSON string of the text for an artifact with
+// encoding json_string metadata (KeyEncoding).
 func OriginalContent(a *Artifact) (agentctx.Content, error) {
 	if lens, ok := a.Metadata[KeyTextBlocks]; ok {
 		var texts []string
@@ -371,6 +383,9 @@ func OriginalContent(a *Artifact) (agentctx.Content, error) {
 			return agentctx.Content{}, fmt.Errorf("workspace: artifact %q: text blocks do not match %s=%q", a.ID, KeyTextBlocks, lens)
 		}
 		return fillTemplate(a.Metadata[KeyTextTemplate], texts)
+	}
+	if a.Metadata[KeyEncoding] == EncodingJSONString {
+		return agentctx.Text(string(rawjson.AppendString(nil, a.Content))), nil
 	}
 	if a.Type == TypeJSON {
 		var c agentctx.Content
