@@ -779,7 +779,8 @@ func (c *call) storeResults(ctx context.Context) error {
 		key := c.resultKey(pos[0], r)
 		c.seen[key] = true
 		rs := c.st.Results[key]
-		if rs == nil {
+		isNew := rs == nil
+		if isNew {
 			if len(slab) == cap(slab) {
 				slab, next = make([]resultState, 0, next), 2*next
 			}
@@ -794,12 +795,14 @@ func (c *call) storeResults(ctx context.Context) error {
 			}
 		}
 		c.results.add(pos, key, rs)
-		if rs.Artifact != "" || c.p.ws == nil || c.storedOnReplace(r.Content) {
-			continue
+		if rs.Artifact == "" && c.p.ws != nil && !c.storedOnReplace(r.Content) {
+			if err := c.storeResult(ctx, rs, pos, r.ID, r.Content); err != nil {
+				failed = err
+				break
+			}
 		}
-		if err := c.storeResult(ctx, rs, pos, r.ID, r.Content); err != nil {
-			failed = err
-			break
+		if isNew {
+			c.noteSaved(r.Content) // after its own call was looked at: for the results after it
 		}
 	}
 	return storeFailure(failed)
@@ -839,7 +842,8 @@ func (c *call) storeResult(ctx context.Context, rs *resultState, pos [2]int, id 
 		action = workspace.DefaultActionName
 	}
 	sctx, cancel := c.p.storeCtx(ctx)
-	repl, off, err := c.p.ws.OffloadToolResult(sctx, workspace.ToolCall{ID: id, Name: u.Name, Action: action(u), Input: u.Input}, content)
+	repl, off, err := c.p.ws.OffloadToolResult(sctx, workspace.ToolCall{ID: id, Name: u.Name, Action: action(u), Input: u.Input,
+		ReadsSaved: c.readsSaved(u.Input)}, content)
 	err = storeErr(ctx, sctx, err)
 	cancel()
 	if err != nil {

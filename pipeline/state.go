@@ -100,6 +100,10 @@ type state struct {
 	// learned: each was logged once (logTerminal). Never modified once
 	// set (a call sets a new slice), so a clone shares it.
 	TerminalTools []string `json:"terminal_tools,omitempty"`
+	// SavedPaths are the files results said the client saved output to
+	// (noteSaved), oldest first: a read of one is never offloaded. Never
+	// modified once set, as TerminalTools.
+	SavedPaths []string `json:"saved_paths,omitempty"`
 }
 
 // resultState is the decision on one tool result.

@@ -27,6 +27,11 @@ type ToolCall struct {
 	// Input is the call's input (its arguments), when known: it tells a
 	// read of the workspace's own content files (see ReadsBack).
 	Input json.RawMessage
+	// ReadsSaved is set by a caller that knows the call reads a file the
+	// client saved output to, whose path an earlier result named
+	// (NamesSavedPath of SavedPaths): its result is kept whole, as a read
+	// of the workspace's own content is (ReadsBack).
+	ReadsSaved bool
 }
 
 // Offloaded describes one tool result stored by an offload.
@@ -92,6 +97,7 @@ func (w *Workspace) Offload(ctx context.Context, msgs []agentctx.Message) (*Offl
 	}
 	res := &OffloadResult{Artifacts: []Offloaded{}}
 	var err error
+	var saved []string // the files earlier results say the client saved output to
 	res.Messages = agentctx.MapToolResults(msgs, func(r agentctx.ToolResult) (agentctx.Content, bool) {
 		if err != nil {
 			return agentctx.Content{}, false
@@ -104,7 +110,9 @@ func (w *Workspace) Offload(ctx context.Context, msgs []agentctx.Message) (*Offl
 		call := ToolCall{ID: r.ID}
 		if u, ok := calls[r.ID]; ok {
 			call.Name, call.Action, call.Input = u.Name, w.opts.ActionName(u), u.Input
+			call.ReadsSaved = NamesSavedPath(u.Input, saved)
 		}
+		saved = append(saved, SavedPaths(r.Content)...)
 		var (
 			c   agentctx.Content
 			off Offloaded
