@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"slices"
 
-	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/workspace"
 )
 
@@ -16,9 +15,9 @@ const maxSavedPaths = 512
 // to (workspace.SavedPaths: Claude Code's, opencode's, Kilo's and Qwen
 // Code's previews of a long output), so that a later read of one is kept
 // whole (readsSaved).
-func (c *call) noteSaved(content agentctx.Content) {
+func (c *call) noteSaved(paths []string) {
 	var add []string
-	for _, p := range workspace.SavedPaths(content) {
+	for _, p := range paths {
 		if !slices.Contains(c.st.SavedPaths, p) {
 			add = append(add, p)
 		}

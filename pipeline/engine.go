@@ -795,15 +795,19 @@ func (c *call) storeResults(ctx context.Context) error {
 			}
 		}
 		c.results.add(pos, key, rs)
-		if rs.Artifact == "" && c.p.ws != nil && !c.storedOnReplace(r.Content) {
+		var saved []string // the client's files the result names (noteSaved)
+		if isNew {
+			saved = workspace.SavedPaths(r.Content)
+		}
+		// A result that names a saved file is stored at once, however
+		// small: a summary lists it (resultPointers).
+		if rs.Artifact == "" && c.p.ws != nil && (!c.storedOnReplace(r.Content) || isNew && (len(saved) > 0 || c.namesStored(r.Content))) {
 			if err := c.storeResult(ctx, rs, pos, r.ID, r.Content); err != nil {
 				failed = err
 				break
 			}
 		}
-		if isNew {
-			c.noteSaved(r.Content) // after its own call was looked at: for the results after it
-		}
+		c.noteSaved(saved) // after its own call was looked at: for the results after it
 	}
 	return storeFailure(failed)
 }
