@@ -102,6 +102,13 @@ func TestSummaryListsResultsNamingSavedFiles(t *testing.T) {
 			if !res.Report.Step(pipeline.StepCompact).Compact.Compacted {
 				t.Fatalf("not compacted: %+v", res.Report.Steps)
 			}
+			pruned := false
+			for _, pr := range res.Report.Step(pipeline.StepPrune).Pruned {
+				pruned = pruned || pr.ID == "toolu_01"
+			}
+			if want := c.tool == "Bash"; pruned != want {
+				t.Fatalf("the preview pruned = %v, want %v", pruned, want)
+			}
 			summary := res.Messages[0].Content.Text()
 			ptrs := compact.ParsePointers(summary)
 			has := func(key string) bool {

@@ -74,10 +74,8 @@ func (c *call) resultPointers(ctx context.Context, view []agentctx.Message, h, t
 // preview naming its file was under minPointerChars and left out).
 func (c *call) namesSaved(r agentctx.ToolResult, h int) ([]string, bool) {
 	content := r.Content
-	if m := h + r.Message; m < len(c.src) {
-		if orig := resultContent(c.src, m, r.Block); orig.Kind() != agentctx.ContentNone {
-			content = orig
-		}
+	if m := h + r.Message; m < len(c.src) && resultID(c.src[m], r.Block) == r.ID {
+		content = resultContent(c.src, m, r.Block)
 	}
 	saved := workspace.SavedPaths(content)
 	return saved, len(saved) > 0 || c.namesStored(content)
@@ -119,4 +117,16 @@ func artifactPath(store workspace.Store, ns, id string) string {
 		path = abs
 	}
 	return path
+}
+
+// resultID returns the id of the call the tool result at block b of m
+// answers (b -1: a role "tool" message), "" when there is none.
+func resultID(m agentctx.Message, b int) string {
+	if b < 0 {
+		return m.ToolCallID
+	}
+	if bl := m.Content.Blocks(); b < len(bl) && bl[b].Type == agentctx.BlockToolResult {
+		return bl[b].ToolUseID
+	}
+	return ""
 }
