@@ -315,7 +315,7 @@ func (c *call) coldSweep(ctx context.Context) (int, error) {
 			continue
 		}
 		u := c.callOf(r.ID)
-		if c.p.ws.ReadsBack(workspace.ToolCall{ID: r.ID, Name: u.Name, Input: u.Input}) {
+		if c.p.ws.ReadsBack(workspace.ToolCall{ID: r.ID, Name: u.Name, Input: u.Input, ReadsSaved: c.readsSaved(u.Input)}) {
 			continue
 		}
 		sctx, cancel := c.p.storeCtx(ctx)

@@ -46,9 +46,12 @@
 //     output too. Options.Offload selects file offload (package offload,
 //     seed 000) instead, or none. With Options.StoreOnReplace (what
 //     `agentctx proxy` runs) a result under 4,000 characters is stored
-//     only when it is first pruned: a request of many small results
-//     writes nothing for those it keeps, and a compaction's archive holds
-//     the ones it summarizes.
+//     only when it is first pruned (unless it names a saved file: a
+//     client's, or something agentctx stored): a request of many small
+//     results writes nothing for those it keeps, and a compaction's
+//     archive holds the ones it summarizes. A read of a file a client
+//     saved a long output to, whose path an earlier result named, is
+//     never replaced by a reference, as a read of the workspace is not.
 //  4. count: the tokens of the list, plus Options.ReservedTokens (a system
 //     prompt, tool definitions), against the trigger: 92% of the window.
 //  5. compact: at or over the trigger, the middle of the list is archived
@@ -113,9 +116,12 @@
 // agent with nothing but a shell and a file reader can read an early value
 // back: it ends with a "## Stored originals" section (compact.PointersTitle)
 // with one line per stored result it covers that was pruned or offloaded,
-// or that was sent whole with at least 4,000 characters (a shorter one is
-// left to the summary's line about its call and to the archive), and one
-// for the archive (compact_<hash>). Each line has the artifact id and, for
+// that names a saved file (a file the client saved output to, or
+// something agentctx stored) whatever its size, or that was sent whole
+// with at least 4,000 characters (a shorter one is left to the summary's
+// line about its call and to the archive), one with the path of each file
+// a client saved output to that a result names, and one for the archive
+// (compact_<hash>). Each line has the artifact id and, for
 // a store that keeps files (the default directory store), the absolute
 // path of its content file:
 //

@@ -782,7 +782,8 @@ func (c *call) storeResults(ctx context.Context) error {
 		key := c.resultKey(pos[0], r)
 		c.seen[key] = true
 		rs := c.st.Results[key]
-		if rs == nil {
+		isNew := rs == nil
+		if isNew {
 			if len(slab) == cap(slab) {
 				slab, next = make([]resultState, 0, next), 2*next
 			}
@@ -797,13 +798,19 @@ func (c *call) storeResults(ctx context.Context) error {
 			}
 		}
 		c.results.add(pos, key, rs)
-		if rs.Artifact != "" || c.p.ws == nil || c.storedOnReplace(r.Content) {
-			continue
+		var saved []string // the client's files the result names (noteSaved)
+		if isNew {
+			saved = workspace.SavedPaths(r.Content)
 		}
-		if err := c.storeResult(ctx, rs, pos, r.ID, r.Content); err != nil {
-			failed = err
-			break
+		// A result that names a saved file is stored at once, however
+		// small: a summary lists it (resultPointers).
+		if rs.Artifact == "" && c.p.ws != nil && (!c.storedOnReplace(r.Content) || isNew && (len(saved) > 0 || c.namesStored(r.Content))) {
+			if err := c.storeResult(ctx, rs, pos, r.ID, r.Content); err != nil {
+				failed = err
+				break
+			}
 		}
+		c.noteSaved(saved) // after its own call was looked at: for the results after it
 	}
 	return storeFailure(failed)
 }
@@ -842,7 +849,8 @@ func (c *call) storeResult(ctx context.Context, rs *resultState, pos [2]int, id 
 		action = workspace.DefaultActionName
 	}
 	sctx, cancel := c.p.storeCtx(ctx)
-	repl, off, err := c.p.ws.OffloadToolResult(sctx, workspace.ToolCall{ID: id, Name: u.Name, Action: action(u), Input: u.Input}, content)
+	repl, off, err := c.p.ws.OffloadToolResult(sctx, workspace.ToolCall{ID: id, Name: u.Name, Action: action(u), Input: u.Input,
+		ReadsSaved: c.readsSaved(u.Input)}, content)
 	err = storeErr(ctx, sctx, err)
 	cancel()
 	if err != nil {
@@ -915,6 +923,7 @@ func (c *call) prune(ctx context.Context, in list) (list, StepReport, error) {
 	po.Logger = nil // the report says what was pruned
 	// The decisions only (no copy of the view): the steps apply them.
 	found := prune.Select(c.view, po)
+	c.logTerminal(found)
 
 	s := StepReport{}
 	pending, now, freed := c.sortPruned(found.Pruned, po.Placeholder, &s)

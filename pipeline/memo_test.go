@@ -21,10 +21,11 @@ func TestStateCloneIsDeep(t *testing.T) {
 	now := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
 	st := &state{Schema: 1, Requests: 3, Crossed: 9, RetryAt: 4, Counted: 7, Compactions: 1, Breaks: 2, Colds: 1, LastAt: now, Intact: true,
 		Length: 6, ForwardedGrowth: 2.5, Forwarded: 4, After: 5, SummaryTokens: 3, Removed: 2, ReadBacks: 1, Stale: 7, StaleGrowth: 0.5,
-		Results:    map[string]*resultState{"a\x00h": {FirstSeen: now, Artifact: "x", Action: actionPruned, At: now, Content: "c", Chars: 5}},
-		Compaction: &compactionState{Head: 1, N: 4, Digest: "d", Summary: "s", Archive: "ar", At: now, Chars: 9},
-		Usage:      &usageState{Tokens: 1, Counted: 2, Ratio: 1.5, N: 3, Cached: 2, Hit: 0.9, HitN: 3},
-		Thinking:   (*ThinkingMemory)(nil).with([]ThinkingEntry{{Key: 1, Prefix: 2}}, []ThinkingEntry{{Key: 3, Prefix: 4}})}
+		Results:       map[string]*resultState{"a\x00h": {FirstSeen: now, Artifact: "x", Action: actionPruned, At: now, Content: "c", Chars: 5}},
+		Compaction:    &compactionState{Head: 1, N: 4, Digest: "d", Summary: "s", Archive: "ar", At: now, Chars: 9},
+		Usage:         &usageState{Tokens: 1, Counted: 2, Ratio: 1.5, N: 3, Cached: 2, Hit: 0.9, HitN: 3},
+		Thinking:      (*ThinkingMemory)(nil).with([]ThinkingEntry{{Key: 1, Prefix: 2}}, []ThinkingEntry{{Key: 3, Prefix: 4}}),
+		TerminalTools: []string{"my_shell"}, SavedPaths: []string{"/tmp/x/a.txt"}}
 	// Every field set: a field added to state without clone knowing of
 	// it shows up here as a zero value.
 	v := reflect.ValueOf(*st)

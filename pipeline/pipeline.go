@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -303,6 +304,8 @@ type Pipeline struct {
 	counted   countMemo
 	paths     pathMemo   // see WithPaths
 	pathed    pathedMemo // see AddPaths
+
+	terminalLogged atomic.Bool // the terminal tools were logged (logTerminal)
 }
 
 // New returns a Pipeline with the options. It opens the default workspace

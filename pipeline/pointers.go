@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"path/filepath"
+	"strings"
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
@@ -13,14 +14,17 @@ import (
 // gets a pointer in a summary: a pointer line (its tool, input, artifact id
 // and path) costs about 70 tokens, under a tenth of such a result. A
 // shorter one is left to the summary's own line about the call and to the
-// archive. Pruned and offloaded results always get one.
+// archive. Pruned and offloaded results always get one, and so do those
+// that name a saved file (namesSaved).
 const minPointerChars = 4_000
 
 // resultPointers returns the pointers of the stored results of
 // view[h:t], for the summary that replaces them (compact.Options.Pointers):
-// every result that was pruned or offloaded, and every other one the
-// workspace keeps whole with at least minPointerChars characters (the
-// summary drops their text too). Each has its artifact id, the absolute
+// every result that was pruned or offloaded, every one that names a saved
+// file (namesSaved: a client's file, or something agentctx stored),
+// whatever its size, and every other one the workspace keeps whole with
+// at least minPointerChars characters (the summary drops their text too);
+// then a pointer to each client's file a result names, by its path. Each has its artifact id, the absolute
 // path of the artifact's content file when the store keeps files
 // (workspace.Pather), and the size of what is stored. The positions are
 // those of the view the store step keyed (c.results); the results before the
@@ -36,22 +40,66 @@ func (c *call) resultPointers(ctx context.Context, view []agentctx.Message, h, t
 	var out []compact.Pointer
 	for r := range agentctx.ToolResults(view[h:t]) {
 		rs := c.results.state([2]int{h + r.Message, r.Block})
-		if rs == nil || rs.Artifact == "" {
+		if rs == nil {
 			continue
 		}
-		p := compact.Pointer{Kind: compact.PointerResult, ArtifactID: rs.Artifact, Path: artifactPath(store, ns, rs.Artifact),
-			ToolCallID: r.ID, ToolName: c.callOf(r.ID).Name}
-		info, err := store.Stat(ctx, ns, rs.Artifact)
-		if err == nil {
-			p.Chars, p.Lines = info.Chars, info.Lines
+		saved, names := c.namesSaved(r, h)
+		if rs.Artifact != "" {
+			p := compact.Pointer{Kind: compact.PointerResult, ArtifactID: rs.Artifact, Path: artifactPath(store, ns, rs.Artifact),
+				ToolCallID: r.ID, ToolName: c.callOf(r.ID).Name}
+			info, err := store.Stat(ctx, ns, rs.Artifact)
+			if err == nil {
+				p.Chars, p.Lines = info.Chars, info.Lines
+			}
+			replaced := rs.Action == actionPruned || rs.Action == actionOffloaded
+			if replaced || names || err == nil && info.Chars >= minPointerChars {
+				out = append(out, p)
+			}
 		}
-		replaced := rs.Action == actionPruned || rs.Action == actionOffloaded
-		if !replaced && (err != nil || info.Chars < minPointerChars) {
-			continue
+		// The client's own file, named on a line of its own: read with a
+		// file tool at once, whatever became of the preview that named it.
+		for _, path := range saved {
+			out = append(out, compact.Pointer{Kind: compact.PointerResult, Path: path, ToolCallID: r.ID, ToolName: c.callOf(r.ID).Name})
 		}
-		out = append(out, p)
 	}
 	return out
+}
+
+// namesSaved returns the files the result r of view[h:] (at the position
+// the store step keyed) says the client saved output to, read in the
+// result as the request sent it (c.src: a pruned preview no longer names
+// its file), and whether it names a saved file at all: one of those, or
+// something agentctx stored (namesStored). Such a result gets a pointer
+// in a summary whatever its size (issue 47: Claude Code's 2,338-character
+// preview naming its file was under minPointerChars and left out).
+func (c *call) namesSaved(r agentctx.ToolResult, h int) ([]string, bool) {
+	content := r.Content
+	if m := h + r.Message; m < len(c.src) && resultID(c.src[m], r.Block) == r.ID {
+		content = resultContent(c.src, m, r.Block)
+	}
+	saved := workspace.SavedPaths(content)
+	return saved, len(saved) > 0 || c.namesStored(content)
+}
+
+// namesStored reports whether a result's content names something
+// agentctx stored: a reference, a read-back call on an artifact, or a file
+// under the workspace's directory.
+func (c *call) namesStored(content agentctx.Content) bool {
+	names := func(s string) bool {
+		return strings.Contains(s, "<knowledge_list>") || strings.Contains(s, workspace.ToolGetKnowledgeByID+"(artifact_id=") ||
+			c.p.wsRoot != "" && strings.Contains(s, c.p.wsRoot+string(filepath.Separator))
+	}
+	switch content.Kind() {
+	case agentctx.ContentText:
+		return names(content.Text())
+	case agentctx.ContentBlocks:
+		for _, b := range content.Blocks() {
+			if b.Type == agentctx.BlockText && names(b.Text) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // artifactPath returns the absolute path of an artifact's content file, or
@@ -69,4 +117,16 @@ func artifactPath(store workspace.Store, ns, id string) string {
 		path = abs
 	}
 	return path
+}
+
+// resultID returns the id of the call the tool result at block b of m
+// answers (b -1: a role "tool" message), "" when there is none.
+func resultID(m agentctx.Message, b int) string {
+	if b < 0 {
+		return m.ToolCallID
+	}
+	if bl := m.Content.Blocks(); b < len(bl) && bl[b].Type == agentctx.BlockToolResult {
+		return bl[b].ToolUseID
+	}
+	return ""
 }

@@ -98,6 +98,16 @@ type state struct {
 	// StaleGrowth the mean tokens a request adds to them.
 	Stale       int     `json:"stale,omitempty"`
 	StaleGrowth float64 `json:"stale_growth,omitempty"`
+
+	// TerminalTools are the tools outside the prune step's list whose
+	// output counted as terminal by its shape, in the order they were
+	// learned: each was logged once (logTerminal). Never modified once
+	// set (a call sets a new slice), so a clone shares it.
+	TerminalTools []string `json:"terminal_tools,omitempty"`
+	// SavedPaths are the files results said the client saved output to
+	// (noteSaved), oldest first: a read of one is never offloaded. Never
+	// modified once set, as TerminalTools.
+	SavedPaths []string `json:"saved_paths,omitempty"`
 }
 
 // resultState is the decision on one tool result.

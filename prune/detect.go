@@ -42,18 +42,23 @@ type Class struct {
 	// 0. (The message's status and is_error are the caller's.)
 	Error bool
 	// Terminal: it looks like command output. A piece contains
-	// "stdout":, "stderr": or "exitCode":, or reports an exit status as an
-	// agent harness writes it.
+	// "stdout":, "stderr": or "exitCode":, reports an exit status as an
+	// agent harness writes it, or is shaped like a shell transcript
+	// (shellTranscript).
 	Terminal bool
 }
 
 // Classify reads what a result's content says (seed 004 §3.3 and §3.4),
-// in one pass over each piece of its text. It depends on the content
-// only: a caller that sees the same results again may keep the answers
-// (Options.Classify).
+// in one pass over each piece of its text. A piece that is one JSON
+// string (a result an agent sent JSON-encoded, as Cline does) is read as
+// the text it encodes. It depends on the content only: a caller that sees
+// the same results again may keep the answers (Options.Classify).
 func Classify(c agentctx.Content) Class {
 	var cl Class
 	eachText(c, func(s string) bool {
+		if text, ok := rawjson.TextOfString(s); ok {
+			s = text
+		}
 		e, t := classifyText(s)
 		cl.Error, cl.Terminal = cl.Error || e, cl.Terminal || t
 		return !(cl.Error && cl.Terminal)
@@ -63,6 +68,13 @@ func Classify(c agentctx.Content) Class {
 
 func classifyText(s string) (isError, terminal bool) {
 	code, hasCode := harnessExitCode(s)
+	if !hasCode {
+		var shaped bool
+		code, hasCode, shaped = shellTranscript(s)
+		if shaped && !hasCode {
+			return false, true // a transcript that reports no status (Cline's)
+		}
+	}
 	terminal = hasCode || containsTerminalFeature(s)
 	switch {
 	case strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), errorPrefix):
@@ -204,4 +216,155 @@ func exitCodeFailed(raw []byte) bool {
 	}
 	f, err := strconv.ParseFloat(s, 64)
 	return err != nil || f != 0
+}
+
+// transcriptLines bounds the lines shellTranscript reads at each end of a
+// text: the header and the trailer of a transcript, never the output
+// between them (a result can be megabytes).
+const transcriptLines = 12
+
+// shellTranscript reports whether s is shaped like the transcript of a
+// shell command as agents other than those of harnessExitCode write it,
+// and the exit status it reports. It asks for two marks, so that a file
+// or a page that merely mentions an exit code is not taken for command
+// output (a false positive clears output the model may need):
+//
+//   - an exit status line ("Exit Code: N", "Exit code: N", "exit status
+//     N", "Exit code N"; N an integer or "(none)") in the first or last
+//     lines, and a header or stream marker: the first line labelled
+//     "Command:", "Output:", "Stdout:" or "Stderr:" (Gemini CLI's and Qwen
+//     Code's run_shell_command), or a line that is only a stream marker
+//     ("STDOUT:", "stderr:", "<stdout>", "--- stderr ---", ...);
+//   - or Cline's: a first line "Command executed..." followed by an
+//     "Output:" line, or "Command is still running in the user's
+//     terminal..." followed by "Here's the output so far:"; these report
+//     no status (shaped true, hasCode false) unless an exit status line
+//     follows.
+//
+// A status that is not an integer ("(none)": killed by a signal) is
+// reported as code -1, a failure.
+func shellTranscript(s string) (code int, hasCode, shaped bool) {
+	head := firstLines(s, transcriptLines)
+	if len(head) == 0 {
+		return 0, false, false
+	}
+	tail := lastLines(s, transcriptLines)
+	code, hasCode = exitStatusIn(head)
+	if !hasCode {
+		code, hasCode = exitStatusIn(tail)
+	}
+	if clineTranscript(head) {
+		return code, hasCode, true
+	}
+	if !hasCode {
+		return 0, false, false
+	}
+	first := head[0]
+	for _, label := range [...]string{"Command: ", "Output: ", "Output:", "Stdout: ", "Stdout:", "Stderr: ", "Stderr:"} {
+		if strings.HasPrefix(first, label) {
+			return code, true, true
+		}
+	}
+	for _, lines := range [2][]string{head, tail} {
+		for _, l := range lines {
+			if streamMarker(strings.TrimSpace(l)) {
+				return code, true, true
+			}
+		}
+	}
+	return 0, false, false
+}
+
+// clineTranscript reports whether the first lines are Cline's report of a
+// command (its execute_command results).
+func clineTranscript(head []string) bool {
+	var next string
+	switch first := head[0]; {
+	case strings.HasPrefix(first, "Command executed"):
+		next = "Output:"
+	case strings.HasPrefix(first, "Command is still running in the user's terminal"):
+		next = "Here's the output so far:"
+	default:
+		return false
+	}
+	for _, l := range head[1:] {
+		if l = strings.TrimSpace(l); l != "" {
+			return strings.HasPrefix(l, next)
+		}
+	}
+	return false
+}
+
+// streamMarker reports whether a trimmed line is only the name of an
+// output stream, as transcripts put one above its output.
+func streamMarker(l string) bool {
+	switch strings.ToLower(l) {
+	case "stdout:", "stderr:", "<stdout>", "<stderr>", "</stdout>", "</stderr>",
+		"--- stdout ---", "--- stderr ---", "[stdout]", "[stderr]":
+		return true
+	}
+	return false
+}
+
+// exitStatusIn returns the exit status of the first exit status line of
+// lines (see shellTranscript).
+func exitStatusIn(lines []string) (int, bool) {
+	for _, l := range lines {
+		if n, ok := exitStatusLine(strings.TrimSpace(l)); ok {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// exitStatusLine reads a line that reports an exit status: a label, an
+// optional colon, a space, then an integer or "(none)" (-1), and maybe
+// more after a space ("Exit Code: 0 (Success)").
+func exitStatusLine(l string) (int, bool) {
+	for _, label := range [...]string{"exit code", "exit status"} {
+		if len(l) <= len(label) || !strings.EqualFold(l[:len(label)], label) {
+			continue
+		}
+		rest := strings.TrimPrefix(l[len(label):], ":")
+		if !strings.HasPrefix(rest, " ") {
+			return 0, false
+		}
+		val, _, _ := strings.Cut(strings.TrimLeft(rest, " "), " ")
+		val = strings.TrimRight(val, ".")
+		if val == "(none)" {
+			return -1, true
+		}
+		n, err := strconv.Atoi(val)
+		return n, err == nil
+	}
+	return 0, false
+}
+
+// firstLines returns up to n lines from the first line of s that is not
+// blank, without their line endings.
+func firstLines(s string, n int) []string {
+	s = strings.TrimLeft(s, " \t\r\n")
+	var out []string
+	for len(out) < n && s != "" {
+		line, rest, _ := strings.Cut(s, "\n")
+		out = append(out, strings.TrimRight(line, "\r"))
+		s = rest
+	}
+	return out
+}
+
+// lastLines returns up to n lines that end s (after its trailing blank
+// lines), the last first, without their line endings.
+func lastLines(s string, n int) []string {
+	s = strings.TrimRight(s, " \t\r\n")
+	var out []string
+	for len(out) < n && s != "" {
+		i := strings.LastIndexByte(s, '\n')
+		out = append(out, strings.TrimRight(s[i+1:], "\r"))
+		if i < 0 {
+			break
+		}
+		s = s[:i]
+	}
+	return out
 }

@@ -16,12 +16,17 @@
 // message) is replaced when all of these hold:
 //
 //  1. It is terminal output: its content contains "stdout":, "stderr": or
-//     "exitCode":, or the call it answers names a tool in
+//     "exitCode":, or is shaped like a shell transcript (an exit status
+//     line with a "Command:"/"Output:" header or a stdout/stderr marker,
+//     or Cline's "Command executed." then "Output:"; see [Classify]),
+//     whatever the tool's name, or the call it answers names a tool in
 //     [Options.ToolNames] (by default [DefaultToolNames]: the seed's
 //     "terminal-execute", Claude Code's "Bash", Codex's "shell",
 //     "exec_command" and "local_shell", OpenHands' "execute_bash", Gemini
-//     CLI's "run_shell_command"; any case, so SWE-agent's and opencode's
-//     "bash" too).
+//     CLI's "run_shell_command", Cline's "execute_command" and
+//     "run_commands"; any case, so SWE-agent's and opencode's "bash"
+//     too). [Result.ByContent] names the tools outside the list that
+//     counted by their content.
 //  2. It is not an error: the content does not start with "Error:", the
 //     message's messageStatus is not "error", is_error is not true, the
 //     content parsed as JSON has no non-empty "stderr", and its "exitCode"

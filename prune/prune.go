@@ -31,10 +31,12 @@ const (
 // tools of the agents people run. "terminal-execute" (seed 004), "Bash"
 // (Claude Code, which marks failed commands with is_error; also SWE-agent's
 // and opencode's "bash"), "shell", "exec_command" and "local_shell"
-// (Codex), "execute_bash" (OpenHands) and "run_shell_command" (Gemini CLI).
-// Each call returns a new slice.
+// (Codex), "execute_bash" (OpenHands), "run_shell_command" (Gemini CLI)
+// and "execute_command" and "run_commands" (Cline). Each call returns a new
+// slice.
 func DefaultToolNames() []string {
-	return []string{"terminal-execute", "Bash", "shell", "exec_command", "local_shell", "execute_bash", "run_shell_command"}
+	return []string{"terminal-execute", "Bash", "shell", "exec_command", "local_shell", "execute_bash", "run_shell_command",
+		"execute_command", "run_commands"}
 }
 
 // Options configure [Prune]. The zero value gives the seed's behaviour: the
@@ -72,8 +74,9 @@ type Options struct {
 
 	// ToolNames lists the tools whose results are terminal output whatever
 	// their content (results of other tools are terminal output when their
-	// content has "stdout":, "stderr": or "exitCode":). Names match without
-	// regard to case ("bash" is "Bash").
+	// content has "stdout":, "stderr": or "exitCode":, or is shaped like a
+	// shell transcript: see [Classify]). Names match without regard to
+	// case ("bash" is "Bash").
 	// nil means DefaultToolNames(); an empty non-nil slice means none, so
 	// that only the content decides.
 	ToolNames []string
@@ -199,6 +202,12 @@ type Result struct {
 	// SkippedNoTimestamp counts the tool results that were kept because
 	// their message has no readable timestamp.
 	SkippedNoTimestamp int `json:"skipped_no_timestamp"`
+	// ByContent lists, sorted and each once, the names of the called tools
+	// outside ToolNames with a result that counted as terminal output by
+	// its content alone (a shell transcript of a tool the list does not
+	// name), whether or not it was pruned: what a caller may tell its user
+	// it learned. Nil when none.
+	ByContent []string `json:"by_content,omitempty"`
 }
 
 // candidate is a tool result with a timestamp, as the ranking sees it.
@@ -313,8 +322,8 @@ func prune(msgs []agentctx.Message, opts Options, view bool) Result {
 		}
 	}
 
-	cands, skipped := o.collect(msgs)
-	res.SkippedNoTimestamp = skipped
+	cands, skipped, byContent := o.collect(msgs)
+	res.SkippedNoTimestamp, res.ByContent = skipped, byContent
 
 	o.mark(cands, now)
 
@@ -463,9 +472,11 @@ func (opts Options) resolve() resolved {
 
 // collect returns the tool results that have a timestamp, classified, in
 // history order, and the number of results without a readable timestamp
-// (one in years 0–9999). Each result is matched with the latest call with
-// its id in a message before it (the message its Turn names).
-func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, skipped int) {
+// (one in years 0–9999), and the names of the tools outside o.tools whose
+// results are terminal output by their content (Result.ByContent). Each
+// result is matched with the latest call with its id in a message before
+// it (the message its Turn names).
+func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, skipped int, byContent []string) {
 	n := 0
 	for i := range msgs {
 		if msgs[i].Role == agentctx.RoleTool {
@@ -525,10 +536,16 @@ func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, skipped 
 			}
 			c.terminal = t
 		}
+		if !c.terminal && cl.Terminal && call.msg >= 0 {
+			if name := call.name(msgs); name != "" && !slices.Contains(byContent, name) {
+				byContent = append(byContent, name)
+			}
+		}
 		c.terminal = c.terminal || cl.Terminal
 		cands = append(cands, c)
 	}
-	return cands, skipped
+	slices.Sort(byContent)
+	return cands, skipped, byContent
 }
 
 // countContent counts the tokens of a result's content: the text of a

@@ -29,7 +29,10 @@
 // workspace's own content (a read-back tool, or the agent's file tool on
 // an artifact's content file: ReadsBack) is stored but never replaced, so
 // reading back never loops on a new reference; each read is one page,
-// bounded by the reading tool. Offload never
+// bounded by the reading tool. So is a read of a file the client saved a
+// long output to, whose path an earlier result's preview named
+// (SavedPaths, NamesSavedPath, ToolCall.ReadsSaved: Claude Code, opencode,
+// Kilo and Qwen Code keep long output so). Offload never
 // modifies its input, and offloading the same history again writes nothing
 // new. OffloadToolResult does the same for one result as it arrives.
 //

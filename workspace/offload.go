@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/base/bufpool"
+	"github.com/agentctx/agentctx/internal/base/rawjson"
 	"github.com/agentctx/agentctx/internal/base/textfmt"
 
 	"github.com/agentctx/agentctx/workspace/driver"
@@ -26,6 +27,11 @@ type ToolCall struct {
 	// Input is the call's input (its arguments), when known: it tells a
 	// read of the workspace's own content files (see ReadsBack).
 	Input json.RawMessage
+	// ReadsSaved is set by a caller that knows the call reads a file the
+	// client saved output to, whose path an earlier result named
+	// (NamesSavedPath of SavedPaths): its result is kept whole, as a read
+	// of the workspace's own content is (ReadsBack).
+	ReadsSaved bool
 }
 
 // Offloaded describes one tool result stored by an offload.
@@ -91,6 +97,7 @@ func (w *Workspace) Offload(ctx context.Context, msgs []agentctx.Message) (*Offl
 	}
 	res := &OffloadResult{Artifacts: []Offloaded{}}
 	var err error
+	var saved []string // the files earlier results say the client saved output to
 	res.Messages = agentctx.MapToolResults(msgs, func(r agentctx.ToolResult) (agentctx.Content, bool) {
 		if err != nil {
 			return agentctx.Content{}, false
@@ -103,7 +110,9 @@ func (w *Workspace) Offload(ctx context.Context, msgs []agentctx.Message) (*Offl
 		call := ToolCall{ID: r.ID}
 		if u, ok := calls[r.ID]; ok {
 			call.Name, call.Action, call.Input = u.Name, w.opts.ActionName(u), u.Input
+			call.ReadsSaved = NamesSavedPath(u.Input, saved)
 		}
+		saved = append(saved, SavedPaths(r.Content)...)
 		var (
 			c   agentctx.Content
 			off Offloaded
@@ -143,7 +152,11 @@ func (w *Workspace) isOwnReference(r agentctx.ToolResult) bool {
 // reading tool already bounded it to a page, and a reference in its place
 // would send the agent back to what it just read.
 //
-// A string is stored as it is, with type text. Content made only of text
+// A string is stored as it is, with type text, unless it is one JSON
+// string of several lines (an agent that sends its results JSON-encoded,
+// as Cline does): that is stored as the text it encodes, so that its lines
+// page and grep, with metadata encoding=json_string (KeyEncoding), from
+// which OriginalContent gives the string back as sent. Content made only of text
 // blocks (as SDKs send tool results) is stored as its text too, the blocks
 // joined by newlines, so that lines, grep and previews work on it; the
 // metadata key text_blocks keeps what OriginalContent needs to give the
@@ -234,7 +247,13 @@ func (w *Workspace) OffloadToolResult(ctx context.Context, call ToolCall, conten
 func (w *Workspace) toolResultArtifact(call ToolCall, content agentctx.Content) Artifact {
 	a := Artifact{Info: Info{ID: ArtifactID(call.ID), Type: TypeText, Created: w.opts.Now()}}
 	md := cloneMetadata(w.opts.Metadata)
+	var decoded string
+	if content.IsText() {
+		decoded = storeDecoded(content.Text())
+	}
 	switch text, lens, template, ok := textBlocks(content); {
+	case decoded != "":
+		a.Content, md[KeyEncoding] = decoded, EncodingJSONString
 	case content.IsText() || content.Kind() == agentctx.ContentNone:
 		a.Content = content.AsText()
 	case ok:
@@ -348,7 +367,8 @@ func fillTemplate(template string, texts []string) (agentctx.Content, error) {
 // OriginalContent returns the content of the tool result an artifact was
 // stored from, byte for byte as it was sent: a string for type text, the
 // text blocks for an artifact with text_blocks metadata, the JSON value for
-// type json.
+// type json, and the JSON string of the text for an artifact with
+// encoding json_string metadata (KeyEncoding).
 func OriginalContent(a *Artifact) (agentctx.Content, error) {
 	if lens, ok := a.Metadata[KeyTextBlocks]; ok {
 		var texts []string
@@ -371,6 +391,9 @@ func OriginalContent(a *Artifact) (agentctx.Content, error) {
 			return agentctx.Content{}, fmt.Errorf("workspace: artifact %q: text blocks do not match %s=%q", a.ID, KeyTextBlocks, lens)
 		}
 		return fillTemplate(a.Metadata[KeyTextTemplate], texts)
+	}
+	if a.Metadata[KeyEncoding] == EncodingJSONString {
+		return agentctx.Text(string(rawjson.AppendString(nil, a.Content))), nil
 	}
 	if a.Type == TypeJSON {
 		var c agentctx.Content

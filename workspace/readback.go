@@ -68,12 +68,13 @@ func IsReadTool(name string) bool {
 // content back: it calls one of the read-back tools (IsReadTool), or its
 // input names a file under the directory the store keeps its data in (an
 // agent's own file or shell tool reading an artifact's content file, whose
-// path a reference gave it). The result of such a call is stored like any
+// path a reference gave it), or the caller set call.ReadsSaved (it reads
+// a file the client saved output to). The result of such a call is stored like any
 // other, but never replaced by a reference: replacing a read of stored
 // content with a reference to that content would leave the agent no way to
 // read it (see OffloadToolResult).
 func (w *Workspace) ReadsBack(call ToolCall) bool {
-	if IsReadTool(call.Name) {
+	if call.ReadsSaved || IsReadTool(call.Name) {
 		return true
 	}
 	root := w.root()

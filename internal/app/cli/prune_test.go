@@ -242,7 +242,7 @@ func TestPruneCommandDefaults(t *testing.T) {
 		"keep-recent": "5",
 		"placeholder": prune.DefaultPlaceholder,
 		"now":         "",
-		"tool":        "[terminal-execute,Bash,shell,exec_command,local_shell,execute_bash,run_shell_command]",
+		"tool":        "[terminal-execute,Bash,shell,exec_command,local_shell,execute_bash,run_shell_command,execute_command,run_commands]",
 	} {
 		if got := cmd.Flags().Lookup(flag).DefValue; got != want {
 			t.Errorf("--%s default %q, want %q", flag, got, want)

@@ -271,14 +271,18 @@ Results already stored unchanged are not written again.`,
 func newWSGetCmd(e *env, f *wsFlags) *cobra.Command {
 	var maxChars, offset int
 	var session string
+	var asSent bool
 	cmd := &cobra.Command{
 		Use:   "get ID",
 		Short: "Print an artifact (get_knowledge_by_id)",
 		Long: `get prints an artifact's content as the get_knowledge_by_id tool returns
 it: exactly the stored bytes when it is under --max-chars characters;
-otherwise the first part and a notice telling how to read on.`,
+otherwise the first part and a notice telling how to read on. With --as-sent
+it prints the tool result whole as the agent sent it (a result stored in
+another form: text blocks, a JSON-encoded string, given back byte for byte).`,
 		Example: `  agentctx ws get tool_result_toolu_01
-  agentctx ws get --max-chars 0 tool_result_toolu_01 > original.txt`,
+  agentctx ws get --max-chars 0 tool_result_toolu_01 > original.txt
+  agentctx ws get --as-sent tool_result_toolu_01`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			mc, err := maxCharsOption(maxChars)
@@ -290,7 +294,11 @@ otherwise the first part and a notice telling how to read on.`,
 				return err
 			}
 			defer closeStore()
-			text, err := byID(args[0], func(id string) (string, error) { return ws.GetKnowledgeByID(cmd.Context(), id, offset) })
+			read := func(id string) (string, error) { return ws.GetKnowledgeByID(cmd.Context(), id, offset) }
+			if asSent {
+				read = func(id string) (string, error) { return asSentText(cmd.Context(), ws, id) }
+			}
+			text, err := byID(args[0], read)
 			if err != nil {
 				return wsError(err)
 			}
@@ -299,6 +307,7 @@ otherwise the first part and a notice telling how to read on.`,
 	}
 	cmd.Flags().IntVar(&maxChars, "max-chars", workspace.DefaultMaxChars, "cap on the characters printed; 0 lifts it")
 	cmd.Flags().IntVar(&offset, "offset", 0, "characters to skip from the start")
+	cmd.Flags().BoolVar(&asSent, "as-sent", false, "print the tool result whole, as the agent sent it (workspace.OriginalContent)")
 	cmd.Flags().StringVar(&session, "session", "", sessionFlagHelp)
 	return cmd
 }
@@ -462,4 +471,18 @@ lack the key.`,
 	cmd.Flags().IntVar(&limit, "limit", 0, "most artifacts listed; 0 lists all")
 	markNoEnv(cmd, "limit", "session") // filters here
 	return cmd
+}
+
+// asSentText returns the text of the tool result artifact id was stored
+// from, as the agent sent it (workspace.OriginalContent).
+func asSentText(ctx context.Context, ws *workspace.Workspace, id string) (string, error) {
+	a, err := ws.Get(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	c, err := workspace.OriginalContent(a)
+	if err != nil {
+		return "", err
+	}
+	return c.AsText(), nil
 }

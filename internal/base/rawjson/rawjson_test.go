@@ -298,3 +298,29 @@ func FuzzIsString(f *testing.F) {
 		}
 	})
 }
+
+func TestTextOfString(t *testing.T) {
+	cases := []struct {
+		in, want string
+		ok       bool
+	}{
+		{`"a\nb"`, "a\nb", true},
+		{`"Command executed.\nOutput:\nok\n"`, "Command executed.\nOutput:\nok\n", true},
+		{`"é \"q\" \\ \u0001"`, "é \"q\" \\ \x01", true},
+		{`""`, "", true},
+		{`"a\/b"`, "", false},   // not as JSON.stringify writes it: "a/b" would not give it back
+		{`"\u00e9"`, "", false}, // idem
+		{` "a"`, "", false},     // white space around
+		{`"a" "b"`, "", false},  // two tokens
+		{`"a`, "", false},       // cut
+		{"\"a\nb\"", "", false}, // raw control character
+		{`{"a":1}`, "", false},  // not a string
+		{`plain text`, "", false},
+	}
+	for _, c := range cases {
+		got, ok := TextOfString(c.in)
+		if got != c.want || ok != c.ok {
+			t.Errorf("TextOfString(%q) = %q, %v; want %q, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
