@@ -52,7 +52,10 @@ in a PostgreSQL database shared by a fleet, and overrides --workspace.
 Namespaces (--namespace) keep workspaces apart; the sessions of a namespace
 share it (an id is never reused for other content), so get, lines and grep
 find an artifact by its id whichever session stored it, and ls and grep
-without ID cover every session unless --session names one.
+without ID cover every session unless --session names one. When two
+sessions' results of one tool call id are stored (tool_result_call_0 and
+tool_result_call_0-2), --session S makes the plain id name S's; without
+--session the plain id is an error that lists both.
 
 get, lines and grep print what the agent tool returns, capped at
 --max-chars characters (0 lifts the cap). An ID is the artifact id as ws ls
@@ -166,6 +169,9 @@ func exists(p string) bool {
 func wsError(err error) error {
 	if errors.Is(err, workspace.ErrNotFound) {
 		return &usageError{fmt.Errorf("%w (agentctx ws ls lists the namespace's artifacts)", err)}
+	}
+	if errors.Is(err, workspace.ErrAmbiguousID) {
+		return &usageError{fmt.Errorf("%w; give --session or one of these ids", err)}
 	}
 	for _, target := range []error{workspace.ErrNotFound, workspace.ErrInvalidRange, workspace.ErrInvalidPattern,
 		workspace.ErrInvalidID, workspace.ErrInvalidNamespace, workspace.ErrInvalidMetadata} {
@@ -290,7 +296,13 @@ otherwise the first part and a notice telling how to read on.`,
 				return err
 			}
 			defer closeStore()
-			text, err := byID(args[0], func(id string) (string, error) { return ws.GetKnowledgeByID(cmd.Context(), id, offset) })
+			text, err := byID(args[0], func(id string) (string, error) {
+				id, err := ws.Resolve(cmd.Context(), id)
+				if err != nil {
+					return "", err
+				}
+				return ws.GetKnowledgeByID(cmd.Context(), id, offset)
+			})
 			if err != nil {
 				return wsError(err)
 			}
@@ -328,7 +340,13 @@ past the last line is clamped) after the header "Lines a-b of N".`,
 				return err
 			}
 			defer closeStore()
-			text, err := byID(args[0], func(id string) (string, error) { return ws.GetKnowledgeByLines(cmd.Context(), id, start, end) })
+			text, err := byID(args[0], func(id string) (string, error) {
+				id, err := ws.Resolve(cmd.Context(), id)
+				if err != nil {
+					return "", err
+				}
+				return ws.GetKnowledgeByLines(cmd.Context(), id, start, end)
+			})
 			if err != nil {
 				return wsError(err)
 			}
@@ -341,9 +359,10 @@ past the last line is clamped) after the header "Lines a-b of N".`,
 }
 
 // sessionFlagHelp describes --session of the reads by id: an id names one
-// artifact of the namespace whatever its session, so the flag only helps
-// with workspaces written by versions that kept each session apart.
-const sessionFlagHelp = "not needed (ids are unique in the namespace); also looks where earlier versions kept this session's artifacts"
+// artifact of the namespace whatever its session, but for a plain tool
+// result id that several sessions hold (workspace.Workspace.Resolve), which
+// names the given session's result.
+const sessionFlagHelp = "the session whose result a plain id names (two sessions' results of one tool call id are ID and ID-2); without it such an id is an error listing them; also looks where earlier versions kept this session's artifacts"
 
 func newWSGrepCmd(e *env, f *wsFlags) *cobra.Command {
 	var (
@@ -386,7 +405,13 @@ session (of one session with --session, one task with --task), and prints
 			defer closeStore()
 			var text string
 			if len(args) == 2 {
-				text, err = byID(args[0], func(id string) (string, error) { return ws.GrepKnowledge(cmd.Context(), id, args[1], o.GrepOptions) })
+				text, err = byID(args[0], func(id string) (string, error) {
+					id, err := ws.Resolve(cmd.Context(), id)
+					if err != nil {
+						return "", err
+					}
+					return ws.GrepKnowledge(cmd.Context(), id, args[1], o.GrepOptions)
+				})
 			} else {
 				text, err = ws.GrepSession(cmd.Context(), args[0], o)
 			}
@@ -400,7 +425,7 @@ session (of one session with --session, one task with --task), and prints
 	cmd.Flags().IntVarP(&o.Context, "context", "C", 0, "lines of context before and after each match")
 	cmd.Flags().IntVar(&maxResults, "max-results", workspace.DefaultMaxResults, "most matching lines shown; 0 shows all")
 	cmd.Flags().IntVar(&maxChars, "max-chars", workspace.DefaultMaxChars, "cap on the characters printed; 0 lifts it")
-	cmd.Flags().StringVar(&o.SessionID, "session", "", "without ID: search only this session's tool results (default: every session)")
+	cmd.Flags().StringVar(&o.SessionID, "session", "", "without ID: search only this session's tool results (default: every session); with ID: the session whose result a plain id names")
 	cmd.Flags().StringVar(&o.TaskID, "task", "", "without ID: search only this task's tool results")
 	markNoEnv(cmd, "session") // a filter: without it, every session is searched
 	return cmd
