@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/app/projectws"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/dirstore"
 	"github.com/agentctx/agentctx/workspace/memstore"
@@ -67,7 +68,7 @@ given with the JSON escapes ws ls shows, such as tool_result_a\u0000b.`,
 		Args: wrapArgs(cobra.NoArgs), // an unknown subcommand is a usage error
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.PersistentFlags().StringVar(&f.path, "workspace", ".agentctx", "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
+	cmd.PersistentFlags().StringVar(&f.path, "workspace", "", projectWorkspaceHelp+"; ws offload: ./"+projectws.LocalDir)
 	cmd.PersistentFlags().StringVar(&f.store, "store", "", "PostgreSQL store URL (postgres://...); default $AGENTCTX_STORE; overrides --workspace")
 	cmd.PersistentFlags().StringVar(&f.namespace, "namespace", workspace.DefaultNamespace, "namespace inside the workspace")
 	for _, c := range []*cobra.Command{newWSOffloadCmd(e, f), newWSGetCmd(e, f), newWSLinesCmd(e, f), newWSGrepCmd(e, f), newWSLsCmd(e, f)} {
@@ -119,15 +120,24 @@ func (f *wsFlags) open(ctx context.Context, e *env, write bool, opts workspace.O
 	if f.namespace == "" {
 		return nil, nil, usagef("--namespace must not be empty")
 	}
-	if f.path == "" {
-		return nil, nil, usagef("--workspace must not be empty")
+	path := f.path
+	switch {
+	case path != "" || f.store != "":
+	case write:
+		path = projectws.LocalDir // ws offload, a single-shot command: the seed's default
+	default:
+		p, err := e.projectWorkspace()
+		if err != nil {
+			return nil, nil, err
+		}
+		path = p
 	}
 	var (
 		store workspace.Store
 		err   error
 	)
 	if f.store == "" {
-		if err := checkWorkspacePath(f.path); err != nil {
+		if err := checkWorkspacePath(path); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -137,17 +147,22 @@ func (f *wsFlags) open(ctx context.Context, e *env, write bool, opts workspace.O
 			return nil, nil, usagef("--store must be a postgres:// URL, got %q", f.store)
 		}
 		store, err = pgstore.Open(ctx, f.store, pgstore.Options{})
-	case !isSQLitePath(f.path):
-		store, err = dirstore.Open(f.path, dirstore.Options{})
-	case !write && !exists(f.path):
+	case !isSQLitePath(path):
+		if write {
+			if err := makeWorkspaceDir(path); err != nil {
+				return nil, nil, err
+			}
+		}
+		store, err = dirstore.Open(path, dirstore.Options{})
+	case !write && !exists(path):
 		store = memstore.New()
 	default:
 		if write {
-			if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				return nil, nil, fmt.Errorf("workspace: %w", err)
 			}
 		}
-		store, err = sqlitestore.Open(ctx, f.path, sqlitestore.Options{})
+		store, err = sqlitestore.Open(ctx, path, sqlitestore.Options{})
 	}
 	if err != nil {
 		return nil, nil, err
