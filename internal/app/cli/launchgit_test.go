@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -122,6 +123,17 @@ func TestLaunchKeepsTheRepositoryClean(t *testing.T) {
 	if st := git("status", "--porcelain", "--untracked-files=all"); st != "" {
 		t.Errorf("git status after the reads:\n%s", st)
 	}
+	// --offload files writes the results to --dir, .offload of the
+	// project: made with its ignore file.
+	if _, errOut, code := runHere("claude", "--offload", "files", "--upstream-anthropic", up.URL, "-p", "hi"); code != 0 {
+		t.Fatalf("agentctx claude --offload files: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".offload", ".gitignore")); err != nil {
+		t.Errorf("agentctx claude --offload files: %v", err)
+	}
+	if st := git("status", "--porcelain", "--untracked-files=all"); st != "" {
+		t.Errorf("git status after agentctx claude --offload files:\n%s", st)
+	}
 }
 
 // A workspace or offload directory a command makes inside a git work tree
@@ -134,6 +146,13 @@ func TestWorkspaceInARepositoryIsIgnored(t *testing.T) {
 	}
 	history := `[{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"bash","input":{}}]},` +
 		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"` + strings.Repeat("x", 60_000) + `"}]}]`
+	var turns []string
+	for i := range 12 {
+		turns = append(turns, fmt.Sprintf(`{"role":"user","content":"step %d"}`, i),
+			fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":"c%d","name":"bash","input":{}}]}`, i),
+			fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"c%d","content":"%s"}]}`, i, strings.Repeat("y", 2_000)))
+	}
+	long := "[" + strings.Join(turns, ",") + "]"
 	for _, c := range []struct {
 		name string
 		args []string
@@ -142,6 +161,7 @@ func TestWorkspaceInARepositoryIsIgnored(t *testing.T) {
 		{"prepare", []string{"prepare", "--limit", "100000", "-"}, ".agentctx"},
 		{"ws offload", []string{"ws", "offload", "--session", "s1", "-"}, ".agentctx"},
 		{"offload", []string{"offload", "-"}, ".offload"},
+		{"compact", []string{"compact", "--force", "--limit", "5000", "-"}, ".offload"},
 		{"prepare --offload files", []string{"prepare", "--offload", "files", "--limit", "100000", "-"}, ".offload"},
 		{"prepare --workspace in a subdirectory", []string{"prepare", "--workspace", "build/ws", "--limit", "100000", "-"}, "build/ws"},
 	} {
@@ -152,7 +172,11 @@ func TestWorkspaceInARepositoryIsIgnored(t *testing.T) {
 				t.Fatalf("git init: %v %s", err, out)
 			}
 			t.Chdir(repo)
-			if _, errOut, code := run(t, history, c.args...); code != 0 {
+			in := history
+			if c.name == "compact" {
+				in = long
+			}
+			if _, errOut, code := run(t, in, c.args...); code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
 			if _, err := os.Stat(filepath.Join(repo, c.dir)); err != nil {
