@@ -402,3 +402,32 @@ func TestHandlerForTenants(t *testing.T) {
 		t.Errorf("a request naming no tenant: status %d, want 403", resp.StatusCode)
 	}
 }
+
+// A server with a session reads that session's result by a plain id that
+// two sessions hold (tool_result_call_0 of s1, tool_result_call_0-2 of
+// s2): agentctx mcp --session s2 reads s2's (issue 48.5).
+func TestSessionScopesReadByID(t *testing.T) {
+	store := memstore.New()
+	put(t, store, "default", "tool_result_call_0", "s1", "s1 output\n")
+	// The second result of call_0, as OffloadToolResult stores it.
+	if _, err := store.Put(t.Context(), "default", workspace.Artifact{Info: workspace.Info{ID: "tool_result_call_0-2", Metadata: workspace.Metadata{
+		workspace.KeyContextType: workspace.ContextToolResult, workspace.KeySessionID: "s2", workspace.KeyBizID: "call_0"}}, Content: "s2 output\n"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		session, tool string
+		args          map[string]any
+		want          string
+	}{
+		{"s2", "get_knowledge_by_id", map[string]any{"artifact_id": "tool_result_call_0"}, "s2 output\n"},
+		{"s1", "get_knowledge_by_id", map[string]any{"artifact_id": "tool_result_call_0"}, "s1 output\n"},
+		{"s2", "get_knowledge_by_lines", map[string]any{"artifact_id": "tool_result_call_0", "start_line": 1, "end_line": 1}, "Lines 1-1 of 1\ns2 output"},
+		{"s2", "grep_knowledge", map[string]any{"artifact_id": "tool_result_call_0", "pattern": "output"}, "1:s2 output"},
+		{"", "get_knowledge_by_id", map[string]any{"artifact_id": "tool_result_call_0-2"}, "s2 output\n"},
+	} {
+		cs := connect(t, mcpserver.New(store, mcpserver.Options{SessionID: c.session}))
+		if got, isErr := callText(t, cs, c.tool, c.args); isErr || got != c.want {
+			t.Errorf("session %q: %s(%v) = %q (error %v), want %q", c.session, c.tool, c.args, got, isErr, c.want)
+		}
+	}
+}

@@ -49,9 +49,9 @@ func buildAgentctx(t *testing.T) string {
 	return testbin.Agentctx(t)
 }
 
-// runAgentctxProxy runs `agentctx proxy` in dir (so that its workspace is
-// the default dir/.agentctx) on a free loopback port, with upstream as
-// both APIs and extra flags, and returns its base URL and its log.
+// runAgentctxProxy runs `agentctx proxy` in dir on a free loopback port,
+// with upstream as both APIs and extra flags, and returns its base URL and
+// its log.
 func runAgentctxProxy(t *testing.T, bin, dir, upstream string, extra ...string) (string, *e2eclient.SyncBuffer) {
 	t.Helper()
 	args := append([]string{"proxy", "--listen", "127.0.0.1:0", "--upstream-anthropic", upstream, "--upstream-openai", upstream}, extra...)
@@ -146,7 +146,9 @@ func newReadBackFixture(t *testing.T, model func(f *readBackFixture) fakeupstrea
 	f.model = fakeupstream.NewReadBack(opts)
 	f.fake = fakeupstream.New(fakeupstream.Options{Script: f.model.Script})
 	f.upstream = startUpstream(t, f.fake)
-	f.base, f.proxyLog = runAgentctxProxy(t, f.bin, f.work, f.upstream, extra...)
+	// The workspace in the project, where the model's paths point (the
+	// proxy's default is the user's state directory).
+	f.base, f.proxyLog = runAgentctxProxy(t, f.bin, f.work, f.upstream, append([]string{"--workspace", f.workspace}, extra...)...)
 	return f
 }
 

@@ -18,13 +18,18 @@ import (
 // part that fits, cut at a line end where one fits, and a notice in square
 // brackets that says what was left out and which call reads on. With the
 // notice, the text stays within the cap (for caps above a few hundred
-// characters).
+// characters). With a SessionID, the id of a read names that session's
+// result (see Resolve: two sessions may hold results of one tool call id).
 
 // GetKnowledgeByID returns an artifact's content from the character offset
 // on (0: all of it). Under the read cap it is the stored content byte for
 // byte, so reading back a small tool result gives exactly the original. An
 // offset beyond the content is ErrInvalidRange.
 func (w *Workspace) GetKnowledgeByID(ctx context.Context, id string, offset int) (string, error) {
+	id, err := w.scopedID(ctx, id)
+	if err != nil {
+		return "", err
+	}
 	a, err := w.Get(ctx, id)
 	if err != nil {
 		return "", err
@@ -73,7 +78,11 @@ func (w *Workspace) GetKnowledgeByLines(ctx context.Context, id string, start, e
 		lr *LineRange
 		ns string
 	)
-	err := w.byID(func(namespace string) (err error) {
+	id, err := w.scopedID(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	err = w.byID(func(namespace string) (err error) {
 		lr, err = Lines(ctx, w.store, namespace, id, start, end)
 		ns = namespace
 		return err
@@ -144,10 +153,14 @@ func (w *Workspace) grepQuery(pattern string, o GrepOptions) GrepQuery {
 // asked for. When more lines match than MaxResults (100 by default), a
 // warning says how many were left out. No match is not an error.
 func (w *Workspace) GrepKnowledge(ctx context.Context, id, pattern string, o GrepOptions) (string, error) {
+	id, err := w.scopedID(ctx, id)
+	if err != nil {
+		return "", err
+	}
 	q := w.grepQuery(pattern, o)
 	q.ID = id
 	var res *GrepResult
-	err := w.byID(func(namespace string) (err error) {
+	err = w.byID(func(namespace string) (err error) {
 		res, err = Grep(ctx, w.store, namespace, q)
 		return err
 	})

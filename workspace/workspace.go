@@ -49,7 +49,11 @@ type Options struct {
 	// an id is never overwritten with other content (see
 	// OffloadToolResult), so the id a model was given names one artifact
 	// of the namespace, whichever session stored it, and any Workspace of
-	// the namespace reads it by that id, with or without a SessionID.
+	// the namespace reads it by that id, with or without a SessionID. The
+	// one exception is a plain tool result id that several sessions hold
+	// (see Resolve): with a SessionID, the reads by id of the agent tools
+	// (GetKnowledgeByID, GetKnowledgeByLines, GrepKnowledge) read this
+	// session's result by it. Get reads the id as it is.
 	//
 	// A non-empty SessionID is the default session of the listings written
 	// for a model (GrepSession, QueryArtifacts, ToolResultOffloadInfo): a

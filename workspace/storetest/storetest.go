@@ -29,6 +29,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/driver"
 )
@@ -207,6 +208,7 @@ var rules = []rule{
 	{"Cancelled", "a cancelled context fails every method and changes nothing", ruleCancelled},
 	{"Concurrent", "concurrent writers and readers: every read sees one whole Put", ruleConcurrent},
 	{"Closed", "after Close every method fails with ErrClosed; Close again is fine", ruleClosed},
+	{"SessionScopedRead", "a plain tool result id that two sessions hold (tool_result_call_0, tool_result_call_0-2) reads each session's own within it; without a session it is ErrAmbiguousID listing both", ruleSessionScopedRead},
 }
 
 func rulePutGet(t *testing.T, s workspace.Store, _ string) {
@@ -1154,5 +1156,61 @@ func ruleClosed(t *testing.T, s workspace.Store, _ string) {
 	wantErr(t, s.Delete(bg, "default", "x"), workspace.ErrClosed, "delete")
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// ruleSessionScopedRead: two sessions whose agents number their calls
+// alike (call_0) store their results as tool_result_call_0 and
+// tool_result_call_0-2; a read by the plain id within a session reads that
+// session's own, whatever the backend's Query finds first, and a read that
+// names no session is told the id is ambiguous, with the candidates.
+func ruleSessionScopedRead(t *testing.T, s workspace.Store, _ string) {
+	contents := map[string]string{"s1": "s1 output\nline two\n", "s2": "s2 output\nline two\n"}
+	for _, sess := range []string{"s1", "s2"} {
+		ws := workspace.New(s, workspace.Options{Namespace: "ns", SessionID: sess, Now: func() time.Time { return t0 }})
+		if _, _, err := ws.OffloadToolResult(bg, workspace.ToolCall{ID: "call_0", Name: "bash"}, agentctx.Text(contents[sess])); err != nil {
+			t.Fatalf("offload of session %s: %v", sess, err)
+		}
+	}
+	if _, err := s.Stat(bg, "ns", "tool_result_call_0-2"); err != nil {
+		t.Fatalf("the second session's result is not at tool_result_call_0-2: %v", err)
+	}
+	for _, c := range []struct {
+		session, id string
+		want        string // content; "" means ErrAmbiguousID
+	}{
+		{"s1", "tool_result_call_0", contents["s1"]},
+		{"s2", "tool_result_call_0", contents["s2"]},
+		{"s2", "tool_result_call_0-2", contents["s2"]},
+		{"s1", "tool_result_call_0-2", contents["s2"]}, // a suffixed id names one artifact
+		{"s3", "tool_result_call_0", contents["s1"]},   // no result of s3: the id as it is
+		{"", "tool_result_call_0-2", contents["s2"]},
+		{"", "tool_result_call_0", ""},
+	} {
+		ws := workspace.New(s, workspace.Options{Namespace: "ns", SessionID: c.session, MaxChars: workspace.NoLimit})
+		id, err := ws.Resolve(bg, c.id)
+		if c.want == "" {
+			var amb *workspace.AmbiguousIDError
+			if !errors.As(err, &amb) || !errors.Is(err, workspace.ErrAmbiguousID) ||
+				fmt.Sprint(amb.Candidates) != "[{tool_result_call_0 s1} {tool_result_call_0-2 s2}]" {
+				t.Errorf("session %q: Resolve(%s) = %q, %v; want an *AmbiguousIDError listing both sessions' results", c.session, c.id, id, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("session %q: Resolve(%s): %v", c.session, c.id, err)
+			continue
+		}
+		for name, read := range map[string]func() (string, error){
+			"get":   func() (string, error) { return ws.GetKnowledgeByID(bg, c.id, 0) },
+			"lines": func() (string, error) { return ws.GetKnowledgeByLines(bg, c.id, 1, 1) },
+			"grep":  func() (string, error) { return ws.GrepKnowledge(bg, c.id, "output", workspace.GrepOptions{}) },
+		} {
+			first, _, _ := strings.Cut(c.want, "\n")
+			want := map[string]string{"get": c.want, "lines": "Lines 1-1 of 2\n" + first, "grep": "1:" + first}[name]
+			if got, err := read(); err != nil || got != want {
+				t.Errorf("session %q: %s %s = %q, %v; want %q", c.session, name, c.id, got, err, want)
+			}
+		}
 	}
 }

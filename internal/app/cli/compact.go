@@ -10,6 +10,7 @@ import (
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/compact/anthropicsum"
 	"github.com/agentctx/agentctx/compact/openaisum"
+	"github.com/agentctx/agentctx/internal/app/projectws"
 	"github.com/agentctx/agentctx/internal/base/secret"
 	"github.com/agentctx/agentctx/tokens"
 )
@@ -223,9 +224,13 @@ func runCompact(cmd *cobra.Command, e *env, f *compactFlags, args []string) erro
 		return e.writeJSON(cmd.Context(), res)
 	}
 	removeStaleTemp(f.dir, f.session)
+	created := projectws.Creating(f.dir)
 	res, err := compact.Compact(cmd.Context(), doc.Messages, opts)
 	if err != nil {
 		return err
+	}
+	if err := created(); err != nil { // an archive directory made in a git work tree
+		return &fileError{prefix: "--dir", err: err}
 	}
 	f.warn(e, res)
 	return e.writeEveryMessage(cmd.Context(), doc, res.Messages, res, f.messagesOnly)

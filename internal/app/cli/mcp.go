@@ -37,7 +37,12 @@ HTTP endpoint at --http ADDR.
 A tool reads any artifact of the namespace by the id the model was given,
 whichever session stored it (the proxy's, prepare --session's), and nothing
 of another namespace; the listings and grep_session_knowledge cover every
-session unless --session, or a call's session_id, names one.
+session unless --session, or a call's session_id, names one. With
+--session, a plain id that two sessions' results share (tool_result_call_0,
+tool_result_call_0-2) reads that session's own.
+
+Without --workspace it serves the project's workspace, the one agentctx
+proxy, claude and codex write when run in the same directory.
 
 Every tool carries _meta {"anthropic/alwaysLoad": true}, so Claude Code loads
 it up front, and every result is one page under --max-chars characters and
@@ -78,7 +83,7 @@ SIGTERM (exit 130).`,
 			return serveHTTP(cmd.Context(), srv, addr, token, e.s.Err)
 		},
 	}
-	cmd.Flags().StringVar(&f.path, "workspace", ".agentctx", "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
+	cmd.Flags().StringVar(&f.path, "workspace", "", projectWorkspaceHelp)
 	cmd.Flags().StringVar(&f.store, "store", "", storeFlagHelp)
 	cmd.Flags().StringVar(&f.namespace, "namespace", workspace.DefaultNamespace, "namespace inside the workspace")
 	cmd.Flags().StringVar(&session, "session", "", "session the listings and session-wide search cover by default (default: every session)")

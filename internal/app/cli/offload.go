@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/app/projectws"
 	"github.com/agentctx/agentctx/offload"
 )
 
@@ -52,6 +53,7 @@ body (model, system, tools, ...) are kept around "messages" unless
 				return err
 			}
 			removeStaleTemp(dir)
+			created := projectws.Creating(dir)
 			res, err := offload.Batch(cmd.Context(), doc.Messages, offload.BatchOptions{
 				Dir:      dir,
 				MinChars: minChars,
@@ -59,6 +61,9 @@ body (model, system, tools, ...) are kept around "messages" unless
 			})
 			if err != nil {
 				return err
+			}
+			if err := created(); err != nil { // made in a git work tree: kept out of it
+				return &fileError{prefix: "--dir", err: err}
 			}
 			return e.writeEveryMessage(cmd.Context(), doc, res.Messages, offloadOutput{
 				Messages:       res.Messages,
@@ -102,6 +107,7 @@ reference's), file (the first path) and files (all paths).`,
 				return usagef("offload-one takes one message, the input holds %d (use offload for a history)", len(doc.Messages))
 			}
 			removeStaleTemp(dir, session)
+			created := projectws.Creating(dir)
 			res, err := offload.Message(cmd.Context(), doc.Messages[0], offload.MessageOptions{
 				Dir:       dir,
 				SessionID: session,
@@ -109,6 +115,9 @@ reference's), file (the first path) and files (all paths).`,
 			})
 			if err != nil {
 				return err
+			}
+			if err := created(); err != nil { // made in a git work tree: kept out of it
+				return &fileError{prefix: "--dir", err: err}
 			}
 			return e.writeJSON(cmd.Context(), offloadOneOutput{
 				Message:    res.Message,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/internal/app/projectws"
 	"github.com/agentctx/agentctx/internal/base/fsutil"
 	"github.com/agentctx/agentctx/offload"
 	"github.com/agentctx/agentctx/pipeline"
@@ -328,6 +329,7 @@ type prepareRun struct {
 	sessions session.Store
 	keepMeta bool // keep timestamp and messageStatus in what is sent
 	readBack pipeline.ReadBack
+	created  []func() error // projectws.Creating of the directories the run may make
 }
 
 // toSend returns the prepared messages as they are sent: without the
@@ -642,6 +644,13 @@ func (r *prepareRun) openStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The directories this run makes (nothing for bad input) get, inside
+	// a git work tree, the ignore file that keeps them out of it, when the
+	// run ends (closeStore).
+	r.created = []func() error{projectws.Creating(r.f.dir)}
+	if !isPostgresURL(loc) {
+		r.created = append(r.created, projectws.Creating(loc))
+	}
 	if !r.base.Stateless {
 		s, err := openSessions(ctx, loc)
 		if err != nil {
@@ -667,6 +676,12 @@ func (r *prepareRun) closeStore() {
 	if r.sessions != nil {
 		r.sessions.Close()
 	}
+	for _, done := range r.created {
+		if err := done(); err != nil {
+			r.e.logger.Warn("prepare: the ignore file of a directory made in a git work tree", "error", err)
+		}
+	}
+	r.created = nil
 }
 
 // prepareOne prepares one conversation with its own pipeline.

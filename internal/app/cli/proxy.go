@@ -142,8 +142,19 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 	if err != nil {
 		return nil, nil, err
 	}
+	if f.store == "" {
+		if f.workspace, err = e.workspaceOr(f.workspace); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := p.offloadDir(); err != nil {
+		return nil, nil, err
+	}
 	loc, err := location(f.store, f.workspace)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := makeWorkspaceDir(loc); err != nil {
 		return nil, nil, err
 	}
 	store, err := openStore(cmd.Context(), loc)
@@ -241,6 +252,20 @@ func (p *proxyFlags) pipelineOptions(cmd *cobra.Command, e *env, log *slog.Logge
 	po.Compact.Dir = f.dir
 	po.Files.Dir = f.dir
 	return po, summ, prices, nil
+}
+
+// offloadDir makes the directory of --offload files before the proxy
+// serves, so that, made inside a git work tree, it gets the ignore file that
+// keeps the results written there out of version control (ignoredDir).
+// Other offload modes write no file there.
+func (p *proxyFlags) offloadDir() error {
+	if pipeline.OffloadMode(p.f.offloadMode) != pipeline.OffloadFiles {
+		return nil
+	}
+	if err := ignoredDir(p.f.dir); err != nil {
+		return &fileError{prefix: "--dir", err: err}
+	}
+	return nil
 }
 
 // tracerProvider returns the tracer provider of --otel (or the OTEL_*
@@ -378,7 +403,7 @@ func (p *proxyFlags) register(cmd *cobra.Command, listen string) {
 	fs.Float64Var(&p.clockSpeed, "clock-speed", 1, "for simulations: the proxy's clock (prune ages, artifact times, idle sessions) runs N times faster than the wall clock from the proxy's start; request durations in the log stay wall time")
 	fs.MarkHidden("clock-speed")
 	f.register(fs, true)
-	fs.StringVar(&f.workspace, "workspace", pipeline.DefaultWorkspaceDir, "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
+	fs.StringVar(&f.workspace, "workspace", "", projectWorkspaceHelp)
 	fs.StringVar(&f.store, "store", "", storeFlagHelp)
 	fs.StringVar(&f.namespace, "namespace", workspace.DefaultNamespace, "namespace inside the workspace")
 	fs.StringVar(&f.dir, "dir", offload.DefaultDir, "directory of the archives (<dir>/<session>/)")

@@ -58,7 +58,7 @@ an artifact created within it. Output is JSON, or a table on a terminal.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&f.path, "workspace", pipeline.DefaultWorkspaceDir, "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
+	pf.StringVar(&f.path, "workspace", "", projectWorkspaceHelp)
 	pf.StringVar(&f.store, "store", "", storeFlagHelp)
 	pf.StringVar(&f.namespace, "namespace", workspace.DefaultNamespace, "namespace inside the workspace")
 	pf.BoolVar(&f.all, "all", false, "every namespace that has sessions (tenants included), not only --namespace")
@@ -76,7 +76,15 @@ func (f *sessionsFlags) open(ctx context.Context, e *env) (*pipeline.Sessions, f
 	if f.namespace == "" && !f.all {
 		return nil, nil, usagef("--namespace must not be empty")
 	}
-	loc, err := location(f.store, f.path)
+	path := f.path
+	if f.store == "" {
+		p, err := e.workspaceOr(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		path = p
+	}
+	loc, err := location(f.store, path)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/app/projectws"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/dirstore"
 	"github.com/agentctx/agentctx/workspace/memstore"
@@ -52,7 +53,10 @@ in a PostgreSQL database shared by a fleet, and overrides --workspace.
 Namespaces (--namespace) keep workspaces apart; the sessions of a namespace
 share it (an id is never reused for other content), so get, lines and grep
 find an artifact by its id whichever session stored it, and ls and grep
-without ID cover every session unless --session names one.
+without ID cover every session unless --session names one. When two
+sessions' results of one tool call id are stored (tool_result_call_0 and
+tool_result_call_0-2), --session S makes the plain id name S's; without
+--session the plain id is an error that lists both.
 
 get, lines and grep print what the agent tool returns, capped at
 --max-chars characters (0 lifts the cap). An ID is the artifact id as ws ls
@@ -64,7 +68,7 @@ given with the JSON escapes ws ls shows, such as tool_result_a\u0000b.`,
 		Args: wrapArgs(cobra.NoArgs), // an unknown subcommand is a usage error
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.PersistentFlags().StringVar(&f.path, "workspace", ".agentctx", "workspace directory, or a SQLite file (.db, .sqlite, .sqlite3)")
+	cmd.PersistentFlags().StringVar(&f.path, "workspace", "", projectWorkspaceHelp+"; ws offload: ./"+projectws.LocalDir)
 	cmd.PersistentFlags().StringVar(&f.store, "store", "", "PostgreSQL store URL (postgres://...); default $AGENTCTX_STORE; overrides --workspace")
 	cmd.PersistentFlags().StringVar(&f.namespace, "namespace", workspace.DefaultNamespace, "namespace inside the workspace")
 	for _, c := range []*cobra.Command{newWSOffloadCmd(e, f), newWSGetCmd(e, f), newWSLinesCmd(e, f), newWSGrepCmd(e, f), newWSLsCmd(e, f)} {
@@ -116,15 +120,24 @@ func (f *wsFlags) open(ctx context.Context, e *env, write bool, opts workspace.O
 	if f.namespace == "" {
 		return nil, nil, usagef("--namespace must not be empty")
 	}
-	if f.path == "" {
-		return nil, nil, usagef("--workspace must not be empty")
+	path := f.path
+	switch {
+	case path != "" || f.store != "":
+	case write:
+		path = projectws.LocalDir // ws offload, a single-shot command: the seed's default
+	default:
+		p, err := e.projectWorkspace()
+		if err != nil {
+			return nil, nil, err
+		}
+		path = p
 	}
 	var (
 		store workspace.Store
 		err   error
 	)
 	if f.store == "" {
-		if err := checkWorkspacePath(f.path); err != nil {
+		if err := checkWorkspacePath(path); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -134,17 +147,22 @@ func (f *wsFlags) open(ctx context.Context, e *env, write bool, opts workspace.O
 			return nil, nil, usagef("--store must be a postgres:// URL, got %q", f.store)
 		}
 		store, err = pgstore.Open(ctx, f.store, pgstore.Options{})
-	case !isSQLitePath(f.path):
-		store, err = dirstore.Open(f.path, dirstore.Options{})
-	case !write && !exists(f.path):
+	case !isSQLitePath(path):
+		if write {
+			if err := makeWorkspaceDir(path); err != nil {
+				return nil, nil, err
+			}
+		}
+		store, err = dirstore.Open(path, dirstore.Options{})
+	case !write && !exists(path):
 		store = memstore.New()
 	default:
 		if write {
-			if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				return nil, nil, fmt.Errorf("workspace: %w", err)
 			}
 		}
-		store, err = sqlitestore.Open(ctx, f.path, sqlitestore.Options{})
+		store, err = sqlitestore.Open(ctx, path, sqlitestore.Options{})
 	}
 	if err != nil {
 		return nil, nil, err
@@ -166,6 +184,9 @@ func exists(p string) bool {
 func wsError(err error) error {
 	if errors.Is(err, workspace.ErrNotFound) {
 		return &usageError{fmt.Errorf("%w (agentctx ws ls lists the namespace's artifacts)", err)}
+	}
+	if errors.Is(err, workspace.ErrAmbiguousID) {
+		return &usageError{fmt.Errorf("%w; give --session or one of these ids", err)}
 	}
 	for _, target := range []error{workspace.ErrNotFound, workspace.ErrInvalidRange, workspace.ErrInvalidPattern,
 		workspace.ErrInvalidID, workspace.ErrInvalidNamespace, workspace.ErrInvalidMetadata} {
@@ -294,11 +315,16 @@ another form: text blocks, a JSON-encoded string, given back byte for byte).`,
 				return err
 			}
 			defer closeStore()
-			read := func(id string) (string, error) { return ws.GetKnowledgeByID(cmd.Context(), id, offset) }
-			if asSent {
-				read = func(id string) (string, error) { return asSentText(cmd.Context(), ws, id) }
-			}
-			text, err := byID(args[0], read)
+			text, err := byID(args[0], func(id string) (string, error) {
+				id, err := ws.Resolve(cmd.Context(), id)
+				if err != nil {
+					return "", err
+				}
+				if asSent {
+					return asSentText(cmd.Context(), ws, id)
+				}
+				return ws.GetKnowledgeByID(cmd.Context(), id, offset)
+			})
 			if err != nil {
 				return wsError(err)
 			}
@@ -337,7 +363,13 @@ past the last line is clamped) after the header "Lines a-b of N".`,
 				return err
 			}
 			defer closeStore()
-			text, err := byID(args[0], func(id string) (string, error) { return ws.GetKnowledgeByLines(cmd.Context(), id, start, end) })
+			text, err := byID(args[0], func(id string) (string, error) {
+				id, err := ws.Resolve(cmd.Context(), id)
+				if err != nil {
+					return "", err
+				}
+				return ws.GetKnowledgeByLines(cmd.Context(), id, start, end)
+			})
 			if err != nil {
 				return wsError(err)
 			}
@@ -350,9 +382,10 @@ past the last line is clamped) after the header "Lines a-b of N".`,
 }
 
 // sessionFlagHelp describes --session of the reads by id: an id names one
-// artifact of the namespace whatever its session, so the flag only helps
-// with workspaces written by versions that kept each session apart.
-const sessionFlagHelp = "not needed (ids are unique in the namespace); also looks where earlier versions kept this session's artifacts"
+// artifact of the namespace whatever its session, but for a plain tool
+// result id that several sessions hold (workspace.Workspace.Resolve), which
+// names the given session's result.
+const sessionFlagHelp = "the session whose result a plain id names (two sessions' results of one tool call id are ID and ID-2); without it such an id is an error listing them; also looks where earlier versions kept this session's artifacts"
 
 func newWSGrepCmd(e *env, f *wsFlags) *cobra.Command {
 	var (
@@ -395,7 +428,13 @@ session (of one session with --session, one task with --task), and prints
 			defer closeStore()
 			var text string
 			if len(args) == 2 {
-				text, err = byID(args[0], func(id string) (string, error) { return ws.GrepKnowledge(cmd.Context(), id, args[1], o.GrepOptions) })
+				text, err = byID(args[0], func(id string) (string, error) {
+					id, err := ws.Resolve(cmd.Context(), id)
+					if err != nil {
+						return "", err
+					}
+					return ws.GrepKnowledge(cmd.Context(), id, args[1], o.GrepOptions)
+				})
 			} else {
 				text, err = ws.GrepSession(cmd.Context(), args[0], o)
 			}
@@ -409,7 +448,7 @@ session (of one session with --session, one task with --task), and prints
 	cmd.Flags().IntVarP(&o.Context, "context", "C", 0, "lines of context before and after each match")
 	cmd.Flags().IntVar(&maxResults, "max-results", workspace.DefaultMaxResults, "most matching lines shown; 0 shows all")
 	cmd.Flags().IntVar(&maxChars, "max-chars", workspace.DefaultMaxChars, "cap on the characters printed; 0 lifts it")
-	cmd.Flags().StringVar(&o.SessionID, "session", "", "without ID: search only this session's tool results (default: every session)")
+	cmd.Flags().StringVar(&o.SessionID, "session", "", "without ID: search only this session's tool results (default: every session); with ID: the session whose result a plain id names")
 	cmd.Flags().StringVar(&o.TaskID, "task", "", "without ID: search only this task's tool results")
 	markNoEnv(cmd, "session") // a filter: without it, every session is searched
 	return cmd
