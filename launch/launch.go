@@ -133,6 +133,12 @@ type Options struct {
 	StopTimeout time.Duration
 	// HTTPClient checks ProxyURL. Nil: a client with a 5-second timeout.
 	HTTPClient *http.Client
+	// ReadDirs are directories outside the client's working directory it
+	// is given read access to without a prompt: the workspace whose files
+	// the references in edited requests name. Claude Code gets each as
+	// --add-dir (it asks before reading outside its working directories,
+	// and a headless run cannot answer); Codex reads everywhere already.
+	ReadDirs []string
 	// TempDir holds the temporary client configuration. Empty:
 	// os.TempDir().
 	TempDir string
@@ -205,6 +211,11 @@ func Run(ctx context.Context, o Options) (int, error) {
 	args, env, err := clientSetup(o.Client, base, o.Token, tmp, o.Env)
 	if err != nil {
 		return -1, err
+	}
+	if o.Client == Claude {
+		for _, d := range o.ReadDirs {
+			args = append(args, "--add-dir="+d)
+		}
 	}
 
 	cmd := exec.Command(argv[0], append(append(append([]string(nil), argv[1:]...), args...), o.Args...)...)

@@ -167,6 +167,25 @@ func TestRunClaude(t *testing.T) {
 	}
 }
 
+// Claude Code may read the workspace outside its working directory
+// without a prompt: each of Options.ReadDirs is an --add-dir (a headless
+// Claude Code cannot answer the prompt, and the workspace is in the
+// user's state directory by default).
+func TestRunClaudeReadDirs(t *testing.T) {
+	o, out := helperOptions(t, launch.Claude)
+	o.Args = []string{"-p", "hello"}
+	o.ReadDirs = []string{"/state/agentctx/projects/p-1", "/state/offload"}
+	o.Server = &fakeProxy{}
+	if code, err := launch.Run(t.Context(), o); err != nil || code != 0 {
+		t.Fatalf("Run: %d, %v", code, err)
+	}
+	r := readReport(t, out)
+	want := []string{"--add-dir=/state/agentctx/projects/p-1", "--add-dir=/state/offload", "-p", "hello"}
+	if len(r.Args) != 6 || !slices.Equal(r.Args[2:], want) {
+		t.Errorf("args %q, want the MCP flags then %q", r.Args, want)
+	}
+}
+
 // Codex gets -c overrides: the proxy as a Responses provider, selected,
 // and its /mcp as an MCP server whose token is in the environment, not on
 // the command line.

@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -184,6 +186,7 @@ func runLaunch(cmd *cobra.Command, e *env, client launch.Client, lf *launchFlags
 			return err
 		}
 		o.Server, o.Listener, o.Token = srv, ln, p.token
+		o.ReadDirs = p.readDirs()
 		fmt.Fprintf(e.s.Err, "agentctx: %s through a proxy at %s (statistics: %s%s)\n", client, localURL(ln.Addr()), localURL(ln.Addr()), proxy.StatsPath)
 	}
 	code, err := launch.Run(cmd.Context(), o)
@@ -275,4 +278,24 @@ func forwarded(in <-chan os.Signal, stdinIsTerminal bool) <-chan os.Signal {
 		close(out)
 	}()
 	return out
+}
+
+// readDirs returns the directories of the proxy's workspace and offload
+// files, absolute, that exist: outside the project by default
+// (projectws), where the client reads the references' files back.
+func (p *proxyFlags) readDirs() []string {
+	var dirs []string
+	for _, d := range []string{p.f.workspace, p.f.dir} {
+		if d == "" || p.f.store != "" && d == p.f.workspace {
+			continue
+		}
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(abs); err == nil && fi.IsDir() && !slices.Contains(dirs, abs) {
+			dirs = append(dirs, abs)
+		}
+	}
+	return dirs
 }

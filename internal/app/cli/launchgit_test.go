@@ -47,7 +47,9 @@ func TestLaunchKeepsTheRepositoryClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := t.TempDir()
-	script := "#!/bin/sh\ncurl -sS -f -o /dev/null -H 'content-type: application/json' -H 'x-api-key: dummy' -H 'anthropic-version: 2023-06-01' " +
+	argsFile := filepath.Join(t.TempDir(), "args")
+	t.Setenv("AGENTCTX_TEST_ARGS", argsFile)
+	script := "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$AGENTCTX_TEST_ARGS\"\ncurl -sS -f -o /dev/null -H 'content-type: application/json' -H 'x-api-key: dummy' -H 'anthropic-version: 2023-06-01' " +
 		"--data-binary @\"$AGENTCTX_TEST_BODY\" \"$ANTHROPIC_BASE_URL/v1/messages\"\n"
 	if err := os.WriteFile(filepath.Join(bin, "claude"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -89,6 +91,11 @@ func TestLaunchKeepsTheRepositoryClean(t *testing.T) {
 	}
 	if _, errOut, code := runHere("claude", "--upstream-anthropic", up.URL, "-p", "hi"); code != 0 {
 		t.Fatalf("agentctx claude: exit %d: %s", code, errOut)
+	}
+	// The workspace is outside the project: Claude Code may read it
+	// without a prompt.
+	if args, err := os.ReadFile(argsFile); err != nil || !strings.Contains(string(args), "\n--add-dir="+state) {
+		t.Errorf("claude's arguments give no --add-dir under the state directory %s: %q (%v)", state, args, err)
 	}
 	if st := git("status", "--porcelain", "--untracked-files=all", "--ignored=no"); st != "" {
 		t.Errorf("git status after agentctx claude:\n%s", st)
