@@ -260,12 +260,21 @@ func (f *forward) errorHandler(w http.ResponseWriter, up *http.Request, err erro
 	msg := urlErrorOp(up.Method) + ": " + err.Error()
 	trace.SpanFromContext(up.Context()).RecordError(errors.New(msg))
 	f.waitRecorded()
+	if bodyTimedOut(f.r) { // the client's fault, not the upstream's
+		f.x.status = http.StatusRequestTimeout
+		writeError(w, http.StatusRequestTimeout, "agentctx proxy: reading the request body: timed out")
+		return
+	}
 	if f.clientGone() {
 		f.x.status, f.x.cancelled = StatusClientClosedRequest, true
 		return
 	}
-	f.x.status = http.StatusBadGateway
-	writeError(w, http.StatusBadGateway, "agentctx proxy: upstream: "+msg)
+	status := http.StatusBadGateway
+	if errors.Is(err, ErrUpstreamTimeout) {
+		status = http.StatusGatewayTimeout // UpstreamHeaderTimeout
+	}
+	f.x.status = status
+	writeError(w, status, "agentctx proxy: upstream: "+msg)
 }
 
 // StatusClientClosedRequest is the status the proxy records (in its log,
