@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -169,4 +171,87 @@ func TestSummaryTimeoutFallsBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A client that hangs up while the summary request is in flight is a
+// client cancel, not an upstream fault (issue 49: client hang-ups were
+// logged as upstream faults, WARN and counted as errors): nothing is
+// logged at WARN or above, the request is recorded 499 and is no error,
+// and no fallback summary is written for no one.
+func TestHangUpDuringSummaryIsAClientCancel(t *testing.T) {
+	fake := fakeupstream.New(fakeupstream.Options{})
+	asked := make(chan struct{}, 1)
+	release := make(chan struct{})
+	us := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(proxy.HeaderSummary) != "" {
+			io.Copy(io.Discard, r.Body)
+			asked <- struct{}{}
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		}
+		fake.ServeHTTP(w, r)
+	}))
+	t.Cleanup(us.Close)
+	t.Cleanup(func() { close(release) })
+	var logs lockedBuffer
+	e := pipelineEngine(t, proxy.PipelineOptions{
+		Pipeline: pipeline.Options{NoPrune: true, Trigger: pipeline.TriggerThreshold, Workspace: workspace.Options{InlineLimit: 100_000},
+			Compact: compact.Options{Limit: 3000, MaxRetries: -1}},
+		Summarizer: proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{AnthropicURL: us.URL, Logger: logs.logger()}),
+		Logger:     logs.logger(),
+	})
+	srv, err := proxy.New(proxy.Options{Engine: e, AnthropicURL: us.URL, Logger: logs.logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := httptest.NewServer(srv)
+	t.Cleanup(ps.Close)
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		select {
+		case <-asked:
+		case <-time.After(30 * time.Second):
+		}
+		cancel() // the client hangs up while the summary is asked for
+	}()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ps.URL+"/v1/messages", strings.NewReader(textTurns(proxy.APIAnthropic, 24, 600)))
+	req.Header.Set("X-Api-Key", "client-key")
+	req.Header.Set(proxy.HeaderSession, "s1")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("status %d: the client did not hang up", resp.StatusCode)
+	}
+	var st []proxy.SessionStats
+	for deadline := time.Now().Add(10 * time.Second); len(st) == 0 || st[0].Requests == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the proxy did not record the request")
+		}
+		st = statsOf(t, ps.URL)
+	}
+	if s := st[0]; s.Errors != 0 || s.ClientCancels != 1 {
+		t.Errorf("errors %d, client cancels %d: want 0 and 1", s.Errors, s.ClientCancels)
+	}
+	for _, r := range fake.Records() {
+		t.Errorf("a request went upstream for a client that hung up: %s", r.Path)
+	}
+	if l := logs.String(); strings.Contains(l, "level=WARN") || strings.Contains(l, "level=ERROR") || !strings.Contains(l, "status=499") {
+		t.Errorf("log:\n%s", l)
+	}
+}
+
+// lockedBuffer collects the lines of loggers used from several goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) logger() *slog.Logger { return newLockedLogger(&b.buf, &b.mu) }
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -555,6 +555,9 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) sen
 	prep, err := s.opts.Engine.Prepare(pctx, req)
 	s.traceSteps(pctx, pstart, prep)
 	endSpan(psp, err)
+	if err != nil && r.Context().Err() != nil {
+		return wholeBody(raw) // the client went away: its cancel (forward), not an engine fault
+	}
 	if err != nil {
 		x.engineErr = err
 		return wholeBody(raw)
