@@ -141,6 +141,7 @@ func (f *forward) modifyResponse(resp *http.Response) error {
 	f.waitRecorded()
 	f.upCtx = context.WithoutCancel(resp.Request.Context())
 	x.status = resp.StatusCode
+	x.answering = resp.StatusCode == http.StatusOK
 	if fw, ok := s.opts.Engine.(Forwarder); ok && x.prepared != nil && resp.StatusCode == http.StatusOK && f.sent.read {
 		if pf, ok := fw.(partsForwarder); ok {
 			pf.forwardedParts(x.session, x.api, &f.sent) // joined only when kept

@@ -54,8 +54,14 @@ func hangupUpstream(t *testing.T) http.HandlerFunc {
 		text := ""
 		if len(req.Messages) > 0 {
 			text = req.Messages[len(req.Messages)-1].Content
-		} else {
-			json.Unmarshal(req.Input, &text)
+		} else if json.Unmarshal(req.Input, &text) != nil {
+			var items []struct { // a list of input messages: the last one's
+				Content string `json:"content"`
+			}
+			json.Unmarshal(req.Input, &items)
+			if len(items) > 0 {
+				text = items[len(items)-1].Content
+			}
 		}
 		var mode string
 		var in, read, write, out int

@@ -360,6 +360,7 @@ type exchange struct {
 	observed     bool // the usage was given to the engine
 	status       int
 	cancelled    bool // the client hung up before the answer's end (status StatusClientClosedRequest)
+	answering    bool // the upstream answered 200 (its answer had begun)
 	engineErr    error
 	bill         exchangeBill
 	cacheBreak   bool   // the messages sent do not extend the session's last (sentMessages)
