@@ -251,3 +251,50 @@ func TestProxyStoredResultLogIsDebug(t *testing.T) {
 		}
 	}
 }
+
+// --upstream-timeout bounds the wait for a hung upstream's answer
+// headers: the client gets 504 (issue 49: a hung upstream held a request
+// 100 s).
+func TestProxyUpstreamTimeout(t *testing.T) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // never answers
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer up.Close()
+	defer close(release)
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	pr, pw := io.Pipe()
+	var errb bytes.Buffer
+	done := make(chan int)
+	go func() {
+		code := cli.Run(ctx, []string{"proxy", "--listen", "127.0.0.1:0", "--upstream-anthropic", up.URL, "--upstream-timeout", "300ms",
+			"--workspace", dir + "/ws", "--dir", dir + "/archive"}, cli.Streams{In: strings.NewReader(""), Out: pw, Err: &lockedBuffer{b: &errb}})
+		pw.Close()
+		done <- code
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no first line: %v", err)
+	}
+	base, _ := strings.CutPrefix(strings.TrimSpace(line), "ANTHROPIC_BASE_URL=")
+	go io.Copy(io.Discard, pr)
+	rctx, rcancel := context.WithTimeout(ctx, 30*time.Second) // far above the timeout
+	defer rcancel()
+	req, _ := http.NewRequestWithContext(rctx, http.MethodPost, base+"/v1/messages", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("no answer within the client's budget: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGatewayTimeout {
+		t.Errorf("status %d, want 504: %s", resp.StatusCode, b)
+	}
+	cancel()
+	<-done
+}
