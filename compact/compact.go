@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -361,7 +362,11 @@ func summarize(ctx context.Context, o Options, req Request) (string, int, error)
 		}
 		last = err
 		if ctx.Err() != nil {
-			o.Logger.Warn("compact: summary cancelled", "attempt", a, "err", err)
+			level := slog.LevelWarn
+			if errors.Is(ctx.Err(), context.Canceled) {
+				level = slog.LevelInfo // the caller went away: not a fault
+			}
+			o.Logger.Log(ctx, level, "compact: summary cancelled", "attempt", a, "err", err)
 			return "", a, err
 		}
 		retry := a < attempts && retryable(err)

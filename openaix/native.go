@@ -2,6 +2,8 @@ package openaix
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -103,8 +105,10 @@ type NativeSummarizerOptions struct {
 	// the summary's pointers say where); 0 means 400,000 (about 100K
 	// tokens).
 	MaxInputChars int
-	// Timeout bounds one compaction request; 0 means 2 minutes. On
-	// timeout the fallback summarizes.
+	// Timeout bounds one compaction request; 0 means 2 minutes, and at
+	// most three quarters of the time its context has left
+	// (compact.FirstTryContext). On timeout the fallback summarizes, on
+	// a deadline of its own (compact.DefaultFallbackTimeout).
 	Timeout time.Duration
 	// Logger receives a line when a compaction fails; nil discards.
 	Logger *slog.Logger
@@ -143,9 +147,16 @@ func NativeSummarizer(opts NativeSummarizerOptions) compact.Summarizer {
 		}
 		s, err := c.compact(ctx, &opts, r)
 		if err != nil {
+			// The fallback runs on a deadline of its own: a compaction
+			// that timed out is still followed by a summary.
+			fctx, cancel, cerr := compact.FallbackContext(ctx, err, 0)
+			defer cancel()
+			if cerr != nil {
+				return "", cerr // the caller went away
+			}
 			opts.Logger.WarnContext(ctx, "openaix: the provider's compaction failed; summarizing client-side", "err", err)
 			r.Messages = respcompact.Strip(r.Messages)
-			return opts.Fallback.Summarize(ctx, r)
+			return opts.Fallback.Summarize(fctx, r)
 		}
 		return s, nil
 	})
@@ -164,7 +175,7 @@ func (c *nativeCall) compact(ctx context.Context, o *NativeSummarizerOptions, r 
 			h.Set(k, v)
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	ctx, cancel := compact.FirstTryContext(ctx, o.Timeout)
 	defer cancel()
 	client := &http.Client{Transport: roundTripFunc(func(hr *http.Request) (*http.Response, error) {
 		u := c.url
@@ -173,6 +184,9 @@ func (c *nativeCall) compact(ctx context.Context, o *NativeSummarizerOptions, r 
 	})}
 	res, err := respcompact.Compact(ctx, client, respcompact.Request{BaseURL: c.url.Scheme + "://" + c.url.Host, Header: h, Model: c.model, Input: items})
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w (%w)", err, context.DeadlineExceeded) // a timeout: no further request (compact.FallbackContext)
+		}
 		return "", err
 	}
 	return respcompact.Summary(res.Window)

@@ -20,7 +20,8 @@ import (
 type Bill struct {
 	// CostUSD is the bill so far: the usage the upstream reported for
 	// every answered request (and what the stream of a request its client
-	// cancelled had reported), priced at Options.Prices by the request's
+	// cancelled had reported, or the input counted when it had reported
+	// nothing: see the package documentation, "Money"), priced at Options.Prices by the request's
 	// model, summary requests included.
 	CostUSD float64 `json:"cost_usd"`
 	// CostWithoutUSD estimates the bill of the same requests sent as the
@@ -189,6 +190,16 @@ func (s *Server) bill(st *sessionStats, x *exchange) {
 		b.summaryCost += s.pricesOf(c.api, c.model).Cost(c.usage)
 	}
 	b.mu.Unlock()
+	if est, ok := cancelledInput(st, x); ok {
+		// A stream its client cancelled once the upstream answered, which
+		// had reported nothing (OpenAI's report at their end): the
+		// upstream bills its input all the same.
+		p := s.pricesOf(x.api, b.model)
+		b.billed, b.usage = true, usageOf(est, 0)
+		b.cost = p.Cost(b.usage)
+		b.costWithout = b.cost
+		return
+	}
 	if x.api == "" || !x.gotUsage || x.status >= 300 && !x.cancelled {
 		// (A request its client cancelled is billed the usage its stream
 		// had reported: the upstream bills it too.)
@@ -204,6 +215,26 @@ func (s *Server) bill(st *sessionStats, x *exchange) {
 	if d, ok := st.billing.delta(s.counter(), p, x); ok {
 		b.costWithout = max(0, b.cost+d)
 	}
+}
+
+// cancelledInput estimates the input of a request its client cancelled
+// after the upstream started answering (status 200) and before the
+// answer reported any usage: the Engine's count of the request sent
+// (Prepared.TokensAfter), read from the prompt cache up to the input the
+// session's last answer reported (the prefix the provider cached then),
+// the rest uncached. ok is false for any other request, and for one the
+// Engine did not count.
+func cancelledInput(st *sessionStats, x *exchange) (u Usage, ok bool) {
+	if x.api == "" || !x.cancelled || !x.answering || x.gotUsage || x.prepared == nil || x.prepared.TokensAfter <= 0 {
+		return u, false
+	}
+	n, cached := x.prepared.TokensAfter, 0
+	if st != nil {
+		st.mu.Lock()
+		cached = min(st.LastUsage.Total(), n)
+		st.mu.Unlock()
+	}
+	return Usage{InputTokens: n - cached, CacheReadInputTokens: cached}, true
 }
 
 // sessionBilling is what a session keeps to estimate its bill without

@@ -156,7 +156,11 @@
 // (and the compaction requests NativeSummarizers sent) while the Engine
 // prepared a request (summary_requests, summary_cost_usd). Failed requests
 // are not billed; a request its client cancelled is billed the usage its
-// stream had reported (Anthropic's message_start carries the input).
+// stream had reported (Anthropic's message_start carries the input), or,
+// when the upstream had begun answering and reported nothing yet (OpenAI
+// reports at a stream's end), the input the Engine counted
+// (Prepared.TokensAfter), read from the prompt cache up to the input the
+// session's last answer reported.
 //
 // The bill without agentctx (cost_without_usd) is an estimate: what the
 // requests as the client sent them would have cost, with no summary

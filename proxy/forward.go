@@ -144,6 +144,7 @@ func (f *forward) modifyResponse(resp *http.Response) error {
 	if resp.StatusCode >= 400 {
 		s.undoRefused(f.upCtx, x) // before the client has the refusal (undo.go)
 	}
+	x.answering = resp.StatusCode == http.StatusOK
 	if fw, ok := s.opts.Engine.(Forwarder); ok && x.prepared != nil && resp.StatusCode == http.StatusOK && f.sent.read {
 		if pf, ok := fw.(partsForwarder); ok {
 			pf.forwardedParts(x.session, x.api, &f.sent) // joined only when kept
@@ -263,12 +264,21 @@ func (f *forward) errorHandler(w http.ResponseWriter, up *http.Request, err erro
 	msg := urlErrorOp(up.Method) + ": " + err.Error()
 	trace.SpanFromContext(up.Context()).RecordError(errors.New(msg))
 	f.waitRecorded()
+	if bodyTimedOut(f.r) { // the client's fault, not the upstream's
+		f.x.status = http.StatusRequestTimeout
+		writeError(w, http.StatusRequestTimeout, "agentctx proxy: reading the request body: timed out")
+		return
+	}
 	if f.clientGone() {
 		f.x.status, f.x.cancelled = StatusClientClosedRequest, true
 		return
 	}
-	f.x.status = http.StatusBadGateway
-	writeError(w, http.StatusBadGateway, "agentctx proxy: upstream: "+msg)
+	status := http.StatusBadGateway
+	if errors.Is(err, ErrUpstreamTimeout) {
+		status = http.StatusGatewayTimeout // UpstreamHeaderTimeout
+	}
+	f.x.status = status
+	writeError(w, status, "agentctx proxy: upstream: "+msg)
 }
 
 // StatusClientClosedRequest is the status the proxy records (in its log,

@@ -66,8 +66,10 @@ type NativeSummarizerOptions struct {
 	// the summary's pointers say where); 0 means 400,000 characters
 	// (about 100K tokens).
 	MaxInputChars int
-	// Timeout bounds one compaction request; 0 means 2 minutes. On
-	// timeout the fallback summarizes.
+	// Timeout bounds one compaction request; 0 means 2 minutes, and
+	// at most three quarters of the time its context has left
+	// (compact.FirstTryContext). On timeout the fallback summarizes, on
+	// a deadline of its own (compact.DefaultFallbackTimeout).
 	Timeout time.Duration
 	// Logger receives a line when a compaction fails; nil discards.
 	Logger *slog.Logger
@@ -123,8 +125,7 @@ func NativeSummarizers(opts NativeSummarizerOptions) func(req *Request) compact.
 		return compact.SummarizerFunc(func(ctx context.Context, r compact.Request) (string, error) {
 			s, err := compactUpstream(ctx, client, &opts, req, r)
 			if err != nil {
-				opts.Logger.Warn("proxy: the provider's compaction failed; summarizing client-side", "session", req.SessionKey, "err", redactErr(err))
-				return text.Summarize(ctx, r)
+				return fallBack(ctx, text, 0, r, opts.Logger, req.SessionKey, "proxy: the provider's compaction failed; summarizing client-side", err)
 			}
 			return s, nil
 		})
@@ -145,11 +146,11 @@ func compactUpstream(ctx context.Context, client *http.Client, o *NativeSummariz
 		}
 	}
 	h.Set(HeaderSummary, "1")
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	ctx, cancel := compact.FirstTryContext(ctx, o.Timeout)
 	defer cancel()
 	res, err := respcompact.Compact(ctx, client, respcompact.Request{BaseURL: o.OpenAIURL, Header: h, Model: req.Model, Input: items})
 	if err != nil {
-		return "", err
+		return "", withTimeout(ctx, err)
 	}
 	reportSummary(ctx, req, res.Body) // the compaction pass, billed to the request being prepared
 	return respcompact.Summary(res.Window)

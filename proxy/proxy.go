@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -57,6 +58,25 @@ type Options struct {
 	// ShutdownTimeout bounds Serve's wait for in-flight requests; 0 means
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// UpstreamHeaderTimeout bounds the wait for the upstream's answer
+	// headers (a stream's come at once; a whole answer's when it is
+	// written): past it the request is answered 504 and matches
+	// ErrUpstreamTimeout. UpstreamIdleTimeout bounds the wait for each
+	// part of the answer's body: past it the answer is cut, as an
+	// upstream that cut it. A stream that keeps coming is never cut. 0
+	// means DefaultUpstreamHeaderTimeout and DefaultUpstreamIdleTimeout,
+	// a negative value no bound.
+	UpstreamHeaderTimeout, UpstreamIdleTimeout time.Duration
+	// ClientBodyTimeout bounds the reading of a request's body (from the
+	// end of its headers); a body that does not come in time is answered
+	// 408. 0 means DefaultClientBodyTimeout, a negative value no bound.
+	ClientBodyTimeout time.Duration
+	// ClientHeaderTimeout and ClientIdleTimeout are Serve's bounds on the
+	// reading of a request's headers and on a kept-alive connection
+	// waiting for its next request (http.Server's ReadHeaderTimeout and
+	// IdleTimeout); 0 means DefaultClientHeaderTimeout and
+	// DefaultClientIdleTimeout, a negative value no bound.
+	ClientHeaderTimeout, ClientIdleTimeout time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 	// Logger receives one line per request (never a header value); nil
@@ -165,6 +185,8 @@ func New(opts Options) (*Server, error) {
 		t.MaxIdleConnsPerHost = 64
 		opts.Transport = t
 	}
+	opts.Transport = &timeoutTransport{next: opts.Transport,
+		header: timeout(opts.UpstreamHeaderTimeout, DefaultUpstreamHeaderTimeout), idle: timeout(opts.UpstreamIdleTimeout, DefaultUpstreamIdleTimeout)}
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
@@ -225,9 +247,10 @@ func baseURL(s string) (*url.URL, error) {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stop, stopped := context.WithCancel(context.Background()) // ends MCP streams at shutdown
 	defer stopped()
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, BaseContext: func(net.Listener) context.Context {
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: timeout(s.opts.ClientHeaderTimeout, DefaultClientHeaderTimeout), BaseContext: func(net.Listener) context.Context {
 		return context.WithValue(context.WithoutCancel(ctx), stopKey{}, stop)
 	}}
+	hs.IdleTimeout = timeout(s.opts.ClientIdleTimeout, DefaultClientIdleTimeout)
 	hs.RegisterOnShutdown(stopped)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -341,6 +364,7 @@ type exchange struct {
 	observed     bool // the usage was given to the engine
 	status       int
 	cancelled    bool // the client hung up before the answer's end (status StatusClientClosedRequest)
+	answering    bool // the upstream answered 200 (its answer had begun)
 	engineErr    error
 	bill         exchangeBill
 	cacheBreak   bool   // the messages sent do not extend the session's last (sentMessages)
@@ -369,6 +393,7 @@ type exchange struct {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	bodyDeadline(w, r, timeout(s.opts.ClientBodyTimeout, DefaultClientBodyTimeout))
 	if s.refuseBrowser(w, r) || s.serveOwn(w, r) {
 		return
 	}
@@ -437,7 +462,11 @@ func (s *Server) readAndPrepare(w http.ResponseWriter, r *http.Request, rt route
 	}
 	raw, err := readBody(r.Body, r.ContentLength, s.opts.MaxBody)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "agentctx proxy: reading the request body: "+err.Error())
+		status := http.StatusBadRequest
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			status = http.StatusRequestTimeout // ClientBodyTimeout
+		}
+		writeError(w, status, "agentctx proxy: reading the request body: "+err.Error())
 		return nil, sendBody{}, false
 	}
 	if int64(len(raw)) > s.opts.MaxBody {
@@ -535,6 +564,9 @@ func (s *Server) prepare(r *http.Request, rt route, raw []byte, x *exchange) sen
 	prep, err := s.opts.Engine.Prepare(pctx, req)
 	s.traceSteps(pctx, pstart, prep)
 	endSpan(psp, err)
+	if err != nil && r.Context().Err() != nil {
+		return wholeBody(raw) // the client went away: its cancel (forward), not an engine fault
+	}
 	if err != nil {
 		x.engineErr = err
 		return wholeBody(raw)

@@ -3,11 +3,13 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agentctx/agentctx/compact"
@@ -31,9 +33,22 @@ type UpstreamSummarizerOptions struct {
 	MaxInputChars int
 	// MaxTokens is the summary's output budget; 0 means 8,192.
 	MaxTokens int
+	// Timeout bounds the summary request; 0 means DefaultSummaryTimeout.
+	// When the summarizer's context has a deadline, the request gets at
+	// most three quarters of the time left before it
+	// (compact.FirstTryContext), so that the fallback still runs in time.
+	Timeout time.Duration
+	// FallbackTimeout bounds the fallback summary once the summary
+	// request failed or timed out; it runs on a deadline of its own
+	// (compact.FallbackContext), even when the summarizer's context timed
+	// out. 0 means compact.DefaultFallbackTimeout.
+	FallbackTimeout time.Duration
 	// Logger receives a line when the upstream call fails; nil discards.
 	Logger *slog.Logger
 }
+
+// DefaultSummaryTimeout is the default of UpstreamSummarizerOptions.Timeout.
+const DefaultSummaryTimeout = 2 * time.Minute
 
 // UpstreamSummarizers returns, for a request, the summarizer that asks the
 // same upstream, with the client's own credentials and model, for the
@@ -41,7 +56,10 @@ type UpstreamSummarizerOptions struct {
 // format (Anthropic Messages, OpenAI chat or Responses) with the seed's
 // summary prompt, and the extractive summary when that request fails or
 // the client sent no credentials. It never makes more than one request per
-// summary.
+// summary. The summary request has a deadline (Timeout) and the fallback
+// one of its own (FallbackTimeout): a summary request that hangs is
+// followed by the extractive summary, not by an uncompacted request; a
+// client that went away gets neither.
 func UpstreamSummarizers(opts UpstreamSummarizerOptions) func(req *Request) compact.Summarizer {
 	if opts.AnthropicURL == "" {
 		opts.AnthropicURL = DefaultAnthropicURL
@@ -61,6 +79,9 @@ func UpstreamSummarizers(opts UpstreamSummarizerOptions) func(req *Request) comp
 	if opts.MaxTokens <= 0 {
 		opts.MaxTokens = 8192
 	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultSummaryTimeout
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -70,17 +91,44 @@ func UpstreamSummarizers(opts UpstreamSummarizerOptions) func(req *Request) comp
 			return opts.Fallback
 		}
 		return compact.SummarizerFunc(func(ctx context.Context, r compact.Request) (string, error) {
-			text, err := summarizeUpstream(ctx, client, &opts, req, r)
-			if err != nil || strings.TrimSpace(text) == "" {
-				if err == nil {
-					err = compact.ErrEmptySummary
-				}
-				opts.Logger.Warn("proxy: the upstream summary failed; using the extractive summary", "session", req.SessionKey, "err", err)
-				return opts.Fallback.Summarize(ctx, r)
+			sctx, cancel := compact.FirstTryContext(ctx, opts.Timeout)
+			text, err := summarizeUpstream(sctx, client, &opts, req, r)
+			err = withTimeout(sctx, err)
+			cancel()
+			if err == nil && strings.TrimSpace(text) != "" {
+				return finishSummary(text, r.Archive), nil
 			}
-			return finishSummary(text, r.Archive), nil
+			if err == nil {
+				err = compact.ErrEmptySummary
+			}
+			return fallBack(ctx, opts.Fallback, opts.FallbackTimeout, r, opts.Logger, req.SessionKey, "proxy: the upstream summary failed; using the extractive summary", err)
 		})
 	}
+}
+
+// fallBack runs the fallback summarizer fb on a deadline of its own
+// (compact.FallbackContext) after the first try on ctx failed with err,
+// logged as msg; when the client went away (ctx cancelled) it logs that,
+// at info level (not an upstream fault), and returns ctx's error.
+func fallBack(ctx context.Context, fb compact.Summarizer, d time.Duration, r compact.Request, log *slog.Logger, session, msg string, err error) (string, error) {
+	fctx, cancel, cerr := compact.FallbackContext(ctx, err, d)
+	defer cancel()
+	if cerr != nil {
+		log.Info("proxy: the client went away during the summary; no summary", "session", session)
+		return "", cerr
+	}
+	log.Warn(msg, "session", session, "err", redactErr(err))
+	return fb.Summarize(fctx, r)
+}
+
+// withTimeout returns err, marked as a timeout (context.DeadlineExceeded)
+// when it ended the call on ctx, which timed out: the errors of the
+// summary requests keep only the text of the transport's.
+func withTimeout(ctx context.Context, err error) error {
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
+	}
+	return err
 }
 
 func summarizeUpstream(ctx context.Context, client *http.Client, o *UpstreamSummarizerOptions, req *Request, r compact.Request) (string, error) {

@@ -118,6 +118,42 @@ type proxyFlags struct {
 	storeEvery          bool
 	otel                bool
 	retain              retentionFlags
+	timeouts            proxyTimeouts
+}
+
+// proxyTimeouts are the proxy's bounds on its waits for the upstream and
+// for its clients (0: none).
+type proxyTimeouts struct {
+	upstream, upstreamIdle         time.Duration
+	clientHeader, clientBody, idle time.Duration
+}
+
+// check refuses a negative bound and returns the proxy options' form of
+// the flags' (0, none, is a negative value there).
+func (t proxyTimeouts) check(o *proxy.Options) error {
+	none := func(d time.Duration) time.Duration {
+		if d == 0 {
+			return -1
+		}
+		return d
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+		to   *time.Duration
+	}{
+		{"upstream-timeout", t.upstream, &o.UpstreamHeaderTimeout},
+		{"upstream-idle-timeout", t.upstreamIdle, &o.UpstreamIdleTimeout},
+		{"client-header-timeout", t.clientHeader, &o.ClientHeaderTimeout},
+		{"client-body-timeout", t.clientBody, &o.ClientBodyTimeout},
+		{"client-idle-timeout", t.idle, &o.ClientIdleTimeout},
+	} {
+		if f.d < 0 {
+			return usagef("invalid --%s %s: must not be negative (0: none)", f.name, f.d)
+		}
+		*f.to = none(f.d)
+	}
+	return nil
 }
 
 // server checks the flags, opens the stores and builds the proxy, logging
@@ -188,9 +224,13 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 	if p.decodeCacheMB == 0 {
 		decodeCache = -1 // keep nothing
 	}
-	srv, err = proxy.New(proxy.Options{Engine: engine, AnthropicURL: p.anthropicURL, OpenAIURL: p.oaURL, Logger: log, DecodeCacheBytes: decodeCache,
+	popts := proxy.Options{Engine: engine, AnthropicURL: p.anthropicURL, OpenAIURL: p.oaURL, Logger: log, DecodeCacheBytes: decodeCache,
 		MCP: mcpHandler, Prices: prices, Token: p.token, Tenants: p.tenants, ContextManagement: proxy.ContextManagement(p.contextMgmt),
-		TracerProvider: tp, ReadBack: dashReadBack, Now: p.now})
+		TracerProvider: tp, ReadBack: dashReadBack, Now: p.now}
+	if err := p.timeouts.check(&popts); err != nil {
+		return nil, nil, err
+	}
+	srv, err = proxy.New(popts)
 	if err != nil {
 		return nil, nil, err // proxy.ErrInvalidURL: bad usage (ExitCode)
 	}
@@ -394,6 +434,11 @@ func (p *proxyFlags) register(cmd *cobra.Command, listen string) {
 	fs.IntVar(&p.sessionMemoryMB, "session-memory", proxy.DefaultMaxBytes>>20, "MiB the sessions kept in memory may hold, by estimate: their memos and state, and the body a session near compaction keeps (least recently used out first; their decisions stay in the session store; 0: no bound but --max-sessions)")
 	fs.IntVar(&p.decodeCacheMB, "decode-cache", proxy.DefaultDecodeCacheBytes>>20, "MiB of decoded messages kept for the next request of each conversation to reuse (0: none; each request is then decoded whole)")
 	fs.StringVar(&p.pricesFile, "prices", "", pricesFlagHelp)
+	fs.DurationVar(&p.timeouts.upstream, "upstream-timeout", proxy.DefaultUpstreamHeaderTimeout, "bound on the wait for the upstream's answer headers (a whole answer's come when it is written); past it the client gets 504 (0: none)")
+	fs.DurationVar(&p.timeouts.upstreamIdle, "upstream-idle-timeout", proxy.DefaultUpstreamIdleTimeout, "bound on each wait for more of the upstream's answer; past it the answer is cut (a stream that keeps coming never is; 0: none)")
+	fs.DurationVar(&p.timeouts.clientHeader, "client-header-timeout", proxy.DefaultClientHeaderTimeout, "bound on the reading of a request's headers (0: none)")
+	fs.DurationVar(&p.timeouts.clientBody, "client-body-timeout", proxy.DefaultClientBodyTimeout, "bound on the reading of a request's body; past it the client gets 408 (0: none)")
+	fs.DurationVar(&p.timeouts.idle, "client-idle-timeout", proxy.DefaultClientIdleTimeout, "bound on a kept-alive client connection waiting for its next request (0: none)")
 	fs.BoolVar(&p.tenants, "tenants", false, "isolate the clients of a shared proxy by their credentials: each API key keeps its sessions and artifacts in a namespace of its own (<namespace>/tenants/<digest>), and /mcp reads only the artifacts of the credentials the MCP client sends (X-Api-Key or Authorization)")
 	fs.StringVar(&p.token, "token", "", "the token the statistics, dashboard and MCP endpoints require (X-Agentctx-Token or Authorization: Bearer; default $"+tokenEnv+"); required on a non-loopback --listen, and without it they answer requests from this machine to a loopback name only")
 	p.retain.add(cmd)

@@ -28,6 +28,12 @@ func TestProxyBadUsage(t *testing.T) {
 		{"proxy", "--max-sessions", "0"},
 		{"proxy", "--decode-cache", "-1"},
 		{"proxy", "--session-memory", "-1"},
+		{"proxy", "--upstream-timeout", "-1s"},
+		{"proxy", "--upstream-idle-timeout", "-1s"},
+		{"proxy", "--client-header-timeout", "-1s"},
+		{"proxy", "--client-body-timeout", "-1s"},
+		{"proxy", "--client-idle-timeout", "-1s"},
+		{"proxy", "--upstream-timeout", "soon"},
 		{"proxy", "--clock-speed", "0"},
 		{"proxy", "--clock-speed", "60", "--now", "2026-01-01T00:00:00Z"},
 		{"proxy", "extra-arg"},
@@ -244,4 +250,51 @@ func TestProxyStoredResultLogIsDebug(t *testing.T) {
 			t.Errorf("verbose %v: the stored result's line: want %q in the log:\n%s", tc.verbose, tc.want, log)
 		}
 	}
+}
+
+// --upstream-timeout bounds the wait for a hung upstream's answer
+// headers: the client gets 504 (issue 49: a hung upstream held a request
+// 100 s).
+func TestProxyUpstreamTimeout(t *testing.T) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // never answers
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer up.Close()
+	defer close(release)
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	pr, pw := io.Pipe()
+	var errb bytes.Buffer
+	done := make(chan int)
+	go func() {
+		code := cli.Run(ctx, []string{"proxy", "--listen", "127.0.0.1:0", "--upstream-anthropic", up.URL, "--upstream-timeout", "300ms",
+			"--workspace", dir + "/ws", "--dir", dir + "/archive"}, cli.Streams{In: strings.NewReader(""), Out: pw, Err: &lockedBuffer{b: &errb}})
+		pw.Close()
+		done <- code
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("no first line: %v", err)
+	}
+	base, _ := strings.CutPrefix(strings.TrimSpace(line), "ANTHROPIC_BASE_URL=")
+	go io.Copy(io.Discard, pr)
+	rctx, rcancel := context.WithTimeout(ctx, 30*time.Second) // far above the timeout
+	defer rcancel()
+	req, _ := http.NewRequestWithContext(rctx, http.MethodPost, base+"/v1/messages", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("no answer within the client's budget: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGatewayTimeout {
+		t.Errorf("status %d, want 504: %s", resp.StatusCode, b)
+	}
+	cancel()
+	<-done
 }
