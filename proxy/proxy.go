@@ -23,6 +23,7 @@ import (
 	"github.com/agentctx/agentctx/internal/lib/thinking"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pricing"
+	"github.com/agentctx/agentctx/session"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -109,6 +110,14 @@ type Options struct {
 	// and read them back (mcpserver.Server.Call: the read path of the MCP
 	// tools); nil shows none.
 	ReadBack ReadBack
+	// Ledger, when set, durably records every answered request's usage,
+	// bill and estimate without agentctx (session.LedgerOf the session
+	// store: what "agentctx savings" reads), off the request's path (see
+	// ledger.go); nil records nothing. Close appends what is queued.
+	Ledger session.Ledger
+	// Project is the directory the clients work in, recorded with each
+	// ledger entry ("" when the proxy does not know it).
+	Project string
 }
 
 // Server is the proxy, an http.Handler. Build it with New.
@@ -138,6 +147,8 @@ type Server struct {
 	tools toolMemos
 
 	digests stableHashes // thinking.MessageDigest by msgHash (thinkingmem.go)
+
+	ledger *ledgerWriter // nil without Options.Ledger (ledger.go)
 }
 
 // New returns a Server.
@@ -196,6 +207,9 @@ func New(opts Options) (*Server, error) {
 		stats:      newStatsTable(),
 	}
 	s.metrics = newMetrics(s)
+	if opts.Ledger != nil {
+		s.ledger = newLedgerWriter(opts.Ledger, opts.Logger, 0, 0)
+	}
 	return s, nil
 }
 
@@ -239,8 +253,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// Close releases the Engine when it holds resources.
+// Close appends the ledger entries still queued (within
+// DefaultLedgerTimeout) and releases the Engine when it holds resources.
 func (s *Server) Close() error {
+	if s.ledger != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultLedgerTimeout)
+		s.ledger.close(ctx)
+		cancel()
+	}
 	if c, ok := s.opts.Engine.(Closer); ok {
 		return c.Close()
 	}
@@ -890,6 +910,11 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 		st = s.stats.get(x.session)
 	}
 	s.bill(st, x)
+	if s.ledger != nil {
+		if e, ok := s.ledgerEntry(x); ok {
+			s.ledger.add(e)
+		}
+	}
 	s.stats.addTotal(x)
 	s.metrics.record(x)
 	traceFinish(r, x)

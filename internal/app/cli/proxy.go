@@ -20,6 +20,7 @@ import (
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/proxy"
+	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/workspace"
 )
 
@@ -165,13 +166,18 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 		return nil, nil, err
 	}
 	mcpHandler, dashReadBack := p.readBack(store, log)
+	// Every answered request's money goes to the ledger kept beside the
+	// session state (agentctx savings reads it); a store without one
+	// keeps none.
+	ledger, _ := session.LedgerOf(sessions)
+	project, _ := os.Getwd()
 	decodeCache := int64(p.decodeCacheMB) << 20
 	if p.decodeCacheMB == 0 {
 		decodeCache = -1 // keep nothing
 	}
 	srv, err = proxy.New(proxy.Options{Engine: engine, AnthropicURL: p.anthropicURL, OpenAIURL: p.oaURL, Logger: log, DecodeCacheBytes: decodeCache,
 		MCP: mcpHandler, Prices: prices, Token: p.token, Tenants: p.tenants, ContextManagement: proxy.ContextManagement(p.contextMgmt),
-		TracerProvider: tp, ReadBack: dashReadBack, Now: p.now})
+		TracerProvider: tp, ReadBack: dashReadBack, Now: p.now, Ledger: ledger, Project: project})
 	if err != nil {
 		return nil, nil, err // proxy.ErrInvalidURL: bad usage (ExitCode)
 	}
