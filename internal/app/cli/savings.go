@@ -91,7 +91,9 @@ func writeSavingsTable(w io.Writer, r savings.Report) error {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t\n", name, t.Requests, usd(t.CostUSD), usd(t.CostWithoutUSD), usd(t.SavedUSD),
 			strconv.FormatFloat(t.SavedPct, 'f', 1, 64)+"%")
 	}
-	head := func(first string) { fmt.Fprintf(tw, "%s\tREQUESTS\tBILL\tWITHOUT AGENTCTX\tSAVED\tSAVED %%\t\n", first) }
+	head := func(first string) {
+		fmt.Fprintf(tw, "%s\tREQUESTS\tBILL\tWITHOUT AGENTCTX\tSAVED\tSAVED %%\t\n", first)
+	}
 	if r.Session != "" {
 		fmt.Fprintf(w, "session %s\n", strconv.QuoteToGraphic(r.Session))
 	}
