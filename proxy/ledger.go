@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -166,4 +168,40 @@ func ClientFamily(ua string) string {
 		return "codex"
 	}
 	return name
+}
+
+// ErrLedgerStarted is returned by StartFromLedger called again.
+var ErrLedgerStarted = errors.New("proxy: already started from the ledger")
+
+// StartFromLedger makes the statistics' total (GET /agentctx/stats
+// "total", the dashboard's totals) and the /metrics counters of requests,
+// tokens, money and compactions start from what Options.Ledger held
+// before the Server was made (New, by Options.Now), so that they survive a
+// restart. Call it once, before serving; without a ledger it does
+// nothing. The ledger is every process's that shares the store: each
+// replica of a fleet starts from the fleet's past, so sum one replica's
+// counters, or take their increase.
+func (s *Server) StartFromLedger(ctx context.Context) error {
+	if s.opts.Ledger == nil {
+		return nil
+	}
+	if !s.ledgerStarted.CompareAndSwap(false, true) {
+		return ErrLedgerStarted
+	}
+	entries, err := s.opts.Ledger.Query(ctx, session.LedgerFilter{Until: s.created})
+	if err != nil {
+		s.ledgerStarted.Store(false)
+		return fmt.Errorf("proxy: start from the ledger: %w", err)
+	}
+	var base TotalStats
+	for _, e := range entries {
+		base.Requests++
+		base.Bill.plus(Bill{CostUSD: e.CostUSD, CostWithoutUSD: e.CostWithoutUSD, InputTokens: int(e.InputTokens),
+			CacheReadTokens: int(e.CacheReadTokens), CacheWriteTokens: int(e.CacheWriteTokens), OutputTokens: int(e.OutputTokens)})
+		s.metrics.recordPast(e)
+	}
+	s.stats.mu.Lock()
+	s.stats.base = base
+	s.stats.mu.Unlock()
+	return nil
 }

@@ -185,3 +185,76 @@ func TestClientFamily(t *testing.T) {
 		}
 	}
 }
+
+// TestStartFromLedger: a proxy restarted over the same store starts its
+// totals and /metrics counters from the ledger: what the proxy before it
+// billed, not what was recorded after it started.
+func TestStartFromLedger(t *testing.T) {
+	us := ledgerUpstream(t)
+	store := memsession.New()
+	t0 := time.Date(2026, 12, 3, 14, 0, 0, 0, time.UTC)
+	clock := func(at time.Time) func() time.Time { return func() time.Time { return at } }
+	send := func(ps *httptest.Server, n int) {
+		for range n {
+			resp := post(t, ps.URL+"/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`,
+				map[string]string{"X-Claude-Code-Session-Id": "a"})
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	first, err := proxy.New(proxy.Options{AnthropicURL: us.URL, Ledger: ledgerOf(t, store), Now: clock(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := httptest.NewServer(first)
+	send(ps, 2)
+	ps.Close()
+	before := first.Total()
+	first.Close()
+
+	second, err := proxy.New(proxy.Options{AnthropicURL: us.URL, Ledger: ledgerOf(t, store), Now: clock(t0.Add(time.Hour))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	// Recorded after the second proxy started (another replica): not its past.
+	if err := ledgerOf(t, store).Append(context.Background(), []session.LedgerEntry{{Time: t0.Add(2 * time.Hour), API: "anthropic", CostUSD: 100}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := second.Total(); got.Requests != 0 || got.CostUSD != 0 {
+		t.Fatalf("total before StartFromLedger = %+v, want zero", got)
+	}
+	if err := second.StartFromLedger(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.StartFromLedger(context.Background()); !errors.Is(err, proxy.ErrLedgerStarted) {
+		t.Fatalf("StartFromLedger again: %v, want ErrLedgerStarted", err)
+	}
+	if got := second.Total(); got != before || got.Requests != 2 {
+		t.Fatalf("total after a restart = %+v, want the first proxy's %+v", got, before)
+	}
+	ps = httptest.NewServer(second)
+	defer ps.Close()
+	send(ps, 1)
+	if got := second.Total(); got.Requests != 3 || !near(got.CostUSD, 3*0.002775) {
+		t.Errorf("total after one more request = %+v, want 3 requests, $%v", got, 3*0.002775)
+	}
+	if got := second.TotalSinceStart(); got.Requests != 1 || !near(got.CostUSD, 0.002775) {
+		t.Errorf("total since start = %+v, want 1 request, $0.002775", got)
+	}
+	resp, err := http.Get(ps.URL + proxy.MetricsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`agentctx_requests_total{api="anthropic",outcome="unedited"} 3`,
+		`agentctx_cost_usd_total{api="anthropic"} 0.008325`,
+		`agentctx_input_tokens_total{api="anthropic"} 300`,
+	} {
+		if !strings.Contains(string(body), want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

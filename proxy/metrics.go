@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/session"
 )
 
 // MetricsPath is where the proxy answers with its metrics in the
@@ -169,6 +170,26 @@ func (m *promMetrics) record(x *exchange) {
 			m.summaryRequests.WithLabelValues(api).Add(float64(b.SummaryRequests))
 		}
 	}
+}
+
+// recordPast counts a request of the ledger's past (StartFromLedger).
+func (m *promMetrics) recordPast(e session.LedgerEntry) {
+	api := e.API
+	outcome := OutcomeUnedited
+	if e.Edited {
+		outcome = OutcomeEdited
+	}
+	m.requests.WithLabelValues(api, outcome).Inc()
+	if e.Compacted {
+		m.compactions.WithLabelValues(api).Inc()
+	}
+	m.inputTokens.WithLabelValues(api).Add(float64(e.InputTokens))
+	m.outputTokens.WithLabelValues(api).Add(float64(e.OutputTokens))
+	m.cacheReadTokens.WithLabelValues(api).Add(float64(e.CacheReadTokens))
+	m.cacheWriteTokens.WithLabelValues(api).Add(float64(e.CacheWriteTokens))
+	m.cost.WithLabelValues(api).Add(e.CostUSD)
+	m.costWithout.WithLabelValues(api).Add(e.CostWithoutUSD)
+	m.saved.WithLabelValues(api).Add(e.CostWithoutUSD - e.CostUSD)
 }
 
 // maxSessionSeries bounds the sessions agentctx_session_errors_total

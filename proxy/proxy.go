@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentctx/agentctx"
@@ -148,7 +149,9 @@ type Server struct {
 
 	digests stableHashes // thinking.MessageDigest by msgHash (thinkingmem.go)
 
-	ledger *ledgerWriter // nil without Options.Ledger (ledger.go)
+	ledger        *ledgerWriter // nil without Options.Ledger (ledger.go)
+	ledgerStarted atomic.Bool   // StartFromLedger ran
+	created       time.Time     // by Options.Now: the ledger's past ends there
 }
 
 // New returns a Server.
@@ -205,6 +208,7 @@ func New(opts Options) (*Server, error) {
 		discardLog: newDiscardLog(),
 		log:        opts.Logger,
 		stats:      newStatsTable(),
+		created:    opts.Now(),
 	}
 	s.metrics = newMetrics(s)
 	if opts.Ledger != nil {
@@ -987,6 +991,7 @@ type statsTable struct {
 	mu       sync.Mutex
 	sessions map[string]*sessionStats
 	total    TotalStats
+	base     TotalStats // what the ledger held at the start (StartFromLedger)
 	views    *viewTable // the dashboard's, of the sessions seen last
 }
 

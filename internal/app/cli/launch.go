@@ -191,7 +191,7 @@ func runLaunch(cmd *cobra.Command, e *env, client launch.Client, lf *launchFlags
 	}
 	code, err := launch.Run(cmd.Context(), o)
 	if srv, ok := o.Server.(*proxy.Server); ok && err == nil {
-		fmt.Fprintf(e.s.Err, "agentctx: %s\n", launchSummary(srv.Total(), srv.Stats()))
+		fmt.Fprintf(e.s.Err, "agentctx: %s\n", launchSummary(srv.TotalSinceStart(), srv.Stats()))
 	}
 	switch {
 	case err != nil: // launch.ErrClientNotFound, ErrProxyUnavailable: bad usage (ExitCode)

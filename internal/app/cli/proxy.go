@@ -182,6 +182,13 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 		return nil, nil, err // proxy.ErrInvalidURL: bad usage (ExitCode)
 	}
 	closers = append(closers, srv.Close)
+	// The totals and counters go on from what the ledger holds; a ledger
+	// that cannot be read leaves them at zero, the proxy serves anyway.
+	lctx, cancel := context.WithTimeout(cmd.Context(), proxy.DefaultLedgerTimeout)
+	if err := srv.StartFromLedger(lctx); err != nil {
+		log.Warn("proxy: the totals start at zero", "err", err.Error())
+	}
+	cancel()
 	stopRetention := startRetention(cmd.Context(), p.retain, store, sessions, f.namespace, log)
 	closers = append(closers, func() error { stopRetention(); return nil })
 	return srv, cleanup, nil

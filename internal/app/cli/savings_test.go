@@ -95,7 +95,8 @@ func sessionKeyOf(t *testing.T, base string) (string, proxy.TotalStats) {
 
 // TestSavingsEndToEnd: what two runs of the proxy billed, on each
 // backend, is in agentctx savings after they exited, by model, client and
-// project, per day and per session.
+// project, per day and per session; the second run's total starts from
+// the first's.
 func TestSavingsEndToEnd(t *testing.T) {
 	backends := map[string]func(t *testing.T) []string{
 		"dir":    func(t *testing.T) []string { return []string{"--workspace", filepath.Join(t.TempDir(), "ws")} },
@@ -135,8 +136,12 @@ func TestSavingsEndToEnd(t *testing.T) {
 				}
 				return r
 			}
+			// The restarted proxy's total went on from the ledger.
+			if total2.Requests != 3 || total2.CostUSD <= total1.CostUSD {
+				t.Errorf("total after a restart: %+v, want 3 requests, more than the first run's $%v", total2, total1.CostUSD)
+			}
 			r := report("--daily")
-			cost := total1.CostUSD + total2.CostUSD
+			cost := total2.CostUSD
 			for _, p := range r.Periods {
 				if p.Requests != 3 || !nearUSD(p.CostUSD, cost) || p.CostUSD <= 0 {
 					t.Errorf("%s: %d requests $%v, want 3 requests $%v", p.Name, p.Requests, p.CostUSD, cost)
