@@ -53,7 +53,9 @@ the upstream reported, summary requests included, at list prices;
 --prices FILE overrides them), cost_without_usd (an estimate of the same
 requests sent unedited: two simulated prompt caches, see the proxy
 package's documentation) and saved_usd; each request's log line carries
-its cost_usd and cost_without_usd.
+its cost_usd and cost_without_usd. Every answered request is also recorded
+in the ledger kept beside the session state (agentctx savings reads it),
+and "total" and the /metrics counters start from it at the next start.
 
 /mcp serves the read-back tools (get_knowledge_by_id, ...; see agentctx
 mcp) over MCP streamable HTTP, reading the store and namespace the proxy
