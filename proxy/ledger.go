@@ -151,6 +151,9 @@ func (s *Server) ledgerEntry(x *exchange) (session.LedgerEntry, bool) {
 	if p := x.prepared; p != nil {
 		e.Compacted = p.Compacted
 	}
+	if e.Namespace = s.opts.Namespace; x.tenant != "" {
+		e.Namespace = TenantNamespace(s.opts.Namespace, x.tenant)
+	}
 	return e, true
 }
 

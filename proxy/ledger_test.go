@@ -51,7 +51,7 @@ func TestLedgerRecordsAnsweredRequests(t *testing.T) {
 	us := ledgerUpstream(t)
 	store := memsession.New()
 	now := time.Date(2026, 12, 3, 14, 0, 0, 0, time.UTC)
-	srv, err := proxy.New(proxy.Options{AnthropicURL: us.URL, Ledger: ledgerOf(t, store), Project: "/home/u/proj",
+	srv, err := proxy.New(proxy.Options{AnthropicURL: us.URL, Ledger: ledgerOf(t, store), Project: "/home/u/proj", Namespace: "team",
 		Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestLedgerRecordsAnsweredRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := session.LedgerEntry{Time: now, Session: "a", API: "anthropic", Model: "claude-sonnet-4-5", Client: "claude-code",
+	want := session.LedgerEntry{Time: now, Session: "a", Namespace: "team", API: "anthropic", Model: "claude-sonnet-4-5", Client: "claude-code",
 		Project: "/home/u/proj", InputTokens: 100, CacheReadTokens: 2000, CacheWriteTokens: 300, OutputTokens: 50,
 		CostUSD: 0.002775, CostWithoutUSD: 0.002775}
 	if len(got) != 3 {
@@ -256,5 +256,32 @@ func TestStartFromLedger(t *testing.T) {
 		if !strings.Contains(string(body), want+"\n") {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// TestLedgerTenantNamespace: with Tenants an entry names its tenant's
+// namespace.
+func TestLedgerTenantNamespace(t *testing.T) {
+	us := ledgerUpstream(t)
+	store := memsession.New()
+	srv, err := proxy.New(proxy.Options{AnthropicURL: us.URL, Ledger: ledgerOf(t, store), Namespace: "team", Tenants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := httptest.NewServer(srv)
+	defer ps.Close()
+	hdr := http.Header{"X-Api-Key": {"sk-one"}}
+	tenant, _ := proxy.Tenant(hdr)
+	resp := post(t, ps.URL+"/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`,
+		map[string]string{"X-Api-Key": "sk-one", "X-Claude-Code-Session-Id": "a"})
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	srv.Close()
+	got, err := ledgerOf(t, store).Query(context.Background(), session.LedgerFilter{})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Query = %+v, %v; want one entry", got, err)
+	}
+	if want := proxy.TenantNamespace("team", tenant); got[0].Namespace != want || strings.Contains(got[0].Namespace, "sk-one") {
+		t.Fatalf("namespace %q, want %q", got[0].Namespace, want)
 	}
 }

@@ -119,6 +119,10 @@ type Options struct {
 	// Project is the directory the clients work in, recorded with each
 	// ledger entry ("" when the proxy does not know it).
 	Project string
+	// Namespace is the workspace namespace the Engine writes to, recorded
+	// with each ledger entry (with Tenants, the tenant's:
+	// TenantNamespace(Namespace, tenant)); "" records none.
+	Namespace string
 }
 
 // Server is the proxy, an http.Handler. Build it with New.
@@ -365,6 +369,7 @@ type exchange struct {
 	bill         exchangeBill
 	cacheBreak   bool   // the messages sent do not extend the session's last (sentMessages)
 	client       string // the client's User-Agent, its first word
+	tenant       string // Options.Tenants: the client's tenant (Tenant)
 
 	// toolsRestored: a client's compaction request sent with the
 	// session's tools (clientcompact.go). toolless: the request, on an
@@ -597,7 +602,7 @@ func (s *Server) readRequest(r *http.Request, rt route, raw []byte, x *exchange)
 		if !ok {
 			return nil, "", false // no credentials: the upstream answers, nothing is kept
 		}
-		tenant, x.session = t, "t-"+t+"-"+x.session
+		tenant, x.session, x.tenant = t, "t-"+t+"-"+x.session, t
 	}
 	x.bill.model = b.str("model")
 	if rt.api == APIResponses && !fullHistory(b) {

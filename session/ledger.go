@@ -38,7 +38,7 @@ type LedgerEntry struct {
 	// Time is when the request arrived.
 	Time time.Time `json:"time"`
 	// Session is the proxy's session key of the conversation; Namespace
-	// the workspace namespace it served.
+	// the workspace namespace it served ("" when the proxy did not say).
 	Session   string `json:"session"`
 	Namespace string `json:"namespace,omitempty"`
 	// API is the wire format (anthropic, openai-chat, openai-responses),

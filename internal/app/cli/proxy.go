@@ -179,7 +179,7 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 	}
 	srv, err = proxy.New(proxy.Options{Engine: engine, AnthropicURL: p.anthropicURL, OpenAIURL: p.oaURL, Logger: log, DecodeCacheBytes: decodeCache,
 		MCP: mcpHandler, Prices: prices, Token: p.token, Tenants: p.tenants, ContextManagement: proxy.ContextManagement(p.contextMgmt),
-		TracerProvider: tp, ReadBack: dashReadBack, Now: p.now, Ledger: ledger, Project: project})
+		TracerProvider: tp, ReadBack: dashReadBack, Now: p.now, Ledger: ledger, Project: project, Namespace: f.namespace})
 	if err != nil {
 		return nil, nil, err // proxy.ErrInvalidURL: bad usage (ExitCode)
 	}
