@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -84,46 +85,67 @@ or with --json.`,
 	return cmd
 }
 
-// writeSavingsTable prints a savings report as tables.
+// writeSavingsTable prints a savings report as tables: the periods, then
+// all time by model, client and project, then the days (--daily).
 func writeSavingsTable(w io.Writer, r savings.Report) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	row := func(name string, t savings.Totals) {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t\n", name, t.Requests, usd(t.CostUSD), usd(t.CostWithoutUSD), usd(t.SavedUSD),
-			strconv.FormatFloat(t.SavedPct, 'f', 1, 64)+"%")
+	type row struct {
+		name string
+		t    savings.Totals
 	}
-	head := func(first string) {
-		fmt.Fprintf(tw, "%s\tREQUESTS\tBILL\tWITHOUT AGENTCTX\tSAVED\tSAVED %%\t\n", first)
+	type section struct {
+		title string
+		rows  []row
 	}
-	if r.Session != "" {
-		fmt.Fprintf(w, "session %s\n", strconv.QuoteToGraphic(r.Session))
-	}
-	head("PERIOD")
 	names := map[string]string{"today": "today", "7d": "7 days", "30d": "30 days", "all": "all time"}
+	periods := section{title: "PERIOD"}
 	for _, p := range r.Periods {
-		row(names[p.Name], p.Totals)
+		periods.rows = append(periods.rows, row{names[p.Name], p.Totals})
 	}
+	sections := []section{periods}
 	for _, g := range []struct {
 		title string
 		list  []savings.Group
 	}{{"MODEL", r.ByModel}, {"CLIENT", r.ByClient}, {"PROJECT", r.ByProject}} {
-		if len(g.list) == 0 {
-			continue
-		}
-		fmt.Fprintf(tw, "\t\t\t\t\t\t\n")
-		head(g.title)
+		sec := section{title: g.title}
 		for _, x := range g.list {
 			name := x.Name
 			if name == "" {
 				name = "(unknown)"
 			}
-			row(strings.ToValidUTF8(name, "?"), x.Totals)
+			sec.rows = append(sec.rows, row{strings.ToValidUTF8(name, "?"), x.Totals})
+		}
+		if len(sec.rows) > 0 {
+			sections = append(sections, sec)
 		}
 	}
 	if r.Days != nil {
-		fmt.Fprintf(tw, "\t\t\t\t\t\t\n")
-		head("DAY")
+		days := section{title: "DAY"}
 		for _, d := range r.Days {
-			row(d.Date, d.Totals)
+			days.rows = append(days.rows, row{d.Date, d.Totals})
+		}
+		sections = append(sections, days)
+	}
+	width := 0 // of the first column, every section alike
+	for _, sec := range sections {
+		width = max(width, utf8.RuneCountInString(sec.title))
+		for _, x := range sec.rows {
+			width = max(width, utf8.RuneCountInString(x.name))
+		}
+	}
+	if r.Session != "" {
+		fmt.Fprintf(w, "session %s\n", strconv.QuoteToGraphic(r.Session))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	for i, sec := range sections {
+		if i > 0 {
+			fmt.Fprintln(tw)
+		}
+		pad := func(s string) string { return s + strings.Repeat(" ", width-utf8.RuneCountInString(s)) }
+		fmt.Fprintf(tw, "%s\tREQUESTS\tBILL\tWITHOUT AGENTCTX\tSAVED\tSAVED %%\t\n", pad(sec.title))
+		for _, x := range sec.rows {
+			t := x.t
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t\n", pad(x.name), t.Requests, usd(t.CostUSD), usd(t.CostWithoutUSD), usd(t.SavedUSD),
+				strconv.FormatFloat(t.SavedPct, 'f', 1, 64)+"%")
 		}
 	}
 	return tw.Flush()
