@@ -191,20 +191,47 @@ func (s *Server) StartFromLedger(ctx context.Context) error {
 	if !s.ledgerStarted.CompareAndSwap(false, true) {
 		return ErrLedgerStarted
 	}
-	entries, err := s.opts.Ledger.Query(ctx, session.LedgerFilter{Until: s.created})
+	// The counters' increments, summed by API, outcome and compaction:
+	// the ledger is read once, none of its entries held.
+	type key struct {
+		api               string
+		edited, compacted bool
+	}
+	var base TotalStats
+	past := map[key]*pastRequests{}
+	err := s.opts.Ledger.Scan(ctx, session.LedgerFilter{Until: s.created}, func(e session.LedgerEntry) error {
+		b := Bill{CostUSD: e.CostUSD, CostWithoutUSD: e.CostWithoutUSD, InputTokens: int(e.InputTokens),
+			CacheReadTokens: int(e.CacheReadTokens), CacheWriteTokens: int(e.CacheWriteTokens), OutputTokens: int(e.OutputTokens)}
+		base.Requests++
+		base.Bill.plus(b)
+		k := key{e.API, e.Edited, e.Compacted}
+		p := past[k]
+		if p == nil {
+			p = &pastRequests{api: e.API, edited: e.Edited, compacted: e.Compacted}
+			past[k] = p
+		}
+		p.n++
+		p.bill.plus(b)
+		return nil
+	})
 	if err != nil {
 		s.ledgerStarted.Store(false)
 		return fmt.Errorf("proxy: start from the ledger: %w", err)
 	}
-	var base TotalStats
-	for _, e := range entries {
-		base.Requests++
-		base.Bill.plus(Bill{CostUSD: e.CostUSD, CostWithoutUSD: e.CostWithoutUSD, InputTokens: int(e.InputTokens),
-			CacheReadTokens: int(e.CacheReadTokens), CacheWriteTokens: int(e.CacheWriteTokens), OutputTokens: int(e.OutputTokens)})
-		s.metrics.recordPast(e)
+	for _, p := range past {
+		s.metrics.recordPast(p)
 	}
 	s.stats.mu.Lock()
 	s.stats.base = base
 	s.stats.mu.Unlock()
 	return nil
+}
+
+// pastRequests are requests of the ledger's past that the counters count
+// alike: one API, outcome and compaction.
+type pastRequests struct {
+	api               string
+	edited, compacted bool
+	n                 int
+	bill              Bill
 }

@@ -27,6 +27,10 @@ func (heldLedger) Query(context.Context, session.LedgerFilter) ([]session.Ledger
 	return nil, nil
 }
 
+func (heldLedger) Scan(context.Context, session.LedgerFilter, func(session.LedgerEntry) error) error {
+	return nil
+}
+
 // TestLedgerQueueFullDrops: past the queue's bound an entry is dropped,
 // not waited for, and the drop logged once; what was queued is appended.
 func TestLedgerQueueFullDrops(t *testing.T) {

@@ -125,6 +125,10 @@ func (f *failingLedger) Query(context.Context, session.LedgerFilter) ([]session.
 	return nil, errors.New("disk on fire")
 }
 
+func (f *failingLedger) Scan(context.Context, session.LedgerFilter, func(session.LedgerEntry) error) error {
+	return errors.New("disk on fire")
+}
+
 // TestLedgerNeverFailsRequests: a ledger that fails, or that does not
 // answer, neither fails nor holds a request; its failure is logged once.
 func TestLedgerNeverFailsRequests(t *testing.T) {
@@ -283,5 +287,57 @@ func TestLedgerTenantNamespace(t *testing.T) {
 	}
 	if want := proxy.TenantNamespace("team", tenant); got[0].Namespace != want || strings.Contains(got[0].Namespace, "sk-one") {
 		t.Fatalf("namespace %q, want %q", got[0].Namespace, want)
+	}
+}
+
+// TestStartFromLedgerCounters: the ledger's past is counted by API,
+// outcome and compaction.
+func TestStartFromLedgerCounters(t *testing.T) {
+	store := memsession.New()
+	t0 := time.Date(2026, 12, 3, 14, 0, 0, 0, time.UTC)
+	err := ledgerOf(t, store).Append(context.Background(), []session.LedgerEntry{
+		{Time: t0, API: "anthropic", Edited: true, Compacted: true, CostUSD: 0.5, CostWithoutUSD: 2, InputTokens: 7},
+		{Time: t0, API: "anthropic", Edited: true, CostUSD: 0.25, CostWithoutUSD: 0.5},
+		{Time: t0, API: "anthropic", CostUSD: 0.25, CostWithoutUSD: 0.25, OutputTokens: 5},
+		{Time: t0, API: "openai-responses", Edited: true, Compacted: true, CostUSD: 1, CostWithoutUSD: 3, CacheReadTokens: 11},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := proxy.New(proxy.Options{Ledger: ledgerOf(t, store), Now: func() time.Time { return t0.Add(time.Minute) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if err := srv.StartFromLedger(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Total(); got.Requests != 4 || got.CostUSD != 2 || got.CostWithoutUSD != 5.75 || got.SavedUSD != 3.75 {
+		t.Errorf("total = %+v, want 4 requests, $2 instead of $5.75", got)
+	}
+	ps := httptest.NewServer(srv)
+	defer ps.Close()
+	resp, err := http.Get(ps.URL + proxy.MetricsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		`agentctx_requests_total{api="anthropic",outcome="edited"} 2`,
+		`agentctx_requests_total{api="anthropic",outcome="unedited"} 1`,
+		`agentctx_requests_total{api="openai-responses",outcome="edited"} 1`,
+		`agentctx_compactions_total{api="anthropic"} 1`,
+		`agentctx_compactions_total{api="openai-responses"} 1`,
+		`agentctx_cost_usd_total{api="anthropic"} 1`,
+		`agentctx_cost_without_agentctx_usd_total{api="anthropic"} 2.75`,
+		`agentctx_saved_usd{api="openai-responses"} 2`,
+		`agentctx_input_tokens_total{api="anthropic"} 7`,
+		`agentctx_output_tokens_total{api="anthropic"} 5`,
+		`agentctx_cache_read_tokens_total{api="openai-responses"} 11`,
+	} {
+		if !strings.Contains(string(body), want+"\n") {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/agentctx/agentctx/pipeline"
-	"github.com/agentctx/agentctx/session"
 )
 
 // MetricsPath is where the proxy answers with its metrics in the
@@ -172,24 +171,24 @@ func (m *promMetrics) record(x *exchange) {
 	}
 }
 
-// recordPast counts a request of the ledger's past (StartFromLedger).
-func (m *promMetrics) recordPast(e session.LedgerEntry) {
-	api := e.API
+// recordPast counts requests of the ledger's past (StartFromLedger).
+func (m *promMetrics) recordPast(p *pastRequests) {
 	outcome := OutcomeUnedited
-	if e.Edited {
+	if p.edited {
 		outcome = OutcomeEdited
 	}
-	m.requests.WithLabelValues(api, outcome).Inc()
-	if e.Compacted {
-		m.compactions.WithLabelValues(api).Inc()
+	m.requests.WithLabelValues(p.api, outcome).Add(float64(p.n))
+	if p.compacted {
+		m.compactions.WithLabelValues(p.api).Add(float64(p.n))
 	}
-	m.inputTokens.WithLabelValues(api).Add(float64(e.InputTokens))
-	m.outputTokens.WithLabelValues(api).Add(float64(e.OutputTokens))
-	m.cacheReadTokens.WithLabelValues(api).Add(float64(e.CacheReadTokens))
-	m.cacheWriteTokens.WithLabelValues(api).Add(float64(e.CacheWriteTokens))
-	m.cost.WithLabelValues(api).Add(e.CostUSD)
-	m.costWithout.WithLabelValues(api).Add(e.CostWithoutUSD)
-	m.saved.WithLabelValues(api).Add(e.CostWithoutUSD - e.CostUSD)
+	b := p.bill
+	m.inputTokens.WithLabelValues(p.api).Add(float64(b.InputTokens))
+	m.outputTokens.WithLabelValues(p.api).Add(float64(b.OutputTokens))
+	m.cacheReadTokens.WithLabelValues(p.api).Add(float64(b.CacheReadTokens))
+	m.cacheWriteTokens.WithLabelValues(p.api).Add(float64(b.CacheWriteTokens))
+	m.cost.WithLabelValues(p.api).Add(b.CostUSD)
+	m.costWithout.WithLabelValues(p.api).Add(b.CostWithoutUSD)
+	m.saved.WithLabelValues(p.api).Add(b.CostWithoutUSD - b.CostUSD)
 }
 
 // maxSessionSeries bounds the sessions agentctx_session_errors_total

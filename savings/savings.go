@@ -133,16 +133,37 @@ type Report struct {
 
 // Read reads the ledger and reports what it holds. The zero Options means
 // the documented defaults.
+// The ledger is read once (Scan), none of its entries held.
 func Read(ctx context.Context, l session.Ledger, opts Options) (Report, error) {
-	entries, err := l.Query(ctx, session.LedgerFilter{Session: opts.Session})
-	if err != nil {
+	sum := newSummary(opts)
+	if err := l.Scan(ctx, session.LedgerFilter{Session: opts.Session}, func(e session.LedgerEntry) error {
+		sum.add(e)
+		return nil
+	}); err != nil {
 		return Report{}, err
 	}
-	return Summarize(entries, opts), nil
+	return sum.report(), nil
 }
 
 // Summarize reports what entries hold (Read over entries already read).
 func Summarize(entries []session.LedgerEntry, opts Options) Report {
+	sum := newSummary(opts)
+	for _, e := range entries {
+		sum.add(e)
+	}
+	return sum.report()
+}
+
+// summary is a Report being summed.
+type summary struct {
+	opts                      Options
+	loc                       *time.Location
+	r                         Report
+	models, clients, projects map[string]*Totals
+	days                      map[string]*Totals
+}
+
+func newSummary(opts Options) *summary {
 	now := time.Now
 	if opts.Now != nil {
 		now = opts.Now
@@ -165,34 +186,39 @@ func Summarize(entries []session.LedgerEntry, opts Options) Report {
 		}
 		r.Periods = append(r.Periods, per)
 	}
-	models, clients, projects := map[string]*Totals{}, map[string]*Totals{}, map[string]*Totals{}
-	days := map[string]*Totals{}
-	add := func(m map[string]*Totals, k string, e session.LedgerEntry) {
+	return &summary{opts: opts, loc: loc, r: r, models: map[string]*Totals{}, clients: map[string]*Totals{},
+		projects: map[string]*Totals{}, days: map[string]*Totals{}}
+}
+
+func (s *summary) add(e session.LedgerEntry) {
+	add := func(m map[string]*Totals, k string) {
 		if m[k] == nil {
 			m[k] = &Totals{}
 		}
 		m[k].Add(e)
 	}
-	for _, e := range entries {
-		for i := range r.Periods {
-			if s := r.Periods[i].Since; s == nil || !e.Time.Before(*s) {
-				r.Periods[i].Add(e)
-			}
-		}
-		add(models, e.Model, e)
-		add(clients, e.Client, e)
-		add(projects, e.Project, e)
-		if opts.Daily {
-			add(days, e.Time.In(loc).Format(time.DateOnly), e)
+	for i := range s.r.Periods {
+		if since := s.r.Periods[i].Since; since == nil || !e.Time.Before(*since) {
+			s.r.Periods[i].Add(e)
 		}
 	}
+	add(s.models, e.Model)
+	add(s.clients, e.Client)
+	add(s.projects, e.Project)
+	if s.opts.Daily {
+		add(s.days, e.Time.In(s.loc).Format(time.DateOnly))
+	}
+}
+
+func (s *summary) report() Report {
+	r := s.r
 	for i := range r.Periods {
 		r.Periods[i].Finish()
 	}
-	r.ByModel, r.ByClient, r.ByProject = groups(models), groups(clients), groups(projects)
-	if opts.Daily {
+	r.ByModel, r.ByClient, r.ByProject = groups(s.models), groups(s.clients), groups(s.projects)
+	if s.opts.Daily {
 		r.Days = []Day{}
-		for d, tot := range days {
+		for d, tot := range s.days {
 			tot.Finish()
 			r.Days = append(r.Days, Day{Date: d, Totals: *tot})
 		}

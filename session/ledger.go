@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 )
@@ -26,11 +27,15 @@ import (
 //     UTF-8 without NUL bytes, each invalid byte read as U+FFFD).
 //   - Query returns the entries the filter selects, ordered by Time (the
 //     order of Append for equal times within one store), none as an empty
-//     result and no error.
+//     result and no error; Scan yields the same entries, in any order.
 //   - After the store's Close, methods fail with ErrClosed.
 type Ledger interface {
 	Append(ctx context.Context, entries []LedgerEntry) error
 	Query(ctx context.Context, f LedgerFilter) ([]LedgerEntry, error)
+	// Scan calls fn with each entry the filter selects, in no particular
+	// order, holding none of them: what sums a large ledger (package
+	// savings) reads with. An error of fn stops it and is returned.
+	Scan(ctx context.Context, f LedgerFilter, fn func(LedgerEntry) error) error
 }
 
 // LedgerEntry is one answered request in a Ledger.
@@ -98,7 +103,10 @@ func (f LedgerFilter) Match(e LedgerEntry) bool {
 // truncated to the millisecond.
 type LedgerDriver interface {
 	AppendLedger(ctx context.Context, entries []LedgerEntry) error
-	QueryLedger(ctx context.Context, f LedgerFilter) ([]LedgerEntry, error)
+	// ScanLedger calls fn with each entry f selects, in the order of
+	// Append where it knows it (Query sorts them by Time, stably), Time
+	// in UTC; it stops at fn's first error and returns it.
+	ScanLedger(ctx context.Context, f LedgerFilter, fn func(LedgerEntry) error) error
 }
 
 // ErrNoLedger is matched by LedgerOf's error for a store that keeps no
@@ -169,19 +177,35 @@ func (l portableLedger) Append(ctx context.Context, entries []LedgerEntry) error
 }
 
 func (l portableLedger) Query(ctx context.Context, f LedgerFilter) ([]LedgerEntry, error) {
-	ctx, cancel, err := l.s.begin(ctx, "ledger query", "", "", true)
+	out := []LedgerEntry{}
+	err := l.Scan(ctx, f, func(e LedgerEntry) error {
+		out = append(out, e)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer cancel()
-	out, err := l.d.QueryLedger(ctx, f)
-	if err != nil {
-		return nil, wrap(ctx, err, "ledger query", "", "")
-	}
-	if out == nil {
-		out = []LedgerEntry{}
-	}
+	slices.SortStableFunc(out, func(a, b LedgerEntry) int { return a.Time.Compare(b.Time) })
 	return out, nil
+}
+
+func (l portableLedger) Scan(ctx context.Context, f LedgerFilter, fn func(LedgerEntry) error) error {
+	ctx, cancel, err := l.s.begin(ctx, "ledger query", "", "", true)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	var fnErr error
+	err = l.d.ScanLedger(ctx, f, func(e LedgerEntry) error {
+		if fnErr = fn(e); fnErr != nil {
+			return fnErr
+		}
+		return nil
+	})
+	if err != nil && fnErr != nil && errors.Is(err, fnErr) {
+		return fnErr // the caller's, as it made it
+	}
+	return wrap(ctx, err, "ledger query", "", "")
 }
 
 // cleanText is s as every backend keeps text: valid UTF-8, no NUL.

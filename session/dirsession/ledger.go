@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/agentctx/agentctx/internal/base/fsutil"
 	"github.com/agentctx/agentctx/session"
@@ -74,41 +73,42 @@ func (s *driver) AppendLedger(ctx context.Context, entries []session.LedgerEntry
 	return f.Close()
 }
 
-// QueryLedger implements session.LedgerDriver. It takes no lock: appends
-// are whole lines, and a line not ended yet is not read.
-func (s *driver) QueryLedger(ctx context.Context, f session.LedgerFilter) ([]session.LedgerEntry, error) {
+// ScanLedger implements session.LedgerDriver, in the file's order. It
+// takes no lock: appends are whole lines, and a line not ended yet is not
+// read.
+func (s *driver) ScanLedger(ctx context.Context, f session.LedgerFilter, fn func(session.LedgerEntry) error) error {
 	file, err := os.Open(filepath.Join(s.root, ledgerFile))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer file.Close()
 	r := bufio.NewReaderSize(file, 64<<10)
-	var out []session.LedgerEntry
 	for n := 0; ; n++ {
 		if n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		line, err := r.ReadBytes('\n')
 		if errors.Is(err, io.EOF) {
-			break // a last line without its newline is being written, or was cut short
+			return nil // a last line without its newline is being written, or was cut short
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		var e session.LedgerEntry
 		if json.Unmarshal(line, &e) != nil {
 			continue // a line a crash cut short
 		}
-		if f.Match(e) {
-			e.Time = e.Time.UTC()
-			out = append(out, e)
+		if !f.Match(e) {
+			continue
+		}
+		e.Time = e.Time.UTC()
+		if err := fn(e); err != nil {
+			return err
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
-	return out, nil
 }

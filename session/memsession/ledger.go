@@ -3,7 +3,6 @@ package memsession
 import (
 	"context"
 	"slices"
-	"sort"
 
 	"github.com/agentctx/agentctx/session"
 )
@@ -19,11 +18,18 @@ func (d *Driver) AppendLedger(_ context.Context, entries []session.LedgerEntry) 
 	return nil
 }
 
-// QueryLedger implements session.LedgerDriver.
-func (d *Driver) QueryLedger(_ context.Context, f session.LedgerFilter) ([]session.LedgerEntry, error) {
+// ScanLedger implements session.LedgerDriver, over a snapshot.
+func (d *Driver) ScanLedger(_ context.Context, f session.LedgerFilter, fn func(session.LedgerEntry) error) error {
 	d.mu.Lock()
-	out := slices.DeleteFunc(slices.Clone(d.ledger), func(e session.LedgerEntry) bool { return !f.Match(e) })
+	all := slices.Clone(d.ledger)
 	d.mu.Unlock()
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
-	return out, nil
+	for _, e := range all {
+		if !f.Match(e) {
+			continue
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	return nil
 }

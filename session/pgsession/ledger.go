@@ -54,8 +54,9 @@ func (s *driver) AppendLedger(ctx context.Context, entries []session.LedgerEntry
 	return err
 }
 
-// QueryLedger implements session.LedgerDriver.
-func (s *driver) QueryLedger(ctx context.Context, f session.LedgerFilter) ([]session.LedgerEntry, error) {
+// ScanLedger implements session.LedgerDriver, in the order of Append
+// (each replica's; the sequence interleaves them).
+func (s *driver) ScanLedger(ctx context.Context, f session.LedgerFilter, fn func(session.LedgerEntry) error) error {
 	var where []string
 	var args []any
 	arg := func(cond string, v any) {
@@ -75,21 +76,22 @@ func (s *driver) QueryLedger(ctx context.Context, f session.LedgerFilter) ([]ses
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	rows, err := s.pool.Query(ctx, q+" ORDER BY at, seq", args...)
+	rows, err := s.pool.Query(ctx, q+" ORDER BY seq", args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	var out []session.LedgerEntry
 	for rows.Next() {
 		var e session.LedgerEntry
 		if err := rows.Scan(&e.Time, &e.Session, &e.Namespace, &e.API, &e.Model, &e.Client, &e.Project,
 			&e.InputTokens, &e.CacheReadTokens, &e.CacheWriteTokens, &e.OutputTokens, &e.CostUSD, &e.CostWithoutUSD,
 			&e.Compacted, &e.Edited); err != nil {
-			return nil, err
+			return err
 		}
 		e.Time = e.Time.UTC()
-		out = append(out, e)
+		if err := fn(e); err != nil {
+			return err
+		}
 	}
-	return out, rows.Err()
+	return rows.Err()
 }

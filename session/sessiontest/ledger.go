@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -161,6 +162,43 @@ var ledgerRules = []ledgerRule{
 			})
 		}
 	}},
+	{"scan_yields_what_query_returns", func(t *testing.T, p ledgerPair) {
+		var in []session.LedgerEntry
+		for i := range 6 {
+			in = append(in, entry(i, t0.Add(time.Duration(5-i)*time.Hour), fmt.Sprint("s", i%2)))
+		}
+		if err := p.la.Append(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []session.LedgerFilter{{}, {Session: "s1"}, {Since: t0.Add(2 * time.Hour).Truncate(time.Millisecond)}, {Session: "nobody"}} {
+			var got []session.LedgerEntry
+			if err := p.lb.Scan(ctx, f, func(e session.LedgerEntry) error {
+				got = append(got, e)
+				return nil
+			}); err != nil {
+				t.Fatalf("Scan(%+v): %v", f, err)
+			}
+			want := query(t, p.lb, f)
+			slices.SortStableFunc(got, func(a, b session.LedgerEntry) int { return a.Time.Compare(b.Time) })
+			if len(got) != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want) {
+				t.Fatalf("Scan(%+v) yields %v, Query returns %v", f, ids(got), ids(want))
+			}
+		}
+	}},
+	{"scan_stops_at_the_callers_error", func(t *testing.T, p ledgerPair) {
+		if err := p.la.Append(ctx, []session.LedgerEntry{entry(0, t0, "s"), entry(1, t0, "s"), entry(2, t0, "s")}); err != nil {
+			t.Fatal(err)
+		}
+		stop := errors.New("enough")
+		calls := 0
+		err := p.la.Scan(ctx, session.LedgerFilter{}, func(session.LedgerEntry) error {
+			calls++
+			return stop
+		})
+		if !errors.Is(err, stop) || calls != 1 {
+			t.Fatalf("Scan whose fn fails: %v after %d calls, want the fn's error after 1", err, calls)
+		}
+	}},
 	{"shared_by_stores_over_one_backend", func(t *testing.T, p ledgerPair) {
 		if err := p.la.Append(ctx, []session.LedgerEntry{entry(0, t0, "s")}); err != nil {
 			t.Fatal(err)
@@ -211,6 +249,9 @@ var ledgerRules = []ledgerRule{
 		if _, err := p.la.Query(cctx, session.LedgerFilter{}); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Query with a cancelled ctx: %v, want context.Canceled", err)
 		}
+		if err := p.la.Scan(cctx, session.LedgerFilter{}, func(session.LedgerEntry) error { return nil }); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Scan with a cancelled ctx: %v, want context.Canceled", err)
+		}
 		if got := query(t, p.la, session.LedgerFilter{}); len(got) != 0 {
 			t.Fatalf("%d entries recorded by a cancelled Append", len(got))
 		}
@@ -222,6 +263,9 @@ var ledgerRules = []ledgerRule{
 		}
 		if _, err := p.la.Query(ctx, session.LedgerFilter{}); !errors.Is(err, session.ErrClosed) {
 			t.Fatalf("Query after Close: %v, want ErrClosed", err)
+		}
+		if err := p.la.Scan(ctx, session.LedgerFilter{}, func(session.LedgerEntry) error { return nil }); !errors.Is(err, session.ErrClosed) {
+			t.Fatalf("Scan after Close: %v, want ErrClosed", err)
 		}
 		if got := query(t, p.lb, session.LedgerFilter{}); len(got) != 0 {
 			t.Fatalf("%d entries recorded after Close", len(got))

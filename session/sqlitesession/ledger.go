@@ -54,8 +54,8 @@ func (s *driver) AppendLedger(ctx context.Context, entries []session.LedgerEntry
 	return tx.Commit()
 }
 
-// QueryLedger implements session.LedgerDriver.
-func (s *driver) QueryLedger(ctx context.Context, f session.LedgerFilter) ([]session.LedgerEntry, error) {
+// ScanLedger implements session.LedgerDriver, in the order of Append.
+func (s *driver) ScanLedger(ctx context.Context, f session.LedgerFilter, fn func(session.LedgerEntry) error) error {
 	var where []string
 	var args []any
 	if !f.Since.IsZero() {
@@ -71,22 +71,23 @@ func (s *driver) QueryLedger(ctx context.Context, f session.LedgerFilter) ([]ses
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	rows, err := s.db.QueryContext(ctx, q+" ORDER BY at, seq", args...)
+	rows, err := s.db.QueryContext(ctx, q+" ORDER BY seq", args...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
-	var out []session.LedgerEntry
 	for rows.Next() {
 		var e session.LedgerEntry
 		var at int64
 		if err := rows.Scan(&at, &e.Session, &e.Namespace, &e.API, &e.Model, &e.Client, &e.Project,
 			&e.InputTokens, &e.CacheReadTokens, &e.CacheWriteTokens, &e.OutputTokens, &e.CostUSD, &e.CostWithoutUSD,
 			&e.Compacted, &e.Edited); err != nil {
-			return nil, err
+			return err
 		}
 		e.Time = time.UnixMilli(at).UTC()
-		out = append(out, e)
+		if err := fn(e); err != nil {
+			return err
+		}
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
