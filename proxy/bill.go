@@ -60,6 +60,18 @@ func (b *Bill) add(e *exchangeBill) {
 	b.OutputTokens += u.Output
 }
 
+// plus adds the money of o to b (SavedUSD is set by rounded).
+func (b *Bill) plus(o Bill) {
+	b.CostUSD += o.CostUSD
+	b.CostWithoutUSD += o.CostWithoutUSD
+	b.SummaryRequests += o.SummaryRequests
+	b.SummaryCostUSD += o.SummaryCostUSD
+	b.InputTokens += o.InputTokens
+	b.CacheReadTokens += o.CacheReadTokens
+	b.CacheWriteTokens += o.CacheWriteTokens
+	b.OutputTokens += o.OutputTokens
+}
+
 // rounded returns b with its amounts rounded to a millionth of a dollar
 // and SavedUSD set.
 func (b Bill) rounded() Bill {

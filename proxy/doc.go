@@ -186,4 +186,9 @@
 // would have compacted its own history without agentctx (Claude Code's
 // auto-compact) is not modelled; the counts are the Engine's, calibrated
 // per request, not the provider's tokenizer.
+//
+// With Options.Ledger each answered request's money is also recorded
+// durably (a session.LedgerEntry, off the request's path: see ledger.go),
+// and StartFromLedger makes the totals and counters of a restarted proxy
+// go on from it; package savings reports it.
 package proxy

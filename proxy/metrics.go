@@ -171,6 +171,26 @@ func (m *promMetrics) record(x *exchange) {
 	}
 }
 
+// recordPast counts requests of the ledger's past (StartFromLedger).
+func (m *promMetrics) recordPast(p *pastRequests) {
+	outcome := OutcomeUnedited
+	if p.edited {
+		outcome = OutcomeEdited
+	}
+	m.requests.WithLabelValues(p.api, outcome).Add(float64(p.n))
+	if p.compacted {
+		m.compactions.WithLabelValues(p.api).Add(float64(p.n))
+	}
+	b := p.bill
+	m.inputTokens.WithLabelValues(p.api).Add(float64(b.InputTokens))
+	m.outputTokens.WithLabelValues(p.api).Add(float64(b.OutputTokens))
+	m.cacheReadTokens.WithLabelValues(p.api).Add(float64(b.CacheReadTokens))
+	m.cacheWriteTokens.WithLabelValues(p.api).Add(float64(b.CacheWriteTokens))
+	m.cost.WithLabelValues(p.api).Add(b.CostUSD)
+	m.costWithout.WithLabelValues(p.api).Add(b.CostWithoutUSD)
+	m.saved.WithLabelValues(p.api).Add(b.CostWithoutUSD - b.CostUSD)
+}
+
 // maxSessionSeries bounds the sessions agentctx_session_errors_total
 // reports. A session is a label value there, the one metric whose series
 // grow with the sessions: only those with an error are reported (absent

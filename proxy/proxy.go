@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentctx/agentctx"
@@ -24,6 +25,7 @@ import (
 	"github.com/agentctx/agentctx/internal/lib/thinking"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pricing"
+	"github.com/agentctx/agentctx/session"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -131,6 +133,18 @@ type Options struct {
 	// and read them back (mcpserver.Server.Call: the read path of the MCP
 	// tools); nil shows none.
 	ReadBack ReadBack
+	// Ledger, when set, durably records every answered request's usage,
+	// bill and estimate without agentctx (session.LedgerOf the session
+	// store: what "agentctx savings" reads), off the request's path (see
+	// ledger.go); nil records nothing. Close appends what is queued.
+	Ledger session.Ledger
+	// Project is the directory the clients work in, recorded with each
+	// ledger entry ("" when the proxy does not know it).
+	Project string
+	// Namespace is the workspace namespace the Engine writes to, recorded
+	// with each ledger entry (with Tenants, the tenant's:
+	// TenantNamespace(Namespace, tenant)); "" records none.
+	Namespace string
 }
 
 // Server is the proxy, an http.Handler. Build it with New.
@@ -161,7 +175,10 @@ type Server struct {
 
 	digests stableHashes // thinking.MessageDigest by msgHash (thinkingmem.go)
 
-	convs conversations // the conversations under each session key (conversations.go)
+	convs         conversations // the conversations under each session key (conversations.go)
+	ledger        *ledgerWriter // nil without Options.Ledger (ledger.go)
+	ledgerStarted atomic.Bool   // StartFromLedger ran
+	created       time.Time     // by Options.Now: the ledger's past ends there
 }
 
 // New returns a Server.
@@ -220,8 +237,12 @@ func New(opts Options) (*Server, error) {
 		discardLog: newDiscardLog(),
 		log:        opts.Logger,
 		stats:      newStatsTable(),
+		created:    opts.Now(),
 	}
 	s.metrics = newMetrics(s)
+	if opts.Ledger != nil {
+		s.ledger = newLedgerWriter(opts.Ledger, opts.Logger, 0, 0)
+	}
 	return s, nil
 }
 
@@ -266,8 +287,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// Close releases the Engine when it holds resources.
+// Close appends the ledger entries still queued (within
+// DefaultLedgerTimeout) and releases the Engine when it holds resources.
 func (s *Server) Close() error {
+	if s.ledger != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), DefaultLedgerTimeout)
+		s.ledger.close(ctx)
+		cancel()
+	}
 	if c, ok := s.opts.Engine.(Closer); ok {
 		return c.Close()
 	}
@@ -369,6 +396,7 @@ type exchange struct {
 	bill         exchangeBill
 	cacheBreak   bool   // the messages sent do not extend the session's last (sentMessages)
 	client       string // the client's User-Agent, its first word
+	tenant       string // Options.Tenants: the client's tenant (Tenant)
 
 	// toolsRestored: a client's compaction request sent with the
 	// session's tools (clientcompact.go). toolless: the request, on an
@@ -613,7 +641,7 @@ func (s *Server) readRequest(r *http.Request, rt route, raw []byte, x *exchange)
 		if !ok {
 			return nil, "", false // no credentials: the upstream answers, nothing is kept
 		}
-		tenant, x.session = t, "t-"+t+"-"+x.session
+		tenant, x.session, x.tenant = t, "t-"+t+"-"+x.session, t
 	}
 	x.bill.model = b.str("model")
 	if rt.api == APIResponses && !fullHistory(b) {
@@ -933,6 +961,11 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 		st = s.stats.get(x.session)
 	}
 	s.bill(st, x)
+	if s.ledger != nil {
+		if e, ok := s.ledgerEntry(x); ok {
+			s.ledger.add(e)
+		}
+	}
 	s.stats.addTotal(x)
 	s.metrics.record(x)
 	traceFinish(r, x)
@@ -1005,6 +1038,7 @@ type statsTable struct {
 	mu       sync.Mutex
 	sessions map[string]*sessionStats
 	total    TotalStats
+	base     TotalStats // what the ledger held at the start (StartFromLedger)
 	views    *viewTable // the dashboard's, of the sessions seen last
 }
 

@@ -91,7 +91,8 @@ type SessionStats struct {
 
 // TotalStats are the requests and the money of every session since the
 // proxy started (GET /agentctx/stats, "total"), sessions dropped from the
-// statistics included.
+// statistics included, and, when the proxy started from its ledger
+// (StartFromLedger), the answered requests the ledger held before.
 type TotalStats struct {
 	Requests int `json:"requests"` // requests seen
 	Bill
@@ -210,7 +211,7 @@ func (s *Server) Stats() []SessionStats {
 // StatsDocument is the body of GET /agentctx/stats.
 type StatsDocument struct {
 	Sessions []SessionStats `json:"sessions"` // one per session seen, most recent first
-	Total    TotalStats     `json:"total"`    // every session since the proxy started
+	Total    TotalStats     `json:"total"`    // every session since the proxy started, and the ledger's past when it started from it
 	Process  ProcessStats   `json:"process"`  // the proxy process
 }
 
@@ -221,8 +222,22 @@ func (s *Server) serveStats(w http.ResponseWriter) {
 	enc.Encode(StatsDocument{s.Stats(), s.Total(), s.ProcessStats()})
 }
 
-// Total returns the requests and the money of every session so far.
+// Total returns the requests and the money of every session so far:
+// since the proxy started and, after StartFromLedger, what the ledger held
+// before.
 func (s *Server) Total() TotalStats {
+	s.stats.mu.Lock()
+	defer s.stats.mu.Unlock()
+	t := s.stats.total
+	t.Requests += s.stats.base.Requests
+	t.Bill.plus(s.stats.base.Bill)
+	t.Bill = t.Bill.rounded()
+	return t
+}
+
+// TotalSinceStart returns the requests and the money of every session
+// since the proxy started (Total without the ledger's past).
+func (s *Server) TotalSinceStart() TotalStats {
 	s.stats.mu.Lock()
 	defer s.stats.mu.Unlock()
 	t := s.stats.total

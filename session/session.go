@@ -28,6 +28,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -104,7 +105,7 @@ var (
 
 // Error is the error a Store returns: the operation, the key and the cause.
 type Error struct {
-	Op        string // "load", "save", "delete", "stat", "list"
+	Op        string // "load", "save", "delete", "stat", "list", "ledger append", "ledger query"
 	Namespace string
 	ID        string
 	Err       error
@@ -112,10 +113,11 @@ type Error struct {
 
 func (e *Error) Error() string {
 	s := "session: " + e.Op
-	if e.ID != "" || e.Op != "list" {
+	keyless := e.Op == "list" || strings.HasPrefix(e.Op, "ledger ") // calls of no session
+	if e.ID != "" || !keyless {
 		s += " " + strconv.Quote(e.ID)
 	}
-	if e.Namespace != "" || e.Op != "list" {
+	if e.Namespace != "" || !keyless {
 		s += " in namespace " + strconv.Quote(e.Namespace)
 	}
 	return s + ": " + e.Err.Error()

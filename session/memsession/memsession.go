@@ -23,6 +23,8 @@ type Driver struct {
 	Now func() time.Time
 	mu  sync.Mutex
 	m   map[[2]string]entry
+
+	ledger []session.LedgerEntry // ledger.go
 }
 
 type entry struct {

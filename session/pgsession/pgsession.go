@@ -36,6 +36,7 @@ CREATE TABLE agentctx_sessions (
 	data    bytea NOT NULL,
 	PRIMARY KEY (ns, id)
 );`},
+	ledgerMigration, // ledger.go
 }
 
 // Options configure a Store. The zero value is the default.

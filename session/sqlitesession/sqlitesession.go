@@ -75,7 +75,7 @@ func createTable(ctx context.Context, db *sql.DB, path string) error {
 	// Processes opening a new file at once may find it locked while one
 	// of them sets it up (WAL mode): try again within the busy timeout.
 	err := fsutil.RetryBusy(ctx, 10*time.Second, func() error {
-		_, err := db.ExecContext(ctx, schema)
+		_, err := db.ExecContext(ctx, schema+ledgerSchema)
 		return err
 	})
 	if err != nil {

@@ -253,7 +253,7 @@ Environment variables:
 	root.AddCommand(newValidateCmd(e), newVersionCmd(e), newCountCmd(e), newOffloadCmd(e), newOffloadOneCmd(e), newPruneCmd(e), newWSCmd(e), newCompactCmd(e), newPrepareCmd(e), newEvalCmd(e), newReplayCmd(e), newFormatsCmd(e))
 	root.AddCommand(newReportCmd(e))
 	root.AddCommand(newProxyCmd(e), newMCPCmd(e), newToolsCmd(e), newSummaryEvalCmd(e))
-	root.AddCommand(newConfigCmd(e), newSessionsCmd(e))
+	root.AddCommand(newConfigCmd(e), newSessionsCmd(e), newSavingsCmd(e))
 	root.AddCommand(newLaunchCmd(e, launch.Claude), newLaunchCmd(e, launch.Codex))
 	for _, c := range root.Commands() {
 		c.Args = wrapArgs(c.Args)

@@ -23,6 +23,7 @@ import (
 	"github.com/agentctx/agentctx/pipeline/replay"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/prune"
+	"github.com/agentctx/agentctx/savings"
 	"github.com/agentctx/agentctx/workspace"
 )
 
@@ -53,6 +54,7 @@ var jsonOutputs = []struct {
 	{"sessions ls", "a list, an object per session (a table on a terminal unless --json)", []pipeline.SessionInfo{}},
 	{"sessions show ID", "", pipeline.SessionDetail{}},
 	{"sessions rm, sessions prune", "what was deleted (with --dry-run, what would be)", pipeline.PruneReport{}},
+	{"savings", "what agentctx saved, from the ledger (a table on a terminal unless --json)", savings.Report{}},
 	{"config --json", "the effective settings of a command, with their sources", configReport{}},
 	{"version", "", versionOutput{}},
 	{"proxy: GET /agentctx/stats", "the proxy's statistics", proxy.StatsDocument{}},

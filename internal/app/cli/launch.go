@@ -118,7 +118,10 @@ func launchHelp(client launch.Client) (long, example string) {
 URL, uses the running proxy that answers there), runs ` + name + ` with
 its model requests going through it and the proxy's read-back MCP server
 registered for this run, and stops the proxy when the client exits. The
-exit code is the client's.
+exit code is the client's. When the client exits, a line on stderr says
+what the proxy forwarded and billed: "33 requests, 3 compactions, $0.86
+instead of $1.76" (the bill and its estimate without agentctx; agentctx
+savings reads them back later).
 
 ` + name + ` gets ` + other + `.
 
@@ -190,6 +193,9 @@ func runLaunch(cmd *cobra.Command, e *env, client launch.Client, lf *launchFlags
 		fmt.Fprintf(e.s.Err, "agentctx: %s through a proxy at %s (statistics: %s%s)\n", client, localURL(ln.Addr()), localURL(ln.Addr()), proxy.StatsPath)
 	}
 	code, err := launch.Run(cmd.Context(), o)
+	if srv, ok := o.Server.(*proxy.Server); ok && err == nil {
+		fmt.Fprintf(e.s.Err, "agentctx: %s\n", launchSummary(srv.TotalSinceStart(), srv.Stats()))
+	}
 	switch {
 	case err != nil: // launch.ErrClientNotFound, ErrProxyUnavailable: bad usage (ExitCode)
 		return err

@@ -3,9 +3,11 @@ package cli_test
 import (
 	"bytes"
 	"io"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 
 	"github.com/agentctx/agentctx/internal/app/cli"
 	"github.com/agentctx/agentctx/internal/testkit/e2eclient"
@@ -68,7 +72,8 @@ func runLaunch(t *testing.T, clientDir string, env []string, args ...string) (in
 
 // agentctx claude: its own flags first, the rest to the client unchanged
 // after the proxy's; the client's exit code is agentctx's, with nothing
-// added to stderr but the line that says where the proxy is.
+// added to stderr but the line that says where the proxy is and the
+// summary when the client exits.
 func TestLaunchCommand(t *testing.T) {
 	dir := fakeClient(t, "claude", `exit "${FAKE_EXIT:-0}"`)
 	for _, tc := range []struct {
@@ -94,8 +99,9 @@ func TestLaunchCommand(t *testing.T) {
 			}
 			lines := strings.Split(strings.TrimSpace(stderr), "\n")
 			if !strings.HasPrefix(lines[0], "agentctx: claude through a proxy at http://127.0.0.1:") ||
-				len(lines) != 1 && !slices.Contains(tc.args, "-v") {
-				t.Errorf("stderr is not the launch line alone:\n%s", stderr)
+				lines[len(lines)-1] != "agentctx: 0 requests, 0 compactions, $0.00 instead of $0.00" ||
+				len(lines) != 2 && !slices.Contains(tc.args, "-v") {
+				t.Errorf("stderr is not the launch line and the summary alone:\n%s", stderr)
 			}
 		})
 	}
@@ -188,5 +194,36 @@ while :; do sleep 0.05; done`)
 	cmd.Wait()
 	if code := cmd.ProcessState.ExitCode(); code != 42 {
 		t.Errorf("exit %d, want 42 (the client ended by the SIGTERM, not 43 by a forwarded SIGINT, nor agentctx stopped by it)", code)
+	}
+}
+
+// TestLaunchSummary: when the client exits, agentctx claude and codex
+// print one line with what their proxy forwarded and billed, and the
+// requests are in the ledger (agentctx savings) after the proxy is gone.
+func TestLaunchSummary(t *testing.T) {
+	up := httptest.NewServer(fakeupstream.New(fakeupstream.Options{}))
+	defer up.Close()
+	ws := filepath.Join(t.TempDir(), "ws")
+	for _, client := range []string{"claude", "codex"} {
+		t.Run(client, func(t *testing.T) {
+			// Two requests to the proxy, as the client would send them.
+			req := `curl -s -o /dev/null -X POST -H 'content-type: application/json' -H 'user-agent: claude-cli/2.0.31' -H 'x-claude-code-session-id: s1' ` +
+				`--data '{"model":"claude-sonnet-4-5","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}' "$BASE/v1/messages"`
+			body := "BASE=$ANTHROPIC_BASE_URL\n"
+			if client == "codex" { // the base URL is in the provider the arguments configure
+				body = "BASE=$(printf '%s\\n' \"$@\" | grep -o 'http://127.0.0.1:[0-9]*' | head -1)\n"
+			}
+			dir := fakeClient(t, client, body+req+"\n"+req)
+			code, stderr, _ := runLaunch(t, dir, nil, client, "--upstream-anthropic", up.URL, "--workspace", ws)
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			last := lines[len(lines)-1]
+			if code != 0 || !regexp.MustCompile(`^agentctx: 2 requests, 0 compactions, \$[0-9.]+ instead of \$[0-9.]+$`).MatchString(last) || last == "agentctx: 2 requests, 0 compactions, $0.00 instead of $0.00" {
+				t.Fatalf("exit %d, last line %q; want the summary of 2 billed requests:\n%s", code, last, stderr)
+			}
+		})
+	}
+	code, out, errOut := runCLI(t, "", "savings", "--workspace", ws)
+	if code != 0 || !strings.Contains(out, `"name":"all","requests":4`) {
+		t.Fatalf("savings after both runs: exit %d %s %s", code, out, errOut)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/proxy"
+	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/workspace"
 )
 
@@ -57,7 +58,9 @@ the upstream reported, summary requests included, at list prices;
 --prices FILE overrides them), cost_without_usd (an estimate of the same
 requests sent unedited: two simulated prompt caches, see the proxy
 package's documentation) and saved_usd; each request's log line carries
-its cost_usd and cost_without_usd.
+its cost_usd and cost_without_usd. Every answered request is also recorded
+in the ledger kept beside the session state (agentctx savings reads it),
+and "total" and the /metrics counters start from it at the next start.
 
 /mcp serves the read-back tools (get_knowledge_by_id, ...; see agentctx
 mcp) over MCP streamable HTTP, reading the store and namespace the proxy
@@ -220,13 +223,18 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 		return nil, nil, err
 	}
 	mcpHandler, dashReadBack := p.readBack(store, log)
+	// Every answered request's money goes to the ledger kept beside the
+	// session state (agentctx savings reads it); a store without one
+	// keeps none.
+	ledger, _ := session.LedgerOf(sessions)
+	project, _ := os.Getwd()
 	decodeCache := int64(p.decodeCacheMB) << 20
 	if p.decodeCacheMB == 0 {
 		decodeCache = -1 // keep nothing
 	}
 	popts := proxy.Options{Engine: engine, AnthropicURL: p.anthropicURL, OpenAIURL: p.oaURL, Logger: log, DecodeCacheBytes: decodeCache,
 		MCP: mcpHandler, Prices: prices, Token: p.token, Tenants: p.tenants, ContextManagement: proxy.ContextManagement(p.contextMgmt),
-		TracerProvider: tp, ReadBack: dashReadBack, Now: p.now}
+		TracerProvider: tp, ReadBack: dashReadBack, Now: p.now, Ledger: ledger, Project: project, Namespace: f.namespace}
 	if err := p.timeouts.check(&popts); err != nil {
 		return nil, nil, err
 	}
@@ -235,6 +243,13 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 		return nil, nil, err // proxy.ErrInvalidURL: bad usage (ExitCode)
 	}
 	closers = append(closers, srv.Close)
+	// The totals and counters go on from what the ledger holds; a ledger
+	// that cannot be read leaves them at zero, the proxy serves anyway.
+	lctx, cancel := context.WithTimeout(cmd.Context(), proxy.DefaultLedgerTimeout)
+	if err := srv.StartFromLedger(lctx); err != nil {
+		log.Warn("proxy: the totals start at zero", "err", err.Error())
+	}
+	cancel()
 	stopRetention := startRetention(cmd.Context(), p.retain, store, sessions, f.namespace, log)
 	closers = append(closers, func() error { stopRetention(); return nil })
 	return srv, cleanup, nil

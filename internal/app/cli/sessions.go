@@ -57,3 +57,6 @@ type keptSessions struct {
 }
 
 func (k keptSessions) Close() error { return k.close() }
+
+// Unwrap returns the store it wraps (session.LedgerOf reads its ledger).
+func (k keptSessions) Unwrap() session.Store { return k.Store }
