@@ -190,7 +190,7 @@ func runLaunch(cmd *cobra.Command, e *env, client launch.Client, lf *launchFlags
 		}
 		o.Server, o.Listener, o.Token = srv, ln, p.token
 		o.ReadDirs = p.readDirs()
-		fmt.Fprintf(e.s.Err, "agentctx: %s through a proxy at %s (statistics: %s%s)\n", client, localURL(ln.Addr()), localURL(ln.Addr()), proxy.StatsPath)
+		fmt.Fprintf(e.s.Err, "agentctx: %s through a proxy at %s (dashboard: %s%s)\n", client, localURL(ln.Addr()), localURL(ln.Addr()), proxy.DashboardPath)
 	}
 	code, err := launch.Run(cmd.Context(), o)
 	if srv, ok := o.Server.(*proxy.Server); ok && err == nil {

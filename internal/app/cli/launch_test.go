@@ -93,12 +93,13 @@ func TestLaunchCommand(t *testing.T) {
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tc.code, stderr)
 			}
-			if len(rec) != len(tc.clientArgs)+3 || !strings.HasPrefix(rec[0], "--mcp-config=") || rec[1] != "--allowedTools=mcp__agentctx" ||
-				!slices.Equal(rec[2:len(rec)-1], tc.clientArgs) || !strings.HasPrefix(rec[len(rec)-1], "base=http://127.0.0.1:") {
-				t.Errorf("the client got %q, want the MCP config, the allowed tools, %q and the base URL", rec, tc.clientArgs)
+			if len(rec) != len(tc.clientArgs)+4 || !strings.HasPrefix(rec[0], "--mcp-config=") || rec[1] != "--allowedTools=mcp__agentctx" ||
+				!strings.HasPrefix(rec[2], "--add-dir=") || !strings.Contains(rec[2], "agentctx/projects/") ||
+				!slices.Equal(rec[3:len(rec)-1], tc.clientArgs) || !strings.HasPrefix(rec[len(rec)-1], "base=http://127.0.0.1:") {
+				t.Errorf("the client got %q, want the MCP config, the allowed tools, the workspace's --add-dir, %q and the base URL", rec, tc.clientArgs)
 			}
 			lines := strings.Split(strings.TrimSpace(stderr), "\n")
-			if !strings.HasPrefix(lines[0], "agentctx: claude through a proxy at http://127.0.0.1:") ||
+			if !strings.HasPrefix(lines[0], "agentctx: claude through a proxy at http://127.0.0.1:") || !strings.HasSuffix(lines[0], "/agentctx/)") ||
 				lines[len(lines)-1] != "agentctx: 0 requests, 0 compactions, $0.00 instead of $0.00" ||
 				len(lines) != 2 && !slices.Contains(tc.args, "-v") {
 				t.Errorf("stderr is not the launch line and the summary alone:\n%s", stderr)

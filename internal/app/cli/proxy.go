@@ -89,7 +89,7 @@ writes to, every session: the proxy prints the line that registers it,
 			}
 			base := "http://" + ln.Addr().String()
 			fmt.Fprintf(e.s.Out, "ANTHROPIC_BASE_URL=%s\n", base)
-			fmt.Fprintf(e.s.Err, "agentctx proxy: listening on %s (OpenAI clients: base URL %s/v1); stats at %s%s\n", base, base, base, proxy.StatsPath)
+			fmt.Fprintf(e.s.Err, "agentctx proxy: listening on %s (OpenAI clients: base URL %s/v1); stats at %s%s, dashboard at %s%s\n", base, base, base, proxy.StatsPath, localURL(ln.Addr()), proxy.DashboardPath)
 			fmt.Fprintf(e.s.Err, "agentctx proxy: read-back tools over MCP at %s%s; for Claude Code:\n", base, proxy.MCPPath)
 			fmt.Fprintf(e.s.Err, "claude mcp add --transport http agentctx %s%s\n", localURL(ln.Addr()), proxy.MCPPath)
 			if err := srv.Serve(cmd.Context(), ln); err != nil {
