@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -92,6 +93,11 @@ writes to, every session: the proxy prints the line that registers it,
 			fmt.Fprintf(e.s.Err, "agentctx proxy: listening on %s (OpenAI clients: base URL %s/v1); stats at %s%s, dashboard at %s%s\n", base, base, base, proxy.StatsPath, localURL(ln.Addr()), proxy.DashboardPath)
 			fmt.Fprintf(e.s.Err, "agentctx proxy: read-back tools over MCP at %s%s; for Claude Code:\n", base, proxy.MCPPath)
 			fmt.Fprintf(e.s.Err, "claude mcp add --transport http agentctx %s%s\n", localURL(ln.Addr()), proxy.MCPPath)
+			if dirs := p.readDirs(); len(dirs) > 0 {
+				// The references name files there; Claude Code asks
+				// before reading outside its project.
+				fmt.Fprintf(e.s.Err, "agentctx proxy: stored results under %s; for Claude Code to read them by path: claude --add-dir %s\n", strings.Join(dirs, ", "), strings.Join(dirs, " "))
+			}
 			if err := srv.Serve(cmd.Context(), ln); err != nil {
 				return err
 			}

@@ -97,6 +97,9 @@ func TestProxyServesUntilCancelled(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the proxy did not stop after its context was cancelled")
 	}
+	if want := "claude --add-dir " + dir + "/ws\n"; !strings.Contains(errb.String(), want) {
+		t.Errorf("the banner does not say %q:\n%s", want, errb.String())
+	}
 	if want := "dashboard at " + base + "/agentctx/\n"; !strings.Contains(errb.String(), want) {
 		t.Errorf("the banner does not say %q:\n%s", want, errb.String())
 	}
