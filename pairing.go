@@ -379,7 +379,7 @@ const (
 // Repair is one change RepairPairing made. Message and Block refer to the
 // input list.
 type Repair struct {
-	Action  RepairAction `json:"action"`           // added_result, dropped_result, renamed_call, dropped_non_model, ...
+	Action  RepairAction `json:"action"`           // added_result, dropped_result, result_as_text, renamed_call, dropped_non_model, ...
 	Message int          `json:"message_index"`    // index of the message changed, in the input
 	Block   int          `json:"block_index"`      // block or tool_calls index; -1 for a whole message
 	ID      string       `json:"id,omitempty"`     // the tool call id
