@@ -104,7 +104,8 @@
 // next message, or a result answers no call (HTTP 400). [ValidatePairing]
 // reports every such issue for both wire shapes, including parallel calls
 // and thinking blocks; [RepairPairing] adds a synthetic error result for an
-// unanswered call and drops an orphan result. Pairing is per turn: a call
+// unanswered call and drops an orphan result (one that was all its message
+// held stays as text, so that no turn is lost). Pairing is per turn: a call
 // is answered in the message(s) right after it, so a model that reuses an
 // id in several turns pairs up ([ToolResult].Turn tells which call a result
 // answers). No part of agentctx turns a paired history into an unpaired

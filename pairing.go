@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // IssueKind names a way in which tool calls and results fail to pair.
@@ -357,9 +358,14 @@ type RepairAction string
 
 // Repair actions.
 const (
-	RepairAddedResult      RepairAction = "added_result"       // a synthetic error result for an unanswered call
-	RepairDroppedResult    RepairAction = "dropped_result"     // an orphan or duplicate result removed
-	RepairDroppedMessage   RepairAction = "dropped_message"    // a message left empty by dropped results removed
+	RepairAddedResult    RepairAction = "added_result"    // a synthetic error result for an unanswered call
+	RepairDroppedResult  RepairAction = "dropped_result"  // an orphan or duplicate result removed
+	RepairDroppedMessage RepairAction = "dropped_message" // a role "tool" message dropped as an orphan or duplicate
+	// RepairResultAsText: an orphan or duplicate result that was all its
+	// message held became a text block (OrphanResultText), so that the
+	// message and its turn stay; for role "tool" messages at the end of the
+	// list, after an assistant message, it is a user message of their text.
+	RepairResultAsText     RepairAction = "result_as_text"
 	RepairMovedResultFirst RepairAction = "moved_result_first" // tool_result blocks moved before other blocks
 	// RepairRenamedCall: a tool_use reusing the id of an earlier tool_use,
 	// and the results answering it in its turn, got a new id (ID; OldID
@@ -373,7 +379,7 @@ const (
 // Repair is one change RepairPairing made. Message and Block refer to the
 // input list.
 type Repair struct {
-	Action  RepairAction `json:"action"`           // added_result, dropped_result, renamed_call, dropped_non_model, ...
+	Action  RepairAction `json:"action"`           // added_result, dropped_result, result_as_text, renamed_call, dropped_non_model, ...
 	Message int          `json:"message_index"`    // index of the message changed, in the input
 	Block   int          `json:"block_index"`      // block or tool_calls index; -1 for a whole message
 	ID      string       `json:"id,omitempty"`     // the tool call id
@@ -385,11 +391,40 @@ type Repair struct {
 // adds for a call that was never answered.
 const MissingResultText = "Error: no result was recorded for this tool call."
 
+// OrphanResultText is the text that stands for an orphan or duplicate tool
+// result RepairPairing could not drop without dropping its message: the
+// call id and the result's text (the text of its text blocks; other blocks,
+// images, are left out).
+func OrphanResultText(id string, content Content) string {
+	var text string
+	switch content.kind {
+	case ContentText:
+		text = content.str()
+	case ContentBlocks:
+		var parts []string
+		for _, b := range content.blocks {
+			if b.Type == BlockText {
+				parts = append(parts, b.Text)
+			}
+		}
+		text = strings.Join(parts, "\n")
+	case ContentNone, ContentNull:
+	default:
+		text = content.AsText()
+	}
+	return fmt.Sprintf("Tool result for call %q (kept as text: it answers no tool call of the turn before it):\n%s", id, text)
+}
+
 // RepairPairing returns a copy of msgs in which every tool call is answered
 // and every tool result answers a call: an unanswered call gets a synthetic
 // error result (a tool_result block with is_error for Anthropic calls, a
 // role "tool" message for OpenAI calls), an orphan or duplicate result is
-// dropped (and a message left with no content is dropped with it),
+// dropped, except that the conversation keeps its turns: a message that
+// held nothing but such results keeps them as text blocks
+// (OrphanResultText, RepairResultAsText), and role "tool" messages dropped
+// at the end of the list become a user message of their text when the
+// list would otherwise end on an assistant message (a prefill the client
+// did not send) or be empty;
 // tool_result blocks are moved before other blocks where a message put them
 // after, a tool_use reusing the id of an earlier tool_use is renamed with
 // the results of its turn, and a message no model accepts (role "exit") is
@@ -472,6 +507,7 @@ func (p *repairPlan) apply(msgs []Message, repairs []Repair) ([]Message, []Repai
 	out := make([]Message, 0, len(msgs)+len(p.missingAnthro)+len(p.missingOpenAI))
 	var pendingOpenAI []Message // tool messages to place after the current run
 	var pendingAnthro []Block   // tool_result blocks to place in the next message
+	var dropped []droppedTool   // role "tool" messages dropped since the last message kept
 	for i := range msgs {
 		m := msgs[i]
 		if p.dropMsg[i] {
@@ -483,16 +519,21 @@ func (p *repairPlan) apply(msgs []Message, repairs []Repair) ([]Message, []Repai
 		}
 		if m.Role == RoleTool && p.drop[blockPos{i, -1}] {
 			repairs = append(repairs, Repair{Action: RepairDroppedMessage, Message: i, Block: -1, ID: m.ToolCallID})
+			dropped = append(dropped, droppedTool{i, OrphanResultText(m.ToolCallID, m.Content), len(repairs) - 1})
 			continue
 		}
 		if m.Content.kind == ContentBlocks && (p.reorder[i] || p.dropIn[i]) {
 			blocks := p.blocksOf(i, m.Content.blocks)
 			if len(blocks) == 0 && pendingAnthro == nil {
-				repairs = append(repairs, Repair{Action: RepairDroppedMessage, Message: i, Block: -1})
-				continue
+				// Dropping the results would drop the message, and with it
+				// a turn: the list could end on the assistant's turn (a
+				// prefill) or two assistant turns be joined. The results
+				// stay as text.
+				blocks = p.resultsAsText(i, m.Content.blocks, repairs)
 			}
 			m = m.WithContent(BlockList(blocks...))
 		}
+		dropped = dropped[:0]
 		if pendingAnthro != nil {
 			if withResults, ok := withResultsFirst(m, pendingAnthro); ok {
 				m = withResults
@@ -513,7 +554,42 @@ func (p *repairPlan) apply(msgs []Message, repairs []Repair) ([]Message, []Repai
 	if pendingAnthro != nil {
 		out = append(out, Message{Role: RoleUser, Content: BlockList(pendingAnthro...)})
 	}
+	if len(dropped) > 0 && len(pendingOpenAI) == 0 && pendingAnthro == nil &&
+		(len(out) == 0 || out[len(out)-1].Role == RoleAssistant) {
+		// The list ended on role "tool" messages that were dropped: without
+		// them it would end on the assistant's turn, a prefill the client
+		// did not send. Their text is the user's turn instead.
+		texts := make([]string, len(dropped))
+		for k, d := range dropped {
+			texts[k] = d.text
+			repairs[d.repair].Action = RepairResultAsText
+		}
+		out = append(out, Message{Role: RoleUser, Content: Text(strings.Join(texts, "\n\n"))})
+	}
 	return out, repairs
+}
+
+// droppedTool is a role "tool" message apply dropped: its index, its
+// OrphanResultText and the index of its repair.
+type droppedTool struct {
+	msg    int
+	text   string
+	repair int
+}
+
+// resultsAsText returns the dropped results of message i, all its blocks,
+// as text blocks, and marks their repairs RepairResultAsText.
+func (p *repairPlan) resultsAsText(i int, blocks []Block, repairs []Repair) []Block {
+	out := make([]Block, 0, len(blocks))
+	for _, b := range blocks {
+		out = append(out, TextBlock(OrphanResultText(b.ToolUseID, b.Content)))
+	}
+	for k := range repairs {
+		if repairs[k].Message == i && repairs[k].Action == RepairDroppedResult {
+			repairs[k].Action = RepairResultAsText
+		}
+	}
+	return out
 }
 
 // blocksOf returns the blocks of message i without those the plan drops,

@@ -34,6 +34,12 @@ const (
 	call = `{"id":"%s","type":"function","function":{"name":"bash","arguments":"{}"}}`
 )
 
+// orphanText is the text block RepairPairing keeps for an orphan result
+// of content "ok".
+func orphanText(id string) string {
+	return `{"type":"text","text":"Tool result for call \"` + id + `\" (kept as text: it answers no tool call of the turn before it):\nok"}`
+}
+
 func asst(blocks ...string) string {
 	return `{"role":"assistant","content":[` + strings.Join(blocks, ",") + `]}`
 }
@@ -134,9 +140,28 @@ func TestRepairPairing(t *testing.T) {
 		{"string user message gets results first",
 			list(asst(u("a")), plainUser),
 			list(asst(u("a")), user(`{"type":"tool_result","tool_use_id":"a","content":"`+agentctx.MissingResultText+`","is_error":true}`, `{"type":"text","text":"go on"}`))},
-		{"orphan dropped with its empty message",
+		// A message of nothing but orphans keeps its turn, the orphans as
+		// text: dropping it would join two turns, or end the list on the
+		// assistant's turn (a prefill the client did not send).
+		{"orphan alone in its message kept as text",
 			list(plainUser, user(r("x")), `{"role":"assistant","content":"y"}`),
-			list(plainUser, `{"role":"assistant","content":"y"}`)},
+			list(plainUser, user(orphanText("x")), `{"role":"assistant","content":"y"}`)},
+		{"orphan alone in the last message kept as text",
+			list(plainUser, `{"role":"assistant","content":"y"}`, user(r("x"))),
+			list(plainUser, `{"role":"assistant","content":"y"}`, user(orphanText("x")))},
+		{"orphan and duplicate alone in the last message kept as text",
+			list(asst(u("a")), user(r("a")), `{"role":"assistant","content":"y"}`, user(r("x"), r("a"))),
+			list(asst(u("a")), user(r("a")), `{"role":"assistant","content":"y"}`, user(orphanText("x"), orphanText("a")))},
+		{"orphan alone in the only message kept as text", list(user(r("x"))), list(user(orphanText("x")))},
+		{"openai orphan tool messages at the end become the user's turn",
+			list(plainUser, `{"role":"assistant","content":"y"}`, oaTool("x"), oaTool("z")),
+			list(plainUser, `{"role":"assistant","content":"y"}`, `{"role":"user","content":"Tool result for call \"x\" (kept as text: it answers no tool call of the turn before it):\nok\n\nTool result for call \"z\" (kept as text: it answers no tool call of the turn before it):\nok"}`)},
+		{"openai orphan tool message alone becomes the user's turn",
+			list(oaTool("x")),
+			list(`{"role":"user","content":"Tool result for call \"x\" (kept as text: it answers no tool call of the turn before it):\nok"}`)},
+		{"openai orphan tool message before a user message dropped",
+			list(plainUser, `{"role":"assistant","content":"y"}`, oaTool("x"), plainUser),
+			list(plainUser, `{"role":"assistant","content":"y"}`, plainUser)},
 		{"orphan dropped, text kept",
 			list(plainUser, user(r("x"), txt)),
 			list(plainUser, user(txt))},
@@ -197,6 +222,14 @@ func TestRepairProperty(t *testing.T) {
 			continue // two calls of one message share an id: not repairable
 		}
 		out, _ := agentctx.RepairPairing(in)
+		// Repair never makes the list end on the assistant's turn when
+		// the client's last model message was not the assistant's.
+		if last := lastModelRole(in); last != "" && last != agentctx.RoleAssistant &&
+			(len(out) == 0 || out[len(out)-1].Role == agentctx.RoleAssistant) {
+			b, _ := agentctx.MarshalMessages(in)
+			o, _ := agentctx.MarshalMessages(out)
+			t.Fatalf("case %d: the repaired list ends on the assistant's turn\n in: %s\nout: %s", iter, b, o)
+		}
 		rep := agentctx.ValidatePairing(out)
 		var left []agentctx.PairingIssue
 		for _, is := range rep.Issues {
@@ -210,6 +243,17 @@ func TestRepairProperty(t *testing.T) {
 			t.Fatalf("case %d: repair left %v\n in: %s\nout: %s", iter, left, b, o)
 		}
 	}
+}
+
+// lastModelRole is the role of the last message of msgs a model accepts,
+// or "".
+func lastModelRole(msgs []agentctx.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if agentctx.IsModelRole(msgs[i].Role) {
+			return msgs[i].Role
+		}
+	}
+	return ""
 }
 
 func randomHistory(rng *rand.Rand, seed int) []string {

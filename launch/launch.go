@@ -9,7 +9,10 @@
 //
 //   - Claude Code gets ANTHROPIC_BASE_URL, --mcp-config FILE (a temporary
 //     file, readable by the user only, removed afterwards) naming the
-//     proxy's /mcp, and --allowedTools mcp__agentctx (the read-back tools
+//     proxy's /mcp with the headers it needs (the proxy's token, and the
+//     credentials of ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN, which a
+//     proxy run with --tenants tells tenants apart by), and
+//     --allowedTools mcp__agentctx (the read-back tools
 //     only read what the agent was shown; allowing them lets a headless
 //     run read back).
 //   - Codex gets -c overrides: a model provider "agentctx" whose base_url
@@ -360,8 +363,8 @@ func clientSetup(c Client, base, token, tmp string, env []string) ([]string, []s
 	switch c {
 	case Claude:
 		server := map[string]any{"type": "http", "url": base + mcpPath}
-		if token != "" {
-			server["headers"] = map[string]string{"X-Agentctx-Token": token}
+		if h := claudeMCPHeaders(env, token); len(h) > 0 {
+			server["headers"] = h
 		}
 		b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{MCPServerName: server}})
 		if err != nil {
@@ -397,6 +400,27 @@ func clientSetup(c Client, base, token, tmp string, env []string) ([]string, []s
 		return args, env, nil
 	}
 	return nil, nil, fmt.Errorf("%w %q", ErrUnknownClient, c)
+}
+
+// claudeMCPHeaders returns the headers Claude Code's MCP client sends the
+// proxy's /mcp: the proxy's token, and the credentials Claude Code's model
+// requests carry when they come from its environment (ANTHROPIC_API_KEY as
+// X-Api-Key, ANTHROPIC_AUTH_TOKEN as Authorization: Bearer), so that a
+// proxy run with --tenants finds the tenant whose artifacts it serves
+// (proxy.Tenant). They are written only to the MCP configuration file,
+// which only the user can read.
+func claudeMCPHeaders(env []string, token string) map[string]string {
+	h := map[string]string{}
+	if token != "" {
+		h["X-Agentctx-Token"] = token
+	}
+	if v, ok := lookup(env, "ANTHROPIC_API_KEY"); ok && v != "" {
+		h["X-Api-Key"] = v
+	}
+	if v, ok := lookup(env, "ANTHROPIC_AUTH_TOKEN"); ok && v != "" {
+		h["Authorization"] = "Bearer " + v
+	}
+	return h
 }
 
 // setEnv returns env with key set to value, in place of any earlier value.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx/launch"
+	"github.com/agentctx/agentctx/proxy"
 )
 
 // The test binary is its own fake client: run with LAUNCH_HELPER=1, it
@@ -36,6 +37,7 @@ type report struct {
 	BaseURL   string   `json:"base_url"`
 	Token     string   `json:"token"`
 	MCPConfig string   `json:"mcp_config"`
+	MCPMode   uint32   `json:"mcp_mode"`
 	Status    int      `json:"status"`
 }
 
@@ -49,6 +51,9 @@ func helperClient() int {
 		if p, ok := strings.CutPrefix(a, "--mcp-config="); ok {
 			b, _ := os.ReadFile(p)
 			r.MCPConfig = string(b)
+			if fi, err := os.Stat(p); err == nil {
+				r.MCPMode = uint32(fi.Mode().Perm())
+			}
 		}
 		if p, ok := strings.CutPrefix(a, "model_providers.agentctx="); ok && r.BaseURL == "" {
 			_, rest, _ := strings.Cut(p, `base_url = "`)
@@ -315,5 +320,79 @@ func TestRunErrors(t *testing.T) {
 		if code, err := launch.Run(t.Context(), tc.o); !errors.Is(err, tc.want) || code != -1 {
 			t.Errorf("%+v: %d, %v; want %v", tc.o, code, err, tc.want)
 		}
+	}
+}
+
+// With --tenants the proxy's /mcp serves the artifacts of the tenant the
+// request's credentials name (proxy.Tenant): Claude Code's MCP
+// configuration carries the credentials its model requests carry, from
+// ANTHROPIC_API_KEY and ANTHROPIC_AUTH_TOKEN, in the file only the user
+// reads, never on the command line (issue 49).
+func TestRunClaudeMCPTenantCredentials(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     []string
+		model   http.Header // what Claude Code's model requests carry
+		headers map[string]string
+	}{
+		{"api key", []string{"ANTHROPIC_API_KEY=sk-ant-key1"}, http.Header{"X-Api-Key": {"sk-ant-key1"}},
+			map[string]string{"X-Api-Key": "sk-ant-key1"}},
+		{"auth token", []string{"ANTHROPIC_AUTH_TOKEN=tok2"}, http.Header{"Authorization": {"Bearer tok2"}},
+			map[string]string{"Authorization": "Bearer tok2"}},
+		{"both", []string{"ANTHROPIC_API_KEY=sk-ant-key3", "ANTHROPIC_AUTH_TOKEN=tok3"},
+			http.Header{"X-Api-Key": {"sk-ant-key3"}, "Authorization": {"Bearer tok3"}},
+			map[string]string{"X-Api-Key": "sk-ant-key3", "Authorization": "Bearer tok3"}},
+		{"none (a login, not the environment)", nil, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, out := helperOptions(t, launch.Claude)
+			o.Env = slices.DeleteFunc(o.Env, func(kv string) bool {
+				return strings.HasPrefix(kv, "ANTHROPIC_API_KEY=") || strings.HasPrefix(kv, "ANTHROPIC_AUTH_TOKEN=")
+			})
+			o.Env = append(o.Env, tt.env...)
+			o.Server = &fakeProxy{}
+			if code, err := launch.Run(t.Context(), o); err != nil || code != 0 {
+				t.Fatalf("Run: %d, %v", code, err)
+			}
+			r := readReport(t, out)
+			var cfg struct {
+				MCPServers map[string]struct {
+					Headers map[string]string
+				} `json:"mcpServers"`
+			}
+			if err := json.Unmarshal([]byte(r.MCPConfig), &cfg); err != nil {
+				t.Fatalf("MCP config %q: %v", r.MCPConfig, err)
+			}
+			got := cfg.MCPServers["agentctx"].Headers
+			if len(got) != len(tt.headers) {
+				t.Errorf("MCP headers %q, want %q", got, tt.headers)
+			}
+			for k, v := range tt.headers {
+				if got[k] != v {
+					t.Errorf("MCP header %s = %q, want %q", k, got[k], v)
+				}
+			}
+			if tt.model != nil {
+				mcp := http.Header{}
+				for k, v := range got {
+					mcp.Set(k, v)
+				}
+				want, _ := proxy.Tenant(tt.model)
+				if tenant, ok := proxy.Tenant(mcp); !ok || tenant != want {
+					t.Errorf("the MCP client's tenant %q (%v), the model requests' %q", tenant, ok, want)
+				}
+			}
+			if r.MCPMode != 0o600 {
+				t.Errorf("MCP config mode %o, want 600", r.MCPMode)
+			}
+			for _, a := range r.Args {
+				for _, kv := range tt.env {
+					if _, v, _ := strings.Cut(kv, "="); strings.Contains(a, v) {
+						t.Errorf("a credential on the command line: %q", a)
+					}
+				}
+			}
+		})
 	}
 }

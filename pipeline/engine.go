@@ -848,9 +848,13 @@ func (c *call) storeResult(ctx context.Context, rs *resultState, pos [2]int, id 
 	if action == nil {
 		action = workspace.DefaultActionName
 	}
+	call := workspace.ToolCall{ID: id, Name: u.Name, Action: action(u), Input: u.Input, ReadsSaved: c.readsSaved(u.Input)}
+	if pos[0] >= 0 && pos[0] < len(c.view) && content.IsText() && resultContent(c.view, pos[0], pos[1]).Text() == content.Text() {
+		// A string whose decoding lost something is stored as sent.
+		call.Sent, _ = agentctx.SentString(c.view[pos[0]], pos[1])
+	}
 	sctx, cancel := c.p.storeCtx(ctx)
-	repl, off, err := c.p.ws.OffloadToolResult(sctx, workspace.ToolCall{ID: id, Name: u.Name, Action: action(u), Input: u.Input,
-		ReadsSaved: c.readsSaved(u.Input)}, content)
+	repl, off, err := c.p.ws.OffloadToolResult(sctx, call, content)
 	err = storeErr(ctx, sctx, err)
 	cancel()
 	if err != nil {

@@ -544,7 +544,8 @@ type Result struct {
 // The steps, in order:
 //
 //  1. repair: an unanswered tool call gets a synthetic error result, an
-//     orphan result is dropped (agentctx.RepairPairing). A history that
+//     orphan result is dropped, or kept as text when it was all its
+//     message held (agentctx.RepairPairing). A history that
 //     cannot be repaired (a call without id, two calls with one id) is an
 //     error matching agentctx.ErrInvalidInput, before anything is written.
 //  2. prune: stale successful terminal output is replaced by a placeholder

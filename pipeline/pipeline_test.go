@@ -89,6 +89,11 @@ func TestRepairStep(t *testing.T) {
 	orphan := history(user("go", now), agentctx.NewMessage(agentctx.RoleUser,
 		agentctx.BlockList(agentctx.ToolResultBlock("toolu_9", agentctx.Text("stray"), false), agentctx.TextBlock("and text"))).WithTimestamp(now))
 	paired := history(user("go", now), exchange("toolu_1", "Bash", "ls", "a b c", false, now))
+	// An orphan alone in the last message: dropping the message would end
+	// the request on the assistant's turn, a prefill the client never sent.
+	lastOrphan := history(user("go", now), agentctx.NewMessage(agentctx.RoleAssistant, agentctx.Text("done")).WithTimestamp(now),
+		agentctx.NewMessage(agentctx.RoleUser,
+			agentctx.BlockList(agentctx.ToolResultBlock("toolu_9", agentctx.Text("stray"), false))).WithTimestamp(now))
 	tests := []struct {
 		name    string
 		msgs    []agentctx.Message
@@ -99,6 +104,7 @@ func TestRepairStep(t *testing.T) {
 		{"unanswered call gets a synthetic result", unanswered, 1, agentctx.RepairAddedResult, func(n int) bool { return n < 0 }},
 		{"orphan result dropped", orphan, 1, agentctx.RepairDroppedResult, func(n int) bool { return n > 0 }},
 		{"paired history untouched", paired, 0, "", func(n int) bool { return n == 0 }},
+		{"orphan alone at the end kept as text", lastOrphan, 1, agentctx.RepairResultAsText, func(n int) bool { return n < 0 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,6 +112,9 @@ func TestRepairStep(t *testing.T) {
 			s := res.Report.Step(pipeline.StepRepair)
 			if s.Changed != tt.changed || (tt.action != "" && s.Repairs[0].Action != tt.action) {
 				t.Errorf("changed %d, repairs %+v", s.Changed, s.Repairs)
+			}
+			if last := res.Messages[len(res.Messages)-1]; last.Role == agentctx.RoleAssistant && tt.msgs[len(tt.msgs)-1].Role != agentctx.RoleAssistant {
+				t.Errorf("the request ends on the assistant's turn, the client's on a %s message", tt.msgs[len(tt.msgs)-1].Role)
 			}
 			if !tt.saved(s.CharsSaved) || !tt.saved(s.TokensSaved) {
 				t.Errorf("saved %d chars, %d tokens", s.CharsSaved, s.TokensSaved)

@@ -74,8 +74,14 @@ var forwardedHeaders = [...]string{"Forwarded", "X-Forwarded-For", "X-Forwarded-
 func (f *forward) rewrite(pr *httputil.ProxyRequest) {
 	s, x, in, out := f.s, f.x, pr.In, pr.Out
 	*out.URL = *f.rt.upstream
+	rawBase := strings.TrimSuffix(out.URL.EscapedPath(), "/")
 	out.URL.Path = strings.TrimSuffix(out.URL.Path, "/") + f.rt.path
 	out.URL.RawPath = ""
+	if f.rt.rawPath != "" {
+		// The path as the client escaped it (url.URL sends RawPath, an
+		// encoding of Path): %2F stays %2F.
+		out.URL.RawPath = rawBase + f.rt.rawPath
+	}
 	out.URL.RawQuery = in.URL.RawQuery
 	out.Host = ""
 	out.Trailer = nil

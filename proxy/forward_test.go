@@ -138,3 +138,58 @@ func TestUnreachableUpstream502(t *testing.T) {
 		t.Fatalf("%d %s", resp.StatusCode, b)
 	}
 }
+
+// The upstream receives the path as the client escaped it: an encoded
+// slash stays encoded, so /v1/..%2f..%2fx never reaches it as
+// /v1/../../x (issue 49).
+func TestForwardedPathAsEscaped(t *testing.T) {
+	uris := make(chan string, 1)
+	us := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		uris <- r.RequestURI
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{}`)
+	}))
+	defer us.Close()
+	srv, err := proxy.New(proxy.Options{AnthropicURL: us.URL + "/base", OpenAIURL: us.URL + "/v1", Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := httptest.NewServer(srv)
+	defer ps.Close()
+	tests := []struct {
+		name, method, path, want string
+	}{
+		{"encoded dot-dot slashes", "GET", "/v1/..%2f..%2fx", "/base/v1/..%2f..%2fx"},
+		{"encoded dot-dot slashes, upper case", "GET", "/v1/..%2F..%2Fsecret?q=1", "/base/v1/..%2F..%2Fsecret?q=1"},
+		{"encoded slash in a name", "GET", "/v1/files/a%2Fb", "/base/v1/files/a%2Fb"},
+		{"a prefix before /v1/", "GET", "/anthropic/v1/models/m%2F1", "/base/v1/models/m%2F1"},
+		{"plain", "GET", "/v1/models", "/base/v1/models"},
+		{"openai", "GET", "/v1/responses/resp_1%2F..%2F2", "/v1/responses/resp_1%2F..%2F2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", strings.TrimPrefix(ps.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			// Written by hand: a client library would clean the path.
+			io.WriteString(c, tt.method+" "+tt.path+" HTTP/1.1\r\nHost: "+strings.TrimPrefix(ps.URL, "http://")+"\r\nX-Api-Key: k\r\nConnection: close\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.ReadAll(resp.Body)
+			resp.Body.Close()
+			select {
+			case got := <-uris:
+				if got != tt.want {
+					t.Errorf("upstream got %q, want %q", got, tt.want)
+				}
+			default:
+				t.Fatalf("the upstream received nothing (answer %d)", resp.StatusCode)
+			}
+		})
+	}
+}

@@ -308,6 +308,7 @@ const StatsPath = "/agentctx/stats"
 type route struct {
 	upstream *url.URL
 	path     string // upstream path: from /v1/ on
+	rawPath  string // path as the client escaped it (%2F stays %2F), forwarded as received
 	api      API    // "" when not editable
 }
 
@@ -326,12 +327,20 @@ func foreignAPI(r *http.Request) string {
 }
 
 func (s *Server) route(r *http.Request) route {
-	p := r.URL.Path
-	rest := p
-	if i := strings.Index(p, "/v1/"); i >= 0 {
-		rest = p[i:]
+	// The path as the client escaped it: an encoded slash decoded would
+	// forward /v1/..%2fx as /v1/../x, a path the client never sent.
+	raw := r.URL.EscapedPath()
+	if i := strings.Index(raw, "/v1/"); i >= 0 {
+		raw = raw[i:]
 	}
-	rt := route{upstream: s.anthropic, path: rest}
+	rest, err := url.PathUnescape(raw)
+	if err != nil { // not from a parsed request: its decoded path
+		rest, raw = r.URL.Path, ""
+		if i := strings.Index(rest, "/v1/"); i >= 0 {
+			rest = rest[i:]
+		}
+	}
+	rt := route{upstream: s.anthropic, path: rest, rawPath: raw}
 	switch {
 	case strings.HasSuffix(rest, "/chat/completions"), strings.HasSuffix(rest, "/responses"),
 		strings.HasPrefix(rest, "/v1/responses/"), strings.HasPrefix(rest, "/v1/chat/"):

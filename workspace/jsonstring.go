@@ -14,7 +14,22 @@ import (
 const (
 	KeyEncoding        = "encoding"
 	EncodingJSONString = "json_string"
+	// EncodingJSONToken: the result was a string whose decoding is not
+	// what was sent (a lone surrogate escape, \ud800, decodes to U+FFFD;
+	// agentctx.SentString), stored as its JSON string token as sent,
+	// escapes and all (SentJSON gives it back).
+	EncodingJSONToken = "json_token"
 )
+
+// SentJSON returns the JSON of a tool result artifact's content as it was
+// sent, byte for byte, for an artifact stored with EncodingJSONToken, and
+// false for any other (OriginalContent gives those back).
+func SentJSON(a *Artifact) ([]byte, bool) {
+	if a.Metadata[KeyEncoding] != EncodingJSONToken {
+		return nil, false
+	}
+	return []byte(a.Content), true
+}
 
 // storeDecoded returns the text a tool result's string stands for when it
 // is stored decoded: s is one JSON string, written back byte for byte by

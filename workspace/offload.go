@@ -32,6 +32,11 @@ type ToolCall struct {
 	// (NamesSavedPath of SavedPaths): its result is kept whole, as a read
 	// of the workspace's own content is (ReadsBack).
 	ReadsSaved bool
+	// Sent is the result's content as sent, when decoding its string
+	// lost something (agentctx.SentString: a lone surrogate escape): the
+	// result is stored as this JSON string token (EncodingJSONToken), so
+	// that it is given back as sent.
+	Sent json.RawMessage
 }
 
 // Offloaded describes one tool result stored by an offload.
@@ -117,6 +122,7 @@ func (w *Workspace) Offload(ctx context.Context, msgs []agentctx.Message) (*Offl
 			c   agentctx.Content
 			off Offloaded
 		)
+		call.Sent, _ = agentctx.SentString(msgs[r.Message], r.Block)
 		c, off, err = w.OffloadToolResult(ctx, call, r.Content)
 		if err != nil {
 			err = fmt.Errorf("tool result %d of message %d: %w", max(r.Block, 0), r.Message, err)
@@ -252,6 +258,8 @@ func (w *Workspace) toolResultArtifact(call ToolCall, content agentctx.Content) 
 		decoded = storeDecoded(content.Text())
 	}
 	switch text, lens, template, ok := textBlocks(content); {
+	case len(call.Sent) > 0 && content.IsText():
+		a.Content, md[KeyEncoding] = string(call.Sent), EncodingJSONToken
 	case decoded != "":
 		a.Content, md[KeyEncoding] = decoded, EncodingJSONString
 	case content.IsText() || content.Kind() == agentctx.ContentNone:
@@ -391,6 +399,15 @@ func OriginalContent(a *Artifact) (agentctx.Content, error) {
 			return agentctx.Content{}, fmt.Errorf("workspace: artifact %q: text blocks do not match %s=%q", a.ID, KeyTextBlocks, lens)
 		}
 		return fillTemplate(a.Metadata[KeyTextTemplate], texts)
+	}
+	if a.Metadata[KeyEncoding] == EncodingJSONToken {
+		// The string as sent is the stored token; a Content holds its
+		// decoding, lone surrogates as U+FFFD (SentJSON gives the token).
+		var c agentctx.Content
+		if err := c.UnmarshalJSON([]byte(a.Content)); err != nil {
+			return agentctx.Content{}, fmt.Errorf("workspace: artifact %q: %w", a.ID, err)
+		}
+		return c, nil
 	}
 	if a.Metadata[KeyEncoding] == EncodingJSONString {
 		return agentctx.Text(string(rawjson.AppendString(nil, a.Content))), nil

@@ -55,7 +55,9 @@ var _ session.Driver = (*driver)(nil)
 const dirHeader = "agentctx-session "
 
 // Open returns a session store rooted at dir. The directory is created on
-// the first Save.
+// the first Save. The temp files a Save killed between write and rename
+// left in the namespace directories (fsutil.TempPrefix names, older than
+// fsutil.StaleAge) are removed.
 func Open(dir string) (session.Store, error) {
 	if dir == "" {
 		return nil, errors.New("dirsession: empty directory")
@@ -64,7 +66,25 @@ func Open(dir string) (session.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dirsession: %w", err)
 	}
+	removeStaleTemp(abs, time.Now())
 	return session.New(&driver{root: abs, written: map[string]written{}}, session.Options{}), nil
+}
+
+// removeStaleTemp removes the stale temp files of Saves that died in root
+// and its namespace directories (see fsutil.RemoveStaleTemp). It is best
+// effort: a directory that cannot be read is reported by the store's reads
+// and writes.
+func removeStaleTemp(root string, now time.Time) {
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return
+	}
+	fsutil.RemoveStaleTemp(root, 0, now)
+	for _, e := range ents {
+		if e.IsDir() {
+			fsutil.RemoveStaleTemp(filepath.Join(root, e.Name()), 0, now)
+		}
+	}
 }
 
 func (s *driver) paths(ns, id string) (dir, file, lock string, err error) {

@@ -24,7 +24,7 @@ transcript.
 
 The table goes to stdout. --html FILE also writes the dashboard's charts
 of the same report as one self-contained HTML page (no network needed to
-open it).`
+open it), readable by the user only (mode 0600: it quotes the session).`
 
 func newReportCmd(e *env) *cobra.Command {
 	f := &prepareFlags{}
@@ -82,7 +82,7 @@ func newReportCmd(e *env) *cobra.Command {
 				if err := proxy.WriteReportHTML(&b, rep); err != nil {
 					return err
 				}
-				if err := fsutil.WriteFile(htmlOut, b.Bytes(), fsutil.Options{Perm: 0o644}); err != nil {
+				if err := fsutil.WriteFile(htmlOut, b.Bytes(), fsutil.Options{}); err != nil {
 					return fmt.Errorf("--html: %w", err)
 				}
 			}

@@ -72,3 +72,32 @@ func TestReportOfALiveSession(t *testing.T) {
 		}
 	}
 }
+
+// The --html page quotes the session's messages: it is written for the
+// user only (0600), as everything else agentctx stores, also over a page
+// an earlier run left readable by others (issue 49).
+func TestReportHTMLMode(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		existing bool
+	}{{"new file", false}, {"over a 0644 file", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "report.html")
+			if tt.existing {
+				if err := os.WriteFile(out, []byte("old"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(out, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if code, _, errs := runCLI(t, "", "report", "--limit", "20000", "--html", out, filepath.Join("..", "..", "..", "examples", "session.json")); code != 0 {
+				t.Fatalf("exit %d: %s", code, errs)
+			}
+			fi, err := os.Stat(out)
+			if err != nil || fi.Mode().Perm() != 0o600 {
+				t.Errorf("report.html: %v, %v; want mode 0600", fi.Mode().Perm(), err)
+			}
+		})
+	}
+}

@@ -300,7 +300,9 @@ func newWSGetCmd(e *env, f *wsFlags) *cobra.Command {
 it: exactly the stored bytes when it is under --max-chars characters;
 otherwise the first part and a notice telling how to read on. With --as-sent
 it prints the tool result whole as the agent sent it (a result stored in
-another form: text blocks, a JSON-encoded string, given back byte for byte).`,
+another form: text blocks, a JSON-encoded string, given back byte for byte;
+a string holding a lone surrogate escape, which no text holds, as its JSON
+string as sent).`,
 		Example: `  agentctx ws get tool_result_toolu_01
   agentctx ws get --max-chars 0 tool_result_toolu_01 > original.txt
   agentctx ws get --as-sent tool_result_toolu_01`,
@@ -518,6 +520,10 @@ func asSentText(ctx context.Context, ws *workspace.Workspace, id string) (string
 	a, err := ws.Get(ctx, id)
 	if err != nil {
 		return "", err
+	}
+	if tok, ok := workspace.SentJSON(a); ok {
+		// A string no text can hold (a lone surrogate): its JSON as sent.
+		return string(tok), nil
 	}
 	c, err := workspace.OriginalContent(a)
 	if err != nil {

@@ -433,3 +433,35 @@ func Marshal(v any) ([]byte, error) {
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
+
+// HasLoneSurrogate reports whether the string token raw holds a \u escape
+// of a surrogate that is not half of a pair: what Unquote decodes to
+// U+FFFD, so that the decoded string is not what raw says.
+func HasLoneSurrogate(raw []byte) bool {
+	for i := 0; i+1 < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		if raw[i+1] != 'u' {
+			i++ // an escape of one character: skip it (\\u is not \u)
+			continue
+		}
+		r := hex4(raw[i+2:])
+		switch {
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return true // a low half first
+		case r >= 0xD800 && r <= 0xDBFF:
+			j := i + 6
+			if j+1 >= len(raw) || raw[j] != '\\' || raw[j+1] != 'u' {
+				return true
+			}
+			if r2 := hex4(raw[j+2:]); r2 < 0xDC00 || r2 > 0xDFFF {
+				return true
+			}
+			i = j + 5 // past the pair
+		default:
+			i += 5
+		}
+	}
+	return false
+}
