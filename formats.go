@@ -4,11 +4,11 @@ package agentctx
 // recognised from the content, what Encode writes back, and a small
 // example document.
 type FormatInfo struct {
-	Format     Format `json:"format"`
-	Name       string `json:"name"`
-	DetectedBy string `json:"detected_by"`
-	WrittenAs  string `json:"written_as"`
-	Example    string `json:"example"`
+	Format     Format `json:"format"`      // the format's name, as --format and the reports spell it
+	Name       string `json:"name"`        // the shape, for a person
+	DetectedBy string `json:"detected_by"` // how it is recognised from the content
+	WrittenAs  string `json:"written_as"`  // what the commands write back for it
+	Example    string `json:"example"`     // a small input of the shape
 }
 
 // Formats returns every input shape ReadDocument accepts, in the order it

@@ -104,8 +104,8 @@ func (r *Report) AddReadTools(n int) {
 
 // SessionReport describes a session after a call.
 type SessionReport struct {
-	ID        string `json:"id"`
-	Namespace string `json:"namespace"`
+	ID        string `json:"id"`        // the session id
+	Namespace string `json:"namespace"` // the workspace namespace it is kept in
 	// Version is the version of the stored state this call wrote.
 	Version int64 `json:"version"`
 	// Requests, Compactions and CacheBreaks count the session's calls, the
@@ -127,7 +127,7 @@ type SessionReport struct {
 
 // StepReport says what one step did.
 type StepReport struct {
-	Step Step `json:"step"`
+	Step Step `json:"step"` // repair, prune, offload, count, compact or validate
 	// Skipped reports that the options turned the step off.
 	Skipped bool `json:"skipped"`
 	// Changed counts what the step changed in the list to send: repairs
@@ -244,9 +244,9 @@ type CompactReport struct {
 // Verification is the result of reading back what a step wrote and
 // comparing it with the original, byte for byte.
 type Verification struct {
-	Checked   int      `json:"checked"`
-	Identical int      `json:"identical"`
-	Failures  []string `json:"failures,omitempty"`
+	Checked   int      `json:"checked"`            // artifacts, files or archives read back
+	Identical int      `json:"identical"`          // those identical to their original
+	Failures  []string `json:"failures,omitempty"` // what differed, one line each
 }
 
 // OK reports whether everything checked read back identical.
@@ -292,7 +292,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	type plain Report
 	return rawjson.Marshal(struct {
 		plain
-		DurationMS float64 `json:"duration_ms"`
+		DurationMS float64 `json:"duration_ms"` // the time Prepare took, milliseconds
 	}{plain(r), millis(r.Duration)})
 }
 
@@ -316,7 +316,7 @@ func (s StepReport) MarshalJSON() ([]byte, error) {
 	type plain StepReport
 	return rawjson.Marshal(struct {
 		plain
-		DurationMS float64 `json:"duration_ms"`
+		DurationMS float64 `json:"duration_ms"` // the time the step took, milliseconds
 	}{plain(s), millis(s.Duration)})
 }
 

@@ -31,22 +31,22 @@ const (
 // the Anthropic Messages API's "tools" ({name, description, input_schema});
 // OpenAI returns the Chat Completions shape.
 type ToolDefinition struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"input_schema"`
+	Name        string          `json:"name"`         // the tool's name (get_knowledge_by_id, grep_knowledge, ...)
+	Description string          `json:"description"`  // what it does, for the model
+	InputSchema json.RawMessage `json:"input_schema"` // the JSON Schema of its arguments
 }
 
 // OpenAITool is a tool in the OpenAI Chat Completions shape.
 type OpenAITool struct {
-	Type     string         `json:"type"` // "function"
-	Function OpenAIFunction `json:"function"`
+	Type     string         `json:"type"`     // "function"
+	Function OpenAIFunction `json:"function"` // the tool
 }
 
 // OpenAIFunction is the function of an OpenAITool.
 type OpenAIFunction struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
+	Name        string          `json:"name"`        // the tool's name, as in ToolDefinition
+	Description string          `json:"description"` // what it does, for the model
+	Parameters  json.RawMessage `json:"parameters"`  // the JSON Schema of its arguments
 }
 
 // OpenAI returns the definition in the OpenAI Chat Completions shape

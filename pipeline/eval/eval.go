@@ -78,13 +78,13 @@ type SkippedFile struct {
 type Row struct {
 	File         string          `json:"file"`                   // base name of the transcript
 	Conversation string          `json:"conversation,omitempty"` // its name, in a file holding several
-	Format       agentctx.Format `json:"format"`
-	// Messages before and after, tokens before and after (a request
-	// body's system prompt included).
-	Messages      int `json:"messages"`
-	MessagesAfter int `json:"messages_after"`
-	TokensBefore  int `json:"tokens_before"`
-	TokensAfter   int `json:"tokens_after"`
+	Format       agentctx.Format `json:"format"`                 // the input's shape (agentctx formats lists them)
+	// The messages and tokens before and after (a request body's system
+	// prompt included in the tokens).
+	Messages      int `json:"messages"`       // messages of the input
+	MessagesAfter int `json:"messages_after"` // messages of the list to send
+	TokensBefore  int `json:"tokens_before"`  // tokens of the input
+	TokensAfter   int `json:"tokens_after"`   // tokens of the list to send
 	// BelowThreshold: the output is below the compaction trigger.
 	BelowThreshold bool `json:"below_threshold"`
 	// InputValid: the input's calls and results paired up; Repairs is what
@@ -92,22 +92,20 @@ type Row struct {
 	InputValid bool `json:"input_valid"`
 	Repairs    int  `json:"repairs"`
 	Valid      bool `json:"valid"`
-	// Pruned results, results stored whole in the workspace (and their
-	// bytes), results replaced by a reference (and their bytes), messages
-	// summarized (and the archive's bytes).
-	Pruned         int `json:"pruned"`
-	Stored         int `json:"stored"`
-	StoredBytes    int `json:"stored_bytes"`
-	Replaced       int `json:"replaced"`
-	ReplacedBytes  int `json:"replaced_bytes"`
-	Compacted      int `json:"compacted"`
-	ArchivedBytes  int `json:"archived_bytes"`
+	// What the steps changed.
+	Pruned         int `json:"pruned"`          // results pruned
+	Stored         int `json:"stored"`          // results stored whole in the workspace
+	StoredBytes    int `json:"stored_bytes"`    // their bytes
+	Replaced       int `json:"replaced"`        // results replaced by a reference
+	ReplacedBytes  int `json:"replaced_bytes"`  // the bytes of their original content
+	Compacted      int `json:"compacted"`       // messages summarized
+	ArchivedBytes  int `json:"archived_bytes"`  // the bytes of the archive holding them
 	OffloadedBytes int `json:"offloaded_bytes"` // StoredBytes + ArchivedBytes: everything written out of the context
 	// Checked is the number of artifacts, files and archives read back,
 	// Identical whether all of them matched their originals byte for byte.
 	Checked   int      `json:"checked"`
 	Identical bool     `json:"identical"`
-	Failures  []string `json:"failures,omitempty"`
+	Failures  []string `json:"failures,omitempty"` // what did not read back identical, one line each
 	// Read is the time to read and parse the file (shared by its
 	// conversations), Prepare the time of Prepare, verification included.
 	Read    time.Duration `json:"-"`
@@ -359,8 +357,8 @@ func (e Evaluation) MarshalJSON() ([]byte, error) {
 	type plain Evaluation
 	return rawjson.Marshal(struct {
 		plain
-		OK         bool    `json:"ok"`
-		DurationMS float64 `json:"duration_ms"`
+		OK         bool    `json:"ok"`          // every conversation met every target (Evaluation.OK)
+		DurationMS float64 `json:"duration_ms"` // the time of the whole run, milliseconds
 	}{plain(e), e.OK(), millis(e.Duration)})
 }
 
@@ -369,9 +367,9 @@ func (r Row) MarshalJSON() ([]byte, error) {
 	type plain Row
 	return rawjson.Marshal(struct {
 		plain
-		OK        bool    `json:"ok"`
-		ReadMS    float64 `json:"read_ms"`
-		PrepareMS float64 `json:"prepare_ms"`
+		OK        bool    `json:"ok"`         // the conversation met every target (Row.OK)
+		ReadMS    float64 `json:"read_ms"`    // the time to read and parse the file, milliseconds
+		PrepareMS float64 `json:"prepare_ms"` // the time of Prepare, verification included, milliseconds
 	}{plain(r), r.OK(), millis(r.Read), millis(r.Prepare)})
 }
 

@@ -127,8 +127,8 @@ type configReport struct {
 	// whether it exists (a default location may not).
 	File     string           `json:"file"`
 	Found    bool             `json:"found"`
-	Command  string           `json:"command"` // the command whose settings are shown
-	Settings []config.Setting `json:"settings"`
+	Command  string           `json:"command"`  // the command whose settings are shown
+	Settings []config.Setting `json:"settings"` // one per flag of the command, in the help's order
 }
 
 func newConfigCmd(e *env) *cobra.Command {

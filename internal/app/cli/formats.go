@@ -33,13 +33,16 @@ README's "Input formats" section.`,
 				}
 				return nil
 			}
-			return e.writeJSON(cmd.Context(), struct {
-				Formats []agentctx.FormatInfo `json:"formats"`
-			}{fs})
+			return e.writeJSON(cmd.Context(), formatsOutput{fs})
 		},
 	}
 	cmd.Flags().BoolVar(&markdown, "markdown", false, "print a Markdown table and the examples")
 	return cmd
+}
+
+// formatsOutput is what formats prints.
+type formatsOutput struct {
+	Formats []agentctx.FormatInfo `json:"formats"` // every input shape, in the order they are told apart
 }
 
 // spread lays out a one-line JSON document for reading: the members of a
