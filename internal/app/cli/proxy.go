@@ -88,16 +88,7 @@ writes to, every session: the proxy prints the line that registers it,
 			if err != nil {
 				return err
 			}
-			base := "http://" + ln.Addr().String()
-			fmt.Fprintf(e.s.Out, "ANTHROPIC_BASE_URL=%s\n", base)
-			fmt.Fprintf(e.s.Err, "agentctx proxy: listening on %s (OpenAI clients: base URL %s/v1); stats at %s%s, dashboard at %s%s\n", base, base, base, proxy.StatsPath, localURL(ln.Addr()), proxy.DashboardPath)
-			fmt.Fprintf(e.s.Err, "agentctx proxy: read-back tools over MCP at %s%s; for Claude Code:\n", base, proxy.MCPPath)
-			fmt.Fprintf(e.s.Err, "claude mcp add --transport http agentctx %s%s\n", localURL(ln.Addr()), proxy.MCPPath)
-			if dirs := p.readDirs(); len(dirs) > 0 {
-				// The references name files there; Claude Code asks
-				// before reading outside its project.
-				fmt.Fprintf(e.s.Err, "agentctx proxy: stored results under %s; for Claude Code to read them by path: claude --add-dir %s\n", strings.Join(dirs, ", "), strings.Join(dirs, " "))
-			}
+			p.banner(e, ln.Addr())
 			if err := srv.Serve(cmd.Context(), ln); err != nil {
 				return err
 			}
@@ -187,19 +178,8 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 	if err != nil {
 		return nil, nil, err
 	}
-	if f.store == "" {
-		if f.workspace, err = e.workspaceOr(f.workspace); err != nil {
-			return nil, nil, err
-		}
-	}
-	if err := p.offloadDir(); err != nil {
-		return nil, nil, err
-	}
-	loc, err := location(f.store, f.workspace)
+	loc, err := p.workspaceLocation(e)
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := makeWorkspaceDir(loc); err != nil {
 		return nil, nil, err
 	}
 	store, err := openStore(cmd.Context(), loc)
@@ -249,16 +229,58 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 		return nil, nil, err // proxy.ErrInvalidURL: bad usage (ExitCode)
 	}
 	closers = append(closers, srv.Close)
-	// The totals and counters go on from what the ledger holds; a ledger
-	// that cannot be read leaves them at zero, the proxy serves anyway.
-	lctx, cancel := context.WithTimeout(cmd.Context(), proxy.DefaultLedgerTimeout)
-	if err := srv.StartFromLedger(lctx); err != nil {
-		log.Warn("proxy: the totals start at zero", "err", err.Error())
-	}
-	cancel()
+	startFromLedger(cmd.Context(), srv, log)
 	stopRetention := startRetention(cmd.Context(), p.retain, store, sessions, f.namespace, log)
 	closers = append(closers, func() error { stopRetention(); return nil })
 	return srv, cleanup, nil
+}
+
+// banner prints the base URL on stdout and, on stderr, where the proxy
+// listens, its statistics, dashboard and MCP endpoint, and where the
+// stored results are.
+func (p *proxyFlags) banner(e *env, addr net.Addr) {
+	base := "http://" + addr.String()
+	fmt.Fprintf(e.s.Out, "ANTHROPIC_BASE_URL=%s\n", base)
+	fmt.Fprintf(e.s.Err, "agentctx proxy: listening on %s (OpenAI clients: base URL %s/v1); stats at %s%s, dashboard at %s%s\n", base, base, base, proxy.StatsPath, localURL(addr), proxy.DashboardPath)
+	fmt.Fprintf(e.s.Err, "agentctx proxy: read-back tools over MCP at %s%s; for Claude Code:\n", base, proxy.MCPPath)
+	fmt.Fprintf(e.s.Err, "claude mcp add --transport http agentctx %s%s\n", localURL(addr), proxy.MCPPath)
+	if dirs := p.readDirs(); len(dirs) > 0 {
+		// The references name files there; Claude Code asks before
+		// reading outside its project.
+		fmt.Fprintf(e.s.Err, "agentctx proxy: stored results under %s; for Claude Code to read them by path: claude --add-dir %s\n", strings.Join(dirs, ", "), strings.Join(dirs, " "))
+	}
+}
+
+// workspaceLocation resolves the workspace (the project's default unless
+// --workspace or --store names one) and the offload directory, makes the
+// workspace's directory, and returns the location the stores open.
+func (p *proxyFlags) workspaceLocation(e *env) (string, error) {
+	f := &p.f
+	if f.store == "" {
+		var err error
+		if f.workspace, err = e.workspaceOr(f.workspace); err != nil {
+			return "", err
+		}
+	}
+	if err := p.offloadDir(); err != nil {
+		return "", err
+	}
+	loc, err := location(f.store, f.workspace)
+	if err != nil {
+		return "", err
+	}
+	return loc, makeWorkspaceDir(loc)
+}
+
+// startFromLedger lets the totals and counters go on from what the ledger
+// holds; a ledger that cannot be read leaves them at zero, and the proxy
+// serves anyway.
+func startFromLedger(ctx context.Context, srv *proxy.Server, log *slog.Logger) {
+	lctx, cancel := context.WithTimeout(ctx, proxy.DefaultLedgerTimeout)
+	defer cancel()
+	if err := srv.StartFromLedger(lctx); err != nil {
+		log.Warn("proxy: the totals start at zero", "err", err.Error())
+	}
 }
 
 // pipelineOptions checks the flags and returns the pipeline's options,
