@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentctx/agentctx/proxy"
 )
@@ -189,6 +191,66 @@ func TestForwardedPathAsEscaped(t *testing.T) {
 				}
 			default:
 				t.Fatalf("the upstream received nothing (answer %d)", resp.StatusCode)
+			}
+		})
+	}
+}
+
+// A body the proxy forwards as it comes (a path of no API it edits, or
+// one over MaxBody) and the answer are relayed at once, both ways: the
+// upstream may answer before it has the whole body. Before, the proxy's
+// first write of the answer made net/http discard and close what was
+// left of the client's body, so the transport, still sending it, failed
+// and closed the upstream connection: the answer was cut at its first
+// event, or the proxy hung reading a body the client sends only after
+// the answer's start (seen as a flaky TestUpstreamTimeouts under load).
+func TestForwardedBodyFullDuplex(t *testing.T) {
+	// The client sends first bytes, then the rest once the answer
+	// started; the upstream answers once it has read some of the first
+	// (the transport's buffer holds the last of them).
+	const first, rest, some = 64 << 10, 300, 16 << 10
+	us := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.NewResponseController(w).EnableFullDuplex() // it answers while it reads
+		if _, err := io.ReadFull(r.Body, make([]byte, some)); err != nil {
+			t.Errorf("upstream: the body's start: %v", err)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: ping\ndata: {}\n\n")
+		w.(http.Flusher).Flush()
+		n, err := io.Copy(io.Discard, r.Body)
+		io.WriteString(w, "event: message_stop\ndata: {\"rest\":"+strconv.FormatInt(n, 10)+"}\n\n")
+		if err != nil {
+			t.Errorf("upstream: the body's rest: %v", err)
+		}
+	}))
+	defer us.Close()
+	srv, err := proxy.New(proxy.Options{AnthropicURL: us.URL, MaxBody: 100, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := httptest.NewServer(srv)
+	defer ps.Close()
+	addr := strings.TrimPrefix(ps.URL, "http://")
+	for _, path := range []string{"/v1/other", "/v1/messages"} {
+		t.Run(path, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(5 * time.Second)) // a hang fails, it does not block
+			fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nX-Api-Key: k\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+				path, addr, first+rest, strings.Repeat("a", first))
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatalf("no answer before the body's end: %v", err)
+			}
+			io.WriteString(conn, strings.Repeat("b", rest))
+			body, err := io.ReadAll(resp.Body)
+			if err != nil || !strings.Contains(string(body), `"rest":`+strconv.Itoa(first+rest-some)) {
+				t.Errorf("answer %q (%v), want the upstream's end with the body's rest", body, err)
 			}
 		})
 	}

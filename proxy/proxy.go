@@ -446,6 +446,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if !sent.read && body != nil && r.Body != http.NoBody {
+		// The body goes upstream as it comes, while the answer may
+		// start: without full duplex, net/http would discard and close
+		// what is left of it at the answer's first write, and the
+		// transport, still sending it, would close the upstream
+		// connection (the answer cut). Not supported on HTTP/2, which
+		// needs nothing.
+		_ = http.NewResponseController(w).EnableFullDuplex()
+	}
 	f := &forward{s: s, r: r, x: x, rt: rt, body: body, sent: sent}
 	defer f.done()
 	s.proxyHandler(f).ServeHTTP(w, r)

@@ -81,6 +81,13 @@ func TestUpstreamTimeouts(t *testing.T) {
 	}
 	ps := httptest.NewServer(srv)
 	t.Cleanup(ps.Close)
+	t.Cleanup(func() {
+		if t.Failed() {
+			mu.Lock()
+			defer mu.Unlock()
+			t.Logf("the proxy's log:\n%s", logs.String())
+		}
+	})
 	for _, c := range []struct {
 		path       string
 		status     int
