@@ -18,7 +18,11 @@
 //   - Codex gets -c overrides: a model provider "agentctx" whose base_url
 //     is the proxy (Responses API; the key from OPENAI_API_KEY when it is
 //     set, else Codex's own login), selected as model_provider, and an MCP
-//     server "agentctx" at the proxy's /mcp.
+//     server "agentctx" at the proxy's /mcp with the headers it needs (the
+//     proxy's token from the environment, and OPENAI_API_KEY as the
+//     bearer token, which a proxy run with --tenants tells tenants apart
+//     by; with Codex's own login its MCP client has no credentials of the
+//     model requests, and a --tenants proxy refuses its read-back).
 //
 // The arguments Run adds come first; Options.Args follow them unchanged.
 //
@@ -353,6 +357,11 @@ func localURL(addr net.Addr) string {
 // tokenEnv carries the proxy's token to Codex's MCP client.
 const tokenEnv = "AGENTCTX_TOKEN"
 
+// tokenHeader is the header the proxy's token goes in to its /mcp (the
+// proxy's httpguard.TokenHeader), which leaves Authorization to the
+// credentials a proxy run with --tenants tells tenants apart by.
+const tokenHeader = "X-Agentctx-Token"
+
 // clientSetup returns the arguments that point the client at the proxy at
 // base, and its environment (env, or this process's, with the client's
 // variables set).
@@ -387,8 +396,16 @@ func clientSetup(c Client, base, token, tmp string, env []string) ([]string, []s
 		}
 		provider += " }"
 		server := `{ url = ` + strconv.Quote(base+mcpPath)
+		if v, ok := lookup(env, "OPENAI_API_KEY"); ok && v != "" {
+			// The credentials of the model requests (Authorization:
+			// Bearer), so that a proxy run with --tenants finds the
+			// tenant whose artifacts /mcp serves (issue 49: Codex's MCP
+			// client sent only the proxy's token, and read-back was
+			// refused).
+			server += `, bearer_token_env_var = "OPENAI_API_KEY"`
+		}
 		if token != "" {
-			server += `, bearer_token_env_var = "` + tokenEnv + `"`
+			server += `, env_http_headers = { "` + tokenHeader + `" = "` + tokenEnv + `" }`
 			env = setEnv(env, tokenEnv, token)
 		}
 		server += " }"
@@ -412,7 +429,7 @@ func clientSetup(c Client, base, token, tmp string, env []string) ([]string, []s
 func claudeMCPHeaders(env []string, token string) map[string]string {
 	h := map[string]string{}
 	if token != "" {
-		h["X-Agentctx-Token"] = token
+		h[tokenHeader] = token
 	}
 	if v, ok := lookup(env, "ANTHROPIC_API_KEY"); ok && v != "" {
 		h["X-Api-Key"] = v

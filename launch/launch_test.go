@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -211,7 +212,8 @@ func TestRunCodex(t *testing.T) {
 		for _, want := range []string{
 			`model_providers.agentctx={ name = "agentctx proxy", base_url = "` + r.BaseURL + `/v1", wire_api = "responses"`,
 			`model_provider="agentctx"`,
-			`mcp_servers.agentctx={ url = "` + r.BaseURL + `/mcp", bearer_token_env_var = "AGENTCTX_TOKEN" }`,
+			`mcp_servers.agentctx={ url = "` + r.BaseURL + `/mcp", `,
+			`env_http_headers = { "X-Agentctx-Token" = "AGENTCTX_TOKEN" } }`,
 		} {
 			if !strings.Contains(joined, want) {
 				t.Errorf("args lack %s: %q", want, r.Args)
@@ -224,6 +226,76 @@ func TestRunCodex(t *testing.T) {
 			t.Errorf("the token is on the command line: %q", r.Args)
 		}
 	}
+}
+
+// With --tenants the proxy's /mcp serves the artifacts of the tenant the
+// request's credentials name (proxy.Tenant): Codex's MCP client sends
+// OPENAI_API_KEY as its bearer token, as the model requests do, and the
+// proxy's token in its own header; never a credential on the command line
+// (issue 49: it sent the proxy's token as the bearer, a tenant of its
+// own).
+func TestRunCodexMCPTenantCredentials(t *testing.T) {
+	for _, key := range []string{"sk-codex-key1", ""} {
+		o, out := helperOptions(t, launch.Codex, "OPENAI_API_KEY="+key)
+		o.Args = []string{"exec", "hi"}
+		o.Token = "tok-s3cret"
+		o.Server = &fakeProxy{}
+		if code, err := launch.Run(t.Context(), o); err != nil || code != 0 {
+			t.Fatalf("Run: %d, %v", code, err)
+		}
+		r := readReport(t, out)
+		var server string
+		for _, a := range r.Args {
+			if v, ok := strings.CutPrefix(a, "mcp_servers.agentctx="); ok {
+				server = v
+			}
+		}
+		// The headers Codex's MCP client sends for this configuration,
+		// from its environment (AGENTCTX_TOKEN as the client reported it).
+		val := func(name string) string {
+			if name == "AGENTCTX_TOKEN" {
+				return r.Token
+			}
+			return envOf(o.Env, name)
+		}
+		mcp := http.Header{}
+		if m := regexp.MustCompile(`bearer_token_env_var = "(\w+)"`).FindStringSubmatch(server); m != nil {
+			mcp.Set("Authorization", "Bearer "+val(m[1]))
+		}
+		if m := regexp.MustCompile(`env_http_headers = \{ "([\w-]+)" = "(\w+)" \}`).FindStringSubmatch(server); m != nil {
+			mcp.Set(m[1], val(m[2]))
+
+		}
+		if got := mcp.Get("X-Agentctx-Token"); got != "tok-s3cret" {
+			t.Errorf("OPENAI_API_KEY=%q: the MCP client's token %q, want the proxy's (config %s)", key, got, server)
+		}
+		if key == "" {
+			if a := mcp.Get("Authorization"); a != "" {
+				t.Errorf("no key (Codex's login): the MCP client sends Authorization %q", a)
+			}
+			continue
+		}
+		want, _ := proxy.Tenant(http.Header{"Authorization": {"Bearer " + key}}) // the model requests'
+		if tenant, ok := proxy.Tenant(mcp); !ok || tenant != want {
+			t.Errorf("the MCP client's tenant %q (%v), the model requests' %q (config %s)", tenant, ok, want, server)
+		}
+		for _, a := range r.Args {
+			if strings.Contains(a, key) || strings.Contains(a, "tok-s3cret") {
+				t.Errorf("a credential on the command line: %q", a)
+			}
+		}
+	}
+}
+
+// envOf is key's value in env.
+func envOf(env []string, key string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
 }
 
 // The client's exit code is Run's, a signal's too (128+n); signals are

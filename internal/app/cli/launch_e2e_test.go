@@ -177,29 +177,35 @@ func claudeExit(t *testing.T, clients string, env []string) int {
 func TestLaunchCodexE2E(t *testing.T) {
 	t.Parallel() // child processes only (go, agentctx, the client), its own directories and upstream: it overlaps the other client runs
 	clients := e2eclient.Install(t)
-	model := &readBackModel{}
-	fake := fakeupstream.New(fakeupstream.Options{Script: model.script})
-	up := httptest.NewServer(fake)
-	defer up.Close()
 	bin := clientBin(t, "codex", e2eclient.CodexCommand(clients))
 	home := t.TempDir()
 	env := append(e2eclient.MinimalEnv(), "PATH="+bin+":"+os.Getenv("PATH"), "HOME="+home, "CODEX_HOME="+home, "OPENAI_API_KEY=dummy")
-
-	code, stdout, stderr := runAgentctx(t, env, "codex", "--upstream-openai", up.URL, "--",
-		"-c", "check_for_update_on_startup=false", "-c", "analytics.enabled=false", "-m", "fake-codex-model",
-		"exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "List the stored artifacts.")
-	if code != 0 {
-		t.Fatalf("agentctx codex: exit %d\nstdout: %s\nstderr: %s", code, e2eclient.Tail(stdout), e2eclient.Tail(stderr))
+	// With --tenants and --token, Codex's MCP client sends the proxy's
+	// token in its own header and the model requests' key as the bearer
+	// token (issue 49: it sent only the token, as the bearer, and the
+	// tools were not listed, or their read-back refused).
+	for _, flags := range [][]string{nil, {"--tenants", "--token", "e2e-token-1234"}} {
+		model := &readBackModel{}
+		fake := fakeupstream.New(fakeupstream.Options{Script: model.script})
+		up := httptest.NewServer(fake)
+		defer up.Close()
+		args := append(append([]string{"codex", "--upstream-openai", up.URL}, flags...), "--",
+			"-c", "check_for_update_on_startup=false", "-c", "analytics.enabled=false", "-m", "fake-codex-model",
+			"exec", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox", "List the stored artifacts.")
+		code, stdout, stderr := runAgentctx(t, env, args...)
+		if code != 0 {
+			t.Fatalf("agentctx codex %q: exit %d\nstdout: %s\nstderr: %s", flags, code, e2eclient.Tail(stdout), e2eclient.Tail(stderr))
+		}
+		checkUpstream(t, fake)
+		model.mu.Lock()
+		if !model.namespaced || !strings.Contains(stdout, launchDone) {
+			t.Errorf("%q: no request offered the read-back tools (namespace mcp__agentctx, listed from the proxy's /mcp), or the answer %q did not come back\nstderr: %s",
+				flags, stdout, e2eclient.Tail(stderr))
+		}
+		model.mu.Unlock()
 	}
-	checkUpstream(t, fake)
-	model.mu.Lock()
-	if !model.namespaced || !strings.Contains(stdout, launchDone) {
-		t.Errorf("no request offered the read-back tools (namespace mcp__agentctx, listed from the proxy's /mcp), or the answer %q did not come back\nstderr: %s",
-			stdout, e2eclient.Tail(stderr))
-	}
-	model.mu.Unlock()
 
-	code, _, _ = runAgentctx(t, env, "codex", "--upstream-openai", up.URL, "--", "exec", "--no-such-flag")
+	code, _, _ := runAgentctx(t, env, "codex", "--upstream-openai", "http://127.0.0.1:9", "--", "exec", "--no-such-flag")
 	if code != 2 {
 		t.Errorf("a failing codex (an unknown flag, exit 2 by itself): exit %d", code)
 	}
