@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -272,6 +273,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return context.WithValue(context.WithoutCancel(ctx), stopKey{}, stop)
 	}}
 	hs.IdleTimeout = timeout(s.opts.ClientIdleTimeout, DefaultClientIdleTimeout)
+	// HTTP/1.1, and HTTP/2 in the clear for clients that speak it with
+	// prior knowledge (h2c; HTTP/2 over TLS needs a TLS listener, which
+	// Serve is not given).
+	hs.Protocols = new(http.Protocols)
+	hs.Protocols.SetHTTP1(true)
+	hs.Protocols.SetUnencryptedHTTP2(true)
 	hs.RegisterOnShutdown(stopped)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -482,6 +489,14 @@ func (s *Server) serveOwn(w http.ResponseWriter, r *http.Request) bool {
 		}
 		return true
 	}
+	if isH2CUpgrade(r.Header) {
+		// An offer to upgrade to HTTP/2 in the clear: a server may ignore
+		// it and answer over HTTP/1.1 (RFC 9113 dropped the upgrade;
+		// prior knowledge is served), and it must not reach the upstream.
+		r.Header.Del("Upgrade")
+		r.Header.Del("Http2-Settings")
+		dropConnectionTokens(r.Header, "upgrade", "http2-settings")
+	}
 	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") || headerHas(r.Header, "Connection", "upgrade") {
 		writeError(w, http.StatusNotImplemented, "agentctx proxy: websocket upgrades are not supported; use HTTP streaming")
 		s.log.Info("proxy: refused an upgrade", "method", r.Method, "path", r.URL.Path)
@@ -578,6 +593,30 @@ func headerHas(h http.Header, key, token string) bool {
 		}
 	}
 	return false
+}
+
+// isH2CUpgrade reports whether h offers an upgrade to HTTP/2 in the
+// clear (Upgrade: h2c, and no other protocol).
+func isH2CUpgrade(h http.Header) bool {
+	return strings.EqualFold(strings.TrimSpace(h.Get("Upgrade")), "h2c") && len(h.Values("Upgrade")) == 1
+}
+
+// dropConnectionTokens removes tokens (lower case) from h's Connection
+// header, and the header when none is left.
+func dropConnectionTokens(h http.Header, tokens ...string) {
+	var keep []string
+	for _, v := range h.Values("Connection") {
+		for _, t := range strings.Split(v, ",") {
+			if t = strings.TrimSpace(t); t != "" && !slices.Contains(tokens, strings.ToLower(t)) {
+				keep = append(keep, t)
+			}
+		}
+	}
+	if len(keep) == 0 {
+		h.Del("Connection")
+		return
+	}
+	h.Set("Connection", strings.Join(keep, ", "))
 }
 
 // prepare runs the Engine on an editable body and returns the body to
