@@ -26,7 +26,9 @@
 // history: store false and no previous_response_id) go through the Engine,
 // under any path prefix and with any query. Every other request passes
 // through untouched; websocket upgrades are refused at once (501), so a
-// client falls back to HTTP streaming instead of hanging.
+// client falls back to HTTP streaming instead of hanging. Serve speaks
+// HTTP/1.1 and, to clients with prior knowledge, HTTP/2 in the clear
+// (h2c); an Upgrade: h2c offer is ignored (answered over HTTP/1.1).
 //
 // # Byte-faithful
 //
