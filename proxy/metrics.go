@@ -91,6 +91,7 @@ func newMetrics(s *Server) *promMetrics {
 	m.reg.MustRegister(m.requests, m.overhead, m.tokensReceived, m.tokensForwarded, m.inputTokens, m.outputTokens,
 		m.cacheReadTokens, m.cacheWriteTokens, m.cost, m.costWithout, m.saved, m.summaryRequests, m.compactions,
 		m.clearingBatches, m.cacheBreaks, m.offloaded, m.pruned, m.engineErrors, m.storeTimeouts, m.storeErrors)
+	m.zero()
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "agentctx", Name: "sessions", Help: "Sessions with statistics."},
 			func() float64 { return float64(s.stats.len()) }),
@@ -105,6 +106,26 @@ func newMetrics(s *Server) *promMetrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
+}
+
+// zero creates every series of the per-API collectors at zero, each
+// outcome's too, so that /metrics shows them from the start: a rate or an
+// alert on a counter that is absent until its first increment sees
+// nothing (issue 48).
+func (m *promMetrics) zero() {
+	for _, api := range []API{APIAnthropic, APIChat, APIResponses} {
+		a := string(api)
+		for _, o := range []string{OutcomeEdited, OutcomeUnedited, OutcomeError, OutcomeCancelled} {
+			m.requests.WithLabelValues(a, o)
+		}
+		m.overhead.WithLabelValues(a)
+		m.saved.WithLabelValues(a)
+		for _, c := range []*prometheus.CounterVec{m.tokensReceived, m.tokensForwarded, m.inputTokens, m.outputTokens,
+			m.cacheReadTokens, m.cacheWriteTokens, m.cost, m.costWithout, m.summaryRequests, m.compactions,
+			m.clearingBatches, m.cacheBreaks, m.offloaded, m.pruned, m.engineErrors, m.storeTimeouts, m.storeErrors} {
+			c.WithLabelValues(a)
+		}
+	}
 }
 
 // Registry returns the Server's Prometheus registry (what MetricsPath

@@ -307,3 +307,35 @@ func TestMetricsRegistryPerServer(t *testing.T) {
 		t.Fatal("one registry for two servers")
 	}
 }
+
+// A fresh proxy exports every per-API series at zero, each outcome of
+// requests_total too: a rate or an alert on a counter absent until its
+// first increment sees nothing (issue 48).
+func TestMetricsPresentAtZero(t *testing.T) {
+	srv, err := proxy.New(proxy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := srv.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := map[string]int{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			series[mf.GetName()]++
+			if c := m.GetCounter(); c != nil && c.GetValue() != 0 && strings.HasPrefix(mf.GetName(), "agentctx_") {
+				t.Errorf("%s = %v on a fresh proxy", mf.GetName(), c.GetValue())
+			}
+		}
+	}
+	for name, want := range map[string]int{
+		"agentctx_requests_total": 12, "agentctx_cost_usd_total": 3, "agentctx_cost_without_agentctx_usd_total": 3,
+		"agentctx_saved_usd": 3, "agentctx_compactions_total": 3, "agentctx_engine_errors_total": 3,
+		"agentctx_proxy_overhead_seconds": 3, "agentctx_summary_requests_total": 3,
+	} {
+		if series[name] != want {
+			t.Errorf("%s: %d series, want %d (3 APIs)", name, series[name], want)
+		}
+	}
+}
