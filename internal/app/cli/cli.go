@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -402,6 +403,19 @@ func (e *env) writeJSON(ctx context.Context, v any) error {
 		return fmt.Errorf("write output: %w", err)
 	}
 	return e.writeLine(ctx, b)
+}
+
+// writeIndentedJSON writes v as JSON indented for a reader (a terminal).
+func (e *env) writeIndentedJSON(ctx context.Context, v any) error {
+	b, err := rawjson.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, b, "", "  "); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return e.writeLine(ctx, buf.Bytes())
 }
 
 // writeLine writes b and a newline in one write, unless ctx is cancelled.

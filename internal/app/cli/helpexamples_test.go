@@ -99,9 +99,9 @@ func TestHelpExamples(t *testing.T) {
 	walk(newRoot(&env{s: &Streams{}}))
 	helpLines := len(lines)
 	lines = append(lines, readmeLines...)
-	// The sessions the examples name (s1, s2) exist, and the ws examples
-	// read what ws offload stores: run the writers first.
-	for _, s := range []string{"s1", "s2"} {
+	// The sessions the examples name (s1, s2, s3) exist, and the ws
+	// examples read what ws offload stores: run the writers first.
+	for _, s := range []string{"s1", "s2", "s3"} {
 		runHelpExample(t, cwd, "agentctx prepare --session "+s+" session.jsonl > prepared-"+s+".json")
 	}
 	for pass := range 2 {

@@ -121,7 +121,13 @@ func newSessionsLsCmd(e *env, f *sessionsFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ls",
 		Short: "List the sessions with their size, requests, compactions and last activity",
-		Args:  cobra.NoArgs,
+		Long: `ls lists the sessions: a table on a terminal (ids as they are, quoted
+only when they hold a space or an unprintable character; the last activity
+in local time with its zone), JSON otherwise or with --json.`,
+		Example: `  agentctx sessions ls
+  agentctx sessions ls --older-than 7d
+  agentctx sessions ls --all --json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, closeAll, err := f.open(cmd.Context(), e)
 			if err != nil {
@@ -156,17 +162,34 @@ func writeSessionsTable(w io.Writer, list []pipeline.SessionInfo) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAMESPACE\tSESSION\tSIZE\tREQUESTS\tCOMPACTIONS\tARTIFACTS\tLAST ACTIVITY")
 	for _, si := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", strconv.QuoteToGraphic(si.Namespace), strconv.QuoteToGraphic(si.ID),
-			formatBytes(si.Size), si.Requests, si.Compactions, si.Artifacts, si.LastActivity.Local().Format(time.DateTime))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", tableCell(si.Namespace), tableCell(si.ID),
+			formatBytes(si.Size), si.Requests, si.Compactions, si.Artifacts, si.LastActivity.Local().Format(tableTime))
 	}
 	return tw.Flush()
+}
+
+// tableTime is how a table prints a time: local, with its zone.
+const tableTime = "2006-01-02 15:04:05 MST"
+
+// tableCell is s as a table prints it: as it is, or quoted (Go syntax)
+// when it is empty or holds a space or a character that is not graphic,
+// which would shift or hide the columns.
+func tableCell(s string) string {
+	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return r == ' ' || r == '\t' || !strconv.IsGraphic(r) }) {
+		return strconv.QuoteToGraphic(s)
+	}
+	return s
 }
 
 func newSessionsShowCmd(e *env, f *sessionsFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "show ID",
 		Short: "Show one session: its counts, compaction summary and artifacts",
-		Args:  cobra.ExactArgs(1),
+		Long: `show prints one session as JSON: its counts, compaction summary and
+artifacts; indented on a terminal (unless --json), one line otherwise.`,
+		Example: `  agentctx sessions show s3
+  agentctx sessions show --json s3 > s3.json`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.all {
 				return usagef("show takes one --namespace, not --all")
@@ -179,6 +202,9 @@ func newSessionsShowCmd(e *env, f *sessionsFlags) *cobra.Command {
 			d, err := s.Show(cmd.Context(), f.namespace, args[0])
 			if err != nil {
 				return sessionsError(err)
+			}
+			if f.table(e) {
+				return e.writeIndentedJSON(cmd.Context(), d)
 			}
 			return e.writeJSON(cmd.Context(), d)
 		},

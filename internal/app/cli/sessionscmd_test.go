@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentctx/agentctx/pipeline"
 )
@@ -208,11 +209,35 @@ func TestSessionsLsTable(t *testing.T) {
 		}
 		return out.String()
 	}
+	if _, errOut, code := run(t, "", "prepare", "--workspace", ws, "--session", "plain-1", "--dir", dir, small); code != 0 {
+		t.Fatal(errOut)
+	}
 	lines := strings.Split(strings.TrimSpace(tty("sessions", "ls", "--workspace", ws)), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "NAMESPACE  SESSION") || !strings.Contains(lines[1], `"s\x01odd"`) {
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "NAMESPACE  SESSION") {
 		t.Fatalf("table:\n%s", strings.Join(lines, "\n"))
 	}
-	if out := tty("sessions", "ls", "--json", "--workspace", ws); !strings.HasPrefix(out, `[{"namespace":"default","id":"s\u0001odd"`) {
+	// Ids as they are, quoted only when they would hide or shift the
+	// columns; the time with its zone (issue 48: every cell was quoted,
+	// the time had no zone).
+	zone := time.Now().Format("MST")
+	for _, l := range lines[1:] {
+		f := strings.Fields(l)
+		switch {
+		case f[0] != "default":
+			t.Errorf("namespace %q, want it bare: %s", f[0], l)
+		case f[1] != "plain-1" && f[1] != `"s\x01odd"`:
+			t.Errorf("session %q, want plain-1 bare or the odd one quoted: %s", f[1], l)
+		case f[len(f)-1] != zone:
+			t.Errorf("last activity without its zone %s: %s", zone, l)
+		}
+	}
+	if out := tty("sessions", "show", "--workspace", ws, "plain-1"); !strings.HasPrefix(out, "{\n  \"") {
+		t.Errorf("show on a terminal, not indented: %.200s", out)
+	}
+	if out := tty("sessions", "show", "--json", "--workspace", ws, "plain-1"); strings.Count(out, "\n") != 1 {
+		t.Errorf("show --json on a terminal, not one line: %.200s", out)
+	}
+	if out := tty("sessions", "ls", "--json", "--workspace", ws); !strings.HasPrefix(out, `[{"namespace":"default","id":`) || !strings.Contains(out, `"id":"s\u0001odd"`) {
 		t.Fatalf("--json on a terminal: %s", out)
 	}
 }
