@@ -43,8 +43,26 @@ func (e *env) settle(cmd *cobra.Command) error {
 		Env:         envOf,
 		LookupEnv:   e.s.LookupEnv,
 		SectionOnly: filterFlag,
+		Also:        alsoSection(cmd),
 	})
 	return err
+}
+
+// alsoSection returns the sections of the file a command takes what its
+// own does not set: the proxy's for claude and codex, which run one with
+// its flags (issue 48: the proxy section did not reach them), but for
+// --listen (a standing proxy's address, which their own proxy would
+// collide with). Nil for other commands.
+func alsoSection(cmd *cobra.Command) func(*pflag.Flag) []string {
+	if p := commandPath(cmd); len(p) != 1 || (p[0] != "claude" && p[0] != "codex") {
+		return nil
+	}
+	return func(f *pflag.Flag) []string {
+		if f.Name == "listen" {
+			return nil
+		}
+		return []string{"proxy"}
+	}
 }
 
 // checkValues tries the file's values on the flags of every command but
@@ -58,7 +76,7 @@ func checkValues(cmd *cobra.Command, f *config.File) error {
 			return
 		}
 		if c != cmd {
-			_, err = config.Settle(allFlags(c), config.Options{Command: commandPath(c), File: f, SectionOnly: filterFlag})
+			_, err = config.Settle(allFlags(c), config.Options{Command: commandPath(c), File: f, SectionOnly: filterFlag, Also: alsoSection(c)})
 		}
 		for _, sub := range c.Commands() {
 			walk(sub)
@@ -173,6 +191,7 @@ An unknown key or a bad value is an error (exit 2) for every command.`,
 			} else {
 				rep.Settings, err = config.Settle(allFlags(target), config.Options{
 					Command: commandPath(target), File: e.cfg.file, Env: envOf, LookupEnv: e.s.LookupEnv, SectionOnly: filterFlag,
+					Also: alsoSection(target),
 				})
 			}
 			if err != nil {

@@ -121,7 +121,8 @@ func TestConfigCommand(t *testing.T) {
 		t.Errorf("report head = %+v", rep)
 	}
 	out, _, _ = runEnv(t, env, "config", "--json", "sessions", "prune")
-	if !strings.Contains(out, `{"name":"retain-age","value":"720h0m0s","source":"file","origin":"`+cfg+`: sessions.prune.retain-age"}`) {
+	// As written (issue 48: 720h0m0s).
+	if !strings.Contains(out, `{"name":"retain-age","value":"30d","source":"file","origin":"`+cfg+`: sessions.prune.retain-age"}`) {
 		t.Errorf("sessions prune settings: %s", out)
 	}
 	out, _, _ = runEnv(t, map[string]string{"AGENTCTX_CONFIG": tempConfig(t, `{"ws": {"workspace": "/x"}}`)}, "config", "--json", "ws", "ls")
@@ -147,14 +148,22 @@ func TestConfigErrors(t *testing.T) {
 		"bad value":       {`{"limit": "lots"}`, `key "limit": invalid value for --limit`},
 		"bad nested":      {`{"proxy": {"max-sessions": true}}`, `key "proxy.max-sessions": invalid value`},
 		"bad persistent":  {`{"sessions": {"all": "maybe"}}`, `key "sessions.all": invalid value for --all`},
-		"bad json":        {`{"limit": 1,}`, "not a JSON object"},
+		"bad json":        {`{"limit": 1,}`, "not a JSON object: unexpected '}' looking for beginning of object key string at line 1, column 13"},
 		"null":            {`{"limit": null}`, "null is not a value"},
+		// In the user's words, not the parser's (issue 48).
+		"not a number":   {`{"limit": "lots"}`, `invalid value for --limit: want a whole number`},
+		"not a duration": {`{"proxy": {"timeout": "soon"}}`, `invalid value for --timeout: want a duration such as 90s, 5m or 1h`},
+		"out of range":   {`{"limit": 99999999999999999999999}`, `invalid value for --limit: out of range`},
+		"ends early":     {"{\"limit\": 1", "not a JSON object: it ends early"},
+		"stray bracket":  {`{"limit": 1}}`, "not a JSON object: more after its end, at line 1, column 13"},
+		"an array":       {`[1]`, "not a JSON object: the file holds a JSON array"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cfg := tempConfig(t, tc.body)
 			for _, args := range [][]string{{"count", "-"}, {"config"}, {"sessions", "ls"}} {
 				out, errOut, code := runEnv(t, map[string]string{"AGENTCTX_CONFIG": cfg}, args...)
-				if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, cfg) {
+				if code != 2 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, cfg) ||
+					strings.Contains(errOut, "strconv.") || strings.Contains(errOut, "time: ") {
 					t.Errorf("%v: exit %d stdout %q stderr %q; want exit 2 and %q", args, code, out, errOut, tc.want)
 				}
 			}
@@ -167,5 +176,42 @@ func TestConfigErrors(t *testing.T) {
 	out, errOut, code = runEnv(t, map[string]string{"AGENTCTX_LIMIT": "many"}, "prepare", "-")
 	if code != 2 || out != "" || !strings.Contains(errOut, `AGENTCTX_LIMIT="many": invalid value for --limit`) {
 		t.Errorf("bad env: exit %d %q %q", code, out, errOut)
+	}
+}
+
+// The file's proxy section reaches agentctx claude and codex, which run a
+// proxy with its flags (issue 48): their own section wins, and --listen
+// (a standing proxy's address) is not taken. Sizes and durations are
+// shown as written.
+func TestConfigProxySectionReachesLaunchers(t *testing.T) {
+	cfg := tempConfig(t, `{"limit": 90000, "proxy": {"limit": 50000, "threshold": 0.5, "listen": "127.0.0.1:9999", "retain-size": "2GiB"},
+		"codex": {"limit": 70000}}`)
+	env := map[string]string{"AGENTCTX_CONFIG": cfg}
+	for _, tc := range []struct {
+		cmd  string
+		want map[string]string
+	}{
+		{"claude", map[string]string{"limit": "50000 proxy.limit", "threshold": "0.5 proxy.threshold", "listen": "127.0.0.1:0 ", "retain-size": "2GiB proxy.retain-size"}},
+		{"codex", map[string]string{"limit": "70000 codex.limit", "threshold": "0.5 proxy.threshold", "listen": "127.0.0.1:0 "}},
+		{"proxy", map[string]string{"limit": "50000 proxy.limit", "listen": "127.0.0.1:9999 proxy.listen"}},
+		{"prepare", map[string]string{"limit": "90000 limit"}},
+	} {
+		out, errOut, code := runEnv(t, env, "config", "--json", tc.cmd)
+		if code != 0 {
+			t.Fatalf("config %s: exit %d: %s", tc.cmd, code, errOut)
+		}
+		var rep configReport
+		if err := json.Unmarshal([]byte(out), &rep); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, s := range rep.Settings {
+			got[s.Name] = s.Value + " " + strings.TrimPrefix(s.Origin, cfg+": ")
+		}
+		for name, want := range tc.want {
+			if got[name] != want {
+				t.Errorf("%s --%s = %q, want %q", tc.cmd, name, got[name], want)
+			}
+		}
 	}
 }

@@ -358,11 +358,30 @@ func sessionsError(err error) error {
 // age is a duration flag that also takes days: 30d, 1d12h.
 type age time.Duration
 
+// String prints a as it is written: whole days as "30d", then the rest
+// without its zero units ("1d12h", "1h30m"; issue 48: config showed
+// 720h0m0s for 30d).
 func (a *age) String() string {
-	if *a == 0 {
+	d := time.Duration(*a)
+	if d == 0 {
 		return "0"
 	}
-	return time.Duration(*a).String()
+	var b strings.Builder
+	if days := d / (24 * time.Hour); days > 0 {
+		fmt.Fprintf(&b, "%dd", days)
+		d -= days * 24 * time.Hour
+	}
+	if d > 0 {
+		r := d.String()
+		if strings.HasSuffix(r, "m0s") {
+			r = strings.TrimSuffix(r, "0s")
+		}
+		if strings.HasSuffix(r, "h0m") {
+			r = strings.TrimSuffix(r, "0m")
+		}
+		b.WriteString(r)
+	}
+	return b.String()
 }
 
 func (a *age) Type() string { return "duration" }
@@ -402,7 +421,26 @@ func parseAge(s string) (time.Duration, error) {
 // 1000; KiB, MiB, GiB: of 1024).
 type byteSize int64
 
-func (b *byteSize) String() string { return strconv.FormatInt(int64(*b), 10) }
+// String prints b as it is written: in the unit that gives the smallest
+// whole number ("2GiB", "500MB"), else in bytes (issue 48: config showed
+// 2147483648 for 2GiB).
+func (b *byteSize) String() string {
+	n := int64(*b)
+	best := strconv.FormatInt(n, 10)
+	if n == 0 {
+		return best
+	}
+	m := n
+	for _, u := range []struct {
+		unit string
+		size int64
+	}{{"KB", 1e3}, {"KiB", 1 << 10}, {"MB", 1e6}, {"MiB", 1 << 20}, {"GB", 1e9}, {"GiB", 1 << 30}, {"TB", 1e12}, {"TiB", 1 << 40}} {
+		if n%u.size == 0 && n/u.size < m {
+			m, best = n/u.size, strconv.FormatInt(n/u.size, 10)+u.unit
+		}
+	}
+	return best
+}
 
 func (b *byteSize) Type() string { return "size" }
 

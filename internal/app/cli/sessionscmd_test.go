@@ -168,7 +168,8 @@ func TestSessionsMissingWorkspace(t *testing.T) {
 }
 
 func TestAgeAndSizeFlags(t *testing.T) {
-	for in, want := range map[string]string{"30d": "720h0m0s", "1d12h": "36h0m0s", "90m": "1h30m0s", "0": "0"} {
+	// Printed as written (issue 48), and read back the same.
+	for in, want := range map[string]string{"30d": "30d", "1d12h": "1d12h", "90m": "1h30m", "0": "0", "36h": "1d12h", "1h0m1s": "1h0m1s", "720h": "30d", "2m30s": "2m30s"} {
 		var a age
 		if err := a.Set(in); err != nil || a.String() != want {
 			t.Errorf("age %q = %v, %v; want %s", in, a.String(), err, want)
@@ -184,6 +185,16 @@ func TestAgeAndSizeFlags(t *testing.T) {
 		var b byteSize
 		if err := b.Set(in); err != nil || int64(b) != want {
 			t.Errorf("size %q = %d, %v; want %d", in, b, err, want)
+		}
+	}
+	for in, want := range map[string]string{"2GiB": "2GiB", "500MB": "500MB", "1.5k": "1536", "1024": "1KiB", "1000": "1KB", "1000KiB": "1000KiB", "123": "123", "0": "0"} {
+		var b byteSize
+		if err := b.Set(in); err != nil || b.String() != want {
+			t.Errorf("size %q printed %q, %v; want %s", in, b.String(), err, want)
+		}
+		var again byteSize
+		if err := again.Set(b.String()); err != nil || again != b {
+			t.Errorf("size %q: %q reads back as %d, %v", in, b.String(), again, err)
 		}
 	}
 	for _, bad := range []string{"", "MB", "-1", "5 parsecs", "1e30GB"} {

@@ -38,6 +38,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -156,13 +157,14 @@ func Parse(path string, data []byte) (*File, error) {
 	dec.UseNumber()
 	var top map[string]any
 	if err := dec.Decode(&top); err != nil {
-		return nil, &Error{Path: path, Err: fmt.Errorf("not a JSON object: %v", err)}
+		return nil, &Error{Path: path, Err: jsonError(data, err)}
 	}
 	if top == nil {
 		return nil, &Error{Path: path, Err: errors.New("not a JSON object")}
 	}
-	if dec.More() {
-		return nil, &Error{Path: path, Err: errors.New("more than one JSON value")}
+	if rest := bytes.TrimSpace(data[dec.InputOffset():]); len(rest) > 0 {
+		// (dec.More misses a stray closing bracket.)
+		return nil, &Error{Path: path, Err: fmt.Errorf("not a JSON object: more after its end, at %s", lineCol(data, len(data)-len(rest)))}
 	}
 	s, err := parseSection(path, "", top)
 	if err != nil {
@@ -305,4 +307,35 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// jsonError says where and how a file is not a JSON object, in the
+// user's words (line and column), not the decoder's (issue 48: config
+// errors carried Go parser text).
+func jsonError(data []byte, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("not a JSON object: it ends early (an object, list or string not closed)")
+	case errors.As(err, &syn):
+		msg := strings.TrimPrefix(syn.Error(), "invalid character ")
+		return fmt.Errorf("not a JSON object: unexpected %s at %s", msg, lineCol(data, int(syn.Offset-1)))
+	case errors.As(err, &typ):
+		return fmt.Errorf("not a JSON object: the file holds a JSON %s", typ.Value)
+	}
+	return fmt.Errorf("not a JSON object: %v", err)
+}
+
+// lineCol is the line and column (from 1) of data's byte off.
+func lineCol(data []byte, off int) string {
+	line, col := 1, 1
+	for _, c := range data[:max(0, min(off, len(data)))] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Sprintf("line %d, column %d", line, col)
 }

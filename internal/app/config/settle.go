@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -48,6 +49,12 @@ type Options struct {
 	// set, only the command's own section (a flag that is a filter in
 	// this command, where a shared default would surprise). Nil: none.
 	SectionOnly func(*pflag.Flag) bool
+	// Also returns the path of another command whose section the
+	// command takes a flag's value from when its own section does not
+	// set it, before the top level (agentctx claude and codex run a
+	// proxy: the file's proxy section is theirs too); nil for none. Nil:
+	// none for every flag.
+	Also func(*pflag.Flag) []string
 }
 
 // Settle sets every flag of fs that the command line left unset (pflag's
@@ -72,16 +79,16 @@ func Settle(fs *pflag.FlagSet, o Options) ([]Setting, error) {
 			if name := envName(o, f); name != "" {
 				if v, ok := o.LookupEnv(name); ok && v != "" {
 					if serr := f.Value.Set(v); serr != nil {
-						err = fmt.Errorf("%s=%q: invalid value for --%s: %v: %w", name, Mask(f.Name, v), f.Name, serr, ErrInvalid)
+						err = fmt.Errorf("%s=%q: invalid value for --%s: %v: %w", name, Mask(f.Name, v), f.Name, valueError(f, serr), ErrInvalid)
 						return
 					}
 					s.Source, s.Origin = SourceEnv, name
 					break
 				}
 			}
-			if vals, key, ok := o.File.Lookup(o.Command, f.Name, o.SectionOnly != nil && o.SectionOnly(f)); ok {
+			if vals, key, ok := o.lookup(f); ok {
 				if serr := setValues(f, vals); serr != nil {
-					err = &Error{Path: o.File.Path, Key: key, Err: fmt.Errorf("invalid value for --%s: %v", f.Name, serr)}
+					err = &Error{Path: o.File.Path, Key: key, Err: fmt.Errorf("invalid value for --%s: %v", f.Name, valueError(f, serr))}
 					return
 				}
 				s.Source, s.Origin = SourceFile, o.File.Path+": "+key
@@ -91,6 +98,23 @@ func Settle(fs *pflag.FlagSet, o Options) ([]Setting, error) {
 		out = append(out, s)
 	})
 	return out, err
+}
+
+// lookup finds f's value in the file: the command's own sections, then
+// Also's, then the top level.
+func (o Options) lookup(f *pflag.Flag) ([]string, string, bool) {
+	sectionOnly := o.SectionOnly != nil && o.SectionOnly(f)
+	if o.Also != nil {
+		if also := o.Also(f); also != nil {
+			if vals, key, ok := o.File.Lookup(o.Command, f.Name, true); ok {
+				return vals, key, true
+			}
+			if vals, key, ok := o.File.Lookup(also, f.Name, true); ok {
+				return vals, key, true
+			}
+		}
+	}
+	return o.File.Lookup(o.Command, f.Name, sectionOnly)
 }
 
 func envName(o Options, f *pflag.Flag) string {
@@ -131,4 +155,26 @@ func Mask(name, value string) string {
 		return secret.URL(value)
 	}
 	return value
+}
+
+// valueError says what a flag of f's type wants, in place of a parser's
+// text ("strconv.ParseInt: parsing \"abc\": invalid syntax"); other
+// errors (the flag's own, which name what they want) are kept.
+func valueError(f *pflag.Flag, err error) error {
+	var ne *strconv.NumError
+	isNum := errors.As(err, &ne)
+	t := f.Value.Type()
+	switch {
+	case isNum && errors.Is(ne.Err, strconv.ErrRange):
+		return errors.New("out of range")
+	case isNum && t == "bool":
+		return errors.New("want true or false")
+	case isNum && strings.HasPrefix(t, "float"):
+		return errors.New("want a number")
+	case isNum:
+		return errors.New("want a whole number")
+	case t == "duration" && strings.HasPrefix(err.Error(), "time: "):
+		return errors.New("want a duration such as 90s, 5m or 1h")
+	}
+	return err
 }
