@@ -440,6 +440,27 @@ func (s *StepReport) offloadSummary() string {
 	return ""
 }
 
+// notCompacted says, for a person, why the compact step compacted
+// nothing (issue 48: "nothing compacted ()" when the list was below the
+// trigger, which leaves the reason empty).
+func notCompacted(r compact.Reason) string {
+	switch r {
+	case "", compact.ReasonBelowThreshold:
+		return "not needed (below the trigger)"
+	case compact.ReasonEmpty:
+		return "nothing to compact (no messages)"
+	case compact.ReasonNothingToCompact:
+		return "nothing compacted: the messages kept (the first and the last turns) are the whole list"
+	case compact.ReasonSummarizerFailed:
+		return "nothing compacted: the summarizer failed (the list is sent as it was)"
+	case compact.ReasonRetainedOverThreshold:
+		return "nothing compacted: the messages kept alone reach the trigger"
+	case compact.ReasonSummaryOverThreshold:
+		return "nothing compacted: the summary would not bring the list below the trigger"
+	}
+	return "nothing compacted (" + string(r) + ")"
+}
+
 // compactSummary is summary's line for the compact step.
 func (s *StepReport) compactSummary() string {
 	c := s.Compact
@@ -454,10 +475,7 @@ func (s *StepReport) compactSummary() string {
 		parts = append(parts, fmt.Sprintf("%d message(s) summarized", c.Stats.CompactedMessageCount))
 	}
 	if len(parts) == 0 {
-		if c.Reason == compact.ReasonBelowThreshold {
-			return "not needed"
-		}
-		return "nothing compacted (" + string(c.Reason) + ")"
+		return notCompacted(c.Reason)
 	}
 	line := strings.Join(parts, ", ") + s.saved()
 	if c.Archive != "" {
