@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/agentctx/agentctx/prune"
 )
 
 // TestProxyTailRatioDefault: the live proxy keeps the pipeline's tail
@@ -37,5 +40,41 @@ func TestProxyTailRatioDefault(t *testing.T) {
 		if po.Compact.TailRatio != tc.want {
 			t.Errorf("%v: Compact.TailRatio = %v, want %v", tc.args, po.Compact.TailRatio, tc.want)
 		}
+	}
+}
+
+// The live commands clear stale output with the English placeholder; the
+// seed's text stays the single-shot default, and --placeholder wins,
+// the seed's text given on the command line too (issue 48).
+func TestProxyPlaceholderDefault(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, prune.EnglishPlaceholder},
+		{[]string{"--placeholder", "[stale]"}, "[stale]"},
+		{[]string{"--placeholder", prune.DefaultPlaceholder}, prune.DefaultPlaceholder},
+	} {
+		var p proxyFlags
+		cmd := &cobra.Command{Use: "proxy", Args: cobra.NoArgs}
+		p.register(cmd, "127.0.0.1:0")
+		if err := cmd.ParseFlags(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		log := slog.New(slog.DiscardHandler)
+		e := &env{s: &Streams{Out: io.Discard, Err: io.Discard}, logger: log}
+		po, _, _, err := p.pipelineOptions(cmd, e, log)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if po.Prune.Placeholder != tc.want {
+			t.Errorf("%v: Prune.Placeholder = %q, want %q", tc.args, po.Prune.Placeholder, tc.want)
+		}
+	}
+	var f prepareFlags
+	fs := pflag.NewFlagSet("prepare", pflag.ContinueOnError)
+	f.register(fs, false)
+	if f.placeholder != prune.DefaultPlaceholder {
+		t.Errorf("prepare's placeholder %q, want the seed's", f.placeholder)
 	}
 }
