@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -741,11 +742,19 @@ type fileReport struct {
 // to DIR under its own name.
 func (r *prepareRun) prepareFiles(ctx context.Context, outDir string, files []string, showSummary, printJSON bool) ([]namedReport, error) {
 	e := r.e
+	if fi, err := os.Stat(outDir); err == nil && !fi.IsDir() {
+		// A usage error, before anything is read or written (issue 48:
+		// exit 1 after the inputs were checked).
+		return nil, usagef("--out %s: not a directory (--out names the directory the prepared files are written to)", outDir)
+	}
 	outputs, err := r.checkFiles(ctx, outDir, files)
 	if err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(outDir, 0o755); err != nil {
+		if errors.Is(err, syscall.ENOTDIR) {
+			return nil, usagef("--out: %v", err)
+		}
 		return nil, fmt.Errorf("--out: %w", err)
 	}
 	removeStaleTemp(outDir)

@@ -227,6 +227,25 @@ func TestPrepareCommandUsageErrors(t *testing.T) {
 	}
 }
 
+// --out naming a file, or a path under one, is bad usage: exit 2 with
+// one line, nothing written (issue 48: exit 1).
+func TestPrepareOutNotADirectory(t *testing.T) {
+	dir, flags := prepDirs(t)
+	in := filepath.Join(t.TempDir(), "in.json")
+	os.WriteFile(in, []byte(`[{"role":"user","content":"hi"}]`), 0o644)
+	file := filepath.Join(t.TempDir(), "a-file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	for _, out := range []string{file, filepath.Join(file, "sub")} {
+		code, stdout, errOut := prepRun(t, true, "", append(append([]string{"prepare"}, flags...), "--out", out, in)...)
+		if code != cli.ExitUsage || stdout != "" || !strings.Contains(errOut, "not a directory") || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("--out %s: exit %d, stdout %.80q, stderr %q; want exit 2, not a directory", out, code, stdout, errOut)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("--out %s: wrote %d entries", out, len(entries))
+		}
+	}
+}
+
 func TestPrepareCommandOut(t *testing.T) {
 	dir, flags := prepDirs(t)
 	in := filepath.Join(dir, "in")
