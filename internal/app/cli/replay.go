@@ -100,7 +100,7 @@ func newReplayCmd(e *env) *cobra.Command {
 				if len(args) > 0 {
 					name = args[0]
 				}
-				printReplaySummary(e.s.Err, name, res)
+				printReplaySummary(e.s.Err, name, res, m != nil && m.Ledger != nil)
 			}
 			if !perRequest {
 				res.PerRequest = nil
@@ -123,7 +123,10 @@ func newReplayCmd(e *env) *cobra.Command {
 // session that ran through agentctx.
 type replayOutput struct {
 	*replay.Result
-	// Managed is set for a session that ran through agentctx.
+	// Managed is set for the transcript of a session that ran through
+	// agentctx, recognised by the ledger or by agentctx's marks in it; when
+	// the ledger holds the session, requests, compactions, cost_usd,
+	// cost_without_usd and saved_usd are the ledger's, not the replay's.
 	Managed *proxy.Managed `json:"managed,omitempty"`
 }
 
@@ -165,7 +168,8 @@ func replayStores(ctx context.Context, store, ws string, o *replay.Options) (fun
 // printReplaySummary writes replay's lines for a person. Without recorded
 // usage there is no count error to report, and the bill without agentctx
 // is an estimate from our counts, not the recorded one.
-func printReplaySummary(w io.Writer, name string, res *replay.Result) {
+// With fromLedger the requests, compactions and money are the ledger's.
+func printReplaySummary(w io.Writer, name string, res *replay.Result, fromLedger bool) {
 	fmt.Fprintf(w, "agentctx replay: %s: %d requests, %d compaction(s), %d cache break(s), prefix stable %.1f%%\n",
 		name, res.Requests, res.Compactions, res.CacheBreaks, 100*res.PrefixStableRatio)
 	without := "as recorded"
@@ -175,6 +179,11 @@ func printReplaySummary(w io.Writer, name string, res *replay.Result) {
 	} else {
 		fmt.Fprintf(w, "  count error: median %.2f%%, p95 %.2f%% over %d requests; prepare: median %.1f ms, max %.1f ms\n",
 			res.CountError.MedianPct, res.CountError.P95Pct, res.CountError.N, res.MedianMs, res.MaxMs)
+	}
+	if fromLedger {
+		fmt.Fprintf(w, "  cost (from the agentctx ledger): $%.4f with agentctx, $%.4f without (estimated), saved $%.4f\n",
+			res.CostUSD, res.CostWithoutUSD, res.SavedUSD)
+		return
 	}
 	fmt.Fprintf(w, "  cost: $%.4f with agentctx (estimate), $%.4f without (%s), saved $%.4f\n",
 		res.CostUSD, res.CostWithoutUSD, without, res.SavedUSD)
