@@ -49,9 +49,17 @@ func TestManagedSessionWithoutLedger(t *testing.T) {
 	}{
 		{"no ledger", empty, "no ledger was found"},
 		{"a ledger without the session", withEmpty, `the ledger holds no entry of session "cc-managed-1"`},
+		{"the project's workspace, not there", "", "no ledger was found"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			out, errs, code := run(t, "", "report", "--limit", "20000", "--ledger", tt.ledger, file)
+			var ledger []string
+			if tt.ledger != "" {
+				ledger = []string{"--ledger", tt.ledger}
+			} else { // the default: the project's workspace, in an empty state directory
+				t.Chdir(t.TempDir())
+				t.Setenv("XDG_STATE_HOME", t.TempDir())
+			}
+			out, errs, code := run(t, "", append([]string{"report", "--limit", "20000", file}, ledger...)...)
 			if code != 0 {
 				t.Fatalf("report: exit %d: %s", code, errs)
 			}
@@ -62,7 +70,7 @@ func TestManagedSessionWithoutLedger(t *testing.T) {
 			if !strings.Contains(out, "\nwarning: this session ran through agentctx") {
 				t.Errorf("report table without the warning:\n%s", out)
 			}
-			out, errs, code = run(t, "", "replay", "--limit", "20000", "--per-request=false", "--ledger", tt.ledger, file)
+			out, errs, code = run(t, "", append([]string{"replay", "--limit", "20000", "--per-request=false", file}, ledger...)...)
 			if code != 0 {
 				t.Fatalf("replay: exit %d: %s", code, errs)
 			}
@@ -92,10 +100,15 @@ func TestManagedSessionWithoutLedger(t *testing.T) {
 // replay report the ledger's requests, compactions and money, not the
 // replay's, and warn of nothing (issue 48.2).
 func TestManagedSessionFromLedger(t *testing.T) {
-	for _, backend := range []string{"ws", "ws.db"} {
+	for _, backend := range []string{"ws", "ws.db", ".agentctx"} {
 		t.Run(backend, func(t *testing.T) {
 			loc := filepath.Join(t.TempDir(), backend)
-			if backend == "ws" {
+			flags := []string{"--ledger", loc}
+			if backend == ".agentctx" { // the default: the project's own workspace
+				t.Chdir(filepath.Dir(loc))
+				flags = nil
+			}
+			if backend != "ws.db" {
 				if err := os.Mkdir(loc, 0o700); err != nil {
 					t.Fatal(err)
 				}
@@ -123,7 +136,7 @@ func TestManagedSessionFromLedger(t *testing.T) {
 				t.Fatal(err)
 			}
 			file := managedTranscript(t, "cc-managed-2")
-			out, errs, code := run(t, "", "report", "--limit", "20000", "--ledger", loc, file)
+			out, errs, code := run(t, "", append([]string{"report", "--limit", "20000", file}, flags...)...)
 			if code != 0 || errs != "" {
 				t.Fatalf("report: exit %d: %s", code, errs)
 			}
@@ -131,7 +144,7 @@ func TestManagedSessionFromLedger(t *testing.T) {
 			if !strings.HasPrefix(out, want+"\n") || !strings.Contains(out, "53,000") || strings.Count(out, "compaction\n") != 1 {
 				t.Errorf("report:\n%s\nwant it to start with %q, a line per ledger entry (53,000 forwarded) and one compaction", out, want)
 			}
-			out, errs, code = run(t, "", "replay", "--limit", "20000", "--per-request=false", "--ledger", loc, file)
+			out, errs, code = run(t, "", append([]string{"replay", "--limit", "20000", "--per-request=false", file}, flags...)...)
 			if code != 0 || errs != "" {
 				t.Fatalf("replay: exit %d: %s", code, errs)
 			}
