@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -47,6 +48,10 @@ type Report struct {
 	// when not known), After as agentctx sent it.
 	Before *Composition `json:"before,omitempty"`
 	After  Composition  `json:"after"`
+	// Managed is set for the transcript of a session that ran through
+	// agentctx (FindManaged, Managed.ApplyToReport): with its ledger, the
+	// figures above are the ledger's.
+	Managed *Managed `json:"managed,omitempty"`
 }
 
 // ReportFromReplay makes the report of a replayed transcript: its
@@ -109,8 +114,18 @@ func htmlEscape(s string) string {
 // WriteReportText writes r as a table: a line per request, then what
 // fills the context.
 func WriteReportText(w io.Writer, r *Report) error {
-	fmt.Fprintf(w, "%s: %d requests, %d compaction(s), %d clearing batch(es), %d cache break(s); cost $%.4f, without agentctx $%.4f, saved $%.4f\n\n",
-		r.Title, r.Requests, r.Compactions, r.ClearingBatches, r.CacheBreaks, r.CostUSD, r.CostWithoutUSD, r.SavedUSD)
+	switch m := r.Managed; {
+	case m != nil && m.Ledger != nil:
+		fmt.Fprintf(w, "%s: from the agentctx ledger of session %s: %d requests, %d compaction(s); cost $%.4f, without agentctx $%.4f, saved $%.4f\n\n",
+			r.Title, strconv.QuoteToGraphic(m.Session), r.Requests, r.Compactions, r.CostUSD, r.CostWithoutUSD, r.SavedUSD)
+	default:
+		fmt.Fprintf(w, "%s: %d requests, %d compaction(s), %d clearing batch(es), %d cache break(s); cost $%.4f, without agentctx $%.4f, saved $%.4f\n",
+			r.Title, r.Requests, r.Compactions, r.ClearingBatches, r.CacheBreaks, r.CostUSD, r.CostWithoutUSD, r.SavedUSD)
+		if m != nil && m.Warning != "" {
+			fmt.Fprintf(w, "warning: %s\n", m.Warning)
+		}
+		fmt.Fprintln(w)
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	// Tokens; the events after the last cell, not aligned to the right.
 	fmt.Fprintln(tw, "request\tsent by the client\tforwarded\tuncached\tcache read\tcache write\tcost\t  events")

@@ -23,7 +23,6 @@ import (
 	"github.com/agentctx/agentctx/internal/base/rawjson"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pipeline/eval"
-	"github.com/agentctx/agentctx/pipeline/replay"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/savings"
@@ -50,7 +49,7 @@ var jsonOutputs = []struct {
 	{"prepare", "one object per conversation; a request body keeps its other members around messages and report unless --messages-only", prepareOutput{}},
 	{"prepare --out DIR", "one object per conversation, with --json", prepareFileOutput{}},
 	{"eval", "", eval.Evaluation{}},
-	{"replay", "", replay.Result{}},
+	{"replay", "", replayOutput{}},
 	{"summary-eval", "", summaryEvalOutput{}},
 	{"ws offload", "", wsOffloadOutput{}},
 	{"ws ls", "a list of", []workspace.Info{}},

@@ -7,7 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/pipeline/replay"
+	"github.com/agentctx/agentctx/proxy"
+	"github.com/agentctx/agentctx/session"
 )
 
 const replayLong = `replay takes a recorded session (a Claude Code .jsonl) and replays it the
@@ -32,7 +35,16 @@ them out). On a terminal a short summary goes to stderr.
 The pipeline flags are those of prepare. The workspace is a fresh
 temporary one unless --workspace names one. A Claude Code session that
 Claude Code compacted itself is replayed whole, from its first request
-(--whole-history=false replays the live context only).`
+(--whole-history=false replays the live context only).
+
+A transcript of a session that ran through agentctx records the usage of
+the requests as agentctx edited them: replayed, it tells neither what the
+session did nor what it billed. replay recognises such a session by the
+ledger the proxy keeps (--ledger: its entries under the transcript's
+session id) or by agentctx's marks in it, and adds "managed" to the JSON;
+with the ledger's entries, requests, compactions, cost_usd,
+cost_without_usd and saved_usd are the ledger's; without, a warning line
+on stderr (and managed.warning) says the figures are not the session's.`
 
 func newReplayCmd(e *env) *cobra.Command {
 	f := &prepareFlags{}
@@ -40,7 +52,7 @@ func newReplayCmd(e *env) *cobra.Command {
 		ws, store, session string
 		noUsage            bool
 		perRequest         bool
-		pricesFile         string
+		pricesFile, ledger string
 	)
 	cmd := &cobra.Command{
 		Use:   "replay FILE",
@@ -74,21 +86,26 @@ func newReplayCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer closeStores()
+			m, err := replayManaged(cmd.Context(), e, ledger, &o, doc)
+			if err != nil {
+				return err
+			}
 			res, err := replay.Run(cmd.Context(), doc, o)
 			if err != nil {
 				return err
 			}
+			m.ApplyToReplay(res)
 			if e.s.ErrIsTerminal {
 				name := "stdin"
 				if len(args) > 0 {
 					name = args[0]
 				}
-				printReplaySummary(e.s.Err, name, res)
+				printReplaySummary(e.s.Err, name, res, m != nil && m.Ledger != nil)
 			}
 			if !perRequest {
 				res.PerRequest = nil
 			}
-			return e.writeJSON(cmd.Context(), res)
+			return e.writeJSON(cmd.Context(), replayOutput{res, m})
 		},
 	}
 	f.register(cmd.Flags(), true)
@@ -98,7 +115,33 @@ func newReplayCmd(e *env) *cobra.Command {
 	cmd.Flags().BoolVar(&noUsage, "no-usage", false, "do not feed the recorded usage back")
 	cmd.Flags().BoolVar(&perRequest, "per-request", true, "include per_request details")
 	cmd.Flags().StringVar(&pricesFile, "prices", "", pricesFlagHelp)
+	cmd.Flags().StringVar(&ledger, "ledger", "", ledgerFlagHelp+"--store or --workspace when given, else the project's workspace, as agentctx proxy keeps it)")
 	return cmd
+}
+
+// replayOutput is replay's JSON: the result, and what is known of a
+// session that ran through agentctx.
+type replayOutput struct {
+	*replay.Result
+	// Managed is set for the transcript of a session that ran through
+	// agentctx, recognised by the ledger or by agentctx's marks in it; when
+	// the ledger holds the session, requests, compactions, cost_usd,
+	// cost_without_usd and saved_usd are the ledger's, not the replay's.
+	Managed *proxy.Managed `json:"managed,omitempty"`
+}
+
+// replayManaged finds whether doc ran through agentctx: in the ledger of
+// --ledger, else of the store the replay opened (--store, --workspace),
+// else of the project's workspace.
+func replayManaged(ctx context.Context, e *env, ledger string, o *replay.Options, doc *agentctx.Document) (*proxy.Managed, error) {
+	if ledger != "" || o.Sessions == nil {
+		return e.findManaged(ctx, e.s.Err, "replay", ledger, doc)
+	}
+	l, err := session.LedgerOf(o.Sessions)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	return e.managedOf(ctx, e.s.Err, "replay", doc, l)
 }
 
 // replayStores opens the workspace and session stores --store or
@@ -125,7 +168,8 @@ func replayStores(ctx context.Context, store, ws string, o *replay.Options) (fun
 // printReplaySummary writes replay's lines for a person. Without recorded
 // usage there is no count error to report, and the bill without agentctx
 // is an estimate from our counts, not the recorded one.
-func printReplaySummary(w io.Writer, name string, res *replay.Result) {
+// With fromLedger the requests, compactions and money are the ledger's.
+func printReplaySummary(w io.Writer, name string, res *replay.Result, fromLedger bool) {
 	fmt.Fprintf(w, "agentctx replay: %s: %d requests, %d compaction(s), %d cache break(s), prefix stable %.1f%%\n",
 		name, res.Requests, res.Compactions, res.CacheBreaks, 100*res.PrefixStableRatio)
 	without := "as recorded"
@@ -135,6 +179,11 @@ func printReplaySummary(w io.Writer, name string, res *replay.Result) {
 	} else {
 		fmt.Fprintf(w, "  count error: median %.2f%%, p95 %.2f%% over %d requests; prepare: median %.1f ms, max %.1f ms\n",
 			res.CountError.MedianPct, res.CountError.P95Pct, res.CountError.N, res.MedianMs, res.MaxMs)
+	}
+	if fromLedger {
+		fmt.Fprintf(w, "  cost (from the agentctx ledger): $%.4f with agentctx, $%.4f without (estimated), saved $%.4f\n",
+			res.CostUSD, res.CostWithoutUSD, res.SavedUSD)
+		return
 	}
 	fmt.Fprintf(w, "  cost: $%.4f with agentctx (estimate), $%.4f without (%s), saved $%.4f\n",
 		res.CostUSD, res.CostWithoutUSD, without, res.SavedUSD)

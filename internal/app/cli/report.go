@@ -24,12 +24,22 @@ transcript.
 
 The table goes to stdout. --html FILE also writes the dashboard's charts
 of the same report as one self-contained HTML page (no network needed to
-open it), readable by the user only (mode 0600: it quotes the session).`
+open it), readable by the user only (mode 0600: it quotes the session).
+
+A transcript of a session that ran through agentctx records the usage of
+the requests as agentctx edited them: replayed, it tells neither what the
+session did nor what it billed. report recognises such a session by the
+ledger the proxy keeps (--ledger: its entries under the transcript's
+session id) or by agentctx's marks in it (references, placeholders,
+summaries, read-backs), and then reports the ledger's figures (requests,
+compactions, bill, bill without agentctx, saving, a line per request
+billed); when the ledger holds nothing of it, a warning line (on stderr
+and in the table) says the figures are not the session's.`
 
 func newReportCmd(e *env) *cobra.Command {
 	f := &prepareFlags{}
 	var (
-		htmlOut, session, proxyURL, token, pricesFile string
+		htmlOut, session, proxyURL, token, pricesFile, ledger string
 	)
 	cmd := &cobra.Command{
 		Use:   "report FILE | --session ID",
@@ -71,10 +81,15 @@ func newReportCmd(e *env) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				m, err := e.findManaged(cmd.Context(), e.s.Err, "report", ledger, doc)
+				if err != nil {
+					return err
+				}
 				r, err := proxy.ReplayReport(cmd.Context(), filepath.Base(args[0]), doc, replay.Options{Options: base, Prices: prices})
 				if err != nil {
 					return err
 				}
+				m.ApplyToReport(r)
 				rep = r
 			}
 			if htmlOut != "" {
@@ -95,5 +110,6 @@ func newReportCmd(e *env) *cobra.Command {
 	cmd.Flags().StringVar(&proxyURL, "proxy", "http://127.0.0.1:8787", "the running proxy's URL (with --session)")
 	cmd.Flags().StringVar(&token, "token", "", "the proxy's token (with --session; default $"+tokenEnv+")")
 	cmd.Flags().StringVar(&pricesFile, "prices", "", pricesFlagHelp)
+	cmd.Flags().StringVar(&ledger, "ledger", "", ledgerFlagHelp+"the project's workspace, as agentctx proxy keeps it)")
 	return cmd
 }
