@@ -128,3 +128,35 @@ func TestMultiConversationInput(t *testing.T) {
 		t.Errorf("validate: exit %d", code)
 	}
 }
+
+// The README's sentence on the declared read tools holds: they are in the
+// report's tokens after, so count of the prepared body says what the
+// report says (issue 48: the README said count says about 1,200 tokens
+// more).
+func TestPreparedCountMatchesReport(t *testing.T) {
+	dir := t.TempDir()
+	example, _ := filepath.Abs("../../../examples/session.json")
+	out, errOut, code := run(t, "", "prepare", "--workspace", filepath.Join(dir, "ws"), "--dir", dir, "--limit", "14000", example)
+	if code != 0 {
+		t.Fatalf("prepare: exit %d: %s", code, errOut)
+	}
+	var prepared struct {
+		Report struct {
+			TokensAfter     int `json:"tokens_after"`
+			ReadToolsTokens int `json:"read_tools_tokens"`
+		} `json:"report"`
+	}
+	if err := json.Unmarshal([]byte(out), &prepared); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "prepared.json")
+	os.WriteFile(p, []byte(out), 0o644)
+	cout, errOut, code := run(t, "", "count", p)
+	var count struct{ Tokens int }
+	if code != 0 || json.Unmarshal([]byte(cout), &count) != nil {
+		t.Fatalf("count: exit %d: %s %s", code, cout, errOut)
+	}
+	if r := prepared.Report; r.ReadToolsTokens < 1000 || r.ReadToolsTokens > 1400 || count.Tokens != r.TokensAfter {
+		t.Errorf("count %d, report tokens after %d with %d of read tools; the README says equal, the tools about 1,200", count.Tokens, r.TokensAfter, r.ReadToolsTokens)
+	}
+}
