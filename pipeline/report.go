@@ -440,6 +440,15 @@ func (s *StepReport) offloadSummary() string {
 	return ""
 }
 
+// Why says, for a person, why the compact step compacted nothing, or why
+// its result is still over the trigger: "" when it compacted to below it.
+func (c *CompactReport) Why() string {
+	if c == nil || c.Reason == "" && (c.Compacted || c.Reused > 0) {
+		return ""
+	}
+	return notCompacted(c.Reason)
+}
+
 // notCompacted says, for a person, why the compact step compacted
 // nothing (issue 48: "nothing compacted ()" when the list was below the
 // trigger, which leaves the reason empty).

@@ -81,7 +81,7 @@ func TestPrepareOverTheLimitExitsNonZero(t *testing.T) {
 	}{
 		{"compaction off", []string{"--no-compact"}, 1, "compaction is off"},
 		{"allowed", []string{"--no-compact", "--allow-over-limit"}, 0, ""},
-		{"nothing to summarize", []string{"--tail-ratio", "0.9"}, 1, "over the limit of 1000"},
+		{"nothing to summarize", []string{"--tail-ratio", "0.9"}, 1, "over the limit of 1,000: nothing compacted"},
 		{"under", []string{"--limit", "100000"}, 0, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,6 +104,11 @@ func TestPrepareOverTheLimitExitsNonZero(t *testing.T) {
 			if lines := strings.Split(strings.TrimSpace(errOut), "\n"); len(lines) != 1 || !strings.Contains(errOut, "over the limit") ||
 				!strings.Contains(errOut, tt.reason) || !strings.Contains(errOut, "--allow-over-limit") {
 				t.Errorf("stderr %q, want one line saying why (%s)", errOut, tt.reason)
+			}
+			// One number style, and the request's count only (issue 48:
+			// "is 6047 tokens ... 4,834 tokens reach the trigger").
+			if n := regexp.MustCompile(`\b\d{4,}\b`).FindString(errOut); n != "" || strings.Count(errOut, " tokens") != 1 {
+				t.Errorf("stderr %q: a number without separators (%q), or more than one count", errOut, n)
 			}
 		})
 	}

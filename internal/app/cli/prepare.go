@@ -19,6 +19,7 @@ import (
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/internal/app/projectws"
 	"github.com/agentctx/agentctx/internal/base/fsutil"
+	"github.com/agentctx/agentctx/internal/base/textfmt"
 	"github.com/agentctx/agentctx/offload"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/prune"
@@ -604,8 +605,10 @@ func overLimit(reps []namedReport) error {
 		if where != "" {
 			where += ": "
 		}
-		return fmt.Errorf("%sthe prepared request is %d tokens, %w of %d: %s (its JSON is printed; --allow-over-limit to exit 0)",
-			where, rep.EstimatedTokens, errOverLimit, rep.Limit, overLimitReason(rep))
+		// One count (the request's, as the provider estimates it) and
+		// one number style (issue 48: 6047 and 4,834 in one line).
+		return fmt.Errorf("%sthe prepared request is %s tokens, %w of %s: %s (its JSON is printed; --allow-over-limit to exit 0)",
+			where, textfmt.Thousands(rep.EstimatedTokens), errOverLimit, textfmt.Thousands(rep.Limit), overLimitReason(rep))
 	}
 	return nil
 }
@@ -619,10 +622,10 @@ func overLimitReason(rep pipeline.Report) string {
 		return "not compacted"
 	case s.Skipped:
 		return "compaction is off"
-	case len(rep.Warnings) > 0:
-		return rep.Warnings[len(rep.Warnings)-1]
-	case s.Compact != nil && s.Compact.Reason != "":
-		return string(s.Compact.Reason)
+	case rep.ReadToolsTokens > 0 && rep.EstimatedTokens-rep.ReadToolsTokens <= rep.Limit:
+		return "the read tools declared for the references add " + textfmt.Thousands(rep.ReadToolsTokens) + " tokens (--read-back paths or none declares none)"
+	case s.Compact.Why() != "" && !strings.HasPrefix(s.Compact.Why(), "not needed"):
+		return s.Compact.Why()
 	}
 	return "compaction could not bring it under"
 }
