@@ -155,7 +155,7 @@ func newCompactCmd(e *env) *cobra.Command {
 }
 
 func (f *compactFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.dir, "dir", compact.DefaultDir, "archive directory (created if missing)")
+	fs.StringVar(&f.dir, "dir", compact.DefaultDir, "directory of the archives (created if missing)")
 	fs.StringVar(&f.session, "session", compact.DefaultSessionID, "session id: the archive subdirectory")
 	f.summaryFlags.register(fs)
 	fs.BoolVar(&f.check, "check", false, "only report whether compaction is due")

@@ -73,7 +73,7 @@ body (model, system, tools, ...) are kept around "messages" unless
 			}, messagesOnly)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", offload.DefaultDir, "directory for the offloaded files (created if missing)")
+	cmd.Flags().StringVar(&dir, "dir", offload.DefaultDir, "directory of the offloaded files (created if missing)")
 	cmd.Flags().IntVar(&minChars, "min-chars", offload.DefaultMinChars, "offload tool results of at least this many characters")
 	cmd.Flags().BoolVar(&messagesOnly, "messages-only", false, "print the messages without the other members of a request body (model, system, tools, ...)")
 	return cmd
@@ -127,7 +127,7 @@ reference's), file (the first path) and files (all paths).`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", offload.DefaultDir, "root directory for the offloaded files")
+	cmd.Flags().StringVar(&dir, "dir", offload.DefaultDir, "directory of the offloaded files")
 	cmd.Flags().StringVar(&session, "session", "", "session id; files go to <dir>/<session>/ (required)")
 	return cmd
 }

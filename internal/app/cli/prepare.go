@@ -104,7 +104,7 @@ func (f *prepareFlags) register(fs *pflag.FlagSet, eval bool) {
 	fs.StringVar(&f.store, "store", "", storeFlagHelp)
 	fs.StringVar(&f.namespace, "namespace", workspace.DefaultNamespace, "namespace inside the workspace")
 	fs.StringVar(&f.session, "session", compact.DefaultSessionID, "the conversation's session: repeated calls with one session re-apply its earlier decisions (state in <workspace>/.sessions); its artifacts are read back with --session")
-	fs.StringVar(&f.dir, "dir", offload.DefaultDir, "directory of the files written by --offload files (the archives of compactions are workspace artifacts compact_<hash>)")
+	fs.StringVar(&f.dir, "dir", offload.DefaultDir, dirHelp)
 	fs.BoolVar(&f.verify, "verify", false, "read back every artifact, file and archive written and compare it with the original")
 	fs.BoolVar(&f.onReplace, "store-on-replace", false, "store a tool result under 4,000 characters (and under --inline-limit) only when it is pruned, not every one when first seen (as agentctx proxy does)")
 	fs.StringVar(&f.readBack, "read-back", string(pipeline.ReadBackTools), "how the printed request lets the model read back what a reference stands for: tools (declare get_knowledge_by_id and the other read tools in the body's tools when a reference names them), paths (add each artifact's content file path to its reference, for agents with a file tool) or none")
@@ -294,6 +294,10 @@ func openStore(ctx context.Context, path string) (workspace.Store, error) {
 	}
 	return sqlitestore.Open(ctx, path, sqlitestore.Options{})
 }
+
+// dirHelp is --dir's help in prepare and the live commands, which share
+// their pipeline flags (issue 48: each said something else).
+const dirHelp = "directory of the files --offload files writes, and of the archives unless --offload workspace (the default), which keeps them as workspace artifacts compact_<hash> (created if missing)"
 
 // conversation is one conversation to prepare and where it came from.
 type conversation struct {

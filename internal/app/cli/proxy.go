@@ -500,7 +500,7 @@ func (p *proxyFlags) register(cmd *cobra.Command, listen string) {
 	fs.StringVar(&f.workspace, "workspace", "", projectWorkspaceHelp)
 	fs.StringVar(&f.store, "store", "", storeFlagHelp)
 	fs.StringVar(&f.namespace, "namespace", workspace.DefaultNamespace, "namespace inside the workspace")
-	fs.StringVar(&f.dir, "dir", offload.DefaultDir, "directory of the archives (<dir>/<session>/)")
+	fs.StringVar(&f.dir, "dir", offload.DefaultDir, dirHelp)
 	sf := fs.Lookup("summarizer")
 	sf.DefValue, sf.Usage = summarizerUpstream, "upstream (the client's own model and credentials, extractive when that fails), extractive, anthropic or openai"
 	f.summarizer = summarizerUpstream
