@@ -141,24 +141,16 @@ func NewPipelineEngine(opts PipelineOptions) (*PipelineEngine, error) {
 	opts.Pipeline.Store, opts.Pipeline.Sessions = undoStores(st.Workspace, st.Sessions)
 	closeStore := st.Close
 	if w := &opts.Pipeline.Workspace; w.Budget == nil && st.Workspace != nil {
-		// One byte budget for every session, counted from the store now.
+		// One byte budget for every session: the store is counted once,
+		// at the first write of any.
 		w.Budget = workspace.NewBudget(st.Workspace, workspace.BudgetOptions{SessionBytes: w.SessionBytes, TotalBytes: w.TotalBytes,
 			Now: opts.Now, Logger: opts.Logger})
-		cctx, cancel := context.WithTimeout(context.Background(), budgetCountTimeout)
-		if err := w.Budget.Count(cctx); err != nil {
-			opts.Logger.Warn("proxy: cannot count the workspace's bytes; counted at the first write", "error", err)
-		}
-		cancel()
 	}
 	if opts.Pipeline.MessageCounter == nil {
 		opts.Pipeline.MessageCounter = tokens.NewMessageCounter(tokens.MessageOptions{Counter: opts.Pipeline.Counter, Parallelism: -1})
 	}
 	return &PipelineEngine{opts: opts, log: opts.Logger, sessions: map[string]*pipeSession{}, closeStore: closeStore}, nil
 }
-
-// budgetCountTimeout bounds the count of the workspace's bytes at start
-// (workspace.Budget.Count).
-const budgetCountTimeout = time.Minute
 
 // ErrClosed is returned by Prepare after Close.
 var ErrClosed = errors.New("proxy: engine closed")
