@@ -860,6 +860,9 @@ func (c *call) storeResult(ctx context.Context, rs *resultState, pos [2]int, id 
 	if err != nil {
 		return err
 	}
+	if off.OverBudget {
+		return nil // not stored (the workspace's byte budget): left as it is, tried again next request
+	}
 	rs.Artifact = off.ID
 	if off.Indexed && rs.Action == "" && !c.bound(pos[0]) {
 		c.st.Removed++

@@ -13,6 +13,7 @@ import (
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/tokens"
+	"github.com/agentctx/agentctx/workspace"
 )
 
 // Defaults of PipelineEngine.
@@ -139,6 +140,12 @@ func NewPipelineEngine(opts PipelineOptions) (*PipelineEngine, error) {
 	// (undo.go).
 	opts.Pipeline.Store, opts.Pipeline.Sessions = undoStores(st.Workspace, st.Sessions)
 	closeStore := st.Close
+	if w := &opts.Pipeline.Workspace; w.Budget == nil && st.Workspace != nil {
+		// One byte budget for every session: the store is counted once,
+		// at the first write of any.
+		w.Budget = workspace.NewBudget(st.Workspace, workspace.BudgetOptions{SessionBytes: w.SessionBytes, TotalBytes: w.TotalBytes,
+			Now: opts.Now, Logger: opts.Logger})
+	}
 	if opts.Pipeline.MessageCounter == nil {
 		opts.Pipeline.MessageCounter = tokens.NewMessageCounter(tokens.MessageOptions{Counter: opts.Pipeline.Counter, Parallelism: -1})
 	}

@@ -56,6 +56,10 @@ type Offloaded struct {
 	// content (ReadsBack): the result stays in the context whatever its
 	// size.
 	ReadBack bool `json:"read_back,omitempty"`
+	// OverBudget reports that storing the result would have passed the
+	// workspace's byte budget (Options.Budget): nothing was stored (the
+	// Info is empty) and the result stays in the context as it was.
+	OverBudget bool `json:"over_budget,omitempty"`
 }
 
 // OffloadResult is the result of Offload.
@@ -126,6 +130,10 @@ func (w *Workspace) Offload(ctx context.Context, msgs []agentctx.Message) (*Offl
 		c, off, err = w.OffloadToolResult(ctx, call, r.Content)
 		if err != nil {
 			err = fmt.Errorf("tool result %d of message %d: %w", max(r.Block, 0), r.Message, err)
+			return agentctx.Content{}, false
+		}
+		if off.OverBudget { // not stored: kept as it is
+			res.Inlined++
 			return agentctx.Content{}, false
 		}
 		off.Message, off.Block = r.Message, r.Block
@@ -219,10 +227,18 @@ func (w *Workspace) OffloadToolResult(ctx context.Context, call ToolCall, conten
 			}
 			off.Info = info
 		case errors.Is(err, ErrNotFound):
+			// New bytes: within the byte budget, or not stored at all
+			// (the result stays in the context as it came).
+			if !w.budget.reserve(ctx, ns, w.opts.SessionID, int64(m.Bytes)) {
+				return content, Offloaded{Message: -1, Block: -1, OverBudget: true}, nil
+			}
 			// Create, not Put: another writer may store this id between
 			// the Stat and now (another proxy, another process); then
 			// look at what it stored, on this id again.
 			info, err := w.store.Create(ctx, ns, a)
+			if err != nil {
+				w.budget.release(ns, w.opts.SessionID, int64(m.Bytes))
+			}
 			if errors.Is(err, ErrExists) {
 				lost++
 				continue

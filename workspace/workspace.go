@@ -88,6 +88,18 @@ type Options struct {
 	// Logger receives a record for every stored tool result, with
 	// context_type and biz_id; nil discards them.
 	Logger *slog.Logger
+
+	// Budget bounds the bytes of tool results stored, per session and in
+	// total (see Budget): a result that would pass it is not stored and
+	// stays in the context as it is. Share one Budget between the
+	// Workspaces over one store, so that the total is theirs together.
+	// Nil means a Budget of this Workspace's own over its store, bounded
+	// by SessionBytes and TotalBytes.
+	Budget *Budget
+	// SessionBytes and TotalBytes are the bounds of the Budget New makes
+	// when Budget is nil (BudgetOptions): 0 means DefaultSessionBytes
+	// (1 GiB) and DefaultTotalBytes (10 GiB), a negative value no bound.
+	SessionBytes, TotalBytes int64
 }
 
 // Workspace is a view of one namespace of a Store: it offloads tool
@@ -104,6 +116,7 @@ type Workspace struct {
 	opts   Options
 	legacy string // SessionNamespace(Namespace, SessionID) for a SessionID, else ""
 	log    *slog.Logger
+	budget *Budget
 }
 
 // New returns a Workspace over store. The zero Options means the
@@ -146,6 +159,10 @@ func New(store Store, opts Options) *Workspace {
 	w.log = o.Logger
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
+	}
+	w.budget = o.Budget
+	if w.budget == nil && store != nil {
+		w.budget = NewBudget(store, BudgetOptions{SessionBytes: o.SessionBytes, TotalBytes: o.TotalBytes, Now: o.Now, Logger: w.log})
 	}
 	return w
 }

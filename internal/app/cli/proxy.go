@@ -120,6 +120,9 @@ type proxyFlags struct {
 	otel                bool
 	retain              retentionFlags
 	timeouts            proxyTimeouts
+	// budget is the workspace's byte budget: per session and in all
+	// (--workspace-session-bytes, --workspace-total-bytes; 0: none).
+	budget struct{ session, total byteSize }
 }
 
 // proxyTimeouts are the proxy's bounds on its waits for the upstream and
@@ -338,6 +341,7 @@ func (p *proxyFlags) pipelineOptions(cmd *cobra.Command, e *env, log *slog.Logge
 	po.Workspace.Logger = slog.New(demoteInfo{log.Handler()})
 	po.StoreOnReplace = !p.storeEvery // a small result is stored when a decision replaces it
 	po.Workspace.Namespace = f.namespace
+	po.Workspace.SessionBytes, po.Workspace.TotalBytes = noBound(p.budget.session), noBound(p.budget.total)
 	po.Compact.Dir = f.dir
 	po.Files.Dir = f.dir
 	return po, summ, prices, nil
@@ -488,6 +492,10 @@ func (p *proxyFlags) register(cmd *cobra.Command, listen string) {
 	fs.DurationVar(&p.timeouts.clientHeader, "client-header-timeout", proxy.DefaultClientHeaderTimeout, "bound on the reading of a request's headers (0: none)")
 	fs.DurationVar(&p.timeouts.clientBody, "client-body-timeout", proxy.DefaultClientBodyTimeout, "bound on the reading of a request's body; past it the client gets 408 (0: none)")
 	fs.DurationVar(&p.timeouts.idle, "client-idle-timeout", proxy.DefaultClientIdleTimeout, "bound on a kept-alive client connection waiting for its next request (0: none)")
+	p.budget.session, p.budget.total = byteSize(workspace.DefaultSessionBytes), byteSize(workspace.DefaultTotalBytes)
+	fs.Var(&p.budget.session, "workspace-session-bytes", "bytes of tool results one session may store in the workspace (1GiB, 500MB; 0: no bound); past it the session's results stay in the context as they came, not stored")
+	fs.Var(&p.budget.total, "workspace-total-bytes", "bytes of tool results the workspace may hold in all, what it held at start included (10GiB; 0: no bound); past it results stay in the context as they came, not stored")
+	fs.Lookup("workspace-session-bytes").DefValue, fs.Lookup("workspace-total-bytes").DefValue = "1GiB", "10GiB"
 	fs.BoolVar(&p.tenants, "tenants", false, "isolate the clients of a shared proxy by their credentials: each API key keeps its sessions and artifacts in a namespace of its own (<namespace>/tenants/<digest>), and /mcp reads only the artifacts of the credentials the MCP client sends (X-Api-Key or Authorization)")
 	fs.StringVar(&p.token, "token", "", "the token the statistics, dashboard and MCP endpoints require (X-Agentctx-Token or Authorization: Bearer; default $"+tokenEnv+"); required on a non-loopback --listen, and without it they answer requests from this machine to a loopback name only")
 	p.retain.add(cmd)
@@ -504,6 +512,15 @@ func (p *proxyFlags) register(cmd *cobra.Command, listen string) {
 	sf := fs.Lookup("summarizer")
 	sf.DefValue, sf.Usage = summarizerUpstream, "upstream (the client's own model and credentials, extractive when that fails), extractive, anthropic or openai"
 	f.summarizer = summarizerUpstream
+}
+
+// noBound is a size flag's value as a workspace bound: the flag's 0 (no
+// bound) is a negative value there, whose 0 means the default.
+func noBound(b byteSize) int64 {
+	if b == 0 {
+		return -1
+	}
+	return int64(b)
 }
 
 // acceleratedClock returns a clock that reads start at start and runs
