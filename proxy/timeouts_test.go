@@ -188,14 +188,7 @@ func TestServeClosesIdleConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
+	addr := serveOnLoopback(t, srv)
 	for _, c := range []struct {
 		name, send string
 		answered   bool
@@ -204,7 +197,7 @@ func TestServeClosesIdleConnections(t *testing.T) {
 		{"headers never end", "POST /v1/json HTTP/1.1\r\nHost: x\r\n", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			conn, err := net.Dial("tcp", ln.Addr().String())
+			conn, err := net.Dial("tcp", addr)
 			if err != nil {
 				t.Fatal(err)
 			}

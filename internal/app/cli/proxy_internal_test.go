@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/prune"
 )
 
@@ -25,18 +26,7 @@ func TestProxyTailRatioDefault(t *testing.T) {
 		{[]string{"--tail-ratio", "0.2"}, 0.2},
 		{[]string{"--tail-ratio", "0"}, -1},
 	} {
-		var p proxyFlags
-		cmd := &cobra.Command{Use: "proxy", Args: cobra.NoArgs}
-		p.register(cmd, "127.0.0.1:0")
-		if err := cmd.ParseFlags(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		log := slog.New(slog.DiscardHandler)
-		e := &env{s: &Streams{Out: io.Discard, Err: io.Discard}, logger: log}
-		po, _, _, err := p.pipelineOptions(cmd, e, log)
-		if err != nil {
-			t.Fatalf("%v: %v", tc.args, err)
-		}
+		po := proxyPipelineOptions(t, tc.args...)
 		if po.Compact.TailRatio != tc.want {
 			t.Errorf("%v: Compact.TailRatio = %v, want %v", tc.args, po.Compact.TailRatio, tc.want)
 		}
@@ -55,18 +45,7 @@ func TestProxyPlaceholderDefault(t *testing.T) {
 		{[]string{"--placeholder", "[stale]"}, "[stale]"},
 		{[]string{"--placeholder", prune.DefaultPlaceholder}, prune.DefaultPlaceholder},
 	} {
-		var p proxyFlags
-		cmd := &cobra.Command{Use: "proxy", Args: cobra.NoArgs}
-		p.register(cmd, "127.0.0.1:0")
-		if err := cmd.ParseFlags(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		log := slog.New(slog.DiscardHandler)
-		e := &env{s: &Streams{Out: io.Discard, Err: io.Discard}, logger: log}
-		po, _, _, err := p.pipelineOptions(cmd, e, log)
-		if err != nil {
-			t.Fatalf("%v: %v", tc.args, err)
-		}
+		po := proxyPipelineOptions(t, tc.args...)
 		if po.Prune.Placeholder != tc.want {
 			t.Errorf("%v: Prune.Placeholder = %q, want %q", tc.args, po.Prune.Placeholder, tc.want)
 		}
@@ -77,4 +56,23 @@ func TestProxyPlaceholderDefault(t *testing.T) {
 	if f.placeholder != prune.DefaultPlaceholder {
 		t.Errorf("prepare's placeholder %q, want the seed's", f.placeholder)
 	}
+}
+
+// proxyPipelineOptions returns the pipeline options the proxy command
+// builds from args.
+func proxyPipelineOptions(t *testing.T, args ...string) pipeline.Options {
+	t.Helper()
+	var p proxyFlags
+	cmd := &cobra.Command{Use: "proxy", Args: cobra.NoArgs}
+	p.register(cmd, "127.0.0.1:0")
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	e := &env{s: &Streams{Out: io.Discard, Err: io.Discard}, logger: log}
+	po, _, _, err := p.pipelineOptions(cmd, e, log)
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return po
 }
