@@ -19,10 +19,6 @@ const (
 	// DefaultPlaceholder replaces the content of a pruned result: "this
 	// command's output is out of date".
 	DefaultPlaceholder = "此命令返回内容已过时"
-	// EnglishPlaceholder is DefaultPlaceholder in English, the
-	// placeholder of agentctx's live commands (proxy, claude, codex),
-	// whose models and users mostly read English.
-	EnglishPlaceholder = "This command's output is out of date."
 	// DefaultMaxAge is the age a result must exceed to be pruned.
 	DefaultMaxAge = 15 * time.Minute
 	// DefaultKeepRecent is the number of most recent results that are

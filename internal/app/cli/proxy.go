@@ -22,7 +22,6 @@ import (
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/proxy"
-	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/workspace"
 )
@@ -309,11 +308,6 @@ func (p *proxyFlags) pipelineOptions(cmd *cobra.Command, e *env, log *slog.Logge
 		// pipeline.PricedTailRatio, else the seed's. The flag's own
 		// default is the single-shot commands'.
 		po.Compact.TailRatio = 0
-	}
-	if !cmd.Flags().Changed("placeholder") && f.placeholder == prune.DefaultPlaceholder {
-		// The seed's text is the single-shot commands' default; the live
-		// ones speak English (issue 48).
-		po.Prune.Placeholder = prune.EnglishPlaceholder
 	}
 	if p.maxSessions < 1 {
 		return po, "", nil, usagef("invalid --max-sessions %d: must be at least 1", p.maxSessions)
