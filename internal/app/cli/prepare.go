@@ -332,6 +332,7 @@ type prepareRun struct {
 	f        *prepareFlags
 	base     pipeline.Options
 	store    workspace.Store
+	budget   *workspace.Budget // the store's byte budget, one for every conversation (one count of the store)
 	sessions session.Store
 	keepMeta bool // keep timestamp and messageStatus in what is sent
 	readBack pipeline.ReadBack
@@ -352,6 +353,7 @@ func (r *prepareRun) toSend(msgs []agentctx.Message) []agentctx.Message {
 func (r *prepareRun) pipelineFor(c conversation) (*pipeline.Pipeline, error) {
 	o := r.base
 	o.Store = r.store
+	o.Workspace.Budget = r.budget
 	o.Sessions = r.sessions
 	o.SessionID = r.f.session
 	o.Workspace.Namespace = r.f.namespace
@@ -674,6 +676,12 @@ func (r *prepareRun) openStore(ctx context.Context) error {
 		return err
 	}
 	r.store = s
+	log := r.base.Workspace.Logger
+	if log == nil {
+		log = r.base.Logger
+	}
+	r.budget = workspace.NewBudget(s, workspace.BudgetOptions{SessionBytes: r.base.Workspace.SessionBytes,
+		TotalBytes: r.base.Workspace.TotalBytes, Now: r.base.Now, Logger: log})
 	return nil
 }
 
