@@ -3,6 +3,7 @@ package pipeline_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -482,5 +483,46 @@ func TestColdPauseResetsTheSession(t *testing.T) {
 	}
 	if len(cold) == 0 || cold[0] != 40 {
 		t.Fatalf("cold pause before request 40: compacted at %v, want at 40", cold)
+	}
+}
+
+// A client that asks for the 1-hour lifetime pays 2 times the input price
+// per token written to the cache, not 1.25: the cost of a clearing's
+// cache rewrite is priced at that. The plan priced every write at the
+// 5-minute price, so it cleared as readily under the dearer lifetime.
+func TestClearingPricesTheHourWrite(t *testing.T) {
+	cost := map[string]float64{}
+	for _, ttl := range []string{"", "1h"} {
+		o := options(t)
+		o.Prune.MaxAge, o.Prune.KeepRecent = time.Minute, 1
+		clock := now
+		o.Now = func() time.Time { return clock }
+		p := newPipeline(t, o)
+		hist := history(user("build", clock), exchange("toolu_big", "terminal-execute", "make", `{"stdout":"`+strings.Repeat("ok ", 1_000)+`","exitCode":0}`, false, clock))
+		for i := range 3 {
+			clock = clock.Add(2 * time.Minute)
+			cc := `{"type":"ephemeral"}`
+			if ttl != "" {
+				cc = `{"type":"ephemeral","ttl":"` + ttl + `"}`
+			}
+			last, err := agentctx.DecodeMessage([]byte(fmt.Sprintf(`{"role":"user","content":[{"type":"text","text":"step %d","cache_control":%s}]}`, i, cc)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			hist = append(hist, exchange(fmt.Sprint("toolu_", i), "terminal-execute", "make", `{"stdout":"`+strings.Repeat("ok ", 1_000)+`","exitCode":0}`, false, clock)...)
+			hist = append(hist, say(fmt.Sprint("ok ", i), clock), last.WithTimestamp(clock))
+			res := mustPrepare(t, p, hist)
+			if d := res.Report.Step(pipeline.StepPrune).Clearing; i == 2 {
+				if d == nil || d.Cold || d.Cost <= 0 {
+					t.Fatalf("ttl %q: no warm clearing weighed at request %d: %+v", ttl, i, d)
+				}
+				cost[ttl] = d.Cost
+			}
+		}
+	}
+	pr := pricing.Fallback(pricing.Anthropic)
+	want := (pr.CacheWrite1h - pr.CacheRead) / (pr.CacheWrite - pr.CacheRead)
+	if got := cost["1h"] / cost[""]; math.Abs(got-want) > 0.05*want {
+		t.Errorf("a clearing's rewrite under the 1-hour lifetime costs %.3g times the 5-minute one (%v, %v), want %.3g", got, cost["1h"], cost[""], want)
 	}
 }

@@ -74,7 +74,8 @@ func (p *Pipeline) run(ctx context.Context, st *state, conv agentctx.Conversatio
 	}
 	c.in, c.inFacts = cur, inFacts
 	// The cache's lifetime is the request's: its breakpoints say.
-	c.cold = !st.LastAt.IsZero() && c.now.Sub(st.LastAt) > c.cacheTTL(p.prices(), cur)
+	c.ttl = c.cacheTTL(p.prices(), cur)
+	c.cold = !st.LastAt.IsZero() && c.now.Sub(st.LastAt) > c.ttl
 	c.tokens = c.countFacts(cur, inFacts) + c.reserved
 	c.rep.TokensBefore = c.tokens
 
@@ -251,7 +252,10 @@ type call struct {
 	now time.Time
 	// cold reports that the provider's prompt cache has expired since the
 	// session's last request: an edit costs nothing more now.
-	cold     bool
+	cold bool
+	// ttl is the lifetime of the request's cached prefix (cacheTTL): it
+	// prices the plan's cache writes.
+	ttl      time.Duration
 	reserved int
 	co       CallOptions
 	rep      *Report

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pricing"
@@ -68,11 +69,16 @@ type plan struct {
 	horizon int
 }
 
-// planPrices returns a plan's prices per token from pr (USD per million):
+// planPrices returns a plan's prices per token from pr (USD per million)
+// for a cache of lifetime ttl: a write that asks for the hour
+// (cache_control.ttl "1h") is priced at CacheWrite1h where pr has one.
 // OpenAI bills no cache write, only the uncached input.
-func planPrices(pr pricing.Prices, cached bool) (read, write, input, output float64) {
+func planPrices(pr pricing.Prices, cached bool, ttl time.Duration) (read, write, input, output float64) {
 	input, output = pr.Input/1e6, pr.Output/1e6
 	read, write = pr.CacheRead/1e6, pr.CacheWrite/1e6
+	if ttl >= time.Hour && pr.CacheWrite1h > 0 {
+		write = pr.CacheWrite1h / 1e6
+	}
 	if pr.Provider == pricing.OpenAI || write <= 0 {
 		write = input
 	}
@@ -380,7 +386,7 @@ func (c *call) plan() *plan {
 	if pl.horizon <= 0 {
 		pl.horizon = DefaultHorizon
 	}
-	pl.read, pl.write, _, pl.output = planPrices(pr, cached)
+	pl.read, pl.write, _, pl.output = planPrices(pr, cached, c.ttl)
 	pl.hit = st.Usage.hit()
 	pl.cold = coldShare(st.Colds, st.Requests)
 	pl.reserved = int(ratio * float64(c.reserved))

@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pricing"
@@ -116,15 +117,19 @@ func TestPlanPrices(t *testing.T) {
 	sonnet, _ := pricing.Default().Lookup("claude-sonnet-4-5")
 	gpt, _ := pricing.Default().Lookup("gpt-5")
 	eq := func(a, b float64) bool { return math.Abs(a-b) < 1e-15 }
-	r, w, in, _ := planPrices(sonnet, true)
+	r, w, in, _ := planPrices(sonnet, true, 0)
 	if !eq(r, sonnet.CacheRead/1e6) || !eq(w, sonnet.CacheWrite/1e6) || !eq(in, sonnet.Input/1e6) {
 		t.Errorf("sonnet: %v %v %v", r, w, in)
 	}
-	if r, w, in, _ := planPrices(gpt, true); !eq(r, gpt.CacheRead/1e6) || !eq(w, in) {
+	if r, w, in, _ := planPrices(gpt, true, time.Hour); !eq(r, gpt.CacheRead/1e6) || !eq(w, in) {
 		t.Errorf("gpt-5: read %v write %v input %v", r, w, in)
 	}
-	if r, w, in, _ := planPrices(sonnet, false); r != in || w != in {
+	if r, w, in, _ := planPrices(sonnet, false, time.Hour); r != in || w != in {
 		t.Errorf("sonnet without a cache: read %v write %v input %v", r, w, in)
+	}
+	// The hour's writes cost 2 times the input, the 5 minutes' 1.25 times.
+	if _, w, _, _ := planPrices(sonnet, true, time.Hour); sonnet.CacheWrite1h <= sonnet.CacheWrite || !eq(w, sonnet.CacheWrite1h/1e6) {
+		t.Errorf("sonnet, 1-hour lifetime: write %v, want %v", w, sonnet.CacheWrite1h/1e6)
 	}
 }
 
