@@ -324,6 +324,9 @@ func (s *Server) check(api string, header http.Header, body map[string]any, size
 		if n := countCacheControl(body["system"]) + countCacheControl(body["tools"]) + countCacheControl(body["messages"]); n > 4 {
 			return fmt.Sprintf("A maximum of 4 blocks with cache_control may be provided. Found %d.", n)
 		}
+		if r := checkTTLOrder(body); r != "" {
+			return r
+		}
 		if r := checkContextManagement(header, body); r != "" {
 			return r
 		}
@@ -452,6 +455,40 @@ func responsesPairing(items []any) string {
 	}
 	for id := range calls {
 		return "No tool output found for function call " + id + "."
+	}
+	return ""
+}
+
+// checkTTLOrder applies the rule of mixed cache lifetimes: a breakpoint
+// asking for the hour (cache_control.ttl "1h") may not come after one of
+// the 5-minute default, in the order tools, system, messages.
+func checkTTLOrder(body map[string]any) string {
+	short := false
+	var blocks []any
+	for _, k := range []string{"tools", "system"} {
+		if a, ok := body[k].([]any); ok {
+			blocks = append(blocks, a...)
+		}
+	}
+	msgs, _ := body["messages"].([]any)
+	for _, m := range msgs {
+		if c, ok := asMap(m)["content"].([]any); ok {
+			blocks = append(blocks, c...)
+		}
+	}
+	for _, b := range blocks {
+		cc := asMap(asMap(b)["cache_control"])
+		if cc == nil {
+			continue
+		}
+		switch ttl, _ := cc["ttl"].(string); ttl {
+		case "1h":
+			if short {
+				return "a ttl='1h' cache_control block must not come after a ttl='5m' cache_control block"
+			}
+		default:
+			short = true
+		}
 	}
 	return ""
 }

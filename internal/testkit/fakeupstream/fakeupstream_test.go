@@ -26,6 +26,7 @@ func TestRejectsWhatTheAPIRejects(t *testing.T) {
 	srv := httptest.NewServer(fakeupstream.New(fakeupstream.Options{ContextWindow: 100}))
 	defer srv.Close()
 	cc := `"cache_control":{"type":"ephemeral"}`
+	cc1h := `"cache_control":{"type":"ephemeral","ttl":"1h"}`
 	for _, tc := range []struct {
 		name, path, body string
 		status           int
@@ -35,6 +36,8 @@ func TestRejectsWhatTheAPIRejects(t *testing.T) {
 		{"unanswered tool_use", "/v1/messages", `{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"a","input":{}}]},{"role":"user","content":"y"}]}`, 400, "without `tool_result`"},
 		{"orphan tool_result", "/v1/messages", `{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t9","content":"x"}]}]}`, 400, "unexpected `tool_use_id`"},
 		{"five breakpoints", "/v1/messages", `{"system":[{"type":"text","text":"a",` + cc + `},{"type":"text","text":"b",` + cc + `}],"messages":[{"role":"user","content":[{"type":"text","text":"a",` + cc + `},{"type":"text","text":"b",` + cc + `},{"type":"text","text":"c",` + cc + `}]}]}`, 400, "maximum of 4"},
+		{"1h after 5m", "/v1/messages", `{"model":"m","system":[{"type":"text","text":"a",` + cc + `}],"messages":[{"role":"user","content":[{"type":"text","text":"b",` + cc1h + `}]}]}`, 400, "must not come after"},
+		{"1h before 5m", "/v1/messages", `{"model":"m","system":[{"type":"text","text":"a",` + cc1h + `}],"messages":[{"role":"user","content":[{"type":"text","text":"b",` + cc + `}]}]}`, 200, ""},
 		{"changed thinking prefix", "/v1/messages", `{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"fakesig:00"},{"type":"text","text":"a"}]},{"role":"user","content":"y"}]}`, 400, "prefix binding"},
 		{"foreign signature unchecked", "/v1/messages", `{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"EqQB"},{"type":"text","text":"a"}]},{"role":"user","content":"y"}]}`, 200, ""},
 		{"over the window", "/v1/messages", `{"messages":[{"role":"user","content":"` + strings.Repeat("x", 500) + `"}]}`, 400, "prompt is too long"},
