@@ -175,23 +175,25 @@ func TestExtractiveSkipsStandIns(t *testing.T) {
 {"role":"user","content":[{"type":"tool_result","tool_use_id":"b","content":"<knowledge_list>\n- id: tool_result_b\n</knowledge_list>"}]},
 {"role":"assistant","content":[{"type":"tool_use","id":"c","name":"Bash","input":{"command":"make lint"}}]},
 {"role":"user","content":[{"type":"tool_result","tool_use_id":"c","content":"[Content offloaded to: ./tool-result-c.md]"}]},
+{"role":"assistant","content":[{"type":"tool_use","id":"d","name":"Bash","input":{"command":"make vet"}}]},
+{"role":"user","content":[{"type":"tool_result","tool_use_id":"d","content":"This command's output is out of date.\n[Stored whole: get_knowledge_by_id(artifact_id=\"tool_result_d\")]"}]},
 {"role":"assistant","content":"Done."}
 ]`)
 	got, err := compact.Extractive{}.Summarize(context.Background(), compact.Request{Messages: msgs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"此命令返回内容已过时", "knowledge_list", "offloaded"} {
+	for _, bad := range []string{"此命令返回内容已过时", "out of date", "knowledge_list", "offloaded"} {
 		if strings.Contains(got, bad) {
 			t.Errorf("summary has %q:\n%s", bad, got)
 		}
 	}
-	for _, w := range []string{"Bash `make build` → done", "3 tool calls (0 failed)"} {
+	for _, w := range []string{"Bash `make build` → done", "Bash `make vet` → done", "4 tool calls (0 failed)"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("summary lacks %q:\n%s", w, got)
 		}
 	}
-	if r := compact.Render(msgs, 0); strings.Contains(r, "此命令") || !strings.Contains(r, "(output not available here)") {
+	if r := compact.Render(msgs, 0); strings.Contains(r, "此命令") || strings.Contains(r, "out of date") || !strings.Contains(r, "(output not available here)") {
 		t.Errorf("Render shows a stand-in:\n%s", r)
 	}
 }
@@ -371,9 +373,9 @@ func TestScoreSummary(t *testing.T) {
 	if sc.Identifiers.Total != 2 || sc.Tokens != len(strings.Fields(good)) {
 		t.Errorf("identifiers %+v tokens %d", sc.Identifiers, sc.Tokens)
 	}
-	bad := "# Summary\n- same line\n- same line\n- 此命令返回内容已过时\n- {\"a\":1}"
+	bad := "# Summary\n- same line\n- same line\n- 此命令返回内容已过时\n- {\"a\":1}\n- Bash: This command's output is out of date."
 	sc = compact.ScoreSummary(bad, middle, tail, compact.ScoreOptions{})
-	if sc.Paths.Kept != 0 || sc.Requests.Kept != 0 || len(sc.Identifiers.Missing) != 2 || len(sc.Noise) != 3 {
+	if sc.Paths.Kept != 0 || sc.Requests.Kept != 0 || len(sc.Identifiers.Missing) != 2 || len(sc.Noise) != 4 {
 		t.Errorf("bad summary scored %+v", sc)
 	}
 }

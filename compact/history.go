@@ -7,12 +7,12 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/internal/base/standin"
 )
 
 // Stand-ins that other steps put in place of a tool result. They say
 // nothing about what the tool did, so a summary never quotes them.
 const (
-	prunePlaceholder  = "此命令返回内容已过时" // prune's default placeholder (seed 004)
 	batchOffloadRef   = "[Content offloaded to: "
 	messageOffloadRef = "[Tool result offloaded to file: "
 	knowledgeListTag  = "<knowledge_list>"
@@ -22,7 +22,7 @@ const (
 // prune or offload rather than the tool's output.
 func isStandIn(text string) bool {
 	t := strings.TrimSpace(text)
-	return strings.HasPrefix(t, prunePlaceholder) ||
+	return standin.IsPlaceholder(t) ||
 		strings.HasPrefix(t, batchOffloadRef) ||
 		strings.HasPrefix(t, messageOffloadRef) ||
 		strings.HasPrefix(t, knowledgeListTag)

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/base/standin"
 	"github.com/agentctx/agentctx/tokens"
 )
 
@@ -288,7 +289,7 @@ func noiseLines(summary string) []string {
 		switch {
 		case seen[l] && len(l) > 3:
 			out = append(out, "repeated: "+clip(l, 80))
-		case strings.Contains(l, prunePlaceholder) || strings.Contains(l, knowledgeListTag) ||
+		case standin.Contains(l) || strings.Contains(l, knowledgeListTag) ||
 			strings.Contains(l, batchOffloadRef) || strings.Contains(l, messageOffloadRef):
 			out = append(out, "stand-in: "+clip(l, 80))
 		case strings.Contains(l, `{"`) && strings.Contains(l, `":`):

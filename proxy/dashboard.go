@@ -269,10 +269,11 @@ func Compose(msgs []agentctx.Message, system, tools []byte, mc MessageCounter, t
 
 // isReference reports whether a tool result's text stands for a result
 // kept elsewhere: a workspace reference (<knowledge_list>), an offload
-// file reference, or the default placeholder of a cleared result.
+// file reference, or the placeholder of a cleared result (either built-in
+// text).
 func isReference(text string) bool {
 	t := strings.TrimSpace(text)
-	return strings.HasPrefix(t, "<knowledge_list>") || offload.IsReference(t) || t == prune.DefaultPlaceholder
+	return strings.HasPrefix(t, "<knowledge_list>") || offload.IsReference(t) || prune.IsPlaceholder(t)
 }
 
 // isDashboard reports whether p is the dashboard's (StatsPath is not).

@@ -23,6 +23,7 @@ func TestFindMarks(t *testing.T) {
 		{"plain", []agentctx.Message{call("Bash", `{"command":"ls"}`), result("a.go\nb.go")}, Marks{}},
 		{"reference", []agentctx.Message{call("Bash", `{"command":"ls"}`), result("<knowledge_list>\n<knowledge id=\"tool_result_t1\">x</knowledge>\n</knowledge_list>")}, Marks{References: 1}},
 		{"placeholder", []agentctx.Message{call("Bash", `{"command":"ls"}`), result(prune.DefaultPlaceholder)}, Marks{References: 1}},
+		{"English placeholder", []agentctx.Message{call("Bash", `{"command":"ls"}`), result(prune.EnglishPlaceholder)}, Marks{References: 1}},
 		{"mcp read tool", []agentctx.Message{call("mcp__agentctx__get_knowledge_by_id", `{"artifact_id":"tool_result_t0"}`), result("x")}, Marks{ReadBacks: 1}},
 		{"read of a stored file", []agentctx.Message{call("Read", `{"file_path":"/home/u/.local/state/agentctx/projects/p-1/default/tool_result_t0.txt"}`), result("x")}, Marks{ReadBacks: 1}},
 		{"read of another file", []agentctx.Message{call("Read", `{"file_path":"/src/tool_result_t0.txt"}`), result("x")}, Marks{}},

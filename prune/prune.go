@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/internal/base/standin"
 	"github.com/agentctx/agentctx/tokens"
 )
 
@@ -18,13 +19,24 @@ import (
 const (
 	// DefaultPlaceholder replaces the content of a pruned result: "this
 	// command's output is out of date".
-	DefaultPlaceholder = "此命令返回内容已过时"
+	DefaultPlaceholder = standin.Seed
+	// EnglishPlaceholder is DefaultPlaceholder in English, the
+	// placeholder of agentctx's live commands (proxy, claude, codex),
+	// whose models and users mostly read English.
+	EnglishPlaceholder = standin.English
 	// DefaultMaxAge is the age a result must exceed to be pruned.
 	DefaultMaxAge = 15 * time.Minute
 	// DefaultKeepRecent is the number of most recent results that are
 	// always kept.
 	DefaultKeepRecent = 5
 )
+
+// IsPlaceholder reports whether a tool result's text is the placeholder
+// of a cleared result in either built-in text (DefaultPlaceholder or
+// EnglishPlaceholder), alone or followed by the line that names the stored
+// original. A placeholder set by Options.Placeholder is the caller's to
+// recognise.
+func IsPlaceholder(text string) bool { return standin.IsPlaceholder(text) }
 
 // DefaultToolNames returns the tool names whose results are terminal output
 // by default, whatever their content (names match in any case): the shell

@@ -22,6 +22,7 @@ import (
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/proxy"
+	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/workspace"
 )
@@ -506,6 +507,10 @@ func (p *proxyFlags) register(cmd *cobra.Command, listen string) {
 	sf := fs.Lookup("summarizer")
 	sf.DefValue, sf.Usage = summarizerUpstream, "upstream (the client's own model and credentials, extractive when that fails), extractive, anthropic or openai"
 	f.summarizer = summarizerUpstream
+	// The seed's text is the single-shot commands' placeholder; the live
+	// commands speak English (issue 48).
+	f.placeholder = prune.EnglishPlaceholder
+	fs.Lookup("placeholder").DefValue = prune.EnglishPlaceholder
 }
 
 // noBound is a size flag's value as a workspace bound: the flag's 0 (no

@@ -6,8 +6,10 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/prune"
 )
 
 // TestProxyTailRatioDefault: the live proxy keeps the pipeline's tail
@@ -28,6 +30,31 @@ func TestProxyTailRatioDefault(t *testing.T) {
 		if po.Compact.TailRatio != tc.want {
 			t.Errorf("%v: Compact.TailRatio = %v, want %v", tc.args, po.Compact.TailRatio, tc.want)
 		}
+	}
+}
+
+// The live commands clear stale output with the English placeholder; the
+// seed's text stays the single-shot default, and --placeholder wins,
+// the seed's text given on the command line too (issue 48).
+func TestProxyPlaceholderDefault(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, prune.EnglishPlaceholder},
+		{[]string{"--placeholder", "[stale]"}, "[stale]"},
+		{[]string{"--placeholder", prune.DefaultPlaceholder}, prune.DefaultPlaceholder},
+	} {
+		po := proxyPipelineOptions(t, tc.args...)
+		if po.Prune.Placeholder != tc.want {
+			t.Errorf("%v: Prune.Placeholder = %q, want %q", tc.args, po.Prune.Placeholder, tc.want)
+		}
+	}
+	var f prepareFlags
+	fs := pflag.NewFlagSet("prepare", pflag.ContinueOnError)
+	f.register(fs, false)
+	if f.placeholder != prune.DefaultPlaceholder {
+		t.Errorf("prepare's placeholder %q, want the seed's", f.placeholder)
 	}
 }
 

@@ -632,7 +632,7 @@ func checkUpstream(t *testing.T, name string, u *upstream, cfg config) {
 			}
 			for _, b := range bodies {
 				offload = offload || bytes.Contains(b, []byte("knowledge_list"))
-				pruned = pruned || bytes.Contains(b, []byte(prune.DefaultPlaceholder))
+				pruned = pruned || bytes.Contains(b, []byte(prune.DefaultPlaceholder)) || bytes.Contains(b, []byte(prune.EnglishPlaceholder))
 				summary = summary || bytes.Contains(b, []byte(compact.SummaryTitle))
 			}
 		}
