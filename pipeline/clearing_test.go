@@ -526,3 +526,38 @@ func TestClearingPricesTheHourWrite(t *testing.T) {
 		t.Errorf("a clearing's rewrite under the 1-hour lifetime costs %.3g times the 5-minute one (%v, %v), want %.3g", got, cost["1h"], cost[""], want)
 	}
 }
+
+// A keep-warm request refreshes the provider's cache during a pause
+// (Pipeline.CacheRefreshed): the request after a 6-minute pause whose
+// cache was refreshed 4.5 minutes in finds it warm, and no cold sweep
+// rewrites the cache that was paid to be kept. Without the record every
+// such request was taken as cold.
+func TestKeptWarmCacheIsNotCold(t *testing.T) {
+	for _, refresh := range []bool{false, true} {
+		o := options(t)
+		o.Prune.MaxAge, o.Prune.KeepRecent = time.Minute, 1
+		clock := now
+		o.Now = func() time.Time { return clock }
+		p := newPipeline(t, o)
+		hist := history(user("build", clock), exchange("toolu_big", "terminal-execute", "make", `{"stdout":"`+strings.Repeat("ok ", 1_000)+`","exitCode":0}`, false, clock))
+		mustPrepare(t, p, hist)
+		cold := 0
+		for i := range 4 {
+			if refresh {
+				if err := p.CacheRefreshed(context.Background(), clock.Add(270*time.Second)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			clock = clock.Add(6 * time.Minute)
+			hist = append(hist, exchange(fmt.Sprint("toolu_", i), "terminal-execute", "make", `{"stdout":"`+strings.Repeat("ok ", 1_000)+`","exitCode":0}`, false, clock)...)
+			hist = append(hist, say(fmt.Sprint("ok ", i), clock), user(fmt.Sprint("step ", i), clock))
+			res := mustPrepare(t, p, hist)
+			if d := res.Report.Step(pipeline.StepPrune).Clearing; d != nil && d.Cold {
+				cold++
+			}
+		}
+		if want := map[bool]int{false: 4, true: 0}[refresh]; cold != want {
+			t.Errorf("refreshed %v: %d of 4 requests after a 6-minute pause cold, want %d", refresh, cold, want)
+		}
+	}
+}

@@ -75,7 +75,7 @@ func (p *Pipeline) run(ctx context.Context, st *state, conv agentctx.Conversatio
 	c.in, c.inFacts = cur, inFacts
 	// The cache's lifetime is the request's: its breakpoints say.
 	c.ttl = c.cacheTTL(p.prices(), cur)
-	c.cold = !st.LastAt.IsZero() && c.now.Sub(st.LastAt) > c.ttl
+	c.cold = !st.LastAt.IsZero() && c.now.Sub(st.cacheUsed()) > c.ttl
 	c.tokens = c.countFacts(cur, inFacts) + c.reserved
 	c.rep.TokensBefore = c.tokens
 
@@ -176,7 +176,7 @@ func (c *call) endRequest() {
 	st.Intact = st.Requests > 0 && !c.broke && !c.cold && !c.behind
 	st.Requests++
 	st.Counted = c.tokens
-	st.LastAt = c.now.UTC()
+	st.LastAt, st.CacheAt = c.now.UTC(), time.Time{}
 	if c.cold {
 		st.Colds++
 	}

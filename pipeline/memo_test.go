@@ -19,7 +19,7 @@ import (
 // clone encodes alike and shares nothing a call may change.
 func TestStateCloneIsDeep(t *testing.T) {
 	now := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
-	st := &state{Schema: 1, Requests: 3, Crossed: 9, RetryAt: 4, Counted: 7, Compactions: 1, Breaks: 2, Colds: 1, LastAt: now, Intact: true,
+	st := &state{Schema: 1, Requests: 3, Crossed: 9, RetryAt: 4, Counted: 7, Compactions: 1, Breaks: 2, Colds: 1, LastAt: now, CacheAt: now.Add(time.Minute), Intact: true,
 		Length: 6, ForwardedGrowth: 2.5, Forwarded: 4, After: 5, SummaryTokens: 3, Removed: 2, ReadBacks: 1, Stale: 7, StaleGrowth: 0.5,
 		Results:       map[string]*resultState{"a\x00h": {FirstSeen: now, Artifact: "x", Action: actionPruned, At: now, Content: "c", Chars: 5}},
 		Compaction:    &compactionState{Head: 1, N: 4, Digest: "d", Summary: "s", Archive: "ar", At: now, Chars: 9},

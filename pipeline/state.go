@@ -68,6 +68,11 @@ type state struct {
 	// than the prompt cache's lifetime the cache is cold, and an edit
 	// costs nothing more.
 	LastAt time.Time `json:"last_at,omitzero"`
+	// CacheAt is when a request the client did not send last refreshed
+	// the provider's cache of the session's last request (a keep-warm
+	// request: Pipeline.CacheRefreshed); the cache's lifetime runs from
+	// the later of LastAt and CacheAt.
+	CacheAt time.Time `json:"cache_at,omitzero"`
 	// Intact reports that the last prepared request sent the prefix the
 	// one before it left, on a warm cache: its usage measures the cache
 	// (usageState.Hit).

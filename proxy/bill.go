@@ -36,8 +36,14 @@ type Bill struct {
 	// their part of CostUSD.
 	SummaryRequests int     `json:"summary_requests"`
 	SummaryCostUSD  float64 `json:"summary_cost_usd"`
-	// The tokens billed, summary requests included: uncached input, read
-	// from the prompt cache, written to it (either lifetime), and output.
+	// KeepWarmRequests counts the keep-warm requests the proxy sent
+	// upstream itself (Options.KeepWarm) and KeepWarmCostUSD is their
+	// part of CostUSD (nothing of CostWithoutUSD).
+	KeepWarmRequests int     `json:"keep_warm_requests"`
+	KeepWarmCostUSD  float64 `json:"keep_warm_cost_usd"`
+	// The tokens billed, summary and keep-warm requests included:
+	// uncached input, read from the prompt cache, written to it (either
+	// lifetime), and output.
 	InputTokens      int `json:"input_tokens"`
 	CacheReadTokens  int `json:"cache_read_tokens"`
 	CacheWriteTokens int `json:"cache_write_tokens"`
@@ -50,6 +56,10 @@ func (b *Bill) add(e *exchangeBill) {
 	b.CostWithoutUSD += e.costWithout
 	b.SummaryRequests += len(e.summaries)
 	b.SummaryCostUSD += e.summaryCost
+	if e.keepWarm {
+		b.KeepWarmRequests++
+		b.KeepWarmCostUSD += e.cost
+	}
 	u := e.usage
 	for _, s := range e.summaries {
 		u = u.Add(s.usage)
@@ -66,6 +76,8 @@ func (b *Bill) plus(o Bill) {
 	b.CostWithoutUSD += o.CostWithoutUSD
 	b.SummaryRequests += o.SummaryRequests
 	b.SummaryCostUSD += o.SummaryCostUSD
+	b.KeepWarmRequests += o.KeepWarmRequests
+	b.KeepWarmCostUSD += o.KeepWarmCostUSD
 	b.InputTokens += o.InputTokens
 	b.CacheReadTokens += o.CacheReadTokens
 	b.CacheWriteTokens += o.CacheWriteTokens
@@ -77,6 +89,7 @@ func (b *Bill) plus(o Bill) {
 func (b Bill) rounded() Bill {
 	b.SavedUSD = round6(b.CostWithoutUSD - b.CostUSD)
 	b.CostUSD, b.CostWithoutUSD, b.SummaryCostUSD = round6(b.CostUSD), round6(b.CostWithoutUSD), round6(b.SummaryCostUSD)
+	b.KeepWarmCostUSD = round6(b.KeepWarmCostUSD)
 	return b
 }
 
@@ -111,6 +124,7 @@ type exchangeBill struct {
 	summarySink
 
 	billed      bool
+	keepWarm    bool // a keep-warm request's (keepwarm.go)
 	usage       pricing.Usage
 	cost        float64 // of the request itself
 	costWithout float64

@@ -156,7 +156,9 @@
 // reads, cache writes by lifetime, output) at Options.Prices for the
 // request's model, plus the summary requests UpstreamSummarizers sent
 // (and the compaction requests NativeSummarizers sent) while the Engine
-// prepared a request (summary_requests, summary_cost_usd). Failed requests
+// prepared a request (summary_requests, summary_cost_usd), and the
+// keep-warm requests it sent itself (Options.KeepWarm: keep_warm_requests,
+// keep_warm_cost_usd; see keepwarm.go). Failed requests
 // are not billed; a request its client cancelled is billed the usage its
 // stream had reported (Anthropic's message_start carries the input), or,
 // when the upstream had begun answering and reported nothing yet (OpenAI

@@ -41,6 +41,10 @@ type forward struct {
 	// writes the answer makes.
 	upCtx context.Context
 	ended bool // the answer's body was read to its end or its error
+	// upHeader and upURL are the headers and URL of an Anthropic request
+	// as sent upstream, for its keep-warm requests (keepwarm.go).
+	upHeader http.Header
+	upURL    string
 }
 
 // proxyHandler returns the ReverseProxy of one forward.
@@ -118,6 +122,9 @@ func (f *forward) rewrite(pr *httputil.ProxyRequest) {
 		out.ContentLength = in.ContentLength
 	}
 	s.addBetas(h, x)
+	if s.warm != nil && x.api == APIAnthropic {
+		f.upHeader, f.upURL = h.Clone(), out.URL.String()
+	}
 	x.overhead = s.opts.Now().Sub(x.start)
 	f.recorded = s.recordSent(x)
 	if ctx, sp := s.startSpan(out.Context(), SpanUpstream, trace.WithSpanKind(trace.SpanKindClient)); sp != nil {
@@ -318,6 +325,9 @@ func (f *forward) done() {
 	f.waitRecorded()
 	f.ending()
 	f.s.finish(f.r, f.x)
+	if f.s.warm != nil && f.x.api != "" {
+		f.s.warm.arm(f)
+	}
 	if f.upSpan != nil {
 		f.upSpan.End() // once the answer is relayed
 	}

@@ -441,6 +441,20 @@ func (e *PipelineEngine) Observe(ctx context.Context, key string, u Usage) {
 	}
 }
 
+// CacheRefreshed implements CacheRefresher: the session's pipeline
+// records when its cache was last read (pipeline.Pipeline.CacheRefreshed).
+func (e *PipelineEngine) CacheRefreshed(ctx context.Context, key string, at time.Time) {
+	e.mu.Lock()
+	s := e.sessions[key]
+	e.mu.Unlock()
+	if s == nil {
+		return
+	}
+	if err := s.p.CacheRefreshed(ctx, at); err != nil {
+		e.log.Warn("proxy: cannot record the cache's refresh", "session", key, "err", err)
+	}
+}
+
 // LastUsage returns the usage last observed for a session.
 func (e *PipelineEngine) LastUsage(key string) (Usage, bool) {
 	e.mu.Lock()

@@ -146,6 +146,18 @@ type Options struct {
 	// with each ledger entry (with Tenants, the tenant's:
 	// TenantNamespace(Namespace, tenant)); "" records none.
 	Namespace string
+	// KeepWarm is the most keep-warm requests sent while one session's
+	// client runs a tool (see keepwarm.go): each repeats the session's
+	// last request with max_tokens 1 shortly before the provider's
+	// prompt cache would expire, which costs a read of the cached prefix
+	// instead of its rewrite when the client comes back. 0 means
+	// DefaultKeepWarm, a negative value none.
+	KeepWarm int
+	// AfterFunc runs f after d on the proxy's clock (the clock of Now)
+	// and returns what stops it; nil means time.AfterFunc's. A
+	// simulation whose Now runs faster than the wall clock gives one that
+	// runs as fast.
+	AfterFunc func(d time.Duration, f func()) (stop func() bool)
 }
 
 // Server is the proxy, an http.Handler. Build it with New.
@@ -180,6 +192,7 @@ type Server struct {
 	ledger        *ledgerWriter // nil without Options.Ledger (ledger.go)
 	ledgerStarted atomic.Bool   // StartFromLedger ran
 	created       time.Time     // by Options.Now: the ledger's past ends there
+	warm          *warmer       // nil when Options.KeepWarm is negative (keepwarm.go)
 }
 
 // New returns a Server.
@@ -241,6 +254,7 @@ func New(opts Options) (*Server, error) {
 		created:    opts.Now(),
 	}
 	s.metrics = newMetrics(s)
+	s.warm = newWarmer(s)
 	if opts.Ledger != nil {
 		s.ledger = newLedgerWriter(opts.Ledger, opts.Logger, 0, 0)
 	}
@@ -297,6 +311,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // Close appends the ledger entries still queued (within
 // DefaultLedgerTimeout) and releases the Engine when it holds resources.
 func (s *Server) Close() error {
+	s.warm.close()
 	if s.ledger != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), DefaultLedgerTimeout)
 		s.ledger.close(ctx)
@@ -693,6 +708,7 @@ func (s *Server) readRequest(r *http.Request, rt route, raw []byte, x *exchange)
 		x.toolless, x.reqTools, x.reqList = toolless(b.Members), b.get("tools"), b.get(key)
 	}
 	x.session = s.conversationKey(r.Header, b)
+	defer func() { s.warm.disarm(x.session) }() // the session's client is back
 	if s.opts.Tenants {
 		t, ok := Tenant(r.Header)
 		if !ok {

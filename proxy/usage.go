@@ -39,6 +39,8 @@ type usageScanner struct {
 	// streamed.
 	compaction []byte
 	cmp        *streamedCompaction
+	// toolUse is set once the answer (Anthropic) calls a tool.
+	toolUse bool
 }
 
 // streamedCompaction is a compaction block being streamed: its
@@ -214,5 +216,7 @@ func (sc *usageScanner) anthropicBlock(b []byte) {
 		}
 	case "compaction":
 		sc.compaction = append([]byte(nil), b...)
+	case "tool_use":
+		sc.toolUse = true
 	}
 }

@@ -132,9 +132,64 @@ type Result struct {
 }
 
 // clock is the replay's clock: the time of the request being replayed.
+// Its timers (the proxy's keep-warm requests) run when the replay passes
+// their time, each at it, before the next request.
 type clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu     sync.Mutex
+	t      time.Time
+	timers []*timer
+}
+
+type timer struct {
+	at      time.Time
+	f       func()
+	stopped bool
+}
+
+// afterFunc runs f when the replay passes d from now.
+func (c *clock) afterFunc(d time.Duration, f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tm := &timer{at: c.t.Add(d), f: f}
+	c.timers = append(c.timers, tm)
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		was := !tm.stopped
+		tm.stopped = true
+		return was
+	}
+}
+
+// advance runs the timers due by t, in their order, each on the clock
+// set to its time, and sets the clock to t.
+func (c *clock) advance(t time.Time) {
+	for {
+		c.mu.Lock()
+		var next *timer
+		live := c.timers[:0]
+		for _, tm := range c.timers {
+			if tm.stopped {
+				continue
+			}
+			live = append(live, tm)
+			if tm.at.Before(t) && (next == nil || tm.at.Before(next.at)) {
+				next = tm
+			}
+		}
+		c.timers = live
+		if next == nil {
+			c.mu.Unlock()
+			c.set(t)
+			return
+		}
+		next.stopped = true
+		if next.at.After(c.t) {
+			c.t = next.at
+		}
+		c.mu.Unlock()
+		next.f()
+	}
 }
 
 func (c *clock) now() time.Time {
@@ -189,7 +244,7 @@ func Run(ctx context.Context, reqs []Request, opts Options) (Result, error) {
 	}
 	args := append([]string{"--upstream-anthropic", up.URL, "--upstream-openai", up.URL,
 		"--workspace", filepath.Join(work, ".agentctx"), "--dir", filepath.Join(work, ".offload")}, opts.ProxyArgs...)
-	srv, closeAll, err := cli.SimulatedProxy(ctx, args, clk.now, logw)
+	srv, closeAll, err := cli.SimulatedProxy(ctx, args, clk.now, clk.afterFunc, logw)
 	if err != nil {
 		return res, err
 	}
@@ -198,8 +253,9 @@ func Run(ctx context.Context, reqs []Request, opts Options) (Result, error) {
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		clk.set(r.At)
 		before := fake.Bill().Totals
+		clk.advance(r.At) // the keep-warm requests of the pause before it are its
+
 		req := httptest.NewRequestWithContext(ctx, r.Method, r.Path, bytes.NewReader(r.Body))
 		for k, v := range r.Header {
 			if strings.EqualFold(k, "Content-Length") || strings.EqualFold(k, "Accept-Encoding") {

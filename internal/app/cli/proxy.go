@@ -116,10 +116,14 @@ type proxyFlags struct {
 	tenants             bool
 	clockSpeed          float64
 	now                 func() time.Time // a simulation's clock (SimulatedProxy); nil: the wall clock, or --clock-speed
-	storeEvery          bool
-	otel                bool
-	retain              retentionFlags
-	timeouts            proxyTimeouts
+	// after runs a function later on the clock now (SimulatedProxy); nil:
+	// on the wall clock, or --clock-speed's.
+	after      func(time.Duration, func()) func() bool
+	keepWarm   int
+	storeEvery bool
+	otel       bool
+	retain     retentionFlags
+	timeouts   proxyTimeouts
 	// budget is the workspace's byte budget: per session and in all
 	// (--workspace-session-bytes, --workspace-total-bytes; 0: none).
 	budget struct{ session, total byteSize }
@@ -224,7 +228,11 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 	}
 	popts := proxy.Options{Engine: engine, AnthropicURL: p.anthropicURL, OpenAIURL: p.oaURL, Logger: log, DecodeCacheBytes: decodeCache,
 		MCP: mcpHandler, Prices: prices, Token: p.token, Tenants: p.tenants, ContextManagement: proxy.ContextManagement(p.contextMgmt),
-		TracerProvider: tp, ReadBack: dashReadBack, Now: p.now, Ledger: ledger, Project: project, Namespace: f.namespace}
+		TracerProvider: tp, ReadBack: dashReadBack, Ledger: ledger, Project: project, Namespace: f.namespace, KeepWarm: p.keepWarm}
+	popts.Now, popts.AfterFunc = p.clock()
+	if p.keepWarm == 0 {
+		popts.KeepWarm = -1 // none
+	}
 	if err := p.timeouts.check(&popts); err != nil {
 		return nil, nil, err
 	}
@@ -388,12 +396,8 @@ func (p *proxyFlags) engine(po pipeline.Options, summ string, log *slog.Logger) 
 	if p.sessionMemoryMB == 0 {
 		eo.MaxBytes = -1 // no bound but the count
 	}
-	if p.clockSpeed != 1 {
-		eo.Now = acceleratedClock(time.Now(), p.clockSpeed)
-		eo.Pipeline.Now = eo.Now
-	}
-	if p.now != nil {
-		eo.Now, eo.Pipeline.Now = p.now, p.now
+	if now, _ := p.clock(); now != nil {
+		eo.Now, eo.Pipeline.Now = now, now
 	}
 	if summ == summarizerUpstream && !f.noCompact {
 		eo.Summarizer = proxy.UpstreamSummarizers(proxy.UpstreamSummarizerOptions{
@@ -497,7 +501,8 @@ func (p *proxyFlags) register(cmd *cobra.Command, listen string) {
 	fs.DurationVar(&p.retain.every, "retain-every", time.Hour, "with --retain-age or --retain-size: how often the proxy prunes its namespace (and its tenants')")
 	fs.BoolVar(&p.otel, "otel", false, "trace each request's steps (decode, prepare and its pipeline steps, upstream) with OpenTelemetry, exported over OTLP/HTTP as the standard OTEL_* variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME...); OTEL_TRACES_EXPORTER=otlp also turns it on, OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true off")
 	fs.BoolVar(&p.storeEvery, "store-every-result", false, "store every tool result when first seen; by default a result under 4,000 characters (and under --inline-limit) is stored when it is first pruned (what a compaction summarizes is in its archive)")
-	fs.Float64Var(&p.clockSpeed, "clock-speed", 1, "for simulations: the proxy's clock (prune ages, artifact times, idle sessions) runs N times faster than the wall clock from the proxy's start; request durations in the log stay wall time")
+	fs.Float64Var(&p.clockSpeed, "clock-speed", 1, "for simulations: the proxy's clock (prune ages, artifact times, idle sessions, keep-warm requests, request durations in the log) runs N times faster than the wall clock from the proxy's start")
+	fs.IntVar(&p.keepWarm, "keep-warm", proxy.DefaultKeepWarm, "while the client runs a tool the model asked for, send the session's last request again with max_tokens 1 shortly before the provider's prompt cache would expire, at most N times per pause: a read of the cached prompt instead of its rewrite when the client comes back (Anthropic, API keys, no extended thinking; billed to the session; 0: never)")
 	fs.MarkHidden("clock-speed")
 	f.register(fs, true)
 	fs.StringVar(&f.workspace, "workspace", "", projectWorkspaceHelp)
@@ -520,6 +525,20 @@ func noBound(b byteSize) int64 {
 		return -1
 	}
 	return int64(b)
+}
+
+// clock returns the proxy's clock and its timers: a simulation's
+// (SimulatedProxy), --clock-speed's (made once), or nil for the wall
+// clock's.
+func (p *proxyFlags) clock() (func() time.Time, func(time.Duration, func()) func() bool) {
+	if p.now == nil && p.clockSpeed != 1 {
+		speed := p.clockSpeed
+		p.now = acceleratedClock(time.Now(), speed)
+		p.after = func(d time.Duration, f func()) func() bool {
+			return time.AfterFunc(time.Duration(float64(d)/speed), f).Stop
+		}
+	}
+	return p.now, p.after
 }
 
 // acceleratedClock returns a clock that reads start at start and runs

@@ -18,9 +18,11 @@ import (
 // own wiring of flags, stores and summarizers. The flags are those of
 // the command line only: no environment and no configuration file are
 // read, --listen is ignored (the caller serves the handler) and
-// --clock-speed may not be given. Its log goes to logw. closeAll releases
+// --clock-speed may not be given. after runs a function later on the
+// clock now (the keep-warm requests' timers: proxy.Options.AfterFunc);
+// nil runs it on the wall clock. Its log goes to logw. closeAll releases
 // what it opened (stores, the server).
-func SimulatedProxy(ctx context.Context, args []string, now func() time.Time, logw io.Writer) (srv *proxy.Server, closeAll func(), err error) {
+func SimulatedProxy(ctx context.Context, args []string, now func() time.Time, after func(time.Duration, func()) func() bool, logw io.Writer) (srv *proxy.Server, closeAll func(), err error) {
 	var p proxyFlags
 	cmd := &cobra.Command{Use: "proxy", Args: cobra.NoArgs}
 	p.register(cmd, "127.0.0.1:0")
@@ -33,6 +35,9 @@ func SimulatedProxy(ctx context.Context, args []string, now func() time.Time, lo
 	cmd.SetContext(ctx)
 	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	e := &env{s: &Streams{Out: io.Discard, Err: logw}, logger: log}
-	p.now = now
+	p.now, p.after = now, after
+	if after == nil {
+		p.after = func(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+	}
 	return p.server(cmd, e, log)
 }

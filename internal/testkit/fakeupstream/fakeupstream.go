@@ -93,7 +93,18 @@ type Reply struct {
 	// OutputTokens overrides the output tokens, counted from the reply's
 	// thinking, text and tool calls when zero.
 	OutputTokens int
+	// Truncated reports a reply cut at the request's max_tokens (Anthropic
+	// stop_reason "max_tokens").
+	Truncated bool
 }
+
+// minScriptTokens is the least max_tokens an Anthropic request needs for
+// the script to answer it: below it the model's answer is cut at once, so
+// the fake answers with max_tokens tokens of text, stop_reason
+// "max_tokens", without asking the script (a real model keeps no state
+// between requests, the script does; a request that only refreshes the
+// prompt cache must not move it on).
+const minScriptTokens = 8
 
 // Options configure a Server. The zero value answers "ok" to everything,
 // with a 200,000-token context window, and bills at the default prices.
@@ -268,9 +279,12 @@ func (s *Server) reply(api string, c *Call, body map[string]any) Reply {
 		c.respCompaction = c.Compaction != nil
 	}
 	reply := Reply{Text: "ok"}
+	mt, _ := body["max_tokens"].(float64)
 	switch {
 	case c.compaction != nil && c.compaction.Paused:
 		reply = Reply{} // the answer stops after the compaction block
+	case api == APIAnthropic && mt >= 1 && mt < minScriptTokens:
+		reply = Reply{Text: "I", OutputTokens: int(mt), Truncated: true}
 	case s.opts.Script != nil:
 		reply = s.opts.Script(c)
 	}

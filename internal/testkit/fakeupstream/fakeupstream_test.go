@@ -87,3 +87,22 @@ func TestOpenAIStreams(t *testing.T) {
 		}
 	}
 }
+
+// A request of max_tokens 1 (what a keep-warm request asks) is answered
+// cut at one token, without the script: the script's state stays where
+// the model's conversation left it.
+func TestShortMaxTokensLeavesTheScript(t *testing.T) {
+	calls := 0
+	srv := httptest.NewServer(fakeupstream.New(fakeupstream.Options{Script: func(*fakeupstream.Call) fakeupstream.Reply {
+		calls++
+		return fakeupstream.Reply{Text: "a long scripted answer"}
+	}}))
+	defer srv.Close()
+	status, body := do(t, srv.URL, "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}`)
+	if status != 200 || calls != 0 || !strings.Contains(body, `"stop_reason":"max_tokens"`) || !strings.Contains(body, `"output_tokens":1`) {
+		t.Fatalf("max_tokens 1: %d, script called %d times, %s", status, calls, body)
+	}
+	if status, body := do(t, srv.URL, "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":1000,"messages":[{"role":"user","content":"hi"}]}`); status != 200 || calls != 1 || !strings.Contains(body, "scripted") {
+		t.Fatalf("max_tokens 1000: %d, script called %d times, %s", status, calls, body)
+	}
+}

@@ -61,6 +61,9 @@ func (s *Server) anthropic(w http.ResponseWriter, c *Call, r Reply, u pricing.Us
 	if c.compaction != nil && c.compaction.Paused {
 		stop = "compaction"
 	}
+	if r.Truncated {
+		stop = "max_tokens"
+	}
 	usage := anthropicUsage(u, u.Output)
 	if c.compaction != nil {
 		usage["iterations"] = iterations(c, u)
