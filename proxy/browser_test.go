@@ -295,7 +295,7 @@ func (n node) text(id string) string {
 func TestDashboardInBrowser(t *testing.T) {
 	t.Parallel() // its own proxy or file (an origin of its own) and tabs of its own: the browser tests overlap their pages
 	br := browser(t)
-	s := scriptedSession(t, 14, proxy.Options{Token: "tok"})
+	s := scriptedSession(t, 14, proxy.Options{Token: "tok", Project: "/home/dev/src/shop"})
 	st := getStats(t, s.url, map[string]string{"X-Agentctx-Token": "tok"})
 	ss := st.Sessions[0]
 	page := s.url + proxy.DashboardPath + "?token=tok"
@@ -324,6 +324,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	if cells["session"] != ss.Session || cells["client"] != ss.Client || cells["model"] != ss.Model {
 		t.Errorf("row %v, stats %s %s %s", cells, ss.Session, ss.Client, ss.Model)
+	}
+	if ss.Project != "/home/dev/src/shop" || cells["project"] != ss.Project || texts["project"] != "shop" {
+		t.Errorf("project: stats %q, the cell %q reading %q", ss.Project, cells["project"], texts["project"])
 	}
 	for k, want := range map[string]float64{"requests": float64(ss.Requests), "errors": float64(ss.Errors), "tokens_before": float64(ss.TokensBefore), "tokens_after": float64(ss.TokensAfter),
 		"compactions": float64(ss.Compactions), "clearing_batches": float64(ss.ClearingBatches), "cache_breaks": float64(ss.CacheBreaks),
@@ -363,6 +366,16 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	if got := dom.text("total"); !strings.HasPrefix(got, thousands(st.Total.Requests)+" requests · bill $") {
 		t.Errorf("header: %q", got)
+	}
+	// The headline: the saving, its share of the bill without agentctx.
+	tot := st.Total.Bill
+	if tot.CostWithoutUSD <= 0 {
+		t.Fatalf("no bill without agentctx: %+v", tot)
+	}
+	wantHead := fmt.Sprintf("Saved $%.4f (%.1f%%) · $%.4f billed instead of $%.4f without agentctx",
+		tot.SavedUSD, 100*tot.SavedUSD/tot.CostWithoutUSD, tot.CostUSD, tot.CostWithoutUSD)
+	if got := dom.text("headline"); got != wantHead {
+		t.Errorf("headline %q, want %q", got, wantHead)
 	}
 
 	c, _ := s.srv.Composition(ss.Session)
@@ -498,8 +511,8 @@ func TestDashboardInBrowserErrors(t *testing.T) {
 		}
 	}
 	heads := dom.byID("sessions").all("th", "")
-	if len(heads) < 5 || heads[4].FirstChild == nil || heads[4].FirstChild.Data != "Errors" {
-		t.Errorf("the fifth column is not Errors: %d columns", len(heads))
+	if len(heads) < 6 || heads[5].FirstChild == nil || heads[5].FirstChild.Data != "Errors" {
+		t.Errorf("the sixth column (after session, project, client, model, requests) is not Errors: %d columns", len(heads))
 	}
 	dom = loadDOM(t, br, page+"#/session/failing", func(d node) string {
 		if !strings.Contains(d.text("session-summary"), "3 requests") {
@@ -535,6 +548,9 @@ func TestDashboardInBrowserEmpty(t *testing.T) {
 	}
 	if got := dom.text("total"); got != "0 requests · bill $0.0000 · saved $0.0000" {
 		t.Errorf("header: %q", got)
+	}
+	if got := dom.text("headline"); got != "Nothing billed yet." {
+		t.Errorf("headline: %q", got)
 	}
 	dom = loadDOM(t, br, page+"#/session/nope", func(d node) string {
 		if d.text("session-summary") == "" {

@@ -64,6 +64,9 @@ type SessionView struct {
 	// the last request.
 	Client string `json:"client"`
 	Model  string `json:"model"`
+	// Project is the directory the session's client works in
+	// (Options.Project), empty when the proxy was not told.
+	Project string `json:"project,omitempty"`
 	// LastActivity is when the last request arrived.
 	LastActivity time.Time `json:"last_activity"`
 	// ClearingBatches counts the requests on which the Engine changed what

@@ -30,7 +30,7 @@ func TestTimelineBounded(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
 	for i := range maxTimeline + 50 {
 		st.record(&exchange{api: APIAnthropic, start: t0.Add(time.Duration(i) * time.Second), status: 200,
-			prepared: &Prepared{TokensBefore: i}})
+			prepared: &Prepared{TokensBefore: i}}, "")
 	}
 	got := st.snapshot("s").Timeline
 	if len(got) != maxTimeline || got[0].TokensClient != 50 || got[len(got)-1].TokensClient != maxTimeline+49 {
@@ -48,11 +48,11 @@ func BenchmarkSessionRecord(b *testing.B) {
 	x := &exchange{api: APIAnthropic, status: 200, client: "claude-cli/2.0.0", prepared: &Prepared{TokensBefore: 50_000, TokensAfter: 20_000},
 		bill: exchangeBill{model: "claude-sonnet-4-5", system: make([]byte, 20_000), tools: make([]byte, 80_000)}}
 	for range maxTimeline {
-		st.record(x)
+		st.record(x, "")
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		st.record(x)
+		st.record(x, "")
 	}
 }
 
@@ -69,14 +69,14 @@ func TestSessionErrorsBounded(t *testing.T) {
 	n := maxSessionSeries + 20
 	for i := range n {
 		st := s.stats.get(fmt.Sprintf("s%03d", i))
-		st.record(&exchange{api: APIAnthropic, start: t0.Add(time.Duration(i) * time.Second), status: http.StatusBadGateway})
+		st.record(&exchange{api: APIAnthropic, start: t0.Add(time.Duration(i) * time.Second), status: http.StatusBadGateway}, "")
 		if i%2 == 0 {
-			st.record(&exchange{api: APIAnthropic, start: t0.Add(time.Duration(i) * time.Second), status: http.StatusInternalServerError})
+			st.record(&exchange{api: APIAnthropic, start: t0.Add(time.Duration(i) * time.Second), status: http.StatusInternalServerError}, "")
 		}
 	}
-	s.stats.get("fine").record(&exchange{api: APIAnthropic, start: t0.Add(time.Hour), status: 200})
-	s.stats.get("cancelled").record(&exchange{api: APIAnthropic, start: t0.Add(time.Hour), status: StatusClientClosedRequest, cancelled: true})
-	s.stats.get("bad\xffkey").record(&exchange{api: APIAnthropic, start: t0.Add(time.Hour), status: 500}) // no label value: left out
+	s.stats.get("fine").record(&exchange{api: APIAnthropic, start: t0.Add(time.Hour), status: 200}, "")
+	s.stats.get("cancelled").record(&exchange{api: APIAnthropic, start: t0.Add(time.Hour), status: StatusClientClosedRequest, cancelled: true}, "")
+	s.stats.get("bad\xffkey").record(&exchange{api: APIAnthropic, start: t0.Add(time.Hour), status: 500}, "") // no label value: left out
 
 	fams, err := s.Registry().Gather()
 	if err != nil {

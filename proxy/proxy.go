@@ -1043,7 +1043,7 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 	s.metrics.record(x)
 	traceFinish(r, x)
 	if st != nil {
-		st.record(x)
+		st.record(x, s.opts.Project)
 		recordView(s.stats.views, x.session, x)
 		if x.gotUsage {
 			s.observe(context.WithoutCancel(r.Context()), x, x.usage) // when relay did not already

@@ -120,9 +120,14 @@ func (s *sessionStats) sentMessages(x *exchange) {
 	s.lastSent = hs
 }
 
-func (s *sessionStats) record(x *exchange) {
+// record counts x in the session's statistics; project is the
+// directory its client works in (Options.Project).
+func (s *sessionStats) record(x *exchange, project string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if project != "" {
+		s.Project = project
+	}
 	s.lastSeen = x.start
 	s.API = x.api
 	s.Requests++

@@ -66,6 +66,7 @@
       const tr = el("tr", { class: "session", "data-session": s.session });
       tr.append(
         cell("session", s.session, s.session, "text"),
+        projectCell(s),
         cell("client", s.client, s.client || "–", "text"),
         cell("model", s.model, s.model || "–", "text"),
         cell("requests", s.requests, int(s.requests)),
@@ -83,9 +84,28 @@
       body.append(tr);
     });
   }
+  // projectCell is the last element of the session's project directory,
+  // the whole path in its title.
+  function projectCell(s) {
+    const p = s.project || "";
+    const td = cell("project", p, p ? p.replace(/[\\/]+$/, "").split(/[\\/]/).pop() || p : "–", "text");
+    if (p) td.title = p;
+    return td;
+  }
   function renderTotal() {
     const t = (stats && stats.total) || {};
     $("total").textContent = count(t.requests, "request") + " · bill " + usd(t.cost_usd) + " · saved " + usd(t.saved_usd);
+    // The headline: what agentctx saved, of what the same requests would
+    // have cost without it.
+    const h = $("headline");
+    h.textContent = "";
+    if (!t.requests) {
+      h.textContent = "Nothing billed yet.";
+      return;
+    }
+    const share = t.cost_without_usd > 0 ? t.saved_usd / t.cost_without_usd : NaN;
+    h.append(el("strong", { id: "headline-saved", class: t.saved_usd < 0 ? "neg" : "" }, "Saved " + usd(t.saved_usd) + (isFinite(share) ? " (" + pct(share) + ")" : "")),
+      document.createTextNode(" · " + usd(t.cost_usd) + " billed instead of " + usd(t.cost_without_usd) + " without agentctx"));
   }
 
   // niceCeil rounds n up to a round number for the axis: 52,001 → 60,000.
