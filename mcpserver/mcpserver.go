@@ -40,7 +40,7 @@
 //
 // Claude Code writes a tool result of more than about 25,000 tokens to a
 // file instead of showing it. Every result of this server is therefore one
-// page of at most Options.MaxChars characters (default 39,000) and
+// page of at most Options.MaxChars characters (default 40,000, the workspace's read cap) and
 // Options.MaxTokens tokens (default 20,000 o200k_base tokens, which leaves
 // room for Claude's own tokenizer): a longer read returns its first part and
 // a notice naming the call that reads on (an offset, the next lines, a
@@ -65,9 +65,11 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultMaxChars caps the characters of every page, under the
-	// 40,000-character read cap of the workspace tools.
-	DefaultMaxChars = 39_000
+	// DefaultMaxChars caps the characters of every page, its notice
+	// included: the workspace's read cap, so that a read cuts at the same
+	// place whether the model calls the tool over MCP, in the request
+	// (the proxy's and the SDK middleware's read-back) or through `ws`.
+	DefaultMaxChars = workspace.DefaultMaxChars
 	// DefaultMaxTokens caps the o200k_base tokens of every page, under the
 	// 25,000 tokens from which Claude Code stops showing a tool result.
 	DefaultMaxTokens = 20_000

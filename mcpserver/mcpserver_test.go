@@ -94,7 +94,7 @@ func TestListTools(t *testing.T) {
 		if tool.Annotations == nil || !tool.Annotations.ReadOnlyHint {
 			t.Errorf("%s: not read-only", tool.Name)
 		}
-		if !strings.Contains(tool.Description, "39,000 characters") {
+		if !strings.Contains(tool.Description, "40,000 characters") {
 			t.Errorf("%s: description does not state the page cap: %q", tool.Name, tool.Description)
 		}
 		schema, _ := json.Marshal(tool.InputSchema)
@@ -428,6 +428,39 @@ func TestSessionScopesReadByID(t *testing.T) {
 		cs := connect(t, mcpserver.New(store, mcpserver.Options{SessionID: c.session}))
 		if got, isErr := callText(t, cs, c.tool, c.args); isErr || got != c.want {
 			t.Errorf("session %q: %s(%v) = %q (error %v), want %q", c.session, c.tool, c.args, got, isErr, c.want)
+		}
+	}
+}
+
+// TestOneCutEverywhere: a long read cuts at the same place over MCP as in
+// the workspace's own tools (the request's read-back, `ws get`), and the
+// tool definitions state the same cap.
+func TestOneCutEverywhere(t *testing.T) {
+	store := memstore.New()
+	var b strings.Builder
+	for i := 0; b.Len() < 60_000; i++ {
+		fmt.Fprintf(&b, "line %d: go test ./... ok\n", i+1)
+	}
+	put(t, store, "default", "tool_result_long", "", b.String())
+	args := json.RawMessage(`{"artifact_id":"tool_result_long"}`)
+	viaMCP, err := mcpserver.New(store, mcpserver.Options{}).Call(t.Context(), "get_knowledge_by_id", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := workspace.New(store, workspace.Options{}).Execute(t.Context(), "get_knowledge_by_id", args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if viaMCP != direct {
+		t.Errorf("over MCP the read is %d characters, in the workspace's tools %d", len([]rune(viaMCP)), len([]rune(direct)))
+	}
+	mcpDefs := map[string]string{}
+	for _, tool := range mcpserver.Tools(0) {
+		mcpDefs[tool.Name] = tool.Description
+	}
+	for _, def := range workspace.Tools() {
+		if mcpDefs[def.Name] != def.Description {
+			t.Errorf("%s: over MCP described %q, in the request %q", def.Name, mcpDefs[def.Name], def.Description)
 		}
 	}
 }

@@ -33,7 +33,7 @@ type readingModel struct {
 
 var (
 	knowledgeID = regexp.MustCompile(`<knowledge id="([^"]+)"`)
-	// "[Read limit of 39,000 characters reached: showing characters 0-38,950 of 60,020; ...]"
+	// "[Read limit of 40,000 characters reached: showing characters 0-38,950 of 60,020; ...]"
 	readLimit = regexp.MustCompile(`\n\n\[Read limit of [\d,]+ characters reached: showing characters [\d,]+-([\d,]+) of`)
 )
 
