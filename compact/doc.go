@@ -71,9 +71,14 @@
 //
 // The pointers are those of the tool results the caller stored
 // (Options.Pointers: a pipeline gives the artifact id and, for a store with
-// files, the absolute path of every stored result in the middle), then the
-// archive's (its id and path), after the pointers of any earlier summary in
-// the middle (ParsePointers reads them back), each once, so pointers
+// files, the absolute path of every stored result in the middle), then one
+// for each file a result in the middle says the client saved a long output
+// to, by its path, whatever the result's size (Claude Code's and Qwen
+// Code's "Output too large (…). Full output saved to: /…", opencode's and
+// Kilo's "… Full output saved to: /…": "- Bash `make` → /home/u/.claude/…/
+// tool-results/toolu_01.txt"), then the archive's (its id and path), after
+// the pointers of any earlier summary in the middle (ParsePointers reads
+// them back), each once, so pointers
 // survive any number of compactions. Options.MaxPointers bounds them
 // (DefaultMaxPointers). Every summarizer gets them in Request.Pointers:
 // Extractive writes the section, ModelSummarizer shows it to the model and

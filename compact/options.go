@@ -125,7 +125,8 @@ type Options struct {
 	// PointersTitle); results it leaves out get no line. ToolName and Input
 	// may be left empty: Compact fills them from the calls in msgs[h:t]
 	// (by ToolCallID). It must not modify msgs. The pointers of earlier
-	// summaries in msgs[h:t] and of the archive are added by Compact.
+	// summaries in msgs[h:t], of the files its results say the client
+	// saved output to, and of the archive are added by Compact.
 	Pointers func(msgs []agentctx.Message, h, t int) []Pointer
 	// MaxPointers bounds the pointers of a summary. Zero means
 	// DefaultMaxPointers; a negative value means none (no pointer

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/base/clientsaved"
 	"github.com/agentctx/agentctx/internal/base/textfmt"
 )
 
@@ -246,16 +247,18 @@ func parsePointer(line string) (Pointer, bool) {
 		}
 		p.Path = strings.Join(parts[:k], ", ")
 	}
-	if strings.ContainsAny(id, "/\\") {
+	switch {
+	case strings.ContainsAny(id, "/\\"):
+		// A path after the arrow may hold spaces (a Windows home, "C:\Users\Ada
+		// Lovelace\.claude\…": a client's saved file); an artifact id never.
 		if p.Path != "" {
 			return Pointer{}, false
 		}
 		p.Path = id
-	} else {
-		p.ArtifactID = id
-	}
-	if strings.ContainsAny(id, " \t") {
+	case strings.ContainsAny(id, " \t"):
 		return Pointer{}, false
+	default:
+		p.ArtifactID = id
 	}
 	return p, true
 }
@@ -394,8 +397,9 @@ func lastArchive(ps []Pointer, i int) bool {
 
 // pointersOf returns the pointers a compaction of source carries: those of
 // the earlier summaries in source, then extra (the caller's, for the
-// results in source), then the archive's; each result's tool and input
-// filled from its call in source when empty.
+// results in source), then each file a result of source says the client
+// saved output to (savedPointers), then the archive's; each result's tool
+// and input filled from its call in source when empty.
 func pointersOf(source []agentctx.Message, extra []Pointer, archive *Pointer) []Pointer {
 	var lists [][]Pointer
 	for _, m := range source {
@@ -403,7 +407,7 @@ func pointersOf(source []agentctx.Message, extra []Pointer, archive *Pointer) []
 			lists = append(lists, ParsePointers(messageText(m)))
 		}
 	}
-	lists = append(lists, extra)
+	lists = append(lists, extra, savedPointers(source))
 	if archive != nil {
 		lists = append(lists, []Pointer{*archive})
 	}
@@ -442,4 +446,32 @@ func pointersOf(source []agentctx.Message, extra []Pointer, archive *Pointer) []
 		}
 	}
 	return ps
+}
+
+// savedPointers returns a pointer, by its path, to each file that a result
+// of source says the client saved output to (internal/base/clientsaved:
+// Claude Code's, opencode's, Kilo's and Qwen Code's preview of a long
+// output), whatever the preview's size. The preview is summarized away
+// with the middle, and its path is then the one way to the whole output
+// that needs no archive (issue 47: Claude Code's 2,338-character preview
+// was under every size mark, and the read-back took 3 reads).
+func savedPointers(source []agentctx.Message) []Pointer {
+	var out []Pointer
+	for r := range agentctx.ToolResults(source) {
+		var paths []string
+		switch c := r.Content; c.Kind() {
+		case agentctx.ContentText:
+			paths = clientsaved.Append(nil, c.Text())
+		case agentctx.ContentBlocks:
+			for _, b := range c.Blocks() {
+				if b.Type == agentctx.BlockText {
+					paths = clientsaved.Append(paths, b.Text)
+				}
+			}
+		}
+		for _, p := range paths {
+			out = append(out, Pointer{Kind: PointerResult, Path: p, ToolCallID: r.ID})
+		}
+	}
+	return out
 }

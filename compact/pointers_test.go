@@ -130,6 +130,52 @@ func TestCompactPointers(t *testing.T) {
 	}
 }
 
+// A summary lists each file a result says the client saved output to,
+// whatever the result's size and with no caller's pointers (as `agentctx
+// compact` runs): Claude Code's and Qwen Code's preview of 2 KB, opencode's
+// hint; a result that merely mentions a path gets no line (issue 47, item
+// 6).
+func TestCompactPointsToClientSavedFiles(t *testing.T) {
+	const claude = "/home/u/.claude/projects/-repo/4f1c/tool-results/toolu_01.txt"
+	const qwen = `C:\Users\Ada Lovelace\.qwen\tmp\ab12\tool-results\call_7.txt`
+	const opencode = "/home/u/.local/share/opencode/tool-output/tool_cb7a1db8e001"
+	msgs := []agentctx.Message{
+		agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("Build it and keep the LEDGER_SEED it prints.")),
+		toolCall("t1", "Bash", map[string]string{"command": "make"}, ""),
+		toolResult("t1", "<persisted-output>\nOutput too large (58.6KB). Full output saved to: "+claude+
+			"\n\nPreview (first 2KB):\n"+strings.Repeat("cc -O2 -c ledger.c\n", 100)+"...\n</persisted-output>"),
+		toolCall("t2", "run_shell_command", map[string]string{"command": "make test"}, ""),
+		agentctx.NewMessage(agentctx.RoleUser, agentctx.BlockList(agentctx.ToolResultBlock("t2", agentctx.BlockList(
+			agentctx.TextBlock("<persisted-output>\nOutput too large (57 KB). Full output saved to: "+qwen+"\n\nPreview (up to 2000 chars):\nok\n</persisted-output>")), false))),
+		toolCall("t3", "bash", map[string]string{"command": "make check"}, ""),
+		toolResult("t3", "ok\n\n...2400 lines truncated...\n\nThe tool call succeeded but the output was truncated. Full output saved to: "+opencode+
+			"\nUse Grep to search the full content or Read with offset/limit to view specific sections."),
+		toolCall("t4", "Read", map[string]string{"file_path": "/repo/NOTES"}, ""),
+		toolResult("t4", "see /home/u/.claude/projects/-repo/4f1c/tool-results/toolu_09.txt for the old log"),
+		agentctx.NewMessage(agentctx.RoleAssistant, agentctx.Text("The build passed.")),
+		agentctx.NewMessage(agentctx.RoleUser, agentctx.Text("Go on.")),
+	}
+	o := pointerOpts(t)
+	o.Pointers = nil
+	res, err := compact.Compact(context.Background(), msgs, o)
+	if err != nil || !res.Compacted {
+		t.Fatalf("not compacted: %+v %v", res, err)
+	}
+	want := []string{
+		"- Bash `make` → " + claude,
+		"- run_shell_command `make test` → " + qwen,
+		"- bash `make check` → " + opencode,
+		"- Archive of 10 messages → compact_a1 (/ws/ns/compact_a1.txt, 10,000 bytes)",
+	}
+	if got := section(t, res.Summary); !slices.Equal(got, want) {
+		t.Errorf("pointer section:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// A later compaction keeps them (they come back from the summary).
+	if got := compact.ParsePointers(res.Summary); len(got) != 4 || got[1].Path != qwen {
+		t.Errorf("ParsePointers = %+v", got)
+	}
+}
+
 // A summarizer that leaves the pointers out gets them appended; one that
 // keeps them gets nothing twice; one that changes them gets the canonical
 // section back.

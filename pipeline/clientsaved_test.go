@@ -64,6 +64,21 @@ func TestReadOfClientSavedFileNotOffloaded(t *testing.T) {
 	}
 }
 
+// A read of a file that a tool (not the client) said it wrote is a read
+// like any other: a long one is offloaded. Only a client's own preview
+// makes a file its saved output (internal/base/clientsaved).
+func TestReadOfToolsOwnFileOffloaded(t *testing.T) {
+	whole := strings.Repeat("<tr><td>src/lib.rs</td><td>92.4%</td></tr>\n", 1400) // ~60K characters
+	t0 := now.Add(-10 * time.Minute)
+	report := "test result: ok. 29 passed; 0 failed\n\n    Finished report saved to /tmp/tmpqwh7888i/target/llvm-cov/html\n"
+	msgs := history(user("measure the coverage", t0), exchange("toolu_01", "Bash", "cargo llvm-cov --html", report, false, t0),
+		readCall("toolu_02", "/tmp/tmpqwh7888i/target/llvm-cov/html/index.html", whole, t0.Add(time.Minute)))
+	res := mustPrepare(t, newPipeline(t, options(t)), msgs)
+	if got := resultText(res.Messages, "toolu_02"); !strings.HasPrefix(got, "<knowledge_list>") {
+		t.Errorf("a long read of a file a tool wrote was kept whole:\n%.200s", got)
+	}
+}
+
 // A summary's "Stored originals" lists every result that names a saved
 // file, whatever its size: Claude Code's 2,338-character preview naming
 // the file it saved (with that file on a line of its own), whether it was

@@ -120,7 +120,8 @@
 // something agentctx stored) whatever its size, or that was sent whole
 // with at least 4,000 characters (a shorter one is left to the summary's
 // line about its call and to the archive), one with the path of each file
-// a client saved output to that a result names, and one for the archive
+// a client saved output to that a result names (compact adds it), and one
+// for the archive
 // (compact_<hash>). Each line has the artifact id and, for
 // a store that keeps files (the default directory store), the absolute
 // path of its content file:

@@ -24,8 +24,9 @@ const minPointerChars = 4_000
 // file (namesSaved: a client's file, or something agentctx stored),
 // whatever its size, and every other one the workspace keeps whole with
 // at least minPointerChars characters (the summary drops their text too);
-// then a pointer to each client's file a result names, by its path. Each has its artifact id, the absolute
-// path of the artifact's content file when the store keeps files
+// the file a client saved output to gets a line of its own from compact,
+// which finds it in the summarized results. Each has its artifact id, the
+// absolute path of the artifact's content file when the store keeps files
 // (workspace.Pather), and the size of what is stored. The positions are
 // those of the view the store step keyed (c.results); the results before the
 // live part (the kept head, an earlier summary) have none, and an earlier
@@ -40,45 +41,37 @@ func (c *call) resultPointers(ctx context.Context, view []agentctx.Message, h, t
 	var out []compact.Pointer
 	for r := range agentctx.ToolResults(view[h:t]) {
 		rs := c.results.state([2]int{h + r.Message, r.Block})
-		if rs == nil {
+		if rs == nil || rs.Artifact == "" {
 			continue
 		}
-		saved, names := c.namesSaved(r, h)
-		if rs.Artifact != "" {
-			p := compact.Pointer{Kind: compact.PointerResult, ArtifactID: rs.Artifact, Path: artifactPath(store, ns, rs.Artifact),
-				ToolCallID: r.ID, ToolName: c.callOf(r.ID).Name}
-			info, err := store.Stat(ctx, ns, rs.Artifact)
-			if err == nil {
-				p.Chars, p.Lines = info.Chars, info.Lines
-			}
-			replaced := rs.Action == actionPruned || rs.Action == actionOffloaded
-			if replaced || names || err == nil && info.Chars >= minPointerChars {
-				out = append(out, p)
-			}
+		p := compact.Pointer{Kind: compact.PointerResult, ArtifactID: rs.Artifact, Path: artifactPath(store, ns, rs.Artifact),
+			ToolCallID: r.ID, ToolName: c.callOf(r.ID).Name}
+		info, err := store.Stat(ctx, ns, rs.Artifact)
+		if err == nil {
+			p.Chars, p.Lines = info.Chars, info.Lines
 		}
-		// The client's own file, named on a line of its own: read with a
-		// file tool at once, whatever became of the preview that named it.
-		for _, path := range saved {
-			out = append(out, compact.Pointer{Kind: compact.PointerResult, Path: path, ToolCallID: r.ID, ToolName: c.callOf(r.ID).Name})
+		replaced := rs.Action == actionPruned || rs.Action == actionOffloaded
+		if replaced || c.namesSaved(r, h) || err == nil && info.Chars >= minPointerChars {
+			out = append(out, p)
 		}
 	}
 	return out
 }
 
-// namesSaved returns the files the result r of view[h:] (at the position
-// the store step keyed) says the client saved output to, read in the
-// result as the request sent it (c.src: a pruned preview no longer names
-// its file), and whether it names a saved file at all: one of those, or
-// something agentctx stored (namesStored). Such a result gets a pointer
-// in a summary whatever its size (issue 47: Claude Code's 2,338-character
-// preview naming its file was under minPointerChars and left out).
-func (c *call) namesSaved(r agentctx.ToolResult, h int) ([]string, bool) {
+// namesSaved reports whether the result r of view[h:] (at the position the
+// store step keyed) names a saved file: one the client saved output to
+// (workspace.SavedPaths), or something agentctx stored (namesStored), read
+// in the result as the request sent it (c.src: a pruned preview no longer
+// names its file). Such a result gets a pointer in a summary whatever its
+// size (issue 47: Claude Code's 2,338-character preview naming its file
+// was under minPointerChars and left out); the client's file itself gets
+// a line of its own from compact (its pointers of a client's saved files).
+func (c *call) namesSaved(r agentctx.ToolResult, h int) bool {
 	content := r.Content
 	if m := h + r.Message; m < len(c.src) && resultID(c.src[m], r.Block) == r.ID {
 		content = resultContent(c.src, m, r.Block)
 	}
-	saved := workspace.SavedPaths(content)
-	return saved, len(saved) > 0 || c.namesStored(content)
+	return len(workspace.SavedPaths(content)) > 0 || c.namesStored(content)
 }
 
 // namesStored reports whether a result's content names something

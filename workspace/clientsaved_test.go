@@ -11,47 +11,21 @@ import (
 	"github.com/agentctx/agentctx/workspace/memstore"
 )
 
-// The notices clients write when they keep a long output in a file of
-// their own name its path (issue 47, item 5).
+// SavedPaths reads the text of a result, string or text blocks, by the
+// rule of internal/base/clientsaved (whose table holds the clients'
+// shapes): a client's preview names its file, a mere path does not.
 func TestSavedPaths(t *testing.T) {
-	long := strings.Repeat("output line\n", 3000)
-	cases := []struct {
-		name, text string
-		want       []string
-	}{
-		{"claude code", "<persisted-output>\nOutput too large (58.6KB). Full output saved to: /home/u/.claude/projects/-w/4f/tool-results/toolu_01.txt\n\nPreview (first 2KB):\nabc\n</persisted-output>",
-			[]string{"/home/u/.claude/projects/-w/4f/tool-results/toolu_01.txt"}},
-		{"opencode", "abc\n...\n\nThe tool call succeeded but the output was truncated. Full output saved to: /home/u/.local/share/opencode/tool-output/tool_9a8b7c\nUse Grep or Read with offset/limit.",
-			[]string{"/home/u/.local/share/opencode/tool-output/tool_9a8b7c"}},
-		{"qwen code", "Tool output was too large and has been truncated.\nThe full output has been saved to: /home/u/.qwen/tmp/ab12/shell_1.output\nTo read it, use read_file.",
-			[]string{"/home/u/.qwen/tmp/ab12/shell_1.output"}},
-		{"sentence end and quotes", "Output written to `/tmp/run/out.log`. Stored in the file \"/var/tmp/a/b.txt\".",
-			[]string{"/tmp/run/out.log", "/var/tmp/a/b.txt"}},
-		{"windows", `Full output saved to: C:\Users\u\AppData\tool-results\t1.txt`, []string{`C:\Users\u\AppData\tool-results\t1.txt`}},
-		{"at the end of a long output", long + "Full output saved to: /tmp/x/full.txt", []string{"/tmp/x/full.txt"}},
-		{"each once", "saved to /tmp/x/a.txt and saved to /tmp/x/a.txt", []string{"/tmp/x/a.txt"}},
-		{"JSON-encoded", jsonOf("Full output saved to: /tmp/x/c.txt\nmore"), []string{"/tmp/x/c.txt"}},
-
-		{"no notice", "a path: /home/u/src/main.go\n" + long, nil},
-		{"relative path", "saved to: out/log.txt", nil},
-		{"a root or one level", "saved to / and written to /tmp.", nil},
-		{"in the middle of a long output", long + "saved to /tmp/x/mid.txt\n" + long, nil},
-		{"no verb", "Full output at: /tmp/x/a.txt", nil},
+	preview := "<persisted-output>\nOutput too large (58.6KB). Full output saved to: /home/u/.claude/projects/-w/4f/tool-results/toolu_01.txt\n\nPreview (first 2KB):\nabc\n</persisted-output>"
+	if got := workspace.SavedPaths(agentctx.Text(preview)); !slices.Equal(got, []string{"/home/u/.claude/projects/-w/4f/tool-results/toolu_01.txt"}) {
+		t.Errorf("a string: SavedPaths = %q", got)
 	}
-	for _, c := range cases {
-		if got := workspace.SavedPaths(agentctx.Text(c.text)); !slices.Equal(got, c.want) {
-			t.Errorf("%s: SavedPaths = %q, want %q", c.name, got, c.want)
-		}
-	}
-	blocks := agentctx.BlockList(agentctx.TextBlock("x"), agentctx.TextBlock("Full output saved to: /tmp/x/b.txt"))
+	blocks := agentctx.BlockList(agentctx.TextBlock("x"), agentctx.TextBlock("Full output saved to: /tmp/x/b.txt"), agentctx.TextBlock("Full output saved to: /tmp/x/b.txt"))
 	if got := workspace.SavedPaths(blocks); !slices.Equal(got, []string{"/tmp/x/b.txt"}) {
 		t.Errorf("text blocks: SavedPaths = %q", got)
 	}
-}
-
-func jsonOf(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+	if got := workspace.SavedPaths(agentctx.Text("Finished report saved to /tmp/tmpq/target/llvm-cov/html")); got != nil {
+		t.Errorf("a tool's own file: SavedPaths = %q, want none", got)
+	}
 }
 
 func TestNamesSavedPath(t *testing.T) {
@@ -61,7 +35,7 @@ func TestNamesSavedPath(t *testing.T) {
 		`{"command":"sed -n 1,200p /tmp/x/a.txt"}`: true,
 		`{"path":"C:\\tool-results\\t1.txt"}`:      true,
 		`{"file_path":"/tmp/x/b.txt"}`:             false,
-		`{"file_path":"/tmp/x/"}`:                  false,
+		`{"file_path":"/tmp/x/a.txt.bak"}`:         false,
 		``:                                         false,
 	} {
 		if got := workspace.NamesSavedPath(json.RawMessage(in), paths); got != want {
