@@ -233,8 +233,8 @@ func TestOtherPathsPassThroughAndUpgradesAreRefused(t *testing.T) {
 		t.Fatalf("websocket attempt: %v", err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotImplemented {
-		t.Errorf("websocket upgrade: status %d, want 501", resp.StatusCode)
+	if resp.StatusCode != http.StatusUpgradeRequired {
+		t.Errorf("websocket upgrade: status %d, want 426", resp.StatusCode)
 	}
 }
 
