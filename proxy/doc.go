@@ -43,9 +43,10 @@
 //     and MCPPath (to loopback Host names, or with Options.Token).
 //   - Refused, nothing forwarded or stored: a request of an API family
 //     the proxy does not serve (Google's Gemini API: an x-goog-api-key
-//     header, a ?key= query without other credentials, :generateContent, :streamGenerateContent or
-//     :countTokens paths, /v1beta/; the rest of Vertex AI: :rawPredict,
-//     :streamRawPredict, /projects/{p}/locations/{l}/ paths; Amazon
+//     header, a ?key= query without other credentials, :generateContent,
+//     :streamGenerateContent or :countTokens paths, /v1beta/; the rest of
+//     Vertex AI: :rawPredict, :streamRawPredict, /projects/{p}/locations/{l}/
+//     paths; Amazon
 //     Bedrock: /model/{id}/invoke, /invoke-with-response-stream,
 //     /converse, /converse-stream, AWS Signature V4 credentials) gets one
 //     400 with X-Should-Retry: false, in the family's error shape (Gemini
