@@ -14,10 +14,10 @@ import (
 
 // One session per conversation. A client's session id (SessionKey: the
 // x-claude-code-session-id header, metadata.user_id, prompt_cache_key,
-// X-Agentctx-Session) may be shared by several conversations: Claude
-// Code's subagents (its Task tool) and side requests send the main
-// conversation's id, and two conversations that start alike hash to one
-// fallback key. A conversation of another history would drop the
+// X-Agentctx-Session, other clients' session headers) may be shared by
+// several conversations: Claude Code's subagents (its Task tool) and side
+// requests send the main conversation's id, and two conversations that
+// start alike hash to one fallback key. A conversation of another history would drop the
 // compaction of the one it shares the session with (the pipeline prepares
 // a request whose history does not continue the session's compaction from
 // its own messages), and the main conversation would compact again, a
@@ -29,7 +29,11 @@ import (
 // message) and, once a request carries it, the hash of their first reply
 // (the element after the first user message). The first conversation seen
 // under a key keeps the key; each other one gets the key and a suffix
-// derived from its opening ("<key>-c<hex>").
+// derived from its opening ("<key>-c<hex>"). The registry is in memory and
+// bounded: maxConversations, least recently used forgotten first, about
+// 280 bytes each under keys of 36 characters (18 MB when full, measured).
+// A restart forgets it: the first conversation seen again under a key
+// keeps the key.
 
 // maxConversations bounds the conversations the registry remembers; the
 // least recently used are forgotten first.
@@ -305,8 +309,11 @@ func (o opening) replyHash() openingHash {
 // clientMarks are the members clients add to and remove from a message
 // between requests of one conversation without changing what the model
 // reads: opencode, Kilo and Continue mark the first user message with
-// cache_control only while it is the last message.
-var clientMarks = [...]string{"cache_control"}
+// cache_control only while it is the last message (and the first reply
+// while it is among the last two); opencode and Kilo mark the same
+// messages with copilot_cache_control, GitHub Copilot's own mark, on a
+// Copilot provider.
+var clientMarks = [...]string{"cache_control", "copilot_cache_control"}
 
 // unmarked appends the canonical JSON (rawjson.AppendCanonical) of a raw
 // value without clientMarks members, at any depth. A value without them

@@ -143,40 +143,97 @@ func waitRequests(t *testing.T, srv *proxy.Server, n int) {
 
 // opencode, Kilo and Continue mark the first user message with
 // cache_control while it is the last message, that is on the first
-// request only (issue 47.2): the fallback session key hashed the mark,
-// and one conversation showed as two sessions.
-func TestSessionKeyIgnoresCacheControl(t *testing.T) {
+// request only, and the first reply while it is among the last two (issue
+// 47.2): the fallback session key hashed the mark, and one conversation
+// showed as two sessions. opencode and Kilo mark the same messages with
+// copilot_cache_control on a GitHub Copilot provider, at the message's
+// level. Nor do whitespace and string escapes, which a client may write
+// differently from one request to the next, change the key.
+func TestSessionKeyIgnoresClientMarks(t *testing.T) {
 	const cc = `"cache_control":{"type":"ephemeral"}`
+	const copilot = `"copilot_cache_control":{"type":"ephemeral"}`
 	for _, tc := range []struct {
-		name          string
-		path          string
-		first, second string
+		name   string
+		path   string
+		bodies []string // the requests of one conversation, in order
 	}{
-		{"anthropic, the first block marked", "/v1/messages",
+		{"anthropic, the first block marked", "/v1/messages", []string{
 			`{"model":"m","max_tokens":100,"system":[{"type":"text","text":"You are opencode."` + `,` + cc + `}],"messages":[{"role":"user","content":[{"type":"text","text":"fix the bug",` + cc + `}]}]}`,
-			`{"model":"m","max_tokens":100,"system":[{"type":"text","text":"You are opencode."}],"messages":[{"role":"user","content":[{"type":"text","text":"fix the bug"}]},{"role":"assistant","content":[{"type":"text","text":"ok"}]},{"role":"user","content":[{"type":"text","text":"go on",` + cc + `}]}]}`},
-		{"anthropic, a string content marked as a block", "/v1/messages",
+			`{"model":"m","max_tokens":100,"system":[{"type":"text","text":"You are opencode."}],"messages":[{"role":"user","content":[{"type":"text","text":"fix the bug"}]},{"role":"assistant","content":[{"type":"text","text":"ok"}]},{"role":"user","content":[{"type":"text","text":"go on",` + cc + `}]}]}`}},
+		{"anthropic, a string content marked as a block", "/v1/messages", []string{
 			`{"model":"m","max_tokens":100,"system":"You are Continue.","messages":[{"role":"user","content":[{"type":"text","text":"fix the bug",` + cc + `}]}]}`,
-			`{"model":"m","max_tokens":100,"system":"You are Continue.","messages":[{"role":"user","content":"fix the bug"},{"role":"assistant","content":"ok"},{"role":"user","content":[{"type":"text","text":"go on",` + cc + `}]}]}`},
-		{"chat completions, system message marked", "/v1/chat/completions",
+			`{"model":"m","max_tokens":100,"system":"You are Continue.","messages":[{"role":"user","content":"fix the bug"},{"role":"assistant","content":"ok"},{"role":"user","content":[{"type":"text","text":"go on",` + cc + `}]}]}`}},
+		{"anthropic, the first reply marked on the second request only", "/v1/messages", []string{
+			`{"model":"m","max_tokens":100,"system":"You are Kilo.","messages":[{"role":"user","content":[{"type":"text","text":"fix the bug",` + cc + `}]}]}`,
+			`{"model":"m","max_tokens":100,"system":"You are Kilo.","messages":[{"role":"user","content":"fix the bug"},{"role":"assistant","content":[{"type":"text","text":"ok",` + cc + `}]},{"role":"user","content":[{"type":"text","text":"go on",` + cc + `}]}]}`,
+			`{"model":"m","max_tokens":100,"system":"You are Kilo.","messages":[{"role":"user","content":"fix the bug"},{"role":"assistant","content":[{"type":"text","text":"ok"}]},{"role":"user","content":"go on"},{"role":"assistant","content":[{"type":"text","text":"done",` + cc + `}]},{"role":"user","content":[{"type":"text","text":"thanks",` + cc + `}]}]}`}},
+		{"chat completions, system message marked", "/v1/chat/completions", []string{
 			`{"model":"m","messages":[{"role":"system","content":[{"type":"text","text":"You are Kilo.",` + cc + `}]},{"role":"user","content":[{"type":"text","text":"fix the bug",` + cc + `}]}]}`,
-			`{"model":"m","messages":[{"role":"system","content":[{"type":"text","text":"You are Kilo."}]},{"role":"user","content":[{"type":"text","text":"fix the bug"}]},{"role":"assistant","content":"ok"},{"role":"user","content":"go on"}]}`},
+			`{"model":"m","messages":[{"role":"system","content":[{"type":"text","text":"You are Kilo."}]},{"role":"user","content":[{"type":"text","text":"fix the bug"}]},{"role":"assistant","content":"ok"},{"role":"user","content":"go on"}]}`}},
+		{"chat completions, copilot_cache_control on the messages", "/v1/chat/completions", []string{
+			`{"model":"m","messages":[{"role":"system","content":"You are opencode.",` + copilot + `},{"role":"user","content":"fix the bug",` + copilot + `}]}`,
+			`{"model":"m","messages":[{"role":"system","content":"You are opencode.",` + copilot + `},{"role":"user","content":"fix the bug"},{"role":"assistant","content":"ok",` + copilot + `},{"role":"user","content":"go on",` + copilot + `}]}`,
+			`{"model":"m","messages":[{"role":"system","content":"You are opencode.",` + copilot + `},{"role":"user","content":"fix the bug"},{"role":"assistant","content":"ok"},{"role":"user","content":"go on"},{"role":"assistant","content":"done",` + copilot + `},{"role":"user","content":"thanks",` + copilot + `}]}`}},
+		{"chat completions, copilot_cache_control on a part", "/v1/chat/completions", []string{
+			`{"model":"m","messages":[{"role":"system","content":[{"type":"text","text":"You are Kilo.",` + copilot + `}]},{"role":"user","content":[{"type":"text","text":"fix the bug",` + copilot + `}]}]}`,
+			`{"model":"m","messages":[{"role":"system","content":[{"type":"text","text":"You are Kilo."}]},{"role":"user","content":"fix the bug"},{"role":"assistant","content":"ok"},{"role":"user","content":"go on"}]}`}},
+		{"whitespace and escapes", "/v1/messages", []string{
+			`{"model":"m","max_tokens":100,"system":"You are \u00e9t\u00e9.","messages":[{"role":"user","content":[{"type":"text","text":"fix \"the\" bug"}]}]}`,
+			"{\n  \"model\": \"m\", \"max_tokens\": 100,\n  \"system\": \"You are été.\",\n  \"messages\": [\n    {\"role\": \"user\", \"content\": [ {\"type\": \"text\", \"text\": \"fix \\\"the\\\" bug\"} ]},\n    {\"role\": \"assistant\", \"content\": \"ok\"},\n    {\"role\": \"user\", \"content\": \"go on\"}\n  ]\n}"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := http.Header{"X-Api-Key": {"k"}}
-			k1, _ := proxy.SessionKey(h, []byte(tc.first))
-			k2, _ := proxy.SessionKey(h, []byte(tc.second))
-			if k1 != k2 {
-				t.Errorf("SessionKey: %q then %q, want one key", k1, k2)
+			k0, _ := proxy.SessionKey(h, []byte(tc.bodies[0]))
+			for i, body := range tc.bodies[1:] {
+				if k, _ := proxy.SessionKey(h, []byte(body)); k != k0 {
+					t.Errorf("SessionKey: request 1 %q, request %d %q; want one key", k0, i+2, k)
+				}
 			}
 			fake := fakeupstream.New(fakeupstream.Options{})
 			srv, base := startProxy(t, startUpstream(t, fake), nil)
 			hdr := map[string]string{"X-Api-Key": "k", "Authorization": "Bearer k", "Anthropic-Version": "2023-06-01"}
-			drain(t, post(t, base+tc.path, tc.first, hdr), "first request")
-			drain(t, post(t, base+tc.path, tc.second, hdr), "second request")
-			waitRequests(t, srv, 2)
-			if got := sessionsOf(srv); len(got) != 1 || !strings.HasSuffix(got[0], ":2") {
-				t.Errorf("sessions %v, want one of 2 requests", got)
+			for i, body := range tc.bodies {
+				drain(t, post(t, base+tc.path, body, hdr), fmt.Sprintf("request %d", i+1))
+			}
+			waitRequests(t, srv, len(tc.bodies))
+			if got := sessionsOf(srv); len(got) != 1 || !strings.HasSuffix(got[0], fmt.Sprintf(":%d", len(tc.bodies))) {
+				t.Errorf("sessions %v, want one of %d requests", got, len(tc.bodies))
+			}
+		})
+	}
+}
+
+// Two conversations with the same first prompt in one directory, each
+// under the session id its client sends (opencode's, Kilo's), are two
+// sessions from their first requests on, interleaved as they come (issue
+// 47.2): told apart by how they open, the second conversation's first
+// request, which has no reply yet to tell it by, went to the first's
+// session.
+func TestClientSessionIDsTellConversationsApart(t *testing.T) {
+	opening := func(step int, reply string) string {
+		msgs := []string{`{"role":"user","content":"list the files"}`}
+		if step > 0 {
+			msgs = append(msgs, `{"role":"assistant","content":[{"type":"text","text":"`+reply+`"}]}`, `{"role":"user","content":"go on"}`)
+		}
+		if step > 1 {
+			msgs = append(msgs, `{"role":"assistant","content":"done"}`, `{"role":"user","content":"thanks"}`)
+		}
+		return `{"model":"m","max_tokens":100,"system":"You are opencode.","messages":[` + strings.Join(msgs, ",") + `]}`
+	}
+	for _, header := range []string{"X-Session-Affinity", "X-Session-Id", "X-Opencode-Session"} {
+		t.Run(header, func(t *testing.T) {
+			fake := fakeupstream.New(fakeupstream.Options{})
+			srv, base := startProxy(t, startUpstream(t, fake), nil)
+			step := map[string]int{}
+			order := []string{"a", "b", "a", "b", "a", "b"}
+			for i, conv := range order {
+				hdr := map[string]string{"X-Api-Key": "k", "Anthropic-Version": "2023-06-01", header: "ses_" + conv}
+				drain(t, post(t, base+"/v1/messages", opening(step[conv], "I will run ls in "+conv), hdr), fmt.Sprintf("request %d", i+1))
+				step[conv]++
+			}
+			waitRequests(t, srv, len(order))
+			if got := sessionsOf(srv); len(got) != 2 || got[0] != "ses_a:3" || got[1] != "ses_b:3" {
+				t.Errorf("sessions %v, want [ses_a:3 ses_b:3]", got)
 			}
 		})
 	}

@@ -19,16 +19,51 @@
 // wire_api = "responses" and supports_websockets = false. The command
 // "agentctx proxy" does exactly this.
 //
-// # What is edited
+// # What is edited, what passes through, what is refused
 //
-// POST /v1/messages (Anthropic), /v1/chat/completions (OpenAI chat) and
-// /v1/responses (OpenAI Responses, only when the request carries its whole
-// history: store false and no previous_response_id) go through the Engine,
-// under any path prefix and with any query. Every other request passes
-// through untouched; websocket upgrades are refused at once (501), so a
-// client falls back to HTTP streaming instead of hanging. Serve speaks
-// HTTP/1.1 and, to clients with prior knowledge, HTTP/2 in the clear
-// (h2c); an Upgrade: h2c offer is ignored (answered over HTTP/1.1).
+// Every request is one of four kinds:
+//
+//   - Edited: POST /v1/messages (Anthropic), /v1/chat/completions (OpenAI
+//     chat) and /v1/responses (OpenAI Responses, only when the request
+//     carries its whole history: store false and no previous_response_id),
+//     under any path prefix and with any query, whose body is a JSON
+//     object of at most Options.MaxBody (64 MiB). It goes through the
+//     Engine; one whose messages the Engine keeps is still sent byte for
+//     byte (see Byte-faithful).
+//   - Passed through untouched (the body byte for byte, the headers as
+//     described under Byte-faithful): every other request of the
+//     Anthropic and OpenAI APIs, to the OpenAI upstream for chat and
+//     responses paths or bearer credentials without Anthropic's headers,
+//     else to the Anthropic one. That is other paths and methods
+//     (/v1/messages/count_tokens, /v1/models, /v1/files, batches,
+//     /v1/responses/{id}, ...), a Responses request whose history lives
+//     upstream, a body that is not a JSON object or is larger than
+//     MaxBody, and, with Options.Tenants, a request without credentials.
+//   - Answered by the proxy itself: StatsPath, MetricsPath, DashboardPath
+//     and MCPPath (to loopback Host names, or with Options.Token).
+//   - Refused, nothing forwarded or stored: a request of an API family
+//     the proxy does not serve (Google's Gemini API: an x-goog-api-key
+//     header, a ?key= query without other credentials, :generateContent,
+//     :streamGenerateContent or :countTokens paths, /v1beta/; the rest of
+//     Vertex AI: :rawPredict, :streamRawPredict, /projects/{p}/locations/{l}/
+//     paths; Amazon
+//     Bedrock: /model/{id}/invoke, /invoke-with-response-stream,
+//     /converse, /converse-stream, AWS Signature V4 credentials) gets one
+//     400 with X-Should-Retry: false, in the family's error shape (Gemini
+//     and Vertex: {"error":{"code":400,"message":...,"status":
+//     "FAILED_PRECONDITION"}}), naming the family and what would serve it.
+//     Forwarded, it would reach a provider it was not written for with the
+//     client's credentials for another; a 5xx, 429 or 404 would be retried
+//     or taken for a missing model (Gemini CLI retried a 501 for 217 s).
+//     A websocket upgrade gets 426 Upgrade Required: Codex then sends the
+//     request over HTTP at once (it retries any other status with backoff
+//     first). A request with an Origin other than the proxy's own loopback
+//     origin, or a model request with a Content-Type a web page may send
+//     without a preflight (text/plain, a form), gets 403.
+//
+// Serve speaks HTTP/1.1 and, to clients with prior knowledge, HTTP/2 in
+// the clear (h2c); an Upgrade: h2c offer is ignored (answered over
+// HTTP/1.1).
 //
 // # Byte-faithful
 //

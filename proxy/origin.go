@@ -87,9 +87,5 @@ func writeAPIError(w http.ResponseWriter, status int, typ, msg string) {
 
 // writeOpenAIError writes an OpenAI-shaped error.
 func writeOpenAIError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	b := []byte(`{"error":{"message":`)
-	b = rawjson.AppendString(b, msg)
-	w.Write(append(b, `,"type":"invalid_request_error","param":null,"code":"forbidden"}}`+"\n"...))
+	writeOpenAIErrorCode(w, status, "forbidden", msg)
 }

@@ -334,20 +334,6 @@ type route struct {
 	api      API    // "" when not editable
 }
 
-// foreignAPI names the API family of a request meant for a provider the
-// proxy does not serve (Google's Gemini: x-goog-api-key, a ?key= query,
-// :generateContent paths, /v1beta/), or returns "".
-func foreignAPI(r *http.Request) string {
-	p := r.URL.Path
-	switch {
-	case r.Header.Get("X-Goog-Api-Key") != "", r.URL.Query().Has("key") && r.Header.Get("X-Api-Key") == "" && r.Header.Get("Authorization") == "",
-		strings.Contains(p, ":generateContent"), strings.Contains(p, ":streamGenerateContent"), strings.Contains(p, ":countTokens"),
-		strings.HasPrefix(p, "/v1beta/"):
-		return "Gemini API"
-	}
-	return ""
-}
-
 func (s *Server) route(r *http.Request) route {
 	// The path as the client escaped it: an encoded slash decoded would
 	// forward /v1/..%2fx as /v1/../x, a path the client never sent.
@@ -512,16 +498,14 @@ func (s *Server) serveOwn(w http.ResponseWriter, r *http.Request) bool {
 		r.Header.Del("Http2-Settings")
 		dropConnectionTokens(r.Header, "upgrade", "http2-settings")
 	}
-	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") || headerHas(r.Header, "Connection", "upgrade") {
-		writeError(w, http.StatusNotImplemented, "agentctx proxy: websocket upgrades are not supported; use HTTP streaming")
-		s.log.Info("proxy: refused an upgrade", "method", r.Method, "path", r.URL.Path)
+	if family := foreignAPIOf(r); family != notForeign {
+		family.refuse(w) // foreign.go; before the upgrade check, so that it names the family
+		s.log.Info("proxy: refused a request of another API", "method", r.Method, "path", r.URL.Path, "api", family.String(), "status", http.StatusBadRequest)
 		return true
 	}
-	if family := foreignAPI(r); family != "" {
-		// Forwarded, it would reach a provider it was not written for,
-		// with the client's key for another.
-		writeError(w, http.StatusNotImplemented, "agentctx proxy: "+family+" requests are not served (only Anthropic Messages and OpenAI Chat Completions and Responses); nothing was forwarded")
-		s.log.Info("proxy: refused a request of another API", "method", r.Method, "path", r.URL.Path, "api", family)
+	if isWebsocketUpgrade(r.Header) {
+		s.refuseUpgrade(w, r)
+		s.log.Info("proxy: refused an upgrade", "method", r.Method, "path", r.URL.Path, "status", http.StatusUpgradeRequired)
 		return true
 	}
 	return false

@@ -233,8 +233,8 @@ func TestOtherPathsPassThroughAndUpgradesAreRefused(t *testing.T) {
 		t.Fatalf("websocket attempt: %v", err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotImplemented {
-		t.Errorf("websocket upgrade: status %d, want 501", resp.StatusCode)
+	if resp.StatusCode != http.StatusUpgradeRequired {
+		t.Errorf("websocket upgrade: status %d, want 426", resp.StatusCode)
 	}
 }
 
@@ -395,25 +395,43 @@ func TestResponsesEditReplacesOnlyOutput(t *testing.T) {
 	}
 }
 
+// The session key is the client's own session or conversation id where it
+// sends one, in a fixed order (the keys of the earlier rules never change:
+// stored sessions are named by them); opencode's, Kilo's and Codex's
+// session headers count (issue 47.2), an OpenAI user or metadata does not
+// (it names a user, not a conversation).
 func TestSessionKey(t *testing.T) {
+	const prompt = `"messages":[{"role":"user","content":"fix the bug"}]`
 	for _, tc := range []struct {
 		name   string
 		header map[string]string
 		body   string
-		want   string
+		want   string // "h-": the fallback hash
+		source string
 	}{
-		{"claude code header", map[string]string{"X-Claude-Code-Session-Id": "cc-1", proxy.HeaderSession: "mine"}, `{"metadata":{"user_id":"{\"session_id\":\"s-json\"}"}}`, "cc-1"},
-		{"metadata json", nil, `{"metadata":{"user_id":"{\"device_id\":\"d\",\"session_id\":\"s-json\"}"},"prompt_cache_key":"p"}`, "s-json"},
-		{"metadata legacy", nil, `{"metadata":{"user_id":"user_abc_account_x_session_1234-abcd"}}`, "1234-abcd"},
-		{"prompt cache key", map[string]string{proxy.HeaderSession: "mine"}, `{"prompt_cache_key":"pck"}`, "pck"},
-		{"header", map[string]string{proxy.HeaderSession: "mine"}, `{"messages":[]}`, "mine"},
+		{"claude code header", map[string]string{"X-Claude-Code-Session-Id": "cc-1", proxy.HeaderSession: "mine"}, `{"metadata":{"user_id":"{\"session_id\":\"s-json\"}"}}`, "cc-1", "x-claude-code-session-id"},
+		{"metadata json", nil, `{"metadata":{"user_id":"{\"device_id\":\"d\",\"session_id\":\"s-json\"}"},"prompt_cache_key":"p"}`, "s-json", "metadata.user_id"},
+		{"metadata legacy", nil, `{"metadata":{"user_id":"user_abc_account_x_session_1234-abcd"}}`, "1234-abcd", "metadata.user_id"},
+		{"prompt cache key", map[string]string{proxy.HeaderSession: "mine"}, `{"prompt_cache_key":"pck"}`, "pck", "prompt_cache_key"},
+		{"header", map[string]string{proxy.HeaderSession: "mine"}, `{"messages":[]}`, "mine", "x-agentctx-session"},
+		{"opencode, Kilo: X-Session-Affinity", map[string]string{"X-Session-Affinity": "ses_a", "X-Session-Id": "dir-cache-key"}, `{` + prompt + `}`, "ses_a", "x-session-affinity"},
+		{"opencode: X-Session-Id", map[string]string{"X-Session-Id": "ses_b"}, `{` + prompt + `}`, "ses_b", "x-session-id"},
+		{"opencode's own providers", map[string]string{"X-Opencode-Session": "ses_c"}, `{` + prompt + `}`, "ses_c", "x-opencode-session"},
+		{"codex: session_id", map[string]string{"session_id": "conv-1"}, `{"input":[{"role":"user","content":"fix the bug"}]}`, "conv-1", "session_id"},
+		{"codex: prompt_cache_key first, as before", map[string]string{"session_id": "conv-1"}, `{"prompt_cache_key":"pck-1","input":[]}`, "pck-1", "prompt_cache_key"},
+		{"claude code: metadata first", map[string]string{"X-Session-Id": "ses_b"}, `{"metadata":{"user_id":"{\"session_id\":\"s-json\"}"},` + prompt + `}`, "s-json", "metadata.user_id"},
+		{"agentctx header first", map[string]string{proxy.HeaderSession: "mine", "X-Session-Affinity": "ses_a"}, `{` + prompt + `}`, "mine", "x-agentctx-session"},
+		{"openai user and metadata are no session", nil, `{"user":"u-1","safety_identifier":"u-1","metadata":{"session_id":"m"},` + prompt + `}`, "h-", "hash"},
+		{"a user_id without a session is none", nil, `{"metadata":{"user_id":"user-42"},` + prompt + `}`, "h-", "hash"},
+		{"blank headers are none", map[string]string{"X-Session-Id": "  "}, `{` + prompt + `}`, "h-", "hash"},
 	} {
 		h := http.Header{}
 		for k, v := range tc.header {
 			h.Set(k, v)
 		}
-		if got, _ := proxy.SessionKey(h, []byte(tc.body)); got != tc.want {
-			t.Errorf("%s: key %q, want %q", tc.name, got, tc.want)
+		got, source := proxy.SessionKey(h, []byte(tc.body))
+		if tc.want == "h-" && !strings.HasPrefix(got, "h-") || tc.want != "h-" && got != tc.want || source != tc.source {
+			t.Errorf("%s: key %q (%s), want %q (%s)", tc.name, got, source, tc.want, tc.source)
 		}
 	}
 	a, _ := proxy.SessionKey(http.Header{}, []byte(`{"system":"s","messages":[{"role":"user","content":"first"}]}`))

@@ -77,15 +77,39 @@ func stringOf(raw []byte) string {
 
 var userIDSession = regexp.MustCompile(`session_([0-9A-Za-z-]+)`)
 
+// clientSessionHeaders are the headers in which clients other than Claude
+// Code name their conversation, read in this order (issue 47.2: opencode
+// run twice in one directory with the same first prompt was one session):
+//   - X-Session-Affinity: opencode's and Kilo's session id (pi's too);
+//   - X-Session-Id: opencode's session id (with OpenRouter, in some
+//     versions, a prompt-cache key of the directory and model instead,
+//     hence after X-Session-Affinity, which they send as well);
+//   - X-Opencode-Session: opencode's session id, for its own providers;
+//   - Session_id (session_id): Codex's conversation id, which it also
+//     sends as prompt_cache_key, read first.
+//
+// Each names one conversation; a subagent of opencode sends an id of its
+// own (its parent's in X-Parent-Session-Id, not read).
+var clientSessionHeaders = [...]string{"X-Session-Affinity", "X-Session-Id", "X-Opencode-Session", "Session_id"}
+
 // SessionKey derives the session key of a request, in this order: the
 // x-claude-code-session-id header; the session_id in metadata.user_id
 // (Claude Code writes a JSON object there, older versions
 // "user_…_session_<uuid>"); the body's prompt_cache_key; the
-// X-Agentctx-Session header; else "h-" and a hash of the client's
+// X-Agentctx-Session header; the session headers of other clients
+// (clientSessionHeaders: X-Session-Affinity, X-Session-Id,
+// X-Opencode-Session, session_id); else "h-" and a hash of the client's
 // credentials, the system prompt and the first user message, which every
-// request of a conversation repeats (without the cache_control marks
-// clients move between requests).
-// The source names which rule gave the key.
+// request of a conversation repeats (without the marks clients move
+// between requests: clientMarks). The source names which rule gave the
+// key. The order keeps every key an earlier rule gave: the headers came
+// later, after the rules whose keys stored sessions are named by.
+//
+// Not read: an OpenAI body's user (or safety_identifier) and metadata,
+// and a metadata.user_id without a session in it. They name the user, or
+// whatever the client puts there, not a conversation: every conversation
+// of a user would share the key, told apart only by how they open (below),
+// which a proxy's restart forgets.
 //
 // A Server tells apart the conversations that share a key (Claude Code's
 // subagents and side requests send the main conversation's session id;
@@ -122,6 +146,11 @@ func sessionKey(h http.Header, b *body) (key, source string) {
 	if v := strings.TrimSpace(h.Get(HeaderSession)); v != "" {
 		return v, "x-agentctx-session"
 	}
+	for _, k := range clientSessionHeaders {
+		if v := strings.TrimSpace(h.Get(k)); v != "" {
+			return v, strings.ToLower(k)
+		}
+	}
 	return "h-" + conversationHash(h, b), "hash"
 }
 
@@ -129,7 +158,11 @@ func sessionKey(h http.Header, b *body) (key, source string) {
 // start alike are two sessions), the system prompt (system or
 // instructions) and the first user message (messages or input) of a body,
 // without the marks clients add and remove between requests (unmarked:
-// cache_control), so that every request of a conversation hashes alike.
+// cache_control, copilot_cache_control), in canonical JSON (compact,
+// strings escaped alike), so that every request of a conversation hashes
+// alike. Member order is kept: the clients seen keep it from request to
+// request, and an order-free form would change every fallback key, and
+// with it the session of every stored conversation keyed so.
 func conversationHash(h http.Header, b *body) string {
 	s := sha256.New()
 	for _, k := range [...]string{"X-Api-Key", "Authorization", "X-Goog-Api-Key"} {
