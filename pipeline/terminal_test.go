@@ -34,6 +34,7 @@ func TestTerminalToolsLoggedOncePerSession(t *testing.T) {
 	var logs lockedBuffer
 	o := options(t)
 	o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	o.Prune.ByShape = true
 	gemini := "Command: make\nDirectory: (root)\nOutput: " + strings.Repeat("built\n", 50) + "Exit Code: 0\nSignal: (none)"
 	turns := []any{user("build it", now.Add(-time.Hour))}
 	for i := range 4 {
