@@ -3,6 +3,7 @@ package pipeline
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -638,11 +639,20 @@ type CallOptions struct {
 	// by a later one) is pruned all the same; mode OffloadFiles ignores
 	// it.
 	ClientSummary bool
+	// Tools is the request's tool declarations, the raw JSON of its
+	// "tools" member (nil when unknown; PrepareCall and PrepareDocument
+	// read the document's). The session's first request names, in the
+	// Info line that tells which tools it treats as terminal output,
+	// those of them that are terminal by name. Nothing else reads it.
+	Tools json.RawMessage
 }
 
 // PrepareCall is PrepareDocument with what the caller knows of the
 // request (see CallOptions).
 func (p *Pipeline) PrepareCall(ctx context.Context, doc *agentctx.Document, co CallOptions) (*Result, error) {
+	if co.Tools == nil {
+		co.Tools, _ = doc.Member("tools")
+	}
 	return p.prepare(ctx, agentctx.Conversation{Messages: doc.Messages}, p.RequestTokens(doc), co)
 }
 
@@ -654,7 +664,7 @@ func (p *Pipeline) PrepareCall(ctx context.Context, doc *agentctx.Document, co C
 // agentctx.Document.Conversations) is prepared as one: prepare each
 // conversation with its own Pipeline instead.
 func (p *Pipeline) PrepareDocument(ctx context.Context, doc *agentctx.Document) (*Result, error) {
-	return p.prepare(ctx, agentctx.Conversation{Messages: doc.Messages}, p.RequestTokens(doc), CallOptions{})
+	return p.PrepareCall(ctx, doc, CallOptions{})
 }
 
 // RequestTokens counts what a request body sends besides its messages: the

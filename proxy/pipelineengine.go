@@ -335,7 +335,7 @@ func (e *PipelineEngine) Prepare(ctx context.Context, req *Request) (*Prepared, 
 
 	conv := agentctx.Conversation{Messages: req.Document.Messages}
 	co := req.Binding
-	co.ClientSummary = req.ClientSummary
+	co.ClientSummary, co.Tools = req.ClientSummary, req.Tools
 	if len(req.Facts) == len(conv.Messages) {
 		conv.Facts, co.OwnFacts = req.Facts, true // the request's own (Request.Facts)
 	}

@@ -37,16 +37,30 @@ func eachText(c agentctx.Content, fn func(string) bool) {
 // Class is what a tool result's content says of the call (Classify).
 type Class struct {
 	// Error: the call failed. A piece of text starts with "Error:" after
-	// leading white space, reports a non-zero exit status, or is command
-	// output whose JSON has a non-empty stderr or an exitCode other than
-	// 0. (The message's status and is_error are the caller's.)
+	// leading white space, reports a non-zero exit status as an agent
+	// harness writes it, or is command output whose JSON has a non-empty
+	// stderr or an exitCode other than 0. (The message's status and
+	// is_error are the caller's.)
 	Error bool
-	// Terminal: it looks like command output. A piece contains
-	// "stdout":, "stderr": or "exitCode":, reports an exit status as an
-	// agent harness writes it, or is shaped like a shell transcript
-	// (shellTranscript).
+	// Terminal: it is command output by the seed's marks (SPEC §4): a
+	// piece contains "stdout":, "stderr": or "exitCode":, or reports an
+	// exit status as an agent harness writes it.
 	Terminal bool
+	// Transcript: a piece is shaped like the transcript of a shell
+	// command, whatever its tool (shellTranscript: an exit status line
+	// with a "Command:"/"Output:" header or a stream marker, or Cline's
+	// report of a command). It counts as terminal output only under
+	// Options.ByShape. TranscriptFailed: the transcript reports a
+	// non-zero status, or none for a killed process; a result that is
+	// terminal output (by its tool's name, or by its shape) is then an
+	// error.
+	Transcript       bool
+	TranscriptFailed bool
 }
+
+// terminal reports whether the class counts as terminal output, with
+// results shaped like a shell transcript counted or not (Options.ByShape).
+func (c Class) terminal(byShape bool) bool { return c.Terminal || byShape && c.Transcript }
 
 // Classify reads what a result's content says (seed 004 §3.3 and §3.4),
 // in one pass over each piece of its text. A piece that is one JSON
@@ -59,33 +73,31 @@ func Classify(c agentctx.Content) Class {
 		if text, ok := rawjson.TextOfString(s); ok {
 			s = text
 		}
-		e, t := classifyText(s)
-		cl.Error, cl.Terminal = cl.Error || e, cl.Terminal || t
-		return !(cl.Error && cl.Terminal)
+		p := classifyText(s)
+		cl.Error, cl.Terminal = cl.Error || p.Error, cl.Terminal || p.Terminal
+		cl.Transcript, cl.TranscriptFailed = cl.Transcript || p.Transcript, cl.TranscriptFailed || p.TranscriptFailed
+		return !(cl.Error && cl.Terminal) // nothing more can change what either reading decides
 	})
 	return cl
 }
 
-func classifyText(s string) (isError, terminal bool) {
+func classifyText(s string) (c Class) {
 	code, hasCode := harnessExitCode(s)
-	if !hasCode {
-		var shaped bool
-		code, hasCode, shaped = shellTranscript(s)
-		if shaped && !hasCode {
-			return false, true // a transcript that reports no status (Cline's)
-		}
-	}
-	terminal = hasCode || containsTerminalFeature(s)
+	c.Terminal = hasCode || containsTerminalFeature(s)
 	switch {
 	case strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), errorPrefix):
-		isError = true
+		c.Error = true
 	case hasCode:
-		isError = code != 0
+		c.Error = code != 0
 	}
-	if !isError && terminal {
-		isError = commandFailed(s)
+	if !c.Error && c.Terminal {
+		c.Error = commandFailed(s)
 	}
-	return isError, terminal
+	if !hasCode {
+		code, hasCode, c.Transcript = shellTranscript(s)
+		c.TranscriptFailed = c.Transcript && hasCode && code != 0
+	}
+	return c
 }
 
 // hasTerminalFeatures reports whether the content looks like serialized
@@ -230,11 +242,14 @@ const transcriptLines = 12
 // output (a false positive clears output the model may need):
 //
 //   - an exit status line ("Exit Code: N", "Exit code: N", "exit status
-//     N", "Exit code N"; N an integer or "(none)") in the first or last
-//     lines, and a header or stream marker: the first line labelled
-//     "Command:", "Output:", "Stdout:" or "Stderr:" (Gemini CLI's and Qwen
-//     Code's run_shell_command), or a line that is only a stream marker
-//     ("STDOUT:", "stderr:", "<stdout>", "--- stderr ---", ...);
+//     N", "Exit code N"; N an integer or "(none)", nothing after it but
+//     a note in parentheses) in the first or last lines, and a header or
+//     stream marker: the first line labelled "Command:", "Output:",
+//     "Stdout:" or "Stderr:" (Gemini CLI's and Qwen Code's
+//     run_shell_command), or a line that is only a stream marker
+//     ("STDOUT:", "stderr:", "<stdout>", "--- stderr ---", ...). Both
+//     lines start at the line's start: an indented one is a file's (a
+//     YAML key "stdout:", a numbered listing);
 //   - or Cline's: a first line "Command executed..." followed by an
 //     "Output:" line, or "Command is still running in the user's
 //     terminal..." followed by "Here's the output so far:"; these report
@@ -267,7 +282,7 @@ func shellTranscript(s string) (code int, hasCode, shaped bool) {
 	}
 	for _, lines := range [2][]string{head, tail} {
 		for _, l := range lines {
-			if streamMarker(strings.TrimSpace(l)) {
+			if streamMarker(strings.TrimRight(l, " \t")) {
 				return code, true, true
 			}
 		}
@@ -295,8 +310,8 @@ func clineTranscript(head []string) bool {
 	return false
 }
 
-// streamMarker reports whether a trimmed line is only the name of an
-// output stream, as transcripts put one above its output.
+// streamMarker reports whether a line (its trailing blanks cut) is only
+// the name of an output stream, as transcripts put one above its output.
 func streamMarker(l string) bool {
 	switch strings.ToLower(l) {
 	case "stdout:", "stderr:", "<stdout>", "<stderr>", "</stdout>", "</stderr>",
@@ -310,7 +325,7 @@ func streamMarker(l string) bool {
 // lines (see shellTranscript).
 func exitStatusIn(lines []string) (int, bool) {
 	for _, l := range lines {
-		if n, ok := exitStatusLine(strings.TrimSpace(l)); ok {
+		if n, ok := exitStatusLine(strings.TrimRight(l, " \t")); ok {
 			return n, true
 		}
 	}
@@ -318,8 +333,9 @@ func exitStatusIn(lines []string) (int, bool) {
 }
 
 // exitStatusLine reads a line that reports an exit status: a label, an
-// optional colon, a space, then an integer or "(none)" (-1), and maybe
-// more after a space ("Exit Code: 0 (Success)").
+// optional colon, a space, then an integer or "(none)" (-1), and nothing
+// more but a note in parentheses ("Exit Code: 0 (Success)") or a full
+// stop. Prose that goes on ("Exit code: 0 means success") is no status.
 func exitStatusLine(l string) (int, bool) {
 	for _, label := range [...]string{"exit code", "exit status"} {
 		if len(l) <= len(label) || !strings.EqualFold(l[:len(label)], label) {
@@ -329,8 +345,11 @@ func exitStatusLine(l string) (int, bool) {
 		if !strings.HasPrefix(rest, " ") {
 			return 0, false
 		}
-		val, _, _ := strings.Cut(strings.TrimLeft(rest, " "), " ")
-		val = strings.TrimRight(val, ".")
+		val, note, _ := strings.Cut(strings.TrimLeft(rest, " "), " ")
+		if note = strings.TrimSpace(note); note != "" && (note[0] != '(' || !strings.HasSuffix(note, ")")) {
+			return 0, false
+		}
+		val = strings.TrimSuffix(val, ".")
 		if val == "(none)" {
 			return -1, true
 		}

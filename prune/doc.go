@@ -16,21 +16,27 @@
 // message) is replaced when all of these hold:
 //
 //  1. It is terminal output: its content contains "stdout":, "stderr": or
-//     "exitCode":, or is shaped like a shell transcript (an exit status
-//     line with a "Command:"/"Output:" header or a stdout/stderr marker,
-//     or Cline's "Command executed." then "Output:"; see [Classify]),
-//     whatever the tool's name, or the call it answers names a tool in
-//     [Options.ToolNames] (by default [DefaultToolNames]: the seed's
-//     "terminal-execute", Claude Code's "Bash", Codex's "shell",
-//     "exec_command" and "local_shell", OpenHands' "execute_bash", Gemini
-//     CLI's "run_shell_command", Cline's "execute_command" and
-//     "run_commands"; any case, so SWE-agent's and opencode's "bash"
-//     too). [Result.ByContent] names the tools outside the list that
-//     counted by their content.
+//     "exitCode":, or reports an exit status as an agent harness writes
+//     it (mini-swe-agent, Codex, OpenHands), whatever the tool's name, or
+//     the call it answers names a tool in [Options.ToolNames] (by default
+//     [DefaultToolNames]: the seed's "terminal-execute", Claude Code's
+//     "Bash", Codex's "shell", "exec_command" and "local_shell",
+//     OpenHands' "execute_bash", Gemini CLI's "run_shell_command",
+//     Cline's "execute_command" and "run_commands"; any case, so
+//     SWE-agent's and opencode's "bash" too). With [Options.ByShape] a
+//     result shaped like a shell transcript is terminal output too,
+//     whatever its tool (an exit status line with a "Command:"/"Output:"
+//     header or a stdout/stderr marker, or Cline's "Command executed."
+//     then "Output:"; see [Class]): how an agent's shell tool that the
+//     list does not name is learned. It is off by default, the seed's
+//     rule (SPEC §4 names the content marks and the list, no shape);
+//     agentctx's live commands turn it on. [Result.ByContent] names the
+//     tools outside the list that counted by their content.
 //  2. It is not an error: the content does not start with "Error:", the
 //     message's messageStatus is not "error", is_error is not true, the
 //     content parsed as JSON has no non-empty "stderr", and its "exitCode"
-//     is 0 or absent.
+//     is 0 or absent; no exit status that a harness or (for terminal
+//     output) a shell transcript reports is other than 0.
 //  3. It is older than [Options.MaxAge] (15 minutes): now − timestamp is
 //     strictly greater, so a result exactly 15:00.000 old is kept.
 //  4. It is not among the [Options.KeepRecent] (5) most recent tool results.

@@ -86,12 +86,24 @@ type Options struct {
 
 	// ToolNames lists the tools whose results are terminal output whatever
 	// their content (results of other tools are terminal output when their
-	// content has "stdout":, "stderr": or "exitCode":, or is shaped like a
-	// shell transcript: see [Classify]). Names match without regard to
-	// case ("bash" is "Bash").
+	// content has "stdout":, "stderr": or "exitCode":, reports an exit
+	// status as an agent harness writes it, or, under ByShape, is shaped
+	// like a shell transcript: see [Classify]). Names match without regard
+	// to case ("bash" is "Bash").
 	// nil means DefaultToolNames(); an empty non-nil slice means none, so
 	// that only the content decides.
 	ToolNames []string
+
+	// ByShape also counts as terminal output a result shaped like the
+	// transcript of a shell command, whatever its tool ([Class]'s
+	// Transcript: an exit status line with a "Command:" or "Output:"
+	// header or a stdout/stderr marker, as Gemini CLI and Qwen Code
+	// write; Cline's "Command executed." then "Output:"), and as an error
+	// one whose transcript reports a failed command: how the tools of an
+	// agent that ToolNames does not name are learned. Off (the seed's
+	// rule, SPEC §4) the shape counts for nothing. The live commands
+	// (agentctx proxy, claude, codex) turn it on.
+	ByShape bool
 
 	// FirstSeen, if set, gives the time of a result whose message has no
 	// readable timestamp (as SDK messages have none): the time an agent
@@ -216,9 +228,10 @@ type Result struct {
 	SkippedNoTimestamp int `json:"skipped_no_timestamp"`
 	// ByContent lists, sorted and each once, the names of the called tools
 	// outside ToolNames with a result that counted as terminal output by
-	// its content alone (a shell transcript of a tool the list does not
-	// name), whether or not it was pruned: what a caller may tell its user
-	// it learned. Nil when none.
+	// its content alone (its "stdout": or exit status marks, or under
+	// ByShape a shell transcript of a tool the list does not name),
+	// whether or not it was pruned: what a caller may tell its user it
+	// learned. Nil when none.
 	ByContent []string `json:"by_content,omitempty"`
 }
 
@@ -538,7 +551,6 @@ func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, skipped 
 		} else {
 			cl = Classify(r.Content)
 		}
-		c.isError = msgError || r.IsError || cl.Error
 		if call.msg >= 0 {
 			name := call.name(msgs)
 			t, ok := terminalTool[name]
@@ -548,12 +560,18 @@ func (o *resolved) collect(msgs []agentctx.Message) (cands []candidate, skipped 
 			}
 			c.terminal = t
 		}
-		if !c.terminal && cl.Terminal && call.msg >= 0 {
+		byText := cl.terminal(o.ByShape)
+		if !c.terminal && byText && call.msg >= 0 {
 			if name := call.name(msgs); name != "" && !slices.Contains(byContent, name) {
 				byContent = append(byContent, name)
 			}
 		}
-		c.terminal = c.terminal || cl.Terminal
+		c.terminal = c.terminal || byText
+		// A transcript's failed status marks an error wherever the result
+		// is terminal output, by name too (Gemini CLI's "Exit Code: 1"):
+		// the seed keeps a failed command's output. Elsewhere it says
+		// nothing, so that a file that reads like one is ranked as any.
+		c.isError = msgError || r.IsError || cl.Error || c.terminal && cl.TranscriptFailed
 		cands = append(cands, c)
 	}
 	slices.Sort(byContent)

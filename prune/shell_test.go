@@ -46,9 +46,11 @@ func TestClineShellToolsAreTerminal(t *testing.T) {
 	}
 }
 
-// A result shaped like a shell transcript is terminal output whatever its
-// tool's name; one that merely mentions an exit code, or has one mark of
-// a transcript only, is not (issue 47, item 3).
+// Under ByShape a result shaped like a shell transcript is terminal
+// output whatever its tool's name; one that merely mentions an exit code,
+// or has one mark of a transcript only, is not (issue 47, item 3). By
+// default (the seed's rule, the single-shot prune) the shape counts for
+// nothing: no case is cleared or learned.
 func TestShellTranscriptOfUnknownTool(t *testing.T) {
 	out := strings.Repeat("line of output\n", 200)
 	gemini := func(code string) string {
@@ -87,12 +89,74 @@ func TestShellTranscriptOfUnknownTool(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res := Prune(shellHistory("a_tool_of_mine", c.output), Options{Now: shellNow})
+			res := Prune(shellHistory("a_tool_of_mine", c.output), Options{Now: shellNow, ByShape: true})
 			if got := res.PrunedCount == 1; got != c.pruned {
-				t.Errorf("pruned %d, want cleared = %v", res.PrunedCount, c.pruned)
+				t.Errorf("ByShape: pruned %d, want cleared = %v", res.PrunedCount, c.pruned)
 			}
 			if got := slices.Equal(res.ByContent, []string{"a_tool_of_mine"}); got != c.byContent {
-				t.Errorf("ByContent = %v, want the tool learned = %v", res.ByContent, c.byContent)
+				t.Errorf("ByShape: ByContent = %v, want the tool learned = %v", res.ByContent, c.byContent)
+			}
+			if res := Prune(shellHistory("a_tool_of_mine", c.output), Options{Now: shellNow}); res.PrunedCount != 0 || res.ByContent != nil {
+				t.Errorf("default: pruned %d, ByContent %v; want none: the seed's rule reads no shape", res.PrunedCount, res.ByContent)
+			}
+		})
+	}
+}
+
+// A failed transcript of a tool terminal by its name is an error, kept,
+// with ByShape or without: the seed keeps a failed command's output
+// (Gemini CLI's run_shell_command writes "Exit Code: 1" after its output).
+// Of a tool that is not, the status marks nothing by default: the result
+// is ranked as any other.
+func TestFailedTranscriptOfTerminalToolKept(t *testing.T) {
+	out := strings.Repeat("line of output\n", 200)
+	failed := "Command: make\nDirectory: (root)\nOutput: " + out + "Exit Code: 2\nSignal: (none)"
+	for _, byShape := range []bool{false, true} {
+		res := Prune(shellHistory("run_shell_command", failed), Options{Now: shellNow, ByShape: byShape, KeepRecent: -1})
+		if res.PrunedCount != 0 {
+			t.Errorf("ByShape %v: pruned %d failed commands, want 0", byShape, res.PrunedCount)
+		}
+	}
+	// Of a file tool, by default, the five newest results fill the window
+	// and the oldest is read, not cleared: it is not an error, so a
+	// terminal result older than it is pruned past the window as usual.
+	msgs := shellHistory("read_file", failed)
+	res := Select(msgs, Options{Now: shellNow, KeepRecent: 6})
+	if res.PrunedCount != 0 || res.ByContent != nil {
+		t.Errorf("read_file: pruned %d, ByContent %v; want none", res.PrunedCount, res.ByContent)
+	}
+}
+
+// Classify tells a shell transcript apart from the seed's marks, and a
+// failed one from one that succeeded or reports no status.
+func TestClassifyTranscript(t *testing.T) {
+	out := strings.Repeat("output\n", 30)
+	cases := []struct {
+		name, text string
+		want       Class
+	}{
+		{"gemini, success", "Command: ls\nDirectory: (root)\nOutput: " + out + "Error: (none)\nExit Code: 0\nSignal: (none)", Class{Transcript: true}},
+		{"gemini, failure", "Command: ls\nOutput: " + out + "Exit Code: 127", Class{Transcript: true, TranscriptFailed: true}},
+		{"gemini, killed", "Command: ls\nOutput: " + out + "Exit Code: (none)\nSignal: 9", Class{Transcript: true, TranscriptFailed: true}},
+		{"cline, no status", "Command executed.\nOutput:\n" + out, Class{Transcript: true}},
+		{"cline, JSON-encoded", `"Command executed.\nOutput:\nok\n"`, Class{Transcript: true}},
+		{"markers, failed", "--- stdout ---\n" + out + "--- stderr ---\nboom\nexit status 1", Class{Transcript: true, TranscriptFailed: true}},
+		{"codex's, a harness status: the seed's reading", "Exit code: 1\nWall time: 0.2 seconds\nOutput:\n" + out, Class{Terminal: true, Error: true}},
+		{"seed JSON", `{"stdout":"ok","stderr":"","exitCode":0}`, Class{Terminal: true}},
+
+		{"plain text", out, Class{}},
+		{"README on exit codes", "# mytool\n\nExit code: 0 means success.\n\nstdout:\n" + out, Class{}},
+		{"yaml with a stdout key", "logging:\n  stdout:\n    level: info\n" + out + "# exit code 0\n", Class{}},
+		{"indented marker and status", "config:\n  stdout:\n    file: out.log\n  exit code: 1\n" + out, Class{}},
+		{"a status alone", out + "Exit code: 3", Class{}},
+		{"a header alone", "Command: build\n" + out, Class{}},
+		{"numbered file read", "     1\tOutput: x\n     2\tExit Code: 0\n" + out, Class{}},
+		{"a quote that is not one JSON string", `"Command executed.\nOutput:\nok" and more`, Class{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Classify(agentctx.Text(c.text)); got != c.want {
+				t.Errorf("Classify = %+v, want %+v", got, c.want)
 			}
 		})
 	}
@@ -115,7 +179,7 @@ func TestByContentSortedOnce(t *testing.T) {
 		}
 		msgs[i] = msgs[i].WithBlock(0, b)
 	}
-	res := Select(msgs, Options{Now: shellNow})
+	res := Select(msgs, Options{Now: shellNow, ByShape: true})
 	if want := []string{"alpha", "zeta"}; !slices.Equal(res.ByContent, want) {
 		t.Fatalf("ByContent = %v, want %v", res.ByContent, want)
 	}

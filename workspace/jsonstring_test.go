@@ -43,6 +43,14 @@ func TestJSONStringResultStoredWithItsLines(t *testing.T) {
 			if page != want {
 				t.Errorf("lines 100-102:\n%q\nwant\n%q", page, want)
 			}
+			// grep finds a line of the text, numbered as the lines page.
+			hits, err := ws.GrepKnowledge(ctx, off.ID, `^line 777 `, workspace.GrepOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(hits, "779:line 777 of the \"output\" \\ é\t") || strings.Contains(hits, "line 778") {
+				t.Errorf("grep for line 777:\n%.300q", hits)
+			}
 			a, err := ws.Get(ctx, off.ID)
 			if err != nil {
 				t.Fatal(err)
@@ -77,6 +85,9 @@ func TestJSONStringResultStoredAsSent(t *testing.T) {
 		`"a\nb`,                            // cut
 		`plain text with \n in it`,         // not a string
 		`"Exit code 0\nok" "` + long + `"`, // two strings
+		`"a\nb"` + "\n",                    // a line ending after the string
+		`"a\nb\x` + long + `"`,             // a bad escape
+		`"a\nb\"`,                          // the last quote escaped: cut
 	} {
 		ws := workspace.New(memstore.New(), workspace.Options{Now: now})
 		_, off, err := ws.OffloadToolResult(ctx, workspace.ToolCall{ID: "c1", Name: "x"}, agentctx.Text(s))

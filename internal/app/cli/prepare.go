@@ -44,6 +44,7 @@ type prepareFlags struct {
 	placeholder string
 	countErrors bool
 	tools       []string
+	byShape     bool
 
 	offloadMode string
 	workspace   string
@@ -82,6 +83,7 @@ func (f *prepareFlags) register(fs *pflag.FlagSet, eval bool) {
 	fs.StringVar(&f.placeholder, "placeholder", prune.DefaultPlaceholder, "the content that replaces a pruned result")
 	fs.BoolVar(&f.countErrors, "count-errors", false, "let error results take places among the --keep-recent most recent")
 	fs.StringSliceVar(&f.tools, "tool", prune.DefaultToolNames(), "a tool whose results are terminal output (repeatable; --tool= for none)")
+	fs.BoolVar(&f.byShape, "by-shape", false, byShapeHelp)
 	fs.StringVar(&f.estimate, "estimate", "count", "how to estimate the provider's count before usage is known: count (our count as it is) or claude (scaled by Claude's measured ratio)")
 	fs.StringVar(&f.clearing, "clearing", string(pipeline.ClearPriced), "when stale results already sent are cleared: priced (when the reads saved until the next compaction cost more than rewriting the prompt cache from the edit on) or batched (--clear-at-least tokens at once, from --clear-trigger)")
 	fs.StringVar(&f.trigger, "trigger", "", "when a session is compacted: priced (at the size whose requests cost least, from a quarter of --limit up to --threshold; the default with --clearing priced) or threshold (at --threshold only; the default with --clearing batched)")
@@ -188,9 +190,13 @@ func (f *prepareFlags) checkRanges() error {
 	return checkRatios(f.threshold, f.tailRatio)
 }
 
+// byShapeHelp is the help of --by-shape (prune, prepare, eval, and the
+// live commands, where it is on by default).
+const byShapeHelp = "also treat as terminal output, whatever its tool, a result shaped like a shell transcript: an exit status line with a Command:/Output: header or a stdout/stderr marker (Gemini CLI, Qwen Code), or Cline's \"Command executed.\" then \"Output:\""
+
 // pruneOptions returns the prune step's options.
 func (f *prepareFlags) pruneOptions(changed func(string) bool) prune.Options {
-	o := prune.Options{MaxAge: f.maxAge, KeepRecent: f.keepRecent, CountErrors: f.countErrors, Placeholder: f.placeholder}
+	o := prune.Options{MaxAge: f.maxAge, KeepRecent: f.keepRecent, CountErrors: f.countErrors, Placeholder: f.placeholder, ByShape: f.byShape}
 	// On the command line 0 is literal; in Options it means the default.
 	if f.maxAge == 0 {
 		o.MaxAge = -1

@@ -516,6 +516,10 @@ func (p *proxyFlags) register(cmd *cobra.Command, listen string) {
 	// commands speak English (issue 48).
 	f.placeholder = prune.EnglishPlaceholder
 	fs.Lookup("placeholder").DefValue = prune.EnglishPlaceholder
+	// The seed's rule reads no shape; the live commands learn the shell
+	// tools of the agents they serve from their output (issue 47).
+	f.byShape = true
+	fs.Lookup("by-shape").DefValue = "true"
 }
 
 // noBound is a size flag's value as a workspace bound: the flag's 0 (no

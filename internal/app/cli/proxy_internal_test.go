@@ -58,6 +58,36 @@ func TestProxyPlaceholderDefault(t *testing.T) {
 	}
 }
 
+// The live commands read the shape of a shell transcript (a tool they do
+// not know by name is learned from its output); prepare keeps the seed's
+// rule unless --by-shape, and --by-shape=false turns it off in the proxy
+// (issue 47).
+func TestProxyByShapeDefault(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{"--by-shape=false"}, false},
+	} {
+		if po := proxyPipelineOptions(t, tc.args...); po.Prune.ByShape != tc.want {
+			t.Errorf("%v: Prune.ByShape = %v, want %v", tc.args, po.Prune.ByShape, tc.want)
+		}
+	}
+	var f prepareFlags
+	fs := pflag.NewFlagSet("prepare", pflag.ContinueOnError)
+	f.register(fs, false)
+	if o := f.pruneOptions(fs.Changed); o.ByShape {
+		t.Error("prepare reads shapes by default, want the seed's rule")
+	}
+	if err := fs.Parse([]string{"--by-shape"}); err != nil {
+		t.Fatal(err)
+	}
+	if o := f.pruneOptions(fs.Changed); !o.ByShape {
+		t.Error("prepare --by-shape does not read shapes")
+	}
+}
+
 // proxyPipelineOptions returns the pipeline options the proxy command
 // builds from args.
 func proxyPipelineOptions(t *testing.T, args ...string) pipeline.Options {

@@ -16,7 +16,9 @@ the placeholder. Errors are always kept. Only results whose message has a
 timestamp take part. The input is not modified.
 
 Terminal output is a result whose content contains "stdout":, "stderr": or
-"exitCode":, or that answers a call of a --tool (terminal-execute, Bash).
+"exitCode":, or that answers a call of a --tool (terminal-execute, Bash,
+Cline's run_commands, ...). With --by-shape (on in proxy, claude and codex)
+a result shaped like a shell transcript counts too, whatever its tool.
 
 --max-age 0 prunes at any age; --keep-recent 0 keeps no result for being
 recent.
@@ -33,6 +35,7 @@ func newPruneCmd(e *env) *cobra.Command {
 		placeholder  string
 		countErrors  bool
 		tools        []string
+		byShape      bool
 		messagesOnly bool
 	)
 	cmd := &cobra.Command{
@@ -66,6 +69,7 @@ func newPruneCmd(e *env) *cobra.Command {
 				KeepRecent:  keepRecent,
 				CountErrors: countErrors,
 				Placeholder: placeholder,
+				ByShape:     byShape,
 				Logger:      e.logger,
 			}
 			// On the command line 0 is literal; in Options it means the default.
@@ -97,6 +101,7 @@ func newPruneCmd(e *env) *cobra.Command {
 	f.StringVar(&placeholder, "placeholder", prune.DefaultPlaceholder, "the content that replaces a pruned result")
 	f.BoolVar(&countErrors, "count-errors", false, "let error results take places among the --keep-recent most recent")
 	f.StringSliceVar(&tools, "tool", prune.DefaultToolNames(), "a tool whose results are terminal output (repeatable; --tool= for none)")
+	f.BoolVar(&byShape, "by-shape", false, byShapeHelp)
 	f.BoolVar(&messagesOnly, "messages-only", false, "print the messages without the other members of a request body (model, system, tools, ...)")
 	return cmd
 }

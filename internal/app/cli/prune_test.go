@@ -242,10 +242,49 @@ func TestPruneCommandDefaults(t *testing.T) {
 		"keep-recent": "5",
 		"placeholder": prune.DefaultPlaceholder,
 		"now":         "",
+		"by-shape":    "false",
 		"tool":        "[terminal-execute,Bash,shell,exec_command,local_shell,execute_bash,run_shell_command,execute_command,run_commands]",
 	} {
 		if got := cmd.Flags().Lookup(flag).DefValue; got != want {
 			t.Errorf("--%s default %q, want %q", flag, got, want)
+		}
+	}
+}
+
+// The single-shot prune keeps the seed's rule: a file read (example 6's
+// filesystem-read) whose content is shaped like a shell transcript stays;
+// --by-shape clears it as terminal output (issue 47).
+func TestPruneCommandByShape(t *testing.T) {
+	var msgs []map[string]any
+	if err := json.Unmarshal([]byte(pruneHistory(t)), &msgs); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if m["tool_call_id"] == "c9" {
+			m["content"] = "Command: make\nDirectory: (root)\nOutput: Building project...\nDone in 3.2s\nError: (none)\nExit Code: 0\nSignal: (none)"
+		}
+	}
+	history, err := json.Marshal(msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"c8", "c7"}},
+		{[]string{"--by-shape"}, []string{"c9", "c8", "c7"}},
+	} {
+		out, errOut, code := run(t, string(history), append([]string{"prune", "--now", "2026-01-31T02:00:00Z"}, tc.args...)...)
+		if code != 0 || errOut != "" {
+			t.Fatalf("exit %d, stderr %q", code, errOut)
+		}
+		var got pruneOutput
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got.ids(), tc.want) {
+			t.Errorf("%v: pruned %v, want %v", tc.args, got.ids(), tc.want)
 		}
 	}
 }

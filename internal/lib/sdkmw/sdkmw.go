@@ -336,6 +336,9 @@ func prepare(ctx context.Context, req *http.Request, p Preparer, prov Provider, 
 		if binding != nil {
 			co = binding(body, pdoc)
 		}
+		if co.Tools == nil {
+			co.Tools, _ = pdoc.Member("tools") // as PrepareCall reads them
+		}
 		res, err = cp.PrepareConversation(ctx, agentctx.Conversation{Messages: pdoc.Messages, Facts: pfacts}, cp.RequestTokens(pdoc), co)
 	} else if cp, ok := p.(CallPreparer); ok && binding != nil {
 		res, err = cp.PrepareCall(ctx, pdoc, binding(body, pdoc))
