@@ -64,9 +64,9 @@ func (b *Bill) add(e *exchangeBill) {
 	for _, s := range e.summaries {
 		u = u.Add(s.usage)
 	}
-	b.InputTokens += u.Input
+	b.InputTokens += u.Uncached
 	b.CacheReadTokens += u.CacheRead
-	b.CacheWriteTokens += u.CacheWrite + u.CacheWrite1h
+	b.CacheWriteTokens += u.CacheWrite5m + u.CacheWrite1h
 	b.OutputTokens += u.Output
 }
 
@@ -174,7 +174,7 @@ func reportSummary(ctx context.Context, req *Request, data []byte) {
 // lifetime.
 func usageOf(u Usage, write1h int) pricing.Usage {
 	w1h := min(max(write1h, 0), u.CacheCreationInputTokens)
-	return pricing.Usage{Input: u.InputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens - w1h,
+	return pricing.Usage{Uncached: u.InputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite5m: u.CacheCreationInputTokens - w1h,
 		CacheWrite1h: w1h, Output: u.OutputTokens}
 }
 
@@ -339,7 +339,7 @@ func (sb *sessionBilling) delta(mc MessageCounter, p pricing.Prices, x *exchange
 	head := max(x.prepared.TokensBefore-inSum, 0)
 	ratio := 1.0
 	if total := head + outSum; total > 0 {
-		ratio = float64(x.bill.usage.InputTotal()) / float64(total)
+		ratio = float64(x.bill.usage.Input()) / float64(total)
 	}
 	headBlocks := headOf(b.tools, b.system, head)
 	pair := sb.caches[b.model]

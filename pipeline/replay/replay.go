@@ -280,7 +280,7 @@ func (r *replayer) request(ctx context.Context, k, idx int) error {
 	r.cache(k, cur, &rr)
 	var up pricing.Usage
 	rr.CostUSD, rr.CostWithoutUSD, up = r.money.request(r.clock, asst, doc.Messages[:idx], out.Messages, rep.TokensBefore)
-	rr.PreparedInputTokens, rr.PreparedCacheReadTokens, rr.PreparedCacheWriteTokens = up.Input, up.CacheRead, up.CacheWrite+up.CacheWrite1h
+	rr.PreparedInputTokens, rr.PreparedCacheReadTokens, rr.PreparedCacheWriteTokens = up.Uncached, up.CacheRead, up.CacheWrite5m+up.CacheWrite1h
 	res.CostUSD += rr.CostUSD
 	res.CostWithoutUSD += rr.CostWithoutUSD
 	if u, ok := recordedUsage(asst); ok {
@@ -454,7 +454,7 @@ func (rb *replayBill) request(now time.Time, asst agentctx.Message, sent, prepar
 	}
 	recorded, hasUsage := recordedBill(asst)
 	if hasUsage && counted > 0 {
-		rb.ratio = float64(recorded.InputTotal()) / float64(counted)
+		rb.ratio = float64(recorded.Input()) / float64(counted)
 	}
 	scale := func(n int) int { return int(math.Round(float64(n) * rb.ratio)) }
 	output := recorded.Output
@@ -519,7 +519,7 @@ func recordedBill(m agentctx.Message) (pricing.Usage, bool) {
 	}
 	json.Unmarshal(raw, &split)
 	w1h := min(max(split.CacheCreation.W1h, 0), u.CacheCreationInputTokens)
-	return pricing.Usage{Input: u.InputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens - w1h,
+	return pricing.Usage{Uncached: u.InputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite5m: u.CacheCreationInputTokens - w1h,
 		CacheWrite1h: w1h, Output: u.OutputTokens}, true
 }
 
