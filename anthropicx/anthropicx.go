@@ -65,15 +65,11 @@ import (
 type Preparer = sdkmw.Preparer
 
 // Observer is an optional ability of a Preparer (or set in
-// Options.Observer): it is told the usage of every response.
+// Options.Observer): it is told the usage of every response, a
+// pricing.Usage (the module's one usage type, as in openaix, the
+// proxy and the pipeline: uncached input, cache reads, 5-minute and
+// 1-hour cache writes, output).
 type Observer = sdkmw.Observer
-
-// Usage is the token usage of one response, normalized across providers
-// (the same type as openaix.Usage): Provider ("anthropic" or "openai"),
-// InputTokens (every input token, cached ones included), CacheReadTokens,
-// CacheWriteTokens (of which CacheWrite1hTokens were written with the
-// 1-hour lifetime) and OutputTokens.
-type Usage = sdkmw.Usage
 
 // Options configure the middleware (the same type as in the other SDK's
 // package). Its fields:

@@ -21,6 +21,7 @@ import (
 	"github.com/agentctx/agentctx/anthropicx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 func newPipeline(t testing.TB) *pipeline.Pipeline {
@@ -41,10 +42,10 @@ func newPipeline(t testing.TB) *pipeline.Pipeline {
 type observing struct {
 	*pipeline.Pipeline
 	mu    sync.Mutex
-	usage []anthropicx.Usage
+	usage []pricing.Usage
 }
 
-func (o *observing) Observe(_ context.Context, u anthropicx.Usage) {
+func (o *observing) Observe(_ context.Context, u pricing.Usage) {
 	o.mu.Lock()
 	o.usage = append(o.usage, u)
 	o.mu.Unlock()
@@ -202,7 +203,7 @@ func TestAgentLoop(t *testing.T) {
 	if got := params.Messages[2].Content[0].OfToolResult.Content[0].OfText.Text; got != log {
 		t.Errorf("the loop's history was changed")
 	}
-	if len(p.usage) != 3 || p.usage[2] != (anthropicx.Usage{Provider: "anthropic", InputTokens: 120, CacheReadTokens: 20, OutputTokens: 5}) {
+	if len(p.usage) != 3 || p.usage[2] != (pricing.Usage{Uncached: 100, CacheRead: 20, Output: 5}) {
 		t.Errorf("usage fed back: %+v", p.usage)
 	}
 }
@@ -252,7 +253,7 @@ func TestStreamingUsage(t *testing.T) {
 	if msg.Content[0].Text != "done" {
 		t.Errorf("stream relayed wrong: %+v", msg.Content)
 	}
-	want := anthropicx.Usage{Provider: "anthropic", InputTokens: 3052, CacheReadTokens: 3000, CacheWriteTokens: 40, OutputTokens: 7}
+	want := pricing.Usage{Uncached: 12, CacheRead: 3000, CacheWrite5m: 40, Output: 7}
 	if len(p.usage) != 1 || p.usage[0] != want {
 		t.Errorf("usage %+v, want %+v", p.usage, want)
 	}

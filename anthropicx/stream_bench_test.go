@@ -9,11 +9,12 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx/anthropicx"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 type usageSink struct{ n int }
 
-func (s *usageSink) Observe(context.Context, anthropicx.Usage) { s.n++ }
+func (s *usageSink) Observe(context.Context, pricing.Usage) { s.n++ }
 
 // BenchmarkStreamUsage: the middleware's watch of a streamed answer of
 // 2,000 text deltas for its usage (a one-message request: the response's

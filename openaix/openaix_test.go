@@ -20,6 +20,7 @@ import (
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/openaix"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 func newPipeline(t testing.TB) *pipeline.Pipeline {
@@ -39,10 +40,10 @@ func newPipeline(t testing.TB) *pipeline.Pipeline {
 type observing struct {
 	*pipeline.Pipeline
 	mu    sync.Mutex
-	usage []openaix.Usage
+	usage []pricing.Usage
 }
 
-func (o *observing) Observe(_ context.Context, u openaix.Usage) {
+func (o *observing) Observe(_ context.Context, u pricing.Usage) {
 	o.mu.Lock()
 	o.usage = append(o.usage, u)
 	o.mu.Unlock()
@@ -175,7 +176,7 @@ func TestAgentLoop(t *testing.T) {
 	if got := params.Messages[3].OfTool.Content.OfString.Value; got != log {
 		t.Errorf("the loop's history was changed")
 	}
-	if len(p.usage) != 3 || p.usage[2] != (openaix.Usage{Provider: "openai", InputTokens: 70, OutputTokens: 9}) {
+	if len(p.usage) != 3 || p.usage[2] != (pricing.Usage{Uncached: 70, Output: 9}) {
 		t.Errorf("usage fed back: %+v", p.usage)
 	}
 	// The whole result reads back through the tools as the original.
@@ -204,7 +205,7 @@ func TestStreamingUsage(t *testing.T) {
 	if acc.Choices[0].Message.Content != "done" {
 		t.Errorf("stream relayed wrong: %+v", acc.Choices)
 	}
-	want := openaix.Usage{Provider: "openai", InputTokens: 900, CacheReadTokens: 768, OutputTokens: 4}
+	want := pricing.Usage{Uncached: 132, CacheRead: 768, Output: 4}
 	if len(p.usage) != 1 || p.usage[0] != want {
 		t.Errorf("usage %+v, want %+v", p.usage, want)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 	"github.com/agentctx/agentctx/openaix"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/workspace"
 )
@@ -228,7 +229,7 @@ func TestResponsesLoop(t *testing.T) {
 			if r.usages != r.sent {
 				t.Errorf("%d usages fed back for %d requests", r.usages, r.sent)
 			}
-			if u := r.p.usage[len(r.p.usage)-1]; u.Provider != "openai" || u.InputTokens == 0 || u.OutputTokens == 0 {
+			if u := r.p.usage[len(r.p.usage)-1]; u.Input() == 0 || u.Output == 0 {
 				t.Errorf("the last usage fed back: %+v", u)
 			}
 			// A filler result the loop sent whole went pruned in a later
@@ -356,7 +357,7 @@ func TestResponsesUnchangedBytes(t *testing.T) {
 	if string(got) != body {
 		t.Errorf("sent %s", got)
 	}
-	if want := (openaix.Usage{Provider: "openai", InputTokens: 90, CacheReadTokens: 64, OutputTokens: 3}); len(p.usage) != 1 || p.usage[0] != want {
+	if want := (pricing.Usage{Uncached: 26, CacheRead: 64, Output: 3}); len(p.usage) != 1 || p.usage[0] != want {
 		t.Errorf("usage %+v, want %+v", p.usage, want)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/internal/base/textfmt"
+	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/workspace"
 )
@@ -45,19 +46,20 @@ func (p *Pipeline) prepare(ctx context.Context, in agentctx.Conversation, extraR
 }
 
 // Observe feeds back the usage a provider reported for a request prepared
-// by this Pipeline (the last one, unless u.Counted says which), so that
-// later reports estimate the provider's count from it: the next request is
-// estimated as this usage plus the count of what changed, scaled by a ratio
-// fitted per session. Observe does nothing for a Stateless Pipeline.
+// by this Pipeline, counted is our count of it (see Observation.Counted;
+// 0: the last one prepared), so that later reports estimate the
+// provider's count from it: the next request is estimated as this usage
+// plus the count of what changed, scaled by a ratio fitted per session.
+// Observe does nothing for a Stateless Pipeline.
 //
 // The report is saved with compare-and-swap on the state this Pipeline
 // saved last (its Prepare's), without loading it again: one store call
 // when no other writer saved in between, else a load and a retry.
-func (p *Pipeline) Observe(ctx context.Context, u Usage) error {
+func (p *Pipeline) Observe(ctx context.Context, u pricing.Usage, counted int) error {
 	if p.opts.Stateless {
 		return nil
 	}
-	return p.observeState(ctx, u) // one Save, no Load, in the usual case
+	return p.observeState(ctx, u, counted) // one Save, no Load, in the usual case
 }
 
 // run is one pass of the steps over conv with the session state st, which

@@ -13,6 +13,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // exampleHistory is a short session: a build an hour ago, five file reads
@@ -168,7 +169,7 @@ func ExamplePipeline_Observe() {
 	}
 	// The provider billed 1,500 input tokens for the request (its system
 	// prompt and tools included).
-	if err := p.Observe(ctx, pipeline.Usage{InputTokens: 1500}); err != nil {
+	if err := p.Observe(ctx, pricing.Usage{Uncached: 1500}, 0); err != nil {
 		log.Fatal(err)
 	}
 	history = append(history,

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/session"
 )
 
 // observeState records a usage report in the session state (state.observe).
-func (p *Pipeline) observeState(ctx context.Context, u Usage) error {
-	return p.recordState(ctx, func(st *state) { st.observe(u, p.opts.EstimateRatio) })
+func (p *Pipeline) observeState(ctx context.Context, u pricing.Usage, counted int) error {
+	return p.recordState(ctx, func(st *state) { st.observe(u, counted, p.opts.EstimateRatio) })
 }
 
 // recordState runs fn, which changes the state's head alone (not its

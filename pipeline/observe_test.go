@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/session/memsession"
 )
@@ -69,7 +70,7 @@ func TestObserveOneStoreCall(t *testing.T) {
 				obs = newPipeline(t, o)
 			}
 			store.take()
-			if err := obs.Observe(ctx, pipeline.Usage{InputTokens: 1000 + r.Report.TokensAfter*12/10}); err != nil {
+			if err := obs.Observe(ctx, pricing.Usage{Uncached: 1000 + r.Report.TokensAfter*12/10}, 0); err != nil {
 				t.Fatal(err)
 			}
 			loads, saves, saved := store.take()
@@ -98,7 +99,7 @@ func TestObserveOneStoreCall(t *testing.T) {
 	mustPrepare(t, p, msgs)
 	r := mustPrepare(t, q, msgs)
 	store.take()
-	if err := p.Observe(ctx, pipeline.Usage{InputTokens: 2 * r.Report.TokensAfter}); err != nil {
+	if err := p.Observe(ctx, pricing.Usage{Uncached: 2 * r.Report.TokensAfter}, 0); err != nil {
 		t.Fatal(err)
 	}
 	if loads, saves, _ := store.take(); loads != 1 || saves != 2 {
@@ -137,7 +138,7 @@ func BenchmarkPrepareObserve(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := p.Observe(ctx, pipeline.Usage{InputTokens: r.Report.TokensAfter}); err != nil {
+		if err := p.Observe(ctx, pricing.Usage{Uncached: r.Report.TokensAfter}, 0); err != nil {
 			b.Fatal(err)
 		}
 		l, s, n := store.take()

@@ -141,7 +141,7 @@ func TestCacheHitCalibration(t *testing.T) {
 	report := func(read, write, input int, intact bool) {
 		st.Intact = intact
 		st.Counted += 1_000
-		st.observe(Usage{CacheReadInputTokens: read, CacheCreationInputTokens: write, InputTokens: input}, 1)
+		st.observe(pricing.Usage{CacheRead: read, CacheWrite5m: write, Uncached: input}, 0, 1)
 	}
 	report(0, 10_000, 0, false) // the first: nothing to measure
 	for i := range 4 {

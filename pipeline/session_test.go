@@ -16,6 +16,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/prune"
 	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/workspace"
@@ -403,12 +404,12 @@ func TestObserveCalibrates(t *testing.T) {
 	// The provider counts 1.2 tokens per counted token, plus 5,000 for a
 	// system prompt we do not see.
 	billed := func(counted int) int { return 5_000 + counted*12/10 }
-	if err := p.Observe(context.Background(), pipeline.Usage{InputTokens: 10, CacheReadInputTokens: billed(r1.Report.TokensAfter) - 10}); err != nil {
+	if err := p.Observe(context.Background(), pricing.Usage{Uncached: 10, CacheRead: billed(r1.Report.TokensAfter) - 10}, 0); err != nil {
 		t.Fatal(err)
 	}
 	msgs = append(msgs, exchange("toolu_2", "Read", "cat", strings.Repeat("gamma delta ", 600), false, now)...)
 	r2 := mustPrepare(t, p, msgs)
-	if err := p.Observe(context.Background(), pipeline.Usage{InputTokens: billed(r2.Report.TokensAfter)}); err != nil {
+	if err := p.Observe(context.Background(), pricing.Usage{Uncached: billed(r2.Report.TokensAfter)}, 0); err != nil {
 		t.Fatal(err)
 	}
 	msgs = append(msgs, exchange("toolu_3", "Read", "cat", strings.Repeat("epsilon zeta ", 800), false, now)...)

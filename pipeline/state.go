@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/base/bufpool"
+	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/session"
 )
 
@@ -779,29 +780,6 @@ func (p *Pipeline) updateState(ctx context.Context, keepResults bool, fn func(st
 	return 0, fmt.Errorf("pipeline: session %q: %w after %d attempts", p.sessionID, session.ErrConflict, maxAttempts)
 }
 
-// Usage is what a provider reported for one request: the input tokens it
-// billed, split as the provider splits them. The request's total input is
-// InputTokens + CacheReadInputTokens + CacheCreationInputTokens (Anthropic;
-// OpenAI reports cached tokens inside its prompt_tokens, so give them as
-// InputTokens alone).
-type Usage struct {
-	InputTokens              int `json:"input_tokens"`                // input tokens not read from or written to the cache (OpenAI: all of them)
-	CacheReadInputTokens     int `json:"cache_read_input_tokens"`     // input tokens read from the prompt cache
-	CacheCreationInputTokens int `json:"cache_creation_input_tokens"` // input tokens written to the prompt cache
-	OutputTokens             int `json:"output_tokens"`               // tokens generated
-	// Counted is our count of the request the usage is for: the
-	// Report.TokensAfter of its preparation (or its TokensBefore when the
-	// usage is of the request as the agent sent it, as in Replay); 0 means
-	// the request of the last Prepare as sent.
-	Counted int `json:"counted,omitempty"`
-}
-
-// Total returns the request's input tokens: input + cache read + cache
-// creation.
-func (u Usage) Total() int {
-	return u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens
-}
-
 // Calibration bounds: a ratio outside them is a measurement gone wrong.
 const (
 	minRatio = 0.5
@@ -811,13 +789,13 @@ const (
 	minSlopeTokens = 200
 )
 
-// observe records a usage report in the calibration.
-func (st *state) observe(u Usage, initial float64) {
-	counted := u.Counted
+// observe records a usage report in the calibration: u is the usage of
+// the request counted as counted (0: the last one prepared).
+func (st *state) observe(u pricing.Usage, counted int, initial float64) {
 	if counted <= 0 {
 		counted = st.Counted
 	}
-	total := u.Total()
+	total := u.Input()
 	if total <= 0 || counted <= 0 {
 		return
 	}
@@ -828,7 +806,7 @@ func (st *state) observe(u Usage, initial float64) {
 		if st.Intact && counted == st.Counted && prev.Tokens > 0 {
 			// The request sent the prefix the one before it left, on a
 			// warm cache: the model expects it read whole.
-			h := min(1, float64(u.CacheReadInputTokens)/float64(min(prev.Tokens, total)))
+			h := min(1, float64(u.CacheRead)/float64(min(prev.Tokens, total)))
 			if next.HitN == 0 {
 				next.Hit = h
 			} else {
@@ -847,7 +825,7 @@ func (st *state) observe(u Usage, initial float64) {
 			}
 		}
 	}
-	if u.CacheReadInputTokens > 0 || u.CacheCreationInputTokens > 0 {
+	if u.CacheRead > 0 || u.CacheWrite() > 0 {
 		next.Cached++
 	}
 	st.Usage = next

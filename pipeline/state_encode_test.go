@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx/internal/testkit/memtest"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // TestEncodeStateIsMarshal: the state's encoding, with its results' JSON
@@ -35,7 +36,7 @@ func TestEncodeStateIsMarshal(t *testing.T) {
 			t.Fatalf("encodeState = %s, %v\nwant %s", got, err, want)
 		}
 		// Another call that leaves the results alone gives their JSON.
-		st.observe(Usage{InputTokens: 500, Counted: 400}, 1)
+		st.observe(pricing.Usage{Uncached: 500}, 400, 1)
 		want, _ = json.Marshal(st)
 		got, again, err := encodeState(st, results)
 		if err != nil || !bytes.Equal(got, want) || !bytes.Equal(again.data, results.data) {

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"math"
 	"testing"
+
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // Tests that each kill a mutation of the session state no other test
@@ -33,20 +35,20 @@ func TestCalibrationRules(t *testing.T) {
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 	t.Run("first slope replaces, later ones blend", func(t *testing.T) {
 		st := newState()
-		st.observe(Usage{InputTokens: 15_000, Counted: 10_000}, initial) // ratio stays the guess
-		st.observe(Usage{InputTokens: 16_200, Counted: 11_000}, initial) // slope 1.2
+		st.observe(pricing.Usage{Uncached: 15_000}, 10_000, initial) // ratio stays the guess
+		st.observe(pricing.Usage{Uncached: 16_200}, 11_000, initial) // slope 1.2
 		if !near(st.Usage.Ratio, 1.2) {
 			t.Fatalf("after the first slope: ratio %v, want 1.2", st.Usage.Ratio)
 		}
-		st.observe(Usage{InputTokens: 18_200, Counted: 12_000}, initial) // slope 2.0
+		st.observe(pricing.Usage{Uncached: 18_200}, 12_000, initial) // slope 2.0
 		if want := 0.7*1.2 + 0.3*2.0; !near(st.Usage.Ratio, want) {
 			t.Fatalf("after the second slope: ratio %v, want %v", st.Usage.Ratio, want)
 		}
 	})
 	t.Run("shrinking count", func(t *testing.T) {
 		st := newState()
-		st.observe(Usage{InputTokens: 25_000, Counted: 20_000}, initial)
-		st.observe(Usage{InputTokens: 13_000, Counted: 10_000}, initial) // slope 12,000/10,000
+		st.observe(pricing.Usage{Uncached: 25_000}, 20_000, initial)
+		st.observe(pricing.Usage{Uncached: 13_000}, 10_000, initial) // slope 12,000/10,000
 		if !near(st.Usage.Ratio, 1.2) {
 			t.Fatalf("ratio %v after a shrink, want 1.2", st.Usage.Ratio)
 		}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // MaxThinking bounds each part of a session's thinking memory (the blocks
@@ -24,16 +26,22 @@ type ThinkingEntry struct {
 }
 
 // Observation is what a caller learned from a provider's answer to a
-// request this Pipeline prepared: the usage it reported, and, for signed
+// request this Pipeline prepared: the usage it reported (for the request
+// counted as Counted), and, for signed
 // thinking (Anthropic's prefix checks), the blocks
 // it produced (Known: the prefix each was produced after) and the blocks
 // the request sent whole (Sent: the prefix each was sent after). A replica
 // that serves the session's next request reads them from the session
 // state (Pipeline.Thinking).
 type Observation struct {
-	Usage *Usage // nil: none reported
-	Known []ThinkingEntry
-	Sent  []ThinkingEntry
+	Usage *pricing.Usage // nil: none reported
+	// Counted is our count of the request the usage is for: the
+	// Report.TokensAfter of its preparation (or its TokensBefore when the
+	// usage is of the request as the agent sent it, as in Replay); 0
+	// means the request of the last Prepare as sent.
+	Counted int
+	Known   []ThinkingEntry
+	Sent    []ThinkingEntry
 }
 
 // Record saves an Observation in the session state, in one
@@ -46,7 +54,7 @@ func (p *Pipeline) Record(ctx context.Context, o Observation) error {
 	}
 	return p.recordState(ctx, func(st *state) {
 		if o.Usage != nil {
-			st.observe(*o.Usage, p.opts.EstimateRatio)
+			st.observe(*o.Usage, o.Counted, p.opts.EstimateRatio)
 		}
 		if len(o.Known) > 0 || len(o.Sent) > 0 {
 			st.Thinking = st.Thinking.with(o.Known, o.Sent)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/session/memsession"
 )
 
@@ -21,7 +22,7 @@ func TestThinkingMemoryInState(t *testing.T) {
 	p, q := newPipeline(t, o), newPipeline(t, o)
 	msgs := history(user("go", now), exchange("toolu_a", "Read", "cat", strings.Repeat("alpha ", 50), false, now))
 	mustPrepare(t, p, msgs)
-	u := pipeline.Usage{InputTokens: 100}
+	u := pricing.Usage{Uncached: 100}
 	if err := p.Record(ctx, pipeline.Observation{Usage: &u, Known: []pipeline.ThinkingEntry{{Key: 1, Prefix: 10}}, Sent: []pipeline.ThinkingEntry{{Key: 2, Prefix: 20}}}); err != nil {
 		t.Fatal(err)
 	}

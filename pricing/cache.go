@@ -247,9 +247,9 @@ func (c *Cache) anthropicUsage(now time.Time, blocks []Block) (u Usage, hit int)
 		u.CacheWrite1h = write1h - read
 	}
 	if write >= 0 {
-		u.CacheWrite = write - read - u.CacheWrite1h
+		u.CacheWrite5m = write - read - u.CacheWrite1h
 	}
-	u.Input = total - read - u.CacheWrite - u.CacheWrite1h
+	u.Uncached = total - read - u.CacheWrite5m - u.CacheWrite1h
 	return u, hit
 }
 
@@ -290,7 +290,7 @@ func (c *Cache) openaiUsage(now time.Time, blocks []Block) (u Usage, n int) {
 	if n >= c.prices.MinCacheable && n > 0 {
 		u.CacheRead = n - (n-c.prices.MinCacheable)%CacheIncrement
 	}
-	u.Input = total - u.CacheRead
+	u.Uncached = total - u.CacheRead
 	return u, n
 }
 

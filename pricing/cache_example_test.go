@@ -27,6 +27,6 @@ func ExampleCache() {
 	u = cache.Bill(t0.Add(time.Minute), []pricing.Block{system, user1, answer, user2}, 10)
 	fmt.Printf("%+v $%.4f\n", u, prices.Cost(u))
 	// Output:
-	// {Input:0 CacheRead:0 CacheWrite:3050 CacheWrite1h:0 Output:400} $0.0174
-	// {Input:0 CacheRead:3050 CacheWrite:420 CacheWrite1h:0 Output:10} $0.0026
+	// {Uncached:0 CacheRead:0 CacheWrite5m:3050 CacheWrite1h:0 Output:400} $0.0174
+	// {Uncached:0 CacheRead:3050 CacheWrite5m:420 CacheWrite1h:0 Output:10} $0.0026
 }

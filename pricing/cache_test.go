@@ -73,85 +73,85 @@ func TestCacheUsage(t *testing.T) {
 		steps  []step
 	}{
 		{"no breakpoint: no read, no write", sonnet, []step{
-			{0, []blk{b("system", 2000), b("u1", 500)}, pricing.Usage{Input: 2500}},
-			{time.Second, []blk{b("system", 2000), b("u1", 500)}, pricing.Usage{Input: 2500}},
+			{0, []blk{b("system", 2000), b("u1", 500)}, pricing.Usage{Uncached: 2500}},
+			{time.Second, []blk{b("system", 2000), b("u1", 500)}, pricing.Usage{Uncached: 2500}},
 		}},
 		{"hit at a later breakpoint", sonnet, []step{
 			// writes through u1
-			{0, []blk{sys, bp("u1", 500)}, pricing.Usage{CacheWrite: 2500}},
+			{0, []blk{sys, bp("u1", 500)}, pricing.Usage{CacheWrite5m: 2500}},
 			// the system breakpoint hits 2,000, the last one (lookback
 			// from a2 to u1) 2,500: the longest is read
-			{time.Minute, []blk{sys, b("u1", 500), b("a1", 300), bp("u2", 200)}, pricing.Usage{CacheRead: 2500, CacheWrite: 500}},
+			{time.Minute, []blk{sys, b("u1", 500), b("a1", 300), bp("u2", 200)}, pricing.Usage{CacheRead: 2500, CacheWrite5m: 500}},
 			// tokens after the last breakpoint are input
-			{2 * time.Minute, []blk{sys, b("u1", 500), b("a1", 300), bp("u2", 200), b("tail", 40)}, pricing.Usage{CacheRead: 3000, Input: 40}},
+			{2 * time.Minute, []blk{sys, b("u1", 500), b("a1", 300), bp("u2", 200), b("tail", 40)}, pricing.Usage{CacheRead: 3000, Uncached: 40}},
 		}},
 		{"lookback of 20 positions finds an entry 19 blocks back", sonnet, []step{
-			{0, []blk{b("system", 2000), bp("m", 100)}, pricing.Usage{CacheWrite: 2100}},
+			{0, []blk{b("system", 2000), bp("m", 100)}, pricing.Usage{CacheWrite5m: 2100}},
 			// blocks 0 (system), 1 (m), 2..20: the breakpoint is block 20,
 			// the 20 positions checked are 20..1
-			{time.Minute, cat([]blk{b("system", 2000), b("m", 100)}, many("x", 18), []blk{bp("x18", 10)}), pricing.Usage{CacheRead: 2100, CacheWrite: 190}},
+			{time.Minute, cat([]blk{b("system", 2000), b("m", 100)}, many("x", 18), []blk{bp("x18", 10)}), pricing.Usage{CacheRead: 2100, CacheWrite5m: 190}},
 		}},
 		{"lookback beyond 20 blocks misses", sonnet, []step{
-			{0, []blk{b("system", 2000), bp("m", 100)}, pricing.Usage{CacheWrite: 2100}},
+			{0, []blk{b("system", 2000), bp("m", 100)}, pricing.Usage{CacheWrite5m: 2100}},
 			// the breakpoint is block 21: positions 21..2 are checked, m is
 			// block 1: everything is written again
-			{time.Minute, cat([]blk{b("system", 2000), b("m", 100)}, many("x", 19), []blk{bp("x19", 10)}), pricing.Usage{CacheWrite: 2300}},
+			{time.Minute, cat([]blk{b("system", 2000), b("m", 100)}, many("x", 19), []blk{bp("x19", 10)}), pricing.Usage{CacheWrite5m: 2300}},
 		}},
 		{"a breakpoint kept on the system prompt still hits past the lookback", sonnet, []step{
-			{0, []blk{sys, bp("m", 100)}, pricing.Usage{CacheWrite: 2100}},
-			{time.Minute, cat([]blk{sys, b("m", 100)}, many("x", 19), []blk{bp("x19", 10)}), pricing.Usage{CacheRead: 2000, CacheWrite: 300}},
+			{0, []blk{sys, bp("m", 100)}, pricing.Usage{CacheWrite5m: 2100}},
+			{time.Minute, cat([]blk{sys, b("m", 100)}, many("x", 19), []blk{bp("x19", 10)}), pricing.Usage{CacheRead: 2000, CacheWrite5m: 300}},
 		}},
 		{"ttl expiry and refresh", sonnet, []step{
-			{0, []blk{sys}, pricing.Usage{CacheWrite: 2000}},
+			{0, []blk{sys}, pricing.Usage{CacheWrite5m: 2000}},
 			{4 * time.Minute, []blk{sys}, pricing.Usage{CacheRead: 2000}}, // refreshed to 9m
 			{8 * time.Minute, []blk{sys}, pricing.Usage{CacheRead: 2000}}, // alive only by the refresh; now to 13m
-			{13 * time.Minute, []blk{sys}, pricing.Usage{CacheWrite: 2000}},
+			{13 * time.Minute, []blk{sys}, pricing.Usage{CacheWrite5m: 2000}},
 		}},
 		{"1h ttl", sonnet, []step{
 			// 1-hour writes up to the 1-hour breakpoint, 5-minute after
-			{0, []blk{bp1h("system", 2000), bp("u1", 500)}, pricing.Usage{CacheWrite1h: 2000, CacheWrite: 500}},
+			{0, []blk{bp1h("system", 2000), bp("u1", 500)}, pricing.Usage{CacheWrite1h: 2000, CacheWrite5m: 500}},
 			// 30 minutes later u1 expired, the system did not
-			{30 * time.Minute, []blk{bp1h("system", 2000), b("u1", 500), bp("u2", 300)}, pricing.Usage{CacheRead: 2000, CacheWrite: 800}},
+			{30 * time.Minute, []blk{bp1h("system", 2000), b("u1", 500), bp("u2", 300)}, pricing.Usage{CacheRead: 2000, CacheWrite5m: 800}},
 			// a hit refreshes a 1-hour entry for an hour: 30m+1h-1s
-			{89 * time.Minute, []blk{b("system", 2000), bp("u9", 10)}, pricing.Usage{CacheRead: 2000, CacheWrite: 10}},
+			{89 * time.Minute, []blk{b("system", 2000), bp("u9", 10)}, pricing.Usage{CacheRead: 2000, CacheWrite5m: 10}},
 		}},
 		{"below the minimum not cached", sonnet, []step{
-			{0, []blk{bp("system", 500), bp("u1", 300)}, pricing.Usage{Input: 800}},
-			{time.Second, []blk{bp("system", 500), bp("u1", 300)}, pricing.Usage{Input: 800}},
+			{0, []blk{bp("system", 500), bp("u1", 300)}, pricing.Usage{Uncached: 800}},
+			{time.Second, []blk{bp("system", 500), bp("u1", 300)}, pricing.Usage{Uncached: 800}},
 			// the first breakpoint is short, the second long enough: one
 			// write, of the whole prefix through it
-			{2 * time.Second, []blk{bp("system", 500), b("u1", 300), bp("u2", 300)}, pricing.Usage{CacheWrite: 1100}},
-			{3 * time.Second, []blk{bp("system", 500), b("u1", 300), b("u2", 300), bp("u3", 5), b("x", 1)}, pricing.Usage{CacheRead: 1100, CacheWrite: 5, Input: 1}},
+			{2 * time.Second, []blk{bp("system", 500), b("u1", 300), bp("u2", 300)}, pricing.Usage{CacheWrite5m: 1100}},
+			{3 * time.Second, []blk{bp("system", 500), b("u1", 300), b("u2", 300), bp("u3", 5), b("x", 1)}, pricing.Usage{CacheRead: 1100, CacheWrite5m: 5, Uncached: 1}},
 		}},
 		{"an edit in the middle rewrites from the last entry before it", sonnet, []step{
-			{0, []blk{sys, b("m1", 400), b("m2", 400), bp("m3", 400)}, pricing.Usage{CacheWrite: 3200}},
+			{0, []blk{sys, b("m1", 400), b("m2", 400), bp("m3", 400)}, pricing.Usage{CacheWrite5m: 3200}},
 			// m2 edited: m2, m3 and what follows have new prefixes; the
 			// system entry is the longest one still valid
-			{time.Minute, []blk{sys, b("m1", 400), b("m2 edited", 400), b("m3", 400), bp("m4", 100)}, pricing.Usage{CacheRead: 2000, CacheWrite: 1300}},
+			{time.Minute, []blk{sys, b("m1", 400), b("m2 edited", 400), b("m3", 400), bp("m4", 100)}, pricing.Usage{CacheRead: 2000, CacheWrite5m: 1300}},
 			// the unedited conversation is still cached
-			{2 * time.Minute, []blk{sys, b("m1", 400), b("m2", 400), b("m3", 400), bp("m5", 100)}, pricing.Usage{CacheRead: 3200, CacheWrite: 100}},
+			{2 * time.Minute, []blk{sys, b("m1", 400), b("m2", 400), b("m3", 400), bp("m5", 100)}, pricing.Usage{CacheRead: 3200, CacheWrite5m: 100}},
 		}},
 		{"openai 128-token increments", gpt, []step{
-			{0, []blk{b("system", 1500), b("u1", 100)}, pricing.Usage{Input: 1600}},
+			{0, []blk{b("system", 1500), b("u1", 100)}, pricing.Usage{Uncached: 1600}},
 			// 1,500 shared: 1,024 + 3×128 = 1,408 read
-			{time.Minute, []blk{b("system", 1500), b("u2", 200)}, pricing.Usage{CacheRead: 1408, Input: 292}},
+			{time.Minute, []blk{b("system", 1500), b("u2", 200)}, pricing.Usage{CacheRead: 1408, Uncached: 292}},
 			// the whole first request shared: 1,600 → 1,536
-			{2 * time.Minute, []blk{b("system", 1500), b("u1", 100), b("u3", 50)}, pricing.Usage{CacheRead: 1536, Input: 114}},
+			{2 * time.Minute, []blk{b("system", 1500), b("u1", 100), b("u3", 50)}, pricing.Usage{CacheRead: 1536, Uncached: 114}},
 			// breakpoints mean nothing; a prefix under 1,024 tokens is not read
-			{3 * time.Minute, []blk{bp("other", 1000), b("u1", 100)}, pricing.Usage{Input: 1100}},
-			{4 * time.Minute, []blk{b("other", 1000), b("u4", 100)}, pricing.Usage{Input: 1100}},
+			{3 * time.Minute, []blk{bp("other", 1000), b("u1", 100)}, pricing.Usage{Uncached: 1100}},
+			{4 * time.Minute, []blk{b("other", 1000), b("u4", 100)}, pricing.Usage{Uncached: 1100}},
 			// 10 minutes after its last use the system prefix is gone
-			{12 * time.Minute, []blk{b("system", 1500), b("u1", 100)}, pricing.Usage{Input: 1600}},
+			{12 * time.Minute, []blk{b("system", 1500), b("u1", 100)}, pricing.Usage{Uncached: 1600}},
 		}},
 		{"openai extended retention: blocks with a 24h ttl live a day", gpt, []step{
-			{0, []blk{{name: "system", tokens: 1500, ttl: 24 * time.Hour}, b("u1", 100)}, pricing.Usage{Input: 1600}},
+			{0, []blk{{name: "system", tokens: 1500, ttl: 24 * time.Hour}, b("u1", 100)}, pricing.Usage{Uncached: 1600}},
 			// 6 hours later the 24h prefix is read, the 10-minute one is gone
-			{6 * time.Hour, []blk{b("system", 1500), b("u1", 100)}, pricing.Usage{CacheRead: 1408, Input: 192}},
+			{6 * time.Hour, []blk{b("system", 1500), b("u1", 100)}, pricing.Usage{CacheRead: 1408, Uncached: 192}},
 			// a hit refreshes it for its own day (an entry keeps the
 			// longest ttl it was given): live 23 hours on, gone 25 hours
 			// after that
-			{29 * time.Hour, []blk{b("system", 1500), b("u2", 100)}, pricing.Usage{CacheRead: 1408, Input: 192}},
-			{54 * time.Hour, []blk{b("system", 1500), b("u2", 100)}, pricing.Usage{Input: 1600}},
+			{29 * time.Hour, []blk{b("system", 1500), b("u2", 100)}, pricing.Usage{CacheRead: 1408, Uncached: 192}},
+			{54 * time.Hour, []blk{b("system", 1500), b("u2", 100)}, pricing.Usage{Uncached: 1600}},
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,7 +195,7 @@ func TestCacheConcurrent(t *testing.T) {
 			defer wg.Done()
 			for j := range 50 {
 				u := c.Bill(now, blocks([]blk{b("system", 2000), bp(fmt.Sprint(i, "/", j), 10)}), 0)
-				if u.CacheRead != 2000 || u.CacheWrite != 10 {
+				if u.CacheRead != 2000 || u.CacheWrite5m != 10 {
 					t.Errorf("usage %+v", u)
 					return
 				}

@@ -12,7 +12,7 @@
 //
 //	t := pricing.Default()
 //	p, ok := t.Lookup("claude-sonnet-4-5-20250929")
-//	cost := p.Cost(pricing.Usage{Input: 1200, CacheRead: 180_000, CacheWrite: 4_000, Output: 800})
+//	cost := p.Cost(pricing.Usage{Uncached: 1200, CacheRead: 180_000, CacheWrite5m: 4_000, Output: 800})
 package pricing
 
 import (
@@ -53,35 +53,13 @@ type Prices struct {
 	TTL time.Duration `json:"ttl"`
 }
 
-// Usage is the billed token counts of one request, split as the prices
-// are. Input holds the uncached input tokens only: for OpenAI, whose
-// prompt_tokens include the cached ones, Input is prompt_tokens minus
-// cached_tokens.
-type Usage struct {
-	Input        int `json:"input_tokens"`
-	CacheRead    int `json:"cache_read_input_tokens"`
-	CacheWrite   int `json:"cache_creation_input_tokens"`
-	CacheWrite1h int `json:"cache_creation_1h_input_tokens,omitempty"`
-	Output       int `json:"output_tokens"`
-}
-
-// Add returns the sum of two usages.
-func (u Usage) Add(v Usage) Usage {
-	return Usage{Input: u.Input + v.Input, CacheRead: u.CacheRead + v.CacheRead, CacheWrite: u.CacheWrite + v.CacheWrite,
-		CacheWrite1h: u.CacheWrite1h + v.CacheWrite1h, Output: u.Output + v.Output}
-}
-
-// InputTotal returns every input token of the request: uncached, read and
-// written.
-func (u Usage) InputTotal() int { return u.Input + u.CacheRead + u.CacheWrite + u.CacheWrite1h }
-
 // Cost returns the price of a usage in USD.
 func (p Prices) Cost(u Usage) float64 {
 	w1h := p.CacheWrite1h
 	if w1h == 0 {
 		w1h = p.CacheWrite
 	}
-	return (float64(u.Input)*p.Input + float64(u.CacheRead)*p.CacheRead + float64(u.CacheWrite)*p.CacheWrite +
+	return (float64(u.Uncached)*p.Input + float64(u.CacheRead)*p.CacheRead + float64(u.CacheWrite5m)*p.CacheWrite +
 		float64(u.CacheWrite1h)*w1h + float64(u.Output)*p.Output) / 1e6
 }
 

@@ -47,13 +47,13 @@ func TestLookup(t *testing.T) {
 // (1000×3 + 100000×0.3 + 10000×3.75 + 2000×6 + 500×15) / 1e6 = 0.09.
 func TestCost(t *testing.T) {
 	p, _ := pricing.Default().Lookup("claude-sonnet-4-5")
-	got := p.Cost(pricing.Usage{Input: 1000, CacheRead: 100_000, CacheWrite: 10_000, CacheWrite1h: 2000, Output: 500})
+	got := p.Cost(pricing.Usage{Uncached: 1000, CacheRead: 100_000, CacheWrite5m: 10_000, CacheWrite1h: 2000, Output: 500})
 	if math.Abs(got-0.09) > 1e-12 {
 		t.Fatalf("cost %v, want 0.09", got)
 	}
 	o, _ := pricing.Default().Lookup("gpt-5")
 	// (10000×1.25 + 90000×0.125 + 1000×10)/1e6 = 0.03375
-	if got := o.Cost(pricing.Usage{Input: 10_000, CacheRead: 90_000, Output: 1000}); math.Abs(got-0.03375) > 1e-12 {
+	if got := o.Cost(pricing.Usage{Uncached: 10_000, CacheRead: 90_000, Output: 1000}); math.Abs(got-0.03375) > 1e-12 {
 		t.Fatalf("OpenAI cost %v", got)
 	}
 }

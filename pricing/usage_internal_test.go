@@ -44,9 +44,9 @@ func anthropicUsageWithSums(c *Cache, now time.Time, blocks []Block) (u Usage, h
 		u.CacheWrite1h = cum[last1h] - read
 	}
 	if last >= 0 {
-		u.CacheWrite = cum[last] - read - u.CacheWrite1h
+		u.CacheWrite5m = cum[last] - read - u.CacheWrite1h
 	}
-	u.Input = total - read - u.CacheWrite - u.CacheWrite1h
+	u.Uncached = total - read - u.CacheWrite5m - u.CacheWrite1h
 	return u, hit
 }
 

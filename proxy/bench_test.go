@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/session/sqlitesession"
@@ -157,7 +158,7 @@ func (keepEngine) Prepare(_ context.Context, req *proxy.Request) (*proxy.Prepare
 	return &proxy.Prepared{Messages: req.Document.Messages, Sources: src, Facts: req.Facts}, nil
 }
 
-func (keepEngine) Observe(context.Context, string, proxy.Usage) {}
+func (keepEngine) Observe(context.Context, string, pricing.Usage, int) {}
 
 // benchServer returns a proxy over engine whose upstream answers at once.
 func benchServer(b *testing.B, engine proxy.Engine) (*proxy.Server, *sentTransport) {

@@ -64,9 +64,9 @@ func (b *Bill) add(e *exchangeBill) {
 	for _, s := range e.summaries {
 		u = u.Add(s.usage)
 	}
-	b.InputTokens += u.Input
+	b.InputTokens += u.Uncached
 	b.CacheReadTokens += u.CacheRead
-	b.CacheWriteTokens += u.CacheWrite + u.CacheWrite1h
+	b.CacheWriteTokens += u.CacheWrite()
 	b.OutputTokens += u.Output
 }
 
@@ -113,8 +113,7 @@ func (e *PipelineEngine) CountMessage(m agentctx.Message) int {
 // exchangeBill is one exchange's money: what the proxy keeps of the
 // request to price it, and the figures.
 type exchangeBill struct {
-	model   string
-	write1h int // of the usage's cache writes, those with the 1-hour lifetime
+	model string
 	// The request as the client sent it: its tools, system prompt (or
 	// instructions), top-level cache_control and messages; nil when the
 	// Engine did not see it.
@@ -167,15 +166,7 @@ func reportSummary(ctx context.Context, req *Request, data []byte) {
 	}
 	sink.mu.Lock()
 	defer sink.mu.Unlock()
-	sink.summaries = append(sink.summaries, summaryCall{api: req.API, model: req.Model, usage: usageOf(sc.usage, sc.write1h)})
-}
-
-// usageOf returns the usage as it is priced: cache writes split by
-// lifetime.
-func usageOf(u Usage, write1h int) pricing.Usage {
-	w1h := min(max(write1h, 0), u.CacheCreationInputTokens)
-	return pricing.Usage{Input: u.InputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens - w1h,
-		CacheWrite1h: w1h, Output: u.OutputTokens}
+	sink.summaries = append(sink.summaries, summaryCall{api: req.API, model: req.Model, usage: sc.usage})
 }
 
 // providerOf returns the provider whose prompt cache serves an API.
@@ -221,7 +212,7 @@ func (s *Server) bill(st *sessionStats, x *exchange) {
 		// had reported nothing (OpenAI's report at their end): the
 		// upstream bills its input all the same.
 		p := s.pricesOf(x.api, b.model)
-		b.billed, b.usage = true, usageOf(est, 0)
+		b.billed, b.usage = true, est
 		b.cost = p.Cost(b.usage)
 		b.costWithout = b.cost
 		return
@@ -232,7 +223,7 @@ func (s *Server) bill(st *sessionStats, x *exchange) {
 		return
 	}
 	p := s.pricesOf(x.api, b.model)
-	b.billed, b.usage = true, usageOf(x.usage, b.write1h)
+	b.billed, b.usage = true, x.usage
 	b.cost = p.Cost(b.usage)
 	b.costWithout = b.cost
 	if st == nil || x.prepared == nil || b.in == nil {
@@ -250,17 +241,17 @@ func (s *Server) bill(st *sessionStats, x *exchange) {
 // session's last answer reported (the prefix the provider cached then),
 // the rest uncached. ok is false for any other request, and for one the
 // Engine did not count.
-func cancelledInput(st *sessionStats, x *exchange) (u Usage, ok bool) {
+func cancelledInput(st *sessionStats, x *exchange) (u pricing.Usage, ok bool) {
 	if x.api == "" || !x.cancelled || !x.answering || x.gotUsage || x.prepared == nil || x.prepared.TokensAfter <= 0 {
 		return u, false
 	}
 	n, cached := x.prepared.TokensAfter, 0
 	if st != nil {
 		st.mu.Lock()
-		cached = min(st.LastUsage.Total(), n)
+		cached = min(st.LastUsage.Input(), n)
 		st.mu.Unlock()
 	}
-	return Usage{InputTokens: n - cached, CacheReadInputTokens: cached}, true
+	return pricing.Usage{Uncached: n - cached, CacheRead: cached}, true
 }
 
 // sessionBilling is what a session keeps to estimate its bill without
@@ -339,7 +330,7 @@ func (sb *sessionBilling) delta(mc MessageCounter, p pricing.Prices, x *exchange
 	head := max(x.prepared.TokensBefore-inSum, 0)
 	ratio := 1.0
 	if total := head + outSum; total > 0 {
-		ratio = float64(x.bill.usage.InputTotal()) / float64(total)
+		ratio = float64(x.bill.usage.Input()) / float64(total)
 	}
 	headBlocks := headOf(b.tools, b.system, head)
 	pair := sb.caches[b.model]

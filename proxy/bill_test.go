@@ -18,6 +18,7 @@ import (
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/proxy"
 	"github.com/agentctx/agentctx/workspace"
 )
@@ -139,7 +140,7 @@ func (e summaryEngine) Prepare(ctx context.Context, req *proxy.Request) (*proxy.
 	return &proxy.Prepared{Messages: req.Document.Messages, Unchanged: true}, nil
 }
 
-func (summaryEngine) Observe(context.Context, string, proxy.Usage) {}
+func (summaryEngine) Observe(context.Context, string, pricing.Usage, int) {}
 
 // The summary requests the proxy sends itself are billed to the session,
 // counted apart and left out of the bill without agentctx.

@@ -196,8 +196,8 @@ func (s *sessionStats) recordTimeline(x *exchange) {
 		}
 	}
 	if x.gotUsage {
-		pt.InputTokens, pt.CacheReadTokens = x.usage.InputTokens, x.usage.CacheReadInputTokens
-		pt.CacheWriteTokens, pt.OutputTokens = x.usage.CacheCreationInputTokens, x.usage.OutputTokens
+		pt.InputTokens, pt.CacheReadTokens = x.usage.Uncached, x.usage.CacheRead
+		pt.CacheWriteTokens, pt.OutputTokens = x.usage.CacheWrite(), x.usage.Output
 	}
 	if len(v.Timeline) == maxTimeline {
 		// In place: the oldest point goes.

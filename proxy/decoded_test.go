@@ -17,6 +17,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/testkit/memtest"
 	"github.com/agentctx/agentctx/internal/testkit/respbody"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // recordingTransport answers every request at once and keeps the bodies
@@ -53,7 +54,7 @@ func (editingEngine) Prepare(_ context.Context, req *Request) (*Prepared, error)
 	return &Prepared{Messages: msgs}, nil
 }
 
-func (editingEngine) Observe(context.Context, string, Usage) {}
+func (editingEngine) Observe(context.Context, string, pricing.Usage, int) {}
 
 // history returns the messages of a session after n turns, as a client
 // would write them: an escaped, multilingual result every third turn, a
@@ -465,7 +466,7 @@ func (e *capturingEngine) Prepare(_ context.Context, req *Request) (*Prepared, e
 	return &Prepared{Messages: req.Document.Messages, Unchanged: true}, nil
 }
 
-func (*capturingEngine) Observe(context.Context, string, Usage) {}
+func (*capturingEngine) Observe(context.Context, string, pricing.Usage, int) {}
 
 // TestDocumentIsTheCachedList: the messages the Engine is handed are the
 // very list the decode cache keeps, not a copy of the cached messages

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // API names the wire format of a request.
@@ -144,13 +145,6 @@ type Prepared struct {
 	Report *pipeline.Report
 }
 
-// Usage is what the upstream reported for one request: Anthropic's usage
-// (message_start and message_delta), OpenAI chat's final usage chunk,
-// Responses' response.completed (cached tokens split out of the prompt
-// tokens). It is the session engine's own type, so PipelineEngine hands it
-// to pipeline.Pipeline.Observe as it is.
-type Usage = pipeline.Usage
-
 // Engine is the seam between the proxy and context management: the proxy
 // owns HTTP, wire formats, streaming and byte-faithful splicing; the Engine
 // owns every decision about the conversation (what to prune, offload,
@@ -164,14 +158,15 @@ type Usage = pipeline.Usage
 // serializes what it must.
 //
 // Observe is called after a response completes with the usage the upstream
-// reported for it, so the Engine can calibrate its counts. It must not
-// block for long.
+// reported for it, so the Engine can calibrate its counts: counted is the
+// Engine's count of the request (its Prepared.TokensAfter), 0 when it
+// prepared none. It must not block for long.
 //
 // The default Engine is PipelineEngine, over today's pipeline.Pipeline; the
 // live-session engine plugs in here.
 type Engine interface {
 	Prepare(ctx context.Context, req *Request) (*Prepared, error)
-	Observe(ctx context.Context, sessionKey string, u Usage)
+	Observe(ctx context.Context, sessionKey string, u pricing.Usage, counted int)
 }
 
 // Forwarder is implemented by Engines that want the body of each prepared

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/proxy"
 )
 
@@ -23,7 +24,7 @@ func (shortResults) Prepare(_ context.Context, req *proxy.Request) (*proxy.Prepa
 	return &proxy.Prepared{Messages: msgs}, nil
 }
 
-func (shortResults) Observe(_ context.Context, session string, u proxy.Usage) {}
+func (shortResults) Observe(_ context.Context, session string, u pricing.Usage, counted int) {}
 
 // The proxy in front of an upstream: the request the upstream receives is
 // the client's, with only the edited value changed.

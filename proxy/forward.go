@@ -214,7 +214,7 @@ func (f *forward) seen() {
 // got keeps the usage read in the exchange.
 func (f *forward) got() {
 	x := f.x
-	x.usage, x.gotUsage, x.bill.write1h = f.sc.usage, f.sc.got, f.sc.write1h
+	x.usage, x.gotUsage = f.sc.usage, f.sc.got
 }
 
 // watchedBody is the upstream answer's body as the client receives it:

@@ -277,8 +277,8 @@ func (w *warmer) send(key string, ws *warmSession, at time.Time) bool {
 	if cr, ok := s.opts.Engine.(CacheRefresher); ok {
 		cr.CacheRefreshed(ctx, key, at)
 	}
-	s.log.Info("proxy: kept the prompt cache warm", "session", key, "cache_read", sc.usage.CacheReadInputTokens,
-		"cache_write", sc.usage.CacheCreationInputTokens, "cost_usd", round6(cost))
+	s.log.Info("proxy: kept the prompt cache warm", "session", key, "cache_read", sc.usage.CacheRead,
+		"cache_write", sc.usage.CacheWrite(), "cost_usd", round6(cost))
 	return true
 }
 
@@ -310,7 +310,7 @@ func (s *Server) billKeepWarm(key string, ws *warmSession, sc *usageScanner, at 
 	if !sc.got {
 		return 0
 	}
-	eb := exchangeBill{billed: true, keepWarm: true, usage: usageOf(sc.usage, sc.write1h)}
+	eb := exchangeBill{billed: true, keepWarm: true, usage: sc.usage}
 	eb.cost = s.pricesOf(APIAnthropic, ws.model).Cost(eb.usage)
 	st := s.stats.get(key)
 	st.mu.Lock()

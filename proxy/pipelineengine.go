@@ -89,7 +89,7 @@ type pipeSession struct {
 	mu       sync.Mutex // serializes Prepare
 	p        *pipeline.Pipeline
 	last     *Request
-	usage    Usage
+	usage    pricing.Usage
 	lastUsed time.Time
 	busy     int
 	held     int64 // the memory it keeps, by estimate (see MaxBytes); e.mu guards it
@@ -425,7 +425,7 @@ func (e *PipelineEngine) sendsPrefix() bool {
 
 // Observe implements Engine: it keeps the session's last usage and feeds
 // it to the session, whose next estimates start from it.
-func (e *PipelineEngine) Observe(ctx context.Context, key string, u Usage) {
+func (e *PipelineEngine) Observe(ctx context.Context, key string, u pricing.Usage, counted int) {
 	e.mu.Lock()
 	s := e.sessions[key]
 	if s != nil {
@@ -435,7 +435,7 @@ func (e *PipelineEngine) Observe(ctx context.Context, key string, u Usage) {
 	if s == nil {
 		return
 	}
-	err := s.p.Observe(ctx, u)
+	err := s.p.Observe(ctx, u, counted)
 	if err != nil {
 		e.log.Warn("proxy: cannot record usage", "session", key, "err", err)
 	}
@@ -456,12 +456,12 @@ func (e *PipelineEngine) CacheRefreshed(ctx context.Context, key string, at time
 }
 
 // LastUsage returns the usage last observed for a session.
-func (e *PipelineEngine) LastUsage(key string) (Usage, bool) {
+func (e *PipelineEngine) LastUsage(key string) (pricing.Usage, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s := e.sessions[key]
 	if s == nil {
-		return Usage{}, false
+		return pricing.Usage{}, false
 	}
 	return s.usage, true
 }

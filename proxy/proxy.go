@@ -403,7 +403,7 @@ type exchange struct {
 	thinkKeys    []string
 	thinkKnown   []pipeline.ThinkingEntry // blocks the answer produced, to record (thinkingmem.go)
 	thinkSent    []pipeline.ThinkingEntry // blocks sent, to record with the answer
-	usage        Usage
+	usage        pricing.Usage
 	gotUsage     bool
 	observed     bool // the usage was given to the engine
 	status       int
@@ -982,8 +982,8 @@ func (s *Server) edit(api API, b *body, conv *conversation, prep *Prepared, x *e
 // complete (Anthropic's message_delta, which message_stop follows; the chat
 // usage chunk, before [DONE]; Responses' response.completed; a whole JSON
 // answer), naming the request it is for.
-func (s *Server) observe(ctx context.Context, x *exchange, u Usage) {
-	if x.observed || x.session == "" || s.opts.Engine == nil || u.Total() <= 0 {
+func (s *Server) observe(ctx context.Context, x *exchange, u pricing.Usage) {
+	if x.observed || x.session == "" || s.opts.Engine == nil || u.Input() <= 0 {
 		return
 	}
 	if x.prepared == nil && x.engineErr != nil {
@@ -995,17 +995,18 @@ func (s *Server) observe(ctx context.Context, x *exchange, u Usage) {
 	x.observed = true
 	ctx, sp := s.startSpan(ctx, SpanStore)
 	defer endSpan(sp, nil)
-	if p := x.prepared; p != nil && u.Counted == 0 {
-		u.Counted = p.TokensAfter
+	counted := 0
+	if p := x.prepared; p != nil {
+		counted = p.TokensAfter
 	}
 	if s.keeper() != nil {
 		// One write of the usage and the thinking. (ku escapes: it is
 		// allocated on this path alone.)
 		ku := u
-		s.recordThinking(ctx, x, &ku)
+		s.recordThinking(ctx, x, &ku, counted)
 		return
 	}
-	s.opts.Engine.Observe(ctx, x.session, u)
+	s.opts.Engine.Observe(ctx, x.session, u, counted)
 }
 
 func (s *Server) finish(r *http.Request, x *exchange) {
@@ -1033,7 +1034,7 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 			s.observe(context.WithoutCancel(r.Context()), x, x.usage) // when relay did not already
 		}
 		if len(x.thinkKnown)+len(x.thinkSent) > 0 && (x.prepared != nil || x.engineErr == nil) {
-			s.recordThinking(context.WithoutCancel(r.Context()), x, nil) // what no usage carried
+			s.recordThinking(context.WithoutCancel(r.Context()), x, nil, 0) // what no usage carried
 		}
 	}
 	attrs := []any{"method", r.Method, "path", r.URL.Path, "status", x.status, "duration_ms", ms(dur)}
@@ -1053,7 +1054,7 @@ func (s *Server) finish(r *http.Request, x *exchange) {
 			attrs = append(attrs, "client_summary", true)
 		}
 		if x.gotUsage {
-			attrs = append(attrs, "usage_input", x.usage.Total(), "usage_output", x.usage.OutputTokens)
+			attrs = append(attrs, "usage_input", x.usage.Input(), "usage_output", x.usage.Output)
 		}
 		if b := &x.bill; b.billed {
 			attrs = append(attrs, "cost_usd", round6(b.cost), "cost_without_usd", round6(b.costWithout))

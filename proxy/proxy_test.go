@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
+	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/proxy"
 )
 
@@ -25,7 +26,7 @@ type funcEngine struct {
 
 	mu       sync.Mutex
 	calls    int
-	observed []proxy.Usage
+	observed []pricing.Usage
 	keys     []string
 }
 
@@ -41,7 +42,7 @@ func (e *funcEngine) Prepare(_ context.Context, req *proxy.Request) (*proxy.Prep
 	return &proxy.Prepared{Messages: msgs}, nil
 }
 
-func (e *funcEngine) Observe(_ context.Context, _ string, u proxy.Usage) {
+func (e *funcEngine) Observe(_ context.Context, _ string, u pricing.Usage, _ int) {
 	e.mu.Lock()
 	e.observed = append(e.observed, u)
 	e.mu.Unlock()
@@ -322,7 +323,7 @@ func TestStreamIsRelayedAsItArrives(t *testing.T) {
 	}
 	resp.Body.Close()
 	waitFor(t, func() bool { eng.mu.Lock(); defer eng.mu.Unlock(); return len(eng.observed) == 1 })
-	if u := eng.observed[0]; u.InputTokens != 5 || u.OutputTokens != 9 {
+	if u := eng.observed[0]; u.Uncached != 5 || u.Output != 9 {
 		t.Errorf("usage observed %+v, want input 5, output 9", u)
 	}
 }
@@ -358,7 +359,7 @@ func TestUsageFedBackForEveryAPI(t *testing.T) {
 	}
 	waitFor(t, func() bool { eng.mu.Lock(); defer eng.mu.Unlock(); return len(eng.observed) == 4 })
 	for i, u := range eng.observed {
-		if u.Total() != 1234 || u.OutputTokens != 10 {
+		if u.Input() != 1234 || u.Output != 10 {
 			t.Errorf("request %d: usage %+v, want 1234 in, 10 out", i, u)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // sessionStats is what the Server keeps per session, in the process:
@@ -78,7 +79,7 @@ type SessionStats struct {
 	PrefixChanges int `json:"prefix_changes"`
 	ThinkingStats
 	// LastUsage is the usage the upstream reported last.
-	LastUsage Usage `json:"last_usage"`
+	LastUsage pricing.Usage `json:"last_usage"`
 	// OverheadMedianMS and OverheadMaxMS are the time from request received
 	// to upstream request sent.
 	OverheadMedianMS float64 `json:"overhead_median_ms"`

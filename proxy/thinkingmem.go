@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentctx/agentctx/internal/lib/thinking"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // # The memory of signed thinking
@@ -128,15 +129,15 @@ func (s *Server) rememberThinking(x *exchange, keys []string) {
 	}
 }
 
-// recordThinking saves, with the answer's usage (u, nil when none), what x
-// taught of thinking, when the Engine keeps it. The blocks recorded are not
-// recorded again.
-func (s *Server) recordThinking(ctx context.Context, x *exchange, u *Usage) {
+// recordThinking saves, with the answer's usage (u, nil when none, of the
+// request counted as counted), what x taught of thinking, when the Engine
+// keeps it. The blocks recorded are not recorded again.
+func (s *Server) recordThinking(ctx context.Context, x *exchange, u *pricing.Usage, counted int) {
 	k := s.keeper()
 	if k == nil || x.session == "" {
 		return
 	}
-	o := pipeline.Observation{Usage: u, Known: x.thinkKnown, Sent: x.thinkSent}
+	o := pipeline.Observation{Usage: u, Counted: counted, Known: x.thinkKnown, Sent: x.thinkSent}
 	x.thinkKnown, x.thinkSent = nil, nil
 	if u == nil && len(o.Known) == 0 && len(o.Sent) == 0 {
 		return

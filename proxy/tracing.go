@@ -109,7 +109,7 @@ func traceFinish(r *http.Request, x *exchange) {
 				attribute.Bool("agentctx.compacted", p.Compacted), attribute.Bool("agentctx.prefix_changed", p.PrefixChanged))
 		}
 		if x.gotUsage {
-			sp.SetAttributes(attribute.Int("gen_ai.usage.input_tokens", x.usage.Total()), attribute.Int("gen_ai.usage.output_tokens", x.usage.OutputTokens))
+			sp.SetAttributes(attribute.Int("gen_ai.usage.input_tokens", x.usage.Input()), attribute.Int("gen_ai.usage.output_tokens", x.usage.Output))
 		}
 	}
 	if x.engineErr != nil {

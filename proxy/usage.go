@@ -5,6 +5,7 @@ import (
 
 	"github.com/agentctx/agentctx/internal/base/rawjson"
 	"github.com/agentctx/agentctx/internal/lib/wire"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // usageScanner reads the usage and the thinking signatures of a response as
@@ -17,11 +18,8 @@ type usageScanner struct {
 	api    API
 	emit   func(wire.Event)
 
-	usage Usage
+	usage pricing.Usage
 	got   bool
-	// write1h is the part of the usage's cache writes with the 1-hour
-	// lifetime (Anthropic's cache_creation.ephemeral_1h_input_tokens).
-	write1h int
 	// final is set once the last event that carries usage was read
 	// (Anthropic's message_delta, the chat usage chunk, Responses'
 	// response.completed, a whole answer): the usage is then complete.
@@ -175,13 +173,9 @@ func watched(data []byte) bool {
 	return i < 0 || bytes.IndexByte(rest[:i], '\\') >= 0
 }
 
-// sync sets the usage as the proxy keeps it from the wire reader's.
+// sync takes the wire reader's usage.
 func (sc *usageScanner) sync() {
-	u := sc.reader.Usage
-	sc.usage = Usage{InputTokens: int(u.Uncached()), CacheReadInputTokens: int(u.CacheReadTokens),
-		CacheCreationInputTokens: int(u.CacheWriteTokens), OutputTokens: int(u.OutputTokens)}
-	sc.write1h = int(u.CacheWrite1hTokens)
-	sc.got, sc.final = sc.reader.Got, sc.reader.Final
+	sc.usage, sc.got, sc.final = sc.reader.Usage, sc.reader.Got, sc.reader.Final
 }
 
 // whole reads a non-streamed JSON answer.

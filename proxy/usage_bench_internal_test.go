@@ -33,7 +33,7 @@ func BenchmarkStreamWatch(b *testing.B) {
 			sc.feed(p[:n], APIAnthropic)
 			p = p[n:]
 		}
-		if !sc.final || sc.usage.OutputTokens != 7 || len(sc.thinking) != 1 {
+		if !sc.final || sc.usage.Output != 7 || len(sc.thinking) != 1 {
 			b.Fatalf("usage %+v final %v thinking %d", sc.usage, sc.final, len(sc.thinking))
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // TestStreamWatchFastPath: the events the watcher passes over unparsed are
@@ -57,7 +59,7 @@ func TestStreamWatchFastPath(t *testing.T) {
 		}
 	}
 	if want := []string{"s0", "r1", "s2as2b"}; !slices.Equal(fast.thinking, want) || string(fast.compaction) != `{"type":"compaction","content":"summary","encrypted_content":"e"}` ||
-		fast.usage != (Usage{InputTokens: 5, OutputTokens: 9}) || !fast.final {
+		fast.usage != (pricing.Usage{Uncached: 5, Output: 9}) || !fast.final {
 		t.Errorf("thinking %q compaction %s usage %+v final %v", fast.thinking, fast.compaction, fast.usage, fast.final)
 	}
 }

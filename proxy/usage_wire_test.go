@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/proxy"
 )
 
@@ -54,8 +55,8 @@ func TestStreamUsageFraming(t *testing.T) {
 			if string(got) != tc.stream {
 				t.Fatalf("relayed %q", got)
 			}
-			want := proxy.Usage{InputTokens: 100, CacheReadInputTokens: 3000, CacheCreationInputTokens: 40, OutputTokens: 7}
-			var last proxy.Usage
+			want := pricing.Usage{Uncached: 100, CacheRead: 3000, CacheWrite5m: 40, Output: 7}
+			var last pricing.Usage
 			waitFor(t, func() bool {
 				s := srv.Stats()
 				if len(s) == 1 {

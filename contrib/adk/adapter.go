@@ -51,6 +51,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // Preparer runs the pipeline on a request read as a document: its
@@ -66,7 +67,7 @@ type Preparer interface {
 // *pipeline.Pipeline implements it; it is an optional ability of a
 // Preparer, or set in Options.
 type Observer interface {
-	Observe(ctx context.Context, u pipeline.Usage) error
+	Observe(ctx context.Context, u pricing.Usage, counted int) error
 }
 
 // Options configure the callbacks. The zero value means: a model request
@@ -132,21 +133,18 @@ func AfterModelCallback(p Preparer, opts Options) llmagent.AfterModelCallback {
 		if o.Observer == nil || respErr != nil || resp == nil || resp.Partial || resp.UsageMetadata == nil || resp.UsageMetadata.PromptTokenCount <= 0 {
 			return nil, nil
 		}
-		if err := o.Observer.Observe(ctx, Usage(resp.UsageMetadata)); err != nil {
+		if err := o.Observer.Observe(ctx, Usage(resp.UsageMetadata), 0); err != nil { // of the last request prepared
 			o.Logger.LogAttrs(ctx, slog.LevelWarn, "agentctx: cannot record usage", slog.String("error", err.Error()))
 		}
 		return nil, nil
 	}
 }
 
-// Usage converts a response's usage metadata to the pipeline's usage of
-// the last request prepared. PromptTokenCount holds every input token,
-// cached content included (CachedContentTokenCount), which is reported as
-// cache reads.
-func Usage(u *genai.GenerateContentResponseUsageMetadata) pipeline.Usage {
-	cached := min(max(u.CachedContentTokenCount, 0), u.PromptTokenCount)
-	return pipeline.Usage{InputTokens: int(u.PromptTokenCount - cached), CacheReadInputTokens: int(cached),
-		OutputTokens: int(u.CandidatesTokenCount)}
+// Usage converts a response's usage metadata: PromptTokenCount holds
+// every input token, cached content included (CachedContentTokenCount),
+// which are cache reads.
+func Usage(u *genai.GenerateContentResponseUsageMetadata) pricing.Usage {
+	return pricing.OpenAIUsage(int(u.PromptTokenCount), int(u.CachedContentTokenCount), int(u.CandidatesTokenCount))
 }
 
 // indexField ties a converted message to its original content.

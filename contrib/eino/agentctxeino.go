@@ -54,6 +54,7 @@ import (
 
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // Preparer runs the pipeline on a request read as a document: its
@@ -68,7 +69,7 @@ type Preparer interface {
 // it. *pipeline.Pipeline implements it; it is an optional ability of a
 // Preparer, or set in Options.
 type Observer interface {
-	Observe(ctx context.Context, u pipeline.Usage) error
+	Observe(ctx context.Context, u pricing.Usage, counted int) error
 }
 
 // Options configure the middleware. The zero value means: a model call
@@ -225,19 +226,16 @@ func (m *Middleware) observe(ctx context.Context, res *pipeline.Result, u *schem
 	if m.opts.Observer == nil || res == nil || u == nil || u.PromptTokens <= 0 {
 		return
 	}
-	if err := m.opts.Observer.Observe(ctx, Usage(u, res.Report.TokensAfter)); err != nil {
+	if err := m.opts.Observer.Observe(ctx, Usage(u), res.Report.TokensAfter); err != nil {
 		m.log.LogAttrs(ctx, slog.LevelWarn, "agentctx: cannot record usage", slog.String("error", err.Error()))
 	}
 }
 
-// Usage converts an eino response's token usage to the pipeline's, for a
-// request counted as counted (Report.TokensAfter; 0: the last prepared).
+// Usage converts an eino response's token usage, OpenAI's shape:
 // PromptTokens holds every input token, cached ones included
-// (PromptTokenDetails.CachedTokens), which are reported as cache reads.
-func Usage(u *schema.TokenUsage, counted int) pipeline.Usage {
-	cached := min(max(u.PromptTokenDetails.CachedTokens, 0), u.PromptTokens)
-	return pipeline.Usage{InputTokens: u.PromptTokens - cached, CacheReadInputTokens: cached,
-		OutputTokens: u.CompletionTokens, Counted: counted}
+// (PromptTokenDetails.CachedTokens), which are cache reads.
+func Usage(u *schema.TokenUsage) pricing.Usage {
+	return pricing.OpenAIUsage(u.PromptTokens, u.PromptTokenDetails.CachedTokens, u.CompletionTokens)
 }
 
 // indexField is the member that ties a converted message to its original.

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/internal/lib/wire"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pricing"
 )
@@ -280,18 +281,18 @@ func (r *replayer) request(ctx context.Context, k, idx int) error {
 	r.cache(k, cur, &rr)
 	var up pricing.Usage
 	rr.CostUSD, rr.CostWithoutUSD, up = r.money.request(r.clock, asst, doc.Messages[:idx], out.Messages, rep.TokensBefore)
-	rr.PreparedInputTokens, rr.PreparedCacheReadTokens, rr.PreparedCacheWriteTokens = up.Input, up.CacheRead, up.CacheWrite+up.CacheWrite1h
+	rr.PreparedInputTokens, rr.PreparedCacheReadTokens, rr.PreparedCacheWriteTokens = up.Uncached, up.CacheRead, up.CacheWrite()
 	res.CostUSD += rr.CostUSD
 	res.CostWithoutUSD += rr.CostWithoutUSD
 	if u, ok := recordedUsage(asst); ok {
-		rr.Usage = u.Total()
+		rr.Usage = u.Input()
 		if k > 0 && rr.Usage > 0 {
 			rr.ErrorPct = 100 * math.Abs(float64(rr.Estimate-rr.Usage)) / float64(rr.Usage)
 			r.errs = append(r.errs, rr.ErrorPct)
 		}
 		if !r.opts.NoUsage {
-			u.Counted = rep.TokensBefore // the usage is of the request as the agent sent it
-			if err := p.Observe(ctx, u); err != nil {
+			// The usage is of the request as the agent sent it.
+			if err := p.Observe(ctx, u, rep.TokensBefore); err != nil {
 				return err
 			}
 		}
@@ -366,17 +367,15 @@ func prefixStability(prev, cur []byte) (float64, bool) {
 }
 
 // recordedUsage reads the "usage" member of a recorded assistant message
-// (Anthropic's shape).
-func recordedUsage(m agentctx.Message) (pipeline.Usage, bool) {
+// (Anthropic's shape, its cache writes split by lifetime where
+// cache_creation gives the split).
+func recordedUsage(m agentctx.Message) (pricing.Usage, bool) {
 	raw, ok := m.Field("usage")
 	if !ok {
-		return pipeline.Usage{}, false
+		return pricing.Usage{}, false
 	}
-	var u pipeline.Usage
-	if json.Unmarshal(raw, &u) != nil || u.Total() <= 0 {
-		return pipeline.Usage{}, false
-	}
-	return u, true
+	u, ok := wire.AnthropicUsage(raw)
+	return u, ok && u.Input() > 0
 }
 
 func mean(v []float64) float64 {
@@ -452,9 +451,9 @@ func (rb *replayBill) request(now time.Time, asst agentctx.Message, sent, prepar
 		rb.keys = append(rb.keys, k.Extend(d[:]))
 		rb.counts = append(rb.counts, rb.p.MessageCounter().CountMessage(sent[j]))
 	}
-	recorded, hasUsage := recordedBill(asst)
+	recorded, hasUsage := recordedUsage(asst)
 	if hasUsage && counted > 0 {
-		rb.ratio = float64(recorded.InputTotal()) / float64(counted)
+		rb.ratio = float64(recorded.Input()) / float64(counted)
 	}
 	scale := func(n int) int { return int(math.Round(float64(n) * rb.ratio)) }
 	output := recorded.Output
@@ -501,26 +500,6 @@ func digest(m agentctx.Message) pricing.Key {
 	enc, _ := m.AppendJSON(nil)
 	var k pricing.Key
 	return k.Extend(enc)
-}
-
-// recordedBill reads the usage recorded on an assistant message as it is
-// priced: Anthropic's usage, its cache writes split by lifetime where
-// cache_creation gives the split.
-func recordedBill(m agentctx.Message) (pricing.Usage, bool) {
-	u, ok := recordedUsage(m)
-	if !ok {
-		return pricing.Usage{}, false
-	}
-	raw, _ := m.Field("usage")
-	var split struct {
-		CacheCreation struct {
-			W1h int `json:"ephemeral_1h_input_tokens"`
-		} `json:"cache_creation"`
-	}
-	json.Unmarshal(raw, &split)
-	w1h := min(max(split.CacheCreation.W1h, 0), u.CacheCreationInputTokens)
-	return pricing.Usage{Input: u.InputTokens, CacheRead: u.CacheReadInputTokens, CacheWrite: u.CacheCreationInputTokens - w1h,
-		CacheWrite1h: w1h, Output: u.OutputTokens}, true
 }
 
 func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }

@@ -78,6 +78,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx"
+	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/proxy"
 )
 
@@ -652,11 +653,11 @@ func (s *suite) canceled(t *testing.T) {
 func (s *suite) observe(t *testing.T) {
 	e := s.engine(t)
 	script := Script(s.api, "conf-observe", s.o.Turns, s.o.ResultChars)
-	observe := func(key string, u proxy.Usage) {
+	observe := func(key string, u pricing.Usage) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			e.Observe(t.Context(), key, u)
+			e.Observe(t.Context(), key, u, 0)
 		}()
 		select {
 		case <-done:
@@ -664,12 +665,12 @@ func (s *suite) observe(t *testing.T) {
 			t.Fatalf("Observe(%s) did not return within %v", key, s.o.Timeout)
 		}
 	}
-	observe("conf-never-seen", proxy.Usage{InputTokens: 10})
+	observe("conf-never-seen", pricing.Usage{Uncached: 10})
 	for i, r := range script {
 		p := s.prepare(t, e, r)
 		// A plausible report: the provider counts a little more than the
 		// Engine estimated.
-		observe(r.SessionKey, proxy.Usage{InputTokens: p.TokensAfter + p.TokensAfter/10 + i, OutputTokens: 50})
+		observe(r.SessionKey, pricing.Usage{Uncached: p.TokensAfter + p.TokensAfter/10 + i, Output: 50})
 	}
 }
 

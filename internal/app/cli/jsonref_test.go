@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"encoding"
 	"encoding/json"
 	"flag"
@@ -166,7 +167,7 @@ func TestJSONReferenceMarshalers(t *testing.T) {
 			"| `list[].d_ms` | number | the d, milliseconds |",
 		}, nil, nil},
 		{"top level", refNested{}, []string{"| `a` | integer | the a |", "| `d_ms` | number | the d, milliseconds |"}, nil, nil},
-		{"undocumented key", refUndocumented{}, []string{"| `a` | integer | the a |", "| `b` | number |  |"}, []string{"b (cli.refUndocumented)"}, nil},
+		{"undocumented key", refUndocumented{}, []string{"| `a` | integer | the a |", "| `b` | integer |  |"}, []string{"b (cli.refUndocumented)"}, nil},
 		{"stray key", refStray{}, nil, nil, []string{"c: printed by cli.refStray's MarshalJSON without a field of its own", "a: field cli.refStray.A is not in the encoding of a filled example"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -321,7 +322,7 @@ func (w *refWriter) writeObject(tp reflect.Type, raw []byte, prefix string, seen
 		if jf, ok := fields[m.Key]; ok {
 			about, typ, optional, inner = w.docs.of(jf.owner, jf.f.Name), typeName(jf.f.Type), jf.optional, jf.f.Type
 		} else if x, ok := w.docs.extra(tp, m.Key); ok {
-			about, typ, optional = x.doc, kindName(m.Value), x.optional
+			about, typ, optional = x.doc, cmp.Or(x.typ, kindName(m.Value)), x.optional
 		} else {
 			w.problems = append(w.problems, fmt.Sprintf("%s%s: printed by %s's MarshalJSON without a field of its own", prefix, m.Key, tp))
 			continue
@@ -466,10 +467,13 @@ type pkgDocs struct {
 }
 
 // extraKeyDoc documents a key a MarshalJSON method prints besides the
-// type's fields: a field of the struct literal it encodes.
+// type's fields: a field of the struct literal it encodes, and its type
+// when the field is declared as an integer ("" otherwise: the type is
+// then the kind of the value printed).
 type extraKeyDoc struct {
 	doc      string
 	optional bool
+	typ      string
 }
 
 func newFieldDocs(t *testing.T) *fieldDocs {
@@ -557,7 +561,11 @@ func (d *fieldDocs) pkg(tp reflect.Type) *pkgDocs {
 						if key == "" || key == "-" {
 							continue
 						}
-						extras[key] = extraKeyDoc{doc: docs[fl.Names[0].Name], optional: strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")}
+						x := extraKeyDoc{doc: docs[fl.Names[0].Name], optional: strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")}
+						if id, ok := fl.Type.(*ast.Ident); ok && (id.Name == "int" || id.Name == "int64") {
+							x.typ = "integer"
+						}
+						extras[key] = x
 					}
 					return true
 				})

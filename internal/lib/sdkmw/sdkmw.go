@@ -22,6 +22,7 @@ import (
 	"github.com/agentctx/agentctx/internal/base/rawjson"
 	"github.com/agentctx/agentctx/internal/lib/wire"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // Preparer runs the pipeline on a request body read as a document
@@ -37,34 +38,35 @@ type CallPreparer interface {
 	PrepareCall(ctx context.Context, doc *agentctx.Document, co pipeline.CallOptions) (*pipeline.Result, error)
 }
 
-// Usage is the token usage a provider reported for one response,
-// normalized across providers: wire.Usage, the one type for it.
-type Usage = wire.Usage
-
 // Observer is told the usage of every response whose request the
 // middleware prepared. It is an optional ability of a Preparer, or set in
 // Options.
 type Observer interface {
-	Observe(ctx context.Context, u Usage)
+	Observe(ctx context.Context, u pricing.Usage)
 }
 
 // usageObserver is the session engine's feedback (*pipeline.Pipeline).
 type usageObserver interface {
-	Observe(ctx context.Context, u pipeline.Usage) error
+	Observe(ctx context.Context, u pricing.Usage, counted int) error
 }
 
 // observeUsage feeds the usage of each response to the session engine,
 // which estimates the next request from it.
 type observeUsage struct {
-	p   usageObserver
-	log *slog.Logger
+	p        usageObserver
+	log      *slog.Logger
+	provider string
 }
 
-func (o observeUsage) Observe(ctx context.Context, u Usage) {
-	// InputTokens already holds the cached tokens: give it as the total.
-	err := o.p.Observe(ctx, pipeline.Usage{InputTokens: int(u.InputTokens), OutputTokens: int(u.OutputTokens)})
-	if err != nil && o.log != nil {
-		o.log.WarnContext(ctx, "agentctx: cannot record usage", "provider", u.Provider, "err", err)
+func (o observeUsage) Observe(ctx context.Context, u pricing.Usage) {
+	// The session engine is told the input as a whole, as the middleware
+	// always told it, not the provider's cache reads and writes: with
+	// them its cache model (the hit rate, whether the provider caches)
+	// would start to learn from the middleware's sessions too, which
+	// changes what it decides, and is a change of its own.
+	all := pricing.Usage{Uncached: u.Input(), Output: u.Output}
+	if err := o.p.Observe(ctx, all, 0); err != nil && o.log != nil { // of the last request prepared
+		o.log.WarnContext(ctx, "agentctx: cannot record usage", "provider", o.provider, "err", err)
 	}
 }
 
@@ -217,7 +219,7 @@ func newMiddleware(p Preparer, prov Provider, opts Options) (Middleware, *mwCach
 		case Observer:
 			opts.Observer = v
 		case usageObserver:
-			opts.Observer = observeUsage{v, opts.Logger}
+			opts.Observer = observeUsage{v, opts.Logger, prov.Name}
 		}
 	}
 	log := opts.Logger
@@ -522,8 +524,6 @@ func (r *usageReader) finish() {
 	}
 	r.buf = nil
 	if r.usage.Got {
-		u := r.usage.Usage
-		u.Provider = r.prov.Name
-		r.obs.Observe(r.ctx, u)
+		r.obs.Observe(r.ctx, r.usage.Usage)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/internal/lib/wire"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 type identity struct{ calls int }
@@ -22,9 +23,9 @@ func (p *identity) PrepareDocument(_ context.Context, doc *agentctx.Document) (*
 	return &pipeline.Result{Messages: doc.Messages}, nil
 }
 
-type recorder struct{ got []Usage }
+type recorder struct{ got []pricing.Usage }
 
-func (r *recorder) Observe(_ context.Context, u Usage) { r.got = append(r.got, u) }
+func (r *recorder) Observe(_ context.Context, u pricing.Usage) { r.got = append(r.got, u) }
 
 // provider reads Chat Completions usage; the last one seen wins.
 var provider = Provider{
@@ -64,15 +65,15 @@ func TestUsageOfStreamsAndBodies(t *testing.T) {
 		status         int
 		read           func(io.Reader) io.Reader
 		closeEarly     bool
-		want           []Usage
+		want           []pricing.Usage
 	}{
-		{"sse byte by byte", "text/event-stream", stream, 200, iotest.OneByteReader, false, []Usage{{Provider: "test", InputTokens: 10, OutputTokens: 7}}},
-		{"sse half", "text/event-stream; charset=utf-8", stream, 200, iotest.HalfReader, false, []Usage{{Provider: "test", InputTokens: 10, OutputTokens: 7}}},
+		{"sse byte by byte", "text/event-stream", stream, 200, iotest.OneByteReader, false, []pricing.Usage{{Uncached: 10, Output: 7}}},
+		{"sse half", "text/event-stream; charset=utf-8", stream, 200, iotest.HalfReader, false, []pricing.Usage{{Uncached: 10, Output: 7}}},
 		// Line ends of CR alone, and an event's data over several lines
 		// (the old line readers lost both).
-		{"sse cr", "text/event-stream", "data: {\"usage\":null}\r\rdata: {\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2}}\r\r", 200, iotest.HalfReader, false, []Usage{{Provider: "test", InputTokens: 9, OutputTokens: 2}}},
-		{"sse multi-line data", "text/event-stream", "data: {\"choices\":[],\ndata: \"usage\":{\"prompt_tokens\":5,\ndata: \"completion_tokens\":1}}\n\n", 200, iotest.OneByteReader, false, []Usage{{Provider: "test", InputTokens: 5, OutputTokens: 1}}},
-		{"json", "application/json", `{"id":"x","usage":{"prompt_tokens":3,"completion_tokens":4}}`, 200, iotest.OneByteReader, false, []Usage{{Provider: "test", InputTokens: 3, OutputTokens: 4}}},
+		{"sse cr", "text/event-stream", "data: {\"usage\":null}\r\rdata: {\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":2}}\r\r", 200, iotest.HalfReader, false, []pricing.Usage{{Uncached: 9, Output: 2}}},
+		{"sse multi-line data", "text/event-stream", "data: {\"choices\":[],\ndata: \"usage\":{\"prompt_tokens\":5,\ndata: \"completion_tokens\":1}}\n\n", 200, iotest.OneByteReader, false, []pricing.Usage{{Uncached: 5, Output: 1}}},
+		{"json", "application/json", `{"id":"x","usage":{"prompt_tokens":3,"completion_tokens":4}}`, 200, iotest.OneByteReader, false, []pricing.Usage{{Uncached: 3, Output: 4}}},
 		{"json closed early", "application/json", `{"id":"x","usage":{"prompt_tokens":3,"completion_tokens":4}}`, 200, iotest.OneByteReader, true, nil},
 		{"error status", "application/json", `{"usage":{"prompt_tokens":3,"completion_tokens":4}}`, 400, iotest.OneByteReader, false, nil},
 		{"no usage", "application/json", `{"id":"x"}`, 200, iotest.OneByteReader, false, nil},

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // feedSplit reads a stream fed in chunks cut at the given offsets (taken
@@ -47,7 +49,7 @@ func FuzzSSE(f *testing.F) {
 		if wu != su {
 			t.Fatalf("usage differs with cuts %v: whole %+v, split %+v", cuts, wu, su)
 		}
-		if wu.Usage.InputTokens < 0 || wu.Usage.CacheReadTokens < 0 || wu.Usage.OutputTokens < 0 || wu.Usage.CacheWriteTokens < 0 {
+		if negative(wu.Usage) {
 			t.Fatalf("negative usage %+v", wu.Usage)
 		}
 	})
@@ -63,8 +65,13 @@ func FuzzUsageWhole(f *testing.F) {
 		var r UsageReader
 		r.Whole(API(api%4), body)
 		r.Event(API(api%4), body)
-		if u := r.Usage; u.InputTokens < 0 || u.CacheReadTokens < 0 || u.OutputTokens < 0 || u.CacheWriteTokens < 0 {
+		if u := r.Usage; negative(u) {
 			t.Fatalf("negative usage %+v", u)
 		}
 	})
+}
+
+// negative reports whether a count of u, or their sum, is negative.
+func negative(u pricing.Usage) bool {
+	return u.Uncached < 0 || u.CacheRead < 0 || u.CacheWrite5m < 0 || u.CacheWrite1h < 0 || u.Output < 0 || u.Input() < 0
 }

@@ -2,8 +2,10 @@ package wire
 
 import (
 	"bytes"
+	"math"
 
 	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // API is a provider's wire format; 0 is none (nothing is read).
@@ -25,40 +27,11 @@ const (
 	Responses
 )
 
-// Usage is the token usage an upstream reported for one response,
-// normalized across providers. It is the SDK middleware's public usage
-// (anthropicx.Usage, openaix.Usage).
-type Usage struct {
-	// Provider is "anthropic" or "openai"; the parser leaves it empty, the
-	// middleware sets it.
-	Provider string `json:"provider"`
-	// InputTokens is every input token of the request, cached ones
-	// included (Anthropic: input_tokens + cache_read_input_tokens +
-	// cache_creation_input_tokens; OpenAI: prompt_tokens or input_tokens).
-	InputTokens int64 `json:"input_tokens"`
-	// CacheReadTokens are input tokens read from the prompt cache
-	// (Anthropic cache_read_input_tokens, OpenAI cached_tokens).
-	CacheReadTokens int64 `json:"cache_read_tokens"`
-	// CacheWriteTokens are input tokens written to the prompt cache
-	// (Anthropic cache_creation_input_tokens), both lifetimes.
-	CacheWriteTokens int64 `json:"cache_write_tokens"`
-	// CacheWrite1hTokens is the part of CacheWriteTokens written with the
-	// 1-hour lifetime (Anthropic cache_creation.ephemeral_1h_input_tokens),
-	// priced apart.
-	CacheWrite1hTokens int64 `json:"cache_write_1h_tokens,omitempty"`
-	// OutputTokens are the tokens generated.
-	OutputTokens int64 `json:"output_tokens"`
-}
-
-// Uncached returns the input tokens neither read from nor written to the
-// prompt cache.
-func (u Usage) Uncached() int64 { return u.InputTokens - u.CacheReadTokens - u.CacheWriteTokens }
-
 // UsageReader reads the usage of one response: Whole for a JSON answer, or
 // Event for each event of a stream, in order. Its zero value is ready.
 type UsageReader struct {
 	// Usage is the usage read so far.
-	Usage Usage
+	Usage pricing.Usage
 	// Got reports that some usage was read.
 	Got bool
 	// Final reports that the event that completes the usage was read
@@ -132,9 +105,9 @@ func (r *UsageReader) anthropic(raw []byte) {
 	if !ok {
 		return
 	}
-	u := &r.Usage
-	in, read, write := u.Uncached(), u.CacheReadTokens, u.CacheWriteTokens
-	set := func(key string, dst *int64) {
+	u := r.Usage
+	in, read, write, w1h, out := u.Uncached, u.CacheRead, u.CacheWrite(), u.CacheWrite1h, u.Output
+	set := func(key string, dst *int) {
 		if n, ok := intOf(get(ms, key)); ok {
 			*dst = n
 			r.Got = true
@@ -143,13 +116,13 @@ func (r *UsageReader) anthropic(raw []byte) {
 	set("input_tokens", &in)
 	set("cache_read_input_tokens", &read)
 	set("cache_creation_input_tokens", &write)
-	set("output_tokens", &u.OutputTokens)
-	u.InputTokens, u.CacheReadTokens, u.CacheWriteTokens = in+read+write, read, write
+	set("output_tokens", &out)
 	// The split by lifetime, where given (message_start; message_delta
 	// may repeat the total only).
 	if n, ok := intOf(rawjson.Get(get(ms, "cache_creation"), "ephemeral_1h_input_tokens")); ok {
-		u.CacheWrite1hTokens = n
+		w1h = n
 	}
+	r.Usage = pricing.AnthropicUsage(in, read, write, w1h, out)
 }
 
 // openAI reads a usage object of Chat Completions or Responses, whose
@@ -166,8 +139,17 @@ func (r *UsageReader) openAI(raw []byte, inKey, outKey, detailsKey string) {
 	}
 	cached, _ := intOf(rawjson.Get(get(ms, detailsKey), "cached_tokens"))
 	out, _ := intOf(get(ms, outKey))
-	r.Usage = Usage{Provider: r.Usage.Provider, InputTokens: in, CacheReadTokens: cached, OutputTokens: out}
+	r.Usage = pricing.OpenAIUsage(in, cached, out)
 	r.Got = true
+}
+
+// AnthropicUsage reads one usage object of the Messages API, as a
+// transcript records it on an assistant message; ok is false when it
+// holds no count.
+func AnthropicUsage(raw []byte) (u pricing.Usage, ok bool) {
+	var r UsageReader
+	r.anthropic(raw)
+	return r.Usage, r.Got
 }
 
 // members splits a JSON object; ok is false for anything else.
@@ -197,22 +179,26 @@ func typeOf(ms []rawjson.Member) string {
 	return ""
 }
 
+// maxCount bounds a count read, so that the sum of a usage's counts is an
+// int.
+const maxCount = math.MaxInt >> 3
+
 // intOf reads a non-negative JSON integer (the integer part of a number
 // with a fraction or exponent); ok is false for anything else, and for a
 // count too large to be one.
-func intOf(raw []byte) (int64, bool) {
+func intOf(raw []byte) (int, bool) {
 	if len(raw) == 0 || raw[0] < '0' || raw[0] > '9' {
 		return 0, false
 	}
-	var n int64
+	n := 0
 	for _, c := range raw {
 		if c < '0' || c > '9' {
 			break
 		}
-		if n > (1<<62)/10 {
+		if n > maxCount/10 {
 			return 0, false
 		}
-		n = n*10 + int64(c-'0')
+		n = n*10 + int(c-'0')
 	}
 	return n, true
 }

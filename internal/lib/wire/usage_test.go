@@ -3,6 +3,8 @@ package wire
 import (
 	"strings"
 	"testing"
+
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // stream returns an SSE stream of the events' data.
@@ -29,7 +31,7 @@ func TestUsageStreams(t *testing.T) {
 		name       string
 		api        API
 		events     []string
-		want       Usage
+		want       pricing.Usage
 		got, final bool
 	}{
 		{
@@ -41,7 +43,7 @@ func TestUsageStreams(t *testing.T) {
 				`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":7}}`,
 				`{"type":"message_stop"}`,
 			},
-			want: Usage{InputTokens: 3140, CacheReadTokens: 3000, CacheWriteTokens: 40, OutputTokens: 7},
+			want: pricing.Usage{Uncached: 100, CacheRead: 3000, CacheWrite5m: 40, Output: 7},
 			got:  true, final: true,
 		},
 		{
@@ -53,7 +55,7 @@ func TestUsageStreams(t *testing.T) {
 				`{"type":"message_start","message":{"usage":{"input_tokens":10,"cache_read_input_tokens":5,"output_tokens":1}}}`,
 				`{"type":"message_delta","usage":{"input_tokens":12,"cache_creation_input_tokens":3,"output_tokens":9}}`,
 			},
-			want: Usage{InputTokens: 20, CacheReadTokens: 5, CacheWriteTokens: 3, OutputTokens: 9},
+			want: pricing.Usage{Uncached: 12, CacheRead: 5, CacheWrite5m: 3, Output: 9},
 			got:  true, final: true,
 		},
 		{
@@ -63,21 +65,21 @@ func TestUsageStreams(t *testing.T) {
 				`{"type":"message_start","message":{"usage":{"input_tokens":1,"cache_creation_input_tokens":500,"cache_creation":{"ephemeral_5m_input_tokens":200,"ephemeral_1h_input_tokens":300}}}}`,
 				`{"type":"message_delta","usage":{"cache_creation_input_tokens":500,"output_tokens":2}}`,
 			},
-			want: Usage{InputTokens: 501, CacheWriteTokens: 500, CacheWrite1hTokens: 300, OutputTokens: 2},
+			want: pricing.Usage{Uncached: 1, CacheWrite5m: 200, CacheWrite1h: 300, Output: 2},
 			got:  true, final: true,
 		},
 		{
 			name:   "anthropic start only: not final",
 			api:    Anthropic,
 			events: []string{`{"type":"message_start","message":{"usage":{"input_tokens":10}}}`},
-			want:   Usage{InputTokens: 10},
+			want:   pricing.Usage{Uncached: 10},
 			got:    true,
 		},
 		{
 			name:   "anthropic usage null, negative, fraction, string",
 			api:    Anthropic,
 			events: []string{`{"type":"message_start","message":{"usage":null}}`, `{"type":"message_delta","usage":{"input_tokens":-4,"output_tokens":"7","cache_read_input_tokens":2.5}}`},
-			want:   Usage{InputTokens: 2, CacheReadTokens: 2},
+			want:   pricing.Usage{CacheRead: 2},
 			got:    true, final: true,
 		},
 		{
@@ -93,14 +95,14 @@ func TestUsageStreams(t *testing.T) {
 				`{"id":"c","choices":[],"usage":{"prompt_tokens":900,"completion_tokens":4,"total_tokens":904,"prompt_tokens_details":{"cached_tokens":768}}}`,
 				`[DONE]`,
 			},
-			want: Usage{InputTokens: 900, CacheReadTokens: 768, OutputTokens: 4},
+			want: pricing.Usage{Uncached: 132, CacheRead: 768, Output: 4},
 			got:  true, final: true,
 		},
 		{
 			name:   "chat without cached tokens",
 			api:    Chat,
 			events: []string{`{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3}}`},
-			want:   Usage{InputTokens: 12, OutputTokens: 3},
+			want:   pricing.Usage{Uncached: 12, Output: 3},
 			got:    true, final: true,
 		},
 		{
@@ -117,14 +119,14 @@ func TestUsageStreams(t *testing.T) {
 				`{"type":"response.output_text.delta","delta":"usage"}`,
 				`{"type":"response.completed","response":{"id":"r","usage":{"input_tokens":90,"input_tokens_details":{"cached_tokens":64},"output_tokens":3,"total_tokens":93}}}`,
 			},
-			want: Usage{InputTokens: 90, CacheReadTokens: 64, OutputTokens: 3},
+			want: pricing.Usage{Uncached: 26, CacheRead: 64, Output: 3},
 			got:  true, final: true,
 		},
 		{
 			name:   "responses incomplete",
 			api:    Responses,
 			events: []string{`{"type":"response.incomplete","response":{"usage":{"input_tokens":5,"output_tokens":1}}}`},
-			want:   Usage{InputTokens: 5, OutputTokens: 1},
+			want:   pricing.Usage{Uncached: 5, Output: 1},
 			got:    true, final: true,
 		},
 		{
@@ -147,20 +149,20 @@ func TestUsageWhole(t *testing.T) {
 		name  string
 		api   API
 		body  string
-		want  Usage
+		want  pricing.Usage
 		got   bool
 		final bool
 	}{
 		{"anthropic", Anthropic, `{"id":"m","type":"message","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":52,"cache_read_input_tokens":3000,"cache_creation_input_tokens":40,"cache_creation":{"ephemeral_1h_input_tokens":0},"output_tokens":7}}`,
-			Usage{InputTokens: 3092, CacheReadTokens: 3000, CacheWriteTokens: 40, OutputTokens: 7}, true, true},
+			pricing.Usage{Uncached: 52, CacheRead: 3000, CacheWrite5m: 40, Output: 7}, true, true},
 		{"chat", Chat, `{"choices":[{"message":{"content":"x"}}],"usage":{"prompt_tokens":900,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":768}}}`,
-			Usage{InputTokens: 900, CacheReadTokens: 768, OutputTokens: 4}, true, true},
+			pricing.Usage{Uncached: 132, CacheRead: 768, Output: 4}, true, true},
 		{"responses", Responses, `{"id":"r","output":[],"usage":{"input_tokens":90,"input_tokens_details":{"cached_tokens":64},"output_tokens":3}}`,
-			Usage{InputTokens: 90, CacheReadTokens: 64, OutputTokens: 3}, true, true},
-		{"no usage", Anthropic, `{"type":"message"}`, Usage{}, false, true},
-		{"array", Chat, `[1,2]`, Usage{}, false, false},
-		{"invalid", Responses, `{"usage":{"input_tokens":1}`, Usage{}, false, false},
-		{"empty", Anthropic, ``, Usage{}, false, false},
+			pricing.Usage{Uncached: 26, CacheRead: 64, Output: 3}, true, true},
+		{"no usage", Anthropic, `{"type":"message"}`, pricing.Usage{}, false, true},
+		{"array", Chat, `[1,2]`, pricing.Usage{}, false, false},
+		{"invalid", Responses, `{"usage":{"input_tokens":1}`, pricing.Usage{}, false, false},
+		{"empty", Anthropic, ``, pricing.Usage{}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var r UsageReader
@@ -172,9 +174,22 @@ func TestUsageWhole(t *testing.T) {
 	}
 }
 
-func TestUncached(t *testing.T) {
-	u := Usage{InputTokens: 3140, CacheReadTokens: 3000, CacheWriteTokens: 40}
-	if u.Uncached() != 100 {
-		t.Errorf("Uncached = %d, want 100", u.Uncached())
+// A usage object as a transcript records it is read as a Messages API
+// answer's.
+func TestAnthropicUsage(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want pricing.Usage
+		ok   bool
+	}{
+		{`{"input_tokens":3,"cache_read_input_tokens":40000,"cache_creation_input_tokens":1200,"cache_creation":{"ephemeral_5m_input_tokens":200,"ephemeral_1h_input_tokens":1000},"output_tokens":80,"service_tier":"standard"}`,
+			pricing.Usage{Uncached: 3, CacheRead: 40000, CacheWrite5m: 200, CacheWrite1h: 1000, Output: 80}, true},
+		{`{"input_tokens":10,"output_tokens":2}`, pricing.Usage{Uncached: 10, Output: 2}, true},
+		{`{"service_tier":"standard"}`, pricing.Usage{}, false},
+		{`null`, pricing.Usage{}, false},
+	} {
+		if u, ok := AnthropicUsage([]byte(tc.raw)); u != tc.want || ok != tc.ok {
+			t.Errorf("AnthropicUsage(%s) = %+v, %v; want %+v, %v", tc.raw, u, ok, tc.want, tc.ok)
+		}
 	}
 }

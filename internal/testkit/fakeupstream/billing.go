@@ -143,7 +143,7 @@ func (s *Server) usage(c *Call, reply Reply) pricing.Usage {
 		u = cache.Bill(s.opts.Now(), requestBlocks(c.API, billed), out)
 	}
 	if reply.InputTokens != 0 {
-		u = pricing.Usage{Input: reply.InputTokens, Output: 10}
+		u = pricing.Usage{Uncached: reply.InputTokens, Output: 10}
 		if reply.OutputTokens != 0 {
 			u.Output = reply.OutputTokens
 		}
@@ -154,12 +154,12 @@ func (s *Server) usage(c *Call, reply Reply) pricing.Usage {
 	add := func(t Totals) Totals {
 		t.Requests++
 		for _, x := range []pricing.Usage{cu, u} {
-			t.Input += x.Input
+			t.Input += x.Uncached
 			t.CacheRead += x.CacheRead
-			t.CacheWrite += x.CacheWrite
+			t.CacheWrite += x.CacheWrite5m
 			t.CacheWrite1h += x.CacheWrite1h
 			t.Output += x.Output
-			t.LargestRequest = max(t.LargestRequest, x.InputTotal())
+			t.LargestRequest = max(t.LargestRequest, x.Input())
 		}
 		t.USD += cost
 		if c.compaction != nil || c.respCompaction {

@@ -348,7 +348,7 @@ func (s *Server) serveCompact(w http.ResponseWriter, r *http.Request) {
 		output = append(output, map[string]any{"id": s.id("msg"), "type": "message", "status": "completed", "role": "user", "content": content})
 	}
 	output = append(output, map[string]any{"id": s.id("cmp"), "type": "compaction", "encrypted_content": encodeCompaction(p)})
-	in := u.InputTotal()
+	in := u.Input()
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{
 		"id": s.id("resp"), "object": "response.compaction", "created_at": s.opts.Now().Unix(), "output": output,

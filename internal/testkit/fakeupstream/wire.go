@@ -37,9 +37,9 @@ func (e *sse) event(name string, v any) {
 // anthropicUsage is the usage object of the Messages API, with output
 // tokens out.
 func anthropicUsage(u pricing.Usage, out int) map[string]any {
-	return map[string]any{"input_tokens": u.Input, "output_tokens": out, "cache_read_input_tokens": u.CacheRead,
-		"cache_creation_input_tokens": u.CacheWrite + u.CacheWrite1h,
-		"cache_creation":              map[string]any{"ephemeral_5m_input_tokens": u.CacheWrite, "ephemeral_1h_input_tokens": u.CacheWrite1h},
+	return map[string]any{"input_tokens": u.Uncached, "output_tokens": out, "cache_read_input_tokens": u.CacheRead,
+		"cache_creation_input_tokens": u.CacheWrite5m + u.CacheWrite1h,
+		"cache_creation":              map[string]any{"ephemeral_5m_input_tokens": u.CacheWrite5m, "ephemeral_1h_input_tokens": u.CacheWrite1h},
 		"service_tier":                "standard"}
 }
 
@@ -97,7 +97,7 @@ func (s *Server) anthropic(w http.ResponseWriter, c *Call, r Reply, u pricing.Us
 		streamBlock(e, i, bv.(map[string]any))
 	}
 	delta := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil}, "usage": map[string]any{
-		"input_tokens": u.Input, "cache_read_input_tokens": u.CacheRead, "cache_creation_input_tokens": u.CacheWrite + u.CacheWrite1h, "output_tokens": u.Output}}
+		"input_tokens": u.Uncached, "cache_read_input_tokens": u.CacheRead, "cache_creation_input_tokens": u.CacheWrite5m + u.CacheWrite1h, "output_tokens": u.Output}}
 	if c.Applied != nil {
 		delta["context_management"] = map[string]any{"applied_edits": c.Applied}
 	}
@@ -173,8 +173,8 @@ func streamBlock(e *sse, i int, b map[string]any) {
 // compaction: the summary step, then the message step (none when paused).
 func iterations(c *Call, u pricing.Usage) []any {
 	it := func(typ string, x pricing.Usage) map[string]any {
-		return map[string]any{"type": typ, "input_tokens": x.Input, "output_tokens": x.Output,
-			"cache_read_input_tokens": x.CacheRead, "cache_creation_input_tokens": x.CacheWrite + x.CacheWrite1h}
+		return map[string]any{"type": typ, "input_tokens": x.Uncached, "output_tokens": x.Output,
+			"cache_read_input_tokens": x.CacheRead, "cache_creation_input_tokens": x.CacheWrite5m + x.CacheWrite1h}
 	}
 	out := []any{it("compaction", c.compUsage)}
 	if !c.compaction.Paused {
@@ -195,7 +195,7 @@ func (s *Server) chat(w http.ResponseWriter, c *Call, r Reply, u pricing.Usage) 
 	if len(calls) > 0 {
 		finish = "tool_calls"
 	}
-	in := u.InputTotal()
+	in := u.Input()
 	usage := map[string]any{"prompt_tokens": in, "completion_tokens": u.Output, "total_tokens": in + u.Output,
 		"prompt_tokens_details": map[string]any{"cached_tokens": u.CacheRead}}
 	if !c.Stream {
@@ -249,7 +249,7 @@ func (s *Server) responses(w http.ResponseWriter, c *Call, r Reply, u pricing.Us
 		output = append(output, map[string]any{"type": "function_call", "id": s.id("fc"), "call_id": s.id("call"),
 			"name": tc.Name, "arguments": inputJSON(tc.Input), "status": "completed"})
 	}
-	in := u.InputTotal()
+	in := u.Input()
 	usage := map[string]any{"input_tokens": in, "output_tokens": u.Output, "total_tokens": in + u.Output,
 		"input_tokens_details": map[string]any{"cached_tokens": u.CacheRead}, "output_tokens_details": map[string]any{"reasoning_tokens": 0}}
 	resp := map[string]any{"id": rid, "object": "response", "status": "completed", "model": c.Model, "output": output, "usage": usage}

@@ -9,6 +9,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/session"
 	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/workspace"
@@ -73,7 +74,7 @@ func TestCompactionRerunOnConflict(t *testing.T) {
 	}
 	a, b := open(rs), open(shared)
 	rs.during = func(ctx context.Context) {
-		if err := b.Observe(ctx, pipeline.Usage{InputTokens: 5000}); err != nil {
+		if err := b.Observe(ctx, pricing.Usage{Uncached: 5000}, 0); err != nil {
 			t.Errorf("replica b: observe: %v", err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/pricing"
 	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/workspace"
 	"github.com/agentctx/agentctx/workspace/memstore"
@@ -17,7 +18,7 @@ import (
 // usage of an answer (Observe) after the answer reached the client, so the
 // client's next request, sent at once (in a fleet, to the other replica),
 // may be prepared before that usage is in the session state. The report
-// must then name its own request (Usage.Counted, which the proxy sets on
+// must then name its own request (Observe's counted, which the proxy sets on
 // main since b4dfec9; before, it sent 0, "the last Prepare", and the late
 // report was fitted to the next request's count, which made the fleet
 // load test's prepared requests depend on timing). With the count named,
@@ -39,14 +40,18 @@ func TestLateUsageChangesNothing(t *testing.T) {
 		}
 		defer p.Close()
 		var out [][]byte
-		var pending *pipeline.Usage
+		type report struct {
+			u       pricing.Usage
+			counted int
+		}
+		var pending *report
 		for k := range 14 {
 			res, err := p.Prepare(ctx, history(t, k))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if late && pending != nil {
-				observe(ctx, t, p, *pending)
+				observe(ctx, t, p, pending.u, pending.counted)
 			}
 			b, err := agentctx.MarshalMessages(res.Messages)
 			if err != nil {
@@ -56,11 +61,11 @@ func TestLateUsageChangesNothing(t *testing.T) {
 			// The fake upstream bills a quarter of the bytes it receives;
 			// the usage names the count of its own request, as the proxy
 			// does, so a late report is not fitted to the wrong one.
-			u := pipeline.Usage{InputTokens: len(b) / 4, Counted: res.Report.TokensAfter}
+			u := report{pricing.Usage{Uncached: len(b) / 4}, res.Report.TokensAfter}
 			if late {
 				pending = &u
 			} else {
-				observe(ctx, t, p, u)
+				observe(ctx, t, p, u.u, u.counted)
 			}
 		}
 		return out
@@ -73,9 +78,9 @@ func TestLateUsageChangesNothing(t *testing.T) {
 	}
 }
 
-func observe(ctx context.Context, t *testing.T, p *pipeline.Pipeline, u pipeline.Usage) {
+func observe(ctx context.Context, t *testing.T, p *pipeline.Pipeline, u pricing.Usage, counted int) {
 	t.Helper()
-	if err := p.Observe(ctx, u); err != nil {
+	if err := p.Observe(ctx, u, counted); err != nil {
 		t.Fatal(err)
 	}
 }
