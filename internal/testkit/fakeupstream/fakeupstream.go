@@ -128,7 +128,7 @@ type Options struct {
 	// at pricing.Fallback of its API's provider.
 	Prices pricing.Table
 	// GeminiPrices are the Gemini models' prices (gemini.go), which
-	// pricing does not have yet; the zero value means
+	// pricing does not have yet; a nil Short table means
 	// DefaultGeminiPricing().
 	GeminiPrices GeminiPricing
 }

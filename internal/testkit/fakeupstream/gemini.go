@@ -297,20 +297,27 @@ func geminiResultText(resp map[string]any) string {
 	return string(b)
 }
 
-// The documented dummy signatures that skip the validation, for function
-// calls that no Gemini 3 model produced (ai.google.dev/gemini-api/docs/
-// thought-signatures, FAQ: "context_engineering_is_the_way_to_go" or
+// isDummySignature reports the documented dummy signatures that skip the
+// validation, for function calls that no Gemini 3 model produced
+// (ai.google.dev/gemini-api/docs/thought-signatures, FAQ:
+// "context_engineering_is_the_way_to_go" or
 // "skip_thought_signature_validator"; Gemini CLI sends the second).
-var geminiDummySignatures = map[string]bool{"context_engineering_is_the_way_to_go": true, "skip_thought_signature_validator": true}
+func isDummySignature(sig string) bool {
+	switch sig {
+	case "context_engineering_is_the_way_to_go", "skip_thought_signature_validator":
+		return true
+	}
+	return false
+}
 
 // geminiSigMagic starts the bytes of every thought signature the fake
 // issues; 12 bytes, so that the base64 text starts with
-// GeminiSignaturePrefix.
+// GeminiSignaturePrefix, its encoding.
 const geminiSigMagic = "agentctxfake"
 
 // GeminiSignaturePrefix starts every thought signature the fake issues
 // (base64, as the API's bytes are); signatures without it are not checked.
-var GeminiSignaturePrefix = base64.StdEncoding.EncodeToString([]byte(geminiSigMagic))
+const GeminiSignaturePrefix = "YWdlbnRjdHhmYWtl"
 
 // sigBinding is the part a thought signature was issued on: a function
 // call (its key), or the last part of an answer without calls, whose
@@ -491,7 +498,7 @@ func (s *Server) checkSignatures(contents []geminiContent) *geminiError {
 					return invalidArgument("Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call `default_api:%s` , position %d. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.", p.Call.Name, i+1)
 				}
 			}
-			if p.Signature == "" || geminiDummySignatures[p.Signature] || !strings.HasPrefix(p.Signature, GeminiSignaturePrefix) {
+			if p.Signature == "" || isDummySignature(p.Signature) || !strings.HasPrefix(p.Signature, GeminiSignaturePrefix) {
 				continue
 			}
 			v, ok := s.geminiSigs.Load(p.Signature)

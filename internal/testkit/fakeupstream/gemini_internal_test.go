@@ -1,6 +1,7 @@
 package fakeupstream
 
 import (
+	"encoding/base64"
 	"math"
 	"strings"
 	"testing"
@@ -46,6 +47,12 @@ func FuzzGeminiDecode(f *testing.F) {
 			t.Fatalf("a second decode differs: %v", err)
 		}
 	})
+}
+
+func TestGeminiSignaturePrefix(t *testing.T) {
+	if got := base64.StdEncoding.EncodeToString([]byte(geminiSigMagic)); got != GeminiSignaturePrefix {
+		t.Fatalf("GeminiSignaturePrefix = %q, the encoding of %q is %q", GeminiSignaturePrefix, geminiSigMagic, got)
+	}
 }
 
 func TestIsGemini3(t *testing.T) {

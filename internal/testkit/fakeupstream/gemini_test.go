@@ -62,6 +62,8 @@ func TestGeminiRejectsWhatTheAPIRejects(t *testing.T) {
 	}{
 		{"valid", "gemini-2.5-flash", "generateContent", "k", contents(gUser), "", 200, `"candidates"`},
 		{"no key", "gemini-2.5-flash", "generateContent", "", contents(gUser), "", 403, `"status":"PERMISSION_DENIED"`},
+		{"key= in the query", "gemini-2.5-flash", "generateContent?key=q", "", contents(gUser), "", 200, `"candidates"`},
+		{"an empty key", "gemini-2.5-flash", "generateContent?key=", "", contents(gUser), "", 403, `"status":"PERMISSION_DENIED"`},
 		{"unknown method", "gemini-2.5-flash", "embedContent", "k", contents(gUser), "", 404, `"status":"NOT_FOUND"`},
 		{"invalid JSON", "gemini-2.5-flash", "generateContent", "k", `{"contents":`, "", 400, "Invalid JSON payload received"},
 		{"not an object", "gemini-2.5-flash", "generateContent", "k", `[1]`, "", 400, "Invalid JSON payload received"},
