@@ -1,6 +1,6 @@
 // Package e2eclient installs and runs the real agent clients the
-// end-to-end tests drive: Claude Code and Codex, from npm, cached between
-// runs. It is for tests only.
+// end-to-end tests drive: Claude Code, Codex and Gemini CLI, from npm,
+// cached between runs. It is for tests only.
 package e2eclient
 
 import (
@@ -22,6 +22,7 @@ import (
 const (
 	ClaudePackage = "@anthropic-ai/claude-code@2.1.330"
 	CodexPackage  = "@openai/codex@0.169.0"
+	GeminiPackage = "@google/gemini-cli@0.61.0"
 )
 
 var (
@@ -60,19 +61,45 @@ func Install(t testing.TB) string {
 		}
 		t.Skip("npm not found: the end-to-end tests with Claude Code and Codex need it")
 	}
-	installOnce.Do(func() { installDir, installErr = install(Cache()) })
+	installOnce.Do(func() { installDir, installErr = install(Cache(), ClaudePackage, CodexPackage) })
 	if installErr != nil {
 		t.Fatal(installErr)
 	}
 	return installDir
 }
 
-// install installs the clients into dir once per machine: test binaries
-// run in parallel (go test ./... starts one per package), so the install
-// runs under a lock file in dir that every process takes, and a stamp
-// written after a complete install tells the others it is done.
-func install(dir string) (string, error) {
-	stamp := filepath.Join(dir, ".installed-"+strings.NewReplacer("/", "_", "@", "").Replace(ClaudePackage+"+"+CodexPackage))
+// InstallGemini installs Gemini CLI with npm into the directory Install
+// uses (cached between runs, under the same lock) and returns it; it skips
+// or fails as Install does. Its own stamp keeps the tests of the other
+// clients from installing it.
+func InstallGemini(t testing.TB) string {
+	t.Helper()
+	if testing.Short() && os.Getenv("CI") == "" {
+		t.Skip("end-to-end test with real clients: skipped with -short")
+	}
+	for _, tool := range []string{"npm", "node"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is required in CI for the end-to-end tests with Gemini CLI: %v", tool, err)
+			}
+			t.Skipf("%s not found: the end-to-end tests with Gemini CLI need it", tool)
+		}
+	}
+	// install checks its stamp first: after the first install on the
+	// machine, a call costs a stat.
+	dir, err := install(Cache(), GeminiPackage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// install installs the packages pkgs into dir once per machine: test
+// binaries run in parallel (go test ./... starts one per package), so the
+// install runs under a lock file in dir that every process takes, and a
+// stamp written after a complete install tells the others it is done.
+func install(dir string, pkgs ...string) (string, error) {
+	stamp := filepath.Join(dir, ".installed-"+strings.NewReplacer("/", "_", "@", "").Replace(strings.Join(pkgs, "+")))
 	if _, err := os.Stat(stamp); err == nil {
 		return dir, nil
 	}
@@ -89,7 +116,8 @@ func install(dir string) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund", "--prefix", dir, ClaudePackage, CodexPackage)
+	args := append([]string{"install", "--no-audit", "--no-fund", "--prefix", dir}, pkgs...)
+	cmd := exec.CommandContext(ctx, "npm", args...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("npm install: %v\n%s", err, out)
@@ -116,6 +144,43 @@ func ClaudeCommand(dir string) []string {
 // CodexCommand returns the command that runs Codex installed in dir.
 func CodexCommand(dir string) []string {
 	return []string{"node", filepath.Join(dir, "node_modules", "@openai", "codex", "bin", "codex.js")}
+}
+
+// GeminiCommand returns the command that runs Gemini CLI installed in dir:
+// its bundle's entry point, with node.
+func GeminiCommand(dir string) []string {
+	return []string{"node", filepath.Join(dir, "node_modules", "@google", "gemini-cli", "bundle", "gemini.js")}
+}
+
+// GeminiSettings is the user settings file (~/.gemini/settings.json) that
+// keeps Gemini CLI 0.61 offline and headless: the API key auth (so that
+// no Google login or Code Assist setup runs), no usage statistics
+// (Clearcut logging) or telemetry, no update check or notification, no
+// IDE integration, no folder-trust prompt.
+const GeminiSettings = `{
+  "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+  "privacy": {"usageStatisticsEnabled": false},
+  "telemetry": {"enabled": false},
+  "ide": {"enabled": false},
+  "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}}
+}
+`
+
+// GeminiEnv writes GeminiSettings into home and returns the environment
+// that runs Gemini CLI against baseURL with the API key key (MinimalEnv
+// and HOME, GEMINI_API_KEY, GOOGLE_GEMINI_BASE_URL; GEMINI_CLI_NO_RELAUNCH
+// keeps it one process, which a test's context can stop, instead of a
+// parent that relaunches itself as a child with a larger heap).
+func GeminiEnv(home, baseURL, key string) ([]string, error) {
+	dir := filepath.Join(home, ".gemini")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "settings.json"), []byte(GeminiSettings), 0o644); err != nil {
+		return nil, err
+	}
+	return append(MinimalEnv(), "HOME="+home, "GEMINI_API_KEY="+key, "GOOGLE_GEMINI_BASE_URL="+baseURL,
+		"GEMINI_CLI_NO_RELAUNCH=true"), nil
 }
 
 // MinimalEnv is the environment the clients run with: PATH and the

@@ -14,7 +14,7 @@ import (
 // cache at once broke a fresh machine's first go test ./...).
 func TestInstallOncePerMachine(t *testing.T) {
 	if dir := os.Getenv("E2ECLIENT_INSTALL_DIR"); dir != "" {
-		if _, err := install(dir); err != nil {
+		if _, err := install(dir, ClaudePackage, CodexPackage); err != nil {
 			t.Fatal(err)
 		}
 		return

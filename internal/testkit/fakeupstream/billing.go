@@ -34,7 +34,7 @@ type Totals struct {
 	// uncached) of one request.
 	LargestRequest int `json:"largest_request_input_tokens"`
 	// Rejections counts the model requests answered with a 400 (invalid,
-	// or "prompt is too long").
+	// or "prompt is too long"), or a Gemini request's 403 (no API key).
 	Rejections int `json:"rejections"`
 	// Compactions counts the compaction passes: Anthropic threshold
 	// compactions (compact_20260112), and Responses ones (POST
@@ -89,6 +89,10 @@ func (s *Server) cache(api, key, model string) *pricing.Cache {
 	defer s.billing.mu.Unlock()
 	scope := api + "\x00" + key + "\x00" + model
 	c := s.billing.caches[scope]
+	if c == nil && api == APIGemini {
+		c = pricing.NewCache(s.geminiCachePrices(model))
+		s.billing.caches[scope] = c
+	}
 	if c == nil {
 		provider := pricing.Anthropic
 		if api != APIAnthropic {
@@ -124,7 +128,11 @@ func (s *Server) usage(c *Call, reply Reply) pricing.Usage {
 	if out == 0 {
 		out = outputTokens(reply)
 	}
-	cache := s.cache(c.API, apiKey(c.Header), c.Model)
+	key := c.key
+	if key == "" {
+		key = apiKey(c.Header)
+	}
+	cache := s.cache(c.API, key, c.Model)
 	billed := c.Body
 	if c.Edited != nil {
 		billed = c.Edited // the prompt the model reads
@@ -149,6 +157,9 @@ func (s *Server) usage(c *Call, reply Reply) pricing.Usage {
 		}
 	}
 	cost := cache.Prices().Cost(u) + cache.Prices().Cost(cu)
+	if c.API == APIGemini {
+		cost = s.geminiCost(c.Model, u) // priced by the prompt's tier
+	}
 	s.billing.mu.Lock()
 	defer s.billing.mu.Unlock()
 	add := func(t Totals) Totals {
@@ -233,7 +244,8 @@ const imageTokens = 1600
 // content blocks of each message, with their cache_control breakpoints
 // (and a top-level cache_control's on the last cacheable block); OpenAI
 // chat's tools and messages; Responses' instructions, tools and input
-// items. Each block's prefix key chains the block's JSON without
+// items; Gemini's system instruction, function declarations and the parts
+// of each content (gemini.go). Each block's prefix key chains the block's JSON without
 // cache_control, with the role of a message where the block starts one;
 // its tokens are counted with o200k_base.
 func requestBlocks(api string, body map[string]any) []pricing.Block {
@@ -245,6 +257,8 @@ func requestBlocks(api string, body map[string]any) []pricing.Block {
 		bl.chat(body)
 	case APIResponses:
 		bl.responses(body)
+	case APIGemini:
+		bl.gemini(body)
 	}
 	return bl.blocks
 }

@@ -1,18 +1,20 @@
-// Package fakeupstream is a strict fake of the Anthropic and OpenAI APIs
-// for tests: it speaks the real wire formats (Anthropic Messages with SSE:
-// text, tool_use with input_json_delta, thinking with signature_delta,
-// ping, error; OpenAI chat chunks with the final usage chunk; Responses
-// events) and rejects, with the API's 400, what the real APIs reject:
-// unpaired tool calls, more than 4 cache_control breakpoints, a changed
-// prefix before a signed thinking block, and a request over its context
-// window. A Script decides what the "model" answers, so a test can make it
-// call tools.
+// Package fakeupstream is a strict fake of the Anthropic, OpenAI and
+// Gemini APIs for tests: it speaks the real wire formats (Anthropic
+// Messages with SSE: text, tool_use with input_json_delta, thinking with
+// signature_delta, ping, error; OpenAI chat chunks with the final usage
+// chunk; Responses events; Gemini generateContent, streamGenerateContent
+// as SSE or a JSON array, countTokens) and rejects, with the API's 400,
+// what the real APIs reject: unpaired tool calls, more than 4
+// cache_control breakpoints, a changed prefix before a signed thinking
+// block, a Gemini 3 function call without its thought signature, and a
+// request over its context window. A Script decides what the "model"
+// answers, so a test can make it call tools.
 //
 // The fake bills like the real APIs: it counts each block of a request
 // (o200k_base), runs the request through a pricing.Cache per API key and
-// model, reports that usage in its answers (cache reads and writes
-// included), and keeps the bill (Server.Bill, and GET /_fake/bill for a
-// harness in another process).
+// model (Gemini's implicit caching included), reports that usage in its
+// answers (cache reads and writes included), and keeps the bill
+// (Server.Bill, and GET /_fake/bill for a harness in another process).
 package fakeupstream
 
 import (
@@ -34,6 +36,7 @@ const (
 	APIAnthropic = "anthropic"
 	APIChat      = "openai-chat"
 	APIResponses = "openai-responses"
+	APIGemini    = "gemini" // Google's Gemini API (gemini.go)
 )
 
 // Call is one model request as the script sees it.
@@ -69,6 +72,9 @@ type Call struct {
 	Summary    string
 	compaction *compaction
 	compUsage  pricing.Usage
+	// key is the request's API key, where the headers apiKey reads do
+	// not carry it (Gemini's key= query parameter).
+	key string
 }
 
 // ToolCall is a call the model makes.
@@ -121,6 +127,10 @@ type Options struct {
 	// means pricing.Default(). A model the table does not know is billed
 	// at pricing.Fallback of its API's provider.
 	Prices pricing.Table
+	// GeminiPrices are the Gemini models' prices (gemini.go), which
+	// pricing does not have yet; a nil Short table means
+	// DefaultGeminiPricing().
+	GeminiPrices GeminiPricing
 }
 
 // Record is one request the fake received.
@@ -147,10 +157,23 @@ type Server struct {
 	// thought holds the ids of the tool calls the fake made in a reply
 	// that started with thinking (see checkFinalThinking).
 	thought sync.Map
+	// geminiSigs holds the thought signatures the fake issued on Gemini
+	// answers, each with the part it was issued on (gemini.go).
+	geminiSigs sync.Map
+	// geminiWindow is the Gemini models' context window: ContextWindow
+	// when set, else GeminiContextWindow.
+	geminiWindow int
 }
 
 // New returns a Server.
 func New(opts Options) *Server {
+	geminiWindow := opts.ContextWindow
+	if geminiWindow <= 0 {
+		geminiWindow = GeminiContextWindow
+	}
+	if opts.GeminiPrices.Short == nil {
+		opts.GeminiPrices = DefaultGeminiPricing()
+	}
 	if opts.ContextWindow <= 0 {
 		opts.ContextWindow = 200_000
 	}
@@ -160,7 +183,7 @@ func New(opts Options) *Server {
 	if opts.Prices == nil {
 		opts.Prices = pricing.Default()
 	}
-	return &Server{opts: opts, billing: billing{caches: map[string]*pricing.Cache{}, sessions: map[string]Totals{}}}
+	return &Server{opts: opts, geminiWindow: geminiWindow, billing: billing{caches: map[string]*pricing.Cache{}, sessions: map[string]Totals{}}}
 }
 
 // Records returns the requests received so far.
@@ -229,8 +252,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // route returns the API a model request to r is for, or answers r itself
-// (compaction, bill, token count, models, HEAD, no route) and returns
-// false.
+// (Gemini, compaction, bill, token count, models, HEAD, no route) and
+// returns false.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) (api string, ok bool) {
 	path := r.URL.Path
 	switch {
@@ -240,6 +263,9 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) (api string, ok b
 		api = APIChat
 	case r.Method == http.MethodPost && path == "/v1/responses":
 		api = APIResponses
+	case r.Method == http.MethodPost && isGeminiPath(path):
+		s.serveGemini(w, r)
+		return "", false
 	case r.Method == http.MethodPost && path == CompactPath:
 		s.serveCompact(w, r)
 		return "", false

@@ -28,9 +28,11 @@ import (
 // carries) anywhere in the request is the last step done. So it survives
 // any compaction whose summary keeps the marker of the last step: it
 // answers the summary requests it recognizes (the proxy's, marked with
-// SummaryHeader, and the clients' own: Claude Code's and Codex's
-// compaction prompts in the request's last user message) with a summary
-// that states the last step reached.
+// SummaryHeader, and the clients' own: Claude Code's, Codex's and Gemini
+// CLI's compaction prompts in the request's last user message) with a
+// summary that states the last step reached. It drives Claude Code (Bash,
+// Read), Codex (its shell tools) and Gemini CLI (run_shell_command,
+// read_file), whichever tools the request offers.
 //
 // The final answer is "LONGTASK COMPLETE steps=N check=VALUE", where VALUE
 // is the FINAL_CHECK the last step's output carries (LongTaskAnswer); a
@@ -66,8 +68,9 @@ type LongTaskOptions struct {
 	// Steps is the number of tool steps; 0 means 120.
 	Steps int
 	// Dir is the client's working directory, where WriteLongTaskFiles
-	// wrote the files: a file tool (Claude Code's Read) gets absolute
-	// paths under it. Shell commands use relative paths.
+	// wrote the files: a file tool (Claude Code's Read, Gemini CLI's
+	// read_file) gets absolute paths under it. Shell commands use
+	// relative paths.
 	Dir string
 	// ClockSpeed, when more than 0, makes the task take time as a real
 	// session does, on a clock that runs ClockSpeed times faster than the
@@ -141,10 +144,12 @@ type LongTaskStats struct {
 }
 
 // The texts that start a client's own compaction request: Claude Code's
-// and Codex's.
+// and Codex's; Gemini CLI's two (the summary, then its verification).
 var clientSummaryPrompts = []string{
 	"Your task is to create a detailed summary of the conversation so far",
 	"CONTEXT CHECKPOINT COMPACTION",
+	"First, reason in your scratchpad. Then, generate the updated <state_snapshot>.",
+	"Critically evaluate the <state_snapshot> you just generated.",
 }
 
 // NewLongTask returns a LongTask model.
@@ -256,9 +261,14 @@ func ModelLatency(out int) time.Duration {
 
 func (m *LongTask) reply(c *Call) Reply {
 	r := m.answer(c)
-	if m.opts.Thinking && c.API == APIAnthropic && (len(r.ToolCalls) > 0 || strings.HasPrefix(r.Text, "LONGTASK COMPLETE")) {
-		switch asMap(c.Body["thinking"])["type"] {
-		case "enabled", "adaptive":
+	if m.opts.Thinking && (len(r.ToolCalls) > 0 || strings.HasPrefix(r.Text, "LONGTASK COMPLETE")) {
+		switch {
+		case c.API == APIAnthropic:
+			switch asMap(c.Body["thinking"])["type"] {
+			case "enabled", "adaptive":
+				r.Thinking = thinkingText(m.Stats().LastStep, m.opts.Steps)
+			}
+		case c.API == APIGemini && geminiThinks(c):
 			r.Thinking = thinkingText(m.Stats().LastStep, m.opts.Steps)
 		}
 	}
@@ -419,6 +429,9 @@ func (m *LongTask) readCall(t tools, p pointer, idTool string) (ToolCall, bool) 
 	if t.bash && t.read {
 		return ToolCall{Name: "Read", Input: map[string]any{"file_path": p.path}}, true
 	}
+	if t.gemini && t.geminiRead {
+		return ToolCall{Name: "read_file", Input: map[string]any{"file_path": p.path}}, true
+	}
 	return m.shellCall(t, "cat "+p.path, "read back"), true
 }
 
@@ -448,6 +461,9 @@ func requestTexts(c *Call) []requestText {
 			return n
 		}
 		return 0
+	}
+	if c.API == APIGemini {
+		return geminiTexts(body, marker)
 	}
 	if c.API == APIResponses {
 		for _, iv := range asSlice(body["input"]) {
@@ -565,8 +581,11 @@ func (m *LongTask) pad(b *strings.Builder, last int) {
 // message holds one of the clients' compaction prompts.
 func isClientSummary(c *Call) bool {
 	items := asSlice(c.Body["messages"])
-	if c.API == APIResponses {
+	switch c.API {
+	case APIResponses:
 		items = asSlice(c.Body["input"])
+	case APIGemini:
+		items = asSlice(c.Body["contents"])
 	}
 	for i := len(items) - 1; i >= 0; i-- {
 		it := asMap(items[i])
@@ -574,6 +593,9 @@ func isClientSummary(c *Call) bool {
 			continue
 		}
 		t := textOf(it["content"])
+		if c.API == APIGemini {
+			t = geminiPartsText(it)
+		}
 		for _, p := range clientSummaryPrompts {
 			if strings.Contains(t, p) {
 				return true
@@ -586,11 +608,12 @@ func isClientSummary(c *Call) bool {
 
 // tools are the step tools a request offers.
 type tools struct {
-	bash, read bool   // Claude Code's
-	codex      string // exec_command, shell_command or shell
+	bash, read         bool   // Claude Code's
+	codex              string // exec_command, shell_command or shell
+	gemini, geminiRead bool   // Gemini CLI's run_shell_command and read_file
 }
 
-func (t tools) shell() bool { return t.bash || t.codex != "" }
+func (t tools) shell() bool { return t.bash || t.codex != "" || t.gemini }
 
 func toolSet(c *Call) tools {
 	var t tools
@@ -604,6 +627,10 @@ func toolSet(c *Call) tools {
 			if t.codex == "" || n == "exec_command" {
 				t.codex = n
 			}
+		case "run_shell_command":
+			t.gemini = true
+		case "read_file":
+			t.geminiRead = true
 		}
 	}
 	return t
@@ -617,14 +644,21 @@ func (m *LongTask) toolCall(t tools, i int, st Step) ToolCall {
 	if t.bash && st.Kind == KindRead && t.read {
 		return ToolCall{Name: "Read", Input: map[string]any{"file_path": filepath.Join(m.opts.Dir, st.Path)}}
 	}
+	if t.gemini && st.Kind == KindRead && t.geminiRead {
+		return ToolCall{Name: "read_file", Input: map[string]any{"file_path": filepath.Join(m.opts.Dir, st.Path)}}
+	}
 	return m.shellCall(t, cmd, Marker(i)+": "+st.Kind.String())
 }
 
 // shellCall returns the call of the request's shell tool that runs cmd;
-// description is Claude Code's Bash description.
+// description is Claude Code's Bash and Gemini CLI's run_shell_command
+// description.
 func (m *LongTask) shellCall(t tools, cmd, description string) ToolCall {
 	if t.bash {
 		return ToolCall{Name: "Bash", Input: map[string]any{"command": cmd, "description": description, "timeout": 600000}}
+	}
+	if t.gemini {
+		return ToolCall{Name: "run_shell_command", Input: map[string]any{"command": cmd, "description": description}}
 	}
 	switch t.codex {
 	case "exec_command":
@@ -644,7 +678,7 @@ const (
 	KindBuild                 // cat a build log (some steps slow)
 	KindGrep                  // grep -n over a source file
 	KindHead                  // head of a source file
-	KindRead                  // read a whole source file (Claude Code's Read)
+	KindRead                  // read a whole source file (Claude Code's Read, Gemini CLI's read_file)
 	KindFinal                 // the last step: a test log with the FINAL_CHECK
 )
 
