@@ -126,7 +126,7 @@ func (s *Server) geminiCachePrices(model string) pricing.Prices {
 
 // geminiCost prices a Gemini request's usage at the tier of its prompt.
 func (s *Server) geminiCost(model string, u pricing.Usage) float64 {
-	return s.opts.GeminiPrices.prices(model, u.InputTotal()).Cost(u)
+	return s.opts.GeminiPrices.prices(model, u.Input()).Cost(u)
 }
 
 // isGeminiPath reports a Gemini model method's path: /v1beta/models/
@@ -562,7 +562,7 @@ func (s *Server) geminiParts(c *Call, req geminiRequest, r Reply) []map[string]a
 // totalTokenCount is their sum (ai.google.dev/api/generate-content#
 // UsageMetadata); zero counts are left out, as the API leaves them.
 func geminiUsage(u pricing.Usage, thoughts int) map[string]any {
-	prompt := u.InputTotal()
+	prompt := u.Input()
 	m := map[string]any{"promptTokenCount": prompt, "candidatesTokenCount": u.Output - thoughts, "totalTokenCount": prompt + u.Output,
 		"promptTokensDetails": []any{map[string]any{"modality": "TEXT", "tokenCount": prompt}}}
 	if u.CacheRead > 0 {
@@ -595,7 +595,7 @@ func (s *Server) gemini(w http.ResponseWriter, c *Call, req geminiRequest, r Rep
 			ps = []map[string]any{}
 		}
 		cand := map[string]any{"content": map[string]any{"role": "model", "parts": ps}, "index": 0}
-		usage := map[string]any{"promptTokenCount": u.InputTotal(), "totalTokenCount": u.InputTotal()}
+		usage := map[string]any{"promptTokenCount": u.Input(), "totalTokenCount": u.Input()}
 		if last {
 			cand["finishReason"] = finish
 			usage = geminiUsage(u, thoughts)
