@@ -59,13 +59,13 @@ type observeUsage struct {
 }
 
 func (o observeUsage) Observe(ctx context.Context, u pricing.Usage) {
-	// The session engine is told the input as a whole, as the middleware
-	// always told it, not the provider's cache reads and writes: with
-	// them its cache model (the hit rate, whether the provider caches)
-	// would start to learn from the middleware's sessions too, which
-	// changes what it decides, and is a change of its own.
-	all := pricing.Usage{Uncached: u.Input(), Output: u.Output}
-	if err := o.p.Observe(ctx, all, 0); err != nil && o.log != nil { // of the last request prepared
+	// The engine is told the provider's usage as it is, cache reads and
+	// writes apart: its cache model learns the hit rate and that the
+	// provider caches from them. Told the input as a whole (as it was
+	// until issue 45), it concluded after three reports that the
+	// provider never caches, and priced every clearing batch as free of
+	// cache rewrites.
+	if err := o.p.Observe(ctx, u, 0); err != nil && o.log != nil { // of the last request prepared
 		o.log.WarnContext(ctx, "agentctx: cannot record usage", "provider", o.provider, "err", err)
 	}
 }
