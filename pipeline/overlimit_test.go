@@ -82,3 +82,15 @@ func TestOverTheLimitNoFallbackForACallerGone(t *testing.T) {
 		t.Errorf("%d summaries asked, want 1", sum.calls.Load())
 	}
 }
+
+// SummaryRequired keeps a failed summary an error, over the limit too:
+// no fallback writes it.
+func TestOverTheLimitSummaryRequiredFails(t *testing.T) {
+	h := longHistory(14)
+	o := options(t)
+	o.NoPrune = true
+	o.Compact.Limit, o.Compact.Summarizer, o.Compact.MaxRetries, o.Compact.SummaryRequired = tokensOf(h)*90/100, &countingSummarizer{fail: true}, -1, true
+	if _, err := newPipeline(t, o).Prepare(t.Context(), h); err == nil || !strings.Contains(err.Error(), "model unavailable") {
+		t.Errorf("err = %v, want the summarizer's failure", err)
+	}
+}
