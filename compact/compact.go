@@ -214,6 +214,13 @@ func Compact(ctx context.Context, msgs []agentctx.Message, opts Options) (*Resul
 		return nil, err
 	}
 	summary, attempts, err := summarize(ctx, o, req)
+	if err != nil && o.Fallback != nil {
+		var fell bool
+		summary, fell, err = fallBack(ctx, o, req, err)
+		if fell {
+			attempts++
+		}
+	}
 	res.Attempts = attempts
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
@@ -379,6 +386,29 @@ func summarize(ctx context.Context, o Options, req Request) (string, int, error)
 		}
 	}
 	return "", attempts, last
+}
+
+// fallBack writes the summary with o.Fallback after the attempts of
+// o.Summarizer failed with err, on a context of its own (FallbackContext):
+// the summary, whether Fallback was called, and the error (err, with the
+// fallback's own when it failed too). A caller gone (ctx cancelled) gets
+// no fallback.
+func fallBack(ctx context.Context, o Options, req Request, err error) (string, bool, error) {
+	fctx, cancel, cerr := FallbackContext(ctx, err, o.FallbackTimeout)
+	defer cancel()
+	if cerr != nil {
+		return "", false, err
+	}
+	o.Logger.Warn("compact: the summary failed; writing the fallback summary", "err", err)
+	s, ferr := o.Fallback.Summarize(fctx, req)
+	s = strings.TrimSpace(s)
+	if ferr == nil && s == "" {
+		ferr = ErrEmptySummary
+	}
+	if ferr != nil {
+		return "", true, fmt.Errorf("%w; the fallback summary failed too: %w", err, ferr)
+	}
+	return s, true, nil
 }
 
 // attempt makes one summarizer call, bounded by AttemptTimeout.

@@ -3,9 +3,11 @@ package compact_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentctx/agentctx"
 	"github.com/agentctx/agentctx/compact"
 )
 
@@ -107,4 +109,90 @@ func TestFirstTryContextLeavesTimeForTheFallback(t *testing.T) {
 	} else {
 		fc()
 	}
+}
+
+// Options.Fallback writes the summary once the attempts failed, on a
+// deadline of its own: after an error, after a timeout on the caller's
+// own deadline, and with SummaryRequired (the summary did not fail in
+// the end); never for a caller gone, nor when it fails too.
+func TestCompactFallback(t *testing.T) {
+	boom := errors.New("boom")
+	msgs := []agentctx.Message{user(100), asst(100), user(20)}
+	for _, c := range []struct {
+		name      string
+		ctx       func() (context.Context, context.CancelFunc)
+		script    []any
+		fallback  []any
+		required  bool
+		compacted bool
+		wantErr   bool
+		fbCalls   int
+	}{
+		{"summary error", ctxBackground, []any{boom}, []any{"fallback summary"}, false, true, false, 1},
+		{"required, the fallback writes it", ctxBackground, []any{boom}, []any{"fallback summary"}, true, true, false, 1},
+		{"the summary works", ctxBackground, []any{"S"}, []any{"fallback summary"}, false, true, false, 0},
+		{"the fallback fails too", ctxBackground, []any{boom}, []any{errors.New("bang")}, false, false, false, 1},
+		{"the fallback fails too, required", ctxBackground, []any{boom}, []any{errors.New("bang")}, true, false, true, 1},
+		{"the caller's deadline passed", ctxShort, nil, []any{"fallback summary"}, false, true, false, 1},
+		{"the caller went away", ctxGone, []any{context.Canceled}, []any{"fallback summary"}, false, false, true, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := baseOpts(t)
+			o.Limit, o.Threshold, o.TailRatio, o.MaxRetries, o.SummaryRequired = 200, 0.9, 0.05, -1, c.required
+			o.Summarizer = &fakeSummarizer{script: c.script}
+			if c.script == nil {
+				o.Summarizer = waitSummarizer{}
+			}
+			fb := &fakeSummarizer{script: c.fallback}
+			o.Fallback = fb
+			ctx, cancel := c.ctx()
+			defer cancel()
+			res, err := compact.Compact(ctx, msgs, o)
+			if (err != nil) != c.wantErr {
+				t.Fatalf("err %v, want an error %v", err, c.wantErr)
+			}
+			if fb.calls != c.fbCalls {
+				t.Errorf("%d fallback calls, want %d", fb.calls, c.fbCalls)
+			}
+			if err != nil {
+				return
+			}
+			if res.Compacted != c.compacted {
+				t.Fatalf("compacted %v, want %v (reason %q)", res.Compacted, c.compacted, res.Reason)
+			}
+			if c.compacted && c.fbCalls == 1 && (!strings.Contains(res.Summary, "fallback summary") || res.Attempts != 2) {
+				t.Errorf("summary %q, %d attempts; want the fallback's, 2 attempts", res.Summary, res.Attempts)
+			}
+			if !c.compacted && res.Reason != compact.ReasonSummarizerFailed {
+				t.Errorf("reason %q, want %q", res.Reason, compact.ReasonSummarizerFailed)
+			}
+		})
+	}
+	o := baseOpts(t)
+	o.FallbackTimeout = -time.Second
+	if _, err := compact.Compact(context.Background(), msgs, o); !errors.Is(err, compact.ErrInvalidOption) {
+		t.Errorf("a negative FallbackTimeout: %v, want ErrInvalidOption", err)
+	}
+}
+
+func ctxBackground() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
+}
+
+func ctxShort() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 50*time.Millisecond)
+}
+
+// waitSummarizer waits for its context's end.
+type waitSummarizer struct{}
+
+func (waitSummarizer) Summarize(ctx context.Context, req compact.Request) (string, error) {
+	<-ctx.Done()
+	return "", ctx.Err()
+}
+
+func ctxGone() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx, cancel
 }

@@ -89,8 +89,20 @@ type Options struct {
 	// AttemptTimeout bounds each summarizer call. Zero means no bound other
 	// than the context's.
 	AttemptTimeout time.Duration
-	// SummaryRequired makes a summary that still fails after the retries an
-	// error (wrapping the last failure) instead of an uncompacted result.
+	// Fallback, when set, writes the summary once every attempt of
+	// Summarizer failed (an error, an empty answer or a timeout), on a
+	// context of its own (FallbackContext, bounded by FallbackTimeout), so
+	// that a summary that timed out, even on ctx's deadline, is still
+	// followed by one; not when ctx was cancelled (the caller went away).
+	// Nil means none: the original list comes back
+	// (ReasonSummarizerFailed). A caller whose list is over the window,
+	// which the provider would refuse uncompacted, sets Extractive{}.
+	Fallback Summarizer
+	// FallbackTimeout bounds Fallback. Zero means DefaultFallbackTimeout.
+	FallbackTimeout time.Duration
+	// SummaryRequired makes a summary that still fails after the retries
+	// (and Fallback) an error (wrapping the last failure) instead of an
+	// uncompacted result.
 	SummaryRequired bool
 
 	// Force compacts even below the threshold (the middle must still be
@@ -161,6 +173,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("%w: TailRatio %v is not a number", ErrInvalidOption, o.TailRatio)
 	case o.AttemptTimeout < 0:
 		return fmt.Errorf("%w: AttemptTimeout %s is negative", ErrInvalidOption, o.AttemptTimeout)
+	case o.FallbackTimeout < 0:
+		return fmt.Errorf("%w: FallbackTimeout %s is negative", ErrInvalidOption, o.FallbackTimeout)
 	}
 	return nil
 }

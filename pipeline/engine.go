@@ -1345,7 +1345,9 @@ const maxRemembered = 8
 //   - A request over the limit (Options.Compact.Limit, in the provider's
 //     estimated tokens) is always compacted if anything can be summarized,
 //     whatever the failures and crossings before: sent as it is it would
-//     be rejected, so trying costs nothing extra.
+//     be rejected, so trying costs nothing extra; when its summary fails
+//     or times out, the extractive summary is written instead
+//     (overLimitFallback).
 const retryAfterFailure = 5
 
 // compact summarizes the middle of the view when its estimate reaches the
@@ -1372,7 +1374,11 @@ func (c *call) compact(ctx context.Context, in list) (list, StepReport, error) {
 		return in, c.compactReport(s), nil
 	}
 	copts := c.compactOptions(ctx)
+	fellBack := c.overLimitFallback(&copts)
 	res, err := compact.Compact(ctx, in.msgs, copts)
+	if err == nil && res.Compacted && *fellBack {
+		c.rep.Warnings = append(c.rep.Warnings, "the summary failed; over the limit, the request is compacted with the extractive summary instead of sent uncompacted")
+	}
 	var aerr *compact.ArchiveError
 	switch {
 	case errors.As(err, &aerr):
@@ -1397,6 +1403,29 @@ func (c *call) compact(ctx context.Context, in list) (list, StepReport, error) {
 	out.facts, out.src = spliceFacts(in.facts, in.src, res.Head, res.End)
 	c.head, c.live, c.base, c.compacted, c.fresh = res.Head, res.Head+1, n, true, true
 	return out, c.compactReport(s), nil
+}
+
+// overLimitFallback gives a request over the limit the extractive summary
+// as its compaction's fallback (compact.Options.Fallback, on a deadline of
+// its own) when its summarizer is another: sent uncompacted, such a
+// request would be refused (issue 49.3). Within the limit a failed summary
+// backs off instead (retryAfterFailure), and SummaryRequired keeps its
+// failure. The bool it returns is set once the fallback wrote a summary.
+func (c *call) overLimitFallback(copts *compact.Options) *bool {
+	fell := new(bool)
+	o := &c.p.opts.Compact
+	if !c.overLimit() || o.SummaryRequired || copts.Fallback != nil || o.Summarizer == nil {
+		return fell
+	}
+	if _, ok := o.Summarizer.(compact.Extractive); ok {
+		return fell
+	}
+	copts.Fallback = compact.SummarizerFunc(func(ctx context.Context, r compact.Request) (string, error) {
+		s, err := compact.Extractive{}.Summarize(ctx, r)
+		*fell = err == nil
+		return s, err
+	})
+	return fell
 }
 
 // generated returns the part of a summary its summarizer wrote: the

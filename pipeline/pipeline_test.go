@@ -426,6 +426,8 @@ func TestCompactionThatCannotGetBelowIsReportedOnce(t *testing.T) {
 	}
 }
 
+// A summary that fails within the limit leaves the list as it came (over
+// the limit it falls back: TestOverTheLimitFallsBackToTheExtractiveSummary).
 func TestSummarizerFailure(t *testing.T) {
 	msgs := longHistory(12)
 	for _, required := range []bool{false, true} {
@@ -433,7 +435,8 @@ func TestSummarizerFailure(t *testing.T) {
 			sum := &countingSummarizer{fail: true}
 			o := options(t)
 			o.NoPrune = true
-			o.Compact.Limit, o.Compact.Summarizer, o.Compact.MaxRetries, o.Compact.SummaryRequired = 1500, sum, 1, required
+			// Over the trigger (92%), within the limit.
+			o.Compact.Limit, o.Compact.Summarizer, o.Compact.MaxRetries, o.Compact.SummaryRequired = tokensOf(msgs)*104/100, sum, 1, required
 			o.Compact.Backoff = func(int) time.Duration { return 0 }
 			res, err := prepare(t, newPipeline(t, o), msgs)
 			if sum.calls.Load() != 2 {

@@ -155,7 +155,7 @@ func (f *forward) modifyResponse(resp *http.Response) error {
 	f.upCtx = context.WithoutCancel(resp.Request.Context())
 	x.status = resp.StatusCode
 	if resp.StatusCode >= 400 {
-		s.undoRefused(f.upCtx, x) // before the client has the refusal (undo.go)
+		s.undoRefused(f.upCtx, x, "the upstream refused the request") // before the client has the refusal (undo.go)
 	}
 	x.answering = resp.StatusCode == http.StatusOK
 	if fw, ok := s.opts.Engine.(Forwarder); ok && x.prepared != nil && resp.StatusCode == http.StatusOK && f.sent.read {
@@ -277,13 +277,19 @@ func (f *forward) errorHandler(w http.ResponseWriter, up *http.Request, err erro
 	msg := urlErrorOp(up.Method) + ": " + err.Error()
 	trace.SpanFromContext(up.Context()).RecordError(errors.New(msg))
 	f.waitRecorded()
+	// No answer came: the upstream accepted nothing, so what the request
+	// stored is taken back, as for a refusal, before the client has the
+	// error (it may retry at once).
+	undo := func() { f.s.undoRefused(context.WithoutCancel(up.Context()), f.x, "the upstream did not answer") }
 	if bodyTimedOut(f.r) { // the client's fault, not the upstream's
 		f.x.status = http.StatusRequestTimeout
+		undo()
 		writeError(w, http.StatusRequestTimeout, "agentctx proxy: reading the request body: timed out")
 		return
 	}
 	if f.clientGone() {
 		f.x.status, f.x.cancelled = StatusClientClosedRequest, true
+		undo()
 		return
 	}
 	status := http.StatusBadGateway
@@ -291,6 +297,7 @@ func (f *forward) errorHandler(w http.ResponseWriter, up *http.Request, err erro
 		status = http.StatusGatewayTimeout // UpstreamHeaderTimeout
 	}
 	f.x.status = status
+	undo()
 	writeError(w, status, "agentctx proxy: upstream: "+msg)
 }
 

@@ -24,7 +24,9 @@ import (
 // already stored by earlier requests are never touched, nor one another
 // request of this process found in the meantime (it may name it). The
 // rollback restores what the next request finds: its results are seen as
-// new and stored again.
+// new and stored again. A request the upstream never answered (its
+// connection failed, no answer headers in time, the client gone first)
+// was not accepted either, and is rolled back the same way.
 
 // undoTimeout bounds a rollback's store calls.
 const undoTimeout = 10 * time.Second
@@ -385,8 +387,9 @@ func (s *undoSessions) DeleteVersion(ctx context.Context, ns, id string, version
 }
 
 // undoRefused rolls back what x's preparation stored, the upstream having
-// refused the request (status 4xx or 5xx), and logs it.
-func (s *Server) undoRefused(ctx context.Context, x *exchange) {
+// refused the request (status 4xx or 5xx) or given no answer (why says
+// which), and logs it.
+func (s *Server) undoRefused(ctx context.Context, x *exchange, why string) {
 	u := x.undo
 	if u == nil || u.empty() {
 		return
@@ -395,8 +398,8 @@ func (s *Server) undoRefused(ctx context.Context, x *exchange) {
 	defer cancel()
 	n, err := u.rollback(ctx)
 	if err != nil {
-		s.log.Warn("proxy: the upstream refused the request; what it stored is kept", "session", x.session, "status", x.status, "error", err.Error())
+		s.log.Warn("proxy: "+why+"; what the request stored is kept", "session", x.session, "status", x.status, "error", err.Error())
 		return
 	}
-	s.log.Info("proxy: the upstream refused the request; what it stored was removed", "session", x.session, "status", x.status, "artifacts_removed", n)
+	s.log.Info("proxy: "+why+"; what the request stored was removed", "session", x.session, "status", x.status, "artifacts_removed", n)
 }

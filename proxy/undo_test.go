@@ -1,15 +1,22 @@
 package proxy_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/agentctx/agentctx/pipeline"
+	"github.com/agentctx/agentctx/proxy"
+	"github.com/agentctx/agentctx/session/memsession"
 	"github.com/agentctx/agentctx/workspace"
+	"github.com/agentctx/agentctx/workspace/memstore"
 )
 
 var artifactRef = regexp.MustCompile(`tool_result_[A-Za-z0-9_-]+`)
@@ -135,5 +142,98 @@ func TestRefusedRequestStoresNothing(t *testing.T) {
 		if !found {
 			t.Errorf("the request sent names %s, which is not stored", ref)
 		}
+	}
+}
+
+// A request the upstream never answers (its connection refused or cut
+// before any answer, no answer headers in time, a client that hung up
+// first) was not accepted either: what it stored is removed, as for a
+// refusal (issue 49.4: store after the upstream accepts). A proxy whose
+// upstream is down or misconfigured no longer keeps the results of every
+// request its clients retry.
+func TestUnansweredRequestStoresNothing(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		status int
+		up     http.HandlerFunc
+		hangUp bool // the client gives up before the answer
+	}{
+		{"connection cut before the answer", http.StatusBadGateway, func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+		}, false},
+		{"no answer headers in time", http.StatusGatewayTimeout, func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			<-r.Context().Done()
+		}, false},
+		{"the client hung up first", 0, func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			<-r.Context().Done()
+		}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			us := httptest.NewServer(c.up)
+			t.Cleanup(us.Close)
+			store := memstore.New()
+			e, err := proxy.NewPipelineEngine(proxy.PipelineOptions{Pipeline: pipeline.Options{Store: store, Sessions: memsession.New(), NoCompact: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { e.Close() })
+			srv, err := proxy.New(proxy.Options{Engine: e, AnthropicURL: us.URL, Logger: testLogger(t), UpstreamHeaderTimeout: 300 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps := httptest.NewServer(srv)
+			t.Cleanup(ps.Close)
+
+			budget := 30 * time.Second
+			if c.hangUp {
+				budget = 150 * time.Millisecond
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), budget)
+			defer cancel()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ps.URL+"/v1/messages", strings.NewReader(toolBody("anthropic", "toolu_u", 3)))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Api-Key", "k")
+			req.Header.Set("Anthropic-Version", "2023-06-01")
+			resp, err := http.DefaultClient.Do(req)
+			switch {
+			case c.hangUp && err == nil:
+				resp.Body.Close()
+				t.Fatalf("status %d, want the client's own timeout", resp.StatusCode)
+			case !c.hangUp && err != nil:
+				t.Fatalf("no answer within the client's budget: %v", err)
+			case !c.hangUp:
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != c.status {
+					t.Fatalf("status %d, want %d", resp.StatusCode, c.status)
+				}
+			}
+			// The exchange ends once the proxy's handler returns.
+			deadline := time.Now().Add(3 * time.Second)
+			for {
+				n := 0
+				nss, _ := store.Namespaces(t.Context())
+				for _, ns := range nss {
+					list, err := store.Query(t.Context(), ns, workspace.Filter{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					n += len(list)
+				}
+				if n == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d artifacts stored for a request the upstream never answered, want none", n)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
 	}
 }
