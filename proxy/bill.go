@@ -160,7 +160,7 @@ func reportSummary(ctx context.Context, req *Request, data []byte) {
 		return
 	}
 	var sc usageScanner
-	sc.whole(data, req.API)
+	sc.whole(data, familyOf(req.API))
 	if !sc.got {
 		return
 	}
