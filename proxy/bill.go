@@ -160,7 +160,7 @@ func reportSummary(ctx context.Context, req *Request, data []byte) {
 		return
 	}
 	var sc usageScanner
-	sc.whole(data, req.API)
+	sc.whole(data, familyOf(req.API))
 	if !sc.got {
 		return
 	}
@@ -169,10 +169,11 @@ func reportSummary(ctx context.Context, req *Request, data []byte) {
 	sink.summaries = append(sink.summaries, summaryCall{api: req.API, model: req.Model, usage: sc.usage})
 }
 
-// providerOf returns the provider whose prompt cache serves an API.
+// providerOf returns the provider whose prompt cache serves an API
+// (OpenAI's for one the proxy does not name).
 func providerOf(api API) pricing.Provider {
-	if api == APIAnthropic {
-		return pricing.Anthropic
+	if f := familyOf(api); f != nil {
+		return f.Info().Provider
 	}
 	return pricing.OpenAI
 }

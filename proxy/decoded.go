@@ -226,11 +226,7 @@ func newListScan(c *decodeCache, api API, h http.Header) *listScan {
 	sb.WriteByte(0)
 	sb.WriteString(h.Get(HeaderSession))
 	sb.WriteByte(0)
-	ls := &listScan{Scan: decodecache.Scan[*decodedMsg]{Cache: c, Prefix: sb.String(), Member: "messages"}}
-	if api == APIResponses {
-		ls.Member = "input"
-	}
-	return ls
+	return &listScan{Scan: decodecache.Scan[*decodedMsg]{Cache: c, Prefix: sb.String(), Member: familyOf(api).Info().List}}
 }
 
 // decodeItems returns the decoded Responses items of the scanned list,

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/internal/lib/family"
 )
 
 // Requests the proxy refuses before any work, never forwarded: those of an
@@ -139,19 +140,6 @@ func isWebsocketUpgrade(h http.Header) bool {
 // wanted is HTTP, which the connection already speaks.
 func (s *Server) refuseUpgrade(w http.ResponseWriter, r *http.Request) {
 	const msg = "agentctx proxy: websocket upgrades are not supported; send the request over HTTP (POST, streaming with SSE); Codex: supports_websockets = false"
-	if s.route(r).upstream == s.openai {
-		writeOpenAIErrorCode(w, http.StatusUpgradeRequired, "websocket_not_supported", msg)
-	} else {
-		writeAPIError(w, http.StatusUpgradeRequired, "invalid_request_error", msg)
-	}
-}
-
-// writeOpenAIErrorCode writes an OpenAI-shaped error with the given code.
-func writeOpenAIErrorCode(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	b := rawjson.AppendString([]byte(`{"error":{"message":`), msg)
-	b = append(b, `,"type":"invalid_request_error","param":null,"code":`...)
-	b = rawjson.AppendString(b, code)
-	w.Write(append(b, "}}\n"...))
+	writeFamilyError(w, s.route(r).fam, http.StatusUpgradeRequired,
+		family.Error{Type: "invalid_request_error", Code: "websocket_not_supported", Message: msg})
 }

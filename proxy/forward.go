@@ -185,7 +185,7 @@ func (f *forward) modifyResponse(resp *http.Response) error {
 			f.cutErr = err // a cut answer is not parsed nor relayed whole
 			return err
 		}
-		f.sc.whole(data, x.api)
+		f.sc.whole(data, x.fam)
 		f.seen()
 		f.got()
 		f.ended = true
@@ -237,14 +237,14 @@ func (w *watchedBody) Read(p []byte) (int, error) {
 		return n, err
 	}
 	if n > 0 && w.track {
-		f.sc.feed(p[:n], f.x.api)
+		f.sc.feed(p[:n], f.x.fam)
 		f.seen()
 	}
 	switch {
 	case err == io.EOF:
 		f.ended = true
 		if w.track {
-			f.sc.end(f.x.api) // an event the stream did not end with an empty line
+			f.sc.end(f.x.fam) // an event the stream did not end with an empty line
 			f.seen()
 		}
 		f.got()
@@ -254,7 +254,7 @@ func (w *watchedBody) Read(p []byte) (int, error) {
 		if w.track {
 			// What came before the error is what the upstream sent: an
 			// event its empty line did not end may still be the last.
-			f.sc.end(f.x.api)
+			f.sc.end(f.x.fam)
 			f.seen()
 		}
 		f.got()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/internal/lib/family/anthropic"
 	"github.com/agentctx/agentctx/session"
 )
 
@@ -272,7 +273,7 @@ func (w *warmer) send(key string, ws *warmSession, at time.Time) bool {
 		return false
 	}
 	var sc usageScanner
-	sc.whole(data, APIAnthropic)
+	sc.whole(data, anthropic.Family{})
 	cost := s.billKeepWarm(key, ws, &sc, at)
 	if cr, ok := s.opts.Engine.(CacheRefresher); ok {
 		cr.CacheRefreshed(ctx, key, at)

@@ -113,8 +113,8 @@ func newMetrics(s *Server) *promMetrics {
 // alert on a counter that is absent until its first increment sees
 // nothing (issue 48).
 func (m *promMetrics) zero() {
-	for _, api := range []API{APIAnthropic, APIChat, APIResponses} {
-		a := string(api)
+	for _, f := range families.All() {
+		a := f.Info().Name
 		for _, o := range []string{OutcomeEdited, OutcomeUnedited, OutcomeError, OutcomeCancelled} {
 			m.requests.WithLabelValues(a, o)
 		}

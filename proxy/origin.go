@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentctx/agentctx/internal/base/httpguard"
-	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/internal/lib/family"
 )
 
 // refuseBrowser refuses, before any work, what a web page could make a
@@ -40,11 +40,7 @@ func (s *Server) refuseBrowser(w http.ResponseWriter, r *http.Request) bool {
 	if msg == "" {
 		return false
 	}
-	if rt.upstream == s.openai {
-		writeOpenAIError(w, http.StatusForbidden, msg)
-	} else {
-		writeAPIError(w, http.StatusForbidden, "permission_error", msg)
-	}
+	writeFamilyError(w, rt.fam, http.StatusForbidden, family.Error{Type: "permission_error", Code: "forbidden", Message: msg})
 	s.log.Info("proxy: refused a browser request", "method", r.Method, "path", r.URL.Path, "status", http.StatusForbidden)
 	return true
 }
@@ -74,18 +70,9 @@ func browserContentType(ct string) bool {
 	return false
 }
 
-// writeAPIError writes an Anthropic-shaped error of the given type.
-func writeAPIError(w http.ResponseWriter, status int, typ, msg string) {
+// writeFamilyError writes an error in the shape of a family's errors.
+func writeFamilyError(w http.ResponseWriter, f family.Family, status int, e family.Error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	b := []byte(`{"type":"error","error":{"type":`)
-	b = rawjson.AppendString(b, typ)
-	b = append(b, `,"message":`...)
-	b = rawjson.AppendString(b, msg)
-	w.Write(append(b, "}}\n"...))
-}
-
-// writeOpenAIError writes an OpenAI-shaped error.
-func writeOpenAIError(w http.ResponseWriter, status int, msg string) {
-	writeOpenAIErrorCode(w, status, "forbidden", msg)
+	w.Write(f.ErrorBody(e))
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/agentctx/agentctx/internal/base/rawjson"
 	"github.com/agentctx/agentctx/internal/lib/ctxedit"
 	"github.com/agentctx/agentctx/internal/lib/decodecache"
+	"github.com/agentctx/agentctx/internal/lib/family"
 	"github.com/agentctx/agentctx/internal/lib/thinking"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pricing"
@@ -332,6 +333,9 @@ type route struct {
 	path     string // upstream path: from /v1/ on
 	rawPath  string // path as the client escaped it (%2F stays %2F), forwarded as received
 	api      API    // "" when not editable
+	// fam is the family the request is routed as, editable or not: its
+	// upstream and its error shape.
+	fam family.Family
 }
 
 func (s *Server) route(r *http.Request) route {
@@ -348,32 +352,27 @@ func (s *Server) route(r *http.Request) route {
 			rest = rest[i:]
 		}
 	}
-	rt := route{upstream: s.anthropic, path: rest, rawPath: raw}
-	switch {
-	case strings.HasSuffix(rest, "/chat/completions"), strings.HasSuffix(rest, "/responses"),
-		strings.HasPrefix(rest, "/v1/responses/"), strings.HasPrefix(rest, "/v1/chat/"):
-		rt.upstream = s.openai
-	case strings.HasPrefix(rest, "/v1/messages"), r.Header.Get("Anthropic-Version") != "", r.Header.Get("X-Api-Key") != "":
-	case strings.HasPrefix(strings.ToLower(r.Header.Get("Authorization")), "bearer "):
-		rt.upstream = s.openai
-	}
-	if r.Method == http.MethodPost {
-		switch rest {
-		case "/v1/messages":
-			rt.api = APIAnthropic
-		case "/v1/chat/completions":
-			rt.api = APIChat
-		case "/v1/responses":
-			rt.api = APIResponses
-		}
+	fam, editable := families.Route(r.Method, rest, r.Header)
+	rt := route{upstream: s.upstreamOf(fam), path: rest, rawPath: raw, fam: fam}
+	if editable {
+		rt.api = apiOf(fam)
 	}
 	return rt
+}
+
+// upstreamOf returns the upstream of a family's provider.
+func (s *Server) upstreamOf(f family.Family) *url.URL {
+	if f.Info().Provider == pricing.OpenAI {
+		return s.openai
+	}
+	return s.anthropic
 }
 
 // exchange is one request's bookkeeping.
 type exchange struct {
 	start     time.Time
 	api       API
+	fam       family.Family // api's family, nil when api is ""
 	session   string
 	edited    bool
 	dropBlock bool // ask the API to drop thinking blocks whose prefix changed
@@ -450,6 +449,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rt := s.route(r)
 	x.api = rt.api
+	if rt.api != "" {
+		x.fam = rt.fam
+	}
 	body, sent, ok := s.readAndPrepare(w, r, rt, x)
 	if !ok {
 		return
@@ -701,7 +703,7 @@ func (s *Server) readRequest(r *http.Request, rt route, raw []byte, x *exchange)
 		tenant, x.session, x.tenant = t, "t-"+t+"-"+x.session, t
 	}
 	x.bill.model = b.str("model")
-	if rt.api == APIResponses && !fullHistory(b) {
+	if !rt.fam.Editable(&b.Body) {
 		return nil, "", false // the history lives upstream: nothing to edit
 	}
 	if rt.api == APIAnthropic {
@@ -715,10 +717,7 @@ func (s *Server) readRequest(r *http.Request, rt route, raw []byte, x *exchange)
 // and the compaction cut it was made from (native context management: the
 // Engine reads the history from the last compaction block on), or nil.
 func (s *Server) engineRequest(r *http.Request, rt route, b *body, conv *conversation, tenant string, x *exchange) (*Request, *compactionCut) {
-	system := b.get("system")
-	if rt.api == APIResponses {
-		system = b.get("instructions")
-	}
+	system := b.get(rt.fam.Info().System)
 	doc, facts := conv.doc, conv.facts
 	var cut *compactionCut
 	if rt.api == APIAnthropic && s.opts.ContextManagement == ContextNative && x.session != "" {
@@ -785,13 +784,6 @@ func recordUnchanged(api API, conv *conversation, x *exchange) {
 	}
 }
 
-// fullHistory reports whether a Responses body carries its whole history:
-// store false and no previous_response_id.
-func fullHistory(b *body) bool {
-	prev := b.get("previous_response_id")
-	return rawjson.Kind(b.get("store")) == 'f' && (len(prev) == 0 || rawjson.Kind(prev) == 'n')
-}
-
 // conversation is the decoded history of an editable body.
 type conversation struct {
 	doc    *agentctx.Document
@@ -810,11 +802,7 @@ type conversation struct {
 // list of messages.
 func decodeConversation(ctx context.Context, api API, b *body) (*conversation, error) {
 	c := &conversation{}
-	key := "messages"
-	if api == APIResponses {
-		key = "input"
-	}
-	c.list = b.get(key)
+	c.list = b.get(familyOf(api).Info().List)
 	if rawjson.Kind(c.list) != '[' {
 		return nil, nil
 	}

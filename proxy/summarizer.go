@@ -13,8 +13,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentctx/agentctx/compact"
-	"github.com/agentctx/agentctx/internal/base/rawjson"
 	"github.com/agentctx/agentctx/internal/base/secret"
+	"github.com/agentctx/agentctx/internal/lib/family"
+	"github.com/agentctx/agentctx/internal/lib/family/responses"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // UpstreamSummarizerOptions configure UpstreamSummarizers.
@@ -132,14 +134,19 @@ func withTimeout(ctx context.Context, err error) error {
 }
 
 func summarizeUpstream(ctx context.Context, client *http.Client, o *UpstreamSummarizerOptions, req *Request, r compact.Request) (string, error) {
-	base, path := o.OpenAIURL, "/v1/responses"
-	switch req.API {
-	case APIAnthropic:
-		base, path = o.AnthropicURL, "/v1/messages"
-	case APIChat:
-		path = "/v1/chat/completions"
+	f := familyOf(req.API)
+	if f == nil {
+		f = responses.Family{} // an API the proxy does not name: asked as Responses, as always
 	}
-	body, cached, err := summaryBody(o, req, r)
+	fam, ok := f.(family.Summaries)
+	if !ok {
+		return "", &compact.APIError{Provider: string(req.API), Err: errors.New("the API has no summary requests")}
+	}
+	base, path := o.OpenAIURL, f.Info().Endpoint
+	if f.Info().Provider == pricing.Anthropic {
+		base = o.AnthropicURL
+	}
+	body, cached, err := summaryBody(o, fam, req, r)
 	if err != nil {
 		return "", err
 	}
@@ -158,9 +165,7 @@ func summarizeUpstream(ctx context.Context, client *http.Client, o *UpstreamSumm
 			hr.Header.Set(h, v)
 		}
 	}
-	if req.API == APIAnthropic && hr.Header.Get("Anthropic-Version") == "" {
-		hr.Header.Set("Anthropic-Version", "2023-06-01")
-	}
+	fam.SummaryHeader(hr.Header)
 	// A subscription client authenticates with a bearer token that needs
 	// its OAuth beta; no other beta applies to a plain summary request. A
 	// request on the forwarded body needs every beta that body was sent
@@ -187,14 +192,14 @@ func summarizeUpstream(ctx context.Context, client *http.Client, o *UpstreamSumm
 		return "", &compact.APIError{Provider: string(req.API), StatusCode: resp.StatusCode, Err: fmt.Errorf("%.200s", secret.Scrub(string(data), req.Header.Get("X-Api-Key"), req.Header.Get("Authorization")))}
 	}
 	reportSummary(ctx, req, data) // the proxy bills it to the request being prepared
-	return answerText(data, req.API), nil
+	return strings.TrimSpace(strings.Join(fam.AnswerParts(data), "\n")), nil
 }
 
 // summaryBody returns the body of the summary request: the session's last
 // forwarded body with the instruction appended, which the provider has
 // cached (see cachedSummaryBody), when the Engine knows it; else a request
 // of its own with the conversation rendered as text.
-func summaryBody(o *UpstreamSummarizerOptions, req *Request, r compact.Request) (body []byte, cached bool, err error) {
+func summaryBody(o *UpstreamSummarizerOptions, fam family.Summaries, req *Request, r compact.Request) (body []byte, cached bool, err error) {
 	if len(req.Prefix) > 0 {
 		if body, err := cachedSummaryBody(req.API, req.Prefix, r); err == nil {
 			return body, true, nil
@@ -205,51 +210,11 @@ func summaryBody(o *UpstreamSummarizerOptions, req *Request, r compact.Request) 
 		conv = shortenMiddle(conv, o.MaxInputChars)
 	}
 	prompt := compact.SummaryPrompt + "\n\n<conversation>\n" + conv + "</conversation>"
-	q := func(s string) []byte { return rawjson.AppendString(nil, s) }
-	switch req.API {
-	case APIAnthropic:
-		return fmt.Appendf(nil, `{"model":%s,"max_tokens":%d,"system":%s,"messages":[{"role":"user","content":%s}]}`,
-			q(req.Model), o.MaxTokens, q(compact.SystemPrompt), q(prompt)), false, nil
-	case APIChat:
-		return fmt.Appendf(nil, `{"model":%s,"messages":[{"role":"system","content":%s},{"role":"user","content":%s}]}`,
-			q(req.Model), q(compact.SystemPrompt), q(prompt)), false, nil
-	}
-	return fmt.Appendf(nil, `{"model":%s,"store":false,"instructions":%s,"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":%s}]}]}`,
-		q(req.Model), q(compact.SystemPrompt), q(prompt)), false, nil
+	return fam.SummaryBody(req.Model, compact.SystemPrompt, prompt, o.MaxTokens), false, nil
 }
 
 // HeaderSummary marks the summary requests the proxy sends upstream.
 const HeaderSummary = "X-Agentctx-Summary"
-
-// answerText extracts the text of a non-streamed answer.
-func answerText(data []byte, api API) string {
-	var parts []string
-	switch api {
-	case APIAnthropic:
-		els, _ := rawjson.Elements(rawjson.Get(data, "content"))
-		for _, el := range els {
-			if stringOf(rawjson.Get(el, "type")) == "text" {
-				parts = append(parts, stringOf(rawjson.Get(el, "text")))
-			}
-		}
-	case APIChat:
-		els, _ := rawjson.Elements(rawjson.Get(data, "choices"))
-		if len(els) > 0 {
-			parts = append(parts, stringOf(rawjson.Get(rawjson.Get(els[0], "message"), "content")))
-		}
-	default:
-		items, _ := rawjson.Elements(rawjson.Get(data, "output"))
-		for _, it := range items {
-			cs, _ := rawjson.Elements(rawjson.Get(it, "content"))
-			for _, c := range cs {
-				if stringOf(rawjson.Get(c, "type")) == "output_text" {
-					parts = append(parts, stringOf(rawjson.Get(c, "text")))
-				}
-			}
-		}
-	}
-	return strings.TrimSpace(strings.Join(parts, "\n"))
-}
 
 func finishSummary(s, archive string) string {
 	s = strings.TrimSpace(s)

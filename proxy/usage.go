@@ -4,18 +4,21 @@ import (
 	"bytes"
 
 	"github.com/agentctx/agentctx/internal/base/rawjson"
+	"github.com/agentctx/agentctx/internal/lib/family"
+	"github.com/agentctx/agentctx/internal/lib/family/anthropic"
 	"github.com/agentctx/agentctx/internal/lib/wire"
 	"github.com/agentctx/agentctx/pricing"
 )
 
 // usageScanner reads the usage and the thinking signatures of a response as
 // it is relayed: the events of an SSE stream (wire.SSE), or a whole JSON
-// answer. The usage is read by wire.UsageReader; what is the proxy's own
-// (thinking signatures, Anthropic's compaction blocks) is read here.
+// answer. The usage is read by the answer's family (into a
+// wire.UsageReader); what is the proxy's own (thinking signatures,
+// Anthropic's compaction blocks) is read here. A nil family reads nothing.
 type usageScanner struct {
 	sse    wire.SSE
 	reader wire.UsageReader
-	api    API
+	fam    family.Family
 	emit   func(wire.Event)
 
 	usage pricing.Usage
@@ -56,45 +59,35 @@ func (c *streamedCompaction) block() []byte {
 	return append(b, '}')
 }
 
-// wireAPI returns the wire format of an API, 0 for none.
-func wireAPI(api API) wire.API {
-	switch api {
-	case APIAnthropic:
-		return wire.Anthropic
-	case APIChat:
-		return wire.Chat
-	case APIResponses:
-		return wire.Responses
-	}
-	return 0
-}
-
-// feed scans a chunk of an SSE stream.
-func (sc *usageScanner) feed(p []byte, api API) {
+// feed scans a chunk of an SSE stream of fam.
+func (sc *usageScanner) feed(p []byte, fam family.Family) {
 	if sc.emit == nil {
 		sc.emit = sc.event
 	}
-	sc.api = api
+	sc.fam = fam
 	sc.sse.Feed(p, sc.emit)
 }
 
 // end scans what is left at the end of the stream (an event its empty
 // line did not end).
-func (sc *usageScanner) end(api API) {
+func (sc *usageScanner) end(fam family.Family) {
 	if sc.emit == nil {
 		sc.emit = sc.event
 	}
-	sc.api = api
+	sc.fam = fam
 	sc.sse.End(sc.emit)
 }
 
 func (sc *usageScanner) event(e wire.Event) {
-	sc.reader.Event(wireAPI(sc.api), e.Data)
+	if sc.fam == nil {
+		return
+	}
+	sc.fam.ReadEvent(&sc.reader, e.Data)
 	sc.sync()
 	if !sc.done {
-		sc.done = terminal(sc.api, e.Data, sc.final)
+		sc.done = sc.fam.Terminal(e.Data, sc.final)
 	}
-	if sc.api != APIAnthropic || !watched(e.Data) || rawjson.Kind(e.Data) != '{' || rawjson.Valid(e.Data) != nil {
+	if !isAnthropic(sc.fam) || !watched(e.Data) || rawjson.Kind(e.Data) != '{' || rawjson.Valid(e.Data) != nil {
 		return
 	}
 	data := e.Data
@@ -131,22 +124,12 @@ func (sc *usageScanner) event(e wire.Event) {
 	}
 }
 
-// terminal reports whether an event of api, whose data is data, ends
-// the answer: Anthropic's message_stop, the chat stream's [DONE], or (final
-// set) the Responses event that carries the usage, which is its last.
-func terminal(api API, data []byte, final bool) bool {
-	switch api {
-	case APIAnthropic:
-		// The API writes {"type":"message_stop"}; the test finds it
-		// without parsing the other events.
-		return bytes.Contains(data, []byte(`message_stop"`)) && rawjson.Kind(data) == '{' && rawjson.Valid(data) == nil &&
-			stringOf(rawjson.Get(data, "type")) == "message_stop"
-	case APIChat:
-		return bytes.Equal(bytes.TrimSpace(data), []byte("[DONE]"))
-	case APIResponses:
-		return final
-	}
-	return false
+// isAnthropic reports the Anthropic family, whose answers' content (its
+// thinking signatures, compaction blocks, tool calls) the proxy reads
+// besides their usage.
+func isAnthropic(f family.Family) bool {
+	_, ok := f.(anthropic.Family)
+	return ok
 }
 
 // watched reports whether an Anthropic event may be one the proxy reads
@@ -178,12 +161,16 @@ func (sc *usageScanner) sync() {
 	sc.usage, sc.got, sc.final = sc.reader.Usage, sc.reader.Got, sc.reader.Final
 }
 
-// whole reads a non-streamed JSON answer.
-func (sc *usageScanner) whole(data []byte, api API) {
-	sc.reader.Whole(wireAPI(api), data)
+// whole reads a non-streamed JSON answer of fam.
+func (sc *usageScanner) whole(data []byte, fam family.Family) {
+	if fam != nil {
+		fam.ReadWhole(&sc.reader, data)
+	} else {
+		sc.reader.Whole(0, data) // none: a JSON object is final, its usage unread
+	}
 	sc.sync()
 	sc.done = sc.final // a JSON object, read whole
-	if api == APIAnthropic && rawjson.Kind(data) == '{' {
+	if isAnthropic(fam) && rawjson.Kind(data) == '{' {
 		sc.anthropicContent(rawjson.Get(data, "content"))
 	}
 }

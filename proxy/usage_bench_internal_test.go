@@ -30,7 +30,7 @@ func BenchmarkStreamWatch(b *testing.B) {
 		var sc usageScanner
 		for p := s; len(p) > 0; {
 			n := min(len(p), 32<<10)
-			sc.feed(p[:n], APIAnthropic)
+			sc.feed(p[:n], familyOf(APIAnthropic))
 			p = p[n:]
 		}
 		if !sc.final || sc.usage.Output != 7 || len(sc.thinking) != 1 {

@@ -37,7 +37,7 @@ func TestStreamWatchFastPath(t *testing.T) {
 			b.WriteString("data: " + rewrite(e) + "\n\n")
 		}
 		var sc usageScanner
-		sc.feed([]byte(b.String()), APIAnthropic)
+		sc.feed([]byte(b.String()), familyOf(APIAnthropic))
 		return &sc
 	}
 	fast := read(func(e string) string { return e })
