@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"strings"
 	"sync"
@@ -1276,7 +1277,7 @@ func (c *call) diffView(next []agentctx.Message) (edit, error) {
 
 // count counts the request as it stands and sets c.over when its estimate
 // reaches the trigger.
-func (c *call) count(_ context.Context, in list) (list, StepReport, error) {
+func (c *call) count(ctx context.Context, in list) (list, StepReport, error) {
 	o := &c.p.opts
 	est := c.st.estimate(c.tokens, o.EstimateRatio)
 	check := compact.CheckResult{Tokens: est, ThresholdTokens: c.trigger()}
@@ -1287,7 +1288,28 @@ func (c *call) count(_ context.Context, in list) (list, StepReport, error) {
 		c.rep.Limit = compact.DefaultLimit
 	}
 	c.over = check.ShouldCompact
+	c.logPlan(ctx, est, check)
 	return in, StepReport{Count: &check}, nil
+}
+
+// logPlan logs, at debug level, what the count step decided the
+// compaction on: the session's state the plan read and the trigger.
+func (c *call) logPlan(ctx context.Context, est int, check compact.CheckResult) {
+	if !c.p.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	st := c.st
+	attrs := []any{"session", c.p.sessionID, "requests", st.Requests, "now", c.now.UTC(), "last_at", st.LastAt, "cache_at", st.CacheAt,
+		"cold", c.cold, "colds", st.Colds, "forwarded_growth", st.ForwardedGrowth, "forwarded", st.Forwarded, "length", st.Length,
+		"after", st.After, "summary_tokens", st.SummaryTokens, "removed", st.Removed, "read_backs", st.ReadBacks,
+		"crossed", st.Crossed, "tokens", c.tokens, "estimate", est, "trigger", check.ThresholdTokens, "compact", check.ShouldCompact}
+	if u := st.Usage; u != nil {
+		attrs = append(attrs, "usage_tokens", u.Tokens, "usage_counted", u.Counted, "ratio", u.Ratio, "usage_n", u.N, "hit", u.Hit, "hit_n", u.HitN)
+	}
+	if c.pl != nil {
+		attrs = append(attrs, "plan_cold", c.pl.cold, "plan_growth", c.pl.growth, "plan_after", c.pl.after, "rate", c.rate)
+	}
+	c.p.log.DebugContext(ctx, "pipeline: plan", attrs...)
 }
 
 // remembered wraps a summarizer so that the same middle, summarized again

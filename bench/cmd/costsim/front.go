@@ -180,9 +180,17 @@ type traceLine struct {
 // traceMeta is a trace's meta.json: what a replay needs besides the
 // requests.
 type traceMeta struct {
-	// ProxyDir is the proxy arm's working directory (its workspace and
-	// archives are .agentctx and .offload under it).
-	ProxyDir string `json:"proxy_dir,omitempty"`
+	// ProxyDir is the proxy arm's working directory (its archives are
+	// .offload under it), and Workspace its workspace directory (by
+	// default in the arm's home: projectws.Default).
+	ProxyDir  string `json:"proxy_dir,omitempty"`
+	Workspace string `json:"workspace,omitempty"`
+	// ClientDir is the client's working directory.
+	ClientDir string `json:"client_dir,omitempty"`
+	// ClockSpeed and SlowBuild (a time.Duration's String) are the
+	// task's (fakeupstream.LongTaskOptions).
+	ClockSpeed float64 `json:"clock_speed,omitempty"`
+	SlowBuild  string  `json:"slow_build,omitempty"`
 }
 
 // writeMeta writes the trace's meta.json.

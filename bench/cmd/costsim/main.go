@@ -103,7 +103,14 @@
 // caches and of the proxy: the arm's start plus the wall time elapsed
 // times -clock-speed), header the request's headers without credentials,
 // and body the file beside it that holds the body's bytes (empty for a
-// request without a body). bench/internal/tracereplay reads them.
+// request without a body). Beside them, meta.json names the arm's
+// directories: the client's working directory (client_dir) and, for the
+// proxy arm, the proxy's (proxy_dir) and its workspace's (workspace),
+// whose paths the references and the model's reads of them hold; and the
+// task's clock speed and slow build (clock_speed, slow_build), which the
+// model's commands are written with.
+// bench/internal/tracereplay reads them, and replays in the same
+// directories.
 //
 // The clients are the ones the end-to-end tests install
 // (internal/testkit/e2eclient); `go test ./bench/cmd/costsim` installs
@@ -127,6 +134,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -135,6 +143,7 @@ import (
 	"time"
 
 	"github.com/agentctx/agentctx/compact"
+	"github.com/agentctx/agentctx/internal/app/projectws"
 	"github.com/agentctx/agentctx/internal/testkit/e2eclient"
 	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 	"github.com/agentctx/agentctx/proxy"
@@ -753,13 +762,15 @@ func startArm(ctx context.Context, cfg config, c cell, run int, arm string, dirs
 		if err != nil {
 			return fail(err)
 		}
+		m := traceMeta{ClientDir: dirs.work, ClockSpeed: cfg.ClockSpeed, SlowBuild: regimeOf(c.Regime).slowBuild.String()}
 		if arm == "proxy" {
-			// The proxy's directory: the paths of its references, which
-			// the model reads back, lie under it (tracereplay serves
-			// them from the same directory).
-			if err := tw.writeMeta(traceMeta{ProxyDir: dirs.proxy}); err != nil {
-				return fail(err)
-			}
+			// The proxy's directories: the paths of its references,
+			// which the model reads back, lie under its workspace
+			// (tracereplay keeps its own there).
+			m.ProxyDir, m.Workspace = dirs.proxy, proxyWorkspace(cfg.ProxyArgs, dirs.proxy, proxyEnv(dirs.home))
+		}
+		if err := tw.writeMeta(m); err != nil {
+			return fail(err)
 		}
 		env.front.trace = tw
 		env.stops = append(env.stops, func(io.Writer, bool) error {
@@ -797,6 +808,48 @@ type proxyProc struct {
 	log  *e2eclient.SyncBuffer
 }
 
+// proxyEnv is the environment of an arm's proxy, whose home is home.
+func proxyEnv(home string) []string { return append(e2eclient.MinimalEnv(), "HOME="+home) }
+
+// proxyWorkspace returns the workspace directory of `agentctx proxy
+// args` run in dir with the environment env: the last --workspace of
+// args, else the default of the project dir (projectws.Default, as the
+// command finds it); "" when args name a --store.
+func proxyWorkspace(args []string, dir string, env []string) string {
+	ws := ""
+	for i, a := range args {
+		v, ok := strings.CutPrefix(a, "--workspace=")
+		if a == "--workspace" && i+1 < len(args) {
+			v, ok = args[i+1], true
+		}
+		if ok {
+			ws = v
+		}
+		if a == "--store" || strings.HasPrefix(a, "--store=") {
+			return ""
+		}
+	}
+	if ws != "" {
+		if !filepath.IsAbs(ws) {
+			ws = filepath.Join(dir, ws)
+		}
+		return ws
+	}
+	project, err := projectws.Project(dir)
+	if err != nil {
+		project = dir
+	}
+	lookup := func(k string) (string, bool) {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	return projectws.Default(project, lookup, runtime.GOOS)
+}
+
 // startProxy runs `agentctx proxy` in dir (its workspace dir/.agentctx)
 // with the simulated clock, in front of upstream.
 func startProxy(ctx context.Context, cfg config, dir, home, upstream string) (*proxyProc, error) {
@@ -804,7 +857,7 @@ func startProxy(ctx context.Context, cfg config, dir, home, upstream string) (*p
 		"--clock-speed", fmt.Sprint(cfg.ClockSpeed)}, cfg.ProxyArgs...)
 	cmd := exec.Command(cfg.Bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(e2eclient.MinimalEnv(), "HOME="+home)
+	cmd.Env = proxyEnv(home)
 	p := &proxyProc{cmd: cmd, log: &e2eclient.SyncBuffer{}}
 	cmd.Stderr = p.log
 	out, err := cmd.StdoutPipe()

@@ -5,7 +5,11 @@
 //	go run ./bench/cmd/hindsight -trace DIR -steps 120 [-small] [-thinking] [-grid 'ARGS;ARGS;...'] [-- common proxy flags]
 //
 // Without -grid it replays the grid of clearing age × batch size ×
-// compaction point (see defaultGrid) and the proxy's defaults.
+// compaction point (see defaultGrid) and the proxy's defaults. The
+// replayed proxy works in the recorded proxy's directories and its
+// client's (the trace's meta.json), so that the references it sends, and
+// the reads of them the client's requests hold, are the recorded ones. With
+// -log, the proxy flag -v logs its debug detail (the plan of each request).
 package main
 
 import (
@@ -18,6 +22,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/agentctx/agentctx/bench/internal/tracereplay"
 	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
@@ -29,7 +34,11 @@ func main() {
 	thinking := flag.Bool("thinking", false, "the recorded task ran with thinking")
 	small := flag.Bool("small", false, "the recorded task had small outputs (costsim -outputs small)")
 	chained := flag.Bool("chained", true, "the recorded task was chained (costsim's)")
-	proxyDir := flag.String("proxy-dir", "", "the recorded proxy's directory (default: the trace's meta.json; its references' paths are under it)")
+	proxyDir := flag.String("proxy-dir", "", "the recorded proxy's directory (default: the trace's meta.json)")
+	workspace := flag.String("workspace", "", "the recorded proxy's workspace directory (default: the trace's meta.json, else .agentctx in -proxy-dir; its references' paths are under it)")
+	clientDir := flag.String("client-dir", "", "the recorded client's working directory (default: the trace's meta.json; the model's file reads name paths under it)")
+	clockSpeed := flag.Float64("clock-speed", 0, "the recorded task's clock speed (default: the trace's meta.json; its commands' sleeps are written with it)")
+	slowBuild := flag.Duration("slow-build", 0, "the recorded task's slow build (default: the trace's meta.json, else fakeupstream.SlowBuildTime)")
 	summary := flag.Int("summary-tokens", 0, "the size of the model's summaries (0: fakeupstream.DefaultSummaryTokens, as costsim's)")
 	grid := flag.String("grid", "", "policies to replay, ';' between them, each a list of proxy flags ('-' alone: the defaults only; unset: the default grid and the defaults)")
 	verbose := flag.Bool("v", false, "print the usage of each request of each policy")
@@ -52,6 +61,18 @@ func main() {
 	if *proxyDir == "" {
 		*proxyDir = meta.ProxyDir
 	}
+	if *workspace == "" {
+		*workspace = meta.Workspace
+	}
+	if *clientDir == "" {
+		*clientDir = meta.ClientDir
+	}
+	if *clockSpeed == 0 {
+		*clockSpeed = meta.ClockSpeed
+	}
+	if *slowBuild == 0 {
+		*slowBuild = time.Duration(meta.SlowBuild)
+	}
 	policies := defaultGrid()
 	switch *grid {
 	case "":
@@ -62,8 +83,9 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	task := fakeupstream.LongTaskOptions{Steps: *steps, Thinking: *thinking, SmallOutputs: *small, Chained: *chained, SummaryTokens: *summary}
-	rows := replayAll(ctx, reqs, policies, task, *proxyDir, *logFile, *verbose)
+	task := fakeupstream.LongTaskOptions{Steps: *steps, Thinking: *thinking, SmallOutputs: *small, Chained: *chained, SummaryTokens: *summary, Dir: *clientDir,
+		ClockSpeed: *clockSpeed, SlowBuild: *slowBuild}
+	rows := replayAll(ctx, reqs, policies, task, dirs{proxy: *proxyDir, workspace: *workspace}, *logFile, *verbose)
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].res.Bill.USD < rows[j].res.Bill.USD })
 	fmt.Println("| policy | bill USD | cache read | cache write | input | output | proxy summaries |")
 	fmt.Println("|---|--:|--:|--:|--:|--:|--:|")
@@ -79,9 +101,12 @@ type row struct {
 	res    tracereplay.Result
 }
 
+// dirs are the recorded proxy's directories a replay works in.
+type dirs struct{ proxy, workspace string }
+
 // replayAll replays reqs under each policy (with the common proxy flags
 // after --) and returns their bills, in order; it exits on an error.
-func replayAll(ctx context.Context, reqs []tracereplay.Request, policies []string, task fakeupstream.LongTaskOptions, proxyDir, logFile string, verbose bool) []row {
+func replayAll(ctx context.Context, reqs []tracereplay.Request, policies []string, task fakeupstream.LongTaskOptions, d dirs, logFile string, verbose bool) []row {
 	var logw io.Writer
 	if logFile != "" {
 		f, err := os.OpenFile(logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -98,7 +123,7 @@ func replayAll(ctx context.Context, reqs []tracereplay.Request, policies []strin
 		if logw != nil {
 			fmt.Fprintf(logw, "=== policy %q\n", p)
 		}
-		res, err := tracereplay.Run(ctx, reqs, tracereplay.Options{ProxyArgs: args, Log: logw, Task: task, ProxyDir: proxyDir})
+		res, err := tracereplay.Run(ctx, reqs, tracereplay.Options{ProxyArgs: args, Log: logw, Task: task, ProxyDir: d.proxy, Workspace: d.workspace})
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "hindsight: %q: %v\n", p, err)
 			os.Exit(1)

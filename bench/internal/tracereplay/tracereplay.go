@@ -78,8 +78,44 @@ func Read(dir string) ([]Request, error) {
 type Meta struct {
 	// ProxyDir is the working directory of the proxy the session ran
 	// through: its references name paths under it, which the model reads
-	// back; a replay serves its workspace from the same directory.
+	// back; a replay works in the same directory.
 	ProxyDir string `json:"proxy_dir,omitempty"`
+	// Workspace is the directory of the recorded proxy's workspace (its
+	// default, in the user's state directory, or ProxyDir/.agentctx): the
+	// paths of its stored results, which the references named and the
+	// recorded model read back, are under it, and the client's later
+	// requests hold those reads. A replay keeps its workspace there, so
+	// that the references it sends are the recorded ones byte for byte and
+	// a read of one is a read-back to its proxy, kept whole, as it was to
+	// the recorded one. "" in a trace from before it was recorded.
+	Workspace string `json:"workspace,omitempty"`
+	// ClientDir is the recorded client's working directory: the scripted
+	// model's file reads name paths under it (LongTaskOptions.Dir), and
+	// their output tokens are billed.
+	ClientDir string `json:"client_dir,omitempty"`
+	// ClockSpeed and SlowBuild are the scripted task's
+	// (LongTaskOptions): the sleeps of its commands, in the model's
+	// output, are written with them. 0 in a trace from before they were
+	// recorded.
+	ClockSpeed float64  `json:"clock_speed,omitempty"`
+	SlowBuild  Duration `json:"slow_build,omitempty"`
+}
+
+// Duration is a time.Duration written in JSON as its string ("1m0s").
+type Duration time.Duration
+
+// MarshalJSON implements json.Marshaler.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.ParseDuration(s)
+	*d = Duration(v)
+	return err
 }
 
 // ReadMeta reads the trace's meta.json in dir: the zero Meta when it has
@@ -107,16 +143,25 @@ type Options struct {
 	// Task is the scripted model's task: its steps, outputs and chaining
 	// must be the recorded session's (the summaries it writes, of
 	// Task.SummaryTokens, are what a compaction's output costs); Dir its
-	// working directory is taken as.
+	// working directory is taken as: the recorded client's
+	// (Meta.ClientDir), whose paths its file reads name; ClockSpeed and
+	// SlowBuild the recorded session's (Meta), which its commands' sleeps
+	// are written with (the model answers at once: NoLatency).
 	Task fakeupstream.LongTaskOptions
 	// ProxyDir, when set, is the directory the replayed proxy works in
-	// (its workspace and archives under it, as `agentctx proxy` run there
-	// with its defaults): the recorded session's (Meta.ProxyDir), so that
-	// the paths its references named, which the recorded model read back,
-	// are the replay's own, and a read-back is recognised as one. It must
-	// not exist (the recorded run removed it), or be a replay's; Run
-	// removes it when done. "" means a temporary directory.
+	// (its archives under it, as `agentctx proxy` run there with its
+	// defaults): the recorded session's (Meta.ProxyDir). It must not
+	// exist (the recorded run removed it), or be a replay's; Run removes
+	// it when done. "" means a temporary directory.
 	ProxyDir string
+	// Workspace, when set, is the replayed proxy's workspace directory:
+	// the recorded proxy's (Meta.Workspace), so that the paths its
+	// references named, which the recorded model read back, are the
+	// replay's own, and a read-back is recognised as one (kept whole, as
+	// the recorded proxy kept it: a replay that offloaded it again
+	// compacted later, issue 45). It is claimed and removed as ProxyDir
+	// is. "" means .agentctx in the directory the proxy works in.
+	Workspace string
 	// Log receives the proxy's log; nil discards it.
 	Log io.Writer
 }
@@ -214,16 +259,30 @@ func Run(ctx context.Context, reqs []Request, opts Options) (Result, error) {
 		return res, fmt.Errorf("tracereplay: no requests")
 	}
 	var work string
-	var err error
 	if d := opts.ProxyDir; d != "" {
-		work, err = claimDir(d)
+		dir, release, err := claimDir(d)
+		if err != nil {
+			return res, err
+		}
+		defer release()
+		work = dir
 	} else {
-		work, err = os.MkdirTemp("", "tracereplay-")
+		dir, err := os.MkdirTemp("", "tracereplay-")
+		if err != nil {
+			return res, err
+		}
+		defer os.RemoveAll(dir)
+		work = dir
 	}
-	if err != nil {
-		return res, err
+	ws := filepath.Join(work, ".agentctx")
+	if d := opts.Workspace; d != "" {
+		dir, release, err := claimDir(d)
+		if err != nil {
+			return res, err
+		}
+		defer release()
+		ws = dir
 	}
-	defer os.RemoveAll(work)
 	clk := &clock{t: reqs[0].At}
 	task := opts.Task
 	if task.SummaryHeader == "" {
@@ -232,7 +291,7 @@ func Run(ctx context.Context, reqs []Request, opts Options) (Result, error) {
 	if task.SummaryTitle == "" {
 		task.SummaryTitle = compact.SummaryTitle
 	}
-	task.ClockSpeed = 0 // the replay's clock is the trace's
+	task.NoLatency = true // the replay's clock is the trace's
 	task.PathRoots = append(task.PathRoots, work)
 	model := fakeupstream.NewLongTask(task)
 	fake := fakeupstream.New(fakeupstream.Options{Script: model.Script, Now: clk.now})
@@ -243,7 +302,7 @@ func Run(ctx context.Context, reqs []Request, opts Options) (Result, error) {
 		logw = io.Discard
 	}
 	args := append([]string{"--upstream-anthropic", up.URL, "--upstream-openai", up.URL,
-		"--workspace", filepath.Join(work, ".agentctx"), "--dir", filepath.Join(work, ".offload")}, opts.ProxyArgs...)
+		"--workspace", ws, "--dir", filepath.Join(work, ".offload")}, opts.ProxyArgs...)
 	srv, closeAll, err := cli.SimulatedProxy(ctx, args, clk.now, clk.afterFunc, logw)
 	if err != nil {
 		return res, err
@@ -286,18 +345,38 @@ const replayMark = ".tracereplay"
 
 // claimDir makes dir for a replay: it must not exist, or hold a replay's
 // mark (a replay that did not finish); anything else is left alone.
-func claimDir(dir string) (string, error) {
+// release removes dir and the parents claimDir made for it, those left
+// empty.
+func claimDir(dir string) (_ string, release func(), err error) {
 	dir = filepath.Clean(dir)
 	if _, err := os.Stat(dir); err == nil {
 		if _, err := os.Stat(filepath.Join(dir, replayMark)); err != nil {
-			return "", fmt.Errorf("tracereplay: %s exists and is not a replay's: the recorded proxy's directory must be free", dir)
+			return "", nil, fmt.Errorf("tracereplay: %s exists and is not a replay's: the recorded proxy's directories must be free", dir)
 		}
 		if err := os.RemoveAll(dir); err != nil {
-			return "", err
+			return "", nil, err
+		}
+	}
+	var made []string // the parents made, the deepest first
+	for p := filepath.Dir(dir); p != filepath.Dir(p); p = filepath.Dir(p) {
+		if _, err := os.Stat(p); err == nil {
+			break
+		}
+		made = append(made, p)
+	}
+	release = func() {
+		os.RemoveAll(dir)
+		for _, p := range made {
+			os.Remove(p) // only when empty: another's files stay
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		release()
+		return "", nil, err
 	}
-	return dir, os.WriteFile(filepath.Join(dir, replayMark), nil, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, replayMark), nil, 0o644); err != nil {
+		release()
+		return "", nil, err
+	}
+	return dir, release, nil
 }

@@ -20,12 +20,14 @@ import (
 // read, --listen is ignored (the caller serves the handler) and
 // --clock-speed may not be given. after runs a function later on the
 // clock now (the keep-warm requests' timers: proxy.Options.AfterFunc);
-// nil runs it on the wall clock. Its log goes to logw. closeAll releases
-// what it opened (stores, the server).
+// nil runs it on the wall clock. Its log goes to logw, with debug detail
+// when args give -v (--verbose, a root flag of the command line).
+// closeAll releases what it opened (stores, the server).
 func SimulatedProxy(ctx context.Context, args []string, now func() time.Time, after func(time.Duration, func()) func() bool, logw io.Writer) (srv *proxy.Server, closeAll func(), err error) {
 	var p proxyFlags
 	cmd := &cobra.Command{Use: "proxy", Args: cobra.NoArgs}
 	p.register(cmd, "127.0.0.1:0")
+	verbose := cmd.Flags().BoolP("verbose", "v", false, "log debug detail")
 	if err := cmd.ParseFlags(args); err != nil {
 		return nil, nil, usagef("%v", err)
 	}
@@ -33,7 +35,11 @@ func SimulatedProxy(ctx context.Context, args []string, now func() time.Time, af
 		return nil, nil, usagef("--clock-speed cannot be used in a simulation: its clock is the caller's")
 	}
 	cmd.SetContext(ctx)
-	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))
 	e := &env{s: &Streams{Out: io.Discard, Err: logw}, logger: log}
 	p.now, p.after = now, after
 	if after == nil {

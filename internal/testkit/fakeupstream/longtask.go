@@ -79,6 +79,11 @@ type LongTaskOptions struct {
 	// tool's time (Step.Duration, divided by ClockSpeed) before printing.
 	// 0 means no delays.
 	ClockSpeed float64
+	// NoLatency makes the model answer at once whatever ClockSpeed: a
+	// replay on a recorded session's clock, whose commands must be the
+	// recorded ones (their sleeps, of ClockSpeed, are in the output
+	// billed), while the clock moves by the recorded times.
+	NoLatency bool
 	// Thinking makes each step's answer (and the final one) to an
 	// Anthropic request with thinking on (a "thinking" of type enabled or
 	// adaptive) start with a signed thinking block of about 100 tokens, as
@@ -247,7 +252,7 @@ func KeepSteps(steps int) [3]int {
 // Script answers the requests; use it as Options.Script.
 func (m *LongTask) Script(c *Call) Reply {
 	r := m.reply(c)
-	if m.opts.ClockSpeed > 0 {
+	if m.opts.ClockSpeed > 0 && !m.opts.NoLatency {
 		time.Sleep(time.Duration(float64(ModelLatency(outputTokens(r))) / m.opts.ClockSpeed))
 	}
 	return r

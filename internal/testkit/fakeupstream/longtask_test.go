@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentctx/agentctx/internal/testkit/fakeupstream"
 )
@@ -165,6 +166,23 @@ func TestLongTaskCodex(t *testing.T) {
 	// Step 5 is the slow build.
 	if cmd := r.ToolCalls[0].Input["cmd"]; cmd != "sleep 6.000; cat logs/build-005.log" {
 		t.Errorf("step 5's command is %q", cmd)
+	}
+}
+
+// With NoLatency the model answers at once (a replay on a recorded clock),
+// its commands written as on the clock of ClockSpeed: at ×1 the slow
+// build's answer would take seconds of latency, and sleeps 6 minutes.
+func TestLongTaskNoLatency(t *testing.T) {
+	m := fakeupstream.NewLongTask(fakeupstream.LongTaskOptions{Steps: 120, ClockSpeed: 1, NoLatency: true})
+	c := &fakeupstream.Call{API: fakeupstream.APIResponses, Header: http.Header{}, ToolNames: []string{"exec_command", "apply_patch"},
+		Body: map[string]any{}, Raw: []byte(`{"input":[{"role":"assistant","content":"lt-step-004: next"}]}`)}
+	start := time.Now()
+	r := m.Script(c)
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("the answer took %v", d)
+	}
+	if len(r.ToolCalls) != 1 || r.ToolCalls[0].Input["cmd"] != "sleep 360.000; cat logs/build-005.log" {
+		t.Errorf("reply %+v, want the slow build's command with its sleep", r)
 	}
 }
 
