@@ -611,24 +611,7 @@ func (s *Server) gemini(w http.ResponseWriter, c *Call, req geminiRequest, r Rep
 		json.NewEncoder(w).Encode(response(parts, true))
 		return
 	}
-	var chunks [][]map[string]any
-	for _, p := range parts {
-		if t, ok := p["text"].(string); ok && p["thought"] == nil && len(t) > geminiChunk {
-			pieces := splitText(t, geminiChunk)
-			for k, piece := range pieces {
-				q := map[string]any{"text": piece}
-				if sig, ok := p["thoughtSignature"]; ok && k == len(pieces)-1 {
-					q["thoughtSignature"] = sig
-				}
-				chunks = append(chunks, []map[string]any{q})
-			}
-			continue
-		}
-		chunks = append(chunks, []map[string]any{p})
-	}
-	if len(chunks) == 0 {
-		chunks = [][]map[string]any{{{"text": ""}}}
-	}
+	chunks := geminiChunks(parts)
 	var f http.Flusher
 	if fl, ok := w.(http.Flusher); ok {
 		f = fl
@@ -668,6 +651,31 @@ func (s *Server) gemini(w http.ResponseWriter, c *Call, req geminiRequest, r Rep
 
 // geminiChunk is the most bytes of text a streamed chunk carries.
 const geminiChunk = 64
+
+// geminiChunks splits an answer's parts into the chunks of its stream:
+// a long text in pieces (its thought signature on the last), every other
+// part whole in a chunk of its own; an empty answer is one empty text.
+func geminiChunks(parts []map[string]any) [][]map[string]any {
+	var chunks [][]map[string]any
+	for _, p := range parts {
+		if t, ok := p["text"].(string); ok && p["thought"] == nil && len(t) > geminiChunk {
+			pieces := splitText(t, geminiChunk)
+			for k, piece := range pieces {
+				q := map[string]any{"text": piece}
+				if sig, ok := p["thoughtSignature"]; ok && k == len(pieces)-1 {
+					q["thoughtSignature"] = sig
+				}
+				chunks = append(chunks, []map[string]any{q})
+			}
+			continue
+		}
+		chunks = append(chunks, []map[string]any{p})
+	}
+	if len(chunks) == 0 {
+		chunks = [][]map[string]any{{{"text": ""}}}
+	}
+	return chunks
+}
 
 // splitText cuts t into pieces of at most n bytes, at rune boundaries.
 func splitText(t string, n int) []string {

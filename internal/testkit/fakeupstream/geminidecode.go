@@ -192,74 +192,92 @@ func decodeGeminiRequest(m map[string]any, at string) (geminiRequest, *geminiErr
 		req.System = &ct
 	}
 	if v := geminiField(m, "tools"); v != nil {
-		list, ok := v.([]any)
-		if !ok {
-			return req, badValue(at+"tools", "type.googleapis.com/google.ai.generativelanguage.v1beta.Tool", v)
-		}
-		for i, tv := range list {
-			t, ok := tv.(map[string]any)
-			if !ok {
-				return req, badValue(fmt.Sprintf("%stools[%d]", at, i), "type.googleapis.com/google.ai.generativelanguage.v1beta.Tool", tv)
-			}
-			fds := geminiField(t, "functionDeclarations")
-			if fds == nil {
-				continue
-			}
-			fl, ok := fds.([]any)
-			if !ok {
-				return req, badValue(fmt.Sprintf("%stools[%d].function_declarations", at, i), "type.googleapis.com/google.ai.generativelanguage.v1beta.FunctionDeclaration", fds)
-			}
-			for j, dv := range fl {
-				d, _ := dv.(map[string]any)
-				name, ok := d["name"].(string)
-				if !ok {
-					return req, badValue(fmt.Sprintf("%stools[%d].function_declarations[%d].name", at, i, j), "TYPE_STRING", d["name"])
-				}
-				req.Functions = append(req.Functions, name)
-			}
+		if e := decodeTools(&req, v, at); e != nil {
+			return req, e
 		}
 	}
 	if v := geminiField(m, "generationConfig"); v != nil {
-		gc, ok := v.(map[string]any)
-		if !ok {
-			return req, badValue(at+"generation_config", "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerationConfig", v)
-		}
-		if mv := geminiField(gc, "maxOutputTokens"); mv != nil {
-			n, ok := int32Of(mv)
-			if !ok {
-				return req, badValue(at+"generation_config.max_output_tokens", "TYPE_INT32", mv)
-			}
-			req.MaxOutputTokens = n
-		}
-		if tv := geminiField(gc, "thinkingConfig"); tv != nil {
-			tc, ok := tv.(map[string]any)
-			if !ok {
-				return req, badValue(at+"generation_config.thinking_config", "type.googleapis.com/google.ai.generativelanguage.v1beta.ThinkingConfig", tv)
-			}
-			if iv := geminiField(tc, "includeThoughts"); iv != nil {
-				b, ok := iv.(bool)
-				if !ok {
-					return req, badValue(at+"generation_config.thinking_config.include_thoughts", "TYPE_BOOL", iv)
-				}
-				req.IncludeThoughts = b
-			}
-			if bv := geminiField(tc, "thinkingBudget"); bv != nil {
-				n, ok := int32Of(bv)
-				if !ok {
-					return req, badValue(at+"generation_config.thinking_config.thinking_budget", "TYPE_INT32", bv)
-				}
-				req.ThinkingBudget = &n
-			}
-			if lv := geminiField(tc, "thinkingLevel"); lv != nil {
-				s, ok := lv.(string)
-				if !ok {
-					return req, badValue(at+"generation_config.thinking_config.thinking_level", "TYPE_ENUM", lv)
-				}
-				req.ThinkingLevel = s
-			}
+		if e := decodeGenerationConfig(&req, v, at); e != nil {
+			return req, e
 		}
 	}
 	return req, nil
+}
+
+// decodeTools reads a request's tools: the names of its function
+// declarations.
+func decodeTools(req *geminiRequest, v any, at string) *geminiError {
+	list, ok := v.([]any)
+	if !ok {
+		return badValue(at+"tools", "type.googleapis.com/google.ai.generativelanguage.v1beta.Tool", v)
+	}
+	for i, tv := range list {
+		t, ok := tv.(map[string]any)
+		if !ok {
+			return badValue(fmt.Sprintf("%stools[%d]", at, i), "type.googleapis.com/google.ai.generativelanguage.v1beta.Tool", tv)
+		}
+		fds := geminiField(t, "functionDeclarations")
+		if fds == nil {
+			continue
+		}
+		fl, ok := fds.([]any)
+		if !ok {
+			return badValue(fmt.Sprintf("%stools[%d].function_declarations", at, i), "type.googleapis.com/google.ai.generativelanguage.v1beta.FunctionDeclaration", fds)
+		}
+		for j, dv := range fl {
+			d, _ := dv.(map[string]any)
+			name, ok := d["name"].(string)
+			if !ok {
+				return badValue(fmt.Sprintf("%stools[%d].function_declarations[%d].name", at, i, j), "TYPE_STRING", d["name"])
+			}
+			req.Functions = append(req.Functions, name)
+		}
+	}
+	return nil
+}
+
+// decodeGenerationConfig reads the generationConfig members the fake
+// answers by: maxOutputTokens and thinkingConfig.
+func decodeGenerationConfig(req *geminiRequest, v any, at string) *geminiError {
+	gc, ok := v.(map[string]any)
+	if !ok {
+		return badValue(at+"generation_config", "type.googleapis.com/google.ai.generativelanguage.v1beta.GenerationConfig", v)
+	}
+	if mv := geminiField(gc, "maxOutputTokens"); mv != nil {
+		n, ok := int32Of(mv)
+		if !ok {
+			return badValue(at+"generation_config.max_output_tokens", "TYPE_INT32", mv)
+		}
+		req.MaxOutputTokens = n
+	}
+	if tv := geminiField(gc, "thinkingConfig"); tv != nil {
+		tc, ok := tv.(map[string]any)
+		if !ok {
+			return badValue(at+"generation_config.thinking_config", "type.googleapis.com/google.ai.generativelanguage.v1beta.ThinkingConfig", tv)
+		}
+		if iv := geminiField(tc, "includeThoughts"); iv != nil {
+			b, ok := iv.(bool)
+			if !ok {
+				return badValue(at+"generation_config.thinking_config.include_thoughts", "TYPE_BOOL", iv)
+			}
+			req.IncludeThoughts = b
+		}
+		if bv := geminiField(tc, "thinkingBudget"); bv != nil {
+			n, ok := int32Of(bv)
+			if !ok {
+				return badValue(at+"generation_config.thinking_config.thinking_budget", "TYPE_INT32", bv)
+			}
+			req.ThinkingBudget = &n
+		}
+		if lv := geminiField(tc, "thinkingLevel"); lv != nil {
+			s, ok := lv.(string)
+			if !ok {
+				return badValue(at+"generation_config.thinking_config.thinking_level", "TYPE_ENUM", lv)
+			}
+			req.ThinkingLevel = s
+		}
+	}
+	return nil
 }
 
 // int32Of returns a JSON number (or a decimal string, as proto JSON takes
@@ -363,50 +381,69 @@ func decodePart(v any, at string) (geminiPart, *geminiError) {
 		p.Signature = sig
 	}
 	if cv := geminiField(m, "functionCall"); cv != nil {
-		fc, ok := cv.(map[string]any)
-		if !ok {
-			return p, badValue(at+".function_call", "type.googleapis.com/google.ai.generativelanguage.v1beta.FunctionCall", cv)
-		}
-		if e := checkFields(fc, geminiCallFields, at+".function_call"); e != nil {
+		call, e := decodeCall(cv, at+".function_call")
+		if e != nil {
 			return p, e
 		}
-		var call geminiCall
-		var e *geminiError
-		if call.ID, call.Name, e = idName(fc, at+".function_call"); e != nil {
-			return p, e
-		}
-		if av, ok := fc["args"]; ok && av != nil {
-			args, ok := av.(map[string]any)
-			if !ok {
-				return p, badValue(at+".function_call.args", "type.googleapis.com/google.protobuf.Struct", av)
-			}
-			call.Args = args
-		}
-		p.Call = &call
+		p.Call = call
 	}
 	if rv := geminiField(m, "functionResponse"); rv != nil {
-		fr, ok := rv.(map[string]any)
-		if !ok {
-			return p, badValue(at+".function_response", "type.googleapis.com/google.ai.generativelanguage.v1beta.FunctionResponse", rv)
-		}
-		if e := checkFields(fr, geminiResponseFields, at+".function_response"); e != nil {
+		resp, e := decodeFunctionResponse(rv, at+".function_response")
+		if e != nil {
 			return p, e
 		}
-		var resp geminiResponse
-		var e *geminiError
-		if resp.ID, resp.Name, e = idName(fr, at+".function_response"); e != nil {
-			return p, e
-		}
-		if av, ok := fr["response"]; ok && av != nil {
-			r, ok := av.(map[string]any)
-			if !ok {
-				return p, badValue(at+".function_response.response", "type.googleapis.com/google.protobuf.Struct", av)
-			}
-			resp.Response = r
-		}
-		p.Response = &resp
+		p.Response = resp
 	}
 	return p, nil
+}
+
+// decodeCall reads a part's functionCall: its id, name and args.
+func decodeCall(cv any, at string) (*geminiCall, *geminiError) {
+	fc, ok := cv.(map[string]any)
+	if !ok {
+		return nil, badValue(at, "type.googleapis.com/google.ai.generativelanguage.v1beta.FunctionCall", cv)
+	}
+	if e := checkFields(fc, geminiCallFields, at); e != nil {
+		return nil, e
+	}
+	var call geminiCall
+	var e *geminiError
+	if call.ID, call.Name, e = idName(fc, at); e != nil {
+		return nil, e
+	}
+	if av, ok := fc["args"]; ok && av != nil {
+		args, ok := av.(map[string]any)
+		if !ok {
+			return nil, badValue(at+".args", "type.googleapis.com/google.protobuf.Struct", av)
+		}
+		call.Args = args
+	}
+	return &call, nil
+}
+
+// decodeFunctionResponse reads a part's functionResponse: its id, name and
+// response.
+func decodeFunctionResponse(rv any, at string) (*geminiResponse, *geminiError) {
+	fr, ok := rv.(map[string]any)
+	if !ok {
+		return nil, badValue(at, "type.googleapis.com/google.ai.generativelanguage.v1beta.FunctionResponse", rv)
+	}
+	if e := checkFields(fr, geminiResponseFields, at); e != nil {
+		return nil, e
+	}
+	var resp geminiResponse
+	var e *geminiError
+	if resp.ID, resp.Name, e = idName(fr, at); e != nil {
+		return nil, e
+	}
+	if av, ok := fr["response"]; ok && av != nil {
+		r, ok := av.(map[string]any)
+		if !ok {
+			return nil, badValue(at+".response", "type.googleapis.com/google.protobuf.Struct", av)
+		}
+		resp.Response = r
+	}
+	return &resp, nil
 }
 
 // idName returns a function call's or response's id and name, strings.
