@@ -352,7 +352,11 @@ func (s *Server) route(r *http.Request) route {
 			rest = rest[i:]
 		}
 	}
-	fam, editable := families.Route(r.Method, rest, r.Header)
+	var query url.Values
+	if r.URL.RawQuery != "" {
+		query = r.URL.Query()
+	}
+	fam, editable := families.Route(r.Method, rest, query, r.Header)
 	rt := route{upstream: s.upstreamOf(fam), path: rest, rawPath: raw, fam: fam}
 	if editable {
 		rt.api = apiOf(fam)
