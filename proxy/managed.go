@@ -88,7 +88,7 @@ func isMarkedResult(text string) bool {
 // isReadBack reports whether a tool call reads agentctx's workspace back.
 func isReadBack(name, input string) bool {
 	for _, n := range readTools {
-		if name == n || strings.HasSuffix(name, "__"+n) {
+		if name == n || strings.HasSuffix(name, "__"+n) || strings.HasPrefix(name, "mcp_") && strings.HasSuffix(name, "_"+n) { // Gemini CLI's mcp_<server>_<tool>
 			return true
 		}
 	}

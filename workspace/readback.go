@@ -51,13 +51,14 @@ func ReadTools() []string { return toolNames() }
 // IsReadTool reports whether name is one of the workspace's read-back
 // tools, as an agent names it: the bare name (get_knowledge_by_id) or the
 // name an MCP client gives a server's tool, with a "<prefix>__" before it
-// (Claude Code's mcp__agentctx__get_knowledge_by_id).
+// (Claude Code's mcp__agentctx__get_knowledge_by_id) or "mcp_<server>_"
+// (Gemini CLI's mcp_agentctx_get_knowledge_by_id).
 func IsReadTool(name string) bool {
 	if i := strings.LastIndex(name, "__"); i >= 0 {
 		name = name[i+2:]
 	}
 	for _, t := range toolNames() {
-		if name == t {
+		if name == t || strings.HasPrefix(name, "mcp_") && strings.HasSuffix(name, "_"+t) {
 			return true
 		}
 	}

@@ -378,7 +378,8 @@ func (m *LongTask) readBack(c *Call, t tools, ts []requestText, want string, ste
 	}
 	idTool := ""
 	for _, n := range c.ToolNames {
-		if n == "get_knowledge_by_id" || strings.HasSuffix(n, "__get_knowledge_by_id") {
+		if n == "get_knowledge_by_id" || strings.HasSuffix(n, "__get_knowledge_by_id") ||
+			strings.HasPrefix(n, "mcp_") && strings.HasSuffix(n, "_get_knowledge_by_id") { // Gemini CLI's mcp_<server>_<tool>
 			idTool = n
 		}
 	}
