@@ -26,8 +26,15 @@
 //   - Gemini CLI gets GOOGLE_GEMINI_BASE_URL, the proxy (the Gemini API;
 //     the key from its own configuration, GEMINI_API_KEY with the API key
 //     auth: with a Google login it talks to Code Assist, which the proxy
-//     does not serve). The proxy bills its requests and does not edit
-//     them yet, so no read-back MCP server is registered.
+//     does not serve), and GEMINI_CLI_SYSTEM_DEFAULTS_PATH, a temporary
+//     copy of its system defaults file (the lowest of its settings'
+//     scopes: the user's own settings win) with the MCP server "agentctx"
+//     at the proxy's /mcp added, trusted (its tools run without a
+//     prompt), with the headers it needs (the proxy's token, and
+//     GEMINI_API_KEY as X-Goog-Api-Key, which a proxy run with --tenants
+//     tells tenants apart by); each of Options.ReadDirs is an
+//     --include-directories. A system defaults file that is not plain
+//     JSON is left as it is, and the MCP server not registered.
 //
 // The arguments Run adds come first; Options.Args follow them unchanged.
 //
@@ -53,6 +60,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -227,11 +235,7 @@ func Run(ctx context.Context, o Options) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	if o.Client == Claude {
-		for _, d := range o.ReadDirs {
-			args = append(args, "--add-dir="+d)
-		}
-	}
+	args, env = clientExtras(&o, base, tmp, args, env)
 
 	cmd := exec.Command(argv[0], append(append(append([]string(nil), argv[1:]...), args...), o.Args...)...)
 	cmd.Env, cmd.Dir = env, o.Dir
@@ -267,6 +271,28 @@ func Run(ctx context.Context, o Options) (int, error) {
 		return -1, fmt.Errorf("launch: %s: %w", o.Client, werr)
 	}
 	return code, nil
+}
+
+// clientExtras adds to the client's arguments and environment its read
+// access to o.ReadDirs (Claude Code's --add-dir, Gemini CLI's
+// --include-directories) and, for Gemini CLI, the read-back MCP server
+// (geminiMCP; a warning when it cannot be registered).
+func clientExtras(o *Options, base, tmp string, args, env []string) ([]string, []string) {
+	switch o.Client {
+	case Claude:
+		for _, d := range o.ReadDirs {
+			args = append(args, "--add-dir="+d)
+		}
+	case Gemini:
+		for _, d := range o.ReadDirs {
+			args = append(args, "--include-directories="+d)
+		}
+		var err error
+		if env, err = geminiMCP(env, base, o.Token, tmp); err != nil {
+			o.Logger.Warn("launch: the read-back MCP server is not registered with Gemini CLI", "err", err)
+		}
+	}
+	return args, env
 }
 
 // exitCode is the shell's code for how a process ended: its status, or
@@ -428,6 +454,68 @@ func clientSetup(c Client, base, token, tmp string, env []string) ([]string, []s
 		return nil, setEnv(env, "GOOGLE_GEMINI_BASE_URL", base), nil
 	}
 	return nil, nil, fmt.Errorf("%w %q", ErrUnknownClient, c)
+}
+
+// geminiDefaultsEnv names Gemini CLI's system defaults file.
+const geminiDefaultsEnv = "GEMINI_CLI_SYSTEM_DEFAULTS_PATH"
+
+// geminiDefaultsPath is where Gemini CLI reads its system defaults
+// without geminiDefaultsEnv.
+func geminiDefaultsPath() string {
+	switch runtime.GOOS {
+	case "darwin":
+		return "/Library/Application Support/GeminiCli/system-defaults.json"
+	case "windows":
+		return `C:\ProgramData\gemini-cli\system-defaults.json`
+	}
+	return "/etc/gemini-cli/system-defaults.json"
+}
+
+// geminiMCP returns env with Gemini CLI's system defaults at a copy, in
+// tmp, of the defaults it reads (geminiDefaultsEnv's file, else the
+// system's, else none) with the MCP server MCPServerName at base's /mcp
+// added: env unchanged, and an error, when the defaults are not plain
+// JSON (Gemini CLI takes comments too; they are not rewritten) or the
+// copy cannot be written.
+func geminiMCP(env []string, base, token, tmp string) ([]string, error) {
+	src, ok := lookup(env, geminiDefaultsEnv)
+	if !ok || src == "" {
+		src = geminiDefaultsPath()
+	}
+	defaults := map[string]any{}
+	if b, err := os.ReadFile(src); err == nil {
+		if err := json.Unmarshal(b, &defaults); err != nil || defaults == nil {
+			return env, fmt.Errorf("%s is not plain JSON: %v", src, err)
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return env, err
+	}
+	servers, _ := defaults["mcpServers"].(map[string]any)
+	if servers == nil {
+		servers = map[string]any{}
+	}
+	server := map[string]any{"httpUrl": base + mcpPath, "trust": true}
+	h := map[string]string{}
+	if token != "" {
+		h[tokenHeader] = token
+	}
+	if v, ok := lookup(env, "GEMINI_API_KEY"); ok && v != "" {
+		h["X-Goog-Api-Key"] = v
+	}
+	if len(h) > 0 {
+		server["headers"] = h
+	}
+	servers[MCPServerName] = server
+	defaults["mcpServers"] = servers
+	b, err := json.Marshal(defaults)
+	if err != nil {
+		return env, err
+	}
+	path := filepath.Join(tmp, "gemini-system-defaults.json")
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		return env, fmt.Errorf("write the MCP configuration: %w", err)
+	}
+	return setEnv(env, geminiDefaultsEnv, path), nil
 }
 
 // claudeMCPHeaders returns the headers Claude Code's MCP client sends the

@@ -39,7 +39,9 @@ type report struct {
 	Token     string   `json:"token"`
 	MCPConfig string   `json:"mcp_config"`
 	MCPMode   uint32   `json:"mcp_mode"`
-	Status    int      `json:"status"`
+	// GeminiDefaults is the system defaults file Gemini CLI was given.
+	GeminiDefaults string `json:"gemini_defaults"`
+	Status         int    `json:"status"`
 }
 
 func helperClient() int {
@@ -51,6 +53,13 @@ func helperClient() int {
 	path := "/v1/messages"
 	if g := os.Getenv("GOOGLE_GEMINI_BASE_URL"); g != "" && r.BaseURL == "" {
 		r.BaseURL, path = g, "/v1beta/models/gemini-2.5-flash:generateContent"
+		if p := os.Getenv("GEMINI_CLI_SYSTEM_DEFAULTS_PATH"); p != "" {
+			b, _ := os.ReadFile(p)
+			r.GeminiDefaults = string(b)
+			if fi, err := os.Stat(p); err == nil {
+				r.MCPMode = uint32(fi.Mode().Perm())
+			}
+		}
 	}
 	for _, a := range args {
 		if p, ok := strings.CutPrefix(a, "--mcp-config="); ok {
@@ -233,18 +242,57 @@ func TestRunCodex(t *testing.T) {
 }
 
 // Gemini CLI gets the proxy as GOOGLE_GEMINI_BASE_URL (in place of any
-// the environment had) and its own arguments alone: no MCP server yet.
+// the environment had), the read-dirs as --include-directories, then its
+// own arguments; and, as its system defaults, a copy of the ones it had
+// (the lowest scope of its settings) with the proxy's /mcp added, trusted,
+// with the proxy's token and the key in its headers, in a file only the
+// user reads, gone afterwards. Defaults that are not plain JSON are left
+// alone.
 func TestRunGemini(t *testing.T) {
-	o, out := helperOptions(t, launch.Gemini, "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9", "GEMINI_API_KEY=k")
+	defaults := filepath.Join(t.TempDir(), "system-defaults.json")
+	os.WriteFile(defaults, []byte(`{"general":{"vimMode":true},"mcpServers":{"other":{"command":"x"}}}`), 0o644)
+	o, out := helperOptions(t, launch.Gemini, "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9", "GEMINI_API_KEY=gk", "GEMINI_CLI_SYSTEM_DEFAULTS_PATH="+defaults)
 	o.Args = []string{"-p", "hello", "-m", "gemini-2.5-flash"}
+	o.Token, o.ReadDirs = "s3cret", []string{"/state/ws"}
 	fp := &fakeProxy{}
 	o.Server = fp
 	if code, err := launch.Run(t.Context(), o); err != nil || code != 0 {
 		t.Fatalf("Run: %d, %v", code, err)
 	}
 	r := readReport(t, out)
-	if !strings.HasPrefix(r.BaseURL, "http://127.0.0.1:") || strings.HasSuffix(r.BaseURL, ":9") || r.Status != 200 || !slices.Equal(r.Args, o.Args) {
+	if !strings.HasPrefix(r.BaseURL, "http://127.0.0.1:") || strings.HasSuffix(r.BaseURL, ":9") || r.Status != 200 ||
+		!slices.Equal(r.Args, append([]string{"--include-directories=/state/ws"}, o.Args...)) {
 		t.Errorf("GOOGLE_GEMINI_BASE_URL %q, request status %d, args %q", r.BaseURL, r.Status, r.Args)
+	}
+	var cfg struct {
+		General    map[string]any `json:"general"`
+		MCPServers map[string]struct {
+			HTTPURL string            `json:"httpUrl"`
+			Trust   bool              `json:"trust"`
+			Headers map[string]string `json:"headers"`
+			Command string            `json:"command"`
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(r.GeminiDefaults), &cfg); err != nil {
+		t.Fatalf("system defaults %q: %v", r.GeminiDefaults, err)
+	}
+	s := cfg.MCPServers["agentctx"]
+	if s.HTTPURL != r.BaseURL+"/mcp" || !s.Trust || s.Headers["X-Agentctx-Token"] != "s3cret" || s.Headers["X-Goog-Api-Key"] != "gk" ||
+		cfg.MCPServers["other"].Command != "x" || cfg.General["vimMode"] != true || r.MCPMode != 0o600 {
+		t.Errorf("system defaults (mode %o): %s", r.MCPMode, r.GeminiDefaults)
+	}
+	if b, _ := os.ReadFile(defaults); !strings.Contains(string(b), `"vimMode":true`) || strings.Contains(string(b), "agentctx") {
+		t.Errorf("the user's system defaults were written: %s", b)
+	}
+	// Defaults with comments: left as they are, no MCP server.
+	os.WriteFile(defaults, []byte("// admin\n{}"), 0o644)
+	o, out = helperOptions(t, launch.Gemini, "GEMINI_CLI_SYSTEM_DEFAULTS_PATH="+defaults)
+	o.Server = &fakeProxy{}
+	if code, err := launch.Run(t.Context(), o); err != nil || code != 0 {
+		t.Fatalf("Run: %d, %v", code, err)
+	}
+	if r := readReport(t, out); r.GeminiDefaults != "// admin\n{}" {
+		t.Errorf("defaults with comments were replaced: %q", r.GeminiDefaults)
 	}
 	fp.mu.Lock()
 	defer fp.mu.Unlock()

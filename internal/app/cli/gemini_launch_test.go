@@ -16,7 +16,8 @@ import (
 )
 
 // agentctx gemini runs the gemini on PATH with GOOGLE_GEMINI_BASE_URL at
-// its proxy (in place of the environment's) and its own arguments
+// its proxy (in place of the environment's), the proxy's /mcp in its
+// system defaults, the workspace included, and its own arguments
 // unchanged; the proxy forwards its requests to --upstream-gemini and
 // bills them: the summary line, and the log, which never holds the key.
 func TestLaunchGemini(t *testing.T) {
@@ -27,7 +28,8 @@ func TestLaunchGemini(t *testing.T) {
 	dir := t.TempDir()
 	req := `curl -s -o /dev/null -X POST -H 'content-type: application/json' -H "x-goog-api-key: $GEMINI_API_KEY" ` +
 		`--data '{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}' "$GOOGLE_GEMINI_BASE_URL/v1beta/models/gemini-2.5-flash:generateContent"`
-	script := "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$OUT\"\necho \"base=$GOOGLE_GEMINI_BASE_URL\" >> \"$OUT\"\n" + req + "\n" + req + "\n"
+	script := "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$OUT\"\necho \"base=$GOOGLE_GEMINI_BASE_URL\" >> \"$OUT\"\n" +
+		"echo \"mcp=$(cat \"$GEMINI_CLI_SYSTEM_DEFAULTS_PATH\")\" >> \"$OUT\"\n" + req + "\n" + req + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "gemini"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -45,9 +47,14 @@ func TestLaunchGemini(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr.String())
 	}
-	if len(rec) != 5 || !slices.Equal(rec[:4], []string{"-p", "hi", "-m", "gemini-2.5-flash"}) || !regexp.MustCompile(`^base=http://127\.0\.0\.1:\d+$`).MatchString(rec[4]) ||
-		rec[4] == "base=http://127.0.0.1:9" {
-		t.Errorf("the client got %q, want its arguments alone and the proxy as GOOGLE_GEMINI_BASE_URL", rec)
+	if len(rec) != 7 || !strings.HasPrefix(rec[0], "--include-directories=") || !strings.HasSuffix(rec[0], "/ws") ||
+		!slices.Equal(rec[1:5], []string{"-p", "hi", "-m", "gemini-2.5-flash"}) || !regexp.MustCompile(`^base=http://127\.0\.0\.1:\d+$`).MatchString(rec[5]) ||
+		rec[5] == "base=http://127.0.0.1:9" {
+		t.Fatalf("the client got %q, want the workspace included, its arguments and the proxy as GOOGLE_GEMINI_BASE_URL", rec)
+	}
+	base := strings.TrimPrefix(rec[5], "base=")
+	if want := `mcp={"mcpServers":{"agentctx":{"headers":{"X-Goog-Api-Key":"` + key + `"},"httpUrl":"` + base + `/mcp","trust":true}}}`; rec[6] != want {
+		t.Errorf("the system defaults Gemini CLI got:\n%s\nwant\n%s", rec[6], want)
 	}
 	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 	m := regexp.MustCompile(`^agentctx: 2 requests, 0 compactions, \$([0-9.]+) instead of \$([0-9.]+)$`).FindStringSubmatch(lines[len(lines)-1])
