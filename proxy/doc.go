@@ -30,13 +30,14 @@
 //     object of at most Options.MaxBody (64 MiB). It goes through the
 //     Engine; one whose messages the Engine keeps is still sent byte for
 //     byte (see Byte-faithful).
-//   - Billed, not edited yet: POST /v1beta/models/{model}:generateContent
-//     and :streamGenerateContent (Google's Gemini API, also under /v1/
-//     and /v1alpha/ and a path prefix; APIGemini), to the Gemini upstream
-//     (Options.GeminiURL) byte for byte, their key (x-goog-api-key or
-//     ?key=) to it alone; their usage is billed, keyed to sessions and
-//     logged as an edited API's, a JSON-array stream (no alt=sse) relayed
-//     as it comes.
+//   - Edited too: POST /v1beta/models/{model}:generateContent and
+//     :streamGenerateContent (Google's Gemini API, also under /v1/ and
+//     /v1alpha/ and a path prefix; APIGemini) without a cachedContent, to
+//     the Gemini upstream (Options.GeminiURL), their key (x-goog-api-key
+//     or ?key=) to it alone; the contents are the Engine's messages
+//     (internal/lib/gemcontents), a model turn never rewritten (kept or
+//     dropped whole: its thought signatures stay on their parts), a
+//     JSON-array stream (no alt=sse) relayed as it comes.
 //   - Passed through untouched (the body byte for byte, the headers as
 //     described under Byte-faithful): every other request of the
 //     Anthropic, OpenAI and Gemini APIs, to the OpenAI upstream for chat

@@ -14,8 +14,7 @@ import (
 // API names the wire format of a request.
 type API string
 
-// The APIs the proxy edits (or, for Gemini, bills as it would an edited
-// one's). Every other request passes through.
+// The APIs the proxy edits. Every other request passes through.
 const (
 	// APIAnthropic is POST /v1/messages (Anthropic Messages).
 	APIAnthropic API = "anthropic"
@@ -26,8 +25,9 @@ const (
 	APIResponses API = "openai-responses"
 	// APIGemini is POST /v1beta/models/{model}:generateContent and
 	// :streamGenerateContent (Google's Gemini API), the model in the
-	// path. Its bodies are billed, keyed to sessions and logged, and
-	// passed on unedited: the Engine does not see them yet.
+	// path (Request.Model), without a cachedContent: its contents mapped
+	// onto messages (internal/lib/gemcontents), Format
+	// agentctx.FormatArray, the system instruction as Request.System.
 	APIGemini API = "gemini"
 )
 

@@ -92,13 +92,14 @@ func geminiPost(t *testing.T, url, body string, h map[string]string) (int, []byt
 }
 
 // A Gemini CLI-like session through the proxy, against the fake upstream
-// (which speaks the Gemini API and bills like it): generateContent whole,
-// then streamGenerateContent as SSE and as a JSON array, then countTokens;
-// and a conversation whose key is in the query. Every request reaches the
-// fake as sent and every answer the client as the fake wrote it, byte for
-// byte; the proxy bills what the fake billed (stats, the session's,
-// /metrics, the ledger), with and without agentctx alike; each
-// conversation is one session; the key is in no log line.
+// (which speaks the Gemini API and bills like it), with nothing for the
+// Engine to edit: generateContent whole, then streamGenerateContent as
+// SSE and as a JSON array, then countTokens; and a conversation whose key
+// is in the query. Every request reaches the fake as sent and every
+// answer the client as the fake wrote it, byte for byte; the proxy bills
+// what the fake billed (stats, the session's, /metrics, the ledger), with
+// and without agentctx alike; each conversation is one session; the key
+// is in no log line.
 func TestGeminiThroughTheProxy(t *testing.T) {
 	turn := 0
 	fake := fakeupstream.New(fakeupstream.Options{Script: func(c *fakeupstream.Call) fakeupstream.Reply {

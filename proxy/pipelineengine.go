@@ -229,10 +229,7 @@ func (e *PipelineEngine) session(req *Request) (*pipeSession, error) {
 func pricesOf(req *Request) pricing.Prices {
 	p, ok := pricing.Default().Lookup(req.Model)
 	if !ok {
-		p = pricing.Fallback(pricing.OpenAI)
-		if req.API == APIAnthropic {
-			p = pricing.Fallback(pricing.Anthropic)
-		}
+		p = pricing.Fallback(providerOf(req.API))
 	}
 	if req.API != APIAnthropic && req.CacheRetention == "24h" {
 		p.TTL = max(p.TTL, ExtendedRetention)
@@ -246,10 +243,11 @@ const ExtendedRetention = 24 * time.Hour
 
 // reserved counts what every request of a session sends besides what
 // PrepareDocument counts (the body's messages, "system" and "tools"): for
-// Responses, whose document is the input items alone, the instructions and
-// the tool definitions.
+// Responses and Gemini, whose document is the input items (the contents)
+// alone, the instructions (the system instruction) and the tool
+// definitions.
 func (e *PipelineEngine) reserved(req *Request) int {
-	if req.API != APIResponses {
+	if req.API != APIResponses && req.API != APIGemini {
 		return 0
 	}
 	mc := e.opts.Pipeline.MessageCounter

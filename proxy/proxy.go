@@ -25,6 +25,7 @@ import (
 	"github.com/agentctx/agentctx/internal/lib/ctxedit"
 	"github.com/agentctx/agentctx/internal/lib/decodecache"
 	"github.com/agentctx/agentctx/internal/lib/family"
+	"github.com/agentctx/agentctx/internal/lib/gemcontents"
 	"github.com/agentctx/agentctx/internal/lib/thinking"
 	"github.com/agentctx/agentctx/pipeline"
 	"github.com/agentctx/agentctx/pricing"
@@ -837,6 +838,9 @@ type conversation struct {
 	list   []byte   // the raw "messages" or "input" value
 	items  [][]byte // each message's (or Responses item's) raw bytes
 	groups [][]int  // Responses: the items of each message
+	// refs are, for Gemini, what of the contents each message stands for
+	// (gemcontents.Messages).
+	refs   []gemcontents.Ref
 	enc    [][]byte // each message's encoding, when known
 	hash   []uint64 // each message's msgHash, when known
 	breaks []int    // each message's number of breakpoints, when known
@@ -852,6 +856,9 @@ func decodeConversation(ctx context.Context, api API, b *body) (*conversation, e
 	c.list = b.get(familyOf(api).Info().List)
 	if rawjson.Kind(c.list) != '[' {
 		return nil, nil
+	}
+	if api == APIGemini {
+		return c.mapContents(b)
 	}
 	var err error
 	if ls := b.scan; ls != nil {
@@ -902,6 +909,25 @@ func decodeConversation(ctx context.Context, api API, b *body) (*conversation, e
 	if len(c.doc.Messages) != len(c.items) {
 		return nil, fmt.Errorf("decoded %d messages of %d", len(c.doc.Messages), len(c.items))
 	}
+	return c, nil
+}
+
+// mapContents maps the contents of a Gemini body onto messages
+// (gemcontents.Messages), split as the body was when it was.
+func (c *conversation) mapContents(b *body) (*conversation, error) {
+	if ls := b.scan; ls != nil {
+		c.items = ls.Items
+	} else {
+		var err error
+		if c.items, err = rawjson.Elements(c.list); err != nil {
+			return nil, err
+		}
+	}
+	msgs, refs, err := gemcontents.Messages(c.items)
+	if err != nil {
+		return nil, err
+	}
+	c.doc, c.refs = &agentctx.Document{Format: agentctx.FormatArray, Messages: msgs}, refs
 	return c, nil
 }
 
@@ -981,10 +1007,13 @@ func (s *Server) edit(api API, b *body, conv *conversation, prep *Prepared, x *e
 		return wholeBody(b.Raw), nil
 	}
 	var spans []span
-	if api == APIResponses {
+	switch api {
+	case APIResponses:
 		x.provCmp = x.prepared != nil && x.prepared.Compacted && providerCompacted(a)
 		spans = append(spans, spliceResponses(b.Raw, conv.list, conv.items, conv.doc.Messages, conv.groups, a))
-	} else {
+	case APIGemini:
+		spans = append(spans, span{value: conv.list, parts: gemcontents.SpliceParts(b.Raw, conv.items, conv.doc.Messages, conv.refs, a.out, a.match)})
+	default:
 		spans = append(spans, span{value: conv.list, parts: splicedParts(b.Raw, conv.items, a)})
 	}
 	x.sentListParts = spans[0].parts

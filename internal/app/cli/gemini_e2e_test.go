@@ -33,16 +33,31 @@ func TestLaunchGeminiCLIE2E(t *testing.T) {
 	for _, model := range []string{"gemini-2.5-flash", "gemini-3-pro-preview"} {
 		t.Run(model, func(t *testing.T) {
 			t.Parallel() // child processes only, its own fake, home and directories
-			launchGeminiCLI(t, model)
+			launchGeminiCLI(t, model, false)
 		})
 	}
 }
 
-func launchGeminiCLI(t *testing.T, model string) {
+// The same with the results over 1,000 characters offloaded, on a task
+// whose final answer quotes values printed early (Chained): their outputs
+// are references by then, and the model reads them back with the proxy's
+// read-back tool, which Gemini CLI lists from the proxy's /mcp
+// (mcp_agentctx_get_knowledge_by_id). The requests the proxy edited are
+// accepted (Gemini 3's thought signatures on the parts they came on).
+func TestLaunchGeminiCLIOffloadE2E(t *testing.T) {
+	for _, model := range []string{"gemini-2.5-flash", "gemini-3-pro-preview"} {
+		t.Run(model, func(t *testing.T) {
+			t.Parallel()
+			launchGeminiCLI(t, model, true)
+		})
+	}
+}
+
+func launchGeminiCLI(t *testing.T, model string, offload bool) {
 	dir := e2eclient.InstallGemini(t)
 	const steps, key = 4, "AIza-e2e-gemini-key-42"
 	work, home, ws := t.TempDir(), t.TempDir(), filepath.Join(t.TempDir(), "ws")
-	task := fakeupstream.NewLongTask(fakeupstream.LongTaskOptions{Steps: steps, Dir: work, SmallOutputs: true, Thinking: true})
+	task := fakeupstream.NewLongTask(fakeupstream.LongTaskOptions{Steps: steps, Dir: work, SmallOutputs: true, Thinking: true, Chained: offload})
 	if err := task.WriteFiles(); err != nil {
 		t.Fatal(err)
 	}
@@ -60,9 +75,13 @@ func launchGeminiCLI(t *testing.T, model string) {
 	logFile := filepath.Join(t.TempDir(), "proxy.log")
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, agentctxBinary(t), "gemini", "--upstream-gemini", up.URL, "--workspace", ws, "--log", logFile, "--",
-		"-p", "Run the maintenance task with the shell tool and report the final check.",
+	args := []string{"gemini", "--upstream-gemini", up.URL, "--workspace", ws, "--log", logFile}
+	if offload {
+		args = append(args, "--inline-limit", "1000")
+	}
+	args = append(args, "--", "-p", "Run the maintenance task with the shell tool and report the final check.",
 		"-m", model, "--approval-mode", "yolo", "--output-format", "text")
+	cmd := exec.CommandContext(ctx, agentctxBinary(t), args...)
 	cmd.Dir, cmd.Env = work, env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -79,8 +98,12 @@ func launchGeminiCLI(t *testing.T, model string) {
 	if want := task.CorrectAnswer(); !strings.Contains(stdout.String(), want) {
 		t.Errorf("gemini's answer does not contain %q:\n%s\nstderr: %s", want, e2eclient.Tail(stdout.String()), e2eclient.Tail(stderr.String()))
 	}
-	if st := task.Stats(); st.Steps != steps {
+	st := task.Stats()
+	if st.Steps != steps {
 		t.Errorf("the task ran %d steps, want %d: %+v", st.Steps, steps, st)
+	}
+	if offload && (st.ReadBacks == 0 || st.ChainMisses != 0) {
+		t.Errorf("offloaded: %d read-backs, %d chain misses; want some read-backs and no miss: %+v", st.ReadBacks, st.ChainMisses, st)
 	}
 	if bill.Rejections != 0 || bill.Requests < steps+1 || bill.USD <= 0 {
 		t.Fatalf("the fake's bill %+v: want at least %d requests, none rejected", bill.Totals, steps+1)
@@ -95,7 +118,7 @@ func launchGeminiCLI(t *testing.T, model string) {
 	if bytes.Contains(log, []byte(key)) {
 		t.Errorf("the key is in the proxy's log")
 	}
-	var n int
+	var n, edited int
 	var cost, without float64
 	sessions := map[string]bool{}
 	re := regexp.MustCompile(`api=gemini session=(\S+) .*cost_usd=([0-9.e-]+) cost_without_usd=([0-9.e-]+)`)
@@ -105,13 +128,16 @@ func launchGeminiCLI(t *testing.T, model string) {
 			w, _ := strconv.ParseFloat(m[3], 64)
 			n, cost, without = n+1, cost+c, without+w
 			sessions[m[1]] = true
+			if strings.Contains(line, "edited=true") {
+				edited++
+			}
 		}
 	}
 	if len(sessions) != 1 {
 		t.Errorf("the task's requests are %d sessions, want one: %v", len(sessions), sessions)
 	}
-	if n != bill.Requests || math.Abs(cost-bill.USD) > float64(n)*1e-6 || cost != without {
-		t.Errorf("the proxy billed %d requests, $%v (without agentctx $%v); the fake %d, $%v\n%s", n, cost, without, bill.Requests, bill.USD, log)
+	if n != bill.Requests || math.Abs(cost-bill.USD) > float64(n)*1e-6 || (edited == 0) != (cost == without) || offload != (edited > 0) {
+		t.Errorf("the proxy billed %d requests (%d edited), $%v (without agentctx $%v); the fake %d, $%v\n%s", n, edited, cost, without, bill.Requests, bill.USD, log)
 	}
 	// The ledger, by agentctx savings.
 	code, out, errOut := runCLI(t, "", "savings", "--workspace", ws, "--json")
@@ -120,8 +146,8 @@ func launchGeminiCLI(t *testing.T, model string) {
 		t.Fatalf("savings: exit %d, %v: %s %s", code, err, out, errOut)
 	}
 	all := rep.Periods[len(rep.Periods)-1]
-	if all.Requests != bill.Requests || math.Abs(all.CostUSD-bill.USD) > 1e-5 || all.CostWithoutUSD != all.CostUSD {
+	if all.Requests != bill.Requests || math.Abs(all.CostUSD-bill.USD) > 1e-5 || math.Abs(all.CostWithoutUSD-without) > 1e-5 {
 		t.Errorf("the ledger: %+v; the fake's bill %+v", all.Totals, bill.Totals)
 	}
-	t.Logf("%s: %d requests, the fake's bill $%v, the proxy's $%v", model, bill.Requests, bill.USD, cost)
+	t.Logf("%s: %d requests (%d edited, %d read-backs), the fake's bill $%v, the proxy's $%v, without agentctx $%v", model, bill.Requests, edited, st.ReadBacks, bill.USD, cost, without)
 }

@@ -42,10 +42,10 @@ ANTHROPIC_BASE_URL (printed on start), or a Codex provider's base_url
 (http://ADDR/v1, wire_api "responses").
 
 POST /v1/messages, /v1/chat/completions and /v1/responses (with store
-false and no previous_response_id) are edited; the Gemini API's
+false and no previous_response_id) are edited, and the Gemini API's
 models/{model}:generateContent and :streamGenerateContent (Gemini CLI
-with GOOGLE_GEMINI_BASE_URL) are billed, keyed to sessions and logged,
-not edited yet; everything else passes through. A request that needs no edit goes upstream byte for byte. What a
+with GOOGLE_GEMINI_BASE_URL, --upstream-gemini); everything else passes
+through. A request that needs no edit goes upstream byte for byte. What a
 web page could send is refused (403): an Origin other than the proxy's
 own loopback origin, a model request sent as text/plain or a form.
 GET /agentctx/stats reports per session, GET /metrics the same in the

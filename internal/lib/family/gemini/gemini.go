@@ -11,9 +11,9 @@
 // the last chunk of a stream, whose candidate has a finishReason, carries
 // the whole usage.
 //
-// Its bodies are passed on unedited (Editable is false): the proxy bills
-// them, keys them to sessions and logs them, and the session engine does
-// not see them yet.
+// A body whose contents are an array and that names no cachedContent is
+// editable: its contents are mapped onto the session engine's messages by
+// internal/lib/gemcontents.
 package gemini
 
 import (
@@ -112,8 +112,16 @@ func (Family) ArrayStream(path string, q url.Values) bool {
 	return ok && method == "streamGenerateContent" && q.Get("alt") != "sse"
 }
 
-// Editable reports false: the proxy does not edit Gemini bodies yet.
-func (Family) Editable(*wire.Body) bool { return false }
+// Editable reports a body whose contents are an array and that names no
+// cachedContent (explicitly cached contents are a prefix the proxy does
+// not see).
+func (Family) Editable(b *wire.Body) bool {
+	cc := b.Get("cachedContent")
+	if cc == nil {
+		cc = b.Get("cached_content")
+	}
+	return rawjson.Kind(b.Get("contents")) == '[' && (cc == nil || rawjson.Kind(cc) == 'n')
+}
 
 // ReadEvent reads a chunk's usageMetadata (an SSE event's data, or an
 // element of the JSON array).

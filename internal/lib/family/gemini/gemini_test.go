@@ -30,7 +30,10 @@ func TestFamily(t *testing.T) {
 		ArrayQuery: url.Values{},
 		Whole:      []byte(whole),
 		Usage:      pricing.GoogleUsage(9000, 8192, 30, 120),
-		Uneditable: [][]byte{[]byte(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`)},
+		Editable: [][]byte{[]byte(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`),
+			[]byte(`{"contents":[],"cachedContent":null}`)},
+		Uneditable: [][]byte{[]byte(`{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"cachedContent":"cachedContents/c1"}`),
+			[]byte(`{"contents":[],"cached_content":"cachedContents/c1"}`), []byte(`{"prompt":"hi"}`)},
 	})
 }
 
