@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -62,5 +65,46 @@ func TestOpencodeOffline(t *testing.T) {
 				t.Errorf("the fake rejected %d requests", bill.Rejections)
 			}
 		})
+	}
+}
+
+// OpencodeCommand runs the binary the postinstall script put in place of
+// the wrapper's placeholder; without it (npm run with --ignore-scripts),
+// the platform package's, the AVX2 build first.
+func TestOpencodeCommand(t *testing.T) {
+	arch := map[string]string{"amd64": "x64"}[runtime.GOARCH]
+	if arch == "" {
+		arch = runtime.GOARCH
+	}
+	base := "opencode-" + runtime.GOOS + "-" + arch
+	placeholder := "echo \"Error: opencode-ai's postinstall script was not run.\" >&2\nexit 1\n"
+	for _, tc := range []struct {
+		name    string
+		wrapper string // the wrapper's bin/opencode.exe
+		pkgs    []string
+		want    string
+	}{
+		{"postinstall ran", "\x7fELF...", []string{base, base + "-baseline"}, "opencode-ai/bin/opencode.exe"},
+		{"no install scripts", placeholder, []string{base, base + "-baseline"}, base + "/bin/opencode"},
+		{"only the baseline build", placeholder, []string{base + "-baseline"}, base + "-baseline/bin/opencode"},
+	} {
+		dir := t.TempDir()
+		write := func(rel, content string) {
+			p := filepath.Join(dir, "node_modules", rel)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write("opencode-ai/bin/opencode.exe", tc.wrapper)
+		for _, pkg := range tc.pkgs {
+			write(pkg+"/bin/opencode", "\x7fELF...")
+		}
+		want := filepath.Join(dir, "node_modules", tc.want)
+		if got := e2eclient.OpencodeCommand(dir); len(got) != 1 || got[0] != want {
+			t.Errorf("%s: OpencodeCommand = %q, want [%q]", tc.name, got, want)
+		}
 	}
 }
