@@ -82,24 +82,7 @@ func Install(t testing.TB) string {
 // clients from installing it.
 func InstallGemini(t testing.TB) string {
 	t.Helper()
-	if testing.Short() && os.Getenv("CI") == "" {
-		t.Skip("end-to-end test with real clients: skipped with -short")
-	}
-	for _, tool := range []string{"npm", "node"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s is required in CI for the end-to-end tests with Gemini CLI: %v", tool, err)
-			}
-			t.Skipf("%s not found: the end-to-end tests with Gemini CLI need it", tool)
-		}
-	}
-	// install checks its stamp first: after the first install on the
-	// machine, a call costs a stat.
-	dir, err := install(Cache(), GeminiPackage)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return installOne(t, "Gemini CLI", GeminiPackage)
 }
 
 // InstallOpencode installs opencode with npm into the directory Install
@@ -107,18 +90,28 @@ func InstallGemini(t testing.TB) string {
 // returns it; it skips or fails as InstallGemini does.
 func InstallOpencode(t testing.TB) string {
 	t.Helper()
+	return installOne(t, "opencode", OpencodePackage)
+}
+
+// installOne installs one client's package pkg (named client in the
+// messages) as InstallGemini and InstallOpencode do: skipped with -short
+// or without npm and node, but in CI, where their absence fails the test.
+// install checks its stamp first: after the first install on the machine,
+// a call costs a stat.
+func installOne(t testing.TB, client, pkg string) string {
+	t.Helper()
 	if testing.Short() && os.Getenv("CI") == "" {
 		t.Skip("end-to-end test with real clients: skipped with -short")
 	}
 	for _, tool := range []string{"npm", "node"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") != "" {
-				t.Fatalf("%s is required in CI for the end-to-end tests with opencode: %v", tool, err)
+				t.Fatalf("%s is required in CI for the end-to-end tests with %s: %v", tool, client, err)
 			}
-			t.Skipf("%s not found: the end-to-end tests with opencode need it", tool)
+			t.Skipf("%s not found: the end-to-end tests with %s need it", tool, client)
 		}
 	}
-	dir, err := install(Cache(), OpencodePackage)
+	dir, err := install(Cache(), pkg)
 	if err != nil {
 		t.Fatal(err)
 	}
