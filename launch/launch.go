@@ -1,5 +1,5 @@
-// Package launch runs an agent client, Claude Code or Codex, through an
-// agentctx proxy: one call starts the proxy (or checks that a running one
+// Package launch runs an agent client, Claude Code, Codex or Gemini CLI,
+// through an agentctx proxy: one call starts the proxy (or checks that a running one
 // answers), registers the proxy's read-back MCP server with the client for
 // this run only, runs the client with the environment that sends its model
 // requests through the proxy, forwards signals to it, stops the proxy once
@@ -23,6 +23,11 @@
 //     bearer token, which a proxy run with --tenants tells tenants apart
 //     by; with Codex's own login its MCP client has no credentials of the
 //     model requests, and a --tenants proxy refuses its read-back).
+//   - Gemini CLI gets GOOGLE_GEMINI_BASE_URL, the proxy (the Gemini API;
+//     the key from its own configuration, GEMINI_API_KEY with the API key
+//     auth: with a Google login it talks to Code Assist, which the proxy
+//     does not serve). The proxy bills its requests and does not edit
+//     them yet, so no read-back MCP server is registered.
 //
 // The arguments Run adds come first; Options.Args follow them unchanged.
 //
@@ -61,11 +66,12 @@ type Client string
 const (
 	Claude Client = "claude" // Claude Code (the claude command)
 	Codex  Client = "codex"  // OpenAI Codex CLI (the codex command)
+	Gemini Client = "gemini" // Google's Gemini CLI (the gemini command)
 )
 
 // Errors Run returns before the client runs; check them with errors.Is.
 var (
-	// ErrUnknownClient: Options.Client is neither Claude nor Codex.
+	// ErrUnknownClient: Options.Client is not Claude, Codex or Gemini.
 	ErrUnknownClient = errors.New("launch: unknown client")
 	// ErrClientNotFound: the client's command is not on PATH.
 	ErrClientNotFound = errors.New("launch: client not found")
@@ -100,7 +106,7 @@ type Options struct {
 	// Client is the client to run.
 	Client Client
 	// Command is the client's program and leading arguments. Empty: the
-	// client's name ("claude", "codex") looked up on PATH.
+	// client's name ("claude", "codex", "gemini") looked up on PATH.
 	Command []string
 	// Args are the client's own arguments, after those Run adds.
 	Args []string
@@ -161,6 +167,8 @@ func installHint(c Client) string {
 		return "npm install -g @anthropic-ai/claude-code"
 	case Codex:
 		return "npm install -g @openai/codex"
+	case Gemini:
+		return "npm install -g @google/gemini-cli"
 	}
 	return ""
 }
@@ -192,8 +200,8 @@ func Run(ctx context.Context, o Options) (int, error) {
 	if o.StopTimeout <= 0 {
 		o.StopTimeout = DefaultStopTimeout
 	}
-	if o.Client != Claude && o.Client != Codex {
-		return -1, fmt.Errorf("%w %q: want %s or %s", ErrUnknownClient, o.Client, Claude, Codex)
+	if o.Client != Claude && o.Client != Codex && o.Client != Gemini {
+		return -1, fmt.Errorf("%w %q: want %s, %s or %s", ErrUnknownClient, o.Client, Claude, Codex, Gemini)
 	}
 	argv := o.Command
 	if len(argv) == 0 {
@@ -415,6 +423,9 @@ func clientSetup(c Client, base, token, tmp string, env []string) ([]string, []s
 			"-c", "mcp_servers." + MCPServerName + "=" + server,
 		}
 		return args, env, nil
+	case Gemini:
+		// The Gen AI SDK adds the API version (/v1beta) to the base URL.
+		return nil, setEnv(env, "GOOGLE_GEMINI_BASE_URL", base), nil
 	}
 	return nil, nil, fmt.Errorf("%w %q", ErrUnknownClient, c)
 }

@@ -48,6 +48,10 @@ func helperClient() int {
 		args = args[i+1:]
 	}
 	r := report{Args: args, BaseURL: os.Getenv("ANTHROPIC_BASE_URL"), Token: os.Getenv("AGENTCTX_TOKEN")}
+	path := "/v1/messages"
+	if g := os.Getenv("GOOGLE_GEMINI_BASE_URL"); g != "" && r.BaseURL == "" {
+		r.BaseURL, path = g, "/v1beta/models/gemini-2.5-flash:generateContent"
+	}
 	for _, a := range args {
 		if p, ok := strings.CutPrefix(a, "--mcp-config="); ok {
 			b, _ := os.ReadFile(p)
@@ -62,7 +66,7 @@ func helperClient() int {
 		}
 	}
 	if r.BaseURL != "" {
-		if resp, err := http.Post(r.BaseURL+"/v1/messages", "application/json", strings.NewReader(`{}`)); err == nil {
+		if resp, err := http.Post(r.BaseURL+path, "application/json", strings.NewReader(`{}`)); err == nil {
 			r.Status = resp.StatusCode
 			resp.Body.Close()
 		}
@@ -228,6 +232,27 @@ func TestRunCodex(t *testing.T) {
 	}
 }
 
+// Gemini CLI gets the proxy as GOOGLE_GEMINI_BASE_URL (in place of any
+// the environment had) and its own arguments alone: no MCP server yet.
+func TestRunGemini(t *testing.T) {
+	o, out := helperOptions(t, launch.Gemini, "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:9", "GEMINI_API_KEY=k")
+	o.Args = []string{"-p", "hello", "-m", "gemini-2.5-flash"}
+	fp := &fakeProxy{}
+	o.Server = fp
+	if code, err := launch.Run(t.Context(), o); err != nil || code != 0 {
+		t.Fatalf("Run: %d, %v", code, err)
+	}
+	r := readReport(t, out)
+	if !strings.HasPrefix(r.BaseURL, "http://127.0.0.1:") || strings.HasSuffix(r.BaseURL, ":9") || r.Status != 200 || !slices.Equal(r.Args, o.Args) {
+		t.Errorf("GOOGLE_GEMINI_BASE_URL %q, request status %d, args %q", r.BaseURL, r.Status, r.Args)
+	}
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	if !fp.stopped || !slices.Contains(fp.paths, "/v1beta/models/gemini-2.5-flash:generateContent") {
+		t.Errorf("proxy stopped %v, paths %q", fp.stopped, fp.paths)
+	}
+}
+
 // With --tenants the proxy's /mcp serves the artifacts of the tenant the
 // request's credentials name (proxy.Tenant): Codex's MCP client sends
 // OPENAI_API_KEY as its bearer token, as the model requests do, and the
@@ -384,7 +409,8 @@ func TestRunErrors(t *testing.T) {
 		o    launch.Options
 		want error
 	}{
-		{launch.Options{Client: "gemini", Server: &fakeProxy{}}, launch.ErrUnknownClient},
+		{launch.Options{Client: "no-such-client", Server: &fakeProxy{}}, launch.ErrUnknownClient},
+		{launch.Options{Client: launch.Gemini, Server: &fakeProxy{}}, launch.ErrClientNotFound},
 		{launch.Options{Client: launch.Claude, Server: &fakeProxy{}}, launch.ErrClientNotFound},
 		{launch.Options{Client: launch.Codex, Server: &fakeProxy{}}, launch.ErrClientNotFound},
 		{launch.Options{Client: launch.Codex, Command: []string{"true"}}, launch.ErrProxyUnavailable},

@@ -89,9 +89,10 @@ type Block struct {
 // its TTL (the breakpoint's, else Prices.TTL) from its last write or read:
 // a hit refreshes it.
 //
-// OpenAI (Prices.Provider OpenAI) caches every request's prefixes without
-// breakpoints: a request reads the longest prefix, ended at one of its block
-// boundaries, that an earlier live request shared, if it is at least
+// OpenAI (Prices.Provider OpenAI), and Google's implicit caching (Google),
+// cache every request's prefixes without breakpoints: a request reads the
+// longest prefix, ended at one of its block boundaries, that an earlier
+// live request shared, if it is at least
 // Prices.MinCacheable tokens, rounded down to a multiple of CacheIncrement
 // past it. Nothing is billed as a write; every request refreshes its
 // prefixes for their blocks' TTL (a request with extended retention,
@@ -149,7 +150,7 @@ func (c *Cache) Bill(now time.Time, blocks []Block, output int) Usage {
 	defer c.mu.Unlock()
 	c.sweep(now)
 	var u Usage
-	if c.prices.Provider == OpenAI {
+	if c.prices.Provider.implicitCache() {
 		u = c.openai(now, blocks)
 	} else {
 		u = c.anthropic(now, blocks)
@@ -164,7 +165,7 @@ func (c *Cache) Peek(now time.Time, blocks []Block, output int) Usage {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var u Usage
-	if c.prices.Provider == OpenAI {
+	if c.prices.Provider.implicitCache() {
 		u, _ = c.openaiUsage(now, blocks)
 	} else {
 		u, _ = c.anthropicUsage(now, blocks)

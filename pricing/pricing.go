@@ -29,7 +29,14 @@ type Provider string
 const (
 	Anthropic Provider = "anthropic"
 	OpenAI    Provider = "openai"
+	// Google is Google's Gemini API (generativelanguage.googleapis.com).
+	Google Provider = "google"
 )
+
+// implicitCache reports a provider whose prompt cache needs no
+// breakpoints and bills no writes (OpenAI's, Gemini's implicit caching):
+// Cache follows OpenAI's rules for it.
+func (p Provider) implicitCache() bool { return p == OpenAI || p == Google }
 
 // Prices are a model's list prices in USD per million tokens, and the
 // parameters of its provider's prompt cache.
@@ -38,8 +45,8 @@ type Prices struct {
 	// Input is the price of uncached input tokens; CacheRead of input
 	// tokens read from the prompt cache; CacheWrite of tokens written to
 	// it with the default lifetime (Anthropic's 5 minutes), CacheWrite1h
-	// with the one-hour lifetime. OpenAI caches without a write price:
-	// CacheWrite equals Input there.
+	// with the one-hour lifetime. OpenAI and Google (implicit caching)
+	// cache without a write price: CacheWrite equals Input there.
 	Input        float64 `json:"input"`
 	CacheRead    float64 `json:"cache_read"`
 	CacheWrite   float64 `json:"cache_write"`
@@ -51,10 +58,27 @@ type Prices struct {
 	// default lifetime; Anthropic's cache_control.ttl "1h" asks for an
 	// hour).
 	TTL time.Duration `json:"ttl"`
+	// Long, when set, are the prices of a request whose prompt (its
+	// input, cached tokens included) is over LongPrompt tokens: the
+	// long-context prices of Gemini's Pro models ("prompts > 200k
+	// tokens"). Cost applies them; Long's own Long is not read.
+	LongPrompt int     `json:"long_prompt,omitempty"`
+	Long       *Prices `json:"long,omitempty"`
 }
 
-// Cost returns the price of a usage in USD.
+// At returns the prices of a request whose prompt is prompt tokens: Long
+// over LongPrompt, else p.
+func (p Prices) At(prompt int) Prices {
+	if p.Long != nil && prompt > p.LongPrompt {
+		return *p.Long
+	}
+	return p
+}
+
+// Cost returns the price of a usage in USD, at the prices of its prompt's
+// size (At).
 func (p Prices) Cost(u Usage) float64 {
+	p = p.At(u.Input())
 	w1h := p.CacheWrite1h
 	if w1h == 0 {
 		w1h = p.CacheWrite
@@ -111,10 +135,14 @@ func (t Table) Models() []string {
 }
 
 // Fallback returns the prices used for a model the table does not know,
-// by provider: Claude Sonnet's for Anthropic, GPT-5's for OpenAI.
+// by provider: Claude Sonnet's for Anthropic, GPT-5's for OpenAI,
+// Gemini 2.5 Pro's for Google.
 func Fallback(p Provider) Prices {
-	if p == OpenAI {
+	switch p {
+	case OpenAI:
 		return Default()["gpt-5"]
+	case Google:
+		return Default()["gemini-2.5-pro"]
 	}
 	return Default()["claude-sonnet-4"]
 }
@@ -134,9 +162,46 @@ func openai(in, cached, out float64) Prices {
 	return Prices{Provider: OpenAI, Input: in, CacheRead: cached, CacheWrite: in, Output: out, MinCacheable: 1024, TTL: 10 * time.Minute}
 }
 
+// GeminiLongPrompt is the prompt size above which Gemini's Pro models
+// bill a request at their long-context prices: "prompts > 200k tokens",
+// counted per request, cached tokens included
+// (ai.google.dev/gemini-api/docs/pricing).
+const GeminiLongPrompt = 200_000
+
+// GeminiCacheTTL is how long a Gemini implicitly cached prefix is taken to
+// live after its last use. Google documents no lifetime for implicit
+// caching: 5 minutes is a conservative guess, the shortest lifetime the
+// other providers document.
+const GeminiCacheTTL = 5 * time.Minute
+
+// google returns Gemini prices: the Standard paid tier's text input and
+// output (thinking billed as output), the cached input's price (implicit
+// caching: no write price, no storage), the minimum prefix implicit
+// caching reads from; long, when set, the long-context prices over
+// GeminiLongPrompt tokens (the Pro models).
+func google(in, cached, out float64, minCacheable int, long *Prices) Prices {
+	p := Prices{Provider: Google, Input: in, CacheRead: cached, CacheWrite: in, Output: out, MinCacheable: minCacheable, TTL: GeminiCacheTTL}
+	if long != nil {
+		l := *long
+		l.MinCacheable = minCacheable
+		p.LongPrompt, p.Long = GeminiLongPrompt, &l
+	}
+	return p
+}
+
+// googleLong returns the long-context prices of a Gemini Pro model.
+func googleLong(in, cached, out float64) *Prices {
+	p := google(in, cached, out, 0, nil)
+	return &p
+}
+
 // Default returns the list prices as published by Anthropic and OpenAI in
-// November 2026 for the models coding agents use, in USD per million
-// tokens. Override entries with Table.With.
+// November 2026 for the models coding agents use, and by Google in 2026
+// for its Gemini models (ai.google.dev/gemini-api/docs/pricing; Gemini 3
+// Pro Preview's are also Gemini 3.1 Pro Preview's; the implicit caching
+// minimums from its caching page: 2,048 tokens for 2.5 Pro and Flash,
+// Flash-Lite taken as Flash, 4,096 for the Gemini 3 models), in USD per
+// million tokens. Override entries with Table.With.
 func Default() Table {
 	return Table{
 		"claude-opus-4-5":   anthropic(5, 25, 4096),
@@ -160,6 +225,13 @@ func Default() Table {
 		"gpt-4o-mini":       openai(0.15, 0.075, 0.6),
 		"o3":                openai(2, 0.5, 8),
 		"o4-mini":           openai(1.1, 0.275, 4.4),
+
+		"gemini-2.5-pro":         google(1.25, 0.125, 10, 2048, googleLong(2.50, 0.25, 15)),
+		"gemini-2.5-flash":       google(0.30, 0.03, 2.50, 2048, nil),
+		"gemini-2.5-flash-lite":  google(0.10, 0.01, 0.40, 2048, nil),
+		"gemini-3-pro-preview":   google(2, 0.20, 12, 4096, googleLong(4, 0.40, 18)),
+		"gemini-3.1-pro-preview": google(2, 0.20, 12, 4096, googleLong(4, 0.40, 18)),
+		"gemini-3-flash-preview": google(0.50, 0.05, 3, 4096, nil),
 	}
 }
 

@@ -18,6 +18,12 @@ func TestLookup(t *testing.T) {
 		"gpt-5-codex":                 1.25,
 		"gpt-5-mini-2025-08-07":       0.25,
 		"openai/gpt-4.1":              2,
+		"gemini-2.5-pro":              1.25,
+		"models/gemini-2.5-flash":     0.30,
+		"gemini-2.5-flash-lite":       0.10,
+		"gemini-3-pro-preview":        2,
+		"gemini-3.1-pro-preview":      2,
+		"gemini-3-flash-preview":      0.50,
 	} {
 		p, ok := tb.Lookup(model)
 		if want == 0 {
@@ -55,5 +61,39 @@ func TestCost(t *testing.T) {
 	// (10000×1.25 + 90000×0.125 + 1000×10)/1e6 = 0.03375
 	if got := o.Cost(pricing.Usage{Uncached: 10_000, CacheRead: 90_000, Output: 1000}); math.Abs(got-0.03375) > 1e-12 {
 		t.Fatalf("OpenAI cost %v", got)
+	}
+}
+
+// Gemini's Pro models bill a prompt over 200K tokens (cached ones
+// included) at their long-context prices; Flash has one price at every
+// size (hand-computed).
+func TestGeminiCost(t *testing.T) {
+	tb := pricing.Default()
+	for _, tc := range []struct {
+		model string
+		u     pricing.Usage
+		want  float64
+	}{
+		// (100000×1.25 + 100000×0.125 + 1000×10)/1e6 = 0.1475: 200K, not over.
+		{"gemini-2.5-pro", pricing.GoogleUsage(200_000, 100_000, 800, 200), 0.1475},
+		// (100001×2.50 + 100000×0.25 + 1000×15)/1e6 = 0.2900025
+		{"gemini-2.5-pro", pricing.GoogleUsage(200_001, 100_000, 800, 200), 0.2900025},
+		// (200001×4 + 0 + 1000×18)/1e6 = 0.818004
+		{"gemini-3.1-pro-preview", pricing.GoogleUsage(200_001, 0, 1000, 0), 0.818004},
+		// (300000×0.30 + 1000×2.50)/1e6 = 0.0925
+		{"gemini-2.5-flash", pricing.GoogleUsage(300_000, 0, 1000, 0), 0.0925},
+		// (4000×0.50 + 6000×0.05 + 100×3)/1e6 = 0.0026
+		{"gemini-3-flash-preview", pricing.GoogleUsage(10_000, 6000, 100, 0), 0.0026},
+	} {
+		p, ok := tb.Lookup(tc.model)
+		if !ok || p.Provider != pricing.Google || p.CacheWrite != p.Input {
+			t.Fatalf("%s: %+v, %v", tc.model, p, ok)
+		}
+		if got := p.Cost(tc.u); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("%s %+v: $%v, want $%v", tc.model, tc.u, got, tc.want)
+		}
+	}
+	if p := pricing.Fallback(pricing.Google); p.Input != 1.25 || p.Long == nil || p.At(pricing.GeminiLongPrompt+1).Input != 2.5 {
+		t.Errorf("Fallback(Google) = %+v", p)
 	}
 }

@@ -11,8 +11,9 @@ import "encoding/json"
 //
 // The providers count differently; their constructors say how:
 // AnthropicUsage for the Messages API, whose input_tokens leave out the
-// cache, and OpenAIUsage for Chat Completions and Responses, whose input
-// counts hold the cached tokens.
+// cache, OpenAIUsage for Chat Completions and Responses, whose input
+// counts hold the cached tokens, and GoogleUsage for the Gemini API's
+// usageMetadata, whose prompt count holds them too.
 //
 // Its JSON is the Messages API's usage object: input_tokens (uncached),
 // cache_read_input_tokens, cache_creation_input_tokens (written with
@@ -57,6 +58,17 @@ func AnthropicUsage(input, cacheRead, cacheCreation, cacheCreation1h, output int
 func OpenAIUsage(input, cached, output int) Usage {
 	cached = max(0, min(cached, input))
 	return Usage{Uncached: input - cached, CacheRead: cached, Output: output}
+}
+
+// GoogleUsage returns the usage of a Gemini API usageMetadata from its
+// counts: promptTokenCount (which holds the cached tokens),
+// cachedContentTokenCount (at most all of the prompt; cache reads: the
+// implicit cache bills no writes), candidatesTokenCount and
+// thoughtsTokenCount (the thinking, billed as output: the candidates'
+// count leaves it out).
+func GoogleUsage(prompt, cached, candidates, thoughts int) Usage {
+	cached = max(0, min(cached, prompt))
+	return Usage{Uncached: prompt - cached, CacheRead: cached, Output: max(0, candidates) + max(0, thoughts)}
 }
 
 // Input returns every input token of the request: uncached, read and

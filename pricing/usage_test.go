@@ -45,6 +45,20 @@ func TestUsageConstructors(t *testing.T) {
 			pricing.Usage{CacheRead: 10, Output: 1}, 10, 0},
 		{"openai cached negative", pricing.OpenAIUsage(10, -1, 1),
 			pricing.Usage{Uncached: 10, Output: 1}, 10, 0},
+		// Gemini: promptTokenCount 5000 holding cachedContentTokenCount
+		// 4096, candidatesTokenCount 40, thoughtsTokenCount 300.
+		{"gemini", pricing.GoogleUsage(5000, 4096, 40, 300),
+			pricing.Usage{Uncached: 904, CacheRead: 4096, Output: 340}, 5000, 0},
+		{"gemini uncached, no thoughts", pricing.GoogleUsage(12, 0, 7, 0),
+			pricing.Usage{Uncached: 12, Output: 7}, 12, 0},
+		// Thinking only (an answer of function calls may have no
+		// candidates' tokens).
+		{"gemini thoughts only", pricing.GoogleUsage(100, 0, 0, 64),
+			pricing.Usage{Uncached: 100, Output: 64}, 100, 0},
+		{"gemini cached over", pricing.GoogleUsage(10, 25, 1, 0),
+			pricing.Usage{CacheRead: 10, Output: 1}, 10, 0},
+		{"gemini negatives", pricing.GoogleUsage(10, -1, -2, -3),
+			pricing.Usage{Uncached: 10}, 10, 0},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, tc.got, tc.want)

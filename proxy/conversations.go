@@ -192,16 +192,26 @@ type opening struct {
 	reply []byte
 }
 
-// openingOf returns the opening of a body's conversation (messages, or
-// input).
+// openingOf returns the opening of a body's conversation (messages,
+// input, or Gemini's contents, whose system prompt is systemInstruction
+// and whose messages hold parts; a content without a role is the user's).
 func openingOf(b *body) opening {
 	o := opening{system: b.get("system")}
 	if o.system == nil {
 		o.system = b.get("instructions")
 	}
-	list := b.get("messages")
+	list, contents := b.get("messages"), false
 	if list == nil {
 		list = b.get("input")
+	}
+	if list == nil {
+		list, contents = b.get("contents"), true
+		if o.system == nil {
+			o.system = b.get("systemInstruction")
+		}
+		if o.system == nil {
+			o.system = b.get("system_instruction")
+		}
 	}
 	if rawjson.Kind(list) == '"' {
 		o.first = list
@@ -218,6 +228,13 @@ func openingOf(b *body) opening {
 		if role == "system" || role == "developer" {
 			o.before = append(o.before, el)
 			continue
+		}
+		if contents && (role == "user" || role == "") {
+			o.first = orNull(rawjson.Get(el, "parts"))
+			if i+2 < len(elems) {
+				o.reply = elems[i+1]
+			}
+			break
 		}
 		if role == "user" {
 			o.first = orNull(rawjson.Get(el, "content"))

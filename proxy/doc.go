@@ -30,23 +30,33 @@
 //     object of at most Options.MaxBody (64 MiB). It goes through the
 //     Engine; one whose messages the Engine keeps is still sent byte for
 //     byte (see Byte-faithful).
+//   - Billed, not edited yet: POST /v1beta/models/{model}:generateContent
+//     and :streamGenerateContent (Google's Gemini API, also under /v1/
+//     and /v1alpha/ and a path prefix; APIGemini), to the Gemini upstream
+//     (Options.GeminiURL) byte for byte, their key (x-goog-api-key or
+//     ?key=) to it alone; their usage is billed, keyed to sessions and
+//     logged as an edited API's, a JSON-array stream (no alt=sse) relayed
+//     as it comes.
 //   - Passed through untouched (the body byte for byte, the headers as
 //     described under Byte-faithful): every other request of the
-//     Anthropic and OpenAI APIs, to the OpenAI upstream for chat and
-//     responses paths or bearer credentials without Anthropic's headers,
-//     else to the Anthropic one. That is other paths and methods
+//     Anthropic, OpenAI and Gemini APIs, to the OpenAI upstream for chat
+//     and responses paths or bearer credentials without Anthropic's
+//     headers, to the Gemini one for Gemini's model methods, /v1beta/ and
+//     /v1alpha/ paths, an x-goog-api-key or a ?key= without other
+//     credentials, else to the Anthropic one. That is other paths and methods
 //     (/v1/messages/count_tokens, /v1/models, /v1/files, batches,
 //     /v1/responses/{id}, ...), a Responses request whose history lives
 //     upstream, a body that is not a JSON object or is larger than
 //     MaxBody, and, with Options.Tenants, a request without credentials.
 //   - Answered by the proxy itself: StatsPath, MetricsPath, DashboardPath
 //     and MCPPath (to loopback Host names, or with Options.Token).
-//   - Refused, nothing forwarded or stored: a request of an API family
-//     the proxy does not serve (Google's Gemini API: an x-goog-api-key
-//     header, a ?key= query without other credentials, :generateContent,
-//     :streamGenerateContent or :countTokens paths, /v1beta/; the rest of
-//     Vertex AI: :rawPredict, :streamRawPredict, /projects/{p}/locations/{l}/
-//     paths; Amazon
+//   - Refused, nothing forwarded or stored: a request that looks like the
+//     Gemini API's (an x-goog-api-key header, a ?key= query without other
+//     credentials, :generateContent, :streamGenerateContent or
+//     :countTokens paths, /v1beta/) but routes to another family, so that
+//     a Google key goes to Google only; a request of an API family the
+//     proxy does not serve (Vertex AI: :rawPredict, :streamRawPredict,
+//     /projects/{p}/locations/{l}/ paths, its Gemini models included; Amazon
 //     Bedrock: /model/{id}/invoke, /invoke-with-response-stream,
 //     /converse, /converse-stream, AWS Signature V4 credentials) gets one
 //     400 with X-Should-Retry: false, in the family's error shape (Gemini

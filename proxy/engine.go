@@ -14,7 +14,8 @@ import (
 // API names the wire format of a request.
 type API string
 
-// The APIs the proxy edits. Every other request passes through.
+// The APIs the proxy edits (or, for Gemini, bills as it would an edited
+// one's). Every other request passes through.
 const (
 	// APIAnthropic is POST /v1/messages (Anthropic Messages).
 	APIAnthropic API = "anthropic"
@@ -23,6 +24,11 @@ const (
 	// APIResponses is POST /v1/responses (OpenAI Responses) carrying its
 	// whole history: store false and no previous_response_id.
 	APIResponses API = "openai-responses"
+	// APIGemini is POST /v1beta/models/{model}:generateContent and
+	// :streamGenerateContent (Google's Gemini API), the model in the
+	// path. Its bodies are billed, keyed to sessions and logged, and
+	// passed on unedited: the Engine does not see them yet.
+	APIGemini API = "gemini"
 )
 
 // Request is what the proxy hands the Engine for one model request.

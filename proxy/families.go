@@ -3,6 +3,7 @@ package proxy
 import (
 	"github.com/agentctx/agentctx/internal/lib/family"
 	"github.com/agentctx/agentctx/internal/lib/family/anthropic"
+	"github.com/agentctx/agentctx/internal/lib/family/gemini"
 	"github.com/agentctx/agentctx/internal/lib/family/openaichat"
 	"github.com/agentctx/agentctx/internal/lib/family/responses"
 )
@@ -11,7 +12,7 @@ import (
 // in the order that breaks ties between their claims on a request: the
 // first, Anthropic, is also where a request none claims goes. Adding a
 // family is its package and one entry here.
-var families = mustRegistry(anthropic.Family{}, openaichat.Family{}, responses.Family{})
+var families = mustRegistry(anthropic.Family{}, openaichat.Family{}, responses.Family{}, gemini.Family{})
 
 func mustRegistry(fams ...family.Family) *family.Registry {
 	r, err := family.NewRegistry(fams...)

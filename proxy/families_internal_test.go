@@ -75,3 +75,47 @@ func TestFamiliesCredentialsHashed(t *testing.T) {
 		}
 	}
 }
+
+// The Gemini API's requests route to the Gemini family and upstream: its
+// model methods under /v1beta, /v1 and /v1alpha (and under a path
+// prefix), generateContent and streamGenerateContent as its API with the
+// model of the path, an array stream without alt=sse; its other requests
+// (countTokens, the model list) unedited; a key in the query or the
+// x-goog-api-key header names it. TestFamiliesRouteAsBefore keeps the
+// other paths as they were.
+func TestGeminiRoutes(t *testing.T) {
+	s, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	goog := http.Header{"X-Goog-Api-Key": {"k"}}
+	for _, tc := range []struct {
+		method, url string
+		h           http.Header
+		api         API
+		path, model string
+		array       bool
+	}{
+		{"POST", "/v1beta/models/gemini-2.5-pro:generateContent", goog, APIGemini, "/v1beta/models/gemini-2.5-pro:generateContent", "gemini-2.5-pro", false},
+		{"POST", "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", goog, APIGemini, "/v1beta/models/gemini-2.5-pro:streamGenerateContent", "gemini-2.5-pro", false},
+		{"POST", "/v1beta/models/gemini-3-pro-preview:streamGenerateContent", goog, APIGemini, "/v1beta/models/gemini-3-pro-preview:streamGenerateContent", "gemini-3-pro-preview", true},
+		{"POST", "/v1/models/gemini-2.5-flash:generateContent?key=k", nil, APIGemini, "/v1/models/gemini-2.5-flash:generateContent", "gemini-2.5-flash", false},
+		{"POST", "/v1alpha/models/gemini-2.5-flash:generateContent", nil, APIGemini, "/v1alpha/models/gemini-2.5-flash:generateContent", "gemini-2.5-flash", false},
+		{"POST", "/gemini/v1beta/models/gemini-2.5-flash:generateContent", goog, APIGemini, "/v1beta/models/gemini-2.5-flash:generateContent", "gemini-2.5-flash", false},
+		{"POST", "/v1beta/models/gemini-2.5-flash:countTokens", goog, "", "/v1beta/models/gemini-2.5-flash:countTokens", "", false},
+		{"GET", "/v1beta/models", goog, "", "/v1beta/models", "", false},
+		{"GET", "/v1/models?key=k", nil, "", "/v1/models", "", false},
+		{"GET", "/v1/models", goog, "", "/v1/models", "", false},
+	} {
+		r, _ := http.NewRequest(tc.method, "http://proxy"+tc.url, nil)
+		r.Header = tc.h
+		rt := s.route(r)
+		if rt.upstream != s.gemini || rt.api != tc.api || rt.path != tc.path || rt.model != tc.model || rt.array != tc.array {
+			t.Errorf("%s %s: gemini upstream %v, api %q, path %s, model %q, array %v; want %q, %s, %q, %v",
+				tc.method, tc.url, rt.upstream == s.gemini, rt.api, rt.path, rt.model, rt.array, tc.api, tc.path, tc.model, tc.array)
+		}
+	}
+	if s.gemini.String() != DefaultGeminiURL {
+		t.Errorf("the default Gemini upstream is %s", s.gemini)
+	}
+}

@@ -7,18 +7,26 @@ import (
 
 	"github.com/agentctx/agentctx/internal/base/rawjson"
 	"github.com/agentctx/agentctx/internal/lib/family"
+	"github.com/agentctx/agentctx/internal/lib/family/gemini"
+	"github.com/agentctx/agentctx/pricing"
 )
 
 // Requests the proxy refuses before any work, never forwarded: those of an
-// API family it does not serve, and websocket upgrades.
+// API family it does not serve, those that carry Gemini credentials or
+// paths but are not the Gemini API's, and websocket upgrades.
 //
 // A foreign family's request, forwarded, would reach a provider it was not
 // written for (the Anthropic or the OpenAI upstream) with the client's
 // credentials for another: issue 24 saw Gemini CLI's x-goog-api-key go to
 // the Anthropic upstream, and a Vertex AI request's Google access token
-// (Authorization: Bearer) would go to OpenAI's. It is refused with one
-// 400, in the error shape the family's clients parse, naming the family
-// and what would serve it (issue 47.1). Not 501, nor any 5xx or 429: the
+// (Authorization: Bearer) would go to OpenAI's. The Gemini API is served
+// (internal/lib/family/gemini, its upstream Google's alone), but a request
+// that looks like one of its (a Google key, a Gemini path) and is routed
+// to another family (a Google key on /v1/messages; Google's
+// OpenAI-compatible endpoint, /v1beta/openai/chat/completions) is still
+// refused, so that a Google key goes to Google only. It is refused with
+// one 400, in the error shape the family's clients parse, naming the
+// family and what would serve it (issue 47.1). Not 501, nor any 5xx or 429: the
 // clients retry those (Gemini CLI retried a 501 10 times over 217 s, then
 // printed "[object Object]"), and not 404, which Gemini CLI takes for a
 // missing model and answers by switching model. Gemini CLI explicitly does
@@ -31,10 +39,10 @@ type foreignAPI int
 
 const (
 	notForeign foreignAPI = iota
-	// geminiAPI is Google's Gemini API (generativelanguage.googleapis.com,
-	// and Vertex AI's Gemini models): models/{model}:generateContent,
-	// :streamGenerateContent, :countTokens; Gemini CLI, Qwen Code's Gemini
-	// mode, the google-genai SDKs.
+	// geminiAPI is a request of Google's Gemini API (Gemini CLI, Qwen
+	// Code's Gemini mode, the google-genai SDKs) that the Gemini family
+	// does not serve: its credentials or paths on a request routed to
+	// another family.
 	geminiAPI
 	// vertexAI is the rest of Google's Vertex AI: Anthropic models
 	// (:rawPredict, :streamRawPredict; Claude Code with
@@ -61,16 +69,13 @@ func (f foreignAPI) String() string {
 }
 
 // foreignAPIOf returns the family of a request meant for a provider the
-// proxy does not serve, or notForeign. It reads the path, under any
-// prefix, and the credentials' shape; never their values.
-func foreignAPIOf(r *http.Request) foreignAPI {
+// proxy does not serve, or notForeign; fam is the family the request
+// routes to (called only for a request that looks like the Gemini API's).
+// It reads the path, under any prefix, and the credentials' shape; never
+// their values.
+func foreignAPIOf(r *http.Request, fam func() family.Family) foreignAPI {
 	p := r.URL.Path
 	switch {
-	case r.Header.Get("X-Goog-Api-Key") != "",
-		r.URL.Query().Has("key") && r.Header.Get("X-Api-Key") == "" && r.Header.Get("Authorization") == "",
-		strings.Contains(p, ":generateContent"), strings.Contains(p, ":streamGenerateContent"), strings.Contains(p, ":countTokens"),
-		strings.HasPrefix(p, "/v1beta/"):
-		return geminiAPI
 	case strings.Contains(p, ":rawPredict"), strings.Contains(p, ":streamRawPredict"),
 		strings.Contains(p, "/projects/") && strings.Contains(p, "/locations/"):
 		return vertexAI
@@ -78,12 +83,20 @@ func foreignAPIOf(r *http.Request) foreignAPI {
 		strings.Contains(p, "/model/") && (strings.HasSuffix(p, "/invoke") || strings.HasSuffix(p, "/invoke-with-response-stream") ||
 			strings.HasSuffix(p, "/converse") || strings.HasSuffix(p, "/converse-stream")):
 		return bedrockAPI
+	case r.Header.Get("X-Goog-Api-Key") != "",
+		r.URL.RawQuery != "" && gemini.HasQueryKey(r.URL.Query(), r.Header),
+		strings.Contains(p, ":generateContent"), strings.Contains(p, ":streamGenerateContent"), strings.Contains(p, ":countTokens"),
+		strings.Contains(p, "/v1beta/"), strings.Contains(p, "/v1alpha/"):
+		if fam().Info().Provider != pricing.Google {
+			return geminiAPI
+		}
 	}
 	return notForeign
 }
 
 // served is what the proxy serves, for the refusals' messages.
-const served = "it serves the Anthropic Messages API (ANTHROPIC_BASE_URL) and the OpenAI Chat Completions and Responses APIs (OPENAI_BASE_URL); no flag of this version serves "
+const served = "it serves the Anthropic Messages API (ANTHROPIC_BASE_URL), the OpenAI Chat Completions and Responses APIs (OPENAI_BASE_URL) " +
+	"and the Gemini API's model methods, models/{model}:generateContent and :streamGenerateContent (GOOGLE_GEMINI_BASE_URL); no flag of this version serves "
 
 // refuse answers a request of the family: 400, in the family's error
 // shape, with X-Should-Retry: false.
@@ -92,8 +105,9 @@ func (f foreignAPI) refuse(w http.ResponseWriter) {
 	w.Header().Set("X-Should-Retry", "false")
 	switch f {
 	case geminiAPI:
-		writeGoogleError(w, status, "agentctx proxy does not serve the Gemini API (generateContent, streamGenerateContent, countTokens); nothing was forwarded: "+
-			served+"it. Point the Gemini client at Google's endpoint (unset GOOGLE_GEMINI_BASE_URL), or run an Anthropic or OpenAI client through agentctx.")
+		writeGoogleError(w, status, "agentctx proxy does not serve this request of the Gemini API: it carries a Google key or a Gemini path but is "+
+			"another API's (or Google's OpenAI-compatible endpoint), and a Google key goes to Google only; nothing was forwarded: "+
+			served+"it. Send Gemini requests as models/{model}:generateContent with x-goog-api-key, and other APIs' requests without Google credentials.")
 	case vertexAI:
 		writeGoogleError(w, status, "agentctx proxy does not serve Vertex AI (rawPredict, streamRawPredict, its OpenAI-compatible endpoint); nothing was forwarded: "+
 			served+"it. Use the Anthropic API through agentctx (ANTHROPIC_BASE_URL, without CLAUDE_CODE_USE_VERTEX), or point the client at Vertex AI itself.")

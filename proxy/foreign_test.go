@@ -17,7 +17,10 @@ import (
 // upstream), and refused so that its client gives up at once with the
 // message (issue 47.1: Gemini CLI retried the 501 10 times over 217 s):
 // one 400, in the error shape the family's clients parse, naming the
-// family and what would serve it, with X-Should-Retry: false.
+// family and what would serve it, with X-Should-Retry: false. The Gemini
+// API is served (TestGeminiThroughTheProxy); a Google key or a Gemini path
+// on a request of another family is still refused, as are Vertex AI's
+// Gemini models.
 func TestForeignAPIRefused(t *testing.T) {
 	const secret = "AIza-secret-key"
 	var forwarded atomic.Int32
@@ -35,12 +38,10 @@ func TestForeignAPIRefused(t *testing.T) {
 		family             string
 		google             bool // the error in Google's shape, else Bedrock's
 	}{
-		{"gemini generateContent", "POST", "/v1beta/models/gemini-2.5-pro:generateContent", map[string]string{"X-Goog-Api-Key": secret}, "Gemini API", true},
-		{"gemini SSE stream", "POST", "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", map[string]string{"X-Goog-Api-Key": secret}, "Gemini API", true},
-		{"gemini stream, v1, no key", "POST", "/v1/models/gemini-2.5-pro:streamGenerateContent?alt=sse", nil, "Gemini API", true},
-		{"gemini countTokens", "POST", "/v1beta/models/gemini-2.5-flash:countTokens", map[string]string{"X-Goog-Api-Key": secret}, "Gemini API", true},
-		{"gemini key in the query", "GET", "/v1beta/models?key=" + secret, nil, "Gemini API", true},
-		{"gemini under a path prefix", "POST", "/gemini/v1beta/models/gemini-2.5-pro:generateContent", map[string]string{"X-Goog-Api-Key": secret}, "Gemini API", true},
+		{"a google key on /v1/messages", "POST", "/v1/messages", map[string]string{"X-Goog-Api-Key": secret}, "Gemini API", true},
+		{"a google key on /v1/responses", "POST", "/v1/responses?key=" + secret, nil, "Gemini API", true},
+		{"google's openai-compatible endpoint", "POST", "/v1beta/openai/chat/completions", map[string]string{"Authorization": "Bearer " + secret}, "Gemini API", true},
+		{"vertex gemini", "POST", "/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-pro:generateContent", map[string]string{"Authorization": "Bearer ya29." + secret}, "Vertex AI", true},
 		{"vertex anthropic stream", "POST", "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5:streamRawPredict", map[string]string{"Authorization": "Bearer ya29." + secret}, "Vertex AI", true},
 		{"vertex openai-compatible", "POST", "/v1/projects/p/locations/global/endpoints/openapi/chat/completions", map[string]string{"Authorization": "Bearer ya29." + secret}, "Vertex AI", true},
 		{"bedrock invoke stream", "POST", "/model/anthropic.claude-sonnet-4-5-v1:0/invoke-with-response-stream", map[string]string{"Authorization": "AWS4-HMAC-SHA256 Credential=AKIA/" + secret}, "Amazon Bedrock", false},

@@ -147,8 +147,8 @@ func (f *forward) waitRecorded() {
 }
 
 // modifyResponse starts the exchange's answer: a whole JSON answer is
-// read and watched before it is relayed, any other body (a stream) is
-// watched as it is relayed.
+// read and watched before it is relayed, any other body (a stream: SSE, or
+// a JSON array its family streams) is watched as it is relayed.
 func (f *forward) modifyResponse(resp *http.Response) error {
 	s, x := f.s, f.x
 	f.waitRecorded()
@@ -178,7 +178,10 @@ func (f *forward) modifyResponse(resp *http.Response) error {
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	f.watched = watchedBody{f: f, body: resp.Body, track: x.api != "" && resp.StatusCode < 300}
 	w := &f.watched
-	if w.track && !sse {
+	// A JSON array streamed element by element (Gemini's stream without
+	// alt=sse) is relayed as it comes, each element read as an event.
+	f.sc.array = !sse && f.rt.array
+	if w.track && !sse && !f.sc.array {
 		// A whole JSON answer: read it, then relay it.
 		data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
 		if err != nil {

@@ -330,12 +330,12 @@ func TestMetricsPresentAtZero(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]int{
-		"agentctx_requests_total": 12, "agentctx_cost_usd_total": 3, "agentctx_cost_without_agentctx_usd_total": 3,
-		"agentctx_saved_usd": 3, "agentctx_compactions_total": 3, "agentctx_engine_errors_total": 3,
-		"agentctx_proxy_overhead_seconds": 3, "agentctx_summary_requests_total": 3,
+		"agentctx_requests_total": 16, "agentctx_cost_usd_total": 4, "agentctx_cost_without_agentctx_usd_total": 4,
+		"agentctx_saved_usd": 4, "agentctx_compactions_total": 4, "agentctx_engine_errors_total": 4,
+		"agentctx_proxy_overhead_seconds": 4, "agentctx_summary_requests_total": 4,
 	} {
 		if series[name] != want {
-			t.Errorf("%s: %d series, want %d (3 APIs)", name, series[name], want)
+			t.Errorf("%s: %d series, want %d (4 APIs)", name, series[name], want)
 		}
 	}
 }

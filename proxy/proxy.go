@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,7 @@ import (
 const (
 	DefaultAnthropicURL = "https://api.anthropic.com"
 	DefaultOpenAIURL    = "https://api.openai.com"
+	DefaultGeminiURL    = "https://generativelanguage.googleapis.com"
 	// DefaultMaxBody is the largest request body the proxy reads to edit;
 	// a larger one is forwarded unedited, streamed.
 	DefaultMaxBody = 64 << 20
@@ -45,15 +47,18 @@ const (
 )
 
 // Options configure a Server. The zero value forwards to the public
-// Anthropic and OpenAI APIs and edits nothing (a nil Engine).
+// Anthropic, OpenAI and Gemini APIs and edits nothing (a nil Engine).
 type Options struct {
 	// Engine prepares editable requests; nil forwards every request
 	// unedited.
 	Engine Engine
-	// AnthropicURL and OpenAIURL are the upstream base URLs, without
-	// /v1 (a trailing /v1 is ignored); "" means the public APIs.
+	// AnthropicURL, OpenAIURL and GeminiURL are the upstream base URLs,
+	// without /v1 (a trailing /v1 is ignored; Gemini's paths carry their
+	// version, /v1beta); "" means the public APIs. Each provider's
+	// requests, with their credentials, go to its own upstream only.
 	AnthropicURL string
 	OpenAIURL    string
+	GeminiURL    string
 	// Transport sends upstream requests; nil means a clone of
 	// http.DefaultTransport.
 	Transport http.RoundTripper
@@ -166,6 +171,7 @@ type Server struct {
 	opts      Options
 	anthropic *url.URL
 	openai    *url.URL
+	gemini    *url.URL
 	// buffers and discardLog serve the ReverseProxy of each forward
 	// (forward.go).
 	buffers    bufferPool
@@ -204,6 +210,9 @@ func New(opts Options) (*Server, error) {
 	if opts.OpenAIURL == "" {
 		opts.OpenAIURL = DefaultOpenAIURL
 	}
+	if opts.GeminiURL == "" {
+		opts.GeminiURL = DefaultGeminiURL
+	}
 	a, err := baseURL(opts.AnthropicURL)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: anthropic upstream: %w", err)
@@ -211,6 +220,10 @@ func New(opts Options) (*Server, error) {
 	o, err := baseURL(opts.OpenAIURL)
 	if err != nil {
 		return nil, fmt.Errorf("proxy: openai upstream: %w", err)
+	}
+	g, err := baseURL(opts.GeminiURL)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: gemini upstream: %w", err)
 	}
 	if opts.Transport == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
@@ -248,7 +261,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		decoded: dc, prints: pc,
-		opts: opts, anthropic: a, openai: o,
+		opts: opts, anthropic: a, openai: o, gemini: g,
 		discardLog: newDiscardLog(),
 		log:        opts.Logger,
 		stats:      newStatsTable(),
@@ -330,40 +343,73 @@ const StatsPath = "/agentctx/stats"
 // route says where a request goes and whether it is editable.
 type route struct {
 	upstream *url.URL
-	path     string // upstream path: from /v1/ on
+	path     string // upstream path: from /v1/ on (or /v1beta/, /v1alpha/)
 	rawPath  string // path as the client escaped it (%2F stays %2F), forwarded as received
 	api      API    // "" when not editable
 	// fam is the family the request is routed as, editable or not: its
 	// upstream and its error shape.
 	fam family.Family
+	// model is the model the path names (family.ModelEndpoints), "" when
+	// it names none; array reports an answer that, when not SSE, is a
+	// JSON array streamed element by element (family.ArrayStreamer).
+	model string
+	array bool
+}
+
+// versionCut returns where the API's path starts in p: at its first
+// "/v1/", else at its first "/v1beta/" or "/v1alpha/" (the Gemini API's
+// versions), else -1.
+func versionCut(p string) int {
+	if i := strings.Index(p, "/v1/"); i >= 0 {
+		return i
+	}
+	for _, v := range [...]string{"/v1beta/", "/v1alpha/"} {
+		if i := strings.Index(p, v); i >= 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 func (s *Server) route(r *http.Request) route {
 	// The path as the client escaped it: an encoded slash decoded would
 	// forward /v1/..%2fx as /v1/../x, a path the client never sent.
 	raw := r.URL.EscapedPath()
-	if i := strings.Index(raw, "/v1/"); i >= 0 {
+	if i := versionCut(raw); i >= 0 {
 		raw = raw[i:]
 	}
 	rest, err := url.PathUnescape(raw)
 	if err != nil { // not from a parsed request: its decoded path
 		rest, raw = r.URL.Path, ""
-		if i := strings.Index(rest, "/v1/"); i >= 0 {
+		if i := versionCut(rest); i >= 0 {
 			rest = rest[i:]
 		}
 	}
-	fam, editable := families.Route(r.Method, rest, r.Header)
+	var query url.Values
+	if r.URL.RawQuery != "" {
+		query = r.URL.Query()
+	}
+	fam, editable := families.Route(r.Method, rest, query, r.Header)
 	rt := route{upstream: s.upstreamOf(fam), path: rest, rawPath: raw, fam: fam}
 	if editable {
 		rt.api = apiOf(fam)
+		if me, ok := fam.(family.ModelEndpoints); ok {
+			rt.model, _ = me.EndpointModel(rest)
+		}
+		if as, ok := fam.(family.ArrayStreamer); ok {
+			rt.array = as.ArrayStream(rest, query)
+		}
 	}
 	return rt
 }
 
 // upstreamOf returns the upstream of a family's provider.
 func (s *Server) upstreamOf(f family.Family) *url.URL {
-	if f.Info().Provider == pricing.OpenAI {
+	switch f.Info().Provider {
+	case pricing.OpenAI:
 		return s.openai
+	case pricing.Google:
+		return s.gemini
 	}
 	return s.anthropic
 }
@@ -500,9 +546,9 @@ func (s *Server) serveOwn(w http.ResponseWriter, r *http.Request) bool {
 		r.Header.Del("Http2-Settings")
 		dropConnectionTokens(r.Header, "upgrade", "http2-settings")
 	}
-	if family := foreignAPIOf(r); family != notForeign {
-		family.refuse(w) // foreign.go; before the upgrade check, so that it names the family
-		s.log.Info("proxy: refused a request of another API", "method", r.Method, "path", r.URL.Path, "api", family.String(), "status", http.StatusBadRequest)
+	if foreign := foreignAPIOf(r, func() family.Family { return s.route(r).fam }); foreign != notForeign {
+		foreign.refuse(w) // foreign.go; before the upgrade check, so that it names the family
+		s.log.Info("proxy: refused a request of another API", "method", r.Method, "path", r.URL.Path, "api", foreign.String(), "status", http.StatusBadRequest)
 		return true
 	}
 	if isWebsocketUpgrade(r.Header) {
@@ -519,6 +565,7 @@ func (s *Server) serveOwn(w http.ResponseWriter, r *http.Request) bool {
 // client was answered (a body that could not be read).
 func (s *Server) readAndPrepare(w http.ResponseWriter, r *http.Request, rt route, x *exchange) (body io.Reader, sent sendBody, ok bool) {
 	body = r.Body
+	x.bill.model = rt.model // the body's, when it names one and is read
 	if rt.api == "" || r.ContentLength > s.opts.MaxBody {
 		return body, sendBody{}, true
 	}
@@ -702,7 +749,7 @@ func (s *Server) readRequest(r *http.Request, rt route, raw []byte, x *exchange)
 		}
 		tenant, x.session, x.tenant = t, "t-"+t+"-"+x.session, t
 	}
-	x.bill.model = b.str("model")
+	x.bill.model = cmp.Or(b.str("model"), rt.model)
 	if !rt.fam.Editable(&b.Body) {
 		return nil, "", false // the history lives upstream: nothing to edit
 	}
@@ -727,7 +774,7 @@ func (s *Server) engineRequest(r *http.Request, rt route, b *body, conv *convers
 			doc, facts, x.cut = conv.doc.WithMessages(cut.tail), cut.facts(conv.facts), cut.at
 		}
 	}
-	req := &Request{API: rt.api, SessionKey: x.session, Tenant: tenant, Header: r.Header, Model: b.str("model"), Document: doc, Facts: facts,
+	req := &Request{API: rt.api, SessionKey: x.session, Tenant: tenant, Header: r.Header, Model: cmp.Or(b.str("model"), rt.model), Document: doc, Facts: facts,
 		Tools: b.get("tools"), System: system, ThinkingEnabled: x.thinkingOn, Received: x.start,
 		CacheRetention: b.str("prompt_cache_retention")}
 	if rt.api == APIAnthropic && x.thinkingOn {

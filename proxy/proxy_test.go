@@ -86,7 +86,7 @@ func newProxy(t *testing.T, up http.Handler, engine proxy.Engine) string {
 	t.Helper()
 	us := httptest.NewServer(up)
 	t.Cleanup(us.Close)
-	srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: us.URL, OpenAIURL: us.URL + "/v1", Logger: testLogger(t)})
+	srv, err := proxy.New(proxy.Options{Engine: engine, AnthropicURL: us.URL, OpenAIURL: us.URL + "/v1", GeminiURL: us.URL, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

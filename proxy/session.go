@@ -198,12 +198,16 @@ func hash64(b []byte) uint64 { return maphash.Bytes(hashSeed, b) }
 
 // Tenant returns the tenant a request's credentials name: the first 16
 // hex digits of the SHA-256 of its X-Api-Key, else of its Authorization
-// header; ok is false for a request with neither. The credentials
-// themselves are never part of it.
+// header, else of its X-Goog-Api-Key (Gemini's); ok is false for a
+// request with none (a Gemini key in the URL's query is not read). The
+// credentials themselves are never part of it.
 func Tenant(h http.Header) (tenant string, ok bool) {
 	cred := h.Get("X-Api-Key")
 	if cred == "" {
 		cred = h.Get("Authorization")
+	}
+	if cred == "" {
+		cred = h.Get("X-Goog-Api-Key")
 	}
 	if cred == "" {
 		return "", false

@@ -11,8 +11,9 @@ import (
 )
 
 // usageScanner reads the usage and the thinking signatures of a response as
-// it is relayed: the events of an SSE stream (wire.SSE), or a whole JSON
-// answer. The usage is read by the answer's family (into a
+// it is relayed: the events of an SSE stream (wire.SSE), the elements of a
+// JSON array streamed element by element (wire.JSONArray, with array:
+// Gemini's stream without alt=sse), or a whole JSON answer. The usage is read by the answer's family (into a
 // wire.UsageReader); what is the proxy's own (thinking signatures,
 // Anthropic's compaction blocks) is read here. A nil family reads nothing.
 type usageScanner struct {
@@ -20,6 +21,11 @@ type usageScanner struct {
 	reader wire.UsageReader
 	fam    family.Family
 	emit   func(wire.Event)
+	// array: the stream is a JSON array, read by arr (emitEl its
+	// callback), each element an event.
+	array  bool
+	arr    wire.JSONArray
+	emitEl func([]byte)
 
 	usage pricing.Usage
 	got   bool
@@ -59,23 +65,33 @@ func (c *streamedCompaction) block() []byte {
 	return append(b, '}')
 }
 
-// feed scans a chunk of an SSE stream of fam.
+// feed scans a chunk of a stream of fam (SSE, or a JSON array).
 func (sc *usageScanner) feed(p []byte, fam family.Family) {
-	if sc.emit == nil {
-		sc.emit = sc.event
+	sc.init(fam)
+	if sc.array {
+		sc.arr.Feed(p, sc.emitEl)
+		return
 	}
-	sc.fam = fam
 	sc.sse.Feed(p, sc.emit)
 }
 
 // end scans what is left at the end of the stream (an event its empty
-// line did not end).
+// line did not end, an element cut short).
 func (sc *usageScanner) end(fam family.Family) {
+	sc.init(fam)
+	if sc.array {
+		sc.arr.End(sc.emitEl)
+		return
+	}
+	sc.sse.End(sc.emit)
+}
+
+func (sc *usageScanner) init(fam family.Family) {
 	if sc.emit == nil {
 		sc.emit = sc.event
+		sc.emitEl = func(el []byte) { sc.event(wire.Event{Data: el}) }
 	}
 	sc.fam = fam
-	sc.sse.End(sc.emit)
 }
 
 func (sc *usageScanner) event(e wire.Event) {

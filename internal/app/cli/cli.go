@@ -255,7 +255,7 @@ Environment variables:
 	root.AddCommand(newReportCmd(e))
 	root.AddCommand(newProxyCmd(e), newMCPCmd(e), newToolsCmd(e), newSummaryEvalCmd(e))
 	root.AddCommand(newConfigCmd(e), newSessionsCmd(e), newSavingsCmd(e))
-	root.AddCommand(newLaunchCmd(e, launch.Claude), newLaunchCmd(e, launch.Codex))
+	root.AddCommand(newLaunchCmd(e, launch.Claude), newLaunchCmd(e, launch.Codex), newLaunchCmd(e, launch.Gemini))
 	for _, c := range root.Commands() {
 		c.Args = wrapArgs(c.Args)
 	}

@@ -49,12 +49,12 @@ func (e *env) settle(cmd *cobra.Command) error {
 }
 
 // alsoSection returns the sections of the file a command takes what its
-// own does not set: the proxy's for claude and codex, which run one with
+// own does not set: the proxy's for claude, codex and gemini, which run one with
 // its flags (issue 48: the proxy section did not reach them), but for
 // --listen (a standing proxy's address, which their own proxy would
 // collide with). Nil for other commands.
 func alsoSection(cmd *cobra.Command) func(*pflag.Flag) []string {
-	if p := commandPath(cmd); len(p) != 1 || (p[0] != "claude" && p[0] != "codex") {
+	if p := commandPath(cmd); len(p) != 1 || (p[0] != "claude" && p[0] != "codex" && p[0] != "gemini") {
 		return nil
 	}
 	return func(f *pflag.Flag) []string {

@@ -80,7 +80,7 @@ func TestConfigCommand(t *testing.T) {
 		`namespace  = "default"  (default)`,
 		// prepare's default summarizer is extractive, the proxy's upstream:
 		// no one default is shown for every command.
-		`summarizer = "extractive"  (default except claude: "upstream", codex: "upstream", proxy: "upstream")`,
+		`summarizer = "extractive"  (default except claude: "upstream", codex: "upstream", gemini: "upstream", proxy: "upstream")`,
 	} {
 		squeeze := func(s string) string { return strings.Join(strings.Fields(s), " ") }
 		if !strings.Contains(squeeze(out), squeeze(want)) {

@@ -17,7 +17,7 @@ import (
 // (a model API on localhost): those are run by their own end-to-end tests
 // (proxy, mcp, the summarizers against local fakes), not here.
 func serverExample(line string) bool {
-	for _, p := range []string{"agentctx proxy", "agentctx mcp", "agentctx completion", "agentctx claude", "agentctx codex"} {
+	for _, p := range []string{"agentctx proxy", "agentctx mcp", "agentctx completion", "agentctx claude", "agentctx codex", "agentctx gemini"} {
 		if strings.HasPrefix(line, p) {
 			return true
 		}

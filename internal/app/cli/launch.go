@@ -96,8 +96,11 @@ func newLaunchCmd(e *env, client launch.Client) *cobra.Command {
 // launchClientNames returns the client's name for people and what the
 // launch gives it.
 func launchClientNames(client launch.Client) (name, other string) {
-	if client == launch.Codex {
+	switch client {
+	case launch.Codex:
 		return "Codex", "-c overrides: a model provider \"agentctx\" at the proxy (Responses\nAPI; the key from OPENAI_API_KEY when set, else Codex's login) selected as\nmodel_provider, and the MCP server \"agentctx\" at the proxy's /mcp"
+	case launch.Gemini:
+		return "Gemini CLI", "GOOGLE_GEMINI_BASE_URL (the Gemini API, with the API key auth:\nGEMINI_API_KEY; a Google login talks to Code Assist, which the proxy does not\nserve). The proxy bills and logs its requests and does not edit them yet, so no\nread-back MCP server is registered"
 	}
 	return "Claude Code", "ANTHROPIC_BASE_URL and --mcp-config FILE (a temporary file;\nthe user's own configuration is never written), with --allowedTools\nmcp__agentctx so that the read-back tools need no approval"
 }
@@ -109,15 +112,23 @@ func launchHelp(client launch.Client) (long, example string) {
   agentctx claude --limit 150000 -- --model opus
   agentctx claude -p "fix the failing test"
   agentctx claude --proxy http://127.0.0.1:8787 -- --resume`
-	if client == launch.Codex {
+	switch client {
+	case launch.Codex:
 		example = `  agentctx codex
   agentctx codex exec "fix the failing test"
   agentctx codex --limit 150000 -- --model gpt-5.5`
+	case launch.Gemini:
+		example = `  agentctx gemini
+  agentctx gemini -p "fix the failing test"
+  agentctx gemini --upstream-gemini http://127.0.0.1:9000 -- -m gemini-2.5-pro`
+	}
+	mcp := " and the proxy's read-back MCP server\nregistered for this run"
+	if client == launch.Gemini {
+		mcp = ""
 	}
 	long = string(client) + ` starts an agentctx proxy on a free loopback port (or, with --proxy
 URL, uses the running proxy that answers there), runs ` + name + ` with
-its model requests going through it and the proxy's read-back MCP server
-registered for this run, and stops the proxy when the client exits. The
+its model requests going through it` + mcp + `, and stops the proxy when the client exits. The
 exit code is the client's. When the client exits, a line on stderr says
 what the proxy forwarded and billed: "33 requests, 3 compactions, $0.86
 instead of $1.76" (the bill and its estimate without agentctx; agentctx

@@ -42,8 +42,10 @@ ANTHROPIC_BASE_URL (printed on start), or a Codex provider's base_url
 (http://ADDR/v1, wire_api "responses").
 
 POST /v1/messages, /v1/chat/completions and /v1/responses (with store
-false and no previous_response_id) are edited; everything else passes
-through. A request that needs no edit goes upstream byte for byte. What a
+false and no previous_response_id) are edited; the Gemini API's
+models/{model}:generateContent and :streamGenerateContent (Gemini CLI
+with GOOGLE_GEMINI_BASE_URL) are billed, keyed to sessions and logged,
+not edited yet; everything else passes through. A request that needs no edit goes upstream byte for byte. What a
 web page could send is refused (403): an Origin other than the proxy's
 own loopback origin, a model request sent as text/plain or a form.
 GET /agentctx/stats reports per session, GET /metrics the same in the
@@ -108,6 +110,7 @@ type proxyFlags struct {
 	f                   prepareFlags
 	listen, contextMgmt string
 	anthropicURL, oaURL string
+	geminiURL           string
 	maxSessions         int
 	sessionMemoryMB     int
 	decodeCacheMB       int
@@ -226,7 +229,7 @@ func (p *proxyFlags) server(cmd *cobra.Command, e *env, log *slog.Logger) (srv *
 	if p.decodeCacheMB == 0 {
 		decodeCache = -1 // keep nothing
 	}
-	popts := proxy.Options{Engine: engine, AnthropicURL: p.anthropicURL, OpenAIURL: p.oaURL, Logger: log, DecodeCacheBytes: decodeCache,
+	popts := proxy.Options{Engine: engine, AnthropicURL: p.anthropicURL, OpenAIURL: p.oaURL, GeminiURL: p.geminiURL, Logger: log, DecodeCacheBytes: decodeCache,
 		MCP: mcpHandler, Prices: prices, Token: p.token, Tenants: p.tenants, ContextManagement: proxy.ContextManagement(p.contextMgmt),
 		TracerProvider: tp, ReadBack: dashReadBack, Ledger: ledger, Project: project, Namespace: f.namespace, KeepWarm: p.keepWarm}
 	popts.Now, popts.AfterFunc = p.clock()
@@ -482,6 +485,7 @@ func (p *proxyFlags) register(cmd *cobra.Command, listen string) {
 	fs.StringVar(&p.contextMgmt, "context-management", string(proxy.ContextClient), "where edits go: client (in the messages) or native (Anthropic context editing for already-sent results and Anthropic or OpenAI Responses compaction for compactions)")
 	fs.StringVar(&p.anthropicURL, "upstream-anthropic", proxy.DefaultAnthropicURL, "Anthropic API base URL")
 	fs.StringVar(&p.oaURL, "upstream-openai", proxy.DefaultOpenAIURL, "OpenAI API base URL")
+	fs.StringVar(&p.geminiURL, "upstream-gemini", proxy.DefaultGeminiURL, "Gemini API base URL (the Gemini key, x-goog-api-key or key=, goes to it alone)")
 	fs.IntVar(&p.maxSessions, "max-sessions", proxy.DefaultMaxSessions, "sessions kept in memory (least recently used out first)")
 	fs.IntVar(&p.sessionMemoryMB, "session-memory", proxy.DefaultMaxBytes>>20, "MiB the sessions kept in memory may hold, by estimate: their memos and state, and the body a session near compaction keeps (least recently used out first; their decisions stay in the session store; 0: no bound but --max-sessions)")
 	fs.IntVar(&p.decodeCacheMB, "decode-cache", proxy.DefaultDecodeCacheBytes>>20, "MiB of decoded messages kept for the next request of each conversation to reuse (0: none; each request is then decoded whole)")

@@ -1,7 +1,8 @@
 // Package family describes the API families the proxy relays and edits
-// (Anthropic Messages, OpenAI Chat Completions, OpenAI Responses), one
-// package per family behind the one small interface [Family], and the
-// [Registry] that recognises a request's family (issue 46).
+// (Anthropic Messages, OpenAI Chat Completions, OpenAI Responses, Google's
+// Gemini API), one package per family behind the one small interface
+// [Family], and the [Registry] that recognises a request's family (issue
+// 46).
 //
 // What differs from one family to another and is cheap to state lives in
 // the family's package: the path of its editable request, the upstream
@@ -11,6 +12,13 @@
 // (whole and streamed), which event ends a stream, and the shape of its
 // errors. The proxy looks a request's family up once ([Registry.Route])
 // and calls it; it does not switch on the family's name.
+//
+// What only some families do is an optional interface, found by type
+// assertion: [Summaries] (a summary request of the family's own),
+// [ModelEndpoints] (the model named in the path, which makes the editable
+// request's path vary), [QueryClaimer] (credentials in the URL's query)
+// and [ArrayStreamer] (a stream written as a JSON array, not SSE): the
+// Gemini API has the last three.
 //
 // # Adding a family
 //
@@ -29,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 
 	"github.com/agentctx/agentctx/internal/lib/wire"
 	"github.com/agentctx/agentctx/pricing"
@@ -78,7 +87,9 @@ type Info struct {
 	// prices and prompt cache apply.
 	Provider pricing.Provider
 	// Endpoint is the path of the family's editable request, a POST
-	// ("/v1/messages").
+	// ("/v1/messages"); a family whose model is in the path
+	// (ModelEndpoints) names one of its paths with a placeholder
+	// ("/v1beta/models/{model}:generateContent").
 	Endpoint string
 	// List is the body member that holds the conversation ("messages",
 	// "input"); System the one that holds the system prompt ("system",
@@ -116,6 +127,9 @@ type Error struct {
 	Code string
 	// Message is the text the client shows.
 	Message string
+	// Status is the answer's HTTP status, which Google's shape repeats
+	// (as its code, with the status's canonical name); 0 is 400.
+	Status int
 }
 
 // Summaries is the optional ability of a family whose upstream the proxy
@@ -133,6 +147,36 @@ type Summaries interface {
 	// AnswerParts returns the texts of a whole (non-streamed) answer, in
 	// order (the caller joins them).
 	AnswerParts(answer []byte) []string
+}
+
+// ModelEndpoints is the optional ability of a family whose requests name
+// their model in their path, not in their body (the Gemini API's
+// /v1beta/models/{model}:generateContent): every POST to a path
+// EndpointModel accepts is one of its editable requests.
+type ModelEndpoints interface {
+	// EndpointModel reports whether path (as Claim gets it) is one of
+	// the family's editable requests, and the model it names.
+	EndpointModel(path string) (model string, ok bool)
+}
+
+// QueryClaimer is the optional ability of a family whose clients may
+// carry their credentials in the URL's query (the Gemini API's key=):
+// ClaimQuery says how strongly a request's query, with its headers,
+// names the family. It reads the credentials' shape, never their values.
+// The Registry takes the stronger of it and Claim.
+type QueryClaimer interface {
+	ClaimQuery(query url.Values, h http.Header) Claim
+}
+
+// ArrayStreamer is the optional ability of a family whose streamed
+// answers may come as a JSON array of response objects written element by
+// element, not as SSE (the Gemini API's streamGenerateContent without
+// alt=sse): the proxy then reads such an answer with wire.JSONArray, each
+// element an event for ReadEvent and Terminal.
+type ArrayStreamer interface {
+	// ArrayStream reports whether the answer to a request at path (as
+	// Claim gets it) with query is such an array, when it is not SSE.
+	ArrayStream(path string, query url.Values) bool
 }
 
 // ErrInvalid marks a registry that cannot be built.
@@ -170,7 +214,7 @@ func NewRegistry(fams ...Family) (*Registry, error) {
 	for _, f := range fams {
 		// A family's own request, with no header, is routed to it
 		// whether it is edited or not.
-		if g := r.claimed(f.Info().Endpoint, http.Header{}); g.Info().Name != f.Info().Name {
+		if g := r.claimed(f.Info().Endpoint, nil, http.Header{}); g.Info().Name != f.Info().Name {
 			return nil, fmt.Errorf("%w: %s claims the endpoint of %s", ErrInvalid, g.Info().Name, f.Info().Name)
 		}
 	}
@@ -178,26 +222,36 @@ func NewRegistry(fams ...Family) (*Registry, error) {
 }
 
 // Route returns the family of a request: the one whose Endpoint a POST's
-// path is, with editable set; else the family with the strongest claim
-// (the first registered of those tied), or the first registered when none
-// claims it. path is unescaped, from /v1/ on when it holds /v1/.
-func (r *Registry) Route(method, path string, h http.Header) (f Family, editable bool) {
+// path is (or one of whose ModelEndpoints it is), with editable set; else
+// the family with the strongest claim (the first registered of those
+// tied), or the first registered when none claims it. path is unescaped,
+// from /v1/ on when it holds /v1/; query is the URL's (nil for none).
+func (r *Registry) Route(method, path string, query url.Values, h http.Header) (f Family, editable bool) {
 	if method == http.MethodPost {
 		for _, f := range r.fams {
 			if f.Info().Endpoint == path {
 				return f, true
 			}
+			if me, ok := f.(ModelEndpoints); ok {
+				if _, ok := me.EndpointModel(path); ok {
+					return f, true
+				}
+			}
 		}
 	}
-	return r.claimed(path, h), false
+	return r.claimed(path, query, h), false
 }
 
 // claimed returns the family with the strongest claim on a request, the
 // first registered of those tied, or the first registered.
-func (r *Registry) claimed(path string, h http.Header) Family {
+func (r *Registry) claimed(path string, query url.Values, h http.Header) Family {
 	best, bestClaim := r.fams[0], ClaimNone
 	for _, f := range r.fams {
-		if c := f.Claim(path, h); c > bestClaim {
+		c := f.Claim(path, h)
+		if qc, ok := f.(QueryClaimer); ok && len(query) > 0 {
+			c = max(c, qc.ClaimQuery(query, h))
+		}
+		if c > bestClaim {
 			best, bestClaim = f, c
 		}
 	}

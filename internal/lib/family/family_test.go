@@ -3,17 +3,20 @@ package family_test
 import (
 	"errors"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/agentctx/agentctx/internal/lib/family"
 	"github.com/agentctx/agentctx/internal/lib/family/anthropic"
+	"github.com/agentctx/agentctx/internal/lib/family/gemini"
 	"github.com/agentctx/agentctx/internal/lib/family/openaichat"
 	"github.com/agentctx/agentctx/internal/lib/family/responses"
 )
 
 func registry(t *testing.T) *family.Registry {
 	t.Helper()
-	r, err := family.NewRegistry(anthropic.Family{}, openaichat.Family{}, responses.Family{})
+	r, err := family.NewRegistry(anthropic.Family{}, openaichat.Family{}, responses.Family{}, gemini.Family{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,12 +29,27 @@ func registry(t *testing.T) *family.Registry {
 func TestRoute(t *testing.T) {
 	r := registry(t)
 	bearer := http.Header{"Authorization": {"Bearer t"}}
+	goog := http.Header{"X-Goog-Api-Key": {"k"}}
 	for _, c := range []struct {
 		method, path string
 		h            http.Header
 		want         string
 		editable     bool
 	}{
+		{"POST", "/v1beta/models/gemini-2.5-pro:generateContent", nil, gemini.Name, true},
+		{"POST", "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", goog, gemini.Name, true},
+		{"POST", "/v1/models/gemini-2.5-pro:streamGenerateContent", bearer, gemini.Name, true}, // a path beats a credential
+		{"POST", "/v1alpha/models/gemini-3-pro-preview:generateContent", nil, gemini.Name, true},
+		{"POST", "/v1beta/models/gemini-2.5-flash:countTokens", goog, gemini.Name, false},
+		{"GET", "/v1beta/models/gemini-2.5-flash", nil, gemini.Name, false},
+		{"GET", "/v1beta/models", nil, gemini.Name, false},
+		{"GET", "/v1/models", goog, gemini.Name, false},
+		{"GET", "/v1/models?key=k", nil, gemini.Name, false},
+		{"GET", "/v1/models?key=k", http.Header{"X-Api-Key": {"k"}}, anthropic.Name, false},
+		{"GET", "/v1/models?key=k", bearer, openaichat.Name, false},
+		{"POST", "/v1/messages", goog, anthropic.Name, true}, // the endpoint: the proxy refuses the key
+		{"POST", "/v1beta/openai/chat/completions", bearer, openaichat.Name, false},
+		{"POST", "/v1/projects/p/locations/l/publishers/google/models/gemini-2.5-pro:generateContent", bearer, openaichat.Name, false}, // Vertex AI: not a Gemini API path
 		{"POST", "/v1/messages", nil, anthropic.Name, true},
 		{"POST", "/v1/chat/completions", bearer, openaichat.Name, true},
 		{"POST", "/v1/responses", nil, responses.Name, true},
@@ -43,7 +61,9 @@ func TestRoute(t *testing.T) {
 		{"GET", "/v1/models", http.Header{"X-Api-Key": {"k"}}, anthropic.Name, false},
 		{"GET", "/v1/models", nil, anthropic.Name, false}, // none: the first
 	} {
-		f, editable := r.Route(c.method, c.path, c.h)
+		path, query, _ := strings.Cut(c.path, "?")
+		q, _ := url.ParseQuery(query)
+		f, editable := r.Route(c.method, path, q, c.h)
 		if f.Info().Name != c.want || editable != c.editable {
 			t.Errorf("Route(%s %s, %v) = %s, %v; want %s, %v", c.method, c.path, c.h, f.Info().Name, editable, c.want, c.editable)
 		}
@@ -51,8 +71,8 @@ func TestRoute(t *testing.T) {
 	if f := r.Lookup(responses.Name); f == nil || f.Info().Name != responses.Name {
 		t.Errorf("Lookup(%s) = %v", responses.Name, f)
 	}
-	if f := r.Lookup("gemini"); f != nil {
-		t.Errorf("Lookup(gemini) = %v", f)
+	if f := r.Lookup("vertex"); f != nil {
+		t.Errorf("Lookup(vertex) = %v", f)
 	}
 }
 

@@ -25,6 +25,12 @@ const (
 	// response.completed (or response.incomplete), cached tokens counted
 	// inside input_tokens.
 	Responses
+	// Gemini is Google's Gemini API (generateContent,
+	// streamGenerateContent): every response object (a whole answer, each
+	// chunk of a stream, SSE or JSON array) carries a usageMetadata, the
+	// last one (whose candidate has a finishReason) the output's counts;
+	// cached tokens counted inside promptTokenCount.
+	Gemini
 )
 
 // UsageReader reads the usage of one response: Whole for a JSON answer, or
@@ -36,7 +42,8 @@ type UsageReader struct {
 	Got bool
 	// Final reports that the event that completes the usage was read
 	// (Anthropic's message_delta, the chat usage chunk, Responses'
-	// response.completed, a whole answer).
+	// response.completed, Gemini's chunk with a finishReason, a whole
+	// answer).
 	Final bool
 }
 
@@ -44,9 +51,21 @@ type UsageReader struct {
 // leading quote, frequent in JSON, bytes.Contains finds it faster.
 var usageKey = []byte(`usage"`)
 
-// Event reads the data of one event of a stream of api. Data that is not a
-// JSON object, and events without usage, are passed over.
+// Gemini's keys: its usage, and the member of a candidate that ends the
+// answer.
+var (
+	usageMetadataKey = []byte(`usageMetadata"`)
+	finishReasonKey  = []byte(`finishReason"`)
+)
+
+// Event reads the data of one event of a stream of api (for Gemini's JSON
+// array stream, one element of the array). Data that is not a JSON
+// object, and events without usage, are passed over.
 func (r *UsageReader) Event(api API, data []byte) {
+	if api == Gemini {
+		r.geminiChunk(data)
+		return
+	}
 	// Most events carry no usage: skip them without parsing.
 	if !bytes.Contains(data, usageKey) {
 		return
@@ -79,8 +98,21 @@ func (r *UsageReader) Event(api API, data []byte) {
 }
 
 // Whole reads a whole (non-streamed) JSON answer of api. An answer that is
-// not a JSON object is passed over.
+// not a JSON object is passed over; but for Gemini, a JSON array of
+// response objects (a streamGenerateContent answer without alt=sse, read
+// whole) is read as its stream is, element by element.
 func (r *UsageReader) Whole(api API, body []byte) {
+	if api == Gemini && rawjson.Kind(body) == '[' {
+		els, err := rawjson.Elements(body)
+		if err != nil {
+			return
+		}
+		for _, el := range els {
+			r.geminiChunk(el)
+		}
+		r.Final = true
+		return
+	}
 	ms, ok := members(body)
 	if !ok {
 		return
@@ -94,7 +126,71 @@ func (r *UsageReader) Whole(api API, body []byte) {
 		r.openAI(u, "prompt_tokens", "completion_tokens", "prompt_tokens_details")
 	case Responses:
 		r.openAI(u, "input_tokens", "output_tokens", "input_tokens_details")
+	case Gemini:
+		r.gemini(get(ms, "usageMetadata"))
 	}
+}
+
+// geminiChunk reads one response object of a Gemini stream: its
+// usageMetadata, which replaces what was read before (the prompt's count
+// comes in every chunk, the output's in the last), and Final once a
+// candidate has a finishReason.
+func (r *UsageReader) geminiChunk(data []byte) {
+	hasUsage, hasFinish := bytes.Contains(data, usageMetadataKey), bytes.Contains(data, finishReasonKey)
+	if !hasUsage && !hasFinish {
+		return // most of a stream: skipped without parsing
+	}
+	ms, ok := members(data)
+	if !ok {
+		return
+	}
+	if hasUsage {
+		r.gemini(get(ms, "usageMetadata"))
+	}
+	if hasFinish && GeminiFinished(get(ms, "candidates")) {
+		r.Final = true
+	}
+}
+
+// GeminiFinished reports whether a Gemini response's candidates (the
+// member's raw value) hold one with a finishReason: the answer's last
+// chunk.
+func GeminiFinished(candidates []byte) bool {
+	els, err := rawjson.Elements(candidates)
+	if err != nil {
+		return false
+	}
+	for _, c := range els {
+		if rawjson.Kind(c) != '{' {
+			continue
+		}
+		if f := rawjson.Get(c, "finishReason"); rawjson.Kind(f) == '"' && len(f) > 2 {
+			return true
+		}
+	}
+	return false
+}
+
+// gemini reads a Gemini usageMetadata: promptTokenCount (cached tokens
+// included) and toolUsePromptTokenCount (the prompts of the built-in
+// tools, billed as input), cachedContentTokenCount, candidatesTokenCount
+// and thoughtsTokenCount (billed as output). It replaces what was read
+// before; an object without the prompt's count is passed over.
+func (r *UsageReader) gemini(raw []byte) {
+	ms, ok := members(raw)
+	if !ok {
+		return
+	}
+	prompt, ok := intOf(get(ms, "promptTokenCount"))
+	if !ok {
+		return
+	}
+	tool, _ := intOf(get(ms, "toolUsePromptTokenCount"))
+	cached, _ := intOf(get(ms, "cachedContentTokenCount"))
+	cand, _ := intOf(get(ms, "candidatesTokenCount"))
+	thoughts, _ := intOf(get(ms, "thoughtsTokenCount"))
+	r.Usage = pricing.GoogleUsage(prompt+tool, cached, cand, thoughts)
+	r.Got = true
 }
 
 // anthropic reads a usage object of the Messages API: the fields it has

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -22,6 +23,13 @@ type Fixtures struct {
 	// Stream is the data of each event of a streamed answer, in order:
 	// its usage is Usage, its last event the terminal one.
 	Stream [][]byte
+	// Array is a streamed answer written as a JSON array (a
+	// family.ArrayStreamer's), whose usage is Usage, its last element
+	// the terminal one; ArrayPath and ArrayQuery name a request it
+	// answers.
+	Array      []byte
+	ArrayPath  string
+	ArrayQuery url.Values
 	// Whole is a whole (non-streamed) answer whose usage is Usage.
 	Whole []byte
 	// Usage is the usage of Stream and of Whole.
@@ -35,9 +43,8 @@ type Fixtures struct {
 	AnswerParts []string
 }
 
-// Endpoints returns the editable paths of the families the proxy knows
-// of, served or refused (Gemini's generateContent): a family claims none
-// but its own.
+// Endpoints returns the editable paths of the families the proxy serves
+// (Gemini's with a model): a family claims none but its own.
 func Endpoints() []string {
 	return []string{"/v1/messages", "/v1/chat/completions", "/v1/responses",
 		"/v1beta/models/gemini-2.5-pro:generateContent", "/v1beta/models/gemini-2.5-pro:streamGenerateContent"}
@@ -65,7 +72,7 @@ var rules = []rule{
 	}},
 	{"claims no other family's endpoint", func(t *testing.T, f family.Family, _ Fixtures) {
 		for _, p := range Endpoints() {
-			if p != f.Info().Endpoint {
+			if !owns(f, p) {
 				if c := f.Claim(p, http.Header{}); c != family.ClaimNone {
 					t.Errorf("Claim(%s, no header) = %d, want ClaimNone", p, c)
 				}
@@ -77,11 +84,41 @@ var rules = []rule{
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, editable := r.Route(http.MethodPost, f.Info().Endpoint, http.Header{}); got.Info().Name != f.Info().Name || !editable {
+		if got, editable := r.Route(http.MethodPost, f.Info().Endpoint, nil, http.Header{}); got.Info().Name != f.Info().Name || !editable {
 			t.Errorf("Route(POST %s) = %s, %v", f.Info().Endpoint, got.Info().Name, editable)
 		}
-		if _, editable := r.Route(http.MethodGet, f.Info().Endpoint, http.Header{}); editable {
+		if _, editable := r.Route(http.MethodGet, f.Info().Endpoint, nil, http.Header{}); editable {
 			t.Errorf("Route(GET %s) is editable", f.Info().Endpoint)
+		}
+	}},
+	{"model endpoints: its paths with a model route to it, editable, with the model", func(t *testing.T, f family.Family, _ Fixtures) {
+		me, ok := f.(family.ModelEndpoints)
+		if !ok {
+			t.Skip("no family.ModelEndpoints")
+		}
+		r, err := family.NewRegistry(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, p := range Endpoints() {
+			model, ok := me.EndpointModel(p)
+			if !ok {
+				continue
+			}
+			n++
+			if model == "" || strings.ContainsAny(model, "/:") {
+				t.Errorf("EndpointModel(%s) = %q", p, model)
+			}
+			if got, editable := r.Route(http.MethodPost, p, nil, http.Header{}); got.Info().Name != f.Info().Name || !editable {
+				t.Errorf("Route(POST %s) = %s, %v", p, got.Info().Name, editable)
+			}
+			if c := f.Claim(p, http.Header{}); c != family.ClaimPath {
+				t.Errorf("Claim(%s) = %d, want ClaimPath", p, c)
+			}
+		}
+		if n == 0 {
+			t.Error("no path of Endpoints() is one of its endpoints")
 		}
 	}},
 	{"reads the usage of a whole answer", func(t *testing.T, f family.Family, fx Fixtures) {
@@ -102,6 +139,40 @@ var rules = []rule{
 		}
 		if !r.Got || !r.Final || r.Usage != fx.Usage {
 			t.Errorf("ReadEvent: usage %+v, got %v, final %v; want %+v", r.Usage, r.Got, r.Final, fx.Usage)
+		}
+	}},
+	{"array streams: reads the usage of a JSON array stream, its last element terminal", func(t *testing.T, f family.Family, fx Fixtures) {
+		as, ok := f.(family.ArrayStreamer)
+		if !ok {
+			t.Skip("no family.ArrayStreamer")
+		}
+		if !as.ArrayStream(fx.ArrayPath, fx.ArrayQuery) {
+			t.Errorf("ArrayStream(%s, %v) = false", fx.ArrayPath, fx.ArrayQuery)
+		}
+		if as.ArrayStream(f.Info().Endpoint, nil) {
+			t.Errorf("ArrayStream(%s) = true: a whole answer", f.Info().Endpoint)
+		}
+		var els [][]byte
+		var a wire.JSONArray
+		emit := func(el []byte) { els = append(els, append([]byte(nil), el...)) }
+		for i := range fx.Array { // a byte at a time: as cut as it can be
+			a.Feed(fx.Array[i:i+1], emit)
+		}
+		a.End(emit)
+		var r wire.UsageReader
+		for i, el := range els {
+			f.ReadEvent(&r, el)
+			if done, last := f.Terminal(el, r.Final), i == len(els)-1; done != last {
+				t.Errorf("element %d (%.60s): Terminal = %v, want %v", i, el, done, last)
+			}
+		}
+		if len(els) < 2 || !r.Got || !r.Final || r.Usage != fx.Usage {
+			t.Errorf("%d elements: usage %+v, got %v, final %v; want %+v", len(els), r.Usage, r.Got, r.Final, fx.Usage)
+		}
+		var whole wire.UsageReader
+		f.ReadWhole(&whole, fx.Array)
+		if !whole.Got || !whole.Final || whole.Usage != fx.Usage {
+			t.Errorf("ReadWhole(the array): usage %+v, got %v, final %v; want %+v", whole.Usage, whole.Got, whole.Final, fx.Usage)
 		}
 	}},
 	{"passes over what is not JSON", func(t *testing.T, f family.Family, _ Fixtures) {
@@ -165,6 +236,19 @@ func Run(t *testing.T, f family.Family, fx Fixtures) {
 	for _, r := range rules {
 		t.Run(r.name, func(t *testing.T) { r.test(t, f, fx) })
 	}
+}
+
+// owns reports whether p is one of f's editable paths.
+func owns(f family.Family, p string) bool {
+	if p == f.Info().Endpoint {
+		return true
+	}
+	me, ok := f.(family.ModelEndpoints)
+	if !ok {
+		return false
+	}
+	_, ok = me.EndpointModel(p)
+	return ok
 }
 
 func split(t *testing.T, raw []byte) *wire.Body {
