@@ -236,6 +236,9 @@ func Compact(ctx context.Context, msgs []agentctx.Message, opts Options) (*Resul
 		return res, nil
 	}
 	summary = WithPointers(summary, req.Pointers)
+	if o.SummarizeAll {
+		summary = withLatestResults(summary, msgs[len(msgs)-1])
+	}
 	compacted(res, o, mc, msgs, counts, h, t, summary)
 	return res, nil
 }
@@ -466,4 +469,40 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// LatestResultsTitle heads the section a summary of everything
+// (Options.SummarizeAll) ends with when the list ended on tool results.
+const LatestResultsTitle = "Latest tool results"
+
+// withLatestResults returns summary followed by the tool results last
+// holds, as the list sent them (a stored result as its reference, a
+// cleared one as its placeholder): a summary that replaces the whole list
+// replaces the results the model is about to act on, which no summary
+// carries whole (the value the next command needs may sit in the middle
+// of a long output). Without the section the model answers the summary
+// without the output of the call it made last. Text content is written
+// as it is; block content as its text blocks.
+func withLatestResults(summary string, last agentctx.Message) string {
+	var b strings.Builder
+	for r := range agentctx.ToolResults([]agentctx.Message{last}) {
+		text := r.Content.Text()
+		if !r.Content.IsText() {
+			var parts []string
+			for _, bl := range r.Content.Blocks() {
+				if bl.Type == agentctx.BlockText {
+					parts = append(parts, bl.Text)
+				}
+			}
+			text = strings.Join(parts, "\n")
+		}
+		if b.Len() == 0 {
+			b.WriteString("## " + LatestResultsTitle + "\n\nThe conversation stopped at these results of the last tool calls, as they were sent:\n")
+		}
+		fmt.Fprintf(&b, "\n<tool_result tool_use_id=%q>\n%s\n</tool_result>\n", r.ID, strings.TrimRight(text, "\n"))
+	}
+	if b.Len() == 0 {
+		return summary
+	}
+	return strings.TrimRight(summary, " \n") + "\n\n" + strings.TrimRight(b.String(), "\n")
 }

@@ -684,3 +684,44 @@ func TestReservedTokens(t *testing.T) {
 		t.Error("negative ReservedTokens accepted")
 	}
 }
+
+// A summary of everything (SummarizeAll: the list ends in an open tool
+// loop with signed thinking) replaces the results the model is about to
+// act on: they follow the summary as they were sent, so the model's next
+// step still sees what its last call printed. A list that does not end on
+// tool results gets the summary alone.
+func TestSummarizeAllKeepsTheLatestResults(t *testing.T) {
+	call := agentctx.NewMessage(agentctx.RoleAssistant, agentctx.BlockList(
+		agentctx.ToolUseBlock("toolu_9", "Bash", json.RawMessage(`{"command":"make"}`))))
+	result := agentctx.NewMessage(agentctx.RoleUser, agentctx.BlockList(
+		agentctx.ToolResultBlock("toolu_9", agentctx.Text("build ok\nNEXT=4f2a\n"), false)))
+	for _, tc := range []struct {
+		name string
+		last []agentctx.Message
+		want string
+	}{
+		{"ends on a result", []agentctx.Message{call, result},
+			"THE SUMMARY\n\n## " + compact.LatestResultsTitle + "\n\nThe conversation stopped at these results of the last tool calls, as they were sent:\n\n" +
+				"<tool_result tool_use_id=\"toolu_9\">\nbuild ok\nNEXT=4f2a\n</tool_result>"},
+		{"ends on the assistant", []agentctx.Message{asst(10)}, "THE SUMMARY"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			msgs := append([]agentctx.Message{sys(10), user(40), asst(40), user(40)}, tc.last...)
+			o := baseOpts(t)
+			o.Limit, o.Threshold, o.TailRatio = 200, 0.9, 0.05
+			o.Force, o.SummarizeAll = true, true
+			o.Summarizer = &fakeSummarizer{script: []any{"THE SUMMARY"}}
+			o.MaxPointers = -1
+			res, err := compact.Compact(context.Background(), msgs, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Compacted || len(res.Messages) != 2 {
+				t.Fatalf("compacted %v into %d messages, want head + summary", res.Compacted, len(res.Messages))
+			}
+			if got := res.Messages[1].Content.Text(); got != tc.want || res.Summary != tc.want {
+				t.Errorf("summary\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+}

@@ -1454,8 +1454,10 @@ func (c *call) overLimitFallback(copts *compact.Options) *bool {
 // summary without the pointers section the compaction appends to it
 // (compact.WithPointers), which the plan must not price as output.
 func generated(summary string) string {
-	if i := strings.Index(summary, "\n## "+compact.PointersTitle); i >= 0 {
-		return summary[:i]
+	for _, title := range []string{compact.PointersTitle, compact.LatestResultsTitle} {
+		if i := strings.Index(summary, "\n## "+title); i >= 0 {
+			summary = summary[:i]
+		}
 	}
 	return summary
 }

@@ -195,9 +195,22 @@ func addBreakpoint(a *alignment, system, tools []byte) bool {
 		return false
 	}
 	// The last edited message that has a block to carry it (the last
-	// message has the client's own).
+	// message has the client's own), or the last message itself when it
+	// is the engine's, with none of the client's: a summary of
+	// everything (an open tool loop with signed thinking), whose text
+	// becomes a text block to carry it. Without it nothing after the
+	// tools is cached, and the request after the summary pays its whole
+	// history uncached again.
+	last, first := len(a.out)-1, len(a.out)-2
+	if last >= 0 && a.match[last] < 0 && a.breakpoints(last) == 0 && a.out[last].Content.IsText() {
+		m := a.out[last].WithContent(agentctx.BlockList(agentctx.TextBlock(a.out[last].Content.Text())))
+		if enc, err := m.AppendJSON(nil); err == nil {
+			a.out[last], a.outEnc[last], a.outHash[last], a.outBreaks[last] = m, enc, 0, -1
+			first = last
+		}
+	}
 	j, bi := -1, -1
-	for k := len(a.out) - 2; k >= 0 && j < 0; k-- {
+	for k := first; k >= 0 && j < 0; k-- {
 		if a.match[k] >= 0 {
 			continue
 		}

@@ -1,15 +1,20 @@
 // Package e2eclient installs and runs the real agent clients the
-// end-to-end tests drive: Claude Code, Codex and Gemini CLI, from npm,
-// cached between runs. It is for tests only.
+// end-to-end tests drive: Claude Code, Codex, Gemini CLI and opencode,
+// from npm, cached between runs. It is for tests only.
 package e2eclient
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +28,9 @@ const (
 	ClaudePackage = "@anthropic-ai/claude-code@2.1.330"
 	CodexPackage  = "@openai/codex@0.169.0"
 	GeminiPackage = "@google/gemini-cli@0.61.0"
+	// OpencodePackage is opencode: a wrapper whose optional dependency
+	// per platform (opencode-linux-x64, ...) ships the native binary.
+	OpencodePackage = "opencode-ai@1.18.33"
 )
 
 var (
@@ -74,20 +82,36 @@ func Install(t testing.TB) string {
 // clients from installing it.
 func InstallGemini(t testing.TB) string {
 	t.Helper()
+	return installOne(t, "Gemini CLI", GeminiPackage)
+}
+
+// InstallOpencode installs opencode with npm into the directory Install
+// uses (cached between runs, under the same lock, with its own stamp) and
+// returns it; it skips or fails as InstallGemini does.
+func InstallOpencode(t testing.TB) string {
+	t.Helper()
+	return installOne(t, "opencode", OpencodePackage)
+}
+
+// installOne installs one client's package pkg (named client in the
+// messages) as InstallGemini and InstallOpencode do: skipped with -short
+// or without npm and node, but in CI, where their absence fails the test.
+// install checks its stamp first: after the first install on the machine,
+// a call costs a stat.
+func installOne(t testing.TB, client, pkg string) string {
+	t.Helper()
 	if testing.Short() && os.Getenv("CI") == "" {
 		t.Skip("end-to-end test with real clients: skipped with -short")
 	}
 	for _, tool := range []string{"npm", "node"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") != "" {
-				t.Fatalf("%s is required in CI for the end-to-end tests with Gemini CLI: %v", tool, err)
+				t.Fatalf("%s is required in CI for the end-to-end tests with %s: %v", tool, client, err)
 			}
-			t.Skipf("%s not found: the end-to-end tests with Gemini CLI need it", tool)
+			t.Skipf("%s not found: the end-to-end tests with %s need it", tool, client)
 		}
 	}
-	// install checks its stamp first: after the first install on the
-	// machine, a call costs a stat.
-	dir, err := install(Cache(), GeminiPackage)
+	dir, err := install(Cache(), pkg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,6 +176,98 @@ func GeminiCommand(dir string) []string {
 	return []string{"node", filepath.Join(dir, "node_modules", "@google", "gemini-cli", "bundle", "gemini.js")}
 }
 
+// OpencodeCommand returns the command that runs opencode installed in dir:
+// the native binary its postinstall script put in place of the wrapper's
+// placeholder script, else (npm may not run install scripts) the binary of
+// the platform package npm installed, the AVX2 build before the baseline
+// one, as the postinstall script chooses.
+func OpencodeCommand(dir string) []string {
+	modules := filepath.Join(dir, "node_modules")
+	if bin := filepath.Join(modules, "opencode-ai", "bin", "opencode.exe"); isBinary(bin) {
+		return []string{bin}
+	}
+	arch := runtime.GOARCH
+	if arch == "amd64" {
+		arch = "x64"
+	}
+	base := "opencode-" + runtime.GOOS + "-" + arch
+	for _, pkg := range []string{base, base + "-baseline", base + "-musl", base + "-baseline-musl"} {
+		if bin := filepath.Join(modules, pkg, "bin", "opencode"); isBinary(bin) {
+			return []string{bin}
+		}
+	}
+	return []string{filepath.Join(modules, ".bin", "opencode")}
+}
+
+// isBinary reports a file that starts as an ELF, Mach-O or PE executable
+// does: the wrapper's placeholder, a shell script, does not.
+func isBinary(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 4)
+	if _, err := io.ReadFull(f, head); err != nil {
+		return false
+	}
+	for _, magic := range []string{"\x7fELF", "\xcf\xfa\xed\xfe", "\xca\xfe\xba\xbe", "MZ"} {
+		if bytes.HasPrefix(head, []byte(magic)) {
+			return true
+		}
+	}
+	return false
+}
+
+// OpencodeConfig is the user config file
+// ($XDG_CONFIG_HOME/opencode/opencode.json) that runs opencode 1.18
+// headless against an Anthropic-compatible base URL (%[1]s, with its /v1)
+// with the API key %[2]s: the Anthropic provider's model, every tool
+// allowed without asking, no auto-update or sharing, no LSP servers or
+// formatters, no snapshots (git) of the working directory; its own
+// context management off (no compaction, no pruning of old tool outputs)
+// and its cut of a tool's output raised far past the 50 KB default, so
+// that what the agent's history holds is the proxy's doing.
+const OpencodeConfig = `{
+  "$schema": "https://opencode.ai/config.json",
+  "model": "anthropic/claude-sonnet-4-5",
+  "small_model": "anthropic/claude-sonnet-4-5",
+  "autoupdate": false,
+  "share": "disabled",
+  "lsp": false,
+  "formatter": false,
+  "snapshot": false,
+  "permission": {"*": "allow"},
+  "compaction": {"auto": false, "prune": false},
+  "tool_output": {"max_lines": 100000, "max_bytes": 10000000},
+  "provider": {"anthropic": {"options": {"baseURL": %[1]q, "apiKey": %[2]q}}}
+}
+`
+
+// OpencodeEnv writes OpencodeConfig for baseURL (the API's root, without
+// /v1) and key into home's config directory and returns the environment
+// that runs opencode with it: MinimalEnv, HOME and the XDG directories in
+// home, and the switches that keep it offline: no fetch of the models.dev
+// catalogue (the one built in serves), no update check, no sharing, no LSP
+// download, no default plugins, and npm offline (opencode installs its
+// plugin package into the config directory with npm's code at start).
+func OpencodeEnv(home, baseURL, key string) ([]string, error) {
+	dir := filepath.Join(home, ".config", "opencode")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	config := fmt.Sprintf(OpencodeConfig, strings.TrimSuffix(baseURL, "/")+"/v1", key)
+	if err := os.WriteFile(filepath.Join(dir, "opencode.json"), []byte(config), 0o644); err != nil {
+		return nil, err
+	}
+	return append(MinimalEnv(), "HOME="+home,
+		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_DATA_HOME="+filepath.Join(home, ".local", "share"),
+		"XDG_CACHE_HOME="+filepath.Join(home, ".cache"), "XDG_STATE_HOME="+filepath.Join(home, ".local", "state"),
+		"OPENCODE_DISABLE_MODELS_FETCH=true", "OPENCODE_DISABLE_AUTOUPDATE=true", "OPENCODE_DISABLE_SHARE=true",
+		"OPENCODE_DISABLE_LSP_DOWNLOAD=true", "OPENCODE_DISABLE_DEFAULT_PLUGINS=true",
+		"npm_config_offline=true"), nil
+}
+
 // GeminiSettings is the user settings file (~/.gemini/settings.json) that
 // keeps Gemini CLI 0.61 offline and headless: the API key auth (so that
 // no Google login or Code Assist setup runs), no usage statistics
@@ -181,6 +297,51 @@ func GeminiEnv(home, baseURL, key string) ([]string, error) {
 	}
 	return append(MinimalEnv(), "HOME="+home, "GEMINI_API_KEY="+key, "GOOGLE_GEMINI_BASE_URL="+baseURL,
 		"GEMINI_CLI_NO_RELAUNCH=true"), nil
+}
+
+// EgressGuard is a loopback HTTP proxy that refuses every request (403)
+// and records what it was asked for: a client run with Env's proxy
+// variables (loopback exempt) shows there every connection it tries beyond
+// this machine, if it honours them (Bun's fetch and npm's code do, which
+// is what opencode fetches with).
+type EgressGuard struct {
+	// URL is the guard's address.
+	URL string
+
+	mu   sync.Mutex
+	seen []string
+}
+
+// NewEgressGuard starts an EgressGuard, closed when the test ends.
+func NewEgressGuard(t testing.TB) *EgressGuard {
+	g := &EgressGuard{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g.mu.Lock()
+		g.seen = append(g.seen, r.Method+" "+r.Host+r.URL.Path)
+		g.mu.Unlock()
+		http.Error(w, "no traffic beyond loopback in the tests", http.StatusForbidden)
+	}))
+	t.Cleanup(srv.Close)
+	g.URL = srv.URL
+	return g
+}
+
+// Env returns env with the proxy variables, both spellings, that send all
+// but loopback traffic to the guard.
+func (g *EgressGuard) Env(env []string) []string {
+	env = slices.Clip(env)
+	for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY"} {
+		env = append(env, k+"="+g.URL, strings.ToLower(k)+"="+g.URL)
+	}
+	return append(env, "NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost")
+}
+
+// Seen returns the requests the guard refused: "CONNECT host:443" for
+// HTTPS, the method, host and path for HTTP.
+func (g *EgressGuard) Seen() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]string(nil), g.seen...)
 }
 
 // MinimalEnv is the environment the clients run with: PATH and the

@@ -31,8 +31,9 @@ import (
 // SummaryHeader, and the clients' own: Claude Code's, Codex's and Gemini
 // CLI's compaction prompts in the request's last user message) with a
 // summary that states the last step reached. It drives Claude Code (Bash,
-// Read), Codex (its shell tools) and Gemini CLI (run_shell_command,
-// read_file), whichever tools the request offers.
+// Read), Codex (its shell tools), Gemini CLI (run_shell_command,
+// read_file) and opencode (bash, read), whichever tools the request
+// offers.
 //
 // The final answer is "LONGTASK COMPLETE steps=N check=VALUE", where VALUE
 // is the FINAL_CHECK the last step's output carries (LongTaskAnswer); a
@@ -438,6 +439,9 @@ func (m *LongTask) readCall(t tools, p pointer, idTool string) (ToolCall, bool) 
 	if t.gemini && t.geminiRead {
 		return ToolCall{Name: "read_file", Input: map[string]any{"file_path": p.path}}, true
 	}
+	if t.opencode && t.opencodeRead {
+		return ToolCall{Name: "read", Input: map[string]any{"filePath": p.path}}, true
+	}
 	return m.shellCall(t, "cat "+p.path, "read back"), true
 }
 
@@ -614,12 +618,13 @@ func isClientSummary(c *Call) bool {
 
 // tools are the step tools a request offers.
 type tools struct {
-	bash, read         bool   // Claude Code's
-	codex              string // exec_command, shell_command or shell
-	gemini, geminiRead bool   // Gemini CLI's run_shell_command and read_file
+	bash, read             bool   // Claude Code's
+	codex                  string // exec_command, shell_command or shell
+	gemini, geminiRead     bool   // Gemini CLI's run_shell_command and read_file
+	opencode, opencodeRead bool   // opencode's bash and read
 }
 
-func (t tools) shell() bool { return t.bash || t.codex != "" || t.gemini }
+func (t tools) shell() bool { return t.bash || t.codex != "" || t.gemini || t.opencode }
 
 func toolSet(c *Call) tools {
 	var t tools
@@ -637,6 +642,10 @@ func toolSet(c *Call) tools {
 			t.gemini = true
 		case "read_file":
 			t.geminiRead = true
+		case "bash":
+			t.opencode = true
+		case "read":
+			t.opencodeRead = true
 		}
 	}
 	return t
@@ -653,18 +662,24 @@ func (m *LongTask) toolCall(t tools, i int, st Step) ToolCall {
 	if t.gemini && st.Kind == KindRead && t.geminiRead {
 		return ToolCall{Name: "read_file", Input: map[string]any{"file_path": filepath.Join(m.opts.Dir, st.Path)}}
 	}
+	if t.opencode && st.Kind == KindRead && t.opencodeRead {
+		return ToolCall{Name: "read", Input: map[string]any{"filePath": filepath.Join(m.opts.Dir, st.Path)}}
+	}
 	return m.shellCall(t, cmd, Marker(i)+": "+st.Kind.String())
 }
 
 // shellCall returns the call of the request's shell tool that runs cmd;
 // description is Claude Code's Bash and Gemini CLI's run_shell_command
-// description.
+// description (opencode's bash has none).
 func (m *LongTask) shellCall(t tools, cmd, description string) ToolCall {
 	if t.bash {
 		return ToolCall{Name: "Bash", Input: map[string]any{"command": cmd, "description": description, "timeout": 600000}}
 	}
 	if t.gemini {
 		return ToolCall{Name: "run_shell_command", Input: map[string]any{"command": cmd, "description": description}}
+	}
+	if t.opencode {
+		return ToolCall{Name: "bash", Input: map[string]any{"command": cmd, "timeout": 600000}}
 	}
 	switch t.codex {
 	case "exec_command":
@@ -684,7 +699,7 @@ const (
 	KindBuild                 // cat a build log (some steps slow)
 	KindGrep                  // grep -n over a source file
 	KindHead                  // head of a source file
-	KindRead                  // read a whole source file (Claude Code's Read, Gemini CLI's read_file)
+	KindRead                  // read a whole source file (Claude Code's Read, Gemini CLI's read_file, opencode's read)
 	KindFinal                 // the last step: a test log with the FINAL_CHECK
 )
 

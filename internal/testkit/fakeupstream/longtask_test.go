@@ -3,6 +3,7 @@ package fakeupstream_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -215,6 +216,44 @@ func TestLongTaskThinking(t *testing.T) {
 		}
 		if got := r.Thinking != ""; got != tc.want {
 			t.Errorf("%s: thinking %q, want thinking %v", tc.name, r.Thinking, tc.want)
+		}
+	}
+}
+
+// The long task drives opencode with its own tools: bash (command, a
+// timeout in milliseconds) and read (filePath, absolute); with Chained,
+// its read-backs are reads of the path.
+func TestLongTaskOpencode(t *testing.T) {
+	call := func(raw string) *fakeupstream.Call {
+		var body map[string]any
+		if err := json.Unmarshal([]byte(raw), &body); err != nil {
+			t.Fatal(err)
+		}
+		return &fakeupstream.Call{API: fakeupstream.APIAnthropic, Header: http.Header{}, Body: body, Raw: []byte(raw),
+			ToolNames: []string{"bash", "edit", "glob", "grep", "read", "task", "write"}}
+	}
+	after := func(step int, result string) string {
+		return fmt.Sprintf(`{"messages":[{"role":"user","content":"run the task"},{"role":"assistant","content":"%s: next"},`+
+			`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":%q}]}]}`, fakeupstream.Marker(step), result)
+	}
+	plain := fakeupstream.NewLongTask(fakeupstream.LongTaskOptions{Steps: 12, Dir: "/work"})
+	chained := fakeupstream.NewLongTask(fakeupstream.LongTaskOptions{Steps: 12, Dir: "/work", Chained: true, PathRoots: []string{"/ws"}})
+	for _, tc := range []struct {
+		name            string
+		m               *fakeupstream.LongTask
+		raw             string
+		tool, key, want string
+	}{
+		{"a shell step", plain, `{"messages":[{"role":"user","content":"run the task"}]}`, "bash", "command", "cat logs/test-001.log"},
+		{"a file read", plain, after(2, "ok"), "read", "filePath", "/work/src/pkg003/store.go"},
+		{"a read-back", chained, after(4, "offloaded to /ws/default/tool_result_t.txt"), "read", "filePath", "/ws/default/tool_result_t.txt"},
+	} {
+		r := tc.m.Script(call(tc.raw))
+		if len(r.ToolCalls) != 1 || r.ToolCalls[0].Name != tc.tool || r.ToolCalls[0].Input[tc.key] != tc.want {
+			t.Errorf("%s: reply calls %+v, want %s with %s %q", tc.name, r.ToolCalls, tc.tool, tc.key, tc.want)
+		}
+		if tc.tool == "bash" && r.ToolCalls[0].Input["timeout"] != 600000 {
+			t.Errorf("%s: bash's timeout is %v, want 600000 (ms)", tc.name, r.ToolCalls[0].Input["timeout"])
 		}
 	}
 }
