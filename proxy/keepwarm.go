@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentctx/agentctx/internal/base/rawjson"
 	"github.com/agentctx/agentctx/internal/lib/family/anthropic"
-	"github.com/agentctx/agentctx/session"
 )
 
 // Keeping the prompt cache warm (Options.KeepWarm).
@@ -311,26 +310,23 @@ func (s *Server) billKeepWarm(key string, ws *warmSession, sc *usageScanner, at 
 	if !sc.got {
 		return 0
 	}
-	eb := exchangeBill{billed: true, keepWarm: true, usage: sc.usage}
+	// An exchange of the session's of its own, as the ledger records
+	// one: nothing estimated without agentctx (costWithout is 0).
+	x := &exchange{api: APIAnthropic, session: key, client: ws.client, tenant: ws.tenant, start: at}
+	eb := &x.bill
+	eb.model, eb.billed, eb.keepWarm, eb.usage = ws.model, true, true, sc.usage
 	eb.cost = s.pricesOf(APIAnthropic, ws.model).Cost(eb.usage)
 	st := s.stats.get(key)
 	st.mu.Lock()
-	st.Bill.add(&eb)
+	st.Bill.add(eb)
 	st.mu.Unlock()
 	s.stats.mu.Lock()
-	s.stats.total.Bill.add(&eb)
+	s.stats.total.Bill.add(eb)
 	s.stats.mu.Unlock()
 	if s.ledger != nil {
-		var one Bill
-		one.add(&eb)
-		e := session.LedgerEntry{Time: at, Session: key, API: string(APIAnthropic), Model: ws.model,
-			Client: ClientFamily(ws.client), Project: s.opts.Project,
-			InputTokens: int64(one.InputTokens), CacheReadTokens: int64(one.CacheReadTokens),
-			CacheWriteTokens: int64(one.CacheWriteTokens), OutputTokens: int64(one.OutputTokens), CostUSD: one.CostUSD}
-		if e.Namespace = s.opts.Namespace; ws.tenant != "" {
-			e.Namespace = TenantNamespace(s.opts.Namespace, ws.tenant)
+		if e, ok := s.ledgerEntry(x); ok {
+			s.ledger.add(e)
 		}
-		s.ledger.add(e)
 	}
 	return eb.cost
 }
